@@ -1,0 +1,148 @@
+import { z } from "zod";
+import { BACKEND_CHOICES } from "../spec/backend";
+import { LOSS_NAMES } from "../spec/loss";
+import { OptimizerSpecSchema } from "../spec/optimizer";
+import { TensorSpecSchema } from "./tensor";
+import { PROTOCOL_VERSION } from "./version";
+import { WireErrorSchema } from "./wire-error";
+
+/**
+ * Every control message, as one zod discriminated union on `type`. Each carries `v`
+ * (PROTOCOL_VERSION). Requests carry `id`; replies carry `re`, the id they answer.
+ * A message with `attachments` is followed on the same connection by binary frames holding
+ * those tensors (kind "attachment", seq = the message id), in order.
+ */
+
+const v = z.literal(PROTOCOL_VERSION);
+const id = z.number().int().nonnegative().max(2 ** 32 - 1);
+const hex64 = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex digits");
+const ms = z.number().finite().nonnegative();
+const attachments = z.array(TensorSpecSchema).max(4096);
+
+export const WorkerInfoSchema = z.strictObject({
+  pid: z.number().int(),
+  hostname: z.string().max(256),
+  version: z.string().max(64),
+  node: z.string().max(64),
+  /** The backend actually running, e.g. "cpu". */
+  backend: z.string().max(64),
+  /** What the backend computes on, e.g. "cpu" or "gpu:0". */
+  device: z.string().max(64),
+  /** Memory the device has, in bytes (host RAM for CPU backends). */
+  memoryBytes: z.number().nonnegative(),
+  cpus: z.number().int().nonnegative(),
+  /** Plain-words remarks, e.g. why a faster backend was not used. */
+  notes: z.array(z.string().max(1024)).max(32),
+});
+export type WorkerInfo = z.infer<typeof WorkerInfoSchema>;
+
+// Handshake (before authentication, only these three are accepted).
+export const ChallengeSchema = z.strictObject({
+  type: z.literal("challenge"), v, nonce: hex64,
+  server: z.strictObject({ version: z.string().max(64), pid: z.number().int() }),
+});
+export const AuthSchema = z.strictObject({
+  type: z.literal("auth"), v, nonce: hex64, mac: hex64,
+  role: z.enum(["driver", "peer"]),
+  /** Peers say which session and rank they belong to; checked against what the driver configured. */
+  peer: z.strictObject({ session: z.string().max(128), rank: z.number().int().nonnegative() }).optional(),
+});
+export const WelcomeSchema = z.strictObject({ type: z.literal("welcome"), v, mac: hex64 });
+
+export const ErrorMessageSchema = z.strictObject({
+  type: z.literal("error"), v, re: id.optional(), error: WireErrorSchema,
+});
+
+// Driver -> worker requests and their replies.
+export const JoinSchema = z.strictObject({
+  type: z.literal("join"), v, id,
+  session: z.string().min(1).max(128),
+  backend: z.enum(BACKEND_CHOICES),
+  /** How often the worker pings the driver and its ring neighbours. */
+  heartbeatIntervalMs: z.number().int().positive(),
+  /** Silence from the driver or a neighbour longer than this ends the session on the worker. */
+  heartbeatTimeoutMs: z.number().int().positive(),
+});
+export const JoinedSchema = z.strictObject({ type: z.literal("joined"), v, re: id, info: WorkerInfoSchema });
+
+export const ConfigureSchema = z.strictObject({
+  type: z.literal("configure"), v, id,
+  rank: z.number().int().nonnegative(),
+  worldSize: z.number().int().positive().max(4096),
+  /** Ring order of ranks; this worker dials the rank before it and accepts the rank after it. */
+  ring: z.array(z.number().int().nonnegative()).max(4096),
+  /** Address of every rank, as the driver reached it. */
+  addresses: z.array(z.string().max(512)).max(4096),
+  chunkElements: z.number().int().positive(),
+  connectTimeoutMs: z.number().int().positive(),
+  stepTimeoutMs: z.number().int().positive(),
+});
+export const ConfiguredSchema = z.strictObject({ type: z.literal("configured"), v, re: id });
+
+export const LoadSchema = z.strictObject({
+  type: z.literal("load"), v, id,
+  /** TF.js model topology (model.toJSON()); built with tf.models.modelFromJSON, never evaluated as code. */
+  topology: z.record(z.string(), z.unknown()),
+  optimizer: OptimizerSpecSchema,
+  loss: z.enum(LOSS_NAMES),
+  attachments,
+});
+export const LoadedSchema = z.strictObject({
+  type: z.literal("loaded"), v, re: id,
+  paramCount: z.number().int().nonnegative(),
+  /** Elements in the flat gradient buffer that is all-reduced each step. */
+  gradientLength: z.number().int().nonnegative(),
+});
+
+export const StepSchema = z.strictObject({
+  type: z.literal("step"), v, id,
+  step: z.number().int().nonnegative(),
+  epoch: z.number().int().nonnegative(),
+  /** This replica's share of the global batch (its slice size / global batch size). */
+  weight: z.number().min(0).max(1),
+  attachments,
+});
+export const StepDoneSchema = z.strictObject({
+  type: z.literal("stepDone"), v, re: id,
+  step: z.number().int().nonnegative(),
+  /** Mean loss over this replica's slice. */
+  loss: z.number(),
+  computeMs: ms, commMs: ms, waitMs: ms, applyMs: ms,
+});
+
+export const FetchWeightsSchema = z.strictObject({ type: z.literal("fetchWeights"), v, id });
+export const WeightsSchema = z.strictObject({
+  type: z.literal("weights"), v, re: id,
+  /** SHA-256 of every weight's bytes, in order: equal digests mean identical replicas. */
+  digest: hex64,
+  attachments,
+});
+export const DigestSchema = z.strictObject({ type: z.literal("digest"), v, id });
+export const DigestReplySchema = z.strictObject({ type: z.literal("digestReply"), v, re: id, digest: hex64 });
+
+export const ReleaseSchema = z.strictObject({ type: z.literal("release"), v, id });
+export const ReleasedSchema = z.strictObject({ type: z.literal("released"), v, re: id });
+export const ShutdownSchema = z.strictObject({ type: z.literal("shutdown"), v });
+
+/** Worker -> driver remarks worth showing the user (once), e.g. a backend fallback. */
+export const NoticeSchema = z.strictObject({
+  type: z.literal("notice"), v, level: z.enum(["info", "warn"]), text: z.string().max(4096),
+});
+
+export const MessageSchema = z.discriminatedUnion("type", [
+  ChallengeSchema, AuthSchema, WelcomeSchema, ErrorMessageSchema,
+  JoinSchema, JoinedSchema, ConfigureSchema, ConfiguredSchema,
+  LoadSchema, LoadedSchema, StepSchema, StepDoneSchema,
+  FetchWeightsSchema, WeightsSchema, DigestSchema, DigestReplySchema,
+  ReleaseSchema, ReleasedSchema, ShutdownSchema, NoticeSchema,
+]);
+
+export type Message = z.infer<typeof MessageSchema>;
+export type MessageType = Message["type"];
+export type MessageOf<T extends MessageType> = Extract<Message, { type: T }>;
+/** A message as written by the sender: `v` is filled in by the channel. */
+export type Outgoing<T extends MessageType = MessageType> = T extends MessageType
+  ? Omit<MessageOf<T>, "v">
+  : never;
+export type Request = Extract<Message, { id: number }>;
+export type Reply = Extract<Message, { re: number }>;

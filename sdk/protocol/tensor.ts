@@ -1,0 +1,30 @@
+import { z } from "zod";
+
+/** Element types that travel as binary frames. Both are 4 bytes, little-endian. */
+export const DTYPES = ["float32", "int32"] as const;
+export type DType = (typeof DTYPES)[number];
+
+export type TensorData = Float32Array | Int32Array;
+
+export const TensorSpecSchema = z.object({
+  dtype: z.enum(DTYPES),
+  shape: z.array(z.number().int().nonnegative().max(2 ** 31)).max(8),
+});
+export type TensorSpec = z.infer<typeof TensorSpecSchema>;
+
+export const DTYPE_CODE: Readonly<Record<DType, number>> = { float32: 1, int32: 2 };
+export const CODE_DTYPE: Readonly<Record<number, DType>> = { 1: "float32", 2: "int32" };
+
+export function elementCount(shape: readonly number[]): number {
+  let n = 1;
+  for (const d of shape) n *= d;
+  return n;
+}
+
+export function allocate(dtype: DType, length: number): TensorData {
+  return dtype === "float32" ? new Float32Array(length) : new Int32Array(length);
+}
+
+export function dtypeOf(data: TensorData): DType {
+  return data instanceof Int32Array ? "int32" : "float32";
+}

@@ -1,0 +1,122 @@
+import { z } from "zod";
+import { ConfigError } from "../errors/errors";
+import { BACKEND_CHOICES } from "./backend";
+
+/**
+ * The frozen description of a cluster. The fluent builder produces it; planners read it; the
+ * launcher turns it into processes and connections. Units are in the field names.
+ */
+
+export const MAX_LOCAL_WORKERS = 64;
+
+export const WorkerUrlSchema = z
+  .string()
+  .regex(/^wss?:\/\/[^\s/]+(:\d+)?\/?$/, "must look like ws://host:port or wss://host:port");
+
+export const WorkersSpecSchema = z.discriminatedUnion("kind", [
+  z.strictObject({
+    kind: z.literal("local"),
+    /** Number of worker processes started on this machine. */
+    count: z.number().int().min(1).max(MAX_LOCAL_WORKERS),
+    /** "gpu" asks for one GPU per worker; the launcher says plainly when it falls back to CPU. */
+    devices: z.enum(["cpu", "gpu"]),
+  }),
+  z.strictObject({
+    kind: z.literal("remote"),
+    /** Workers already running (`meshtrain worker`), in rank order. */
+    urls: z.array(WorkerUrlSchema).min(1).max(1024),
+  }),
+]);
+
+export const StrategySpecSchema = z.discriminatedUnion("name", [
+  z.strictObject({
+    /** Synchronous data parallelism: whole model per worker, gradients averaged by ring all-reduce. */
+    name: z.literal("data"),
+  }),
+]);
+export const STRATEGY_NAMES = ["data"] as const;
+
+export const HeartbeatSpecSchema = z.strictObject({
+  /** How often each side pings the other. Default 1000 ms. */
+  intervalMs: z.number().int().min(20).max(60_000),
+  /** Silence longer than this makes a peer lost. Default 10000 ms. */
+  timeoutMs: z.number().int().min(100).max(3_600_000),
+});
+
+export const TimeoutsSpecSchema = z.strictObject({
+  /** Start a local worker, or reach and authenticate a remote one. Default 60000 ms. */
+  connectMs: z.number().int().min(100).max(3_600_000),
+  /** One training step on every worker, all-reduce included. Default 600000 ms. */
+  stepMs: z.number().int().min(100).max(86_400_000),
+});
+
+export const ClusterSpecSchema = z.strictObject({
+  workers: WorkersSpecSchema,
+  /** Shared secret every connection proves it knows. Local clusters make a random one. */
+  token: z.string().min(16, "must be at least 16 characters").max(1024).optional(),
+  backend: z.enum(BACKEND_CHOICES),
+  strategy: StrategySpecSchema,
+  heartbeat: HeartbeatSpecSchema,
+  timeouts: TimeoutsSpecSchema,
+  /** Largest single WebSocket message either side accepts; tensors are chunked below it. Default 64 MiB. */
+  maxFrameBytes: z.number().int().min(64 * 1024).max(1024 * 1024 * 1024),
+  /** Elements per binary chunk for tensors and all-reduce traffic. Default 256 Ki elements (1 MiB). */
+  chunkElements: z.number().int().min(256).max(16 * 1024 * 1024),
+});
+
+export type WorkersSpec = z.infer<typeof WorkersSpecSchema>;
+export type StrategySpec = z.infer<typeof StrategySpecSchema>;
+export type StrategyName = StrategySpec["name"];
+export type HeartbeatSpec = z.infer<typeof HeartbeatSpecSchema>;
+export type TimeoutsSpec = z.infer<typeof TimeoutsSpecSchema>;
+export type ClusterSpec = Readonly<z.infer<typeof ClusterSpecSchema>>;
+
+export const DEFAULT_SPEC: Omit<ClusterSpec, "workers"> = {
+  backend: "auto",
+  strategy: { name: "data" },
+  heartbeat: { intervalMs: 1000, timeoutMs: 10_000 },
+  timeouts: { connectMs: 60_000, stepMs: 600_000 },
+  maxFrameBytes: 64 * 1024 * 1024,
+  chunkElements: 256 * 1024,
+};
+
+/** Number of workers the spec describes. */
+export function workerCount(spec: ClusterSpec): number {
+  return spec.workers.kind === "local" ? spec.workers.count : spec.workers.urls.length;
+}
+
+/** Checks that need more than one field; each message shows the arithmetic. */
+export function crossCheck(spec: ClusterSpec): void {
+  const hb = spec.heartbeat;
+  if (hb.timeoutMs < 2 * hb.intervalMs) {
+    throw new ConfigError(
+      `heartbeat timeoutMs ${hb.timeoutMs} must be at least 2 x intervalMs (2 x ${hb.intervalMs} = ${2 * hb.intervalMs})`,
+      { hint: "raise timeoutMs or lower intervalMs, e.g. .heartbeat({ intervalMs: 1000, timeoutMs: 10000 })" },
+    );
+  }
+  if (spec.workers.kind === "remote" && spec.token === undefined) {
+    throw new ConfigError(
+      `connect() to ${spec.workers.urls.length} remote worker(s) needs the cluster token: remote workers refuse drivers that cannot prove it`,
+      { hint: "add .token(secret) with the token the workers were started with (meshtrain worker --token ...)" },
+    );
+  }
+  if (spec.workers.kind === "remote") {
+    const seen = new Set<string>();
+    for (const url of spec.workers.urls) {
+      const key = url.replace(/\/$/, "");
+      if (seen.has(key)) {
+        throw new ConfigError(`connect() lists ${key} twice: each worker has one rank`, {
+          hint: "list every worker once, in rank order",
+        });
+      }
+      seen.add(key);
+    }
+  }
+  const chunkBytes = spec.chunkElements * 4 + 32;
+  if (chunkBytes > spec.maxFrameBytes) {
+    throw new ConfigError(
+      `chunkElements ${spec.chunkElements} makes frames of ${chunkBytes} bytes, above maxFrameBytes ${spec.maxFrameBytes}`,
+      { hint: "lower chunkElements or raise maxFrameBytes" },
+    );
+  }
+}

@@ -1,0 +1,80 @@
+import { z } from "zod";
+import { LOSS_NAMES, type LossName } from "./loss";
+import { OptimizerSpecSchema, type OptimizerInput, type OptimizerSpec } from "./optimizer";
+import { parseOrThrow } from "./zod-problem";
+
+/** One step as recorded by the driver. Times are milliseconds. */
+export interface WorkerStepRecord {
+  rank: number;
+  /** Forward, backward and the optimizer update on this worker. */
+  computeMs: number;
+  /** Time in the all-reduce after the first chunk arrived: moving and adding bytes. */
+  commMs: number;
+  /** Time in the all-reduce before the first chunk arrived: waiting for slower peers. */
+  waitMs: number;
+}
+
+export interface StepRecord {
+  /** Step number within the fit, from 0. */
+  step: number;
+  epoch: number;
+  /** Mean loss over the global batch (replicas' slice losses weighted by slice size). */
+  loss: number;
+  /** Samples in this step's global batch. */
+  samples: number;
+  /** Wall time from the previous step's completion (or the fit's start) to this one's, at the driver. */
+  ms: number;
+  /** When this step completed, in ms since the fit started. */
+  endMs: number;
+  workers: WorkerStepRecord[];
+}
+
+export interface FitOptions {
+  /** Passes over the dataset. Default 1. */
+  epochs?: number;
+  /** Global batch: samples per step over all replicas; must divide evenly among them. Default 32. */
+  batchSize?: number;
+  /** By name ("sgd", "momentum", "adam", "rmsprop") or name plus config. Default "sgd". */
+  optimizer?: OptimizerInput;
+  /** A TF.js loss name, as in model.compile. Default "categoricalCrossentropy". */
+  loss?: LossName;
+  /** Seeded permutation of the samples every epoch. Default true, as model.fit. */
+  shuffle?: boolean;
+  /** Seed of the shuffles; the run records it. Default: a random one. */
+  seed?: number;
+  /** Called after every step with its record. */
+  onStep?: (record: StepRecord) => void;
+}
+
+const FitOptionsSchema = z.strictObject({
+  epochs: z.number().int().min(1).max(1_000_000).default(1),
+  batchSize: z.number().int().min(1).max(1 << 24).default(32),
+  optimizer: z.preprocess((v) => (typeof v === "string" ? { name: v } : v), OptimizerSpecSchema).default({ name: "sgd", learningRate: 0.01 }),
+  loss: z.enum(LOSS_NAMES).default("categoricalCrossentropy"),
+  shuffle: z.boolean().default(true),
+  seed: z.number().int().min(0).max(2 ** 32 - 1).optional(),
+  onStep: z.custom<(record: StepRecord) => void>((v) => typeof v === "function", "must be a function").optional(),
+});
+
+export interface ResolvedFitOptions {
+  epochs: number;
+  batchSize: number;
+  optimizer: OptimizerSpec;
+  loss: LossName;
+  shuffle: boolean;
+  seed: number;
+  onStep: ((record: StepRecord) => void) | undefined;
+}
+
+export function resolveFitOptions(options: FitOptions): ResolvedFitOptions {
+  const o = parseOrThrow(FitOptionsSchema, options, "fit options");
+  return {
+    epochs: o.epochs,
+    batchSize: o.batchSize,
+    optimizer: o.optimizer,
+    loss: o.loss,
+    shuffle: o.shuffle,
+    seed: o.seed ?? Math.floor(Math.random() * 2 ** 31),
+    onStep: o.onStep,
+  };
+}

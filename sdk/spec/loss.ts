@@ -1,0 +1,18 @@
+/** The loss names TF.js layers accept in model.compile; workers build the loss from the name. */
+export const LOSS_NAMES = [
+  "meanSquaredError",
+  "meanAbsoluteError",
+  "meanAbsolutePercentageError",
+  "meanSquaredLogarithmicError",
+  "squaredHinge",
+  "hinge",
+  "categoricalHinge",
+  "logcosh",
+  "categoricalCrossentropy",
+  "sparseCategoricalCrossentropy",
+  "binaryCrossentropy",
+  "kullbackLeiblerDivergence",
+  "poisson",
+  "cosineProximity",
+] as const;
+export type LossName = (typeof LOSS_NAMES)[number];

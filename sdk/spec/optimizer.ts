@@ -1,0 +1,44 @@
+import { z } from "zod";
+
+/**
+ * Optimizers travel by name and config, never as code. Unset fields take TF.js's defaults
+ * (tf.train.*), except the learning rate and momentum, whose defaults are Keras's.
+ */
+const positive = z.number().positive().finite();
+const unit = z.number().min(0).max(1);
+
+export const OptimizerSpecSchema = z.discriminatedUnion("name", [
+  z.strictObject({
+    name: z.literal("sgd"),
+    /** Step size. Default 0.01. */
+    learningRate: positive.default(0.01),
+  }),
+  z.strictObject({
+    name: z.literal("momentum"),
+    learningRate: positive.default(0.01),
+    /** Fraction of the previous update kept. Default 0.9. */
+    momentum: unit.default(0.9),
+    useNesterov: z.boolean().default(false),
+  }),
+  z.strictObject({
+    name: z.literal("adam"),
+    learningRate: positive.default(0.001),
+    beta1: unit.default(0.9),
+    beta2: unit.default(0.999),
+    /** Default: the backend's epsilon (1e-7 on CPU backends), as tf.train.adam. */
+    epsilon: positive.optional(),
+  }),
+  z.strictObject({
+    name: z.literal("rmsprop"),
+    learningRate: positive.default(0.001),
+    decay: unit.default(0.9),
+    momentum: unit.default(0),
+    epsilon: positive.optional(),
+    centered: z.boolean().default(false),
+  }),
+]);
+
+export type OptimizerSpec = z.output<typeof OptimizerSpecSchema>;
+/** What users write: a name, or a name with config. */
+export type OptimizerInput = OptimizerSpec["name"] | z.input<typeof OptimizerSpecSchema>;
+export const OPTIMIZER_NAMES = ["sgd", "momentum", "adam", "rmsprop"] as const;

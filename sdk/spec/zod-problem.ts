@@ -1,0 +1,19 @@
+import type { z } from "zod";
+import { ConfigError } from "../errors/errors";
+
+/** Turns zod's issues into one ConfigError that names each bad field and what was given. */
+export function configErrorFrom(what: string, error: z.ZodError, hint?: string): ConfigError {
+  const lines = error.issues.map((issue) => {
+    const path = issue.path.length > 0 ? issue.path.join(".") : "(value)";
+    return `${path}: ${issue.message}`;
+  });
+  return new ConfigError(`invalid ${what}: ${lines.join("; ")}`, {
+    hint: hint ?? "fix the fields named above; see the README's API section for each option's meaning and default",
+  });
+}
+
+export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, what: string, hint?: string): z.output<S> {
+  const result = schema.safeParse(value);
+  if (!result.success) throw configErrorFrom(what, result.error, hint);
+  return result.data;
+}
