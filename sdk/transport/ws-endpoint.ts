@@ -1,0 +1,180 @@
+import * as http from "node:http";
+import * as https from "node:https";
+import { WebSocket, WebSocketServer, type RawData } from "ws";
+import { LaunchError } from "../errors/errors";
+import { CLOSE, HandlerSlot, type Link, type LinkHandlers } from "./link";
+
+/**
+ * The only file that touches sockets. It turns WebSockets into Links; authentication,
+ * message validation and everything else happen above, on Links.
+ */
+
+/** Our own peers never need masking (it guards browsers against proxy cache poisoning). */
+const ZERO_MASK = (mask: Buffer): void => {
+  mask.fill(0);
+};
+
+class WsLink implements Link {
+  private readonly slot = new HandlerSlot();
+  private closeSeen = false;
+
+  constructor(private readonly ws: WebSocket, readonly address: string) {
+    ws.on("message", (data: RawData, isBinary: boolean) => {
+      const buf = toBuffer(data);
+      if (isBinary) this.slot.emit((h) => h.binary(buf));
+      else {
+        const text = buf.toString("utf8");
+        this.slot.emit((h) => h.text(text));
+      }
+    });
+    ws.on("pong", () => this.slot.emit((h) => h.pong()));
+    ws.on("close", (code: number, reason: Buffer) => {
+      this.closeSeen = true;
+      const why = reason.toString("utf8");
+      this.slot.emit((h) => h.close(code, why));
+    });
+    // Errors are always followed by "close"; the close handler reports them.
+    ws.on("error", () => undefined);
+  }
+
+  get closed(): boolean {
+    return this.closeSeen || this.ws.readyState !== WebSocket.OPEN;
+  }
+
+  get bufferedBytes(): number {
+    return this.ws.bufferedAmount;
+  }
+
+  setHandlers(handlers: LinkHandlers | null): void {
+    this.slot.set(handlers);
+  }
+
+  sendText(text: string): void {
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(text);
+  }
+
+  sendBinary(data: Buffer): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.ws.readyState !== WebSocket.OPEN) {
+        reject(new Error(`link to ${this.address} is closed`));
+        return;
+      }
+      this.ws.send(data, { binary: true }, (err) => (err ? reject(err) : resolve()));
+    });
+  }
+
+  ping(): void {
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.ping();
+  }
+
+  close(code: number = CLOSE.normal, reason = ""): void {
+    if (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING) {
+      this.ws.close(code, reason.slice(0, 120));
+      // A peer that never answers the closing handshake must not keep the socket open.
+      setTimeout(() => this.ws.terminate(), 2000).unref();
+    }
+  }
+
+  terminate(): void {
+    this.ws.terminate();
+  }
+}
+
+function toBuffer(data: RawData): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return Buffer.from(data);
+}
+
+export interface ListenOptions {
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+  maxFrameBytes: number;
+  maxConnections: number;
+  tls?: { cert: Buffer; key: Buffer };
+  onLink(link: Link): void;
+}
+
+export interface Listener {
+  readonly port: number;
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+export function listen(options: ListenOptions): Promise<Listener> {
+  const server = options.tls
+    ? https.createServer({ cert: options.tls.cert, key: options.tls.key })
+    : http.createServer();
+  server.maxConnections = options.maxConnections;
+  const wss = new WebSocketServer({
+    server,
+    maxPayload: options.maxFrameBytes,
+    perMessageDeflate: false,
+    clientTracking: true,
+  });
+  wss.on("connection", (ws, req) => {
+    const address = `${req.socket.remoteAddress ?? "?"}:${req.socket.remotePort ?? "?"}`;
+    options.onLink(new WsLink(ws, address));
+  });
+  wss.on("error", () => undefined);
+  return new Promise((resolve, reject) => {
+    server.once("error", (err: NodeJS.ErrnoException) => {
+      reject(
+        new LaunchError(`cannot listen on ${options.host}:${options.port}: ${err.code ?? err.message}`, {
+          hint: err.code === "EADDRINUSE" ? "choose another --port, or stop what uses this one" : "check --host and --port",
+        }),
+      );
+    });
+    server.listen(options.port, options.host, () => {
+      const addr = server.address();
+      const port = typeof addr === "object" && addr !== null ? addr.port : options.port;
+      const scheme = options.tls ? "wss" : "ws";
+      const host = options.host.includes(":") ? `[${options.host}]` : options.host;
+      resolve({
+        port,
+        url: `${scheme}://${host}:${port}`,
+        close: () =>
+          new Promise<void>((done) => {
+            for (const client of wss.clients) client.terminate();
+            wss.close(() => server.close(() => done()));
+          }),
+      });
+    });
+  });
+}
+
+export interface DialOptions {
+  maxFrameBytes: number;
+  timeoutMs: number;
+  /** PEM certificate(s) to trust for wss:// beyond the system's. */
+  ca?: Buffer;
+}
+
+export function dial(url: string, options: DialOptions): Promise<Link> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, {
+      maxPayload: options.maxFrameBytes,
+      perMessageDeflate: false,
+      handshakeTimeout: options.timeoutMs,
+      generateMask: ZERO_MASK,
+      ...(options.ca ? { ca: options.ca } : {}),
+    });
+    const fail = (err: Error): void => {
+      ws.removeAllListeners();
+      ws.on("error", () => undefined);
+      ws.terminate();
+      reject(
+        new LaunchError(`cannot connect to ${url}: ${err.message}`, {
+          details: { address: url },
+          hint: "check that the worker is running (meshtrain worker --port ...) and reachable from here",
+        }),
+      );
+    };
+    ws.once("error", fail);
+    ws.once("open", () => {
+      ws.removeListener("error", fail);
+      resolve(new WsLink(ws, url));
+    });
+  });
+}
