@@ -1,0 +1,205 @@
+import { CollectiveError, ProtocolError, TimeoutError, type MeshtrainError } from "../errors/errors";
+import { encodeFrame, type DecodedFrame } from "../protocol/frame";
+import { chunkOffsets, mod, segmentBounds } from "./segments";
+
+/**
+ * Ring all-reduce (sum) in two phases, reduce-scatter then all-gather, each N-1 ring steps.
+ * Segments are split into chunks, and each chunk is forwarded the moment it is reduced, so
+ * the ring steps overlap instead of waiting for whole segments.
+ *
+ * At reduce-scatter step k, position p sends segment (p-k) and adds the received segment
+ * (p-k-1); after N-1 steps it holds the full sum of segment (p+1). At all-gather step k it
+ * sends segment (p+1-k) and stores the received segment (p-k). Every position ends with
+ * the same bytes, because every segment's sum is computed once and then copied.
+ */
+
+const RS = 0;
+const AG = 1;
+
+export interface RingNeighbours {
+  /** Sends a frame to the next position; resolves once it has left this process. */
+  sendToNext(frame: Buffer): Promise<void>;
+  /** Names the previous position for errors, e.g. "rank 2 (127.0.0.1:40111)". */
+  readonly prevName: string;
+  readonly nextName: string;
+}
+
+export interface AllReduceStats {
+  /** Time from entering the operation to the first chunk from the previous position. */
+  waitMs: number;
+  /** The rest of the operation: sending, receiving, adding. */
+  commMs: number;
+  bytesSent: number;
+}
+
+interface Op {
+  seq: number;
+  data: Float32Array;
+  started: number;
+  firstFrameAt: number | undefined;
+  expected: Map<string, [phase: number, k: number, offset: number, length: number]>;
+  sends: Array<Promise<void>>;
+  bytesSent: number;
+  resolve(stats: AllReduceStats): void;
+  reject(err: MeshtrainError): void;
+  timer: NodeJS.Timeout;
+}
+
+export class RingAllReduce {
+  private op: Op | null = null;
+  /** Frames for the next operation that arrived before this position entered it. */
+  private early: DecodedFrame[] = [];
+  private lastSeq = -1;
+  private failure: MeshtrainError | null = null;
+
+  constructor(
+    private readonly links: RingNeighbours,
+    readonly position: number,
+    readonly size: number,
+    private readonly chunkElements: number,
+  ) {}
+
+  /** Sums `data` in place across the ring. `seq` must grow by one per call (the step number works). */
+  run(data: Float32Array, seq: number, timeoutMs: number): Promise<AllReduceStats> {
+    if (this.failure) return Promise.reject(this.failure);
+    if (this.op) return Promise.reject(new CollectiveError(`all-reduce ${seq} started while ${this.op.seq} is still running`));
+    if (seq <= this.lastSeq) {
+      return Promise.reject(new CollectiveError(`all-reduce sequence went backwards: ${seq} after ${this.lastSeq}`));
+    }
+    this.lastSeq = seq;
+    const started = performance.now();
+    if (this.size === 1 || data.length === 0) return Promise.resolve({ waitMs: 0, commMs: 0, bytesSent: 0 });
+    return new Promise((resolve, reject) => {
+      const op: Op = {
+        seq,
+        data,
+        started,
+        firstFrameAt: undefined,
+        expected: this.expectedChunks(data.length),
+        sends: [],
+        bytesSent: 0,
+        resolve,
+        reject,
+        timer: setTimeout(() => {
+          const got = this.countExpected(data.length) - op.expected.size;
+          this.abort(
+            new TimeoutError(
+              `all-reduce ${seq}: position ${this.position} waited ${timeoutMs} ms for data from ${this.links.prevName} (received ${got} of ${this.countExpected(data.length)} chunks)`,
+              { details: { step: seq, waitingFor: `all-reduce chunks from ${this.links.prevName}` }, hint: "a worker is stuck or much slower than the others; see the driver's error for which" },
+            ),
+          );
+        }, timeoutMs),
+      };
+      this.op = op;
+      const [s, e] = segmentBounds(data.length, this.size, this.position);
+      for (const off of chunkOffsets(s, e, this.chunkElements)) this.send(op, RS, 0, off, Math.min(this.chunkElements, e - off));
+      const early = this.early;
+      this.early = [];
+      for (const f of early) this.receive(f);
+      this.maybeFinish(op);
+    });
+  }
+
+  /** Every ring frame from the previous position comes through here, in arrival order. */
+  receive(frame: DecodedFrame): void {
+    if (this.failure) return;
+    const h = frame.header;
+    const op = this.op;
+    if (!op || h.seq !== op.seq) {
+      if (h.seq === (op ? op.seq + 1 : this.lastSeq + 1) && h.kind === "ring") {
+        this.early.push(frame);
+        return;
+      }
+      this.abort(new ProtocolError(`ring frame for all-reduce ${h.seq} from ${this.links.prevName} while at ${op ? op.seq : this.lastSeq}`));
+      return;
+    }
+    if (op.firstFrameAt === undefined) op.firstFrameAt = performance.now();
+    const phase = h.tensor >>> 16;
+    const k = h.tensor & 0xffff;
+    const key = `${phase}:${k}:${h.offset}`;
+    const want = op.expected.get(key);
+    if (h.kind !== "ring" || h.dtype !== "float32" || h.total !== op.data.length || !want || want[3] !== h.length) {
+      this.abort(
+        new ProtocolError(
+          `unexpected ring frame from ${this.links.prevName}: phase ${phase} step ${k} offset ${h.offset} length ${h.length} total ${h.total} (all-reduce ${op.seq} of ${op.data.length} elements)`,
+        ),
+      );
+      return;
+    }
+    op.expected.delete(key);
+    const payload = frame.payload as Float32Array;
+    const data = op.data;
+    const off = h.offset;
+    const last = this.size - 2;
+    if (phase === RS) {
+      for (let i = 0; i < payload.length; i++) data[off + i]! += payload[i]!;
+      if (k < last) this.send(op, RS, k + 1, off, h.length);
+      else this.send(op, AG, 0, off, h.length);
+    } else {
+      data.set(payload, off);
+      if (k < last) this.send(op, AG, k + 1, off, h.length);
+    }
+    this.maybeFinish(op);
+  }
+
+  /** A neighbour's link failed: the current operation, and every later one, fails with `err`. */
+  fail(err: MeshtrainError): void {
+    this.abort(err);
+  }
+
+  private abort(err: MeshtrainError): void {
+    if (!this.failure) this.failure = err;
+    const op = this.op;
+    this.op = null;
+    this.early = [];
+    if (op) {
+      clearTimeout(op.timer);
+      op.reject(err);
+    }
+  }
+
+  private send(op: Op, phase: number, k: number, offset: number, length: number): void {
+    const frame = encodeFrame(
+      { kind: "ring", dtype: "float32", seq: op.seq, tensor: (phase << 16) | k, offset, length, total: op.data.length },
+      op.data,
+      offset,
+    );
+    op.bytesSent += frame.length;
+    op.sends.push(
+      this.links.sendToNext(frame).catch((e: unknown) => {
+        this.abort(new CollectiveError(`all-reduce ${op.seq}: sending to ${this.links.nextName} failed: ${(e as Error).message}`, { details: { step: op.seq } }));
+      }),
+    );
+  }
+
+  private maybeFinish(op: Op): void {
+    if (op.expected.size > 0 || this.op !== op) return;
+    void Promise.all(op.sends).then(() => {
+      if (this.op !== op) return;
+      this.op = null;
+      clearTimeout(op.timer);
+      const end = performance.now();
+      const first = op.firstFrameAt ?? end;
+      op.resolve({ waitMs: first - op.started, commMs: end - first, bytesSent: op.bytesSent });
+    });
+  }
+
+  private expectedChunks(length: number): Op["expected"] {
+    const m: Op["expected"] = new Map();
+    const n = this.size;
+    const p = this.position;
+    for (let k = 0; k <= n - 2; k++) {
+      for (const [phase, seg] of [[RS, mod(p - k - 1, n)], [AG, mod(p - k, n)]] as const) {
+        const [s, e] = segmentBounds(length, n, seg);
+        for (const off of chunkOffsets(s, e, this.chunkElements)) {
+          m.set(`${phase}:${k}:${off}`, [phase, k, off, Math.min(this.chunkElements, e - off)]);
+        }
+      }
+    }
+    return m;
+  }
+
+  private countExpected(length: number): number {
+    return this.expectedChunks(length).size;
+  }
+}

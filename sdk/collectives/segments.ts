@@ -1,0 +1,18 @@
+/** Splits `length` elements into `parts` contiguous segments whose sizes differ by at most one. */
+export function segmentBounds(length: number, parts: number, index: number): [start: number, end: number] {
+  const base = Math.floor(length / parts);
+  const extra = length % parts;
+  const start = index * base + Math.min(index, extra);
+  return [start, start + base + (index < extra ? 1 : 0)];
+}
+
+/** Chunk offsets inside [start, end), each chunk at most `chunk` elements. */
+export function chunkOffsets(start: number, end: number, chunk: number): number[] {
+  const out: number[] = [];
+  for (let o = start; o < end; o += chunk) out.push(o);
+  return out;
+}
+
+export function mod(a: number, n: number): number {
+  return ((a % n) + n) % n;
+}
