@@ -1,0 +1,46 @@
+import type * as tf from "@tensorflow/tfjs";
+
+export interface LayerSummary {
+  name: string;
+  className: string;
+  params: number;
+  trainableParams: number;
+  outputShape: Array<number | null>;
+}
+
+/** What planning needs to know of a model: read from it, never changing it. */
+export interface ModelSummary {
+  name: string;
+  inputShape: Array<number | null>;
+  outputShape: Array<number | null>;
+  layers: LayerSummary[];
+  paramCount: number;
+  trainableParamCount: number;
+}
+
+function firstShape(shape: tf.Shape | tf.Shape[]): Array<number | null> {
+  // Layers with several outputs report a list of shapes; planning uses the first.
+  if (shape.length > 0 && Array.isArray(shape[0])) return [...(shape as tf.Shape[])[0]!];
+  return [...(shape as tf.Shape)];
+}
+
+export function summarizeModel(model: tf.LayersModel): ModelSummary {
+  const layers = model.layers.map((l) => {
+    const trainable = l.trainableWeights.reduce((n, w) => n + w.shape.reduce<number>((a, d) => a * (d ?? 1), 1), 0);
+    let out: Array<number | null> = [];
+    try {
+      out = firstShape(l.outputShape);
+    } catch {
+      out = [];
+    }
+    return { name: l.name, className: l.getClassName(), params: l.countParams(), trainableParams: trainable, outputShape: out };
+  });
+  return {
+    name: model.name,
+    inputShape: [...(model.inputs[0]?.shape ?? [])],
+    outputShape: [...(model.outputs[0]?.shape ?? [])],
+    layers,
+    paramCount: layers.reduce((n, l) => n + l.params, 0),
+    trainableParamCount: layers.reduce((n, l) => n + l.trainableParams, 0),
+  };
+}

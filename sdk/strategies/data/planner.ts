@@ -1,0 +1,84 @@
+import { ConfigError } from "../../errors/errors";
+import { replicaSlices } from "../../plan/batches";
+import type { ModelSummary } from "../../plan/model-summary";
+import { workerCount, type ClusterSpec } from "../../spec/cluster-spec";
+
+/** Which worker does what under synchronous data parallelism. Pure data: printable, testable. */
+export interface DataParallelPlan {
+  readonly strategy: "data";
+  readonly worldSize: number;
+  /** One replica per worker. */
+  readonly replicas: number;
+  /** Ranks in ring order; each sends to the next and receives from the one before. */
+  readonly ring: readonly number[];
+  readonly workers: ReadonlyArray<{ rank: number; replica: number; ringPosition: number; layers: "all"; params: number }>;
+  readonly model: ModelSummary;
+  /** Bytes of the flat float32 gradient buffer all-reduced each step. */
+  readonly gradientBytes: number;
+  readonly allReduce: {
+    readonly algorithm: "ring";
+    /** Bytes each rank sends per step: 2(N-1)/N x gradientBytes (reduce-scatter + all-gather). */
+    readonly bytesSentPerRank: number;
+  };
+  /** Shard sizes of a full global batch, when the plan was made for a batch size. */
+  readonly batch: { readonly globalBatch: number; readonly perReplica: readonly number[] } | null;
+}
+
+export function planDataParallel(spec: ClusterSpec, model: ModelSummary, batchSize?: number): DataParallelPlan {
+  const n = workerCount(spec);
+  if (batchSize !== undefined) checkBatch(batchSize, n);
+  const ring = Array.from({ length: n }, (_, r) => r);
+  const gradientBytes = model.trainableParamCount * 4;
+  return Object.freeze({
+    strategy: "data" as const,
+    worldSize: n,
+    replicas: n,
+    ring: Object.freeze(ring),
+    workers: Object.freeze(ring.map((rank, pos) => Object.freeze({ rank, replica: rank, ringPosition: pos, layers: "all" as const, params: model.paramCount }))),
+    model,
+    gradientBytes,
+    allReduce: Object.freeze({ algorithm: "ring" as const, bytesSentPerRank: n > 1 ? Math.round((2 * (n - 1) * gradientBytes) / n) : 0 }),
+    batch: batchSize === undefined ? null : Object.freeze({ globalBatch: batchSize, perReplica: Object.freeze(replicaSlices(batchSize, n)) }),
+  });
+}
+
+/** The global batch is split evenly among replicas; say the arithmetic when it cannot be. */
+export function checkBatch(batchSize: number, replicas: number): void {
+  if (!Number.isInteger(batchSize) || batchSize < 1) {
+    throw new ConfigError(`batchSize ${batchSize} must be a positive integer`);
+  }
+  if (batchSize % replicas !== 0) {
+    const lower = Math.floor(batchSize / replicas) * replicas;
+    const upper = lower + replicas;
+    const options = [lower, upper].filter((b) => b > 0).map((b) => `${b} (${b / replicas} per replica)`);
+    throw new ConfigError(`batchSize ${batchSize} is not divisible by ${replicas} replicas (${batchSize} % ${replicas} = ${batchSize % replicas})`, {
+      hint: `use a multiple of ${replicas}, e.g. ${options.join(" or ")}`,
+    });
+  }
+}
+
+function kib(bytes: number): string {
+  return bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(2)} MiB` : `${(bytes / 1024).toFixed(1)} KiB`;
+}
+
+export function formatDataPlan(plan: DataParallelPlan): string {
+  const lines: string[] = [];
+  const ring = plan.worldSize > 1 ? `ring ${[...plan.ring, plan.ring[0]].join(" -> ")}` : "no all-reduce (one worker)";
+  lines.push(`data-parallel plan: ${plan.worldSize} worker(s), ${plan.replicas} replica(s), ${ring}`);
+  lines.push(
+    `model "${plan.model.name}": ${plan.model.layers.length} layers, ${plan.model.paramCount.toLocaleString("en-US")} parameters, ` +
+      `${kib(plan.gradientBytes)} of float32 gradients per step`,
+  );
+  if (plan.batch) {
+    lines.push(`global batch ${plan.batch.globalBatch} = ${plan.replicas} x ${plan.batch.perReplica[0]} per replica`);
+  }
+  lines.push("rank  replica  ring pos  holds       batch slice");
+  for (const w of plan.workers) {
+    const slice = plan.batch ? String(plan.batch.perReplica[w.replica]) : "-";
+    lines.push(`${String(w.rank).padEnd(6)}${String(w.replica).padEnd(9)}${String(w.ringPosition).padEnd(10)}all layers  ${slice}`);
+  }
+  if (plan.worldSize > 1) {
+    lines.push(`all-reduce: ring (reduce-scatter + all-gather); each rank sends ${kib(plan.allReduce.bytesSentPerRank)} per step`);
+  }
+  return lines.join("\n");
+}

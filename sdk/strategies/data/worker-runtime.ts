@@ -1,0 +1,119 @@
+import * as tf from "@tensorflow/tfjs";
+import type { AllReduceStats } from "../../collectives/ring-allreduce";
+import { DataError } from "../../errors/errors";
+import type { MessageOf } from "../../protocol/messages";
+import type { Tensorlike } from "../../transport/channel";
+import { buildModel, compiledLoss, createOptimizer, readWeights } from "../../worker/model-io";
+
+export type AllReduceFn = (data: Float32Array) => Promise<{ data: Float32Array; stats: AllReduceStats }>;
+
+export interface StepResult {
+  loss: number;
+  computeMs: number;
+  commMs: number;
+  waitMs: number;
+  applyMs: number;
+}
+
+/**
+ * One replica of synchronous data parallelism: computes the gradient of its slice, scales it
+ * by the slice's share of the global batch, sums it with every other replica's by all-reduce,
+ * and applies the same update as every other replica.
+ */
+export class DataReplica {
+  private readonly vars: tf.Variable[];
+  private readonly sizes: number[];
+  readonly gradientLength: number;
+
+  private constructor(
+    readonly model: tf.LayersModel,
+    private readonly optimizer: tf.Optimizer,
+    private readonly lossFn: (a: tf.Tensor, b: tf.Tensor) => tf.Tensor,
+  ) {
+    this.vars = model.trainableWeights.map((w) => w.read() as tf.Variable);
+    this.sizes = this.vars.map((v) => v.size);
+    this.gradientLength = this.sizes.reduce((a, b) => a + b, 0);
+  }
+
+  static async load(msg: MessageOf<"load">, weights: Tensorlike[]): Promise<DataReplica> {
+    const model = await buildModel(msg.topology, weights);
+    const optimizer = createOptimizer(msg.optimizer);
+    return new DataReplica(model, optimizer, compiledLoss(model, msg.loss, optimizer));
+  }
+
+  get paramCount(): number {
+    return this.model.countParams();
+  }
+
+  async step(weight: number, x: Tensorlike, y: Tensorlike, allReduce: AllReduceFn): Promise<StepResult> {
+    const t0 = performance.now();
+    const flat = new Float32Array(this.gradientLength);
+    let loss = 0;
+    if (x.shape[0]! > 0) loss = this.localGradient(x, y, weight, flat);
+    const t1 = performance.now();
+    const reduced = await allReduce(flat);
+    const t2 = performance.now();
+    this.apply(reduced.data);
+    const t3 = performance.now();
+    return { loss, computeMs: t1 - t0, commMs: reduced.stats.commMs, waitMs: reduced.stats.waitMs, applyMs: t3 - t2 };
+  }
+
+  /** Writes weight x grad(mean loss over the slice + regularizers) into `flat`; returns the slice's mean loss. */
+  private localGradient(x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array): number {
+    const xs = tf.tensor(x.data, [...x.shape], x.data instanceof Int32Array ? "int32" : "float32");
+    const ys = tf.tensor(y.data, [...y.shape], y.data instanceof Int32Array ? "int32" : "float32");
+    let dataLoss = 0;
+    try {
+      const { value, grads } = tf.variableGrads(() => {
+        const out = this.model.apply(xs, { training: true }) as tf.Tensor;
+        const perSample = tf.mean(this.lossFn(ys, out)) as tf.Scalar;
+        dataLoss = perSample.dataSync()[0]!;
+        let total: tf.Scalar = perSample;
+        for (const reg of this.model.calculateLosses()) total = tf.add(total, reg);
+        return total;
+      }, this.vars);
+      let off = 0;
+      this.vars.forEach((v, i) => {
+        const g = grads[v.name];
+        if (!g) throw new DataError(`no gradient for ${v.name}`);
+        flat.set(g.dataSync() as Float32Array, off);
+        off += this.sizes[i]!;
+      });
+      value.dispose();
+      tf.dispose(Object.values(grads));
+    } catch (err) {
+      const msg = (err as Error).message;
+      if (/shape|rank|compatible/i.test(msg)) {
+        throw new DataError(`a batch of x [${x.shape.join(", ")}] and y [${y.shape.join(", ")}] does not fit the model: ${msg.split("\n")[0]}`, {
+          hint: "check that the dataset's sample shapes match the model's input and output shapes",
+        });
+      }
+      throw err;
+    } finally {
+      xs.dispose();
+      ys.dispose();
+    }
+    for (let i = 0; i < flat.length; i++) flat[i]! *= weight;
+    return dataLoss;
+  }
+
+  private apply(summed: Float32Array): void {
+    const named: tf.NamedTensorMap = {};
+    let off = 0;
+    this.vars.forEach((v, i) => {
+      named[v.name] = tf.tensor(summed.subarray(off, off + this.sizes[i]!), v.shape, "float32");
+      off += this.sizes[i]!;
+    });
+    this.optimizer.applyGradients(named);
+    tf.dispose(Object.values(named));
+  }
+
+  weights(): Tensorlike[] {
+    return readWeights(this.model);
+  }
+
+  dispose(): void {
+    this.model.dispose();
+    this.optimizer.dispose();
+  }
+}
