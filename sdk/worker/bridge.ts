@@ -1,0 +1,45 @@
+import type { AllReduceStats } from "../collectives/ring-allreduce";
+import type { Message } from "../protocol/messages";
+import type { WireError } from "../protocol/wire-error";
+import type { Draft, Tensorlike } from "../transport/channel";
+
+/**
+ * Messages between a worker's two threads. The communication thread owns every socket and
+ * answers heartbeats even while the compute thread (the process's main thread, where TF.js
+ * runs) is busy with a long step. These messages never leave the process.
+ */
+export type CommToCompute =
+  | { kind: "listening"; url: string; port: number }
+  | { kind: "request"; msg: Message; attachments: Tensorlike[] }
+  | { kind: "allReduced"; seq: number; data: Float32Array; stats: AllReduceStats }
+  | { kind: "allReduceFailed"; seq: number; error: WireError }
+  /** The driver left or went silent: drop the model and any step in progress. */
+  | { kind: "sessionEnded"; reason: string }
+  | { kind: "exit"; code: number; reason: string };
+
+export type ComputeToComm =
+  | { kind: "reply"; draft: Draft; attachments: Tensorlike[] }
+  | { kind: "replyError"; re: number | undefined; error: WireError }
+  | { kind: "allReduce"; seq: number; data: Float32Array };
+
+/** Buffers to move (not copy) between threads; each attachment owns its whole ArrayBuffer. */
+export function transferList(tensors: readonly Tensorlike[]): ArrayBuffer[] {
+  const out: ArrayBuffer[] = [];
+  for (const t of tensors) {
+    const buf = t.data.buffer as ArrayBuffer;
+    if (t.data.byteOffset === 0 && t.data.byteLength === buf.byteLength && !out.includes(buf)) out.push(buf);
+  }
+  return out;
+}
+
+export interface CommConfig {
+  host: string;
+  port: number;
+  token: string;
+  maxFrameBytes: number;
+  maxConnections: number;
+  handshakeTimeoutMs: number;
+  /** Local workers end with their driver's session; daemons keep serving. */
+  exitWithDriver: boolean;
+  version: string;
+}

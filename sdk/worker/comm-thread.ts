@@ -1,0 +1,356 @@
+import { parentPort, workerData } from "node:worker_threads";
+import { RingAllReduce, type RingNeighbours } from "../collectives/ring-allreduce";
+import { CollectiveError, ConfigError, isMeshtrainError, ProtocolError, WorkerLostError, type MeshtrainError } from "../errors/errors";
+import { decodeFrame } from "../protocol/frame";
+import type { MessageOf } from "../protocol/messages";
+import { fromWireError, toWireError } from "../protocol/wire-error";
+import { Channel, type Incoming } from "../transport/channel";
+import { acceptHandshake, offerHandshake, type AuthMessage } from "../transport/handshake";
+import { CLOSE, type Link } from "../transport/link";
+import { Liveness } from "../transport/liveness";
+import { dial, listen } from "../transport/ws-endpoint";
+import { transferList, type CommConfig, type CommToCompute, type ComputeToComm } from "./bridge";
+
+/**
+ * The communication thread of a worker: owns the listening socket, authenticates every
+ * connection, validates every frame, runs the ring all-reduce with its neighbours, and keeps
+ * answering heartbeats while the compute thread is busy. It serves one driver at a time.
+ */
+
+const config = workerData as CommConfig;
+const port = parentPort!;
+const MAX_ATTACHMENT_BYTES = 4 * 1024 * 1024 * 1024;
+
+function toCompute(m: CommToCompute, transfer: ArrayBuffer[] = []): void {
+  port.postMessage(m, transfer);
+}
+
+function log(text: string): void {
+  process.stderr.write(`[meshtrain worker ${process.pid}] ${text}\n`);
+}
+
+const noNeighbours: RingNeighbours = {
+  sendToNext: () => Promise.resolve(),
+  prevName: "nobody",
+  nextName: "nobody",
+};
+
+class Session {
+  id: string | undefined;
+  rank = -1;
+  ring: RingAllReduce | null = null;
+  stepTimeoutMs = 600_000;
+  heartbeat = { intervalMs: 1000, timeoutMs: 10_000 };
+  private peerLinks: Link[] = [];
+  private peerLiveness: Liveness[] = [];
+  private waitingForNext: { rank: number; take(link: Link): void } | null = null;
+  ended = false;
+  readonly channel: Channel;
+
+  constructor(private readonly server: CommServer, link: Link) {
+    this.channel = new Channel(link, {
+      peerName: "the driver",
+      details: { address: link.address },
+      chunkElements: 256 * 1024,
+      maxAttachmentBytes: MAX_ATTACHMENT_BYTES,
+      onMessage: (incoming) => this.onMessage(incoming),
+      onClose: (err) => this.end(`driver connection closed: ${err.summary}`),
+      onInvalid: (err) => log(`refused a frame from the driver: ${err.summary}`),
+    });
+  }
+
+  private onMessage(incoming: Incoming): void {
+    const msg = incoming.msg;
+    switch (msg.type) {
+      case "join":
+        this.id = msg.session;
+        this.heartbeat = { intervalMs: msg.heartbeatIntervalMs, timeoutMs: msg.heartbeatTimeoutMs };
+        this.channel.startHeartbeat(msg.heartbeatIntervalMs, msg.heartbeatTimeoutMs, (ms) =>
+          this.end(`the driver was silent for ${ms} ms`),
+        );
+        this.forward(incoming);
+        return;
+      case "configure":
+        this.configure(msg).then(
+          () => this.channel.send({ type: "configured", re: msg.id }),
+          (err: unknown) => this.channel.replyError(msg.id, err),
+        );
+        return;
+      case "load":
+      case "step":
+      case "fetchWeights":
+      case "digest":
+      case "release":
+        if (this.id === undefined) throw new ProtocolError(`"${msg.type}" before "join"`);
+        this.forward(incoming);
+        return;
+      case "shutdown":
+        if (config.exitWithDriver) this.server.exit(0, "shutdown requested by the driver");
+        else log("ignored a shutdown request: this worker serves until it is stopped");
+        return;
+      default:
+        throw new ProtocolError(`a worker does not accept "${msg.type}" from the driver`);
+    }
+  }
+
+  private forward(incoming: Incoming): void {
+    toCompute({ kind: "request", msg: incoming.msg, attachments: incoming.attachments }, transferList(incoming.attachments));
+  }
+
+  private async configure(msg: MessageOf<"configure">): Promise<void> {
+    if (this.id === undefined) throw new ProtocolError('"configure" before "join"');
+    const n = msg.worldSize;
+    const ringOk = msg.ring.length === n && new Set(msg.ring).size === n && msg.ring.every((r) => r >= 0 && r < n);
+    if (!ringOk || msg.addresses.length !== n || msg.rank >= n) {
+      throw new ConfigError(`configure: ring [${msg.ring.join(", ")}] with ${msg.addresses.length} addresses is not a permutation of ${n} ranks including rank ${msg.rank}`);
+    }
+    this.closePeers();
+    this.rank = msg.rank;
+    this.stepTimeoutMs = msg.stepTimeoutMs;
+    const pos = msg.ring.indexOf(msg.rank);
+    if (n === 1) {
+      this.ring = new RingAllReduce(noNeighbours, 0, 1, msg.chunkElements);
+      return;
+    }
+    const prevRank = msg.ring[(pos - 1 + n) % n]!;
+    const nextRank = msg.ring[(pos + 1) % n]!;
+    const prevUrl = msg.addresses[prevRank]!;
+    const [fromPrev, toNext] = await Promise.all([
+      this.dialPrev(prevUrl, prevRank, msg.connectTimeoutMs),
+      this.awaitNext(nextRank, msg.connectTimeoutMs),
+    ]);
+    const prevName = `rank ${prevRank} (${prevUrl})`;
+    const nextName = `rank ${nextRank} (${msg.addresses[nextRank]})`;
+    const ring = new RingAllReduce(
+      { sendToNext: (frame) => toNext.sendBinary(frame), prevName, nextName },
+      pos,
+      n,
+      msg.chunkElements,
+    );
+    this.ring = ring;
+    this.peerLinks = [fromPrev, toNext];
+    const watch = (link: Link, name: string, onBinary: (buf: Buffer) => void): void => {
+      const alive = new Liveness();
+      this.peerLiveness.push(alive);
+      link.setHandlers({
+        text: () => ring.fail(new ProtocolError(`unexpected text frame on the ring link with ${name}`)),
+        binary: (buf) => {
+          alive.heard();
+          onBinary(buf);
+        },
+        close: (code, reason) =>
+          ring.fail(
+            new CollectiveError(`ring link with ${name} closed (code ${code}${reason ? `: ${reason}` : ""})`, {
+              details: { rank: this.rank, peer: name },
+              hint: "that worker exited or lost its network; the driver's error names the cause",
+            }),
+          ),
+        pong: () => alive.heard(),
+      });
+      alive.start(link, this.heartbeat.intervalMs, this.heartbeat.timeoutMs, (ms) =>
+        ring.fail(new WorkerLostError(`ring neighbour ${name} was silent for ${ms} ms`, { details: { rank: this.rank, peer: name } })),
+      );
+    };
+    watch(fromPrev, prevName, (buf) => {
+      try {
+        ring.receive(decodeFrame(buf));
+      } catch (err) {
+        ring.fail(isMeshtrainError(err) ? err : new ProtocolError(String(err)));
+      }
+    });
+    watch(toNext, nextName, () => ring.fail(new ProtocolError(`unexpected binary frame from ${nextName}`)));
+  }
+
+  private async dialPrev(url: string, prevRank: number, timeoutMs: number): Promise<Link> {
+    const link = await dial(url, { maxFrameBytes: config.maxFrameBytes, timeoutMs });
+    try {
+      await offerHandshake(link, {
+        token: config.token,
+        timeoutMs,
+        role: "peer",
+        peer: { session: this.id!, rank: this.rank },
+        who: `rank ${prevRank}`,
+      });
+    } catch (err) {
+      link.terminate();
+      throw err;
+    }
+    return link;
+  }
+
+  private awaitNext(nextRank: number, timeoutMs: number): Promise<Link> {
+    const early = this.server.takeEarlyPeer(this.id!, nextRank);
+    if (early) return Promise.resolve(early);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waitingForNext = null;
+        reject(
+          new CollectiveError(`rank ${this.rank} waited ${timeoutMs} ms for rank ${nextRank} to connect its ring link`, {
+            details: { rank: this.rank, waitingFor: `ring link from rank ${nextRank}` },
+            hint: `rank ${nextRank} must be able to reach this worker's address; check firewalls and --host`,
+          }),
+        );
+      }, timeoutMs);
+      this.waitingForNext = {
+        rank: nextRank,
+        take: (link) => {
+          clearTimeout(timer);
+          this.waitingForNext = null;
+          resolve(link);
+        },
+      };
+    });
+  }
+
+  /** A peer that authenticated for this session; true if this session took it. */
+  offerPeer(rank: number, link: Link): boolean {
+    if (this.waitingForNext?.rank === rank) {
+      this.waitingForNext.take(link);
+      return true;
+    }
+    return false;
+  }
+
+  allReduce(seq: number, data: Float32Array): void {
+    const ring = this.ring;
+    if (!ring) {
+      toCompute({ kind: "allReduceFailed", seq, error: toWireError(new ProtocolError("all-reduce before the ring was configured")) });
+      return;
+    }
+    ring.run(data, seq, this.stepTimeoutMs).then(
+      (stats) => toCompute({ kind: "allReduced", seq, data, stats }, [data.buffer as ArrayBuffer]),
+      (err: unknown) => toCompute({ kind: "allReduceFailed", seq, error: toWireError(err) }),
+    );
+  }
+
+  private closePeers(): void {
+    for (const l of this.peerLiveness) l.stop();
+    for (const l of this.peerLinks) l.close(CLOSE.normal, "session over");
+    this.peerLiveness = [];
+    this.peerLinks = [];
+    this.ring?.fail(new CollectiveError("the ring was closed"));
+    this.ring = null;
+  }
+
+  end(reason: string): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.channel.stopHeartbeat();
+    this.closePeers();
+    this.channel.close(CLOSE.normal, "session over");
+    this.server.sessionEnded(this, reason);
+  }
+}
+
+class CommServer {
+  private session: Session | null = null;
+  private readonly earlyPeers = new Map<string, { link: Link; timer: NodeJS.Timeout }>();
+
+  async start(): Promise<void> {
+    const listener = await listen({
+      host: config.host,
+      port: config.port,
+      maxFrameBytes: config.maxFrameBytes,
+      maxConnections: config.maxConnections,
+      onLink: (link) => this.accept(link),
+    });
+    toCompute({ kind: "listening", url: listener.url, port: listener.port });
+  }
+
+  private accept(link: Link): void {
+    acceptHandshake(link, {
+      token: config.token,
+      timeoutMs: config.handshakeTimeoutMs,
+      server: { version: config.version, pid: process.pid },
+    }).then(
+      (auth) => (auth.role === "driver" ? this.onDriver(link) : this.onPeer(link, auth)),
+      (err: MeshtrainError) => log(`refused a connection from ${link.address}: ${err.summary}`),
+    );
+  }
+
+  private onDriver(link: Link): void {
+    if (this.session && !this.session.ended) {
+      link.sendText(
+        JSON.stringify({
+          type: "error",
+          v: 1,
+          error: toWireError(
+            new ProtocolError("this worker is serving another driver", { hint: "wait for that driver to close its cluster, or start another worker" }),
+          ),
+        }),
+      );
+      link.close(CLOSE.busy, "serving another driver");
+      return;
+    }
+    this.session = new Session(this, link);
+  }
+
+  private onPeer(link: Link, auth: AuthMessage): void {
+    const peer = auth.peer;
+    const s = this.session;
+    if (!peer || !s || s.ended || s.id !== peer.session) {
+      link.close(CLOSE.policy, "not a peer of this worker's session");
+      return;
+    }
+    if (s.offerPeer(peer.rank, link)) return;
+    // It connected before this worker was configured; keep it until configure claims it.
+    const key = `${peer.session}/${peer.rank}`;
+    this.earlyPeers.get(key)?.link.close(CLOSE.policy, "replaced");
+    const timer = setTimeout(() => {
+      this.earlyPeers.delete(key);
+      link.close(CLOSE.policy, "never claimed by configure");
+    }, 60_000);
+    timer.unref();
+    this.earlyPeers.set(key, { link, timer });
+  }
+
+  takeEarlyPeer(session: string, rank: number): Link | undefined {
+    const key = `${session}/${rank}`;
+    const e = this.earlyPeers.get(key);
+    if (!e) return undefined;
+    clearTimeout(e.timer);
+    this.earlyPeers.delete(key);
+    return e.link;
+  }
+
+  handle(m: ComputeToComm): void {
+    const s = this.session;
+    switch (m.kind) {
+      case "reply":
+        if (s && !s.ended && !s.channel.closed) s.channel.send(m.draft, m.attachments);
+        return;
+      case "replyError":
+        if (s && !s.ended && !s.channel.closed) s.channel.replyError(m.re, fromWireError(m.error));
+        return;
+      case "allReduce":
+        if (s && !s.ended) s.allReduce(m.seq, m.data);
+        else toCompute({ kind: "allReduceFailed", seq: m.seq, error: toWireError(new CollectiveError("no driver session")) });
+        return;
+    }
+  }
+
+  sessionEnded(session: Session, reason: string): void {
+    if (this.session !== session) return;
+    this.session = null;
+    for (const [key, e] of this.earlyPeers) {
+      if (key.startsWith(`${session.id}/`)) {
+        clearTimeout(e.timer);
+        e.link.close(CLOSE.normal, "session over");
+        this.earlyPeers.delete(key);
+      }
+    }
+    toCompute({ kind: "sessionEnded", reason });
+    if (config.exitWithDriver) this.exit(0, reason);
+  }
+
+  exit(code: number, reason: string): void {
+    toCompute({ kind: "exit", code, reason });
+  }
+}
+
+const server = new CommServer();
+port.on("message", (m: ComputeToComm) => server.handle(m));
+server.start().catch((err: unknown) => {
+  log(isMeshtrainError(err) ? err.message : String(err));
+  toCompute({ kind: "exit", code: 2, reason: isMeshtrainError(err) ? err.summary : String(err) });
+});

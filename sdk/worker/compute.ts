@@ -1,0 +1,157 @@
+import * as os from "node:os";
+import type { Worker } from "node:worker_threads";
+import { CollectiveError, ProtocolError, StateError } from "../errors/errors";
+import type { Message } from "../protocol/messages";
+import { fromWireError, toWireError } from "../protocol/wire-error";
+import { DataReplica } from "../strategies/data/worker-runtime";
+import type { Draft, Tensorlike } from "../transport/channel";
+import { selectBackend, type BackendReport } from "./backend";
+import { transferList, type CommToCompute, type ComputeToComm } from "./bridge";
+import { weightsDigest } from "./model-io";
+import { VERSION } from "../version";
+
+interface PendingReduce {
+  seq: number;
+  resolve(r: { data: Float32Array; stats: { waitMs: number; commMs: number; bytesSent: number } }): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * The compute side of a worker (the process's main thread, where TF.js runs). Requests are
+ * served one at a time in arrival order; the communication thread handles everything else.
+ */
+export class ComputeHost {
+  private queue: Promise<void> = Promise.resolve();
+  private replica: DataReplica | null = null;
+  private backend: BackendReport | null = null;
+  private reduce: PendingReduce | null = null;
+  private reduceSeq = 0;
+  /** Bumped when a session ends, so work queued for the old session is dropped. */
+  private epoch = 0;
+
+  constructor(private readonly comm: Worker) {}
+
+  handle(m: CommToCompute): void {
+    switch (m.kind) {
+      case "request": {
+        const epoch = this.epoch;
+        this.queue = this.queue.then(() => (epoch === this.epoch ? this.serve(m.msg, m.attachments) : undefined));
+        return;
+      }
+      case "allReduced":
+        if (this.reduce?.seq === m.seq) {
+          const p = this.reduce;
+          this.reduce = null;
+          p.resolve({ data: m.data, stats: m.stats });
+        }
+        return;
+      case "allReduceFailed":
+        if (this.reduce?.seq === m.seq) {
+          const p = this.reduce;
+          this.reduce = null;
+          p.reject(fromWireError(m.error));
+        }
+        return;
+      case "sessionEnded":
+        this.endSession(m.reason);
+        return;
+      case "listening":
+      case "exit":
+        return;
+    }
+  }
+
+  private endSession(reason: string): void {
+    this.epoch++;
+    this.reduceSeq = 0;
+    if (this.reduce) {
+      this.reduce.reject(new CollectiveError(`session ended: ${reason}`));
+      this.reduce = null;
+    }
+    this.replica?.dispose();
+    this.replica = null;
+  }
+
+  private post(m: ComputeToComm, transfer: ArrayBuffer[] = []): void {
+    this.comm.postMessage(m, transfer);
+  }
+
+  private reply(draft: Draft, attachments: Tensorlike[] = []): void {
+    this.post({ kind: "reply", draft, attachments }, transferList(attachments));
+  }
+
+  private allReduce = (data: Float32Array): Promise<{ data: Float32Array; stats: { waitMs: number; commMs: number; bytesSent: number } }> => {
+    const seq = this.reduceSeq++;
+    return new Promise((resolve, reject) => {
+      this.reduce = { seq, resolve, reject };
+      this.post({ kind: "allReduce", seq, data }, [data.buffer as ArrayBuffer]);
+    });
+  };
+
+  private needReplica(what: string): DataReplica {
+    if (!this.replica) throw new StateError(`"${what}" arrived but no model is loaded on this worker`, { hint: "the driver sends load first" });
+    return this.replica;
+  }
+
+  private async serve(msg: Message, attachments: Tensorlike[]): Promise<void> {
+    const id = (msg as { id?: number }).id;
+    try {
+      switch (msg.type) {
+        case "join": {
+          this.backend = await selectBackend(msg.backend);
+          this.reply({
+            type: "joined",
+            re: msg.id,
+            info: {
+              pid: process.pid,
+              hostname: os.hostname(),
+              version: VERSION,
+              node: process.version,
+              backend: this.backend.backend,
+              device: this.backend.device,
+              memoryBytes: this.backend.memoryBytes,
+              cpus: os.availableParallelism(),
+              notes: this.backend.notes,
+            },
+          });
+          return;
+        }
+        case "load": {
+          if (!this.backend) throw new StateError('"load" arrived before "join"');
+          this.replica?.dispose();
+          this.replica = null;
+          this.replica = await DataReplica.load(msg, attachments);
+          this.reply({ type: "loaded", re: msg.id, paramCount: this.replica.paramCount, gradientLength: this.replica.gradientLength });
+          return;
+        }
+        case "step": {
+          const replica = this.needReplica("step");
+          const [x, y] = attachments;
+          if (!x || !y) throw new ProtocolError(`"step" ${msg.step} carries ${attachments.length} tensors, expected x and y`);
+          const r = await replica.step(msg.weight, x, y, this.allReduce);
+          this.reply({ type: "stepDone", re: msg.id, step: msg.step, ...r });
+          return;
+        }
+        case "fetchWeights": {
+          const weights = this.needReplica("fetchWeights").weights();
+          this.reply({ type: "weights", re: msg.id, digest: weightsDigest(weights) }, weights);
+          return;
+        }
+        case "digest": {
+          this.reply({ type: "digestReply", re: msg.id, digest: weightsDigest(this.needReplica("digest").weights()) });
+          return;
+        }
+        case "release": {
+          this.replica?.dispose();
+          this.replica = null;
+          this.reply({ type: "released", re: msg.id });
+          return;
+        }
+        default:
+          throw new ProtocolError(`the compute thread does not serve "${msg.type}"`);
+      }
+    } catch (err) {
+      this.post({ kind: "replyError", re: id, error: toWireError(err) });
+    }
+  }
+}

@@ -1,0 +1,110 @@
+import * as path from "node:path";
+import { Worker } from "node:worker_threads";
+import { ConfigError } from "../errors/errors";
+import { VERSION } from "../version";
+import type { CommConfig, CommToCompute } from "./bridge";
+import { ComputeHost } from "./compute";
+
+export interface WorkerOptions {
+  /** Interface to bind. Default 127.0.0.1: nothing outside this machine can connect. */
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+  token: string | undefined;
+  maxFrameBytes: number;
+  /** Exit when the driver's session ends (local workers). Daemons keep serving. */
+  exitWithDriver: boolean;
+}
+
+export const DEFAULT_WORKER_OPTIONS: Omit<WorkerOptions, "token"> = {
+  host: "127.0.0.1",
+  port: 7070,
+  maxFrameBytes: 64 * 1024 * 1024,
+  exitWithDriver: false,
+};
+
+function isLoopback(host: string): boolean {
+  return host === "127.0.0.1" || host === "::1" || host === "localhost" || host.startsWith("127.");
+}
+
+/** Checks that no worker ever listens beyond this machine without a token. */
+export function checkWorkerOptions(o: WorkerOptions): void {
+  if (o.token === undefined || o.token.length === 0) {
+    throw new ConfigError(
+      isLoopback(o.host)
+        ? "a worker needs the cluster token: every connection must prove it"
+        : `refusing to listen on ${o.host} without a token: anyone who reaches it could drive it`,
+      { hint: "pass --token <secret> or set MESHTRAIN_TOKEN (at least 16 characters); give the same token to the driver with .token(...)" },
+    );
+  }
+  if (o.token.length < 16) {
+    throw new ConfigError(`the token has ${o.token.length} characters; at least 16 are needed`, {
+      hint: "use a long random secret, e.g. `openssl rand -hex 16`",
+    });
+  }
+}
+
+/**
+ * Runs a worker in this process: TF.js computes on this (main) thread, and a communication
+ * thread owns the sockets so that heartbeats are answered during long steps.
+ */
+export function runWorker(o: WorkerOptions): Promise<number> {
+  checkWorkerOptions(o);
+  const config: CommConfig = {
+    host: o.host,
+    port: o.port,
+    token: o.token!,
+    maxFrameBytes: o.maxFrameBytes,
+    maxConnections: 256,
+    handshakeTimeoutMs: 10_000,
+    exitWithDriver: o.exitWithDriver,
+    version: VERSION,
+  };
+  const comm = new Worker(path.join(__dirname, "comm-thread.js"), { workerData: config });
+  const compute = new ComputeHost(comm);
+  return new Promise((resolve) => {
+    const finish = (code: number): void => {
+      void comm.terminate().finally(() => resolve(code));
+    };
+    comm.on("message", (m: CommToCompute) => {
+      if (m.kind === "listening") {
+        process.stdout.write(`meshtrain worker ${VERSION} listening on ${m.url} (pid ${process.pid})\n`);
+        process.send?.({ type: "listening", url: m.url, port: m.port });
+      } else if (m.kind === "exit") {
+        finish(m.code);
+        return;
+      }
+      compute.handle(m);
+    });
+    comm.on("error", (err) => {
+      process.stderr.write(`[meshtrain worker ${process.pid}] communication thread failed: ${err.stack ?? err.message}\n`);
+      resolve(70);
+    });
+    // A local worker lives only as long as the driver that started it.
+    process.on("disconnect", () => finish(0));
+  });
+}
+
+function flag(argv: string[], name: string): string | undefined {
+  const i = argv.indexOf(name);
+  return i >= 0 ? argv[i + 1] : undefined;
+}
+
+/** Entry point for local workers, which the launcher forks with an IPC channel. */
+if (require.main === module) {
+  const argv = process.argv.slice(2);
+  const options: WorkerOptions = {
+    host: flag(argv, "--host") ?? "127.0.0.1",
+    port: Number(flag(argv, "--port") ?? 0),
+    token: process.env.MESHTRAIN_TOKEN,
+    maxFrameBytes: Number(flag(argv, "--max-frame-bytes") ?? DEFAULT_WORKER_OPTIONS.maxFrameBytes),
+    exitWithDriver: argv.includes("--exit-with-driver"),
+  };
+  runWorker(options).then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+      process.exit(2);
+    },
+  );
+}
