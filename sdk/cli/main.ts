@@ -1,0 +1,76 @@
+#!/usr/bin/env node
+import { Command, InvalidArgumentError, Option } from "commander";
+import { cluster } from "../cluster/builder";
+import { isMeshtrainError } from "../errors/errors";
+import { BACKEND_CHOICES, type BackendChoice } from "../spec/backend";
+import { VERSION } from "../version";
+import { DEFAULT_WORKER_OPTIONS, runWorker } from "../worker/main";
+import { runDemo } from "./demo";
+import { buildDemoModel, DEMO_MODELS, type DemoModel } from "./models";
+
+function int(min: number): (v: string) => number {
+  return (v) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`expected a whole number >= ${min}, got "${v}"`);
+    return n;
+  };
+}
+
+function positive(v: string): number {
+  const n = Number(v);
+  if (!(n > 0) || !Number.isFinite(n)) throw new InvalidArgumentError(`expected a positive number, got "${v}"`);
+  return n;
+}
+
+const program = new Command()
+  .name("meshtrain")
+  .description("Train TensorFlow.js models on many workers at once.")
+  .version(VERSION);
+
+program
+  .command("worker")
+  .description("serve as a worker for drivers that know the token")
+  .option("--host <address>", "interface to bind (use 0.0.0.0 for other machines; needs a token)", DEFAULT_WORKER_OPTIONS.host)
+  .option("--port <port>", "port to listen on (0 picks a free one)", int(0), DEFAULT_WORKER_OPTIONS.port)
+  .option("--token <secret>", "cluster token (or set MESHTRAIN_TOKEN, which keeps it out of `ps`)")
+  .option("--max-frame-bytes <bytes>", "largest WebSocket message accepted", int(65536), DEFAULT_WORKER_OPTIONS.maxFrameBytes)
+  .action(async (o: { host: string; port: number; token?: string; maxFrameBytes: number }) => {
+    const code = await runWorker({
+      host: o.host,
+      port: o.port,
+      token: o.token ?? process.env.MESHTRAIN_TOKEN,
+      maxFrameBytes: o.maxFrameBytes,
+      exitWithDriver: false,
+    });
+    process.exit(code);
+  });
+
+program
+  .command("demo")
+  .description("train a model on MNIST with a local cluster of CPU workers, then test it on held-out digits")
+  .option("--workers <n>", "local worker processes", int(1), 2)
+  .option("--epochs <n>", "passes over the training digits", int(1), 3)
+  .option("--batch-size <n>", "global batch (split evenly among workers)", int(1), 64)
+  .option("--learning-rate <lr>", "Adam's learning rate", positive, 0.001)
+  .addOption(new Option("--backend <name>", "TF.js backend on the workers").choices(BACKEND_CHOICES).default("auto"))
+  .addOption(new Option("--model <name>", "model to train").choices(DEMO_MODELS).default("mlp"))
+  .action(async (o: { workers: number; epochs: number; batchSize: number; learningRate: number; backend: BackendChoice; model: DemoModel }) => {
+    const result = await runDemo(o);
+    process.exit(result.accuracy >= 0.9 ? 0 : 1);
+  });
+
+program
+  .command("plan")
+  .description("print the plan a strategy makes for a demo model (starts nothing)")
+  .option("--workers <n>", "number of workers", int(1), 2)
+  .option("--batch-size <n>", "global batch", int(1), 64)
+  .addOption(new Option("--model <name>", "model").choices(DEMO_MODELS).default("mlp"))
+  .action((o: { workers: number; batchSize: number; model: DemoModel }) => {
+    const plan = cluster().workers(o.workers).strategy("data").plan(buildDemoModel(o.model), { batchSize: o.batchSize });
+    process.stdout.write(`${String(plan)}\n`);
+  });
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  process.stderr.write(`meshtrain: ${isMeshtrainError(err) ? `${err.message} [${err.code}]` : err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  process.exit(isMeshtrainError(err) ? 2 : 1);
+});

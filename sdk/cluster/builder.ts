@@ -1,0 +1,154 @@
+import type * as tf from "@tensorflow/tfjs";
+import { z } from "zod";
+import { ConfigError } from "../errors/errors";
+import { summarizeModel } from "../plan/model-summary";
+import { BACKEND_CHOICES, type BackendChoice } from "../spec/backend";
+import {
+  ClusterSpecSchema,
+  crossCheck,
+  DEFAULT_SPEC,
+  HeartbeatSpecSchema,
+  MAX_LOCAL_WORKERS,
+  STRATEGY_NAMES,
+  TimeoutsSpecSchema,
+  WorkerUrlSchema,
+  type ClusterSpec,
+  type StrategyName,
+  type WorkersSpec,
+} from "../spec/cluster-spec";
+import { parseOrThrow } from "../spec/zod-problem";
+import { STRATEGIES, type Plan } from "../strategies/registry";
+import { Cluster } from "./cluster";
+
+interface Draft extends Omit<ClusterSpec, "workers"> {
+  readonly workers: WorkersSpec | undefined;
+}
+
+const count = z.number().int().min(1).max(MAX_LOCAL_WORKERS);
+
+/**
+ * An immutable description of a cluster. Every method validates its argument at once and
+ * returns a new builder; nothing is started until launch().
+ */
+export class ClusterBuilder {
+  private constructor(private readonly draft: Readonly<Draft>) {
+    Object.freeze(this);
+  }
+
+  /** @internal Use cluster(). */
+  static empty(): ClusterBuilder {
+    return new ClusterBuilder({ ...DEFAULT_SPEC, workers: undefined });
+  }
+
+  private with(change: Partial<Draft>): ClusterBuilder {
+    return new ClusterBuilder(deepFreeze({ ...this.draft, ...change }));
+  }
+
+  /** `n` worker processes on this machine, on CPU. */
+  workers(n: number): ClusterBuilder {
+    const c = parseOrThrow(count, n, "workers(n)", `pass a whole number from 1 to ${MAX_LOCAL_WORKERS}`);
+    return this.with({ workers: { kind: "local", count: c, devices: "cpu" } });
+  }
+
+  /** `n` local workers, one per GPU where GPUs and tfjs-node-gpu exist; else CPU workers, and launch says so. */
+  gpus(n: number): ClusterBuilder {
+    const c = parseOrThrow(count, n, "gpus(n)", `pass a whole number from 1 to ${MAX_LOCAL_WORKERS}`);
+    return this.with({ workers: { kind: "local", count: c, devices: "gpu" } });
+  }
+
+  /** Workers already running elsewhere (`meshtrain worker`), in rank order. Needs .token(). */
+  connect(urls: readonly string[]): ClusterBuilder {
+    const list = parseOrThrow(z.array(WorkerUrlSchema).min(1), urls, "connect(urls)", 'pass addresses like ["ws://10.0.0.2:7070", "ws://10.0.0.3:7070"]');
+    return this.with({ workers: { kind: "remote", urls: list } });
+  }
+
+  /** The cluster token. Local clusters make a random one when this is not given. */
+  token(secret: string): ClusterBuilder {
+    const t = parseOrThrow(z.string().min(16, "must be at least 16 characters").max(1024), secret, "token(secret)", "use a long random secret, e.g. `openssl rand -hex 16`");
+    return this.with({ token: t });
+  }
+
+  /** Force a TF.js backend on every worker; "auto" (default) takes the best one present. */
+  backend(name: BackendChoice): ClusterBuilder {
+    const b = parseOrThrow(z.enum(BACKEND_CHOICES), name, "backend(name)", `choose one of ${BACKEND_CHOICES.join(", ")}`);
+    return this.with({ backend: b });
+  }
+
+  /** How the workers train together. "data": synchronous data parallelism with ring all-reduce. */
+  strategy(name: StrategyName, options: Record<string, never> = {}): ClusterBuilder {
+    const strategy = parseOrThrow(
+      z.object({ name: z.enum(STRATEGY_NAMES) }).strict(),
+      { name, ...options },
+      `strategy("${String(name)}")`,
+      `this version of meshtrain offers: ${STRATEGY_NAMES.map((s) => `"${s}"`).join(", ")}`,
+    );
+    return this.with({ strategy });
+  }
+
+  /** Heartbeat interval and timeout in ms; a silent worker is reported within 2 x timeoutMs. */
+  heartbeat(options: { intervalMs?: number; timeoutMs?: number }): ClusterBuilder {
+    const hb = parseOrThrow(HeartbeatSpecSchema, { ...this.draft.heartbeat, ...options }, "heartbeat options");
+    return this.with({ heartbeat: hb });
+  }
+
+  /** Limits on waits, in ms: connectMs (start/reach a worker), stepMs (one training step). */
+  timeouts(options: { connectMs?: number; stepMs?: number }): ClusterBuilder {
+    const t = parseOrThrow(TimeoutsSpecSchema, { ...this.draft.timeouts, ...options }, "timeouts");
+    return this.with({ timeouts: t });
+  }
+
+  /** Wire limits: the largest WebSocket message accepted, and elements per tensor chunk. */
+  limits(options: { maxFrameBytes?: number; chunkElements?: number }): ClusterBuilder {
+    const merged = { maxFrameBytes: this.draft.maxFrameBytes, chunkElements: this.draft.chunkElements, ...options };
+    const l = parseOrThrow(ClusterSpecSchema.pick({ maxFrameBytes: true, chunkElements: true }), merged, "limits");
+    return this.with(l);
+  }
+
+  /** The frozen, fully checked spec. Throws ConfigError, with the arithmetic, if it cannot work. */
+  spec(): ClusterSpec {
+    if (this.draft.workers === undefined) {
+      throw new ConfigError("the cluster has no workers", {
+        hint: 'say where to run: .workers(n) for local CPU workers, .gpus(n), or .connect(["ws://host:7070", ...])',
+      });
+    }
+    const spec = parseOrThrow(ClusterSpecSchema, this.draft, "cluster spec");
+    crossCheck(spec);
+    return deepFreeze(spec);
+  }
+
+  /** The plan the strategy makes for `model` on this cluster. Pure: starts nothing. */
+  plan(model: tf.LayersModel, options: { batchSize?: number } = {}): Plan {
+    const spec = this.spec();
+    return STRATEGIES[spec.strategy.name].plan(spec, summarizeModel(model), options.batchSize);
+  }
+
+  /** Starts (or reaches) the workers and connects them. The first method that does I/O. */
+  launch(): Promise<Cluster> {
+    let spec: ClusterSpec;
+    try {
+      spec = this.spec();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return Cluster.launch(spec);
+  }
+
+  toString(): string {
+    const w = this.draft.workers;
+    const where = !w ? "no workers yet" : w.kind === "local" ? `${w.count} local ${w.devices} worker(s)` : `${w.urls.length} remote worker(s)`;
+    return `cluster(): ${where}, strategy "${this.draft.strategy.name}", backend "${this.draft.backend}"`;
+  }
+}
+
+/** Starts describing a cluster: `cluster().workers(3).strategy("data").launch()`. */
+export function cluster(): ClusterBuilder {
+  return ClusterBuilder.empty();
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}

@@ -1,0 +1,188 @@
+import type * as tf from "@tensorflow/tfjs";
+import type { Dataset } from "../data/dataset";
+import { StateError, WorkerLostError, type MeshtrainError } from "../errors/errors";
+import type { TrainingRun } from "../metrics/run";
+import { summarizeModel } from "../plan/model-summary";
+import { workerCount, type ClusterSpec } from "../spec/cluster-spec";
+import { resolveFitOptions, type FitOptions } from "../spec/fit-options";
+import type { WorkerSnapshot } from "../spec/worker-snapshot";
+import { FitAborted, type FitContext } from "../strategies/data/driver-runtime";
+import { STRATEGIES, type Plan } from "../strategies/registry";
+import { CLOSE } from "../transport/link";
+import { startWorkers } from "./launch";
+import type { WorkerHandle } from "./worker-handle";
+
+export type ClusterState = "ready" | "fitting" | "failed" | "closed";
+
+/**
+ * A running cluster: workers joined in one session with their ring connected. Made by
+ * `cluster()...launch()`; trains with fit(); must be closed with close().
+ */
+export class Cluster {
+  private handles: WorkerHandle[] = [];
+  private state_: ClusterState = "ready";
+  private failure: MeshtrainError | undefined;
+  private readonly lossListeners = new Set<(err: MeshtrainError) => void>();
+  private step: number | undefined;
+  private stopping: Promise<void> | undefined;
+  private notes_: string[] = [];
+
+  private constructor(readonly spec: ClusterSpec) {}
+
+  /** Use `cluster()...launch()`. */
+  static async launch(spec: ClusterSpec): Promise<Cluster> {
+    const c = new Cluster(spec);
+    const launched = await startWorkers(spec, {
+      stepNow: () => c.step,
+      onLost: (h, err) => c.workerLost(h, err),
+    });
+    c.handles = launched.handles;
+    c.notes_ = launched.notes;
+    for (const note of launched.notes) process.stderr.write(`meshtrain: ${note}\n`);
+    return c;
+  }
+
+  get state(): ClusterState {
+    return this.state_;
+  }
+
+  /** Remarks from launching: backend fallbacks and their reasons. */
+  get notes(): readonly string[] {
+    return this.notes_;
+  }
+
+  get workers(): readonly WorkerSnapshot[] {
+    return this.handles.map((h) => h.snapshot());
+  }
+
+  get size(): number {
+    return workerCount(this.spec);
+  }
+
+  /** The plan this cluster's strategy makes for `model` (pure: no messages are sent). */
+  plan(model: tf.LayersModel, options: { batchSize?: number } = {}): Plan {
+    return STRATEGIES[this.spec.strategy.name].plan(this.spec, summarizeModel(model), options.batchSize);
+  }
+
+  /**
+   * Trains `model` on `dataset` with the cluster's strategy. When it resolves, `model` holds the
+   * trained weights. A lost worker rejects with WorkerLostError naming it, and stops the cluster.
+   */
+  async fit(model: tf.LayersModel, dataset: Dataset, options: FitOptions = {}): Promise<TrainingRun> {
+    this.usable("fit");
+    const o = resolveFitOptions(options);
+    this.state_ = "fitting";
+    const ctx: FitContext = {
+      spec: this.spec,
+      workers: this.handles,
+      guard: (p) => this.guard(p),
+      lossWithin: (ms) => this.lossWithin(ms),
+      setStep: (s) => {
+        this.step = s;
+      },
+    };
+    try {
+      const run = await STRATEGIES[this.spec.strategy.name].fit(ctx, model, dataset, o);
+      this.state_ = "ready";
+      return run;
+    } catch (err) {
+      if (this.failure) throw this.failure;
+      if (err instanceof FitAborted) {
+        this.state_ = "ready";
+        throw err.error;
+      }
+      // Workers may be mid-step or mid-all-reduce; only a fresh cluster is known to be consistent.
+      this.fail(err as MeshtrainError);
+      throw err;
+    }
+  }
+
+  /** Stops local workers (they exit) and releases remote ones. Safe to call more than once. */
+  async close(): Promise<void> {
+    if (this.state_ === "closed") return this.stopping;
+    this.state_ = "closed";
+    this.stopping ??= this.stopAll("the driver closed the cluster");
+    return this.stopping;
+  }
+
+  toString(): string {
+    const lines = [`meshtrain cluster: ${this.size} worker(s), strategy "${this.spec.strategy.name}", ${this.state_}`];
+    for (const w of this.workers) {
+      lines.push(`  rank ${w.rank}  ${w.address}  ${w.info.backend} on ${w.info.device}  pid ${w.info.pid}${w.local ? " (local)" : ""}`);
+    }
+    return lines.join("\n");
+  }
+
+  private usable(what: string): void {
+    if (this.state_ === "closed") {
+      throw new StateError(`cannot ${what}: the cluster is closed`, { hint: "launch a new cluster with cluster()...launch()" });
+    }
+    if (this.state_ === "failed") {
+      throw new StateError(`cannot ${what}: the cluster stopped after an error: ${this.failure?.summary ?? "unknown"}`, {
+        hint: "launch a new cluster with cluster()...launch()",
+        cause: this.failure,
+      });
+    }
+    if (this.state_ === "fitting") {
+      throw new StateError(`cannot ${what}: a fit is already running on this cluster`, { hint: "await the running fit first" });
+    }
+  }
+
+  private guard<T>(p: Promise<T>): Promise<T> {
+    if (this.failure) return Promise.reject(this.failure);
+    return new Promise((resolve, reject) => {
+      const onLoss = (err: MeshtrainError): void => reject(err);
+      this.lossListeners.add(onLoss);
+      p.then(
+        (v) => {
+          this.lossListeners.delete(onLoss);
+          resolve(v);
+        },
+        (e: unknown) => {
+          this.lossListeners.delete(onLoss);
+          reject(e);
+        },
+      );
+    });
+  }
+
+  private lossWithin(ms: number): Promise<MeshtrainError | undefined> {
+    if (this.failure instanceof WorkerLostError) return Promise.resolve(this.failure);
+    return new Promise((resolve) => {
+      const onLoss = (err: MeshtrainError): void => {
+        clearTimeout(timer);
+        this.lossListeners.delete(onLoss);
+        resolve(err);
+      };
+      const timer = setTimeout(() => {
+        this.lossListeners.delete(onLoss);
+        resolve(undefined);
+      }, ms);
+      this.lossListeners.add(onLoss);
+    });
+  }
+
+  private workerLost(_h: WorkerHandle, err: MeshtrainError): void {
+    if (this.state_ === "closed" || this.failure) return;
+    this.fail(err);
+  }
+
+  private fail(err: MeshtrainError): void {
+    if (this.failure) return;
+    this.failure = err;
+    this.state_ = "failed";
+    for (const l of [...this.lossListeners]) l(err);
+    this.stopping = this.stopAll(`cluster stopped: ${err.summary}`);
+  }
+
+  private async stopAll(reason: string): Promise<void> {
+    await Promise.all(
+      this.handles.map(async (h) => {
+        h.expectClose();
+        if (!h.channel.closed) h.channel.close(CLOSE.normal, reason.slice(0, 100));
+        // Local workers exit when their driver's session ends; insist if one does not.
+        if (h.process) await h.process.stop(3000);
+      }),
+    );
+  }
+}

@@ -1,0 +1,124 @@
+import { randomUUID } from "node:crypto";
+import type { MeshtrainError } from "../errors/errors";
+import type { ClusterSpec } from "../spec/cluster-spec";
+import { newToken } from "../transport/auth";
+import { offerHandshake } from "../transport/handshake";
+import { dial } from "../transport/ws-endpoint";
+import { probeGpus } from "./gpus";
+import { LocalWorkerProcess } from "./local-process";
+import { WorkerHandle } from "./worker-handle";
+
+export interface LaunchHooks {
+  stepNow(): number | undefined;
+  onLost(handle: WorkerHandle, err: MeshtrainError): void;
+}
+
+export interface Launched {
+  handles: WorkerHandle[];
+  session: string;
+  /** Plain-words remarks for the user: fallbacks and their reasons. */
+  notes: string[];
+}
+
+/**
+ * Starts (local) or reaches (remote) every worker, authenticates, joins them to one session,
+ * and connects the ring. Anything started is stopped again if a later part fails.
+ */
+export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promise<Launched> {
+  const session = randomUUID();
+  const token = spec.token ?? newToken();
+  const notes: string[] = [];
+  const processes: LocalWorkerProcess[] = [];
+  const handles: WorkerHandle[] = [];
+  try {
+    let urls: string[];
+    if (spec.workers.kind === "local") {
+      const n = spec.workers.count;
+      const gpus = spec.workers.devices === "gpu" ? probeGpus() : null;
+      if (gpus?.problem) notes.push(`gpus(${n}): ${gpus.problem}; starting ${n} CPU worker(s) instead`);
+      if (gpus && !gpus.problem && gpus.indices.length < n) {
+        notes.push(`gpus(${n}): only ${gpus.indices.length} GPU(s) visible; workers share them round-robin`);
+      }
+      for (let r = 0; r < n; r++) {
+        const env: NodeJS.ProcessEnv = { ...process.env, MESHTRAIN_TOKEN: token };
+        if (gpus && !gpus.problem) env.CUDA_VISIBLE_DEVICES = gpus.indices[r % gpus.indices.length];
+        else if (gpus) env.CUDA_VISIBLE_DEVICES = "-1";
+        processes.push(LocalWorkerProcess.start(env));
+      }
+      urls = await Promise.all(processes.map((p, r) => p.listening(spec.timeouts.connectMs, `local worker rank ${r}`)));
+    } else {
+      urls = spec.workers.urls.map((u) => u.replace(/\/$/, ""));
+    }
+
+    for (let r = 0; r < urls.length; r++) {
+      const link = await dial(urls[r]!, { maxFrameBytes: spec.maxFrameBytes, timeoutMs: spec.timeouts.connectMs });
+      try {
+        await offerHandshake(link, { token, timeoutMs: spec.timeouts.connectMs, role: "driver", who: `worker rank ${r}` });
+      } catch (err) {
+        link.terminate();
+        throw err;
+      }
+      handles.push(
+        new WorkerHandle({
+          rank: r,
+          address: urls[r]!,
+          link,
+          process: processes[r],
+          chunkElements: spec.chunkElements,
+          stepNow: hooks.stepNow,
+          onLost: hooks.onLost,
+        }),
+      );
+    }
+
+    const backend = spec.workers.kind === "local" && spec.workers.devices === "gpu" && spec.backend === "auto" ? "auto" : spec.backend;
+    const joined = await Promise.all(
+      handles.map((h) =>
+        h.channel.request(
+          {
+            type: "join",
+            session,
+            backend,
+            heartbeatIntervalMs: spec.heartbeat.intervalMs,
+            heartbeatTimeoutMs: spec.heartbeat.timeoutMs,
+          },
+          "joined",
+          { timeoutMs: spec.timeouts.connectMs, waitingFor: "join (backend start-up)" },
+        ),
+      ),
+    );
+    joined.forEach((j, r) => {
+      handles[r]!.info = j.msg.info;
+    });
+    for (const j of joined) for (const note of j.msg.info.notes) if (!notes.includes(note)) notes.push(note);
+
+    const ring = handles.map((h) => h.rank);
+    await Promise.all(
+      handles.map((h) =>
+        h.channel.request(
+          {
+            type: "configure",
+            rank: h.rank,
+            worldSize: handles.length,
+            ring,
+            addresses: urls,
+            chunkElements: spec.chunkElements,
+            connectTimeoutMs: spec.timeouts.connectMs,
+            stepTimeoutMs: spec.timeouts.stepMs,
+          },
+          "configured",
+          { timeoutMs: spec.timeouts.connectMs + 1000, waitingFor: "its ring links" },
+        ),
+      ),
+    );
+    for (const h of handles) h.startHeartbeat(spec.heartbeat.intervalMs, spec.heartbeat.timeoutMs);
+    return { handles, session, notes };
+  } catch (err) {
+    for (const h of handles) {
+      h.expectClose();
+      h.channel.close();
+    }
+    await Promise.all(processes.map((p) => p.stop(1000)));
+    throw err;
+  }
+}

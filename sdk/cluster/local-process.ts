@@ -1,0 +1,132 @@
+import { fork, type ChildProcess } from "node:child_process";
+import * as path from "node:path";
+import { LaunchError } from "../errors/errors";
+
+/** Every local worker this process started and has not seen exit; killed when this process exits. */
+const live = new Set<ChildProcess>();
+let exitHookInstalled = false;
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  // Workers also exit on their own when the IPC channel to this process closes (a killed
+  // driver or a restarted kernel); this covers a normal exit that forgot close().
+  process.once("exit", () => {
+    for (const child of live) child.kill("SIGKILL");
+  });
+}
+
+export interface ExitInfo {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** A worker process started on this machine, with the tail of its output for error messages. */
+export class LocalWorkerProcess {
+  private readonly tail: string[] = [];
+  private exitInfo: ExitInfo | null = null;
+  private readonly exited: Promise<ExitInfo>;
+  readonly pid: number;
+
+  private constructor(readonly child: ChildProcess) {
+    this.pid = child.pid ?? -1;
+    live.add(child);
+    this.exited = new Promise((resolve) => {
+      child.once("exit", (code, signal) => {
+        live.delete(child);
+        this.exitInfo = { code, signal };
+        resolve(this.exitInfo);
+      });
+    });
+    const keep = (chunk: Buffer): void => {
+      for (const line of chunk.toString("utf8").split("\n")) {
+        if (line.trim() === "") continue;
+        this.tail.push(line);
+        if (this.tail.length > 20) this.tail.shift();
+        if (process.env.MESHTRAIN_DEBUG) process.stderr.write(`[worker ${this.pid}] ${line}\n`);
+      }
+    };
+    child.stdout?.on("data", keep);
+    child.stderr?.on("data", keep);
+  }
+
+  static start(env: NodeJS.ProcessEnv, extraArgs: string[] = []): LocalWorkerProcess {
+    installExitHook();
+    const entry = path.join(__dirname, "..", "worker", "main.js");
+    const child = fork(entry, ["--host", "127.0.0.1", "--port", "0", "--exit-with-driver", ...extraArgs], {
+      env,
+      // The driver may run under tsx, ts-node or a notebook kernel; workers are plain node.
+      execArgv: [],
+      stdio: ["ignore", "pipe", "pipe", "ipc"],
+      serialization: "json",
+    });
+    return new LocalWorkerProcess(child);
+  }
+
+  get exit(): ExitInfo | null {
+    return this.exitInfo;
+  }
+
+  whenExited(): Promise<ExitInfo> {
+    return this.exited;
+  }
+
+  output(): string {
+    return this.tail.join("\n");
+  }
+
+  /** Resolves with the worker's URL once it listens; rejects if it exits or takes too long. */
+  listening(timeoutMs: number, name: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        cleanup();
+        reject(
+          new LaunchError(`${name} (pid ${this.pid}) did not start listening within ${timeoutMs} ms`, {
+            details: { waitingFor: `${name} to listen` },
+            hint: `the machine may be overloaded; raise .timeouts({ connectMs }). Its output:\n${this.output() || "(none)"}`,
+          }),
+        );
+      }, timeoutMs);
+      const onMessage = (m: unknown): void => {
+        const msg = m as { type?: string; url?: string };
+        if (msg?.type === "listening" && typeof msg.url === "string") {
+          cleanup();
+          resolve(msg.url);
+        }
+      };
+      const onExit = (code: number | null, signal: NodeJS.Signals | null): void => {
+        cleanup();
+        reject(
+          new LaunchError(`${name} exited while starting (${describeExit({ code, signal })})`, {
+            hint: `its output:\n${this.output() || "(none)"}`,
+          }),
+        );
+      };
+      const cleanup = (): void => {
+        clearTimeout(timer);
+        this.child.off("message", onMessage);
+        this.child.off("exit", onExit);
+      };
+      this.child.on("message", onMessage);
+      this.child.once("exit", onExit);
+    });
+  }
+
+  /** Asks politely, then insists: SIGTERM, and SIGKILL after `graceMs`. */
+  async stop(graceMs = 2000): Promise<ExitInfo> {
+    if (this.exitInfo) return this.exitInfo;
+    this.child.kill("SIGTERM");
+    const timer = setTimeout(() => this.child.kill("SIGKILL"), graceMs);
+    const info = await this.exited;
+    clearTimeout(timer);
+    return info;
+  }
+
+  kill(signal: NodeJS.Signals = "SIGKILL"): void {
+    this.child.kill(signal);
+  }
+}
+
+export function describeExit(e: ExitInfo): string {
+  return e.signal ? `killed by ${e.signal}` : `exit code ${e.code}`;
+}

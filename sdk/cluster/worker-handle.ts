@@ -1,0 +1,119 @@
+import { WorkerLostError, type MeshtrainError } from "../errors/errors";
+import type { WorkerInfo } from "../protocol/messages";
+import type { WorkerSnapshot } from "../spec/worker-snapshot";
+import { fromWireError } from "../protocol/wire-error";
+import { Channel, type Incoming } from "../transport/channel";
+import type { Link } from "../transport/link";
+import { describeExit, type LocalWorkerProcess } from "./local-process";
+
+
+export interface HandleOptions {
+  rank: number;
+  address: string;
+  link: Link;
+  process: LocalWorkerProcess | undefined;
+  chunkElements: number;
+  /** The step the cluster is at, for error messages. */
+  stepNow(): number | undefined;
+  onLost(handle: WorkerHandle, err: MeshtrainError): void;
+}
+
+/**
+ * The driver's side of one worker: its control channel, its process when local, and the one
+ * error that says why it was lost, if it was.
+ */
+export class WorkerHandle {
+  readonly rank: number;
+  readonly address: string;
+  readonly channel: Channel;
+  readonly process: LocalWorkerProcess | undefined;
+  info: WorkerInfo | undefined;
+  lost: MeshtrainError | undefined;
+  private refusal: MeshtrainError | undefined;
+  private expectedClose = false;
+
+  constructor(private readonly o: HandleOptions) {
+    this.rank = o.rank;
+    this.address = o.address;
+    this.process = o.process;
+    this.channel = new Channel(o.link, {
+      peerName: this.name,
+      details: { rank: o.rank, address: o.address },
+      chunkElements: o.chunkElements,
+      maxAttachmentBytes: 4 * 1024 * 1024 * 1024,
+      onMessage: (incoming) => this.onMessage(incoming),
+      onClose: () => void this.onChannelClosed(),
+      onInvalid: (err) => {
+        if (process.env.MESHTRAIN_DEBUG) process.stderr.write(`meshtrain: refused a frame from ${this.name}: ${err.summary}\n`);
+      },
+    });
+    o.process?.whenExited().then((exit) => {
+      if (this.expectedClose) return;
+      this.markLost(this.lostError(`exited (${describeExit(exit)})`));
+    });
+  }
+
+  get name(): string {
+    return `worker rank ${this.o.rank}`;
+  }
+
+  snapshot(): WorkerSnapshot {
+    return Object.freeze({ rank: this.rank, address: this.address, local: this.process !== undefined, info: this.info! });
+  }
+
+  startHeartbeat(intervalMs: number, timeoutMs: number): void {
+    this.channel.startHeartbeat(intervalMs, timeoutMs, (silentMs) => {
+      this.markLost(this.lostError(`was silent for ${silentMs} ms (heartbeat timeout ${timeoutMs} ms)`));
+    });
+  }
+
+  /** From now on a closing connection or exiting process is part of shutting down, not a loss. */
+  expectClose(): void {
+    this.expectedClose = true;
+    this.channel.stopHeartbeat();
+  }
+
+  private lostError(what: string): WorkerLostError {
+    const step = this.o.stepNow();
+    const pid = this.process ? `, pid ${this.process.pid}` : "";
+    const at = step !== undefined ? ` at step ${step}` : "";
+    const output = this.process?.output();
+    return new WorkerLostError(`${this.name} (${this.address}${pid}) ${what}${at}`, {
+      details: { rank: this.rank, address: this.address, ...(step !== undefined ? { step } : {}) },
+      hint:
+        (this.process ? "the other workers were stopped; launch a new cluster to continue" : "check the worker's host; the other workers were released") +
+        (output ? `. Its last output:\n${output}` : ""),
+      ...(this.refusal ? { cause: this.refusal } : {}),
+    });
+  }
+
+  private onMessage(incoming: Incoming): void {
+    const msg = incoming.msg;
+    // An unsolicited error is the worker's last word before it closes (e.g. it is busy).
+    if (msg.type === "error") this.refusal = fromWireError(msg.error, { rank: this.rank, address: this.address });
+  }
+
+  private async onChannelClosed(): Promise<void> {
+    if (this.expectedClose || this.lost) return;
+    if (this.refusal) {
+      this.markLost(this.refusal);
+      return;
+    }
+    // A killed local worker closes its socket a moment before its exit is reported; wait for
+    // the exit so the error can say how it ended.
+    const exit = this.process ? await Promise.race([this.process.whenExited(), delay(500)]) : undefined;
+    if (this.lost || this.expectedClose) return;
+    this.markLost(this.lostError(exit ? `exited (${describeExit(exit)})` : "closed its connection"));
+  }
+
+  markLost(err: MeshtrainError): void {
+    if (this.lost || this.expectedClose) return;
+    this.lost = err;
+    this.channel.fail(err);
+    this.o.onLost(this, err);
+  }
+}
+
+function delay(ms: number): Promise<undefined> {
+  return new Promise((resolve) => setTimeout(() => resolve(undefined), ms));
+}
