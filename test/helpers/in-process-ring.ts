@@ -1,0 +1,35 @@
+import { RingAllReduce } from "../../sdk/collectives/ring-allreduce";
+import { CollectiveError } from "../../sdk/errors/errors";
+import { decodeFrame } from "../../sdk/protocol/frame";
+
+/** N ring positions joined in memory; frames are delivered asynchronously, in order, as bytes. */
+export function inProcessRing(n: number, chunkElements: number): { rings: RingAllReduce[]; cut(from: number): void } {
+  const rings: RingAllReduce[] = [];
+  const cutLinks = new Set<number>();
+  for (let p = 0; p < n; p++) {
+    rings.push(
+      new RingAllReduce(
+        {
+          sendToNext: (frame) => {
+            if (cutLinks.has(p)) return Promise.reject(new Error("link cut"));
+            const copy = Buffer.from(frame);
+            setImmediate(() => rings[(p + 1) % n]!.receive(decodeFrame(copy)));
+            return Promise.resolve();
+          },
+          prevName: `rank ${(p - 1 + n) % n}`,
+          nextName: `rank ${(p + 1) % n}`,
+        },
+        p,
+        n,
+        chunkElements,
+      ),
+    );
+  }
+  return {
+    rings,
+    cut(from: number) {
+      cutLinks.add(from);
+      rings[(from + 1) % n]!.fail(new CollectiveError(`ring link with rank ${from} closed`));
+    },
+  };
+}
