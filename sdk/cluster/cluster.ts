@@ -1,6 +1,6 @@
 import type * as tf from "@tensorflow/tfjs";
 import type { Dataset } from "../data/dataset";
-import { StateError, WorkerLostError, type MeshtrainError } from "../errors/errors";
+import { StateError, type MeshtrainError } from "../errors/errors";
 import type { TrainingRun } from "../metrics/run";
 import { summarizeModel } from "../plan/model-summary";
 import { workerCount, type ClusterSpec } from "../spec/cluster-spec";
@@ -147,7 +147,7 @@ export class Cluster {
   }
 
   private lossWithin(ms: number): Promise<MeshtrainError | undefined> {
-    if (this.failure instanceof WorkerLostError) return Promise.resolve(this.failure);
+    if (this.failure) return Promise.resolve(this.failure);
     return new Promise((resolve) => {
       const onLoss = (err: MeshtrainError): void => {
         clearTimeout(timer);

@@ -65,6 +65,7 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
           link,
           process: processes[r],
           chunkElements: spec.chunkElements,
+          maxFrameBytes: spec.maxFrameBytes,
           stepNow: hooks.stepNow,
           onLost: hooks.onLost,
         }),

@@ -1,8 +1,7 @@
 import { WorkerLostError, type MeshtrainError } from "../errors/errors";
 import type { WorkerInfo } from "../protocol/messages";
 import type { WorkerSnapshot } from "../spec/worker-snapshot";
-import { fromWireError } from "../protocol/wire-error";
-import { Channel, type Incoming } from "../transport/channel";
+import { Channel } from "../transport/channel";
 import type { Link } from "../transport/link";
 import { describeExit, type LocalWorkerProcess } from "./local-process";
 
@@ -13,6 +12,7 @@ export interface HandleOptions {
   link: Link;
   process: LocalWorkerProcess | undefined;
   chunkElements: number;
+  maxFrameBytes: number;
   /** The step the cluster is at, for error messages. */
   stepNow(): number | undefined;
   onLost(handle: WorkerHandle, err: MeshtrainError): void;
@@ -29,7 +29,6 @@ export class WorkerHandle {
   readonly process: LocalWorkerProcess | undefined;
   info: WorkerInfo | undefined;
   lost: MeshtrainError | undefined;
-  private refusal: MeshtrainError | undefined;
   private expectedClose = false;
 
   constructor(private readonly o: HandleOptions) {
@@ -40,9 +39,10 @@ export class WorkerHandle {
       peerName: this.name,
       details: { rank: o.rank, address: o.address },
       chunkElements: o.chunkElements,
+      maxFrameBytes: o.maxFrameBytes,
       maxAttachmentBytes: 4 * 1024 * 1024 * 1024,
-      onMessage: (incoming) => this.onMessage(incoming),
-      onClose: () => void this.onChannelClosed(),
+      onMessage: () => undefined,
+      onClose: (err) => void this.onChannelClosed(err),
       onInvalid: (err) => {
         if (process.env.MESHTRAIN_DEBUG) process.stderr.write(`meshtrain: refused a frame from ${this.name}: ${err.summary}\n`);
       },
@@ -83,20 +83,14 @@ export class WorkerHandle {
       hint:
         (this.process ? "the other workers were stopped; launch a new cluster to continue" : "check the worker's host; the other workers were released") +
         (output ? `. Its last output:\n${output}` : ""),
-      ...(this.refusal ? { cause: this.refusal } : {}),
     });
   }
 
-  private onMessage(incoming: Incoming): void {
-    const msg = incoming.msg;
-    // An unsolicited error is the worker's last word before it closes (e.g. it is busy).
-    if (msg.type === "error") this.refusal = fromWireError(msg.error, { rank: this.rank, address: this.address });
-  }
-
-  private async onChannelClosed(): Promise<void> {
+  private async onChannelClosed(closeError: MeshtrainError): Promise<void> {
     if (this.expectedClose || this.lost) return;
-    if (this.refusal) {
-      this.markLost(this.refusal);
+    // The worker said why it closed (e.g. it serves another driver): that is the error.
+    if (!(closeError instanceof WorkerLostError)) {
+      this.markLost(closeError);
       return;
     }
     // A killed local worker closes its socket a moment before its exit is reported; wait for

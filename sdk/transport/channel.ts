@@ -1,4 +1,5 @@
 import {
+  FrameTooLargeError,
   ProtocolError,
   TimeoutError,
   WorkerLostError,
@@ -35,10 +36,15 @@ export interface ChannelOptions {
   /** Rank and address added to the details of errors about this channel. */
   details: ErrorDetails;
   chunkElements: number;
+  /** The largest WebSocket message the other end accepts. */
+  maxFrameBytes: number;
   /** Refuses messages whose attachments would need more memory than this. */
   maxAttachmentBytes: number;
   onMessage(incoming: Incoming): void;
-  /** The link closed; `error` says why in the terms of this channel. Called once. */
+  /**
+   * The link closed; `error` says why: the error the other end sent just before closing, if
+   * it sent one, else a WorkerLostError. Called once.
+   */
   onClose(error: MeshtrainError): void;
   /** A frame that was refused (already answered with an error reply); for logs. */
   onInvalid?(error: MeshtrainError): void;
@@ -69,6 +75,8 @@ export class Channel {
   private assembly: Assembly | null = null;
   private readonly liveness = new Liveness();
   private closedWith: MeshtrainError | undefined;
+  /** An error the other end sent on its own just before closing: the reason it closed. */
+  private lastWord: MeshtrainError | undefined;
 
   constructor(readonly link: Link, private readonly o: ChannelOptions) {
     link.setHandlers({
@@ -92,7 +100,14 @@ export class Channel {
     if (this.closedWith) throw this.closedWith;
     const specs = attachments.map((t) => ({ dtype: dtypeOf(t.data), shape: [...t.shape] }));
     const msg = { ...draft, v: PROTOCOL_VERSION, ...(hasAttachmentField(draft.type) ? { attachments: specs } : {}) };
-    this.link.sendText(JSON.stringify(msg));
+    const text = JSON.stringify(msg);
+    if (Buffer.byteLength(text) > this.o.maxFrameBytes) {
+      throw new FrameTooLargeError(
+        `the "${draft.type}" message to ${this.o.peerName} is ${Buffer.byteLength(text)} bytes, above the ${this.o.maxFrameBytes}-byte frame limit`,
+        { details: this.o.details, hint: "raise .limits({ maxFrameBytes }) on the driver and --max-frame-bytes on the workers together" },
+      );
+    }
+    this.link.sendText(text);
     if (attachments.length === 0) return;
     const seq = (draft as { id?: number; re?: number }).id ?? (draft as { re?: number }).re ?? 0;
     attachments.forEach((t, index) => this.sendTensor(seq, index, t.data));
@@ -181,7 +196,15 @@ export class Channel {
   }
 
   private onLinkClose(code: number, reason: string): void {
-    const err = new WorkerLostError(
+    const err =
+      this.lastWord ??
+      (code === CLOSE.tooBig
+        ? new FrameTooLargeError(`${this.o.peerName} (${this.link.address}) closed the connection: a frame exceeded its size limit`, {
+            details: { ...this.o.details, closeCode: code },
+            hint: "raise .limits({ maxFrameBytes }) on the driver and --max-frame-bytes on the workers together",
+          })
+        : undefined) ??
+      new WorkerLostError(
       `connection to ${this.o.peerName} (${this.link.address}) closed (code ${code}${reason ? `: ${reason}` : ""})`,
       { details: { ...this.o.details, closeCode: code } },
     );
@@ -306,6 +329,7 @@ export class Channel {
         return;
       }
     }
+    if (msg.type === "error" && re === undefined) this.lastWord = fromWireError(msg.error, this.o.details);
     try {
       this.o.onMessage(incoming);
     } catch (err) {

@@ -52,6 +52,7 @@ class Session {
       peerName: "the driver",
       details: { address: link.address },
       chunkElements: 256 * 1024,
+      maxFrameBytes: config.maxFrameBytes,
       maxAttachmentBytes: MAX_ATTACHMENT_BYTES,
       onMessage: (incoming) => this.onMessage(incoming),
       onClose: (err) => this.end(`driver connection closed: ${err.summary}`),
@@ -147,7 +148,9 @@ class Session {
           ),
         pong: () => alive.heard(),
       });
-      alive.start(link, this.heartbeat.intervalMs, this.heartbeat.timeoutMs, (ms) =>
+      // One interval more than the driver allows, so the driver (which can name the cause
+      // and stop everyone) usually notices a frozen worker first.
+      alive.start(link, this.heartbeat.intervalMs, this.heartbeat.timeoutMs + this.heartbeat.intervalMs, (ms) =>
         ring.fail(new WorkerLostError(`ring neighbour ${name} was silent for ${ms} ms`, { details: { rank: this.rank, peer: name } })),
       );
     };

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ProtocolError, StateError, TimeoutError, WorkerLostError, type MeshtrainError } from "../../sdk/errors/errors";
+import { FrameTooLargeError, ProtocolError, StateError, TimeoutError, WorkerLostError, type MeshtrainError } from "../../sdk/errors/errors";
 import { encodeFrame } from "../../sdk/protocol/frame";
 import { PROTOCOL_VERSION } from "../../sdk/protocol/version";
 import { Channel, type Incoming } from "../../sdk/transport/channel";
@@ -15,6 +15,7 @@ function pair(chunkElements = 5) {
     peerName: "worker rank 0",
     details: { rank: 0 },
     chunkElements,
+    maxFrameBytes: 1 << 20,
     maxAttachmentBytes: 1 << 20,
     onMessage: () => undefined,
     onClose: (e) => closes.push(e),
@@ -23,6 +24,7 @@ function pair(chunkElements = 5) {
     peerName: "the driver",
     details: {},
     chunkElements,
+    maxFrameBytes: 1 << 20,
     maxAttachmentBytes: 1 << 20,
     onMessage: (m) => serverInbox.push(m),
     onClose: (e) => closes.push(e),
@@ -114,4 +116,25 @@ test("heartbeats notice silence", async () => {
   const silent = await new Promise<number>((resolve) => driver.startHeartbeat(10, 60, resolve));
   clearTimeout(keepAlive);
   assert.ok(silent > 60);
+});
+
+test("a message above the frame limit is refused before it is sent, and a 1009 close says why", async () => {
+  const [a, b] = inProcessLinkPair();
+  const closes: MeshtrainError[] = [];
+  const small = new Channel(a, {
+    peerName: "worker rank 1",
+    details: { rank: 1 },
+    chunkElements: 16,
+    maxFrameBytes: 200,
+    maxAttachmentBytes: 1 << 20,
+    onMessage: () => undefined,
+    onClose: (e) => closes.push(e),
+  });
+  assert.throws(
+    () => small.send({ type: "load", id: 1, topology: { big: "x".repeat(500) }, optimizer: { name: "sgd", learningRate: 0.1 }, loss: "hinge" }),
+    (e: unknown) => e instanceof FrameTooLargeError && /"load" message to worker rank 1 is \d+ bytes, above the 200-byte frame limit/.test((e as Error).message),
+  );
+  b.close(1009, "Max payload size exceeded");
+  await new Promise((r) => setTimeout(r, 10));
+  assert.ok(closes[0] instanceof FrameTooLargeError, String(closes[0]));
 });

@@ -17,7 +17,7 @@ export interface FitContext {
   readonly workers: readonly WorkerHandle[];
   /** Rejects with the loss of a worker as soon as one is lost. */
   guard<T>(p: Promise<T>): Promise<T>;
-  /** Resolves with a worker's loss if one is reported within `ms`. */
+  /** Resolves with the cluster's loss of a worker: at once if it happened, else if it does within `ms`. */
   lossWithin(ms: number): Promise<MeshtrainError | undefined>;
   setStep(step: number | undefined): void;
 }
@@ -58,8 +58,9 @@ export async function fitDataParallel(
     try {
       return await ctx.guard(Promise.all(requests));
     } catch (err) {
-      if (err instanceof WorkerLostError) throw err;
-      throw (await ctx.lossWithin(2 * ctx.spec.heartbeat.intervalMs + 500)) ?? err;
+      // A peer's all-reduce error or a closed channel is often the echo of a worker the
+      // cluster is about to declare lost (with its exit code, or its silence): wait for that.
+      throw (await ctx.lossWithin(Math.max(1000, 2 * ctx.spec.heartbeat.intervalMs + 500))) ?? err;
     }
   };
 

@@ -1,0 +1,67 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+
+export const CLI = path.join(__dirname, "..", "..", "sdk", "cli", "main.js");
+
+/** Alive and not a zombie (a container's PID 1 may never reap orphans). */
+export function isAlive(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+    return state !== "Z" && state !== "X";
+  } catch {
+    return false;
+  }
+}
+
+export async function waitFor(what: string, cond: () => boolean, timeoutMs: number): Promise<void> {
+  const start = Date.now();
+  while (!cond()) {
+    if (Date.now() - start > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export interface CliWorker {
+  url: string;
+  child: ChildProcess;
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/** Starts `meshtrain worker` as a separate program, the way a remote host would. */
+export function startCliWorker(token: string, args: string[] = []): Promise<CliWorker> {
+  const child = spawn(process.execPath, [CLI, "worker", "--port", "0", ...args], {
+    env: { ...process.env, MESHTRAIN_TOKEN: token },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`worker did not start: ${out}`)), 30_000);
+    const check = (): void => {
+      const m = /listening on (ws:\/\/[^\s]+)/.exec(out);
+      if (!m) return;
+      clearTimeout(timer);
+      child.stdout!.off("data", check);
+      resolve({
+        url: m[1]!,
+        child,
+        output: () => out,
+        stop: () =>
+          new Promise((done) => {
+            if (child.exitCode !== null || child.signalCode !== null) return done();
+            child.once("exit", () => done());
+            child.kill("SIGKILL");
+          }),
+      });
+    };
+    child.stdout!.on("data", check);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`worker exited with ${code}: ${out}`));
+    });
+  });
+}

@@ -1,0 +1,106 @@
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import * as tf from "@tensorflow/tfjs";
+import { cluster, datasets, type Cluster, type StepRecord } from "../../sdk/index";
+import { epochOrder } from "../../sdk/plan/batches";
+import type { OptimizerSpec } from "../../sdk/spec/optimizer";
+import { createOptimizer } from "../../sdk/worker/model-io";
+import { maxRelativeDifference, smallClassifier, weightsMoved } from "../helpers/models";
+
+/**
+ * Data-parallel training over real worker processes and real WebSockets must give the weights
+ * single-process model.fit gives on the same batches. The dataset size makes the last batch of
+ * each epoch shorter than the others and uneven across replicas.
+ */
+
+tf.enableProdMode();
+const TOLERANCE = 1e-4;
+
+async function reference(
+  model: tf.LayersModel,
+  ds: ReturnType<typeof datasets.synthetic>,
+  o: { epochs: number; batchSize: number; optimizer: OptimizerSpec; shuffle: boolean; seed: number },
+): Promise<number[]> {
+  model.compile({ optimizer: createOptimizer(o.optimizer), loss: "categoricalCrossentropy" });
+  const losses: number[] = [];
+  for (let epoch = 0; epoch < o.epochs; epoch++) {
+    const order = epochOrder(ds.size, o.shuffle, o.seed, epoch);
+    const { x, y } = ds.gather(order, 0, ds.size);
+    const xs = tf.tensor(x.data, [...x.shape]);
+    const ys = tf.tensor(y.data, [...y.shape]);
+    await model.fit(xs, ys, {
+      batchSize: o.batchSize,
+      epochs: 1,
+      shuffle: false,
+      verbose: 0,
+      callbacks: { onBatchEnd: async (_b, logs) => void losses.push(logs!.loss as number) },
+    });
+    tf.dispose([xs, ys]);
+  }
+  return losses;
+}
+
+async function compare(
+  c: Cluster,
+  o: { epochs: number; batchSize: number; optimizer: OptimizerSpec; shuffle: boolean; seed: number; l2?: number; size: number },
+): Promise<void> {
+  const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: o.size, seed: 3 });
+  const distributed = smallClassifier(6, 3, { l2: o.l2 });
+  const single = smallClassifier(6, 3, { l2: o.l2 });
+  assert.equal(maxRelativeDifference(distributed, single), 0, "both copies start equal");
+  const before = distributed.getWeights().map((w) => w.clone());
+  const steps: StepRecord[] = [];
+  const { epochs, batchSize, optimizer, shuffle, seed } = o;
+  const run = await c.fit(distributed, ds, { epochs, batchSize, optimizer, shuffle, seed, loss: "categoricalCrossentropy", onStep: (s) => steps.push(s) });
+  const refLosses = await reference(single, ds, o);
+  assert.ok(weightsMoved(before, distributed), "training changed the weights");
+  const diff = maxRelativeDifference(distributed, single);
+  assert.ok(diff < TOLERANCE, `relative difference ${diff} >= ${TOLERANCE}`);
+  assert.equal(run.history.length, refLosses.length);
+  assert.deepEqual(steps, run.history);
+  if (!o.l2) {
+    run.history.forEach((s, i) => {
+      assert.ok(Math.abs(s.loss - refLosses[i]!) <= TOLERANCE * Math.max(1, Math.abs(refLosses[i]!)), `step ${i}: loss ${s.loss} vs ${refLosses[i]}`);
+    });
+  }
+  const last = run.history[run.history.length - 1]!;
+  assert.equal(last.samples, o.size - (Math.ceil(o.size / o.batchSize) - 1) * o.batchSize);
+  assert.equal(last.workers.length, c.size);
+}
+
+for (const n of [2, 3]) {
+  describe(`${n} worker processes over WebSockets`, () => {
+    let c: Cluster;
+    before(async () => {
+      c = await cluster().workers(n).strategy("data").backend("cpu").launch();
+    });
+    after(async () => {
+      await c?.close();
+    });
+
+    test("SGD equals model.fit on the same batches", async () => {
+      await compare(c, { epochs: 2, batchSize: 4 * n, optimizer: { name: "sgd", learningRate: 0.3 }, shuffle: false, seed: 0, size: 29 });
+    });
+
+    test("Adam equals model.fit on the same batches", async () => {
+      await compare(c, { epochs: 2, batchSize: 4 * n, optimizer: { name: "adam", learningRate: 0.02, beta1: 0.9, beta2: 0.999 }, shuffle: false, seed: 0, size: 29 });
+    });
+
+    test("seeded shuffling equals model.fit on the same permutation", async () => {
+      await compare(c, { epochs: 2, batchSize: 2 * n, optimizer: { name: "momentum", learningRate: 0.1, momentum: 0.9, useNesterov: false }, shuffle: true, seed: 11, size: 17 });
+    });
+
+    test("a regularizer's gradient is counted once, not once per replica", async () => {
+      await compare(c, { epochs: 1, batchSize: 3 * n, optimizer: { name: "rmsprop", learningRate: 0.01, decay: 0.9, momentum: 0, centered: false }, shuffle: false, seed: 0, l2: 0.05, size: 20 });
+    });
+  });
+}
+
+test("one worker trains like model.fit too (no all-reduce at all)", async () => {
+  const c = await cluster().workers(1).backend("cpu").launch();
+  try {
+    await compare(c, { epochs: 1, batchSize: 5, optimizer: { name: "sgd", learningRate: 0.2 }, shuffle: false, seed: 0, size: 13 });
+  } finally {
+    await c.close();
+  }
+});
