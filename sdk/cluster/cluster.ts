@@ -86,6 +86,9 @@ export class Cluster {
       this.state_ = "ready";
       return run;
     } catch (err) {
+      if ((this.state_ as ClusterState) === "closed") {
+        throw new StateError("the cluster was closed while fit was running", { cause: err });
+      }
       if (this.failure) throw this.failure;
       if (err instanceof FitAborted) {
         this.state_ = "ready";
@@ -168,7 +171,7 @@ export class Cluster {
   }
 
   private fail(err: MeshtrainError): void {
-    if (this.failure) return;
+    if (this.failure || this.state_ === "closed") return;
     this.failure = err;
     this.state_ = "failed";
     for (const l of [...this.lossListeners]) l(err);

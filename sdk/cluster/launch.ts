@@ -51,7 +51,7 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
     }
 
     for (let r = 0; r < urls.length; r++) {
-      const link = await dial(urls[r]!, { maxFrameBytes: spec.maxFrameBytes, timeoutMs: spec.timeouts.connectMs });
+      const link = await dial(urls[r]!, { maxFrameBytes: spec.maxFrameBytes, timeoutMs: spec.timeouts.connectMs, keepProcessAlive: false });
       try {
         await offerHandshake(link, { token, timeoutMs: spec.timeouts.connectMs, role: "driver", who: `worker rank ${r}` });
       } catch (err) {

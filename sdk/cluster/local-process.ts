@@ -60,6 +60,10 @@ export class LocalWorkerProcess {
       stdio: ["ignore", "pipe", "pipe", "ipc"],
       serialization: "json",
     });
+    // Like the driver's sockets, a worker process never keeps the driver alive by itself.
+    child.unref();
+    child.channel?.unref();
+    for (const stream of [child.stdout, child.stderr]) (stream as unknown as { unref?: () => void } | null)?.unref?.();
     return new LocalWorkerProcess(child);
   }
 

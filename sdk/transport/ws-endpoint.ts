@@ -1,5 +1,7 @@
 import * as http from "node:http";
 import * as https from "node:https";
+import * as net from "node:net";
+import * as tls from "node:tls";
 import { WebSocket, WebSocketServer, type RawData } from "ws";
 import { LaunchError } from "../errors/errors";
 import { CLOSE, HandlerSlot, type Link, type LinkHandlers } from "./link";
@@ -149,6 +151,8 @@ export interface DialOptions {
   timeoutMs: number;
   /** PEM certificate(s) to trust for wss:// beyond the system's. */
   ca?: Buffer;
+  /** false: the open connection alone does not keep this process running. Default true. */
+  keepProcessAlive?: boolean;
 }
 
 export function dial(url: string, options: DialOptions): Promise<Link> {
@@ -159,8 +163,24 @@ export function dial(url: string, options: DialOptions): Promise<Link> {
       handshakeTimeout: options.timeoutMs,
       generateMask: ZERO_MASK,
       ...(options.ca ? { ca: options.ca } : {}),
+      // A driver's connections never keep its process alive on their own: a script that ends
+      // without close() exits, and its local workers exit with it. Pending requests keep
+      // their own timers, so the process stays alive while it waits for an answer.
+      ...(options.keepProcessAlive === false
+        ? {
+            createConnection: (o: object): net.Socket => {
+              const socket = url.startsWith("wss:") ? tls.connect(o as tls.ConnectionOptions) : net.connect(o as net.NetConnectOpts);
+              socket.unref();
+              return socket;
+            },
+          }
+        : {}),
     });
+    // Our own deadline (a timer that keeps the process alive while connecting, which the
+    // unreferenced socket does not).
+    const deadline = setTimeout(() => fail(new Error(`no answer within ${options.timeoutMs} ms`)), options.timeoutMs);
     const fail = (err: Error): void => {
+      clearTimeout(deadline);
       ws.removeAllListeners();
       ws.on("error", () => undefined);
       ws.terminate();
@@ -173,6 +193,7 @@ export function dial(url: string, options: DialOptions): Promise<Link> {
     };
     ws.once("error", fail);
     ws.once("open", () => {
+      clearTimeout(deadline);
       ws.removeListener("error", fail);
       resolve(new WsLink(ws, url));
     });

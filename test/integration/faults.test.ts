@@ -211,3 +211,25 @@ test("a killed driver leaves no worker running", async () => {
   driver.kill("SIGKILL");
   await waitFor("orphaned workers to exit", () => !pids.some(isAlive), 15_000);
 });
+
+test("a script that ends without close() exits, and its workers with it", async () => {
+  const sdk = path.join(__dirname, "..", "..", "sdk", "index.js");
+  const script = `
+    const tf = require("@tensorflow/tfjs");
+    const { cluster, datasets } = require(${JSON.stringify(sdk)});
+    (async () => {
+      const c = await cluster().workers(2).backend("cpu").launch();
+      console.log(JSON.stringify(c.workers.map((w) => w.info.pid)));
+      const model = tf.sequential({ layers: [tf.layers.dense({ units: 3, inputShape: [6], activation: "softmax" })] });
+      await c.fit(model, datasets.synthetic({ inputShape: [6], classes: 3, size: 60 }), { batchSize: 6 });
+      console.log("done");
+    })();`;
+  const driver = spawn(process.execPath, ["-e", script], { stdio: ["ignore", "pipe", "pipe"], cwd: path.join(__dirname, "..", "..", "..") });
+  let out = "";
+  driver.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  const code = await new Promise<number | null>((resolve) => driver.once("exit", resolve));
+  assert.equal(code, 0, out);
+  assert.match(out, /done/);
+  const pids = JSON.parse(out.split("\n").find((l) => l.startsWith("["))!) as number[];
+  await waitFor("the workers of a finished script to exit", () => !pids.some(isAlive), 15_000);
+});
