@@ -1,0 +1,404 @@
+/* N-API bindings: every kernel reads and writes typed arrays in place (no copies). Each binding
+ * checks that the arrays are long enough for the sizes it is given, so a bug on the JavaScript
+ * side is a thrown RangeError, never a write past the end of a buffer. */
+#include <node_api.h>
+#include <stdlib.h>
+#include "kernels.h"
+
+/* Denormal floats make x86 arithmetic up to 100x slower, and long runs make them (an Adam moment
+ * of a dead unit decays geometrically). Kernels run with flush-to-zero and denormals-are-zero,
+ * and the caller's mode is restored afterwards so JavaScript's own arithmetic is untouched. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+static unsigned int fast_math_enter(void) {
+  unsigned int old = _mm_getcsr();
+  _mm_setcsr(old | 0x8040);
+  return old;
+}
+static void fast_math_leave(unsigned int old) { _mm_setcsr(old); }
+#else
+static unsigned int fast_math_enter(void) { return 0; }
+static void fast_math_leave(unsigned int old) { (void)old; }
+#endif
+#define RUN(stmt)                              \
+  do {                                         \
+    unsigned int csr_ = fast_math_enter();     \
+    stmt;                                      \
+    fast_math_leave(csr_);                     \
+  } while (0)
+
+#define MAX_ARGS 16
+
+typedef struct {
+  napi_env env;
+  napi_value argv[MAX_ARGS];
+  size_t argc;
+  int failed;
+} call;
+
+static void fail(call *c, const char *msg) {
+  if (!c->failed) napi_throw_range_error(c->env, NULL, msg);
+  c->failed = 1;
+}
+
+static call begin(napi_env env, napi_callback_info info, size_t want) {
+  call c = {env, {0}, MAX_ARGS, 0};
+  napi_get_cb_info(env, info, &c.argc, c.argv, NULL, NULL);
+  if (c.argc < want) fail(&c, "meshtrain native: too few arguments");
+  return c;
+}
+
+static void *typed(call *c, size_t i, napi_typedarray_type want, size_t minLen, size_t *lenOut) {
+  if (c->failed) return NULL;
+  napi_typedarray_type type;
+  size_t len;
+  void *data;
+  napi_value ab;
+  size_t off;
+  if (napi_get_typedarray_info(c->env, c->argv[i], &type, &len, &data, &ab, &off) != napi_ok || type != want) {
+    fail(c, "meshtrain native: argument is not the expected typed array");
+    return NULL;
+  }
+  if (len < minLen) {
+    fail(c, "meshtrain native: typed array shorter than the sizes given");
+    return NULL;
+  }
+  if (lenOut) *lenOut = len;
+  return data;
+}
+
+static float *f32(call *c, size_t i, size_t minLen) { return (float *)typed(c, i, napi_float32_array, minLen, NULL); }
+static int32_t *i32(call *c, size_t i, size_t minLen) { return (int32_t *)typed(c, i, napi_int32_array, minLen, NULL); }
+
+static double num(call *c, size_t i) {
+  double v = 0;
+  if (!c->failed && napi_get_value_double(c->env, c->argv[i], &v) != napi_ok) fail(c, "meshtrain native: expected a number");
+  return v;
+}
+
+static int is_null(call *c, size_t i) {
+  napi_valuetype t;
+  napi_typeof(c->env, c->argv[i], &t);
+  return t == napi_null || t == napi_undefined;
+}
+
+static napi_value undef(napi_env env) {
+  napi_value u;
+  napi_get_undefined(env, &u);
+  return u;
+}
+
+static napi_value set_threads(napi_env env, napi_callback_info info) {
+  call c = begin(env, info, 1);
+  if (!c.failed) RUN(mt_set_threads((int)num(&c, 0)));
+  return undef(env);
+}
+
+static napi_value get_threads(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value v;
+  napi_create_int32(env, mt_get_threads(), &v);
+  return v;
+}
+
+/* batchMatMul(a, b, out, batch, aBatchStride, bBatchStride, M, N, K, transA, transB) */
+static napi_value batch_matmul(napi_env env, napi_callback_info info) {
+  call c = begin(env, info, 11);
+  int batch = (int)num(&c, 3), as = (int)num(&c, 4), bs = (int)num(&c, 5);
+  int M = (int)num(&c, 6), N = (int)num(&c, 7), K = (int)num(&c, 8);
+  int ta = (int)num(&c, 9), tb = (int)num(&c, 10);
+  size_t needA = batch > 0 ? (size_t)(batch - 1) * as + (size_t)M * K : 0;
+  size_t needB = batch > 0 ? (size_t)(batch - 1) * bs + (size_t)K * N : 0;
+  float *a = f32(&c, 0, needA), *b = f32(&c, 1, needB), *out = f32(&c, 2, (size_t)batch * M * N);
+  if (!c.failed) RUN(mt_batch_matmul(a, b, out, batch, as, bs, M, N, K, ta, tb));
+  return undef(env);
+}
+
+/* biasActivation(out, bias | null, rows, cols, act, alpha) */
+static napi_value bias_activation(napi_env env, napi_callback_info info) {
+  call c = begin(env, info, 6);
+  int64_t rows = (int64_t)num(&c, 2);
+  int cols = (int)num(&c, 3);
+  float *out = f32(&c, 0, (size_t)(rows * cols));
+  float *bias = is_null(&c, 1) ? NULL : f32(&c, 1, (size_t)cols);
+  if (!c.failed) RUN(mt_bias_activation(out, bias, rows, cols, (int)num(&c, 4), (float)num(&c, 5)));
+  return undef(env);
+}
+
+/* binary(op, a, b, out, shape, aStrides, bStrides) */
+static napi_value binary(napi_env env, napi_callback_info info) {
+  call c = begin(env, info, 7);
+  size_t rank = 0;
+  int32_t *shape = (int32_t *)typed(&c, 4, napi_int32_array, 0, &rank);
+  if (!c.failed && rank > MT_MAX_RANK) fail(&c, "meshtrain native: binary op rank above 6");
+  int32_t *as = i32(&c, 5, rank), *bs = i32(&c, 6, rank);
+  if (c.failed) return undef(env);
+  size_t total = 1, lastA = 0, lastB = 0;
+  for (size_t d = 0; d < rank; d++) {
+    if (shape[d] < 0 || as[d] < 0 || bs[d] < 0) fail(&c, "meshtrain native: negative size or stride");
+    total *= (size_t)shape[d];
+    if (shape[d] > 0) {
+      lastA += (size_t)as[d] * (shape[d] - 1);
+      lastB += (size_t)bs[d] * (shape[d] - 1);
+    }
+  }
+  float *a = f32(&c, 1, total ? lastA + 1 : 0), *b = f32(&c, 2, total ? lastB + 1 : 0), *out = f32(&c, 3, total);
+  if (!c.failed) RUN(mt_binary((int)num(&c, 0), a, b, out, (int)rank, shape, as, bs));
+  return undef(env);
+}
+
+/* unary(op, x, out, p1, p2) */
+static napi_value unary(napi_env env, napi_callback_info info) {
+  call c = begin(env, info, 5);
+  size_t n = 0;
+  float *x = (float *)typed(&c, 1, napi_float32_array, 0, &n);
+  float *out = f32(&c, 2, n);
+  if (!c.failed) RUN(mt_unary((int)num(&c, 0), x, out, (int64_t)n, (float)num(&c, 3), (float)num(&c, 4)));
+  return undef(env);
+}
+
+/* reluGrad(dy, y, dx) */
+static napi_value relu_grad(napi_env env, napi_callback_info info) {
+  call c = begin(env, info, 3);
+  size_t n = 0;
+  float *dy = (float *)typed(&c, 0, napi_float32_array, 0, &n);
+  float *y = f32(&c, 1, n), *dx = f32(&c, 2, n);
+  if (!c.failed) RUN(mt_relu_grad(dy, y, dx, (int64_t)n));
+  return undef(env);
+}
+
+/* addN([a, b, ...], out) */
+static napi_value add_n(napi_env env, napi_callback_info info) {
+  call c = begin(env, info, 2);
+  size_t n = 0;
+  float *out = (float *)typed(&c, 1, napi_float32_array, 0, &n);
+  uint32_t count = 0;
+  if (!c.failed) napi_get_array_length(env, c.argv[0], &count);
+  if (count == 0) fail(&c, "meshtrain native: addN of nothing");
+  if (c.failed) return undef(env);
+  const float **inputs = (const float **)malloc(sizeof(float *) * count);
+  for (uint32_t k = 0; k < count && !c.failed; k++) {
+    napi_value el;
+    napi_get_element(env, c.argv[0], k, &el);
+    c.argv[MAX_ARGS - 1] = el;
+    inputs[k] = f32(&c, MAX_ARGS - 1, n);
+  }
+  if (!c.failed) RUN(mt_add_n(inputs, (int)count, out, (int64_t)n));
+  free(inputs);
+  return undef(env);
+}
+
+/* reduce(op, x, out, outer, reduce, inner) */
+static napi_value reduce(napi_env env, napi_callback_info info) {
+  call c = begin(env, info, 6);
+  int64_t outer = (int64_t)num(&c, 3), red = (int64_t)num(&c, 4), inner = (int64_t)num(&c, 5);
+  float *x = f32(&c, 1, (size_t)(outer * red * inner)), *out = f32(&c, 2, (size_t)(outer * inner));
+  if (!c.failed) RUN(mt_reduce((int)num(&c, 0), x, out, outer, red, inner));
+  return undef(env);
+}
+
+/* softmax(x, out, rows, cols) */
+static napi_value softmax(napi_env env, napi_callback_info info) {
+  call c = begin(env, info, 4);
+  int64_t rows = (int64_t)num(&c, 2);
+  int cols = (int)num(&c, 3);
+  float *x = f32(&c, 0, (size_t)(rows * cols)), *out = f32(&c, 1, (size_t)(rows * cols));
+  if (!c.failed) RUN(mt_softmax(x, out, rows, cols));
+  return undef(env);
+}
+
+static int64_t prod(const int32_t *p, int a, int b, int cc, int d) { return (int64_t)p[a] * p[b] * p[cc] * p[d]; }
+
+/* Sizes of a convolution's input, output and filter from its parameters. */
+static void conv_sizes(const int32_t *p, int64_t *in, int64_t *out, int64_t *filter) {
+  *in = prod(p, P_BATCH, P_INH, P_INW, P_INC);
+  *out = prod(p, P_BATCH, P_OUTH, P_OUTW, P_OUTC);
+  *filter = (int64_t)p[P_KH] * p[P_KW] * p[P_INC] * p[P_OUTC];
+}
+
+typedef void (*conv_fn)(const float *, const float *, float *, const int32_t *, float *, int64_t);
+
+/* conv(a, b, out, params, scratch): which of x / dy / filter each argument is depends on `kind`. */
+static napi_value conv_common(napi_env env, napi_callback_info info, int kind) {
+  call c = begin(env, info, 5);
+  int32_t *p = i32(&c, 3, P_COUNT);
+  if (c.failed) return undef(env);
+  int64_t in, out, filter;
+  conv_sizes(p, &in, &out, &filter);
+  size_t scratchLen = 0;
+  float *scratch = (float *)typed(&c, 4, napi_float32_array, 0, &scratchLen);
+  /* kind 0: (x, filter) -> out; 1: (dy, filter) -> dx; 2: (x, dy) -> dfilter */
+  int64_t la = kind == 1 ? out : in, lb = kind == 2 ? out : filter, lo = kind == 0 ? out : kind == 1 ? in : filter;
+  float *a = f32(&c, 0, (size_t)la), *b = f32(&c, 1, (size_t)lb), *o = f32(&c, 2, (size_t)lo);
+  int64_t perImage = (int64_t)p[P_OUTH] * p[P_OUTW] * p[P_KH] * p[P_KW] * p[P_INC];
+  if (!c.failed && (int64_t)scratchLen < perImage && p[P_BATCH] > 0) fail(&c, "meshtrain native: conv scratch smaller than one image's columns");
+  if (c.failed) return undef(env);
+  conv_fn fns[3] = {mt_conv2d, mt_conv2d_backprop_input, mt_conv2d_backprop_filter};
+  RUN(fns[kind](a, b, o, p, scratch, (int64_t)scratchLen));
+  return undef(env);
+}
+
+static napi_value conv2d(napi_env env, napi_callback_info info) { return conv_common(env, info, 0); }
+static napi_value conv2d_bi(napi_env env, napi_callback_info info) { return conv_common(env, info, 1); }
+static napi_value conv2d_bf(napi_env env, napi_callback_info info) { return conv_common(env, info, 2); }
+
+/* depthwise*(a, b, out, params, mult); params' OUTC is inC * mult */
+static napi_value depthwise_common(napi_env env, napi_callback_info info, int kind) {
+  call c = begin(env, info, 5);
+  int32_t *p = i32(&c, 3, P_COUNT);
+  int mult = (int)num(&c, 4);
+  if (c.failed) return undef(env);
+  if (p[P_OUTC] != p[P_INC] * mult) fail(&c, "meshtrain native: depthwise output channels must be inC * multiplier");
+  int64_t in, out, filter;
+  conv_sizes(p, &in, &out, &filter);
+  filter = (int64_t)p[P_KH] * p[P_KW] * p[P_INC] * mult;
+  int64_t la = kind == 1 ? out : in, lb = kind == 2 ? out : filter, lo = kind == 0 ? out : kind == 1 ? in : filter;
+  float *a = f32(&c, 0, (size_t)la), *b = f32(&c, 1, (size_t)lb), *o = f32(&c, 2, (size_t)lo);
+  if (c.failed) return undef(env);
+  if (kind == 0) RUN(mt_depthwise_conv2d(a, b, o, p, mult));
+  else if (kind == 1) RUN(mt_depthwise_backprop_input(a, b, o, p, mult));
+  else RUN(mt_depthwise_backprop_filter(a, b, o, p, mult));
+  return undef(env);
+}
+
+static napi_value depthwise(napi_env env, napi_callback_info info) { return depthwise_common(env, info, 0); }
+static napi_value depthwise_bi(napi_env env, napi_callback_info info) { return depthwise_common(env, info, 1); }
+static napi_value depthwise_bf(napi_env env, napi_callback_info info) { return depthwise_common(env, info, 2); }
+
+/* maxPool(x, out, params), avgPool(x, out, params) */
+static napi_value pool_common(napi_env env, napi_callback_info info, int avg) {
+  call c = begin(env, info, 3);
+  int32_t *p = i32(&c, 2, P_COUNT);
+  if (c.failed) return undef(env);
+  if (p[P_OUTC] != p[P_INC]) fail(&c, "meshtrain native: pooling keeps the channel count");
+  float *x = f32(&c, 0, (size_t)prod(p, P_BATCH, P_INH, P_INW, P_INC));
+  float *o = f32(&c, 1, (size_t)prod(p, P_BATCH, P_OUTH, P_OUTW, P_OUTC));
+  if (c.failed) return undef(env);
+  if (avg) RUN(mt_avg_pool(x, o, p));
+  else RUN(mt_max_pool(x, o, p));
+  return undef(env);
+}
+static napi_value max_pool(napi_env env, napi_callback_info info) { return pool_common(env, info, 0); }
+static napi_value avg_pool(napi_env env, napi_callback_info info) { return pool_common(env, info, 1); }
+
+/* maxPoolGrad(dy, x, dx, params) */
+static napi_value max_pool_grad(napi_env env, napi_callback_info info) {
+  call c = begin(env, info, 4);
+  int32_t *p = i32(&c, 3, P_COUNT);
+  if (c.failed) return undef(env);
+  size_t in = (size_t)prod(p, P_BATCH, P_INH, P_INW, P_INC), out = (size_t)prod(p, P_BATCH, P_OUTH, P_OUTW, P_OUTC);
+  float *dy = f32(&c, 0, out), *x = f32(&c, 1, in), *dx = f32(&c, 2, in);
+  if (!c.failed) RUN(mt_max_pool_grad(dy, x, dx, p));
+  return undef(env);
+}
+
+/* avgPoolGrad(dy, dx, params) */
+static napi_value avg_pool_grad(napi_env env, napi_callback_info info) {
+  call c = begin(env, info, 3);
+  int32_t *p = i32(&c, 2, P_COUNT);
+  if (c.failed) return undef(env);
+  float *dy = f32(&c, 0, (size_t)prod(p, P_BATCH, P_OUTH, P_OUTW, P_OUTC));
+  float *dx = f32(&c, 1, (size_t)prod(p, P_BATCH, P_INH, P_INW, P_INC));
+  if (!c.failed) RUN(mt_avg_pool_grad(dy, dx, p));
+  return undef(env);
+}
+
+/* sgd(w, g, negLr) */
+static napi_value sgd(napi_env env, napi_callback_info info) {
+  call c = begin(env, info, 3);
+  size_t n = 0;
+  float *w = (float *)typed(&c, 0, napi_float32_array, 0, &n);
+  float *g = f32(&c, 1, n);
+  if (!c.failed) RUN(mt_sgd(w, g, (int64_t)n, (float)num(&c, 2)));
+  return undef(env);
+}
+
+/* momentum(w, acc, g, negLr, momentum, nesterov) */
+static napi_value momentum(napi_env env, napi_callback_info info) {
+  call c = begin(env, info, 6);
+  size_t n = 0;
+  float *w = (float *)typed(&c, 0, napi_float32_array, 0, &n);
+  float *acc = f32(&c, 1, n), *g = f32(&c, 2, n);
+  if (!c.failed) RUN(mt_momentum(w, acc, g, (int64_t)n, (float)num(&c, 3), (float)num(&c, 4), (int)num(&c, 5)));
+  return undef(env);
+}
+
+/* adam(w, m, v, g, beta1, 1-beta1, beta2, 1-beta2, 1-accBeta1, 1-accBeta2, epsilon, negLr) */
+static napi_value adam(napi_env env, napi_callback_info info) {
+  call c = begin(env, info, 12);
+  size_t n = 0;
+  float *w = (float *)typed(&c, 0, napi_float32_array, 0, &n);
+  float *m = f32(&c, 1, n), *v = f32(&c, 2, n), *g = f32(&c, 3, n);
+  if (!c.failed)
+    RUN(mt_adam(w, m, v, g, (int64_t)n, (float)num(&c, 4), (float)num(&c, 5), (float)num(&c, 6), (float)num(&c, 7),
+                (float)num(&c, 8), (float)num(&c, 9), (float)num(&c, 10), (float)num(&c, 11)));
+  return undef(env);
+}
+
+/* rmsprop(w, ms, mom, mg | null, g, decay, 1-decay, momentum, lr, epsilon, centered) */
+static napi_value rmsprop(napi_env env, napi_callback_info info) {
+  call c = begin(env, info, 11);
+  size_t n = 0;
+  float *w = (float *)typed(&c, 0, napi_float32_array, 0, &n);
+  float *ms = f32(&c, 1, n), *mom = f32(&c, 2, n);
+  int centered = (int)num(&c, 10);
+  float *mg = centered ? f32(&c, 3, n) : NULL;
+  float *g = f32(&c, 4, n);
+  if (!c.failed)
+    RUN(mt_rmsprop(w, ms, mom, mg, g, (int64_t)n, (float)num(&c, 5), (float)num(&c, 6), (float)num(&c, 7), (float)num(&c, 8),
+                   (float)num(&c, 9), centered));
+  return undef(env);
+}
+
+/* accumulate(dst, src, dstOffset): dst[dstOffset + i] += src[i], for the all-reduce. */
+static napi_value accumulate(napi_env env, napi_callback_info info) {
+  call c = begin(env, info, 3);
+  size_t n = 0, dn = 0;
+  float *src = (float *)typed(&c, 1, napi_float32_array, 0, &n);
+  float *dst = (float *)typed(&c, 0, napi_float32_array, 0, &dn);
+  size_t off = (size_t)num(&c, 2);
+  if (!c.failed && off + n > dn) fail(&c, "meshtrain native: accumulate beyond the destination");
+  if (!c.failed) {
+    float *d = dst + off;
+    RUN(for (size_t i = 0; i < n; i++) d[i] += src[i]);
+  }
+  return undef(env);
+}
+
+#define EXPORT(name, fn)                                          \
+  do {                                                           \
+    napi_value f;                                                \
+    napi_create_function(env, name, NAPI_AUTO_LENGTH, fn, NULL, &f); \
+    napi_set_named_property(env, exports, name, f);              \
+  } while (0)
+
+static napi_value init(napi_env env, napi_value exports) {
+  EXPORT("setThreads", set_threads);
+  EXPORT("getThreads", get_threads);
+  EXPORT("batchMatMul", batch_matmul);
+  EXPORT("biasActivation", bias_activation);
+  EXPORT("binary", binary);
+  EXPORT("unary", unary);
+  EXPORT("reluGrad", relu_grad);
+  EXPORT("addN", add_n);
+  EXPORT("reduce", reduce);
+  EXPORT("softmax", softmax);
+  EXPORT("conv2d", conv2d);
+  EXPORT("conv2dBackpropInput", conv2d_bi);
+  EXPORT("conv2dBackpropFilter", conv2d_bf);
+  EXPORT("depthwiseConv2d", depthwise);
+  EXPORT("depthwiseBackpropInput", depthwise_bi);
+  EXPORT("depthwiseBackpropFilter", depthwise_bf);
+  EXPORT("maxPool", max_pool);
+  EXPORT("maxPoolGrad", max_pool_grad);
+  EXPORT("avgPool", avg_pool);
+  EXPORT("avgPoolGrad", avg_pool_grad);
+  EXPORT("sgd", sgd);
+  EXPORT("momentum", momentum);
+  EXPORT("adam", adam);
+  EXPORT("rmsprop", rmsprop);
+  EXPORT("accumulate", accumulate);
+  return exports;
+}
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, init)
