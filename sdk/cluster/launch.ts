@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import * as os from "node:os";
 import type { MeshtrainError } from "../errors/errors";
 import type { ClusterSpec } from "../spec/cluster-spec";
 import { newToken } from "../transport/auth";
@@ -80,6 +81,8 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
             type: "join",
             session,
             backend,
+            // Local workers share this machine's cores; a remote one may use all of its own.
+            threads: spec.workers.kind === "local" ? Math.max(1, Math.floor(os.availableParallelism() / handles.length)) : 0,
             heartbeatIntervalMs: spec.heartbeat.intervalMs,
             heartbeatTimeoutMs: spec.heartbeat.timeoutMs,
           },

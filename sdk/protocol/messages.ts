@@ -58,6 +58,8 @@ export const JoinSchema = z.strictObject({
   type: z.literal("join"), v, id,
   session: z.string().min(1).max(128),
   backend: z.enum(BACKEND_CHOICES),
+  /** Cores this worker may use for compute; 0 means all of its machine's. */
+  threads: z.number().int().nonnegative().max(1024),
   /** How often the worker pings the driver and its ring neighbours. */
   heartbeatIntervalMs: z.number().int().positive(),
   /** Silence from the driver or a neighbour longer than this ends the session on the worker. */

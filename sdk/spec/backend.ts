@@ -1,5 +1,11 @@
-/** Compute backends a worker can run on, best first. "auto" picks the best one present. */
-export const BACKEND_NAMES = ["node-gpu", "node", "cpu", "wasm"] as const;
+/**
+ * Compute backends a worker can run on, best first. "auto" picks the best one present.
+ * - node-gpu, node: TF.js's libtensorflow bindings (optional packages);
+ * - native: TF.js's cpu backend with meshtrain's native kernels over OpenBLAS (built by npm install);
+ * - wasm: TF.js's wasm backend with meshtrain's kernels for what it lacks or does slowly;
+ * - cpu: TF.js's stock JavaScript kernels (slow: the last resort).
+ */
+export const BACKEND_NAMES = ["node-gpu", "node", "native", "wasm", "cpu"] as const;
 export type BackendName = (typeof BACKEND_NAMES)[number];
 export const BACKEND_CHOICES = ["auto", ...BACKEND_NAMES] as const;
 export type BackendChoice = (typeof BACKEND_CHOICES)[number];

@@ -1,5 +1,8 @@
 import * as os from "node:os";
 import * as tf from "@tensorflow/tfjs";
+import { NATIVE_BACKEND } from "../backends/native/backend";
+import { registerNativeBackend } from "../backends/native/register";
+import { patchWasmKernels } from "../backends/wasm/patches";
 import { BackendError } from "../errors/errors";
 import type { BackendChoice, BackendName } from "../spec/backend";
 
@@ -25,7 +28,7 @@ function loadNodeBinding(pkg: "@tensorflow/tfjs-node" | "@tensorflow/tfjs-node-g
   }
 }
 
-async function tryBackend(name: BackendName): Promise<string | null> {
+async function tryBackend(name: BackendName, threads: number): Promise<string | null> {
   switch (name) {
     case "node-gpu":
     case "node": {
@@ -33,12 +36,19 @@ async function tryBackend(name: BackendName): Promise<string | null> {
       if (why) return why;
       return (await tf.setBackend("tensorflow")) ? null : "the tensorflow backend did not initialise";
     }
+    case "native": {
+      const r = registerNativeBackend(threads);
+      if (!r.ok) return r.reason;
+      return (await tf.setBackend(NATIVE_BACKEND)) ? null : "the native backend did not initialise";
+    }
     case "wasm": {
       try {
         require("@tensorflow/tfjs-backend-wasm");
       } catch (err) {
         return `@tensorflow/tfjs-backend-wasm did not load: ${(err as Error).message.split("\n")[0]}`;
       }
+      // Before the backend starts: the patches' setup must run when it does.
+      patchWasmKernels();
       return (await tf.setBackend("wasm")) ? null : "the wasm backend did not initialise";
     }
     case "cpu":
@@ -51,36 +61,48 @@ function gpuDevice(): string {
   return visible && visible !== "-1" ? `gpu:${visible.split(",")[0]}` : "gpu";
 }
 
+/** What the user is told about the backend in use, naming why better ones were not used. */
+function describe(name: BackendName, skipped: string[]): string | null {
+  const why = skipped.length > 0 ? ` (${skipped.join("; ")})` : "";
+  switch (name) {
+    case "native":
+      return skipped.length > 0 ? `workers use "native": meshtrain's OpenBLAS kernels on TF.js's cpu backend${why}` : null;
+    case "wasm":
+      return `workers use "wasm" with meshtrain's kernels for what it lacks: slower than "native"${why}`;
+    case "cpu":
+      return `workers use the stock TF.js "cpu" backend, whose JavaScript kernels are 100-1500x slower than "native"${why}`;
+    default:
+      return skipped.length > 0 ? `workers use "${name}"${why}` : null;
+  }
+}
+
 /**
  * Makes `choice` the TF.js backend of this process. "auto" takes the best one present, in the
- * order node-gpu (only on a worker given a GPU), node, cpu, and says in `notes` why a faster
- * one was not used.
+ * order node-gpu (only on a worker given a GPU), node, native, wasm, cpu, and says in `notes` why
+ * a faster one was not used. `threads` is this worker's share of the machine's cores.
  */
-export async function selectBackend(choice: BackendChoice): Promise<BackendReport> {
+export async function selectBackend(choice: BackendChoice, threads = 1): Promise<BackendReport> {
   const notes: string[] = [];
   const visible = process.env.CUDA_VISIBLE_DEVICES;
   const hasGpu = visible !== undefined && visible !== "" && visible !== "-1";
-  const order: BackendName[] = choice !== "auto" ? [choice] : hasGpu ? ["node-gpu", "node", "cpu"] : ["node", "cpu"];
+  const auto: BackendName[] = hasGpu ? ["node-gpu", "node", "native", "wasm", "cpu"] : ["node", "native", "wasm", "cpu"];
+  const order = choice === "auto" ? auto : [choice];
   const skipped: string[] = [];
   for (const name of order) {
-    const why = await tryBackend(name);
+    const why = await tryBackend(name, threads);
     if (why === null) {
-      if (name === "cpu") {
-        notes.push(
-          `workers use the stock TF.js "cpu" backend, whose kernels are plain JavaScript: expect low throughput` +
-            (skipped.length > 0 ? ` (${skipped.join("; ")})` : ""),
-        );
-      } else if (skipped.length > 0) {
-        notes.push(`workers use "${name}" (${skipped.join("; ")})`);
-      }
+      // tfjs-node's absence is the normal case here; it is worth a word only when nothing better loaded.
+      const relevant = name === "native" ? skipped.filter((s) => !/tfjs-node is not installed/.test(s)) : skipped;
+      const note = describe(name, relevant);
+      if (note) notes.push(note);
       return { backend: name, device: name === "node-gpu" ? gpuDevice() : "cpu", memoryBytes: os.totalmem(), notes };
     }
     if (choice !== "auto") {
       throw new BackendError(`backend "${name}" is not available: ${why}`, {
-        hint: 'use .backend("auto") to take the best backend present, or install the missing package on the worker',
+        hint: 'use .backend("auto") to take the best backend present, or install what is missing on the worker',
       });
     }
-    skipped.push(why);
+    skipped.push(`${name}: ${why}`);
   }
   throw new BackendError(`no TF.js backend could be initialised (${skipped.join("; ")})`);
 }

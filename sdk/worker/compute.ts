@@ -98,7 +98,7 @@ export class ComputeHost {
     try {
       switch (msg.type) {
         case "join": {
-          this.backend = await selectBackend(msg.backend);
+          this.backend = await selectBackend(msg.backend, msg.threads === 0 ? os.availableParallelism() : msg.threads);
           this.reply({
             type: "joined",
             re: msg.id,

@@ -31,7 +31,10 @@ export async function buildModel(topology: Record<string, unknown>, weights: rea
       throw new ModelError(`weight ${i} (${w.name}) has shape [${w.shape.join(", ")}] but [${got.join(", ")}] was sent`);
     }
   });
-  model.setWeights(weights.map((w, i) => tf.tensor(w.data, [...w.shape], model.weights[i]!.dtype)));
+  const tensors = weights.map((w, i) => tf.tensor(w.data, [...w.shape], model.weights[i]!.dtype));
+  model.setWeights(tensors);
+  // The variables keep the data; dropping these leaves each variable the only owner.
+  tf.dispose(tensors);
   return model;
 }
 

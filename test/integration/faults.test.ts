@@ -60,7 +60,7 @@ test("malformed and oversized frames are answered, and the worker keeps serving"
   try {
     const d = await rawDriver(w.url);
     d.link.sendText("this is not json");
-    d.link.sendText(JSON.stringify({ type: "join", v: PROTOCOL_VERSION, id: 1, session: "s", backend: "quantum", heartbeatIntervalMs: 1000, heartbeatTimeoutMs: 10000 }));
+    d.link.sendText(JSON.stringify({ type: "join", v: PROTOCOL_VERSION, id: 1, session: "s", backend: "quantum", threads: 1, heartbeatIntervalMs: 1000, heartbeatTimeoutMs: 10000 }));
     void d.link.sendBinary(Buffer.from("not a frame at all"));
     await waitFor("three error replies", () => d.replies.length >= 3, 10_000);
     for (const r of d.replies.slice(0, 3)) {
@@ -69,14 +69,14 @@ test("malformed and oversized frames are answered, and the worker keeps serving"
     }
     assert.equal(d.replies[1]!.re, 1, "the reply names the request it refuses");
     // The same connection still works.
-    d.link.sendText(JSON.stringify({ type: "join", v: PROTOCOL_VERSION, id: 2, session: "s", backend: "cpu", heartbeatIntervalMs: 1000, heartbeatTimeoutMs: 10000 }));
+    d.link.sendText(JSON.stringify({ type: "join", v: PROTOCOL_VERSION, id: 2, session: "s", backend: "cpu", threads: 1, heartbeatIntervalMs: 1000, heartbeatTimeoutMs: 10000 }));
     const joined = await until("joined", () => d.replies.find((r) => r.type === "joined"));
     assert.equal(joined.re, 2);
     // An oversized frame closes that connection with 1009; the worker itself goes on.
     void d.link.sendBinary(Buffer.alloc(100_000));
     assert.equal(await d.closed, 1009);
     const again = await rawDriver(w.url);
-    again.link.sendText(JSON.stringify({ type: "join", v: PROTOCOL_VERSION, id: 1, session: "t", backend: "cpu", heartbeatIntervalMs: 1000, heartbeatTimeoutMs: 10000 }));
+    again.link.sendText(JSON.stringify({ type: "join", v: PROTOCOL_VERSION, id: 1, session: "t", backend: "cpu", threads: 1, heartbeatIntervalMs: 1000, heartbeatTimeoutMs: 10000 }));
     await until("joined again", () => again.replies.find((r) => r.type === "joined"));
     again.link.close();
     assert.match(w.output(), /refused a frame/);

@@ -1,9 +1,21 @@
 import * as tf from "@tensorflow/tfjs";
+import { NativeBackend } from "../../backends/native/backend";
 import type { AllReduceStats } from "../../collectives/ring-allreduce";
 import { DataError } from "../../errors/errors";
 import type { MessageOf } from "../../protocol/messages";
 import type { Tensorlike } from "../../transport/channel";
 import { buildModel, compiledLoss, createOptimizer, readWeights } from "../../worker/model-io";
+import { makeUpdateRule } from "../../worker/update-rules";
+import type { UpdateRule } from "../../worker/update-rule";
+
+/**
+ * A tensor's values for an immediate copy. On the native backend this reads the backing array
+ * without marking it handed-out, so its memory can be recycled for the next step.
+ */
+function readValues(t: tf.Tensor): Float32Array {
+  const b = tf.backend();
+  return b instanceof NativeBackend ? b.values(t) : (t.dataSync() as Float32Array);
+}
 
 export type AllReduceFn = (data: Float32Array) => Promise<{ data: Float32Array; stats: AllReduceStats }>;
 
@@ -23,22 +35,26 @@ export interface StepResult {
 export class DataReplica {
   private readonly vars: tf.Variable[];
   private readonly sizes: number[];
+  private readonly update: UpdateRule;
   readonly gradientLength: number;
 
   private constructor(
     readonly model: tf.LayersModel,
-    private readonly optimizer: tf.Optimizer,
+    private readonly compileOptimizer: tf.Optimizer,
     private readonly lossFn: (a: tf.Tensor, b: tf.Tensor) => tf.Tensor,
+    spec: MessageOf<"load">["optimizer"],
   ) {
     this.vars = model.trainableWeights.map((w) => w.read() as tf.Variable);
     this.sizes = this.vars.map((v) => v.size);
     this.gradientLength = this.sizes.reduce((a, b) => a + b, 0);
+    this.update = makeUpdateRule(this.vars, spec);
   }
 
   static async load(msg: MessageOf<"load">, weights: Tensorlike[]): Promise<DataReplica> {
     const model = await buildModel(msg.topology, weights);
+    // model.compile wants an optimizer; the update itself is the UpdateRule's.
     const optimizer = createOptimizer(msg.optimizer);
-    return new DataReplica(model, optimizer, compiledLoss(model, msg.loss, optimizer));
+    return new DataReplica(model, optimizer, compiledLoss(model, msg.loss, optimizer), msg.optimizer);
   }
 
   get paramCount(): number {
@@ -76,7 +92,7 @@ export class DataReplica {
       this.vars.forEach((v, i) => {
         const g = grads[v.name];
         if (!g) throw new DataError(`no gradient for ${v.name}`);
-        flat.set(g.dataSync() as Float32Array, off);
+        flat.set(readValues(g), off);
         off += this.sizes[i]!;
       });
       value.dispose();
@@ -98,14 +114,7 @@ export class DataReplica {
   }
 
   private apply(summed: Float32Array): void {
-    const named: tf.NamedTensorMap = {};
-    let off = 0;
-    this.vars.forEach((v, i) => {
-      named[v.name] = tf.tensor(summed.subarray(off, off + this.sizes[i]!), v.shape, "float32");
-      off += this.sizes[i]!;
-    });
-    this.optimizer.applyGradients(named);
-    tf.dispose(Object.values(named));
+    this.update.apply(summed);
   }
 
   weights(): Tensorlike[] {
@@ -114,6 +123,7 @@ export class DataReplica {
 
   dispose(): void {
     this.model.dispose();
-    this.optimizer.dispose();
+    this.update.dispose();
+    this.compileOptimizer.dispose();
   }
 }

@@ -1,0 +1,59 @@
+"""PyTorch peer for the training-throughput benchmark: the same models, batch and data shapes
+as meshtrain's side, on the CPU, with a pinned thread count. Prints one JSON line per run.
+
+usage: python3 torch_train.py --model mlp|cnn --batch 64 --threads 1 --steps 60 --warmup 10 --optimizer sgd|adam
+"""
+import argparse
+import json
+import time
+
+import torch
+import torch.nn as nn
+
+
+def build(name: str) -> nn.Module:
+    if name == "mlp":
+        return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+    if name == "cnn":
+        return nn.Sequential(
+            nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(64 * 5 * 5, 128), nn.ReLU(), nn.Linear(128, 10),
+        )
+    raise SystemExit(f"unknown model {name}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", default="mlp")
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--steps", type=int, default=60)
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--optimizer", default="sgd")
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    model = build(a.model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01) if a.optimizer == "sgd" else torch.optim.Adam(model.parameters(), lr=0.001)
+    loss_fn = nn.CrossEntropyLoss()
+    x = torch.rand(a.batch, 1, 28, 28)
+    y = torch.randint(0, 10, (a.batch,))
+    for i in range(a.warmup + a.steps):
+        if i == a.warmup:
+            start = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+    elapsed = time.perf_counter() - start
+    print(json.dumps({
+        "peer": "pytorch", "version": torch.__version__, "model": a.model, "batch": a.batch,
+        "threads": a.threads, "optimizer": a.optimizer, "steps": a.steps,
+        "samples_per_second": a.steps * a.batch / elapsed,
+        "blas": torch.__config__.show().split("BLAS_INFO=")[1].split(",")[0],
+    }))
+
+
+if __name__ == "__main__":
+    main()
