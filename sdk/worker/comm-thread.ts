@@ -1,13 +1,12 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { RingAllReduce, type RingNeighbours } from "../collectives/ring-allreduce";
-import { CollectiveError, ConfigError, isMeshtrainError, ProtocolError, WorkerLostError, type MeshtrainError } from "../errors/errors";
-import { decodeFrame } from "../protocol/frame";
+import { ringOverLinks } from "../collectives/ring-over-links";
+import { CollectiveError, ConfigError, isMeshtrainError, ProtocolError, type MeshtrainError } from "../errors/errors";
 import type { MessageOf } from "../protocol/messages";
 import { fromWireError, toWireError } from "../protocol/wire-error";
 import { Channel, type Incoming } from "../transport/channel";
 import { acceptHandshake, offerHandshake, type AuthMessage } from "../transport/handshake";
 import { CLOSE, type Link } from "../transport/link";
-import { Liveness } from "../transport/liveness";
 import { dial, listen } from "../transport/ws-endpoint";
 import { transferList, type CommConfig, type CommToCompute, type ComputeToComm } from "./bridge";
 
@@ -41,8 +40,7 @@ class Session {
   ring: RingAllReduce | null = null;
   stepTimeoutMs = 600_000;
   heartbeat = { intervalMs: 1000, timeoutMs: 10_000 };
-  private peerLinks: Link[] = [];
-  private peerLiveness: Liveness[] = [];
+  private closeRing: (() => void) | null = null;
   private waitingForNext: { rank: number; take(link: Link): void } | null = null;
   ended = false;
   readonly channel: Channel;
@@ -120,48 +118,18 @@ class Session {
       this.dialPrev(prevUrl, prevRank, msg.connectTimeoutMs),
       this.awaitNext(nextRank, msg.connectTimeoutMs),
     ]);
-    const prevName = `rank ${prevRank} (${prevUrl})`;
-    const nextName = `rank ${nextRank} (${msg.addresses[nextRank]})`;
-    const ring = new RingAllReduce(
-      { sendToNext: (frame) => toNext.sendBinary(frame), prevName, nextName },
-      pos,
-      n,
-      msg.chunkElements,
-    );
-    this.ring = ring;
-    this.peerLinks = [fromPrev, toNext];
-    const watch = (link: Link, name: string, onBinary: (buf: Buffer) => void): void => {
-      const alive = new Liveness();
-      this.peerLiveness.push(alive);
-      link.setHandlers({
-        text: () => ring.fail(new ProtocolError(`unexpected text frame on the ring link with ${name}`)),
-        binary: (buf) => {
-          alive.heard();
-          onBinary(buf);
-        },
-        close: (code, reason) =>
-          ring.fail(
-            new CollectiveError(`ring link with ${name} closed (code ${code}${reason ? `: ${reason}` : ""})`, {
-              details: { rank: this.rank, peer: name },
-              hint: "that worker exited or lost its network; the driver's error names the cause",
-            }),
-          ),
-        pong: () => alive.heard(),
-      });
-      // One interval more than the driver allows, so the driver (which can name the cause
-      // and stop everyone) usually notices a frozen worker first.
-      alive.start(link, this.heartbeat.intervalMs, this.heartbeat.timeoutMs + this.heartbeat.intervalMs, (ms) =>
-        ring.fail(new WorkerLostError(`ring neighbour ${name} was silent for ${ms} ms`, { details: { rank: this.rank, peer: name } })),
-      );
-    };
-    watch(fromPrev, prevName, (buf) => {
-      try {
-        ring.receive(decodeFrame(buf));
-      } catch (err) {
-        ring.fail(isMeshtrainError(err) ? err : new ProtocolError(String(err)));
-      }
+    const wired = ringOverLinks({
+      fromPrev,
+      toNext,
+      prevName: `rank ${prevRank} (${prevUrl})`,
+      nextName: `rank ${nextRank} (${msg.addresses[nextRank]})`,
+      position: pos,
+      size: n,
+      chunkElements: msg.chunkElements,
+      heartbeat: this.heartbeat,
     });
-    watch(toNext, nextName, () => ring.fail(new ProtocolError(`unexpected binary frame from ${nextName}`)));
+    this.ring = wired.ring;
+    this.closeRing = wired.close;
   }
 
   private async dialPrev(url: string, prevRank: number, timeoutMs: number): Promise<Link> {
@@ -227,10 +195,8 @@ class Session {
   }
 
   private closePeers(): void {
-    for (const l of this.peerLiveness) l.stop();
-    for (const l of this.peerLinks) l.close(CLOSE.normal, "session over");
-    this.peerLiveness = [];
-    this.peerLinks = [];
+    this.closeRing?.();
+    this.closeRing = null;
     this.ring?.fail(new CollectiveError("the ring was closed"));
     this.ring = null;
   }
