@@ -3,6 +3,7 @@
  * side is a thrown RangeError, never a write past the end of a buffer. */
 #include <node_api.h>
 #include <stdlib.h>
+#include <string.h>
 #include "kernels.h"
 
 /* Denormal floats make x86 arithmetic up to 100x slower, and long runs make them (an Adam moment
@@ -365,6 +366,37 @@ static napi_value accumulate(napi_env env, napi_callback_info info) {
   return undef(env);
 }
 
+/* accumulateBytes(dst, srcBytes, dstOffset): as accumulate, from raw little-endian bytes at any
+ * alignment (a frame sliced out of a socket read), so no aligned copy is needed first. */
+static napi_value accumulate_bytes(napi_env env, napi_callback_info info) {
+  call c = begin(env, info, 3);
+  size_t dn = 0, bn = 0;
+  float *dst = (float *)typed(&c, 0, napi_float32_array, 0, &dn);
+  uint8_t *src = (uint8_t *)typed(&c, 1, napi_uint8_array, 0, &bn);
+  size_t off = (size_t)num(&c, 2);
+  size_t n = bn / sizeof(float);
+  if (!c.failed && off + n > dn) fail(&c, "meshtrain native: accumulate beyond the destination");
+  if (!c.failed) {
+    float *d = dst + off;
+    RUN(for (size_t i = 0; i < n; i++) {
+      float v;
+      memcpy(&v, src + i * sizeof(float), sizeof(float));
+      d[i] += v;
+    });
+  }
+  return undef(env);
+}
+
+/* scale(x, alpha): x *= alpha in place (a replica's gradient times its share of the batch). */
+static napi_value scale(napi_env env, napi_callback_info info) {
+  call c = begin(env, info, 2);
+  size_t n = 0;
+  float *x = (float *)typed(&c, 0, napi_float32_array, 0, &n);
+  float alpha = (float)num(&c, 1);
+  if (!c.failed) RUN(for (size_t i = 0; i < n; i++) x[i] *= alpha);
+  return undef(env);
+}
+
 #define EXPORT(name, fn)                                          \
   do {                                                           \
     napi_value f;                                                \
@@ -398,6 +430,8 @@ static napi_value init(napi_env env, napi_value exports) {
   EXPORT("adam", adam);
   EXPORT("rmsprop", rmsprop);
   EXPORT("accumulate", accumulate);
+  EXPORT("accumulateBytes", accumulate_bytes);
+  EXPORT("scale", scale);
   return exports;
 }
 

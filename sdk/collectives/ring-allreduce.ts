@@ -1,5 +1,6 @@
 import { CollectiveError, ProtocolError, TimeoutError, type MeshtrainError } from "../errors/errors";
-import { encodeFrame, type DecodedFrame } from "../protocol/frame";
+import { ELEMENT_BYTES, HEADER_BYTES, writeHeader, type DecodedFrame } from "../protocol/frame";
+import { bestAccumulate, type Accumulate } from "./accumulate";
 import { chunkOffsets, mod, segmentBounds } from "./segments";
 
 /**
@@ -17,8 +18,11 @@ const RS = 0;
 const AG = 1;
 
 export interface RingNeighbours {
-  /** Sends a frame to the next position; resolves once it has left this process. */
-  sendToNext(frame: Buffer): Promise<void>;
+  /**
+   * Sends a frame (header, then the chunk's bytes straight from the buffer being reduced) to
+   * the next position; resolves once the bytes have left this process.
+   */
+  sendToNext(header: Buffer, body: Uint8Array): Promise<void>;
   /** Names the previous position for errors, e.g. "rank 2 (127.0.0.1:40111)". */
   readonly prevName: string;
   readonly nextName: string;
@@ -39,6 +43,10 @@ interface Op {
   firstFrameAt: number | undefined;
   expected: Map<string, [phase: number, k: number, offset: number, length: number]>;
   sends: Array<Promise<void>>;
+  /** Reduce-scatter sends still reading a chunk's memory, by chunk offset. */
+  inFlight: Map<number, Promise<void>>;
+  /** Received all-gather chunks waiting for such a send before they overwrite its memory. */
+  deferred: number;
   bytesSent: number;
   resolve(stats: AllReduceStats): void;
   reject(err: MeshtrainError): void;
@@ -57,6 +65,7 @@ export class RingAllReduce {
     readonly position: number,
     readonly size: number,
     private readonly chunkElements: number,
+    private readonly accumulate: Accumulate = bestAccumulate(),
   ) {}
 
   /** Sums `data` in place across the ring. `seq` must grow by one per call (the step number works). */
@@ -77,6 +86,8 @@ export class RingAllReduce {
         firstFrameAt: undefined,
         expected: this.expectedChunks(data.length),
         sends: [],
+        inFlight: new Map(),
+        deferred: 0,
         bytesSent: 0,
         resolve,
         reject,
@@ -127,19 +138,35 @@ export class RingAllReduce {
       return;
     }
     op.expected.delete(key);
-    const payload = frame.payload as Float32Array;
-    const data = op.data;
+    const bytes = frame.bytes;
     const off = h.offset;
     const last = this.size - 2;
     if (phase === RS) {
-      for (let i = 0; i < payload.length; i++) data[off + i]! += payload[i]!;
+      this.accumulate(op.data, bytes, off);
       if (k < last) this.send(op, RS, k + 1, off, h.length);
       else this.send(op, AG, 0, off, h.length);
-    } else {
-      data.set(payload, off);
-      if (k < last) this.send(op, AG, k + 1, off, h.length);
+      this.maybeFinish(op);
+      return;
     }
-    this.maybeFinish(op);
+    const store = (): void => {
+      new Uint8Array(op.data.buffer, op.data.byteOffset + off * ELEMENT_BYTES, bytes.length).set(bytes);
+      if (k < last) this.send(op, AG, k + 1, off, h.length);
+    };
+    // This chunk's memory was sent at reduce-scatter step k, straight from the buffer; it may
+    // be overwritten only once that send has left.
+    const sending = op.inFlight.get(off);
+    if (!sending) {
+      store();
+      this.maybeFinish(op);
+      return;
+    }
+    op.deferred++;
+    void sending.then(() => {
+      op.deferred--;
+      if (this.op !== op) return;
+      store();
+      this.maybeFinish(op);
+    });
   }
 
   /** A neighbour's link failed: the current operation, and every later one, fails with `err`. */
@@ -159,21 +186,24 @@ export class RingAllReduce {
   }
 
   private send(op: Op, phase: number, k: number, offset: number, length: number): void {
-    const frame = encodeFrame(
-      { kind: "ring", dtype: "float32", seq: op.seq, tensor: (phase << 16) | k, offset, length, total: op.data.length },
-      op.data,
-      offset,
-    );
-    op.bytesSent += frame.length;
-    op.sends.push(
-      this.links.sendToNext(frame).catch((e: unknown) => {
-        this.abort(new CollectiveError(`all-reduce ${op.seq}: sending to ${this.links.nextName} failed: ${(e as Error).message}`, { details: { step: op.seq } }));
-      }),
-    );
+    const header = Buffer.allocUnsafe(HEADER_BYTES);
+    writeHeader(header, { kind: "ring", dtype: "float32", seq: op.seq, tensor: (phase << 16) | k, offset, length, total: op.data.length });
+    const body = new Uint8Array(op.data.buffer, op.data.byteOffset + offset * ELEMENT_BYTES, length * ELEMENT_BYTES);
+    op.bytesSent += HEADER_BYTES + body.byteLength;
+    const sent = this.links.sendToNext(header, body).catch((e: unknown) => {
+      this.abort(new CollectiveError(`all-reduce ${op.seq}: sending to ${this.links.nextName} failed: ${(e as Error).message}`, { details: { step: op.seq } }));
+    });
+    if (phase === RS) {
+      op.inFlight.set(offset, sent);
+      void sent.then(() => {
+        if (op.inFlight.get(offset) === sent) op.inFlight.delete(offset);
+      });
+    }
+    op.sends.push(sent);
   }
 
   private maybeFinish(op: Op): void {
-    if (op.expected.size > 0 || this.op !== op) return;
+    if (op.expected.size > 0 || op.deferred > 0 || this.op !== op) return;
     void Promise.all(op.sends).then(() => {
       if (this.op !== op) return;
       this.op = null;

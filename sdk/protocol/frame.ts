@@ -32,8 +32,10 @@ export interface FrameHeader {
 
 export interface DecodedFrame {
   header: FrameHeader;
-  /** A view on the received bytes when they are aligned, else an aligned copy. */
-  payload: TensorData;
+  /** A view on the received bytes when they are aligned, else an aligned copy (made on first use). */
+  readonly payload: TensorData;
+  /** The payload's raw bytes, a view on the received buffer: never copied. */
+  bytes: Buffer;
 }
 
 /** Header and payload in one buffer, ready to send; the payload is copied so the caller may reuse `data`. */
@@ -95,7 +97,16 @@ export function decodeFrame(buf: Buffer): DecodedFrame {
       `binary frame covers elements [${header.offset}, ${header.offset + header.length}) beyond its tensor of ${header.total}`,
     );
   }
-  return { header, payload: viewPayload(buf, dtype, header.length) };
+  const bytes = buf.subarray(HEADER_BYTES);
+  let payload: TensorData | undefined;
+  return {
+    header,
+    bytes,
+    get payload(): TensorData {
+      payload ??= viewPayload(buf, dtype, header.length);
+      return payload;
+    },
+  };
 }
 
 function viewPayload(buf: Buffer, dtype: DType, length: number): TensorData {

@@ -30,6 +30,10 @@ class InProcessLink implements Link {
     return Promise.resolve();
   }
 
+  sendParts(head: Buffer, body: Uint8Array): Promise<void> {
+    return this.sendBinary(Buffer.concat([head, body]));
+  }
+
   ping(): void {
     if (this.closed) return;
     this.other.deliver(() => this.deliver(() => this.slot.emit((h) => h.pong())));

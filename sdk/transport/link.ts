@@ -19,6 +19,11 @@ export interface Link {
   sendText(text: string): void;
   /** Resolves once the bytes were handed to the OS; rejects if the link closed first. */
   sendBinary(data: Buffer): Promise<void>;
+  /**
+   * Sends `head` then `body` as one binary message without copying `body`: its memory must not
+   * change until the promise resolves.
+   */
+  sendParts(head: Buffer, body: Uint8Array): Promise<void>;
   ping(): void;
   /**
    * Replaces every handler at once: a Link has one owner at a time (handshake, then channel).

@@ -16,6 +16,31 @@ const ZERO_MASK = (mask: Buffer): void => {
   mask.fill(0);
 };
 
+/** Frame buffers for sendParts, reused once ws has written them (same sizes recur every step). */
+class BufferPool {
+  private readonly free = new Map<number, Buffer[]>();
+  private freeBytes = 0;
+
+  take(size: number): Buffer {
+    const b = this.free.get(size)?.pop();
+    if (b) {
+      this.freeBytes -= size;
+      return b;
+    }
+    return Buffer.allocUnsafeSlow(size);
+  }
+
+  give(b: Buffer): void {
+    if (this.freeBytes + b.length > 256 * 1024 * 1024) return;
+    const list = this.free.get(b.length) ?? [];
+    list.push(b);
+    this.free.set(b.length, list);
+    this.freeBytes += b.length;
+  }
+}
+
+const sendBuffers = new BufferPool();
+
 class WsLink implements Link {
   private readonly slot = new HandlerSlot();
   private closeSeen = false;
@@ -62,6 +87,25 @@ class WsLink implements Link {
         return;
       }
       this.ws.send(data, { binary: true }, (err) => (err ? reject(err) : resolve()));
+    });
+  }
+
+  sendParts(head: Buffer, body: Uint8Array): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.ws.readyState !== WebSocket.OPEN) {
+        reject(new Error(`link to ${this.address} is closed`));
+        return;
+      }
+      // One frame assembled in a recycled buffer: a fragmented message would make the receiver
+      // copy every fragment once more, and fresh buffers per chunk keep the collector busy.
+      const frame = sendBuffers.take(head.length + body.byteLength);
+      head.copy(frame, 0);
+      frame.set(body, head.length);
+      this.ws.send(frame, { binary: true }, (err) => {
+        sendBuffers.give(frame);
+        if (err) reject(err);
+        else resolve();
+      });
     });
   }
 

@@ -10,11 +10,17 @@ export function inProcessRing(n: number, chunkElements: number): { rings: RingAl
     rings.push(
       new RingAllReduce(
         {
-          sendToNext: (frame) => {
+          sendToNext: (header, body) => {
             if (cutLinks.has(p)) return Promise.reject(new Error("link cut"));
-            const copy = Buffer.from(frame);
-            setImmediate(() => rings[(p + 1) % n]!.receive(decodeFrame(copy)));
-            return Promise.resolve();
+            // The bytes are read later, as a socket would: a ring that overwrites a chunk
+            // before its send completed would send the wrong data.
+            return new Promise((resolve) =>
+              setImmediate(() => {
+                const frame = Buffer.concat([header, body]);
+                resolve();
+                setImmediate(() => rings[(p + 1) % n]!.receive(decodeFrame(frame)));
+              }),
+            );
           },
           prevName: `rank ${(p - 1 + n) % n}`,
           nextName: `rank ${(p + 1) % n}`,

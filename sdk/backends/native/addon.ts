@@ -28,6 +28,8 @@ export interface NativeAddon {
   adam(w: Float32Array, m: Float32Array, v: Float32Array, g: Float32Array, beta1: number, oneMinusBeta1: number, beta2: number, oneMinusBeta2: number, oneMinusAccBeta1: number, oneMinusAccBeta2: number, epsilon: number, negLr: number): void;
   rmsprop(w: Float32Array, ms: Float32Array, mom: Float32Array, mg: Float32Array | null, g: Float32Array, decay: number, oneMinusDecay: number, momentum: number, lr: number, epsilon: number, centered: number): void;
   accumulate(dst: Float32Array, src: Float32Array, dstOffset: number): void;
+  accumulateBytes(dst: Float32Array, src: Uint8Array, dstOffset: number): void;
+  scale(x: Float32Array, alpha: number): void;
 }
 
 /** Op codes shared with native/src/kernels.h. */
