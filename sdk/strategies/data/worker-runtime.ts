@@ -1,4 +1,5 @@
 import * as tf from "@tensorflow/tfjs";
+import { loadAddon } from "../../backends/native/addon";
 import { NativeBackend } from "../../backends/native/backend";
 import type { AllReduceStats } from "../../collectives/ring-allreduce";
 import { DataError } from "../../errors/errors";
@@ -15,6 +16,13 @@ import type { UpdateRule } from "../../worker/update-rule";
 function readValues(t: tf.Tensor): Float32Array {
   const b = tf.backend();
   return b instanceof NativeBackend ? b.values(t) : (t.dataSync() as Float32Array);
+}
+
+/** x *= alpha, with the native kernel where it was built (a gradient can hold millions of values). */
+function scaleInPlace(x: Float32Array, alpha: number): void {
+  const load = loadAddon();
+  if (load.ok) load.addon.scale(x, alpha);
+  else for (let i = 0; i < x.length; i++) x[i]! *= alpha;
 }
 
 export type AllReduceFn = (data: Float32Array) => Promise<{ data: Float32Array; stats: AllReduceStats }>;
@@ -109,7 +117,7 @@ export class DataReplica {
       xs.dispose();
       ys.dispose();
     }
-    for (let i = 0; i < flat.length; i++) flat[i]! *= weight;
+    if (weight !== 1) scaleInPlace(flat, weight);
     return dataLoss;
   }
 
