@@ -53,7 +53,7 @@ program
   .option("--batch-size <n>", "global batch (split evenly among workers)", int(1), 64)
   .option("--learning-rate <lr>", "Adam's learning rate", positive, 0.001)
   .addOption(new Option("--backend <name>", "TF.js backend on the workers").choices(BACKEND_CHOICES).default("auto"))
-  .addOption(new Option("--model <name>", "model to train").choices(DEMO_MODELS).default("mlp"))
+  .addOption(new Option("--model <name>", "model to train").choices(DEMO_MODELS).default("cnn"))
   .action(async (o: { workers: number; epochs: number; batchSize: number; learningRate: number; backend: BackendChoice; model: DemoModel }) => {
     const result = await runDemo(o);
     process.exit(result.accuracy >= 0.9 ? 0 : 1);
@@ -64,7 +64,7 @@ program
   .description("print the plan a strategy makes for a demo model (starts nothing)")
   .option("--workers <n>", "number of workers", int(1), 2)
   .option("--batch-size <n>", "global batch", int(1), 64)
-  .addOption(new Option("--model <name>", "model").choices(DEMO_MODELS).default("mlp"))
+  .addOption(new Option("--model <name>", "model").choices(DEMO_MODELS).default("cnn"))
   .action((o: { workers: number; batchSize: number; model: DemoModel }) => {
     const plan = cluster().workers(o.workers).strategy("data").plan(buildDemoModel(o.model), { batchSize: o.batchSize });
     process.stdout.write(`${String(plan)}\n`);

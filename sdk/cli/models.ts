@@ -1,18 +1,38 @@
 import * as tf from "@tensorflow/tfjs";
 
-/** The models the CLI's demo and plan commands build: ordinary single-device TF.js models. */
-export const DEMO_MODELS = ["mlp"] as const;
+/**
+ * The models the CLI's demo and plan commands and the benchmarks build: ordinary single-device
+ * TF.js models, the same shapes as the PyTorch peer's (bench/peers/torch_train.py).
+ */
+export const DEMO_MODELS = ["cnn", "mlp"] as const;
 export type DemoModel = (typeof DEMO_MODELS)[number];
 
 export function buildDemoModel(name: DemoModel, seed = 42): tf.LayersModel {
+  const init = (k: number): ReturnType<typeof tf.initializers.glorotUniform> => tf.initializers.glorotUniform({ seed: seed + k });
   switch (name) {
     case "mlp":
+      // 784-256-256-10
       return tf.sequential({
         name: "mnist_mlp",
         layers: [
           tf.layers.flatten({ inputShape: [28, 28, 1] }),
-          tf.layers.dense({ units: 128, activation: "relu", kernelInitializer: tf.initializers.glorotUniform({ seed }) }),
-          tf.layers.dense({ units: 10, activation: "softmax", kernelInitializer: tf.initializers.glorotUniform({ seed: seed + 1 }) }),
+          tf.layers.dense({ units: 256, activation: "relu", kernelInitializer: init(0) }),
+          tf.layers.dense({ units: 256, activation: "relu", kernelInitializer: init(1) }),
+          tf.layers.dense({ units: 10, activation: "softmax", kernelInitializer: init(2) }),
+        ],
+      });
+    case "cnn":
+      // conv 3x3x32, max pool, conv 3x3x64, max pool, dense 128, dense 10
+      return tf.sequential({
+        name: "mnist_cnn",
+        layers: [
+          tf.layers.conv2d({ inputShape: [28, 28, 1], filters: 32, kernelSize: 3, activation: "relu", kernelInitializer: init(0) }),
+          tf.layers.maxPooling2d({ poolSize: 2 }),
+          tf.layers.conv2d({ filters: 64, kernelSize: 3, activation: "relu", kernelInitializer: init(1) }),
+          tf.layers.maxPooling2d({ poolSize: 2 }),
+          tf.layers.flatten(),
+          tf.layers.dense({ units: 128, activation: "relu", kernelInitializer: init(2) }),
+          tf.layers.dense({ units: 10, activation: "softmax", kernelInitializer: init(3) }),
         ],
       });
   }
