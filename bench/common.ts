@@ -1,0 +1,101 @@
+import { spawn, spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+
+/** Shared by every benchmark: child processes, the PyTorch peer, medians and result files. */
+
+export const ROOT = path.join(__dirname, "..", "..");
+export const QUICK = process.argv.includes("--quick");
+/** --quick (a smoke run, used by the tests) writes beside the real results, never over them. */
+export const RESULTS = path.join(ROOT, "bench", "results", ...(QUICK ? ["quick"] : []));
+export const PEERS = path.join(ROOT, "bench", "peers");
+/** Debian's python: a different python3 may come first on PATH. */
+export const PYTHON = fs.existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+
+/** Where each BLAS lives when loaded by path (LD_LIBRARY_PATH), without changing the system. */
+export const BLAS = {
+  openblas: "/usr/lib/x86_64-linux-gnu/openblas-pthread",
+  reference: "/usr/lib/x86_64-linux-gnu/blas",
+} as const;
+
+/** One thread everywhere unless a benchmark says otherwise: comparisons are per core. */
+export function pinnedEnv(threads = 1, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const t = String(threads);
+  return { ...process.env, OMP_NUM_THREADS: t, OPENBLAS_NUM_THREADS: t, MKL_NUM_THREADS: t, ...extra };
+}
+
+export function median(values: number[]): number {
+  if (values.length === 0) return NaN;
+  const v = [...values].sort((a, b) => a - b);
+  const m = Math.floor(v.length / 2);
+  return v.length % 2 ? v[m]! : (v[m - 1]! + v[m]!) / 2;
+}
+
+/** Why the PyTorch peer cannot run here, or null when it can. */
+export function torchMissing(): string | null {
+  const r = spawnSync(PYTHON, ["-c", "import torch, torch.distributed; print(torch.__version__)"], { encoding: "utf8" });
+  return r.status === 0 ? null : `PyTorch is not importable by ${PYTHON} (apt-get install python3-torch)`;
+}
+
+export function blasMissing(which: keyof typeof BLAS): string | null {
+  return fs.existsSync(path.join(BLAS[which], "libblas.so.3")) ? null : `${BLAS[which]}/libblas.so.3 is missing (apt-get install ${which === "openblas" ? "libopenblas0-pthread" : "libblas3"})`;
+}
+
+export interface Json {
+  [key: string]: unknown;
+}
+
+/** Runs one program and returns every JSON line it printed; rejects with its output on failure. */
+export function runJson(cmd: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs = 600_000): Promise<Json[]> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (err += d.toString()));
+    child.on("exit", (code, signal) => {
+      clearTimeout(timer);
+      const lines = out.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as Json);
+      if (code === 0) resolve(lines);
+      else reject(new Error(`${path.basename(args[0] ?? cmd)} ${args.slice(1).join(" ")} failed (${signal ?? code}):\n${err.slice(-2000)}`));
+    });
+  });
+}
+
+/** Runs the ranks of one collective job together; resolves with every rank's JSON lines. */
+export async function runRanks(n: number, make: (rank: number) => [string, string[], NodeJS.ProcessEnv]): Promise<Json[]> {
+  const all = await Promise.all(Array.from({ length: n }, (_, r) => runJson(...make(r))));
+  return all.flat();
+}
+
+let port = 35000 + (process.pid % 2000) * 10;
+/** A fresh block of ports for one job, so jobs never collide with a previous one's TIME_WAIT. */
+export function ports(count: number): number {
+  const p = port;
+  port += count + 10;
+  return p;
+}
+
+export function machine(): Json {
+  return {
+    cpu: os.cpus()[0]?.model ?? "?",
+    cores: os.availableParallelism(),
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    node: process.version,
+    date: new Date().toISOString(),
+  };
+}
+
+/** Writes bench/results/<name>.json and <name>.md. */
+export function writeResults(name: string, data: Json, markdown: string): void {
+  fs.mkdirSync(RESULTS, { recursive: true });
+  fs.writeFileSync(path.join(RESULTS, `${name}.json`), `${JSON.stringify(data, null, 2)}\n`);
+  fs.writeFileSync(path.join(RESULTS, `${name}.md`), `${markdown.trim()}\n`);
+  process.stdout.write(`\n${markdown.trim()}\n\nwrote ${path.relative(ROOT, path.join(RESULTS, name))}.json and .md\n`);
+}
+
+export function fmt(x: number, digits = 2): string {
+  return Number.isFinite(x) ? x.toFixed(digits) : "-";
+}

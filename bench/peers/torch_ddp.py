@@ -1,0 +1,51 @@
+"""PyTorch DistributedDataParallel peer (gloo, CPU) for the data-parallel scaling benchmark.
+One process per rank; rank 0 prints samples/s of the global batch after warm-up.
+
+usage: python3 torch_ddp.py --rank R --world N --port P --model mlp|cnn --batch 64 --steps 100 --warmup 10
+"""
+import argparse
+import json
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from torch_train import build
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--rank", type=int, required=True)
+    p.add_argument("--world", type=int, required=True)
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--model", default="mlp")
+    p.add_argument("--batch", type=int, default=64, help="per rank")
+    p.add_argument("--steps", type=int, default=100)
+    p.add_argument("--warmup", type=int, default=10)
+    a = p.parse_args()
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{a.port}", rank=a.rank, world_size=a.world)
+    torch.manual_seed(0)
+    model = DDP(build(a.model))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loss_fn = nn.CrossEntropyLoss()
+    x = torch.rand(a.batch, 1, 28, 28)
+    y = torch.randint(0, 10, (a.batch,))
+    for i in range(a.warmup + a.steps):
+        if i == a.warmup:
+            dist.barrier()
+            start = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss_fn(model(x), y).backward()
+        opt.step()
+    dist.barrier()
+    elapsed = time.perf_counter() - start
+    if a.rank == 0:
+        print(json.dumps({"peer": "pytorch-ddp", "model": a.model, "world": a.world, "batch_per_rank": a.batch, "samples_per_second": a.steps * a.batch * a.world / elapsed}), flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

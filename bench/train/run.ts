@@ -1,0 +1,99 @@
+import * as path from "node:path";
+import { loadAddon } from "../../sdk/backends/native/addon";
+import { BLAS, blasMissing, fmt, machine, median, PEERS, pinnedEnv, PYTHON, QUICK, runJson, torchMissing, writeResults, type Json } from "../common";
+
+/**
+ * Training throughput on one core: meshtrain on each backend it can use against PyTorch 1.13
+ * with OpenBLAS and with Debian's reference BLAS, same models, batch 64, SGD, one thread
+ * everywhere, interleaved rounds, medians.
+ */
+
+const ROUNDS = QUICK ? 1 : 3;
+const BATCH = 64;
+
+interface Variant {
+  label: string;
+  model: "mlp" | "cnn";
+  /** Steps measured after warm-up; chosen so each measurement takes a few seconds. */
+  steps: number;
+  run(steps: number): Promise<Json[]>;
+  missing: string | null;
+}
+
+function meshtrain(model: "mlp" | "cnn", backend: string, steps: number, missing: string | null = null): Variant {
+  return {
+    label: `meshtrain ${backend}`,
+    model,
+    steps,
+    missing,
+    run: (s) => runJson(process.execPath, [path.join(__dirname, "tfjs-train.js"), model, backend, String(BATCH), String(s), "5"], pinnedEnv()),
+  };
+}
+
+function torch(model: "mlp" | "cnn", blas: keyof typeof BLAS, steps: number, torchGone: string | null): Variant {
+  return {
+    label: `PyTorch ${blas === "openblas" ? "OpenBLAS" : "reference BLAS"}`,
+    model,
+    steps,
+    missing: torchGone ?? blasMissing(blas),
+    run: (s) =>
+      runJson(PYTHON, [path.join(PEERS, "torch_train.py"), "--model", model, "--batch", String(BATCH), "--threads", "1", "--steps", String(s), "--warmup", "5"], pinnedEnv(1, { LD_LIBRARY_PATH: BLAS[blas] })),
+  };
+}
+
+async function main(): Promise<void> {
+  const torchGone = torchMissing();
+  const native = loadAddon();
+  const nativeGone = native.ok ? null : native.reason;
+  const q = (n: number): number => (QUICK ? Math.max(2, Math.round(n / 20)) : n);
+  const variants: Variant[] = [
+    meshtrain("mlp", "native", q(400), nativeGone),
+    meshtrain("mlp", "wasm", q(150)),
+    meshtrain("mlp", "cpu", q(15)),
+    torch("mlp", "openblas", q(600), torchGone),
+    torch("mlp", "reference", q(60), torchGone),
+    meshtrain("cnn", "native", q(40), nativeGone),
+    meshtrain("cnn", "wasm", q(12)),
+    torch("cnn", "openblas", q(40), torchGone),
+    torch("cnn", "reference", q(25), torchGone),
+  ];
+  const results = new Map<Variant, number[]>();
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const v of variants) {
+      if (v.missing) continue;
+      const [line] = await v.run(v.steps);
+      (results.get(v) ?? results.set(v, []).get(v)!).push(line!.samples_per_second as number);
+      process.stderr.write(`round ${round + 1}/${ROUNDS}: ${v.model} ${v.label}: ${fmt(line!.samples_per_second as number, 0)} samples/s\n`);
+    }
+  }
+  const rows: Json[] = [];
+  const table = ["| model | runtime | samples/s | vs PyTorch OpenBLAS | target |", "|---|---|---|---|---|"];
+  for (const model of ["mlp", "cnn"] as const) {
+    const peer = variants.find((v) => v.model === model && v.label === "PyTorch OpenBLAS")!;
+    const peerRate = median(results.get(peer) ?? []);
+    for (const v of variants.filter((x) => x.model === model)) {
+      const rate = median(results.get(v) ?? []);
+      const ratio = rate / peerRate;
+      const isTarget = v.label === "meshtrain native";
+      rows.push({ model, runtime: v.label, samplesPerSecond: rate, runs: results.get(v) ?? [], ratioToPyTorchOpenBLAS: ratio, missing: v.missing });
+      const cell = v.missing ? `not measured: ${v.missing}` : fmt(rate, 0);
+      const verdict = isTarget && Number.isFinite(ratio) ? (ratio >= 0.9 ? ">= 0.9x: reached" : ">= 0.9x: not reached") : "";
+      table.push(`| ${model.toUpperCase()} | ${v.label} | ${cell} | ${v.missing ? "-" : fmt(ratio)} | ${verdict} |`);
+    }
+  }
+  const md = [
+    `### Training throughput, batch ${BATCH}, SGD, one thread (medians of ${ROUNDS} interleaved rounds)`,
+    "",
+    ...table,
+    "",
+    "MLP 784-256-256-10; CNN conv3x3x32, max pool, conv3x3x64, max pool, dense 128, dense 10. meshtrain runs the worker's own replica step (forward, backward, update).",
+    "The stock cpu backend is not run on the CNN: one step takes tens of seconds.",
+    "Command: `npm run bench:train`.",
+  ].join("\n");
+  writeResults("train", { machine: machine(), quick: QUICK, batch: BATCH, rows }, md);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

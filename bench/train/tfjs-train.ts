@@ -1,0 +1,43 @@
+import * as tf from "@tensorflow/tfjs";
+import { buildDemoModel, type DemoModel } from "../../sdk/cli/models";
+import { selectBackend } from "../../sdk/worker/backend";
+import { DataReplica } from "../../sdk/strategies/data/worker-runtime";
+import type { BackendChoice } from "../../sdk/spec/backend";
+
+/**
+ * meshtrain's side of the training-throughput benchmark: one process, one backend, the worker's
+ * own replica code (forward, backward, update), the same model, batch and data shapes as
+ * bench/peers/torch_train.py. Prints one JSON line.
+ *
+ * usage: node tfjs-train.js <model> <backend> <batch> <steps> <warmup> [optimizer]
+ */
+async function main(): Promise<void> {
+  const [model, backend, batchArg, stepsArg, warmupArg, opt] = process.argv.slice(2) as [DemoModel, BackendChoice, string, string, string, string?];
+  const batch = Number(batchArg);
+  const steps = Number(stepsArg);
+  const warmup = Number(warmupArg);
+  tf.enableProdMode();
+  const report = await selectBackend(backend, 1);
+  const m = buildDemoModel(model);
+  const topology = m.toJSON(null, false) as unknown as Record<string, unknown>;
+  const weights = m.getWeights().map((w) => ({ data: Float32Array.from(w.dataSync()), shape: [...w.shape] }));
+  m.dispose();
+  const optimizer = opt === "adam" ? { name: "adam" as const, learningRate: 0.001, beta1: 0.9, beta2: 0.999 } : { name: "sgd" as const, learningRate: 0.01 };
+  const replica = await DataReplica.load({ type: "load", v: 1, id: 1, topology, optimizer, loss: "categoricalCrossentropy", attachments: [] }, weights);
+  const x = { data: Float32Array.from({ length: batch * 784 }, () => Math.random()), shape: [batch, 28, 28, 1] };
+  const y = { data: new Float32Array(batch * 10), shape: [batch, 10] };
+  for (let i = 0; i < batch; i++) y.data[i * 10 + (i % 10)] = 1;
+  const alone = async (data: Float32Array) => ({ data, stats: { waitMs: 0, commMs: 0, bytesSent: 0 } });
+  let start = 0;
+  for (let i = 0; i < warmup + steps; i++) {
+    if (i === warmup) start = performance.now();
+    await replica.step(1, x, y, alone);
+  }
+  const seconds = (performance.now() - start) / 1000;
+  process.stdout.write(`${JSON.stringify({ peer: "meshtrain", backend: report.backend, model, batch, steps, optimizer: optimizer.name, samples_per_second: (steps * batch) / seconds })}\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,26 @@
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { test } from "node:test";
+
+/**
+ * The benchmarks are never timed in tests; this only checks that `npm run bench` still runs end
+ * to end (in --quick mode, written to bench/results/quick) and writes well-formed results.
+ */
+test("every benchmark runs and writes its results", () => {
+  const root = path.join(__dirname, "..", "..", "..");
+  const r = spawnSync(process.execPath, [path.join(root, "dist", "bench", "run-all.js"), "--quick"], { encoding: "utf8", timeout: 10 * 60_000 });
+  assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+  const dir = path.join(root, "bench", "results", "quick");
+  for (const part of ["train", "allreduce", "scaling", "overhead"]) {
+    const data = JSON.parse(fs.readFileSync(path.join(dir, `${part}.json`), "utf8")) as { rows: unknown[]; machine: { cores: number } };
+    assert.ok(data.rows.length > 0, part);
+    assert.ok(data.machine.cores > 0);
+    assert.match(fs.readFileSync(path.join(dir, `${part}.md`), "utf8"), /^### /);
+  }
+  const train = JSON.parse(fs.readFileSync(path.join(dir, "train.json"), "utf8")) as { rows: Array<{ runtime: string; samplesPerSecond: number; missing: string | null }> };
+  const native = train.rows.find((x) => x.runtime === "meshtrain native")!;
+  assert.ok(native.missing === null && native.samplesPerSecond > 0, "the native backend was measured");
+  assert.match(fs.readFileSync(path.join(dir, "README.md"), "utf8"), /Training throughput/);
+});
