@@ -73,7 +73,7 @@ async function main(): Promise<void> {
     "",
     ...lines,
     "",
-    missing ? `gloo: not measured: ${missing}.` : "",
+    ...(missing ? [`gloo: not measured: ${missing}.`] : []),
     "raw TCP: the bytes of a ring all-reduce over plain Node sockets, no framing and no reduction: the ceiling for a Node transport here.",
     "Command: `npm run bench:allreduce`. One thread per rank; all ranks on this machine over loopback.",
   ].join("\n");

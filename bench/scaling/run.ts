@@ -50,7 +50,7 @@ async function main(): Promise<void> {
     "",
     ...table,
     "",
-    torchGone ? `DDP: not measured: ${torchGone}.` : "",
+    ...(torchGone ? [`DDP: not measured: ${torchGone}.`] : []),
     "speed-up(N) = throughput(N) / throughput(1 worker); efficiency = speed-up / N. Every worker has one core; with 2 cores, 2 workers is all this machine can show.",
     "meshtrain's driver feeds every step's data over WebSockets; DDP's ranks hold their data.",
     "Command: `npm run bench:scaling`.",
