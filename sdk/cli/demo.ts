@@ -2,10 +2,8 @@ import * as tf from "@tensorflow/tfjs";
 import { cluster } from "../cluster/builder";
 import { datasets } from "../data/index";
 import type { BackendChoice } from "../spec/backend";
-import { stepsPerEpoch } from "../plan/batches";
 import { selectBackend } from "../worker/backend";
 import { buildDemoModel, type DemoModel } from "./models";
-import { FitProgress } from "./progress";
 
 export interface DemoOptions {
   workers: number;
@@ -37,7 +35,6 @@ export async function runDemo(o: DemoOptions): Promise<{ accuracy: number; sampl
   try {
     out(String(c));
     out(String(c.plan(model, { batchSize: o.batchSize })));
-    const progress = new FitProgress(o.epochs * stepsPerEpoch(train.size, o.batchSize));
     const run = await c.fit(model, train, {
       epochs: o.epochs,
       batchSize: o.batchSize,
@@ -45,8 +42,8 @@ export async function runDemo(o: DemoOptions): Promise<{ accuracy: number; sampl
       loss: "categoricalCrossentropy",
       shuffle: true,
       seed: 7,
-      onStep: progress.update,
-    }).finally(() => progress.stop());
+      progress: true,
+    });
     const { x, y } = test.toTensors();
     const accuracy = tf.tidy(() => tf.metrics.categoricalAccuracy(y, model.predict(x) as tf.Tensor).mean().dataSync()[0]!);
     tf.dispose([x, y]);

@@ -10,6 +10,7 @@ import {
   HeartbeatSpecSchema,
   MAX_LOCAL_WORKERS,
   STRATEGY_NAMES,
+  StrategySpecSchema,
   TimeoutsSpecSchema,
   WorkerUrlSchema,
   type ClusterSpec,
@@ -18,6 +19,7 @@ import {
 } from "../spec/cluster-spec";
 import { parseOrThrow } from "../spec/zod-problem";
 import { STRATEGIES, type Plan } from "../strategies/registry";
+import { planOptions, type PlanRequest } from "./plan-request";
 import { Cluster } from "./cluster";
 
 interface Draft extends Omit<ClusterSpec, "workers"> {
@@ -25,6 +27,12 @@ interface Draft extends Omit<ClusterSpec, "workers"> {
 }
 
 const count = z.number().int().min(1).max(MAX_LOCAL_WORKERS);
+
+/** Options of strategy("data"). */
+export interface StrategyOptions {
+  /** Who reads the data: the driver sends each step's slices, or each worker reads its own. */
+  feed?: "driver" | "workers";
+}
 
 /**
  * An immutable description of a cluster. Every method validates its argument at once and
@@ -74,14 +82,17 @@ export class ClusterBuilder {
     return this.with({ backend: b });
   }
 
-  /** How the workers train together. "data": synchronous data parallelism with ring all-reduce. */
-  strategy(name: StrategyName, options: Record<string, never> = {}): ClusterBuilder {
-    const strategy = parseOrThrow(
-      z.object({ name: z.enum(STRATEGY_NAMES) }).strict(),
-      { name, ...options },
-      `strategy("${String(name)}")`,
-      `this version of meshtrain offers: ${STRATEGY_NAMES.map((s) => `"${s}"`).join(", ")}`,
-    );
+  /**
+   * How the workers train together. "data": synchronous data parallelism with ring all-reduce;
+   * options: { feed: "driver" | "workers" } (who reads the data; default "driver").
+   */
+  strategy(name: StrategyName, options: StrategyOptions = {}): ClusterBuilder {
+    if (!(STRATEGY_NAMES as readonly string[]).includes(name)) {
+      throw new ConfigError(`invalid strategy("${String(name)}")`, {
+        hint: `this version of meshtrain offers: ${STRATEGY_NAMES.map((s) => `"${s}"`).join(", ")}`,
+      });
+    }
+    const strategy = parseOrThrow(StrategySpecSchema, { name, ...options }, `strategy("${name}") options`, 'the data strategy takes { feed: "driver" | "workers" }');
     return this.with({ strategy });
   }
 
@@ -117,9 +128,9 @@ export class ClusterBuilder {
   }
 
   /** The plan the strategy makes for `model` on this cluster. Pure: starts nothing. */
-  plan(model: tf.LayersModel, options: { batchSize?: number } = {}): Plan {
+  plan(model: tf.LayersModel, options: PlanRequest = {}): Plan {
     const spec = this.spec();
-    return STRATEGIES[spec.strategy.name].plan(spec, summarizeModel(model), options.batchSize);
+    return STRATEGIES[spec.strategy.name].plan(spec, summarizeModel(model), planOptions(options));
   }
 
   /** Starts (or reaches) the workers and connects them. The first method that does I/O. */

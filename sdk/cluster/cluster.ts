@@ -1,15 +1,20 @@
 import type * as tf from "@tensorflow/tfjs";
 import type { Dataset } from "../data/dataset";
 import { StateError, type MeshtrainError } from "../errors/errors";
-import type { TrainingRun } from "../metrics/run";
+import { makeDisplayable } from "../viz/displayable";
+import { TrainingRun } from "./training-run";
 import { summarizeModel } from "../plan/model-summary";
 import { workerCount, type ClusterSpec } from "../spec/cluster-spec";
-import { resolveFitOptions, type FitOptions } from "../spec/fit-options";
+import { installedFitObserver, type FitWatch } from "../metrics/observer";
+import { stepsPerEpoch } from "../plan/batches";
+import { resolveFitOptions, type FitOptions, type ResolvedFitOptions, type StepRecord } from "../spec/fit-options";
+import { terminalWatch } from "../viz/terminal-progress";
 import type { WorkerSnapshot } from "../spec/worker-snapshot";
 import { FitAborted, type FitContext } from "../strategies/data/driver-runtime";
 import { STRATEGIES, type Plan } from "../strategies/registry";
 import { CLOSE } from "../transport/link";
 import { startWorkers } from "./launch";
+import { planOptions, type PlanRequest } from "./plan-request";
 import type { WorkerHandle } from "./worker-handle";
 
 export type ClusterState = "ready" | "fitting" | "failed" | "closed";
@@ -27,7 +32,9 @@ export class Cluster {
   private stopping: Promise<void> | undefined;
   private notes_: string[] = [];
 
-  private constructor(readonly spec: ClusterSpec) {}
+  private constructor(readonly spec: ClusterSpec) {
+    makeDisplayable(this, () => ({ "text/html": this.workersHtml(), "text/plain": this.toString() }), () => this.toString());
+  }
 
   /** Use `cluster()...launch()`. */
   static async launch(spec: ClusterSpec): Promise<Cluster> {
@@ -59,9 +66,10 @@ export class Cluster {
     return workerCount(this.spec);
   }
 
-  /** The plan this cluster's strategy makes for `model` (pure: no messages are sent). */
-  plan(model: tf.LayersModel, options: { batchSize?: number } = {}): Plan {
-    return STRATEGIES[this.spec.strategy.name].plan(this.spec, summarizeModel(model), options.batchSize);
+  /** The plan this cluster's strategy makes for `model`, with its workers' devices (no messages are sent). */
+  plan(model: tf.LayersModel, options: PlanRequest = {}): Plan {
+    const devices = this.handles.map((h) => ({ backend: h.info?.backend ?? "?", device: h.info?.device ?? "?", memoryBytes: h.info?.memoryBytes ?? 0 }));
+    return STRATEGIES[this.spec.strategy.name].plan(this.spec, summarizeModel(model), { ...planOptions(options), devices });
   }
 
   /**
@@ -70,7 +78,9 @@ export class Cluster {
    */
   async fit(model: tf.LayersModel, dataset: Dataset, options: FitOptions = {}): Promise<TrainingRun> {
     this.usable("fit");
-    const o = resolveFitOptions(options);
+    const resolved = resolveFitOptions(options);
+    const watch = this.watch(resolved, dataset);
+    const o = { ...resolved, onStep: (r: StepRecord) => (watch.step(r), resolved.onStep?.(r)) };
     this.state_ = "fitting";
     const ctx: FitContext = {
       spec: this.spec,
@@ -82,10 +92,12 @@ export class Cluster {
       },
     };
     try {
-      const run = await STRATEGIES[this.spec.strategy.name].fit(ctx, model, dataset, o);
+      const record = await STRATEGIES[this.spec.strategy.name].fit(ctx, model, dataset, o);
       this.state_ = "ready";
-      return run;
+      watch.end();
+      return new TrainingRun(record);
     } catch (err) {
+      watch.end(err);
       if ((this.state_ as ClusterState) === "closed") {
         throw new StateError("the cluster was closed while fit was running", { cause: err });
       }
@@ -108,12 +120,29 @@ export class Cluster {
     return this.stopping;
   }
 
+  private workersHtml(): string {
+    const rows = this.workers
+      .map((w) => `<tr><td>${w.rank}</td><td>${w.address}</td><td>${w.info.backend}</td><td>${w.info.device}</td><td>${(w.info.memoryBytes / 2 ** 30).toFixed(1)} GiB</td><td>${w.info.pid}${w.local ? " (local)" : ""}</td></tr>`)
+      .join("");
+    const notes = this.notes_.map((n) => `<li>${n.replace(/</g, "&lt;")}</li>`).join("");
+    return `<p><b>meshtrain cluster</b>: ${this.size} worker(s), strategy "${this.spec.strategy.name}", ${this.state_}</p><table><tr><th>rank</th><th>address</th><th>backend</th><th>device</th><th>memory</th><th>pid</th></tr>${rows}</table>${notes ? `<ul>${notes}</ul>` : ""}`;
+  }
+
   toString(): string {
     const lines = [`meshtrain cluster: ${this.size} worker(s), strategy "${this.spec.strategy.name}", ${this.state_}`];
     for (const w of this.workers) {
       lines.push(`  rank ${w.rank}  ${w.address}  ${w.info.backend} on ${w.info.device}  pid ${w.info.pid}${w.local ? " (local)" : ""}`);
     }
     return lines.join("\n");
+  }
+
+  /** The notebook's live plot when it is loaded, else a terminal progress bar, else nothing. */
+  private watch(o: ResolvedFitOptions, dataset: Dataset): FitWatch {
+    const totalSteps = o.epochs * stepsPerEpoch(dataset.size, o.batchSize);
+    const observer = installedFitObserver();
+    if (observer) return observer.start({ totalSteps, workers: this.size, strategy: this.spec.strategy.name });
+    if (o.progress ?? Boolean(process.stderr.isTTY)) return terminalWatch(totalSteps);
+    return { step: () => undefined, end: () => undefined };
   }
 
   private usable(what: string): void {

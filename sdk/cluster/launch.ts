@@ -5,6 +5,7 @@ import type { ClusterSpec } from "../spec/cluster-spec";
 import { newToken } from "../transport/auth";
 import { offerHandshake } from "../transport/handshake";
 import { dial } from "../transport/ws-endpoint";
+import { wallClock } from "../util/clock";
 import { probeGpus } from "./gpus";
 import { LocalWorkerProcess } from "./local-process";
 import { WorkerHandle } from "./worker-handle";
@@ -75,8 +76,9 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
 
     const backend = spec.workers.kind === "local" && spec.workers.devices === "gpu" && spec.backend === "auto" ? "auto" : spec.backend;
     const joined = await Promise.all(
-      handles.map((h) =>
-        h.channel.request(
+      handles.map(async (h) => {
+        const sent = wallClock();
+        const reply = await h.channel.request(
           {
             type: "join",
             session,
@@ -88,8 +90,12 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
           },
           "joined",
           { timeoutMs: spec.timeouts.connectMs, waitingFor: "join (backend start-up)" },
-        ),
-      ),
+        );
+        // The reply was stamped about halfway between sending and receiving (backend start-up
+        // makes this coarse on a first join; local workers share the clock anyway).
+        h.clockOffsetMs = reply.msg.clock - (sent + wallClock()) / 2;
+        return reply;
+      }),
     );
     joined.forEach((j, r) => {
       handles[r]!.info = j.msg.info;

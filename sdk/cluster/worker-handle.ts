@@ -28,6 +28,8 @@ export class WorkerHandle {
   readonly channel: Channel;
   readonly process: LocalWorkerProcess | undefined;
   info: WorkerInfo | undefined;
+  /** Worker clock minus driver clock, in ms, estimated when it joined. */
+  clockOffsetMs = 0;
   lost: MeshtrainError | undefined;
   private expectedClose = false;
 

@@ -2,6 +2,7 @@ import * as tf from "@tensorflow/tfjs";
 import { DataError } from "../errors/errors";
 import { allocate, dtypeOf, elementCount, type DType, type TensorData } from "../protocol/tensor";
 import type { Tensorlike } from "../transport/channel";
+import type { DatasetSource } from "./source";
 
 /** One side of a dataset (inputs or targets): all samples back to back in one typed array. */
 export interface Column {
@@ -18,7 +19,13 @@ export interface Column {
 export class Dataset {
   readonly size: number;
 
-  constructor(readonly name: string, readonly x: Column, readonly y: Column) {
+  constructor(
+    readonly name: string,
+    readonly x: Column,
+    readonly y: Column,
+    /** How a worker can rebuild this exact dataset itself; null for data only the driver has. */
+    readonly source: DatasetSource | null = null,
+  ) {
     const nx = sampleCount(x);
     const ny = sampleCount(y);
     if (nx !== ny) {

@@ -62,5 +62,10 @@ export function mnist(options: MnistOptions = {}): Dataset {
     x.set(images[d]!.subarray(idx * PIXELS, (idx + 1) * PIXELS), i * PIXELS);
     y[i * 10 + d] = 1;
   }
-  return new Dataset(`mnist-${split}`, { data: x, sampleShape: [28, 28, 1], dtype: "float32" }, { data: y, sampleShape: [10], dtype: "float32" });
+  return new Dataset(
+    `mnist-${split}`,
+    { data: x, sampleShape: [28, 28, 1], dtype: "float32" },
+    { data: y, sampleShape: [10], dtype: "float32" },
+    { kind: "mnist", split, ...(options.limit !== undefined ? { limit: n } : {}) },
+  );
 }

@@ -44,5 +44,10 @@ export function synthetic(options: SyntheticOptions): Dataset {
     }
     y[i * classes + best] = 1;
   }
-  return new Dataset(`synthetic-${seed}`, { data: x, sampleShape: [...options.inputShape], dtype: "float32" }, { data: y, sampleShape: [classes], dtype: "float32" });
+  return new Dataset(
+    `synthetic-${seed}`,
+    { data: x, sampleShape: [...options.inputShape], dtype: "float32" },
+    { data: y, sampleShape: [classes], dtype: "float32" },
+    { kind: "synthetic", inputShape: [...options.inputShape], classes, size, seed },
+  );
 }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DatasetSourceSchema } from "../data/source";
 import { BACKEND_CHOICES } from "../spec/backend";
 import { LOSS_NAMES } from "../spec/loss";
 import { OptimizerSpecSchema } from "../spec/optimizer";
@@ -65,7 +66,11 @@ export const JoinSchema = z.strictObject({
   /** Silence from the driver or a neighbour longer than this ends the session on the worker. */
   heartbeatTimeoutMs: z.number().int().positive(),
 });
-export const JoinedSchema = z.strictObject({ type: z.literal("joined"), v, re: id, info: WorkerInfoSchema });
+export const JoinedSchema = z.strictObject({
+  type: z.literal("joined"), v, re: id, info: WorkerInfoSchema,
+  /** The worker's wall clock when it replied, for the driver's estimate of the clock offset. */
+  clock: z.number().finite(),
+});
 
 export const ConfigureSchema = z.strictObject({
   type: z.literal("configure"), v, id,
@@ -87,10 +92,14 @@ export const LoadSchema = z.strictObject({
   topology: z.record(z.string(), z.unknown()),
   optimizer: OptimizerSpecSchema,
   loss: z.enum(LOSS_NAMES),
+  /** With feed "workers": the dataset the worker loads itself, and how every epoch is ordered. */
+  data: z.strictObject({ source: DatasetSourceSchema, shuffle: z.boolean(), seed: z.number().int() }).optional(),
   attachments,
 });
 export const LoadedSchema = z.strictObject({
   type: z.literal("loaded"), v, re: id,
+  /** Samples in the dataset the worker loaded itself (feed "workers"). */
+  datasetSize: z.number().int().nonnegative().optional(),
   paramCount: z.number().int().nonnegative(),
   /** Elements in the flat gradient buffer that is all-reduced each step. */
   gradientLength: z.number().int().nonnegative(),
@@ -102,6 +111,8 @@ export const StepSchema = z.strictObject({
   epoch: z.number().int().nonnegative(),
   /** This replica's share of the global batch (its slice size / global batch size). */
   weight: z.number().min(0).max(1),
+  /** With feed "workers": this replica's slice, as positions [start, end) in the epoch's order. */
+  range: z.strictObject({ start: z.number().int().nonnegative(), end: z.number().int().nonnegative() }).optional(),
   attachments,
 });
 export const StepDoneSchema = z.strictObject({
@@ -110,6 +121,8 @@ export const StepDoneSchema = z.strictObject({
   /** Mean loss over this replica's slice. */
   loss: z.number(),
   computeMs: ms, commMs: ms, waitMs: ms, applyMs: ms,
+  /** When the worker started computing this step: its wall clock, in ms since the Unix epoch. */
+  startedAt: z.number().finite(),
 });
 
 export const FetchWeightsSchema = z.strictObject({ type: z.literal("fetchWeights"), v, id });

@@ -32,6 +32,12 @@ export const StrategySpecSchema = z.discriminatedUnion("name", [
   z.strictObject({
     /** Synchronous data parallelism: whole model per worker, gradients averaged by ring all-reduce. */
     name: z.literal("data"),
+    /**
+     * Who reads the data. "driver" (default, in-graph replication): the driver sends every step's
+     * slices. "workers" (between-graph): each worker loads the dataset itself and reads its own
+     * slices; the driver only says which step it is. Needs datasets.mnist or datasets.synthetic.
+     */
+    feed: z.enum(["driver", "workers"]).default("driver"),
   }),
 ]);
 export const STRATEGY_NAMES = ["data"] as const;
@@ -73,7 +79,7 @@ export type ClusterSpec = Readonly<z.infer<typeof ClusterSpecSchema>>;
 
 export const DEFAULT_SPEC: Omit<ClusterSpec, "workers"> = {
   backend: "auto",
-  strategy: { name: "data" },
+  strategy: { name: "data", feed: "driver" },
   heartbeat: { intervalMs: 1000, timeoutMs: 10_000 },
   timeouts: { connectMs: 60_000, stepMs: 600_000 },
   maxFrameBytes: 64 * 1024 * 1024,

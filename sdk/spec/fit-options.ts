@@ -12,6 +12,13 @@ export interface WorkerStepRecord {
   commMs: number;
   /** Time in the all-reduce before the first chunk arrived: waiting for slower peers. */
   waitMs: number;
+  /** The optimizer update alone (part of computeMs, after the all-reduce). */
+  applyMs: number;
+  /**
+   * When this worker started the step, in ms since the fit started, on the driver's clock
+   * (the worker's clock shifted by the offset estimated when it joined).
+   */
+  startMs: number;
 }
 
 export interface StepRecord {
@@ -27,6 +34,8 @@ export interface StepRecord {
   /** When this step completed, in ms since the fit started. */
   endMs: number;
   workers: WorkerStepRecord[];
+  /** The rank whose forward and backward pass ended last: the one the others waited for. */
+  straggler: number;
 }
 
 export interface FitOptions {
@@ -44,6 +53,11 @@ export interface FitOptions {
   seed?: number;
   /** Called after every step with its record. */
   onStep?: (record: StepRecord) => void;
+  /**
+   * A progress bar (loss, samples/s) on stderr; lines every 25 steps when stderr is not a
+   * terminal. Default: on when stderr is a terminal and no notebook integration is loaded.
+   */
+  progress?: boolean;
 }
 
 const FitOptionsSchema = z.strictObject({
@@ -54,6 +68,7 @@ const FitOptionsSchema = z.strictObject({
   shuffle: z.boolean().default(true),
   seed: z.number().int().min(0).max(2 ** 32 - 1).optional(),
   onStep: z.custom<(record: StepRecord) => void>((v) => typeof v === "function", "must be a function").optional(),
+  progress: z.boolean().optional(),
 });
 
 export interface ResolvedFitOptions {
@@ -64,6 +79,7 @@ export interface ResolvedFitOptions {
   shuffle: boolean;
   seed: number;
   onStep: ((record: StepRecord) => void) | undefined;
+  progress: boolean | undefined;
 }
 
 export function resolveFitOptions(options: FitOptions): ResolvedFitOptions {
@@ -76,5 +92,6 @@ export function resolveFitOptions(options: FitOptions): ResolvedFitOptions {
     shuffle: o.shuffle,
     seed: o.seed ?? Math.floor(Math.random() * 2 ** 31),
     onStep: o.onStep,
+    progress: o.progress,
   };
 }

@@ -106,3 +106,12 @@ export async function selectBackend(choice: BackendChoice, threads = 1): Promise
   }
   throw new BackendError(`no TF.js backend could be initialised (${skipped.join("; ")})`);
 }
+
+/**
+ * Makes the driver's own TF.js use the best backend present (the native kernels, normally), so
+ * that evaluating or predicting with a trained model in the notebook or script is fast too.
+ * Returns the backend's name and what was skipped.
+ */
+export async function useBackend(choice: BackendChoice = "auto"): Promise<BackendReport> {
+  return selectBackend(choice, 1);
+}

@@ -4,7 +4,11 @@ import { CollectiveError, ProtocolError, StateError } from "../errors/errors";
 import type { Message } from "../protocol/messages";
 import { fromWireError, toWireError } from "../protocol/wire-error";
 import { DataReplica } from "../strategies/data/worker-runtime";
+import { wallClock } from "../util/clock";
 import type { Draft, Tensorlike } from "../transport/channel";
+import { loadSource } from "../data/index";
+import type { Dataset } from "../data/dataset";
+import { epochOrder } from "../plan/batches";
 import { selectBackend, type BackendReport } from "./backend";
 import { transferList, type CommToCompute, type ComputeToComm } from "./bridge";
 import { weightsDigest } from "./model-io";
@@ -23,6 +27,8 @@ interface PendingReduce {
 export class ComputeHost {
   private queue: Promise<void> = Promise.resolve();
   private replica: DataReplica | null = null;
+  /** The worker's own copy of the data (feed "workers"), and each epoch's order. */
+  private shard: { dataset: Dataset; shuffle: boolean; seed: number; epoch: number; order: Uint32Array | null } | null = null;
   private backend: BackendReport | null = null;
   private reduce: PendingReduce | null = null;
   private reduceSeq = 0;
@@ -70,6 +76,19 @@ export class ComputeHost {
     }
     this.replica?.dispose();
     this.replica = null;
+    this.shard = null;
+  }
+
+  /** This replica's slice of a step, read from the worker's own copy of the dataset. */
+  private readSlice(epoch: number, start: number, end: number): { x: Tensorlike; y: Tensorlike } {
+    const s = this.shard;
+    if (!s) throw new StateError("a step named a range of the dataset, but no dataset was loaded on this worker");
+    if (end > s.dataset.size || start > end) throw new ProtocolError(`step range [${start}, ${end}) is outside the dataset of ${s.dataset.size} samples`);
+    if (s.epoch !== epoch) {
+      s.order = epochOrder(s.dataset.size, s.shuffle, s.seed, epoch);
+      s.epoch = epoch;
+    }
+    return s.dataset.gather(s.order, start, end);
   }
 
   private post(m: ComputeToComm, transfer: ArrayBuffer[] = []): void {
@@ -113,6 +132,7 @@ export class ComputeHost {
               cpus: os.availableParallelism(),
               notes: this.backend.notes,
             },
+            clock: wallClock(),
           });
           return;
         }
@@ -121,12 +141,23 @@ export class ComputeHost {
           this.replica?.dispose();
           this.replica = null;
           this.replica = await DataReplica.load(msg, attachments);
-          this.reply({ type: "loaded", re: msg.id, paramCount: this.replica.paramCount, gradientLength: this.replica.gradientLength });
+          this.shard = null;
+          if (msg.data) {
+            const dataset = loadSource(msg.data.source);
+            this.shard = { dataset, shuffle: msg.data.shuffle, seed: msg.data.seed, epoch: -1, order: null };
+          }
+          this.reply({
+            type: "loaded",
+            re: msg.id,
+            paramCount: this.replica.paramCount,
+            gradientLength: this.replica.gradientLength,
+            ...(this.shard ? { datasetSize: this.shard.dataset.size } : {}),
+          });
           return;
         }
         case "step": {
           const replica = this.needReplica("step");
-          const [x, y] = attachments;
+          const [x, y] = msg.range ? Object.values(this.readSlice(msg.epoch, msg.range.start, msg.range.end)) : attachments;
           if (!x || !y) throw new ProtocolError(`"step" ${msg.step} carries ${attachments.length} tensors, expected x and y`);
           const r = await replica.step(msg.weight, x, y, this.allReduce);
           this.reply({ type: "stepDone", re: msg.id, step: msg.step, ...r });

@@ -104,3 +104,36 @@ test("one worker trains like model.fit too (no all-reduce at all)", async () => 
     await c.close();
   }
 });
+
+test("workers that read their own shards (feed: workers) train exactly as when the driver feeds them", async () => {
+  const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 26, seed: 5 });
+  const o = { epochs: 2, batchSize: 6, optimizer: { name: "adam" as const, learningRate: 0.02, beta1: 0.9, beta2: 0.999 }, shuffle: true, seed: 4 };
+  const c = await cluster().workers(3).strategy("data", { feed: "workers" }).launch();
+  try {
+    const distributed = smallClassifier(6, 3);
+    const single = smallClassifier(6, 3);
+    const run = await c.fit(distributed, ds, { ...o, loss: "categoricalCrossentropy" });
+    await reference(single, ds, o);
+    const diff = maxRelativeDifference(distributed, single);
+    assert.ok(diff < TOLERANCE, `relative difference ${diff}`);
+    assert.equal(run.plan.feed, "workers");
+    // Data only the driver has cannot be read by the workers: refused before anything is sent.
+    const x = tf.randomNormal([12, 6]);
+    const y = tf.oneHot(tf.tensor1d([0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2], "int32"), 3).toFloat();
+    await assert.rejects(c.fit(smallClassifier(6, 3), datasets.fromTensors(x, y), { batchSize: 6 }), /feed "workers" needs a dataset the workers can load themselves/);
+    assert.equal(c.state, "ready");
+  } finally {
+    await c.close();
+  }
+});
+
+test("on the default backend (native kernels) data parallelism still equals stock model.fit", async () => {
+  const c = await cluster().workers(2).launch();
+  try {
+    assert.ok(c.workers.every((w) => w.info.backend === "native"), c.workers.map((w) => w.info.backend).join(","));
+    await compare(c, { epochs: 2, batchSize: 8, optimizer: { name: "sgd", learningRate: 0.3 }, shuffle: false, seed: 0, size: 29 });
+    await compare(c, { epochs: 2, batchSize: 8, optimizer: { name: "adam", learningRate: 0.02, beta1: 0.9, beta2: 0.999 }, shuffle: true, seed: 9, size: 29 });
+  } finally {
+    await c.close();
+  }
+});

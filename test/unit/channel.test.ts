@@ -48,7 +48,7 @@ test("requests carry chunked tensors of any size and dtype, and replies find the
   assert.deepEqual(got.attachments[1]!.shape, [0, 4]);
   assert.ok(got.attachments[2]!.data instanceof Int32Array);
   assert.deepEqual(got.attachments[2]!.shape, [2, 1]);
-  worker.send({ type: "stepDone", re: (got.msg as { id: number }).id, step: 3, loss: 1, computeMs: 1, commMs: 1, waitMs: 1, applyMs: 1 });
+  worker.send({ type: "stepDone", re: (got.msg as { id: number }).id, step: 3, loss: 1, computeMs: 1, commMs: 1, waitMs: 1, applyMs: 1, startedAt: 0 });
   const r = await reply;
   assert.equal(r.msg.loss, 1);
 });

@@ -9,7 +9,7 @@ test("valid messages of each kind parse", () => {
   const samples = [
     { type: "join", v, id: 1, session: "s", backend: "auto", threads: 1, heartbeatIntervalMs: 1000, heartbeatTimeoutMs: 10000 },
     { type: "step", v, id: 2, step: 0, epoch: 0, weight: 0.5, attachments: [{ dtype: "float32", shape: [2, 3] }] },
-    { type: "stepDone", v, re: 2, step: 0, loss: 0.1, computeMs: 1, commMs: 2, waitMs: 3, applyMs: 4 },
+    { type: "stepDone", v, re: 2, step: 0, loss: 0.1, computeMs: 1, commMs: 2, waitMs: 3, applyMs: 4, startedAt: 1.7e12 },
     { type: "load", v, id: 3, topology: { class_name: "Sequential" }, optimizer: { name: "adam" }, loss: "meanSquaredError", attachments: [] },
     { type: "error", v, re: 4, error: { code: "MT_ERR_MODEL", message: "no" } },
   ];

@@ -1,14 +1,15 @@
 import * as tf from "@tensorflow/tfjs";
 import type { WorkerHandle } from "../../cluster/worker-handle";
 import type { Dataset } from "../../data/dataset";
-import { DataError, ModelError, ReplicaDivergenceError, WorkerLostError, type MeshtrainError } from "../../errors/errors";
-import { TrainingRun } from "../../metrics/run";
+import { ConfigError, DataError, ModelError, ReplicaDivergenceError, WorkerLostError, type MeshtrainError } from "../../errors/errors";
+import type { RunRecord } from "../../cluster/training-run";
 import { epochOrder, globalBatch, replicaSlices, stepsPerEpoch } from "../../plan/batches";
 import { summarizeModel } from "../../plan/model-summary";
 import type { ClusterSpec } from "../../spec/cluster-spec";
 import type { ResolvedFitOptions, StepRecord } from "../../spec/fit-options";
 import type { Tensorlike } from "../../transport/channel";
 import { planDataParallel } from "./planner";
+import { wallClock } from "../../util/clock";
 
 /** What a strategy's driver runtime gets from the cluster. */
 export interface FitContext {
@@ -39,12 +40,22 @@ export async function fitDataParallel(
   model: tf.LayersModel,
   dataset: Dataset,
   o: ResolvedFitOptions,
-): Promise<TrainingRun> {
+): Promise<RunRecord> {
   const started = performance.now();
   let plan;
+  const feed = ctx.spec.strategy.feed;
   try {
     checkShapes(model, dataset, o);
-    plan = planDataParallel(ctx.spec, summarizeModel(model), o.batchSize);
+    if (feed === "workers" && !dataset.source) {
+      throw new ConfigError(`feed "workers" needs a dataset the workers can load themselves; "${dataset.name}" exists only in the driver`, {
+        hint: 'use datasets.mnist(...) or datasets.synthetic(...), or strategy("data", { feed: "driver" }) to send the data from the driver',
+      });
+    }
+    plan = planDataParallel(ctx.spec, summarizeModel(model), {
+      batchSize: o.batchSize,
+      optimizer: o.optimizer,
+      devices: ctx.workers.map((w) => ({ backend: w.info?.backend ?? "?", device: w.info?.device ?? "?", memoryBytes: w.info?.memoryBytes ?? 0 })),
+    });
   } catch (err) {
     throw new FitAborted(err);
   }
@@ -71,13 +82,21 @@ export async function fitDataParallel(
   }));
   const loaded = await loadEverywhere(() => all(
     workers.map((w) =>
-      w.channel.request({ type: "load", topology, optimizer: o.optimizer, loss: o.loss }, "loaded", {
+      w.channel.request({ type: "load", topology, optimizer: o.optimizer, loss: o.loss, ...(feed === "workers" ? { data: { source: dataset.source!, shuffle: o.shuffle, seed: o.seed } } : {}) }, "loaded", {
         timeoutMs: stepMs,
         waitingFor: "the model to load",
         attachments: weights,
       }),
     ),
   ));
+  if (feed === "workers") {
+    const sizes = loaded.map((l) => l.msg.datasetSize);
+    if (sizes.some((n) => n !== dataset.size)) {
+      throw new DataError(`workers loaded datasets of ${sizes.join(", ")} samples; the driver's "${dataset.name}" has ${dataset.size}`, {
+        hint: "install the same meshtrain and mnist versions on every worker",
+      });
+    }
+  }
   const lengths = new Set(loaded.map((l) => l.msg.gradientLength));
   if (lengths.size !== 1 || !lengths.has(plan.model.trainableParamCount)) {
     throw new ModelError(
@@ -89,7 +108,9 @@ export async function fitDataParallel(
   const perEpoch = stepsPerEpoch(dataset.size, o.batchSize);
   let lastEnd = performance.now();
   const fitStart = lastEnd;
-  const inFlight: Array<{ step: number; epoch: number; samples: number; weights: number[]; done: Promise<Array<{ msg: { loss: number; computeMs: number; commMs: number; waitMs: number; applyMs: number } }>> }> = [];
+  const fitStartWall = wallClock();
+  type Done = { msg: { loss: number; computeMs: number; commMs: number; waitMs: number; applyMs: number; startedAt: number } };
+  const inFlight: Array<{ step: number; epoch: number; samples: number; weights: number[]; done: Promise<Done[]> }> = [];
 
   let callbackError: FitAborted | undefined;
   const record = async (): Promise<void> => {
@@ -109,7 +130,10 @@ export async function fitDataParallel(
         computeMs: r.msg.computeMs + r.msg.applyMs,
         commMs: r.msg.commMs,
         waitMs: r.msg.waitMs,
+        applyMs: r.msg.applyMs,
+        startMs: r.msg.startedAt - workers[rank]!.clockOffsetMs - fitStartWall,
       })),
+      straggler: straggler(replies.map((r, rank) => r.msg.startedAt - workers[rank]!.clockOffsetMs + r.msg.computeMs)),
     };
     lastEnd = now;
     history.push(rec);
@@ -123,7 +147,7 @@ export async function fitDataParallel(
   let step = 0;
   try {
     for (let epoch = 0; epoch < o.epochs; epoch++) {
-      const order = epochOrder(dataset.size, o.shuffle, o.seed, epoch);
+      const order = feed === "driver" ? epochOrder(dataset.size, o.shuffle, o.seed, epoch) : null;
       for (let i = 0; i < perEpoch && !callbackError; i++, step++) {
         const [start, end] = globalBatch(dataset.size, o.batchSize, i);
         const count = end - start;
@@ -131,13 +155,13 @@ export async function fitDataParallel(
         const shares = slices.map((s) => s / count);
         let from = start;
         const requests = workers.map((w, r) => {
-          const batch = dataset.gather(order, from, from + slices[r]!);
-          from += slices[r]!;
-          return w.channel.request({ type: "step", step, epoch, weight: shares[r]! }, "stepDone", {
-            timeoutMs: stepMs,
-            waitingFor: `step ${step}`,
-            attachments: [batch.x, batch.y],
-          });
+          const range = { start: from, end: from + slices[r]! };
+          from = range.end;
+          const waiting = { timeoutMs: stepMs, waitingFor: `step ${step}` };
+          // Between-graph: the worker reads its own slice; in-graph: the driver sends it.
+          if (feed === "workers") return w.channel.request({ type: "step", step, epoch, weight: shares[r]!, range }, "stepDone", waiting);
+          const batch = dataset.gather(order, range.start, range.end);
+          return w.channel.request({ type: "step", step, epoch, weight: shares[r]! }, "stepDone", { ...waiting, attachments: [batch.x, batch.y] });
         });
         const done = Promise.all(requests);
         requests.forEach((r) => r.catch(() => undefined));
@@ -167,7 +191,16 @@ export async function fitDataParallel(
     ctx.setStep(undefined);
   }
   await all(workers.map((w) => w.channel.request({ type: "release" }, "released", { timeoutMs: stepMs, waitingFor: "release" })));
-  return new TrainingRun(history, plan, workers.map((w) => w.snapshot()), o.seed, o.epochs, performance.now() - started);
+  return { history, plan, workers: workers.map((w) => w.snapshot()), seed: o.seed, epochs: o.epochs, wallMs: performance.now() - started };
+}
+
+/** The rank whose forward and backward pass ended last (the first such, on a tie). */
+function straggler(ends: number[]): number {
+  let worst = 0;
+  ends.forEach((e, r) => {
+    if (e > ends[worst]!) worst = r;
+  });
+  return worst;
 }
 
 /** A model that fails to load on the workers leaves them idle and consistent: not fatal. */

@@ -1,11 +1,15 @@
 import { ConfigError } from "../../errors/errors";
 import { replicaSlices } from "../../plan/batches";
+import { estimateReplicaMemory, formatBytes, type MemoryEstimate } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
 import { workerCount, type ClusterSpec } from "../../spec/cluster-spec";
+import type { OptimizerSpec } from "../../spec/optimizer";
 
 /** Which worker does what under synchronous data parallelism. Pure data: printable, testable. */
 export interface DataParallelPlan {
   readonly strategy: "data";
+  /** Who reads the data: the driver sends each step's slices, or each worker reads its own. */
+  readonly feed: "driver" | "workers";
   readonly worldSize: number;
   /** One replica per worker. */
   readonly replicas: number;
@@ -22,15 +26,37 @@ export interface DataParallelPlan {
   };
   /** Shard sizes of a full global batch, when the plan was made for a batch size. */
   readonly batch: { readonly globalBatch: number; readonly perReplica: readonly number[] } | null;
+  /** What each replica holds (estimate; parts needing a batch size or optimizer are null without them). */
+  readonly memory: MemoryEstimate;
+  /** Each rank's device, when the plan was made by a launched cluster. */
+  readonly devices: readonly PlanDevice[] | null;
 }
 
-export function planDataParallel(spec: ClusterSpec, model: ModelSummary, batchSize?: number): DataParallelPlan {
+/** What a worker computes on, as its worker reported when it joined. */
+export interface PlanDevice {
+  backend: string;
+  device: string;
+  memoryBytes: number;
+}
+
+export interface PlanOptions {
+  /** Global batch: the plan splits it among replicas and checks that it divides. */
+  batchSize?: number;
+  /** For the optimizer-state part of the memory estimate. */
+  optimizer?: OptimizerSpec;
+  /** Each rank's device (a launched cluster knows them). */
+  devices?: readonly PlanDevice[];
+}
+
+export function planDataParallel(spec: ClusterSpec, model: ModelSummary, options: PlanOptions = {}): DataParallelPlan {
+  const { batchSize } = options;
   const n = workerCount(spec);
   if (batchSize !== undefined) checkBatch(batchSize, n);
   const ring = Array.from({ length: n }, (_, r) => r);
   const gradientBytes = model.trainableParamCount * 4;
   return Object.freeze({
     strategy: "data" as const,
+    feed: spec.strategy.feed,
     worldSize: n,
     replicas: n,
     ring: Object.freeze(ring),
@@ -39,6 +65,8 @@ export function planDataParallel(spec: ClusterSpec, model: ModelSummary, batchSi
     gradientBytes,
     allReduce: Object.freeze({ algorithm: "ring" as const, bytesSentPerRank: n > 1 ? Math.round((2 * (n - 1) * gradientBytes) / n) : 0 }),
     batch: batchSize === undefined ? null : Object.freeze({ globalBatch: batchSize, perReplica: Object.freeze(replicaSlices(batchSize, n)) }),
+    memory: Object.freeze(estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer: options.optimizer })),
+    devices: options.devices ? Object.freeze(options.devices.map((d) => Object.freeze({ ...d }))) : null,
   });
 }
 
@@ -72,6 +100,7 @@ export function formatDataPlan(plan: DataParallelPlan): string {
   if (plan.batch) {
     lines.push(`global batch ${plan.batch.globalBatch} = ${plan.replicas} x ${plan.batch.perReplica[0]} per replica`);
   }
+  lines.push(plan.feed === "driver" ? "data: the driver sends each replica its slice of every step" : "data: each worker loads the dataset and reads its own slices");
   lines.push("rank  replica  ring pos  holds       batch slice");
   for (const w of plan.workers) {
     const slice = plan.batch ? String(plan.batch.perReplica[w.replica]) : "-";
@@ -80,5 +109,10 @@ export function formatDataPlan(plan: DataParallelPlan): string {
   if (plan.worldSize > 1) {
     lines.push(`all-reduce: ring (reduce-scatter + all-gather); each rank sends ${kib(plan.allReduce.bytesSentPerRank)} per step`);
   }
+  const m = plan.memory;
+  const parts = [`parameters ${formatBytes(m.paramsBytes)}`, `gradients ${formatBytes(m.gradientBytes)}`];
+  if (m.optimizerBytes !== null) parts.push(`optimizer state ${formatBytes(m.optimizerBytes)}`);
+  if (m.activationBytes !== null) parts.push(`activations ${formatBytes(m.activationBytes)}`);
+  lines.push(`memory per replica (estimate): ${parts.join(", ")}`);
   return lines.join("\n");
 }

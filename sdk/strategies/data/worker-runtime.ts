@@ -5,6 +5,7 @@ import type { AllReduceStats } from "../../collectives/ring-allreduce";
 import { DataError } from "../../errors/errors";
 import type { MessageOf } from "../../protocol/messages";
 import type { Tensorlike } from "../../transport/channel";
+import { wallClock } from "../../util/clock";
 import { buildModel, compiledLoss, createOptimizer, readWeights } from "../../worker/model-io";
 import { makeUpdateRule } from "../../worker/update-rules";
 import type { UpdateRule } from "../../worker/update-rule";
@@ -29,6 +30,7 @@ export type AllReduceFn = (data: Float32Array) => Promise<{ data: Float32Array; 
 
 export interface StepResult {
   loss: number;
+  startedAt: number;
   computeMs: number;
   commMs: number;
   waitMs: number;
@@ -71,6 +73,7 @@ export class DataReplica {
 
   async step(weight: number, x: Tensorlike, y: Tensorlike, allReduce: AllReduceFn): Promise<StepResult> {
     const t0 = performance.now();
+    const startedAt = wallClock();
     const flat = new Float32Array(this.gradientLength);
     let loss = 0;
     if (x.shape[0]! > 0) loss = this.localGradient(x, y, weight, flat);
@@ -79,7 +82,7 @@ export class DataReplica {
     const t2 = performance.now();
     this.apply(reduced.data);
     const t3 = performance.now();
-    return { loss, computeMs: t1 - t0, commMs: reduced.stats.commMs, waitMs: reduced.stats.waitMs, applyMs: t3 - t2 };
+    return { loss, startedAt, computeMs: t1 - t0, commMs: reduced.stats.commMs, waitMs: reduced.stats.waitMs, applyMs: t3 - t2 };
   }
 
   /** Writes weight x grad(mean loss over the slice + regularizers) into `flat`; returns the slice's mean loss. */

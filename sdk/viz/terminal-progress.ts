@@ -1,4 +1,5 @@
 import { SingleBar } from "cli-progress";
+import type { FitWatch } from "../metrics/observer";
 import type { StepRecord } from "../spec/fit-options";
 
 /**
@@ -42,4 +43,10 @@ export class FitProgress {
   stop(): void {
     this.bar?.stop();
   }
+}
+
+/** The terminal's watch of a fit. */
+export function terminalWatch(totalSteps: number): FitWatch {
+  const p = new FitProgress(totalSteps);
+  return { step: p.update, end: () => p.stop() };
 }

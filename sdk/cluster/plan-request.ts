@@ -1,0 +1,20 @@
+import { z } from "zod";
+import { OptimizerSpecSchema, type OptimizerInput } from "../spec/optimizer";
+import { parseOrThrow } from "../spec/zod-problem";
+import type { PlanOptions } from "../strategies/data/planner";
+
+/** What a user may ask plan() for: the batch to split, the optimizer whose state to count. */
+export interface PlanRequest {
+  batchSize?: number;
+  optimizer?: OptimizerInput;
+}
+
+const Schema = z.strictObject({
+  batchSize: z.number().int().positive().optional(),
+  optimizer: z.preprocess((v) => (typeof v === "string" ? { name: v } : v), OptimizerSpecSchema).optional(),
+});
+
+export function planOptions(request: PlanRequest): PlanOptions {
+  const o = parseOrThrow(Schema, request, "plan options");
+  return { ...(o.batchSize !== undefined ? { batchSize: o.batchSize } : {}), ...(o.optimizer ? { optimizer: o.optimizer } : {}) };
+}

@@ -1,0 +1,192 @@
+import * as fs from "node:fs";
+import type { StepRecord } from "../spec/fit-options";
+import type { WorkerSnapshot } from "../spec/worker-snapshot";
+import type { DataParallelPlan } from "../strategies/data/planner";
+import { breakdownFigure } from "../viz/breakdown";
+import { figureBundle, planBundle } from "../viz/bundles";
+import { makeDisplayable, type MimeBundle } from "../viz/displayable";
+import type { Figure } from "../viz/figure";
+import { placementSvg } from "../viz/placement";
+import { plotlyPath, reportHtml } from "../viz/report";
+import { throughputFigure } from "../viz/throughput";
+import { timelineFigure } from "../viz/timeline";
+import { chromeTrace } from "../viz/trace";
+import { cost, type CostReport } from "../metrics/cost";
+import { stragglers, type StragglerSummary } from "../metrics/stragglers";
+import { defaultWarmup, median, throughput } from "../metrics/throughput";
+
+export interface WorkerSummary {
+  rank: number;
+  backend: string;
+  device: string;
+  /** Medians over the steps after warm-up, in ms. */
+  computeMs: number;
+  commMs: number;
+  waitMs: number;
+}
+
+export interface RunSummary {
+  steps: number;
+  epochs: number;
+  samples: number;
+  /** Wall time of the whole fit at the driver, including loading the model on the workers. */
+  wallMs: number;
+  warmupSteps: number;
+  /** Samples per second over the steps after warm-up. */
+  samplesPerSecond: number;
+  medianStepMs: number;
+  firstLoss: number;
+  finalLoss: number;
+  workers: WorkerSummary[];
+  stragglers: StragglerSummary;
+}
+
+/** A figure that draws itself when it is a notebook cell's value. */
+function shown(fig: Figure): Figure {
+  return makeDisplayable(fig, () => figureBundle(fig), () => fig.layout.title?.text ?? "figure");
+}
+
+/** What a strategy's runtime returns for one fit: plain data. */
+export interface RunRecord {
+  history: readonly StepRecord[];
+  plan: DataParallelPlan;
+  workers: readonly WorkerSnapshot[];
+  seed: number;
+  epochs: number;
+  wallMs: number;
+}
+
+/**
+ * The record of one fit (every step, the plan it ran, the workers it ran on) with the measures
+ * and pictures made from it. In a notebook it draws itself: summary, throughput, breakdown.
+ */
+export class TrainingRun {
+  readonly history: readonly StepRecord[];
+  readonly plan: DataParallelPlan;
+  readonly workers: readonly WorkerSnapshot[];
+  /** Seed of the shuffles (given, or the one chosen): fit again with it to repeat the run. */
+  readonly seed: number;
+  readonly epochs: number;
+  readonly wallMs: number;
+
+  constructor(record: RunRecord) {
+    this.history = record.history;
+    this.plan = record.plan;
+    this.workers = record.workers;
+    this.seed = record.seed;
+    this.epochs = record.epochs;
+    this.wallMs = record.wallMs;
+    makeDisplayable(this, () => this.bundles(), () => this.toString());
+  }
+
+  summary(): RunSummary {
+    const h = this.history;
+    const warm = defaultWarmup(h.length);
+    const window = h.slice(warm);
+    return {
+      steps: h.length,
+      epochs: this.epochs,
+      samples: h.reduce((a, s) => a + s.samples, 0),
+      wallMs: this.wallMs,
+      warmupSteps: warm,
+      samplesPerSecond: throughput(h, warm),
+      medianStepMs: median(window.map((s) => s.ms)),
+      firstLoss: h[0]?.loss ?? NaN,
+      finalLoss: h[h.length - 1]?.loss ?? NaN,
+      workers: this.workers.map((w) => {
+        const per = window.flatMap((s) => s.workers.filter((x) => x.rank === w.rank));
+        return {
+          rank: w.rank,
+          backend: w.info.backend,
+          device: w.info.device,
+          computeMs: median(per.map((p) => p.computeMs)),
+          commMs: median(per.map((p) => p.commMs)),
+          waitMs: median(per.map((p) => p.waitMs)),
+        };
+      }),
+      stragglers: stragglers(window.length > 0 ? window : h),
+    };
+  }
+
+  /** Samples per second of every step (a Plotly figure; draws itself in a notebook). */
+  throughput(): Figure {
+    return shown(throughputFigure(this.history));
+  }
+
+  /** Median compute, communication and waiting per step on each rank, stacked. */
+  breakdown(): Figure {
+    return shown(breakdownFigure(this.history));
+  }
+
+  /** When each rank computed, waited and communicated, for steps [from, to) (8 steps by default). */
+  timeline(options: { from?: number; to?: number } = {}): Figure {
+    return shown(timelineFigure(this.history, options));
+  }
+
+  /** Writes the timeline as Chrome trace-event JSON, which Perfetto and chrome://tracing open. */
+  saveTrace(path: string): void {
+    fs.writeFileSync(path, JSON.stringify(chromeTrace(this.history)));
+  }
+
+  /** Samples per dollar, given the hourly price of everything the run used. */
+  cost(options: { pricePerHour: number }): CostReport {
+    return cost(this.summary().samples, this.wallMs / 1000, options.pricePerHour);
+  }
+
+  /** Writes one standalone HTML page (plotly.js inlined once): placement, summary, figures. */
+  report(path: string): void {
+    const html = reportHtml(
+      `meshtrain run: ${this.plan.worldSize} worker(s), ${this.history.length} steps`,
+      [
+        { title: "Placement", html: placementSvg(this.plan) },
+        { title: "Summary", html: this.summaryHtml() },
+        { title: "Throughput", figure: throughputFigure(this.history) },
+        { title: "Step time per rank", figure: breakdownFigure(this.history) },
+        { title: "Timeline", figure: timelineFigure(this.history) },
+      ],
+      fs.readFileSync(plotlyPath(), "utf8"),
+    );
+    fs.writeFileSync(path, html);
+  }
+
+  /** The summary as an HTML table: what a notebook shows when a run is a cell's value. */
+  summaryHtml(): string {
+    const s = this.summary();
+    const rows = s.workers
+      .map((w) => `<tr><td>${w.rank}</td><td>${w.backend}</td><td>${w.device}</td><td>${w.computeMs.toFixed(1)}</td><td>${w.commMs.toFixed(1)}</td><td>${w.waitMs.toFixed(1)}</td><td>${s.stragglers.stepsLast[w.rank] ?? 0}</td></tr>`)
+      .join("");
+    const worst = s.stragglers.worst;
+    const held = worst ? `<p>Rank ${worst.rank} finished its computation last in ${worst.steps} of ${worst.of} steps (median lead ${s.stragglers.medianLeadMs.toFixed(1)} ms): the one the others waited for.</p>` : "";
+    return (
+      `<p><b>${s.steps} steps</b> over ${s.epochs} epoch(s), ${s.samples} samples in ${(s.wallMs / 1000).toFixed(1)} s on ${this.workers.length} worker(s). ` +
+      `Throughput <b>${s.samplesPerSecond.toFixed(0)} samples/s</b> after ${s.warmupSteps} warm-up steps; median step ${s.medianStepMs.toFixed(1)} ms; loss ${s.firstLoss.toFixed(4)} &#8594; ${s.finalLoss.toFixed(4)}.</p>` +
+      `<table><tr><th>rank</th><th>backend</th><th>device</th><th>compute ms</th><th>comm ms</th><th>wait ms</th><th>steps last</th></tr>${rows}</table>${held}`
+    );
+  }
+
+  private bundles(): MimeBundle[] {
+    return [{ "text/html": this.summaryHtml(), "text/plain": this.toString() }, figureBundle(throughputFigure(this.history)), figureBundle(breakdownFigure(this.history))];
+  }
+
+  /** The placement diagram of the plan this run used. */
+  placement(): MimeBundle {
+    return planBundle(this.plan);
+  }
+
+  toString(): string {
+    const s = this.summary();
+    const lines = [
+      `${s.steps} steps over ${s.epochs} epoch(s), ${s.samples} samples in ${(s.wallMs / 1000).toFixed(1)} s on ${this.workers.length} worker(s)`,
+      `throughput ${s.samplesPerSecond.toFixed(0)} samples/s (after ${s.warmupSteps} warm-up steps), median step ${s.medianStepMs.toFixed(1)} ms`,
+      `loss ${s.firstLoss.toFixed(4)} -> ${s.finalLoss.toFixed(4)}`,
+      "rank  backend  device  compute ms  comm ms  wait ms  (medians per step)",
+      ...s.workers.map(
+        (w) =>
+          `${String(w.rank).padEnd(6)}${w.backend.padEnd(9)}${w.device.padEnd(8)}${w.computeMs.toFixed(1).padStart(10)}${w.commMs.toFixed(1).padStart(9)}${w.waitMs.toFixed(1).padStart(9)}`,
+      ),
+    ];
+    const worst = s.stragglers.worst;
+    if (worst) lines.push(`rank ${worst.rank} finished computing last in ${worst.steps} of ${worst.of} steps (median lead ${s.stragglers.medianLeadMs.toFixed(1)} ms)`);
+    return lines.join("\n");
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * Figures as plain data in Plotly's JSON format (a typed subset): what Plotly renders where it
+ * can, and what svg-chart.ts draws as a static SVG everywhere else.
+ */
+export interface Trace {
+  type: "scatter" | "bar";
+  name?: string;
+  x: number[] | string[];
+  y: number[] | string[];
+  mode?: "lines" | "markers" | "lines+markers";
+  orientation?: "v" | "h";
+  /** Bars start here instead of at 0 (timelines). */
+  base?: number[];
+  line?: { color?: string; dash?: "solid" | "dash" | "dot"; width?: number };
+  marker?: { color?: string | string[] };
+  yaxis?: "y" | "y2";
+  showlegend?: boolean;
+  hovertemplate?: string;
+}
+
+export interface Axis {
+  title?: { text: string };
+  rangemode?: "tozero" | "normal";
+  overlaying?: "y";
+  side?: "left" | "right";
+  type?: "linear" | "category";
+  autorange?: boolean | "reversed";
+}
+
+export interface Layout {
+  title?: { text: string };
+  xaxis?: Axis;
+  yaxis?: Axis;
+  yaxis2?: Axis;
+  barmode?: "stack" | "group" | "overlay";
+  height?: number;
+  width?: number;
+  margin?: { l: number; r: number; t: number; b: number };
+  legend?: { orientation?: "h" | "v" };
+}
+
+export interface Figure {
+  data: Trace[];
+  layout: Layout;
+}
+
+/** One palette everywhere: compute, communication, waiting, and series. */
+export const COLORS = {
+  compute: "#4C78A8",
+  comm: "#F58518",
+  wait: "#BAB0AC",
+  apply: "#72B7B2",
+  ideal: "#9D9D9D",
+  series: ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#B279A2", "#FF9DA6", "#9D755D"],
+} as const;

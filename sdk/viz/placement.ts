@@ -1,0 +1,76 @@
+import { formatBytes } from "../plan/memory";
+import type { DataParallelPlan } from "../strategies/data/planner";
+import { COLORS } from "./figure";
+
+function esc(s: string): string {
+  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+const BOX_W = 150;
+const BOX_H = 196;
+const GAP = 40;
+const PER_ROW = 4;
+
+/**
+ * The placement diagram: one box per worker with what it holds (every layer, for data
+ * parallelism), its share of the batch, its memory (parameters, gradients and optimizer state;
+ * activations) as bars against the device's memory, and the all-reduce ring as arrows.
+ */
+export function placementSvg(plan: DataParallelPlan): string {
+  const n = plan.worldSize;
+  const cols = Math.min(n, PER_ROW);
+  const rows = Math.ceil(n / PER_ROW);
+  const width = Math.max(660, 30 + cols * (BOX_W + GAP));
+  const height = 70 + rows * (BOX_H + 56) + 30;
+  const out: string[] = [];
+  const pos = (i: number): [number, number] => [20 + (i % PER_ROW) * (BOX_W + GAP), 56 + Math.floor(i / PER_ROW) * (BOX_H + 56)];
+  out.push(`<text x="16" y="24" font-size="15" font-weight="bold">Data parallelism: ${n} worker(s), ${n} replica(s)</text>`);
+  out.push(`<text x="16" y="42" font-size="11" fill="#555">each holds all ${plan.model.layers.length} layers of "${esc(plan.model.name)}" (${plan.model.paramCount.toLocaleString("en-US")} parameters); gradients summed by ring all-reduce</text>`);
+  const m = plan.memory;
+  const state = m.paramsBytes + m.gradientBytes + (m.optimizerBytes ?? 0);
+  const act = m.activationBytes ?? 0;
+  plan.workers.forEach((w, i) => {
+    const [x, y] = pos(i);
+    const dev = plan.devices?.[w.rank];
+    const device = dev ? `${dev.backend} on ${dev.device}` : "device: known once launched";
+    const mem = dev && dev.memoryBytes > 0 ? dev.memoryBytes : null;
+    out.push(`<rect x="${x}" y="${y}" width="${BOX_W}" height="${BOX_H}" rx="8" fill="#F7F9FC" stroke="${COLORS.compute}" stroke-width="1.5"/>`);
+    out.push(`<text x="${x + 10}" y="${y + 20}" font-size="13" font-weight="bold">rank ${w.rank}</text>`);
+    out.push(`<text x="${x + BOX_W - 10}" y="${y + 20}" font-size="11" text-anchor="end" fill="#555">replica ${w.replica}</text>`);
+    out.push(`<text x="${x + 10}" y="${y + 36}" font-size="10" fill="#555">${esc(device)}</text>`);
+    const layers = plan.model.layers;
+    const shown = layers.slice(0, 5);
+    shown.forEach((l, j) => out.push(`<text x="${x + 10}" y="${y + 54 + j * 13}" font-size="10">${esc(`${l.className} ${l.outputShape.slice(1).join("x")}`)}</text>`));
+    if (layers.length > shown.length) out.push(`<text x="${x + 10}" y="${y + 54 + shown.length * 13}" font-size="10" fill="#555">... ${layers.length - shown.length} more</text>`);
+    if (plan.batch) out.push(`<text x="${x + 10}" y="${y + 132}" font-size="10">batch slice: ${plan.batch.perReplica[w.replica]} samples</text>`);
+    // Memory bars, against the device's memory when it is known (a sliver stays visible).
+    const barW = BOX_W - 20;
+    const frac = (b: number): number => (mem ? Math.max(b > 0 ? 0.02 : 0, Math.min(1, b / mem)) : b > 0 ? 0.5 : 0);
+    const by = y + 144;
+    out.push(`<rect x="${x + 10}" y="${by}" width="${barW}" height="10" fill="white" stroke="#999"/>`);
+    out.push(`<rect x="${x + 10}" y="${by}" width="${(barW * frac(state)).toFixed(1)}" height="10" fill="${COLORS.compute}"/>`);
+    out.push(`<rect x="${x + 10}" y="${by + 14}" width="${barW}" height="10" fill="white" stroke="#999"/>`);
+    out.push(`<rect x="${x + 10}" y="${by + 14}" width="${(barW * frac(act)).toFixed(1)}" height="10" fill="${COLORS.comm}"/>`);
+    out.push(`<text x="${x + 10}" y="${by + 38}" font-size="9" fill="#333">${esc(`${formatBytes(state)} state, ${m.activationBytes === null ? "activations ?" : `${formatBytes(act)} act.`}`)}</text>`);
+    out.push(`<text x="${x + 10}" y="${by + 49}" font-size="9" fill="#555">${esc(mem ? `of ${formatBytes(mem)} device memory` : "device memory not known")}</text>`);
+  });
+  // The ring: rank i sends to rank i+1, the last back to the first.
+  if (n > 1) {
+    out.push(`<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="${COLORS.comm}"/></marker></defs>`);
+    plan.ring.forEach((rank, i) => {
+      const next = plan.ring[(i + 1) % n]!;
+      const [ax, ay] = pos(plan.workers.findIndex((w) => w.rank === rank));
+      const [bx, by] = pos(plan.workers.findIndex((w) => w.rank === next));
+      const sameRow = ay === by && bx > ax;
+      const d = sameRow
+        ? `M${ax + BOX_W},${ay + BOX_H / 2} L${bx - 2},${by + BOX_H / 2}`
+        : `M${ax + BOX_W / 2},${ay + BOX_H} C${ax + BOX_W / 2},${ay + BOX_H + 40} ${bx + BOX_W / 2},${Math.max(ay, by) + BOX_H + 40} ${bx + BOX_W / 2},${by + BOX_H + 2}`;
+      out.push(`<path d="${d}" fill="none" stroke="${COLORS.comm}" stroke-width="2" marker-end="url(#arrow)"/>`);
+    });
+  }
+  const ly = height - 14;
+  out.push(`<rect x="16" y="${ly - 9}" width="10" height="10" fill="${COLORS.compute}"/><text x="30" y="${ly}" font-size="10">parameters, gradients, optimizer state</text>`);
+  out.push(`<rect x="230" y="${ly - 9}" width="10" height="10" fill="${COLORS.comm}"/><text x="244" y="${ly}" font-size="10">activations (estimate)</text>`);
+  if (n > 1) out.push(`<text x="380" y="${ly}" font-size="10" fill="${COLORS.comm}">&#8594; all-reduce ring (rank i sends to rank i+1)</text>`);
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif"><rect width="${width}" height="${height}" fill="white"/>${out.join("")}</svg>`;
+}

@@ -1,0 +1,66 @@
+import type { StepRecord } from "../spec/fit-options";
+import { COLORS, type Figure } from "./figure";
+
+export interface TimelineSpan {
+  rank: number;
+  step: number;
+  phase: "compute" | "waiting" | "communication" | "update";
+  /** ms since the fit started, on the driver's clock. */
+  startMs: number;
+  durationMs: number;
+}
+
+/** Each worker's steps as consecutive spans: forward and backward, waiting, communication, update. */
+export function timelineSpans(history: readonly StepRecord[]): TimelineSpan[] {
+  const spans: TimelineSpan[] = [];
+  for (const s of history) {
+    for (const w of s.workers) {
+      let t = w.startMs;
+      const fwdBwd = Math.max(0, w.computeMs - w.applyMs);
+      for (const [phase, d] of [["compute", fwdBwd], ["waiting", w.waitMs], ["communication", w.commMs], ["update", w.applyMs]] as const) {
+        if (d > 0) spans.push({ rank: w.rank, step: s.step, phase, startMs: t, durationMs: d });
+        t += d;
+      }
+    }
+  }
+  return spans;
+}
+
+const PHASE_COLOR: Record<TimelineSpan["phase"], string> = {
+  compute: COLORS.compute,
+  waiting: COLORS.wait,
+  communication: COLORS.comm,
+  update: COLORS.apply,
+};
+
+/** When each rank computed, waited and communicated, for steps [from, to). */
+export function timelineFigure(history: readonly StepRecord[], options: { from?: number; to?: number } = {}): Figure {
+  const from = options.from ?? 0;
+  const to = options.to ?? Math.min(history.length, from + 8);
+  const spans = timelineSpans(history.slice(from, to));
+  const phases = ["compute", "waiting", "communication", "update"] as const;
+  return {
+    data: phases.map((phase) => {
+      const mine = spans.filter((s) => s.phase === phase);
+      return {
+        type: "bar" as const,
+        orientation: "h" as const,
+        name: phase,
+        y: mine.map((s) => `rank ${s.rank}`),
+        x: mine.map((s) => s.durationMs),
+        base: mine.map((s) => s.startMs),
+        marker: { color: PHASE_COLOR[phase] },
+        hovertemplate: "%{base:.1f} ms + %{x:.1f} ms",
+      };
+    }),
+    layout: {
+      title: { text: `Timeline of steps ${from}-${to - 1}` },
+      barmode: "overlay",
+      xaxis: { title: { text: "ms since the fit started (driver clock)" } },
+      yaxis: { type: "category", autorange: "reversed" },
+      height: 170 + 36 * new Set(spans.map((s) => s.rank)).size,
+      margin: { l: 70, r: 20, t: 50, b: 70 },
+      legend: { orientation: "h" },
+    },
+  };
+}

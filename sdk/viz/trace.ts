@@ -1,0 +1,30 @@
+import type { StepRecord } from "../spec/fit-options";
+import { timelineSpans } from "./timeline";
+
+/** Chrome's trace-event format, which Perfetto (ui.perfetto.dev) and chrome://tracing open. */
+export interface ChromeTrace {
+  traceEvents: Array<{ name: string; cat: string; ph: "X" | "M"; ts: number; dur?: number; pid: number; tid: number; args?: Record<string, unknown> }>;
+  displayTimeUnit: "ms";
+}
+
+/** One process per rank, one complete event per phase of each step; times in microseconds. */
+export function chromeTrace(history: readonly StepRecord[]): ChromeTrace {
+  const spans = timelineSpans(history);
+  const ranks = [...new Set(spans.map((s) => s.rank))].sort((a, b) => a - b);
+  return {
+    displayTimeUnit: "ms",
+    traceEvents: [
+      ...ranks.map((rank) => ({ name: "process_name", cat: "__metadata", ph: "M" as const, ts: 0, pid: rank, tid: 0, args: { name: `rank ${rank}` } })),
+      ...spans.map((s) => ({
+        name: s.phase,
+        cat: "step",
+        ph: "X" as const,
+        ts: Math.round(s.startMs * 1000),
+        dur: Math.max(1, Math.round(s.durationMs * 1000)),
+        pid: s.rank,
+        tid: 0,
+        args: { step: s.step },
+      })),
+    ],
+  };
+}
