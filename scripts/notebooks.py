@@ -1,0 +1,89 @@
+"""Executes tutorial notebooks headless and exports them to HTML, for `npm run test:notebooks`.
+
+For each notebook: run every cell on the project's tslab kernel (kernelspec in jupyter/kernels)
+with a per-cell timeout; on failure print the failing cell's source and its real error (tslab
+writes it to the cell's stderr; nbclient alone only reports an empty error); save the executed
+notebook and its HTML export (template jupyter/nbconvert/templates/meshtrain, plotly.js inlined
+once) in the output directory. Exit status 1 if any notebook failed.
+
+usage: python3 scripts/notebooks.py --out DIR --plotly PATH [--timeout SECONDS] NOTEBOOK...
+"""
+import argparse
+import os
+import sys
+import time
+
+import nbclient
+import nbformat
+from nbclient.exceptions import CellExecutionError, CellTimeoutError
+from nbconvert import HTMLExporter
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KERNEL = "meshtrain-tslab"
+
+
+def failing_cell(nb):
+    """The last cell that produced an error or stderr output: where execution stopped."""
+    for index in range(len(nb.cells) - 1, -1, -1):
+        cell = nb.cells[index]
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error" or (out.get("output_type") == "stream" and out.get("name") == "stderr"):
+                return index, cell
+    return None, None
+
+
+def explain(nb, err):
+    index, cell = failing_cell(nb)
+    lines = []
+    if cell is not None:
+        lines.append(f"cell {index + 1} failed:")
+        lines.append("---- source ----")
+        lines.append(cell.source)
+        lines.append("---- error ----")
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream" and out.get("name") == "stderr":
+                lines.append(out.get("text", "").rstrip())
+            if out.get("output_type") == "error":
+                lines.append(f"{out.get('ename')}: {out.get('evalue')}")
+                lines.extend(out.get("traceback", []))
+    if isinstance(err, CellTimeoutError):
+        lines.append(f"timed out: {err}")
+    elif not lines:
+        lines.append(str(err))
+    return "\n".join(lines)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", required=True)
+    p.add_argument("--plotly", required=True)
+    p.add_argument("--timeout", type=int, default=600)
+    p.add_argument("notebooks", nargs="+")
+    a = p.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    with open(a.plotly, encoding="utf8") as f:
+        plotly_js = f.read()
+    exporter = HTMLExporter(template_name="meshtrain", extra_template_basedirs=[os.path.join(ROOT, "jupyter", "nbconvert", "templates")])
+    failed = 0
+    for path in a.notebooks:
+        name = os.path.splitext(os.path.basename(path))[0]
+        nb = nbformat.read(path, as_version=4)
+        client = nbclient.NotebookClient(
+            nb, timeout=a.timeout, kernel_name=KERNEL, resources={"metadata": {"path": os.path.dirname(os.path.abspath(path))}}
+        )
+        start = time.time()
+        try:
+            client.execute()
+            print(f"ok     {name} ({time.time() - start:.0f} s)", flush=True)
+        except (CellExecutionError, CellTimeoutError, RuntimeError) as err:
+            failed += 1
+            print(f"FAILED {name} ({time.time() - start:.0f} s)\n{explain(nb, err)}\n", flush=True)
+        nbformat.write(nb, os.path.join(a.out, f"{name}.ipynb"))
+        html, _ = exporter.from_notebook_node(nb, resources={"meshtrain_plotly_js": plotly_js})
+        with open(os.path.join(a.out, f"{name}.html"), "w", encoding="utf8") as f:
+            f.write(html)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
