@@ -22,18 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KERNEL = "meshtrain-tslab"
 
 
-def failing_cell(nb):
-    """The last cell that produced an error or stderr output: where execution stopped."""
-    for index in range(len(nb.cells) - 1, -1, -1):
-        cell = nb.cells[index]
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "error" or (out.get("output_type") == "stream" and out.get("name") == "stderr"):
-                return index, cell
-    return None, None
-
-
-def explain(nb, err):
-    index, cell = failing_cell(nb)
+def explain(index, cell, err):
     lines = []
     if cell is not None:
         lines.append(f"cell {index + 1} failed:")
@@ -72,12 +61,16 @@ def main():
             nb, timeout=a.timeout, kernel_name=KERNEL, resources={"metadata": {"path": os.path.dirname(os.path.abspath(path))}}
         )
         start = time.time()
+        # Cell by cell, so a failure is pinned to its cell.
+        index, cell = None, None
         try:
-            client.execute()
+            with client.setup_kernel():
+                for index, cell in enumerate(nb.cells):
+                    client.execute_cell(cell, index)
             print(f"ok     {name} ({time.time() - start:.0f} s)", flush=True)
         except (CellExecutionError, CellTimeoutError, RuntimeError) as err:
             failed += 1
-            print(f"FAILED {name} ({time.time() - start:.0f} s)\n{explain(nb, err)}\n", flush=True)
+            print(f"FAILED {name} ({time.time() - start:.0f} s)\n{explain(index, cell, err)}\n", flush=True)
         nbformat.write(nb, os.path.join(a.out, f"{name}.ipynb"))
         html, _ = exporter.from_notebook_node(nb, resources={"meshtrain_plotly_js": plotly_js})
         with open(os.path.join(a.out, f"{name}.html"), "w", encoding="utf8") as f:

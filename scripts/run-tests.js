@@ -7,7 +7,7 @@ const fs = require("node:fs");
 const path = require("node:path");
 
 const root = path.join(__dirname, "..");
-const suites = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ["unit", "integration"];
+const suites = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ["unit", "integration", "notebooks"];
 
 function files(dir) {
   const abs = path.join(root, "dist", "test", dir);
@@ -22,6 +22,7 @@ let failed = false;
 for (const suite of suites) {
   const list = files(suite);
   const concurrency = suite === "unit" ? "2" : "1";
+  // Notebooks run one long test each; node's default per-test timeout is infinite, ours are set in the tests.
   console.log(`\n== ${suite}: ${list.length} files ==`);
   const r = spawnSync(process.execPath, ["--test", "--test-reporter=spec", `--test-concurrency=${concurrency}`, ...list], { stdio: "inherit", cwd: root });
   if (r.status !== 0) failed = true;

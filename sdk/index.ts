@@ -7,13 +7,14 @@
  */
 export { cluster, ClusterBuilder } from "./cluster/builder";
 export { Cluster, type ClusterState } from "./cluster/cluster";
-export { datasets, Dataset, type Column, type MnistOptions, type SyntheticOptions } from "./data/index";
+export { datasets, Dataset, type Column, type DatasetSource, type LinearOptions, type MnistOptions, type SyntheticOptions } from "./data/index";
 export * from "./errors/errors";
 export { TrainingRun, type RunRecord, type RunSummary, type WorkerSummary } from "./cluster/training-run";
 export type { CostReport } from "./metrics/cost";
 export type { StragglerSummary } from "./metrics/stragglers";
 export type { Figure, Trace, Layout } from "./viz/figure";
-export { scalingFigure, type ScalingPoint } from "./viz/scaling";
+export { type ScalingPoint } from "./viz/scaling";
+export { scalingFigure, barFigure } from "./viz/public-figures";
 export { figureToSvg } from "./viz/svg-chart";
 export { DISPLAY, type MimeBundle } from "./viz/displayable";
 export { throughput, median, defaultWarmup } from "./metrics/throughput";

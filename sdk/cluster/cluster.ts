@@ -140,7 +140,7 @@ export class Cluster {
   private watch(o: ResolvedFitOptions, dataset: Dataset): FitWatch {
     const totalSteps = o.epochs * stepsPerEpoch(dataset.size, o.batchSize);
     const observer = installedFitObserver();
-    if (observer) return observer.start({ totalSteps, workers: this.size, strategy: this.spec.strategy.name });
+    if (o.progress !== false && observer) return observer.start({ totalSteps, workers: this.size, strategy: this.spec.strategy.name });
     if (o.progress ?? Boolean(process.stderr.isTTY)) return terminalWatch(totalSteps);
     return { step: () => undefined, end: () => undefined };
   }

@@ -4,7 +4,7 @@ import type { WorkerSnapshot } from "../spec/worker-snapshot";
 import type { DataParallelPlan } from "../strategies/data/planner";
 import { breakdownFigure } from "../viz/breakdown";
 import { figureBundle, planBundle } from "../viz/bundles";
-import { makeDisplayable, type MimeBundle } from "../viz/displayable";
+import { displayableFigure, makeDisplayable, type MimeBundle } from "../viz/displayable";
 import type { Figure } from "../viz/figure";
 import { placementSvg } from "../viz/placement";
 import { plotlyPath, reportHtml } from "../viz/report";
@@ -41,9 +41,8 @@ export interface RunSummary {
   stragglers: StragglerSummary;
 }
 
-/** A figure that draws itself when it is a notebook cell's value. */
 function shown(fig: Figure): Figure {
-  return makeDisplayable(fig, () => figureBundle(fig), () => fig.layout.title?.text ?? "figure");
+  return displayableFigure(fig, figureBundle);
 }
 
 /** What a strategy's runtime returns for one fit: plain data. */

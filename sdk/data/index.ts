@@ -1,18 +1,25 @@
 import { fromTensors } from "./from-tensors";
+import { linear } from "./linear";
 import { mnist } from "./mnist";
 import { synthetic } from "./synthetic";
 
 export { Dataset, type Column } from "./dataset";
 export type { DatasetSource } from "./source";
 export type { MnistOptions } from "./mnist";
+export type { LinearOptions } from "./linear";
 export type { SyntheticOptions } from "./synthetic";
 
 /** Where training data comes from. Every dataset lives in the driver's memory as flat typed arrays. */
-export const datasets = Object.freeze({ fromTensors, mnist, synthetic });
+export const datasets = Object.freeze({ fromTensors, mnist, synthetic, linear });
 
 /** Rebuilds a dataset from its source, identically in any process. */
 export function loadSource(source: import("./source").DatasetSource): import("./dataset").Dataset {
-  return source.kind === "mnist"
-    ? mnist({ split: source.split, ...(source.limit !== undefined ? { limit: source.limit } : {}) })
-    : synthetic({ inputShape: source.inputShape, classes: source.classes, size: source.size, seed: source.seed });
+  switch (source.kind) {
+    case "mnist":
+      return mnist({ split: source.split, ...(source.limit !== undefined ? { limit: source.limit } : {}) });
+    case "synthetic":
+      return synthetic({ inputShape: source.inputShape, classes: source.classes, size: source.size, seed: source.seed });
+    case "linear":
+      return linear({ size: source.size, slope: source.slope, intercept: source.intercept, noise: source.noise, seed: source.seed });
+  }
 }

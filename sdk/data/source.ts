@@ -13,5 +13,13 @@ export const DatasetSourceSchema = z.discriminatedUnion("kind", [
     size: z.number().int().positive().max(100_000_000),
     seed: z.number().int(),
   }),
+  z.strictObject({
+    kind: z.literal("linear"),
+    size: z.number().int().positive().max(100_000_000),
+    slope: z.number().finite(),
+    intercept: z.number().finite(),
+    noise: z.number().nonnegative(),
+    seed: z.number().int(),
+  }),
 ]);
 export type DatasetSource = z.infer<typeof DatasetSourceSchema>;

@@ -54,8 +54,9 @@ export interface FitOptions {
   /** Called after every step with its record. */
   onStep?: (record: StepRecord) => void;
   /**
-   * A progress bar (loss, samples/s) on stderr; lines every 25 steps when stderr is not a
-   * terminal. Default: on when stderr is a terminal and no notebook integration is loaded.
+   * Live feedback while training: in a notebook (with meshtrain/notebook loaded) a throughput
+   * plot updated in place; elsewhere a progress bar with loss and samples/s on stderr (a line
+   * every 25 steps when stderr is not a terminal). Default: on in a notebook and on a terminal.
    */
   progress?: boolean;
 }

@@ -49,3 +49,8 @@ export function makeDisplayable<T extends object>(obj: T, bundles: () => MimeBun
   });
   return obj;
 }
+
+/** A figure that draws itself when it is a notebook cell's value (Plotly + static SVG fallback). */
+export function displayableFigure<F extends { layout: { title?: { text: string } } }>(fig: F, bundle: (f: F) => MimeBundle): F {
+  return makeDisplayable(fig, () => bundle(fig), () => fig.layout.title?.text ?? "figure");
+}

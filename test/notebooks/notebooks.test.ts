@@ -1,0 +1,71 @@
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { before, test } from "node:test";
+import { chromium, type Browser } from "playwright-core";
+import { inkCoverage } from "../helpers/png";
+import { chromiumPath, ensureDebianPackages, jupyterReady, PYTHON } from "../helpers/system-deps";
+
+/**
+ * Every tutorial notebook, executed headless on the project's tslab kernel (a failing cell is
+ * reported with its real error), exported to HTML with meshtrain's template, and the quickstart
+ * opened in headless Chromium to check that its placement diagram and a plot are really drawn.
+ */
+
+const ROOT = path.join(__dirname, "..", "..", "..");
+const NOTEBOOKS = path.join(ROOT, "notebooks");
+const OUT = path.join(NOTEBOOKS, "out");
+
+before(() => {
+  ensureDebianPackages("Jupyter (nbclient, nbconvert)", ["jupyter-client", "jupyter-nbconvert", "python3-nbclient", "python3-ipykernel"], jupyterReady);
+  ensureDebianPackages("Chromium", ["chromium"], () => chromiumPath() !== null);
+});
+
+test("every notebook runs top to bottom and exports to HTML", { timeout: 30 * 60_000 }, () => {
+  const notebooks = fs.readdirSync(NOTEBOOKS).filter((f) => /^\d\d-.*\.ipynb$/.test(f)).sort();
+  assert.ok(notebooks.length >= 4, `found ${notebooks.join(", ")}`);
+  const r = spawnSync(
+    PYTHON,
+    [path.join(ROOT, "scripts", "notebooks.py"), "--out", OUT, "--plotly", require.resolve("plotly.js-dist-min/plotly.min.js"), "--timeout", "600", ...notebooks.map((n) => path.join(NOTEBOOKS, n))],
+    { encoding: "utf8", env: { ...process.env, JUPYTER_PATH: path.join(ROOT, "jupyter") }, timeout: 29 * 60_000 },
+  );
+  process.stdout.write(r.stdout);
+  assert.equal(r.status, 0, `notebooks failed:\n${r.stdout}\n${r.stderr}`);
+  for (const n of notebooks) {
+    const executed = JSON.parse(fs.readFileSync(path.join(OUT, n), "utf8")) as { cells: Array<{ cell_type: string; outputs?: Array<{ output_type: string; name?: string }> }> };
+    const code = executed.cells.filter((c) => c.cell_type === "code");
+    assert.ok(code.every((c) => !(c.outputs ?? []).some((o) => o.output_type === "error")), `${n} has an error output`);
+    assert.ok(fs.statSync(path.join(OUT, n.replace(/\.ipynb$/, ".html"))).size > 100_000, `${n} was exported`);
+  }
+});
+
+test("the exported quickstart draws its placement diagram and its plots", { timeout: 120_000 }, async () => {
+  const html = path.join(OUT, "00-quickstart.html");
+  assert.ok(fs.existsSync(html), "run the previous test first");
+  let browser: Browser | undefined;
+  try {
+    browser = await chromium.launch({
+      executablePath: chromiumPath()!,
+      args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"],
+    });
+    const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+    await page.goto(`file://${html}`);
+    await page.waitForSelector(".js-plotly-plot .main-svg", { timeout: 30_000 });
+    await page.screenshot({ path: path.join(OUT, "00-quickstart.png"), fullPage: true });
+
+    const diagram = page.locator('[data-mime-type="image/svg+xml"] svg').first();
+    assert.ok((await diagram.locator("rect").count()) >= 8, "the placement diagram has its boxes and bars");
+    assert.ok((await diagram.locator("path").count()) >= 2, "the placement diagram has its ring arrows");
+    const d = inkCoverage(await diagram.screenshot());
+    assert.ok(d.ink > 0.05 && d.colours > 4, `the placement diagram is drawn (ink ${d.ink.toFixed(3)}, ${d.colours} colours)`);
+
+    const plot = page.locator(".js-plotly-plot").first();
+    const lines = await plot.locator(".scatterlayer .trace path").evaluateAll((els) => els.map((e) => e.getAttribute("d") ?? "").filter((s) => s.length > 20).length);
+    assert.ok(lines > 0, "the throughput plot has drawn lines");
+    const p = inkCoverage(await plot.screenshot());
+    assert.ok(p.ink > 0.01 && p.colours > 3, `the throughput plot is drawn (ink ${p.ink.toFixed(3)}, ${p.colours} colours)`);
+  } finally {
+    await browser?.close();
+  }
+});

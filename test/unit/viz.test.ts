@@ -1,0 +1,131 @@
+import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { test } from "node:test";
+import * as tf from "@tensorflow/tfjs";
+import { cluster } from "../../sdk/cluster/builder";
+import { TrainingRun } from "../../sdk/cluster/training-run";
+import { cost } from "../../sdk/metrics/cost";
+import { stragglers } from "../../sdk/metrics/stragglers";
+import { activationElementsPerSample, estimateReplicaMemory } from "../../sdk/plan/memory";
+import { summarizeModel } from "../../sdk/plan/model-summary";
+import type { StepRecord } from "../../sdk/spec/fit-options";
+import { breakdownFigure } from "../../sdk/viz/breakdown";
+import { DISPLAY, NOTEBOOK_HOOK, type MimeBundle } from "../../sdk/viz/displayable";
+import { placementSvg } from "../../sdk/viz/placement";
+import { scalingFigure } from "../../sdk/viz/scaling";
+import { figureToSvg, niceTicks } from "../../sdk/viz/svg-chart";
+import { throughputFigure } from "../../sdk/viz/throughput";
+import { timelineFigure, timelineSpans } from "../../sdk/viz/timeline";
+import { chromeTrace } from "../../sdk/viz/trace";
+
+/** Three steps on two ranks; rank 1 computes longer, so it is the straggler and rank 0 waits. */
+function history(): StepRecord[] {
+  return [0, 1, 2].map((step) => ({
+    step,
+    epoch: 0,
+    loss: 1 / (step + 1),
+    samples: 64,
+    ms: 20,
+    endMs: 20 * (step + 1),
+    straggler: 1,
+    workers: [
+      { rank: 0, computeMs: 12, commMs: 2, waitMs: 5, applyMs: 1, startMs: 20 * step },
+      { rank: 1, computeMs: 17, commMs: 2, waitMs: 0, applyMs: 1, startMs: 20 * step },
+    ],
+  }));
+}
+
+function mlp(): tf.LayersModel {
+  return tf.sequential({ layers: [tf.layers.dense({ units: 8, inputShape: [4], activation: "relu" }), tf.layers.dense({ units: 3 })] });
+}
+
+test("throughput, breakdown and timeline figures hold the numbers of the records", () => {
+  const h = history();
+  const t = throughputFigure(h);
+  assert.deepEqual(t.data[0]!.y, [3200, 3200, 3200]);
+  const b = breakdownFigure(h);
+  assert.deepEqual(b.data.map((d) => d.name), ["compute", "communication", "waiting"]);
+  assert.deepEqual(b.data[0]!.y, [12, 17]);
+  assert.deepEqual(b.data[2]!.y, [5, 0]);
+  const spans = timelineSpans(h);
+  const r0 = spans.filter((s) => s.rank === 0 && s.step === 1);
+  assert.deepEqual(r0.map((s) => [s.phase, s.startMs, s.durationMs]), [["compute", 20, 11], ["waiting", 31, 5], ["communication", 36, 2], ["update", 38, 1]]);
+  const tl = timelineFigure(h, { from: 0, to: 2 });
+  assert.equal(tl.data.length, 4);
+  assert.equal(tl.data[0]!.orientation, "h");
+});
+
+test("every figure draws as a static SVG with its shapes and labels", () => {
+  const h = history();
+  for (const fig of [throughputFigure(h), breakdownFigure(h), timelineFigure(h), scalingFigure({ meshtrain: [{ workers: 1, samplesPerSecond: 100 }, { workers: 2, samplesPerSecond: 180 }] })]) {
+    const svg = figureToSvg(fig);
+    assert.match(svg, /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+    assert.ok((svg.match(/<(rect|polyline|circle)/g) ?? []).length > 5, fig.layout.title?.text);
+    assert.ok(svg.includes(fig.layout.title!.text.replace(/&/g, "&amp;")), "title drawn");
+  }
+  assert.deepEqual(niceTicks(0, 10), [0, 2, 4, 6, 8, 10]);
+});
+
+test("the placement diagram has a box per worker, its layers, memory bars and the ring", () => {
+  const plan = cluster().workers(3).plan(mlp(), { batchSize: 96, optimizer: "adam" });
+  const svg = placementSvg(plan);
+  assert.equal((svg.match(/>rank \d</g) ?? []).length, 3);
+  assert.equal((svg.match(/marker-end="url\(#arrow\)"/g) ?? []).length, 3, "ring arrows 0->1->2->0");
+  assert.match(svg, /batch slice: 32 samples/);
+  assert.match(svg, /Dense 8/);
+  assert.match(String(plan), /memory per replica \(estimate\): parameters 0\.2 KiB|memory per replica \(estimate\): parameters \d+ B/);
+});
+
+test("memory estimate counts parameters, gradients, optimizer slots and activations", () => {
+  const m = summarizeModel(mlp());
+  assert.equal(activationElementsPerSample(m), 8 + 3);
+  const e = estimateReplicaMemory(m, { batchSize: 10, optimizer: { name: "adam", learningRate: 0.001, beta1: 0.9, beta2: 0.999 } });
+  assert.deepEqual(e, { paramsBytes: 67 * 4, gradientBytes: 67 * 4, optimizerBytes: 67 * 4 * 2, activationBytes: 11 * 4 * 10 });
+  assert.equal(estimateReplicaMemory(m, {}).activationBytes, null);
+});
+
+test("stragglers, cost and the Chrome trace", () => {
+  const s = stragglers(history());
+  assert.deepEqual(s.stepsLast, { 1: 3 });
+  assert.deepEqual(s.worst, { rank: 1, steps: 3, of: 3 });
+  assert.equal(s.medianLeadMs, 5);
+  const c = cost(7200, 3600, 0.5);
+  assert.equal(c.dollars, 0.5);
+  assert.equal(c.samplesPerDollar, 14400);
+  assert.throws(() => cost(1, 1, 0), /pricePerHour 0 must be a positive number/);
+  const trace = chromeTrace(history());
+  const events = trace.traceEvents.filter((e) => e.ph === "X");
+  assert.equal(events.length, 3 * (4 + 3), "rank 1 never waits: no waiting span");
+  assert.ok(events.every((e) => Number.isInteger(e.ts) && e.dur! >= 1));
+  assert.deepEqual(trace.traceEvents.filter((e) => e.ph === "M").map((e) => e.args?.name), ["rank 0", "rank 1"]);
+});
+
+test("a run prints as text, draws through the notebook hook, and writes a standalone report", () => {
+  const plan = cluster().workers(2).plan(mlp(), { batchSize: 64 });
+  const info = { pid: 1, hostname: "h", version: "v", node: "v20", backend: "native", device: "cpu", memoryBytes: 2 ** 30, cpus: 2, notes: [] };
+  const run = new TrainingRun({ history: history(), plan, workers: [0, 1].map((rank) => ({ rank, address: "ws://x", local: true, info })), seed: 1, epochs: 1, wallMs: 100 });
+  const inspect = Symbol.for("nodejs.util.inspect.custom");
+  const asText = (run as unknown as Record<symbol, () => string>)[inspect]!();
+  assert.match(asText, /3 steps over 1 epoch/);
+  assert.match(asText, /rank 1 finished computing last in 3 of 3 steps/);
+  const shown: MimeBundle[] = [];
+  (globalThis as Record<symbol, unknown>)[NOTEBOOK_HOOK] = { display: (b: MimeBundle) => shown.push(b) };
+  try {
+    assert.equal((run as unknown as Record<symbol, () => string>)[inspect]!(), "");
+    assert.equal(shown.length, 3);
+    assert.ok("application/vnd.plotly.v1+json" in shown[1]! && "text/html" in shown[1]!);
+    assert.equal((run.throughput() as unknown as Record<symbol, () => MimeBundle[]>)[DISPLAY]!().length, 1);
+  } finally {
+    delete (globalThis as Record<symbol, unknown>)[NOTEBOOK_HOOK];
+  }
+  assert.deepEqual(JSON.parse(JSON.stringify(run.throughput())).layout.title, { text: "Throughput per step" });
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "meshtrain-")), "run.html");
+  run.report(file);
+  const html = fs.readFileSync(file, "utf8");
+  assert.equal((html.match(/Plotly\.newPlot\(el/g) ?? []).length, 1, "one render loop");
+  assert.equal((html.match(/id="figure-\d+-data"/g) ?? []).length, 3);
+  assert.ok(html.length > 3_000_000, "plotly.js is inlined");
+  assert.equal(html.split("plotly.js v").length - 1 >= 1, true);
+});
