@@ -29,7 +29,7 @@ test("the spec is frozen all the way down and has the documented defaults", () =
   assert.ok(Object.isFrozen(spec) && Object.isFrozen(spec.workers) && Object.isFrozen(spec.heartbeat));
   assert.deepEqual(spec.heartbeat, { intervalMs: 1000, timeoutMs: 10000 });
   assert.equal(spec.backend, "auto");
-  assert.deepEqual(spec.strategy, { name: "data" });
+  assert.deepEqual(spec.strategy, { name: "data", feed: "driver" });
   assert.throws(() => {
     (spec.heartbeat as { intervalMs: number }).intervalMs = 5;
   }, TypeError);
@@ -88,4 +88,10 @@ test("fit options take defaults and refuse nonsense", () => {
   assert.throws(() => resolveFitOptions({ optimizer: { name: "sgd", learningRate: -1 } }), configError(/learningRate/));
   assert.throws(() => resolveFitOptions({ loss: "mse" as never }), configError(/loss/));
   assert.throws(() => resolveFitOptions({ onStep: 5 as never }), configError(/onStep: must be a function/));
+});
+
+test("strategy options are checked: feed is driver or workers", () => {
+  assert.equal(cluster().workers(2).strategy("data", { feed: "workers" }).spec().strategy.feed, "workers");
+  assert.throws(() => cluster().strategy("data", { feed: "carrier-pigeon" as never }), configError(/feed/));
+  assert.throws(() => cluster().strategy("data", { stages: 2 } as never), configError(/stages/));
 });
