@@ -1,5 +1,6 @@
 import * as tf from "@tensorflow/tfjs";
 import { MathBackendCPU } from "@tensorflow/tfjs-backend-cpu";
+import { convInfo, poolInfo } from "../geometry";
 
 /**
  * meshtrain's kernels for the wasm backend, the fallback where the native kernels cannot be
@@ -68,10 +69,7 @@ const conv2dBackpropFilter: tf.KernelConfig = {
     const { inputs, backend, attrs } = params as unknown as Args;
     const { x, dy } = inputs as { x: tf.TensorInfo; dy: tf.TensorInfo };
     const filterShape = attrs.filterShape as [number, number, number, number];
-    const c = tf.backend_util.computeConv2DInfo(
-      x.shape as [number, number, number, number], filterShape, attrs.strides as number | [number, number], 1,
-      attrs.pad as "same" | "valid" | number, attrs.dimRoundingMode as "floor" | "round" | "ceil" | undefined,
-    );
+    const c = convInfo(x.shape, filterShape, { ...attrs, dilations: 1 });
     const [kh, kw] = filterShape;
     const xT = call("Transpose", { inputs: { x }, backend, attrs: { perm: [3, 1, 2, 0] } });
     const dyT = call("Transpose", { inputs: { x: dy }, backend, attrs: { perm: [1, 2, 0, 3] } });
@@ -101,10 +99,7 @@ function conv2dBackpropInput(): tf.KernelConfig {
       const { inputs, backend, attrs } = params as unknown as Args;
       const { dy, filter } = inputs as { dy: tf.TensorInfo; filter: tf.TensorInfo };
       const inputShape = attrs.inputShape as [number, number, number, number];
-      const c = tf.backend_util.computeConv2DInfo(
-        inputShape, filter.shape as [number, number, number, number], attrs.strides as number | [number, number], 1,
-        attrs.pad as "same" | "valid" | number, attrs.dimRoundingMode as "floor" | "round" | "ceil" | undefined,
-      );
+      const c = convInfo(inputShape, filter.shape, { ...attrs, dilations: 1 });
       const p = c.padInfo;
       const [kh, kw] = [c.filterHeight, c.filterWidth];
       const pads = [kh - 1 - p.top, kh - 1 - p.bottom, kw - 1 - p.left, kw - 1 - p.right];
@@ -129,10 +124,7 @@ const maxPoolGrad: tf.KernelConfig = {
   kernelFunc: (params) => {
     const { inputs, backend, attrs } = params as unknown as Args;
     const { dy, input } = inputs as { dy: tf.TensorInfo; input: tf.TensorInfo };
-    const c = tf.backend_util.computePool2DInfo(
-      input.shape as [number, number, number, number], attrs.filterSize as number | [number, number], attrs.strides as number | [number, number], 1,
-      attrs.pad as "same" | "valid" | number, attrs.dimRoundingMode as "floor" | "round" | "ceil" | undefined,
-    );
+    const c = poolInfo(input.shape, attrs);
     const x = backend.readSync(input.dataId) as Float32Array;
     const d = backend.readSync(dy.dataId) as Float32Array;
     const dx = new Float32Array(x.length);

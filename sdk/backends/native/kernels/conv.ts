@@ -1,9 +1,9 @@
 import * as tf from "@tensorflow/tfjs";
+import { convInfo } from "../../geometry";
 import { ACTIVATION, allFloat32, kernel, type Attrs } from "./common";
 import type { NativeBackend } from "../backend";
 
 type Info = tf.backend_util.Conv2DInfo;
-type Shape4 = [number, number, number, number];
 
 /** The geometry the C kernels take: see P_* in native/src/kernels.h. */
 export function convParams(c: Info): Int32Array {
@@ -16,18 +16,6 @@ export function convParams(c: Info): Int32Array {
 
 function channelsLast(attrs: Attrs): boolean {
   return attrs.dataFormat === undefined || attrs.dataFormat === "NHWC" || attrs.dataFormat === "channelsLast";
-}
-
-function convInfo(inShape: readonly number[], filterShape: readonly number[], attrs: Attrs, depthwise = false): Info {
-  return tf.backend_util.computeConv2DInfo(
-    [...inShape] as Shape4,
-    [...filterShape] as Shape4,
-    attrs.strides as number | [number, number],
-    (attrs.dilations as number | [number, number] | undefined) ?? 1,
-    attrs.pad as "same" | "valid" | number,
-    attrs.dimRoundingMode as "floor" | "round" | "ceil" | undefined,
-    depthwise,
-  );
 }
 
 /** Enough column buffer for several images, so each GEMM is large, but bounded (16 MiB). */

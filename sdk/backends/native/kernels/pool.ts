@@ -1,19 +1,7 @@
 import * as tf from "@tensorflow/tfjs";
-import { allFloat32, kernel, type Attrs } from "./common";
+import { poolInfo } from "../../geometry";
+import { allFloat32, kernel } from "./common";
 import { convParams } from "./conv";
-
-type Shape4 = [number, number, number, number];
-
-function poolInfo(shape: readonly number[], attrs: Attrs): tf.backend_util.Conv2DInfo {
-  return tf.backend_util.computePool2DInfo(
-    [...shape] as Shape4,
-    attrs.filterSize as number | [number, number],
-    attrs.strides as number | [number, number],
-    1,
-    attrs.pad as "same" | "valid" | number,
-    attrs.dimRoundingMode as "floor" | "round" | "ceil" | undefined,
-  );
-}
 
 export const poolKernels: tf.KernelConfig[] = [
   kernel("MaxPool", ({ inputs, backend, attrs }) => {
