@@ -41,7 +41,7 @@ async function main(): Promise<void> {
     });
   });
   const fromPrev = await dialWithRetry(`ws://127.0.0.1:${basePort + prev}`);
-  await offerHandshake(fromPrev, { token, timeoutMs: 10_000, role: "peer", peer: { session: "bench", rank }, who: `rank ${prev}` });
+  await offerHandshake(fromPrev, { token, timeoutMs: 10_000, role: "peer", peer: { session: "bench", rank, link: "ring" }, who: `rank ${prev}` });
   const toNext = await fromNext;
   const { ring, close } = ringOverLinks({
     fromPrev,

@@ -12,6 +12,7 @@ import { terminalWatch } from "../viz/terminal-progress";
 import type { WorkerSnapshot } from "../spec/worker-snapshot";
 import { FitAborted, type FitContext } from "../strategies/data/driver-runtime";
 import { STRATEGIES, type Plan } from "../strategies/registry";
+import { wiringKey, type Wiring } from "../strategies/wiring";
 import { CLOSE } from "../transport/link";
 import { startWorkers } from "./launch";
 import { planOptions, type PlanRequest } from "./plan-request";
@@ -31,6 +32,8 @@ export class Cluster {
   private step: number | undefined;
   private stopping: Promise<void> | undefined;
   private notes_: string[] = [];
+  /** How the workers are connected now (wiringKey), to reconnect only when a fit needs otherwise. */
+  private wired: string | null = null;
 
   private constructor(readonly spec: ClusterSpec) {
     makeDisplayable(this, () => ({ "text/html": this.workersHtml(), "text/plain": this.toString() }), () => this.toString());
@@ -85,6 +88,7 @@ export class Cluster {
     const ctx: FitContext = {
       spec: this.spec,
       workers: this.handles,
+      connect: (w) => this.connect(w),
       guard: (p) => this.guard(p),
       lossWithin: (ms) => this.lossWithin(ms),
       setStep: (s) => {
@@ -134,6 +138,37 @@ export class Cluster {
       lines.push(`  rank ${w.rank}  ${w.address}  ${w.info.backend} on ${w.info.device}  pid ${w.info.pid}${w.local ? " (local)" : ""}`);
     }
     return lines.join("\n");
+  }
+
+  /** Sends every worker its links (all-reduce group, pipeline neighbours) and waits until all are up. */
+  private async connect(wiring: Wiring): Promise<void> {
+    const key = wiringKey(wiring);
+    if (this.wired === key) return;
+    this.wired = null;
+    const addresses = this.handles.map((h) => h.address);
+    const timeoutMs = this.spec.timeouts.connectMs;
+    await this.guard(
+      Promise.all(
+        this.handles.map((h) =>
+          h.channel.request(
+            {
+              type: "configure",
+              rank: h.rank,
+              worldSize: this.handles.length,
+              ring: wiring.groups.find((g) => g.includes(h.rank)) ?? [h.rank],
+              pipe: wiring.pipe[h.rank] ?? { prev: null, next: null },
+              addresses,
+              chunkElements: this.spec.chunkElements,
+              connectTimeoutMs: timeoutMs,
+              stepTimeoutMs: this.spec.timeouts.stepMs,
+            },
+            "configured",
+            { timeoutMs: timeoutMs + 1000, waitingFor: "its links to the other workers" },
+          ),
+        ),
+      ),
+    );
+    this.wired = key;
   }
 
   /** The notebook's live plot when it is loaded, else a terminal progress bar, else nothing. */

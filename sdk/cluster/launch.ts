@@ -85,6 +85,7 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
             backend,
             // Local workers share this machine's cores; a remote one may use all of its own.
             threads: spec.workers.kind === "local" ? Math.max(1, Math.floor(os.availableParallelism() / handles.length)) : 0,
+            ...(spec.memoryCapBytes !== undefined ? { memoryCapBytes: spec.memoryCapBytes } : {}),
             heartbeatIntervalMs: spec.heartbeat.intervalMs,
             heartbeatTimeoutMs: spec.heartbeat.timeoutMs,
           },
@@ -102,25 +103,13 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
     });
     for (const j of joined) for (const note of j.msg.info.notes) if (!notes.includes(note)) notes.push(note);
 
-    const ring = handles.map((h) => h.rank);
-    await Promise.all(
-      handles.map((h) =>
-        h.channel.request(
-          {
-            type: "configure",
-            rank: h.rank,
-            worldSize: handles.length,
-            ring,
-            addresses: urls,
-            chunkElements: spec.chunkElements,
-            connectTimeoutMs: spec.timeouts.connectMs,
-            stepTimeoutMs: spec.timeouts.stepMs,
-          },
-          "configured",
-          { timeoutMs: spec.timeouts.connectMs + 1000, waitingFor: "its ring links" },
-        ),
-      ),
-    );
+    // The driver's link to each worker, measured once: the planner predicts with it.
+    const probe = { data: new Float32Array(256 * 1024), shape: [256 * 1024] };
+    for (const h of handles) {
+      const t0 = performance.now();
+      await h.channel.request({ type: "probe" }, "probed", { timeoutMs: spec.timeouts.connectMs, waitingFor: "a link probe", attachments: [probe] });
+      h.linkBytesPerSecond = probe.data.byteLength / Math.max(1e-4, (performance.now() - t0) / 1000);
+    }
     for (const h of handles) h.startHeartbeat(spec.heartbeat.intervalMs, spec.heartbeat.timeoutMs);
     return { handles, session, notes };
   } catch (err) {

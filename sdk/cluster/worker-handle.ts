@@ -30,6 +30,8 @@ export class WorkerHandle {
   info: WorkerInfo | undefined;
   /** Worker clock minus driver clock, in ms, estimated when it joined. */
   clockOffsetMs = 0;
+  /** The driver's link to this worker, measured at launch (1 MiB one way). */
+  linkBytesPerSecond = 0;
   lost: MeshtrainError | undefined;
   private expectedClose = false;
 

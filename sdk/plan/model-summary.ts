@@ -1,11 +1,16 @@
 import type * as tf from "@tensorflow/tfjs";
+import { forwardFlops } from "./flops";
 
 export interface LayerSummary {
   name: string;
   className: string;
   params: number;
   trainableParams: number;
+  /** Shapes with the batch dimension first (null). */
+  inputShape: Array<number | null>;
   outputShape: Array<number | null>;
+  /** Forward floating-point operations per sample (estimate; see flops.ts). */
+  flopsPerSample: number;
 }
 
 /** What planning needs to know of a model: read from it, never changing it. */
@@ -25,6 +30,7 @@ function firstShape(shape: tf.Shape | tf.Shape[]): Array<number | null> {
 }
 
 export function summarizeModel(model: tf.LayersModel): ModelSummary {
+  let previous: Array<number | null> = [...(model.inputs[0]?.shape ?? [])];
   const layers = model.layers.map((l) => {
     const trainable = l.trainableWeights.reduce((n, w) => n + w.shape.reduce<number>((a, d) => a * (d ?? 1), 1), 0);
     let out: Array<number | null> = [];
@@ -33,7 +39,18 @@ export function summarizeModel(model: tf.LayersModel): ModelSummary {
     } catch {
       out = [];
     }
-    return { name: l.name, className: l.getClassName(), params: l.countParams(), trainableParams: trainable, outputShape: out };
+    // In a Sequential model each layer takes its predecessor's output.
+    const input = previous;
+    previous = out;
+    return {
+      name: l.name,
+      className: l.getClassName(),
+      params: l.countParams(),
+      trainableParams: trainable,
+      inputShape: input,
+      outputShape: out,
+      flopsPerSample: forwardFlops(l, input, out),
+    };
   });
   return {
     name: model.name,

@@ -16,9 +16,10 @@ export const FRAME_MAGIC = 0x3146544d; // "MTF1" read little-endian
 export const HEADER_BYTES = 32;
 export const ELEMENT_BYTES = 4;
 
-export const FRAME_KIND = { attachment: 1, ring: 2 } as const;
+/** attachment: a control message's tensor; ring: an all-reduce chunk; activation / gradient: a micro-batch between pipeline stages. */
+export const FRAME_KIND = { attachment: 1, ring: 2, activation: 3, gradient: 4 } as const;
 export type FrameKind = keyof typeof FRAME_KIND;
-const KIND_NAME: Readonly<Record<number, FrameKind>> = { 1: "attachment", 2: "ring" };
+const KIND_NAME: Readonly<Record<number, FrameKind>> = { 1: "attachment", 2: "ring", 3: "activation", 4: "gradient" };
 
 export interface FrameHeader {
   kind: FrameKind;

@@ -32,6 +32,10 @@ export const WorkerInfoSchema = z.strictObject({
   /** Memory the device has, in bytes (host RAM for CPU backends). */
   memoryBytes: z.number().nonnegative(),
   cpus: z.number().int().nonnegative(),
+  /** Measured at join: matrix-multiply speed of the backend, in GFLOP/s. */
+  gflops: z.number().nonnegative(),
+  /** Measured at join: the fixed cost of one TF.js kernel on the backend, in microseconds. */
+  kernelOverheadUs: z.number().nonnegative(),
   /** Plain-words remarks, e.g. why a faster backend was not used. */
   notes: z.array(z.string().max(1024)).max(32),
 });
@@ -46,7 +50,12 @@ export const AuthSchema = z.strictObject({
   type: z.literal("auth"), v, nonce: hex64, mac: hex64,
   role: z.enum(["driver", "peer"]),
   /** Peers say which session and rank they belong to; checked against what the driver configured. */
-  peer: z.strictObject({ session: z.string().max(128), rank: z.number().int().nonnegative() }).optional(),
+  peer: z.strictObject({
+    session: z.string().max(128),
+    rank: z.number().int().nonnegative(),
+    /** ring: all-reduce neighbours; pipe: adjacent pipeline stages. */
+    link: z.enum(["ring", "pipe"]),
+  }).optional(),
 });
 export const WelcomeSchema = z.strictObject({ type: z.literal("welcome"), v, mac: hex64 });
 
@@ -61,6 +70,8 @@ export const JoinSchema = z.strictObject({
   backend: z.enum(BACKEND_CHOICES),
   /** Cores this worker may use for compute; 0 means all of its machine's. */
   threads: z.number().int().nonnegative().max(1024),
+  /** A memory limit the worker must enforce (refusing models that would exceed it), in bytes. */
+  memoryCapBytes: z.number().int().positive().optional(),
   /** How often the worker pings the driver and its ring neighbours. */
   heartbeatIntervalMs: z.number().int().positive(),
   /** Silence from the driver or a neighbour longer than this ends the session on the worker. */
@@ -76,8 +87,13 @@ export const ConfigureSchema = z.strictObject({
   type: z.literal("configure"), v, id,
   rank: z.number().int().nonnegative(),
   worldSize: z.number().int().positive().max(4096),
-  /** Ring order of ranks; this worker dials the rank before it and accepts the rank after it. */
+  /**
+   * The all-reduce group this worker belongs to, in ring order (every rank for data parallelism,
+   * the replicas of its stage for hybrid); it dials the member before it and accepts the one after.
+   */
   ring: z.array(z.number().int().nonnegative()).max(4096),
+  /** Pipeline neighbours: it dials `prev` (the stage before) and accepts `next` (the stage after). */
+  pipe: z.strictObject({ prev: z.number().int().nonnegative().nullable(), next: z.number().int().nonnegative().nullable() }).optional(),
   /** Address of every rank, as the driver reached it. */
   addresses: z.array(z.string().max(512)).max(4096),
   chunkElements: z.number().int().positive(),
@@ -92,6 +108,18 @@ export const LoadSchema = z.strictObject({
   topology: z.record(z.string(), z.unknown()),
   optimizer: OptimizerSpecSchema,
   loss: z.enum(LOSS_NAMES),
+  /** Model, pipeline and hybrid strategies: which layers this worker holds and how it runs them. */
+  stage: z.strictObject({
+    index: z.number().int().nonnegative(),
+    count: z.number().int().positive(),
+    /** Layers [from, to) of the model. */
+    from: z.number().int().nonnegative(),
+    to: z.number().int().positive(),
+    schedule: z.enum(["gpipe", "1f1b"]),
+    microBatches: z.number().int().positive(),
+    /** Largest micro-batch, for the memory check. */
+    microBatchSize: z.number().int().positive(),
+  }).optional(),
   /** With feed "workers": the dataset the worker loads itself, and how every epoch is ordered. */
   data: z.strictObject({ source: DatasetSourceSchema, shuffle: z.boolean(), seed: z.number().int() }).optional(),
   attachments,
@@ -111,6 +139,11 @@ export const StepSchema = z.strictObject({
   epoch: z.number().int().nonnegative(),
   /** This replica's share of the global batch (its slice size / global batch size). */
   weight: z.number().min(0).max(1),
+  /** Pipeline strategies: each micro-batch's share of the global batch (sizes come with the tensors). */
+  micro: z.strictObject({
+    sizes: z.array(z.number().int().nonnegative()).max(4096),
+    weights: z.array(z.number().min(0).max(1)).max(4096),
+  }).optional(),
   /** With feed "workers": this replica's slice, as positions [start, end) in the epoch's order. */
   range: z.strictObject({ start: z.number().int().nonnegative(), end: z.number().int().nonnegative() }).optional(),
   attachments,
@@ -123,6 +156,9 @@ export const StepDoneSchema = z.strictObject({
   computeMs: ms, commMs: ms, waitMs: ms, applyMs: ms,
   /** When the worker started computing this step: its wall clock, in ms since the Unix epoch. */
   startedAt: z.number().finite(),
+  /** Pipeline strategies: when each action ran, in ms from startedAt, and the most micro-batches held at once. */
+  actions: z.array(z.strictObject({ kind: z.enum(["F", "B"]), micro: z.number().int().nonnegative(), start: ms, end: ms })).max(65536).optional(),
+  inFlightMax: z.number().int().nonnegative().optional(),
 });
 
 export const FetchWeightsSchema = z.strictObject({ type: z.literal("fetchWeights"), v, id });
@@ -134,6 +170,10 @@ export const WeightsSchema = z.strictObject({
 });
 export const DigestSchema = z.strictObject({ type: z.literal("digest"), v, id });
 export const DigestReplySchema = z.strictObject({ type: z.literal("digestReply"), v, re: id, digest: hex64 });
+
+/** Measures the driver's link to a worker: the worker answers as soon as the attachment arrived. */
+export const ProbeSchema = z.strictObject({ type: z.literal("probe"), v, id, attachments });
+export const ProbedSchema = z.strictObject({ type: z.literal("probed"), v, re: id });
 
 export const ReleaseSchema = z.strictObject({ type: z.literal("release"), v, id });
 export const ReleasedSchema = z.strictObject({ type: z.literal("released"), v, re: id });
@@ -148,7 +188,7 @@ export const MessageSchema = z.discriminatedUnion("type", [
   ChallengeSchema, AuthSchema, WelcomeSchema, ErrorMessageSchema,
   JoinSchema, JoinedSchema, ConfigureSchema, ConfiguredSchema,
   LoadSchema, LoadedSchema, StepSchema, StepDoneSchema,
-  FetchWeightsSchema, WeightsSchema, DigestSchema, DigestReplySchema,
+  FetchWeightsSchema, WeightsSchema, DigestSchema, DigestReplySchema, ProbeSchema, ProbedSchema,
   ReleaseSchema, ReleasedSchema, ShutdownSchema, NoticeSchema,
 ]);
 

@@ -68,6 +68,11 @@ export const ClusterSpecSchema = z.strictObject({
   maxFrameBytes: z.number().int().min(64 * 1024).max(1024 * 1024 * 1024),
   /** Elements per binary chunk for tensors and all-reduce traffic. Default 256 Ki elements (1 MiB). */
   chunkElements: z.number().int().min(256).max(16 * 1024 * 1024),
+  /**
+   * Memory each worker may use, in bytes: workers refuse to build what their estimate says
+   * exceeds it, and the planner splits models to fit it. Default: the device's own memory.
+   */
+  memoryCapBytes: z.number().int().min(1024 * 1024).optional(),
 });
 
 export type WorkersSpec = z.infer<typeof WorkersSpecSchema>;

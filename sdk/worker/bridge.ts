@@ -13,6 +13,9 @@ export type CommToCompute =
   | { kind: "request"; msg: Message; attachments: Tensorlike[] }
   | { kind: "allReduced"; seq: number; data: Float32Array; stats: AllReduceStats }
   | { kind: "allReduceFailed"; seq: number; error: WireError }
+  /** A pipeline tensor from a neighbouring stage. */
+  | { kind: "pipeTensor"; frameKind: "activation" | "gradient"; step: number; micro: number; data: Float32Array }
+  | { kind: "pipeFailed"; error: WireError }
   /** The driver left or went silent: drop the model and any step in progress. */
   | { kind: "sessionEnded"; reason: string }
   | { kind: "exit"; code: number; reason: string };
@@ -20,7 +23,8 @@ export type CommToCompute =
 export type ComputeToComm =
   | { kind: "reply"; draft: Draft; attachments: Tensorlike[] }
   | { kind: "replyError"; re: number | undefined; error: WireError }
-  | { kind: "allReduce"; seq: number; data: Float32Array };
+  | { kind: "allReduce"; seq: number; data: Float32Array }
+  | { kind: "pipeSend"; to: "prev" | "next"; frameKind: "activation" | "gradient"; step: number; micro: number; data: Float32Array };
 
 /** Buffers to move (not copy) between threads; each attachment owns its whole ArrayBuffer. */
 export function transferList(tensors: readonly Tensorlike[]): ArrayBuffer[] {

@@ -1,5 +1,6 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { RingAllReduce, type RingNeighbours } from "../collectives/ring-allreduce";
+import { PipeEnds } from "../collectives/pipe-links";
 import { ringOverLinks } from "../collectives/ring-over-links";
 import { CollectiveError, ConfigError, isMeshtrainError, ProtocolError, type MeshtrainError } from "../errors/errors";
 import type { MessageOf } from "../protocol/messages";
@@ -41,7 +42,9 @@ class Session {
   stepTimeoutMs = 600_000;
   heartbeat = { intervalMs: 1000, timeoutMs: 10_000 };
   private closeRing: (() => void) | null = null;
-  private waitingForNext: { rank: number; take(link: Link): void } | null = null;
+  private pipe: PipeEnds | null = null;
+  /** Peers this worker waits for, by "rank/link". */
+  private readonly waiting = new Map<string, (link: Link) => void>();
   ended = false;
   readonly channel: Channel;
 
@@ -79,6 +82,7 @@ class Session {
       case "step":
       case "fetchWeights":
       case "digest":
+      case "probe":
       case "release":
         if (this.id === undefined) throw new ProtocolError(`"${msg.type}" before "join"`);
         this.forward(incoming);
@@ -99,87 +103,113 @@ class Session {
   private async configure(msg: MessageOf<"configure">): Promise<void> {
     if (this.id === undefined) throw new ProtocolError('"configure" before "join"');
     const n = msg.worldSize;
-    const ringOk = msg.ring.length === n && new Set(msg.ring).size === n && msg.ring.every((r) => r >= 0 && r < n);
-    if (!ringOk || msg.addresses.length !== n || msg.rank >= n) {
-      throw new ConfigError(`configure: ring [${msg.ring.join(", ")}] with ${msg.addresses.length} addresses is not a permutation of ${n} ranks including rank ${msg.rank}`);
+    const members = msg.ring.length === 0 ? [msg.rank] : msg.ring;
+    const groupOk = new Set(members).size === members.length && members.every((r) => r >= 0 && r < n) && members.includes(msg.rank);
+    const pipeOk = [msg.pipe?.prev, msg.pipe?.next].every((r) => r === undefined || r === null || (r >= 0 && r < n && r !== msg.rank));
+    if (!groupOk || !pipeOk || msg.addresses.length !== n || msg.rank >= n) {
+      throw new ConfigError(
+        `configure: rank ${msg.rank} of ${n} with all-reduce group [${members.join(", ")}], pipeline ${JSON.stringify(msg.pipe ?? null)} and ${msg.addresses.length} addresses is inconsistent`,
+      );
     }
     this.closePeers();
     this.rank = msg.rank;
     this.stepTimeoutMs = msg.stepTimeoutMs;
-    const pos = msg.ring.indexOf(msg.rank);
-    if (n === 1) {
-      this.ring = new RingAllReduce(noNeighbours, 0, 1, msg.chunkElements);
-      return;
-    }
-    const prevRank = msg.ring[(pos - 1 + n) % n]!;
-    const nextRank = msg.ring[(pos + 1) % n]!;
-    const prevUrl = msg.addresses[prevRank]!;
-    const [fromPrev, toNext] = await Promise.all([
-      this.dialPrev(prevUrl, prevRank, msg.connectTimeoutMs),
-      this.awaitNext(nextRank, msg.connectTimeoutMs),
+    const name = (r: number): string => `rank ${r} (${msg.addresses[r]})`;
+    const timeout = msg.connectTimeoutMs;
+    // Every link this worker needs, dialled and accepted at once (neighbours do the same).
+    const pos = members.indexOf(msg.rank);
+    const g = members.length;
+    const ringPrev = g > 1 ? members[(pos - 1 + g) % g]! : null;
+    const ringNext = g > 1 ? members[(pos + 1) % g]! : null;
+    const pipePrev = msg.pipe?.prev ?? null;
+    const pipeNext = msg.pipe?.next ?? null;
+    const [ringFromPrev, ringToNext, pipeToPrev, pipeFromNext] = await Promise.all([
+      ringPrev === null ? null : this.dialPeer(msg.addresses[ringPrev]!, ringPrev, "ring", timeout),
+      ringNext === null ? null : this.awaitPeer(ringNext, "ring", timeout),
+      pipePrev === null ? null : this.dialPeer(msg.addresses[pipePrev]!, pipePrev, "pipe", timeout),
+      pipeNext === null ? null : this.awaitPeer(pipeNext, "pipe", timeout),
     ]);
-    const wired = ringOverLinks({
-      fromPrev,
-      toNext,
-      prevName: `rank ${prevRank} (${prevUrl})`,
-      nextName: `rank ${nextRank} (${msg.addresses[nextRank]})`,
-      position: pos,
-      size: n,
-      chunkElements: msg.chunkElements,
-      heartbeat: this.heartbeat,
-    });
-    this.ring = wired.ring;
-    this.closeRing = wired.close;
+    if (ringFromPrev && ringToNext) {
+      const wired = ringOverLinks({
+        fromPrev: ringFromPrev,
+        toNext: ringToNext,
+        prevName: name(ringPrev!),
+        nextName: name(ringNext!),
+        position: pos,
+        size: g,
+        chunkElements: msg.chunkElements,
+        heartbeat: this.heartbeat,
+      });
+      this.ring = wired.ring;
+      this.closeRing = wired.close;
+    } else {
+      this.ring = new RingAllReduce(noNeighbours, 0, 1, msg.chunkElements);
+    }
+    if (pipeToPrev || pipeFromNext) {
+      this.pipe = new PipeEnds({
+        prev: pipeToPrev ? { link: pipeToPrev, name: name(pipePrev!) } : null,
+        next: pipeFromNext ? { link: pipeFromNext, name: name(pipeNext!) } : null,
+        chunkElements: msg.chunkElements,
+        heartbeat: this.heartbeat,
+        onTensor: (t) => toCompute({ kind: "pipeTensor", frameKind: t.kind, step: t.step, micro: t.micro, data: t.data }, [t.data.buffer as ArrayBuffer]),
+        onFailure: (err) => toCompute({ kind: "pipeFailed", error: toWireError(err) }),
+      });
+    }
   }
 
-  private async dialPrev(url: string, prevRank: number, timeoutMs: number): Promise<Link> {
-    const link = await dial(url, { maxFrameBytes: config.maxFrameBytes, timeoutMs });
+  private async dialPeer(url: string, peerRank: number, link: "ring" | "pipe", timeoutMs: number): Promise<Link> {
+    const l = await dial(url, { maxFrameBytes: config.maxFrameBytes, timeoutMs });
     try {
-      await offerHandshake(link, {
+      await offerHandshake(l, {
         token: config.token,
         timeoutMs,
         role: "peer",
-        peer: { session: this.id!, rank: this.rank },
-        who: `rank ${prevRank}`,
+        peer: { session: this.id!, rank: this.rank, link },
+        who: `rank ${peerRank}`,
       });
     } catch (err) {
-      link.terminate();
+      l.terminate();
       throw err;
     }
-    return link;
+    return l;
   }
 
-  private awaitNext(nextRank: number, timeoutMs: number): Promise<Link> {
-    const early = this.server.takeEarlyPeer(this.id!, nextRank);
+  private awaitPeer(peerRank: number, link: "ring" | "pipe", timeoutMs: number): Promise<Link> {
+    const early = this.server.takeEarlyPeer(this.id!, peerRank, link);
     if (early) return Promise.resolve(early);
+    const key = `${peerRank}/${link}`;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
-        this.waitingForNext = null;
+        this.waiting.delete(key);
         reject(
-          new CollectiveError(`rank ${this.rank} waited ${timeoutMs} ms for rank ${nextRank} to connect its ring link`, {
-            details: { rank: this.rank, waitingFor: `ring link from rank ${nextRank}` },
-            hint: `rank ${nextRank} must be able to reach this worker's address; check firewalls and --host`,
+          new CollectiveError(`rank ${this.rank} waited ${timeoutMs} ms for rank ${peerRank} to connect its ${link} link`, {
+            details: { rank: this.rank, waitingFor: `${link} link from rank ${peerRank}` },
+            hint: `rank ${peerRank} must be able to reach this worker's address; check firewalls and --host`,
           }),
         );
       }, timeoutMs);
-      this.waitingForNext = {
-        rank: nextRank,
-        take: (link) => {
-          clearTimeout(timer);
-          this.waitingForNext = null;
-          resolve(link);
-        },
-      };
+      this.waiting.set(key, (l) => {
+        clearTimeout(timer);
+        this.waiting.delete(key);
+        resolve(l);
+      });
     });
   }
 
-  /** A peer that authenticated for this session; true if this session took it. */
-  offerPeer(rank: number, link: Link): boolean {
-    if (this.waitingForNext?.rank === rank) {
-      this.waitingForNext.take(link);
-      return true;
+  /** A peer that authenticated for this session; true if this session was waiting for it. */
+  offerPeer(rank: number, link: "ring" | "pipe", l: Link): boolean {
+    const take = this.waiting.get(`${rank}/${link}`);
+    if (!take) return false;
+    take(l);
+    return true;
+  }
+
+  pipeSend(to: "prev" | "next", kind: "activation" | "gradient", step: number, micro: number, data: Float32Array): void {
+    if (!this.pipe) {
+      toCompute({ kind: "pipeFailed", error: toWireError(new ProtocolError("a pipeline tensor was sent before the pipeline links were configured")) });
+      return;
     }
-    return false;
+    this.pipe.send(to, kind, step, micro, data).catch((err: unknown) => toCompute({ kind: "pipeFailed", error: toWireError(err) }));
   }
 
   allReduce(seq: number, data: Float32Array): void {
@@ -195,6 +225,8 @@ class Session {
   }
 
   private closePeers(): void {
+    this.pipe?.close();
+    this.pipe = null;
     this.closeRing?.();
     this.closeRing = null;
     this.ring?.fail(new CollectiveError("the ring was closed"));
@@ -261,9 +293,9 @@ class CommServer {
       link.close(CLOSE.policy, "not a peer of this worker's session");
       return;
     }
-    if (s.offerPeer(peer.rank, link)) return;
+    if (s.offerPeer(peer.rank, peer.link, link)) return;
     // It connected before this worker was configured; keep it until configure claims it.
-    const key = `${peer.session}/${peer.rank}`;
+    const key = `${peer.session}/${peer.rank}/${peer.link}`;
     this.earlyPeers.get(key)?.link.close(CLOSE.policy, "replaced");
     const timer = setTimeout(() => {
       this.earlyPeers.delete(key);
@@ -273,8 +305,8 @@ class CommServer {
     this.earlyPeers.set(key, { link, timer });
   }
 
-  takeEarlyPeer(session: string, rank: number): Link | undefined {
-    const key = `${session}/${rank}`;
+  takeEarlyPeer(session: string, rank: number, kind: "ring" | "pipe"): Link | undefined {
+    const key = `${session}/${rank}/${kind}`;
     const e = this.earlyPeers.get(key);
     if (!e) return undefined;
     clearTimeout(e.timer);
@@ -294,6 +326,9 @@ class CommServer {
       case "allReduce":
         if (s && !s.ended) s.allReduce(m.seq, m.data);
         else toCompute({ kind: "allReduceFailed", seq: m.seq, error: toWireError(new CollectiveError("no driver session")) });
+        return;
+      case "pipeSend":
+        if (s && !s.ended) s.pipeSend(m.to, m.frameKind, m.step, m.micro, m.data);
         return;
     }
   }

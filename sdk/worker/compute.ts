@@ -10,6 +10,7 @@ import { loadSource } from "../data/index";
 import type { Dataset } from "../data/dataset";
 import { epochOrder } from "../plan/batches";
 import { selectBackend, type BackendReport } from "./backend";
+import { calibrate } from "./calibrate";
 import { transferList, type CommToCompute, type ComputeToComm } from "./bridge";
 import { weightsDigest } from "./model-io";
 import { VERSION } from "../version";
@@ -30,6 +31,8 @@ export class ComputeHost {
   /** The worker's own copy of the data (feed "workers"), and each epoch's order. */
   private shard: { dataset: Dataset; shuffle: boolean; seed: number; epoch: number; order: Uint32Array | null } | null = null;
   private backend: BackendReport | null = null;
+  /** The memory limit the driver asked this worker to enforce, if any. */
+  private memoryCapBytes: number | null = null;
   private reduce: PendingReduce | null = null;
   private reduceSeq = 0;
   /** Bumped when a session ends, so work queued for the old session is dropped. */
@@ -118,6 +121,8 @@ export class ComputeHost {
       switch (msg.type) {
         case "join": {
           this.backend = await selectBackend(msg.backend, msg.threads === 0 ? os.availableParallelism() : msg.threads);
+          this.memoryCapBytes = msg.memoryCapBytes ?? null;
+          const speed = calibrate();
           this.reply({
             type: "joined",
             re: msg.id,
@@ -128,8 +133,10 @@ export class ComputeHost {
               node: process.version,
               backend: this.backend.backend,
               device: this.backend.device,
-              memoryBytes: this.backend.memoryBytes,
+              memoryBytes: this.memoryCapBytes === null ? this.backend.memoryBytes : Math.min(this.memoryCapBytes, this.backend.memoryBytes),
               cpus: os.availableParallelism(),
+              gflops: speed.gflops,
+              kernelOverheadUs: speed.kernelOverheadUs,
               notes: this.backend.notes,
             },
             clock: wallClock(),
@@ -166,6 +173,10 @@ export class ComputeHost {
         case "fetchWeights": {
           const weights = this.needReplica("fetchWeights").weights();
           this.reply({ type: "weights", re: msg.id, digest: weightsDigest(weights) }, weights);
+          return;
+        }
+        case "probe": {
+          this.reply({ type: "probed", re: msg.id });
           return;
         }
         case "digest": {

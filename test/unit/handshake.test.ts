@@ -24,10 +24,10 @@ test("both sides prove the token and the token never crosses the wire", async ()
   spy(client, frames);
   const [auth, challenge] = await Promise.all([
     acceptHandshake(server, { token: TOKEN, timeoutMs: 1000, server: { version: "t", pid: 1 } }),
-    offerHandshake(client, { token: TOKEN, timeoutMs: 1000, role: "peer", peer: { session: "s1", rank: 2 }, who: "worker" }),
+    offerHandshake(client, { token: TOKEN, timeoutMs: 1000, role: "peer", peer: { session: "s1", rank: 2, link: "ring" }, who: "worker" }),
   ]);
   assert.equal(auth.role, "peer");
-  assert.deepEqual(auth.peer, { session: "s1", rank: 2 });
+  assert.deepEqual(auth.peer, { session: "s1", rank: 2, link: "ring" });
   assert.equal(challenge.server.pid, 1);
   assert.equal(frames.length, 3);
   for (const f of frames) assert.ok(!f.includes(TOKEN) && !f.includes(Buffer.from(TOKEN).toString("base64")));

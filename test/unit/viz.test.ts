@@ -104,7 +104,7 @@ test("stragglers, cost and the Chrome trace", () => {
 
 test("a run prints as text, draws through the notebook hook, and writes a standalone report", () => {
   const plan = cluster().workers(2).plan(mlp(), { batchSize: 64 });
-  const info = { pid: 1, hostname: "h", version: "v", node: "v20", backend: "native", device: "cpu", memoryBytes: 2 ** 30, cpus: 2, notes: [] };
+  const info = { pid: 1, hostname: "h", version: "v", node: "v20", backend: "native", device: "cpu", memoryBytes: 2 ** 30, cpus: 2, gflops: 50, kernelOverheadUs: 8, notes: [] };
   const run = new TrainingRun({ history: history(), plan, workers: [0, 1].map((rank) => ({ rank, address: "ws://x", local: true, info })), seed: 1, epochs: 1, wallMs: 100 });
   const inspect = Symbol.for("nodejs.util.inspect.custom");
   const asText = (run as unknown as Record<symbol, () => string>)[inspect]!();

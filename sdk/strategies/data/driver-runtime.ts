@@ -8,6 +8,7 @@ import { summarizeModel } from "../../plan/model-summary";
 import type { ClusterSpec } from "../../spec/cluster-spec";
 import type { ResolvedFitOptions, StepRecord } from "../../spec/fit-options";
 import type { Tensorlike } from "../../transport/channel";
+import { dataWiring, type Wiring } from "../wiring";
 import { planDataParallel } from "./planner";
 import { wallClock } from "../../util/clock";
 
@@ -16,6 +17,8 @@ export interface FitContext {
   readonly spec: ClusterSpec;
   /** In rank order. */
   readonly workers: readonly WorkerHandle[];
+  /** Connects the workers as `wiring` says (kept as is when it is already so). */
+  connect(wiring: Wiring): Promise<void>;
   /** Rejects with the loss of a worker as soon as one is lost. */
   guard<T>(p: Promise<T>): Promise<T>;
   /** Resolves with the cluster's loss of a worker: at once if it happened, else if it does within `ms`. */
@@ -75,6 +78,7 @@ export async function fitDataParallel(
     }
   };
 
+  await ctx.connect(dataWiring(n));
   const topology = model.toJSON(null, false) as unknown as Record<string, unknown>;
   const weights: Tensorlike[] = model.getWeights().map((w) => ({
     data: w.dtype === "int32" ? Int32Array.from(w.dataSync() as Int32Array) : Float32Array.from(w.dataSync() as Float32Array),

@@ -1,0 +1,109 @@
+import type { LayerSummary } from "./model-summary";
+
+/** What one contiguous range of layers costs on one stage. */
+export interface StageCost {
+  /** Layers [from, to) of the model. */
+  from: number;
+  to: number;
+  /** Forward FLOPs per sample. */
+  flopsPerSample: number;
+  /** Parameters, gradients and optimizer state, in bytes. */
+  stateBytes: number;
+  /** Peak activation memory: the inputs kept for micro-batches in flight plus one micro-batch's activations. */
+  activationBytes: number;
+}
+
+export interface PartitionRequest {
+  layers: readonly LayerSummary[];
+  stages: number;
+  microBatchSize: number;
+  /** Optimizer slots per trainable parameter (sgd 0, momentum 1, adam 2, ...). */
+  optimizerSlots: number;
+  /** Micro-batches in flight on stage s (GPipe: M; 1F1B: S - s; model parallelism: 1). */
+  inFlight(stage: number): number;
+  /** Memory each stage may use, in bytes (Infinity when unlimited). */
+  memoryBytes(stage: number): number;
+}
+
+const elems = (shape: ReadonlyArray<number | null>): number => shape.slice(1).reduce<number>((a, d) => a * (d ?? 1), 1);
+
+export function stageCost(r: PartitionRequest, stage: number, from: number, to: number): StageCost {
+  const ls = r.layers.slice(from, to);
+  const params = ls.reduce((n, l) => n + l.params, 0);
+  const trainable = ls.reduce((n, l) => n + l.trainableParams, 0);
+  const inputBytes = elems(r.layers[from]!.inputShape) * 4 * r.microBatchSize;
+  const actBytes = ls.reduce((n, l) => n + elems(l.outputShape), 0) * 4 * r.microBatchSize;
+  return {
+    from,
+    to,
+    flopsPerSample: ls.reduce((n, l) => n + l.flopsPerSample, 0),
+    stateBytes: params * 4 + trainable * 4 * (1 + r.optimizerSlots),
+    activationBytes: r.inFlight(stage) * inputBytes + actBytes,
+  };
+}
+
+export type Partition = { ok: true; stages: StageCost[] } | { ok: false; reason: string };
+
+/**
+ * Splits the layers into `stages` contiguous ranges, minimising the slowest stage's FLOPs, with
+ * every stage within its memory. Dynamic programming over (stage, last layer): exact for this
+ * cost model. Fails, with the arithmetic, when no split fits.
+ */
+export function partition(r: PartitionRequest): Partition {
+  const L = r.layers.length;
+  const S = r.stages;
+  if (S < 1 || S > L) return { ok: false, reason: `${S} stages cannot split ${L} layers (each stage needs at least one layer)` };
+  // best[s][j]: minimal slowest-stage FLOPs placing layers [0, j) on stages [0, s]
+  const best: number[][] = Array.from({ length: S }, () => new Array<number>(L + 1).fill(Infinity));
+  const cut: number[][] = Array.from({ length: S }, () => new Array<number>(L + 1).fill(-1));
+  const fits = (s: number, i: number, j: number): StageCost | null => {
+    const c = stageCost(r, s, i, j);
+    return c.stateBytes + c.activationBytes <= r.memoryBytes(s) ? c : null;
+  };
+  for (let j = 1; j <= L; j++) {
+    const c = fits(0, 0, j);
+    if (c) best[0]![j] = c.flopsPerSample;
+  }
+  for (let s = 1; s < S; s++) {
+    for (let j = s + 1; j <= L; j++) {
+      for (let i = s; i < j; i++) {
+        if (!Number.isFinite(best[s - 1]![i]!)) continue;
+        const c = fits(s, i, j);
+        if (!c) continue;
+        const v = Math.max(best[s - 1]![i]!, c.flopsPerSample);
+        if (v < best[s]![j]!) {
+          best[s]![j] = v;
+          cut[s]![j] = i;
+        }
+      }
+    }
+  }
+  if (!Number.isFinite(best[S - 1]![L]!)) {
+    const biggest = r.layers
+      .map((_, i) => ({ i, c: stageCost(r, 0, i, i + 1) }))
+      .sort((a, b) => b.c.stateBytes + b.c.activationBytes - (a.c.stateBytes + a.c.activationBytes))[0]!;
+    const need = biggest.c.stateBytes + biggest.c.activationBytes;
+    return {
+      ok: false,
+      reason: `no split of ${L} layers into ${S} stages fits the memory (layer ${biggest.i} "${r.layers[biggest.i]!.name}" alone needs ${(need / 2 ** 20).toFixed(1)} MiB; stage 0 may use ${(r.memoryBytes(0) / 2 ** 20).toFixed(1)} MiB)`,
+    };
+  }
+  const bounds: number[] = [L];
+  for (let s = S - 1, j = L; s > 0; s--) {
+    j = cut[s]![j]!;
+    bounds.unshift(j);
+  }
+  bounds.unshift(0);
+  return { ok: true, stages: Array.from({ length: S }, (_, s) => stageCost(r, s, bounds[s]!, bounds[s + 1]!)) };
+}
+
+/** Stage ranges given by the user (plan.place); checked to cover every layer, in order. */
+export function checkRanges(ranges: ReadonlyArray<readonly [number, number]>, layers: number): string | null {
+  let expect = 0;
+  for (const [i, [from, to]] of ranges.entries()) {
+    if (from !== expect) return `stage ${i} starts at layer ${from}, but the previous stage ends at ${expect}: stages must be contiguous`;
+    if (to <= from) return `stage ${i} covers [${from}, ${to}): a stage needs at least one layer`;
+    expect = to;
+  }
+  return expect === layers ? null : `the stages cover layers [0, ${expect}) of ${layers}`;
+}
