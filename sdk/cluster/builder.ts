@@ -18,9 +18,10 @@ import {
   type WorkersSpec,
 } from "../spec/cluster-spec";
 import { parseOrThrow } from "../spec/zod-problem";
-import { STRATEGIES, type Plan } from "../strategies/registry";
+import { makePlan, type Plan } from "../strategies/registry";
 import { planOptions, type PlanRequest } from "./plan-request";
 import { Cluster } from "./cluster";
+import { parseBytes } from "../spec/bytes";
 
 interface Draft extends Omit<ClusterSpec, "workers"> {
   readonly workers: WorkersSpec | undefined;
@@ -28,11 +29,17 @@ interface Draft extends Omit<ClusterSpec, "workers"> {
 
 const count = z.number().int().min(1).max(MAX_LOCAL_WORKERS);
 
-/** Options of strategy("data"). */
-export interface StrategyOptions {
-  /** Who reads the data: the driver sends each step's slices, or each worker reads its own. */
-  feed?: "driver" | "workers";
+/** Each strategy's options (see the README's strategy table for meanings and defaults). */
+export interface StrategyOptionsMap {
+  data: { feed?: "driver" | "workers" };
+  model: { stages?: number };
+  pipeline: { stages?: number; microBatches?: number; schedule?: "gpipe" | "1f1b" };
+  hybrid: { stages: number; replicas?: number; microBatches?: number; schedule?: "gpipe" | "1f1b" };
+  auto: { microBatches?: number; schedule?: "gpipe" | "1f1b" };
 }
+
+/** Options of strategy("data"). */
+export type StrategyOptions = StrategyOptionsMap["data"];
 
 /**
  * An immutable description of a cluster. Every method validates its argument at once and
@@ -83,17 +90,26 @@ export class ClusterBuilder {
   }
 
   /**
-   * How the workers train together. "data": synchronous data parallelism with ring all-reduce;
-   * options: { feed: "driver" | "workers" } (who reads the data; default "driver").
+   * How the workers train together: "data" (synchronous data parallelism), "model" (layer
+   * ranges on different workers), "pipeline" (plus micro-batches and a schedule), "hybrid"
+   * (replicated pipelines) or "auto" (the planner picks from memory estimates).
    */
-  strategy(name: StrategyName, options: StrategyOptions = {}): ClusterBuilder {
+  strategy<N extends StrategyName>(name: N, ...options: N extends "hybrid" ? [StrategyOptionsMap[N]] : [StrategyOptionsMap[N]?]): ClusterBuilder {
     if (!(STRATEGY_NAMES as readonly string[]).includes(name)) {
       throw new ConfigError(`invalid strategy("${String(name)}")`, {
         hint: `this version of meshtrain offers: ${STRATEGY_NAMES.map((s) => `"${s}"`).join(", ")}`,
       });
     }
-    const strategy = parseOrThrow(StrategySpecSchema, { name, ...options }, `strategy("${name}") options`, 'the data strategy takes { feed: "driver" | "workers" }');
+    const strategy = parseOrThrow(StrategySpecSchema, { name, ...(options[0] ?? {}) }, `strategy("${name}") options`, "see the README's strategy table for each strategy's options");
     return this.with({ strategy });
+  }
+
+  /**
+   * Caps the memory each worker may use ("256MB", "1.5GiB", or bytes): workers refuse to build
+   * what their estimate says would exceed it, and the planner splits models to fit it.
+   */
+  memory(limit: string | number): ClusterBuilder {
+    return this.with({ memoryCapBytes: parseBytes(limit) });
   }
 
   /** Heartbeat interval and timeout in ms; a silent worker is reported within 2 x timeoutMs. */
@@ -130,7 +146,7 @@ export class ClusterBuilder {
   /** The plan the strategy makes for `model` on this cluster. Pure: starts nothing. */
   plan(model: tf.LayersModel, options: PlanRequest = {}): Plan {
     const spec = this.spec();
-    return STRATEGIES[spec.strategy.name].plan(spec, summarizeModel(model), planOptions(options));
+    return makePlan(spec, summarizeModel(model), planOptions(options));
   }
 
   /** Starts (or reaches) the workers and connects them. The first method that does I/O. */

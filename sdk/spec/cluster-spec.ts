@@ -28,6 +28,10 @@ export const WorkersSpecSchema = z.discriminatedUnion("kind", [
   }),
 ]);
 
+const stagesField = z.number().int().min(2).max(1024);
+const microBatchesField = z.number().int().min(1).max(4096);
+const scheduleField = z.enum(["gpipe", "1f1b"]);
+
 export const StrategySpecSchema = z.discriminatedUnion("name", [
   z.strictObject({
     /** Synchronous data parallelism: whole model per worker, gradients averaged by ring all-reduce. */
@@ -39,8 +43,38 @@ export const StrategySpecSchema = z.discriminatedUnion("name", [
      */
     feed: z.enum(["driver", "workers"]).default("driver"),
   }),
+  z.strictObject({
+    /** Model parallelism: contiguous layer ranges on different workers, one whole batch at a time. */
+    name: z.literal("model"),
+    /** Stages, one worker each. Default: the number of workers. */
+    stages: stagesField.optional(),
+  }),
+  z.strictObject({
+    /** Pipeline parallelism: model stages, each batch cut into micro-batches that flow through them. */
+    name: z.literal("pipeline"),
+    stages: stagesField.optional(),
+    /** Micro-batches per replica per step. Default 4. */
+    microBatches: microBatchesField.default(4),
+    /** "gpipe": all forwards, then all backwards; "1f1b" (default): one forward, one backward. */
+    schedule: scheduleField.default("1f1b"),
+  }),
+  z.strictObject({
+    /** Hybrid: R pipeline replicas x S stages; each stage's replicas average gradients by all-reduce. */
+    name: z.literal("hybrid"),
+    stages: z.number().int().min(1).max(1024),
+    /** Default: workers / stages. */
+    replicas: z.number().int().min(1).max(4096).optional(),
+    microBatches: microBatchesField.default(4),
+    schedule: scheduleField.default("1f1b"),
+  }),
+  z.strictObject({
+    /** The planner picks data, pipeline or hybrid from the model's memory estimate and the workers' memory. */
+    name: z.literal("auto"),
+    microBatches: microBatchesField.default(4),
+    schedule: scheduleField.default("1f1b"),
+  }),
 ]);
-export const STRATEGY_NAMES = ["data"] as const;
+export const STRATEGY_NAMES = ["data", "model", "pipeline", "hybrid", "auto"] as const;
 
 export const HeartbeatSpecSchema = z.strictObject({
   /** How often each side pings the other. Default 1000 ms. */
@@ -121,6 +155,24 @@ export function crossCheck(spec: ClusterSpec): void {
         });
       }
       seen.add(key);
+    }
+  }
+  const n = workerCount(spec);
+  const st = spec.strategy;
+  if ((st.name === "model" || st.name === "pipeline") && st.stages !== undefined && st.stages !== n) {
+    throw new ConfigError(`${st.name}: stages(${st.stages}) != workers(${n}): each stage runs on its own worker`, {
+      hint: `use ${n} stages, or strategy("hybrid", { stages: ${st.stages}, replicas: ${Math.max(1, Math.floor(n / st.stages))} }) to replicate stages`,
+    });
+  }
+  if ((st.name === "model" || st.name === "pipeline") && n < 2) {
+    throw new ConfigError(`${st.name} parallelism needs at least 2 workers (it has ${n})`, { hint: 'use .workers(2) or more, or strategy("data")' });
+  }
+  if (st.name === "hybrid") {
+    const replicas = st.replicas ?? Math.floor(n / st.stages);
+    if (replicas * st.stages !== n) {
+      throw new ConfigError(`hybrid: replicas(${replicas}) x stages(${st.stages}) = ${replicas * st.stages} != workers(${n})`, {
+        hint: `choose stages and replicas whose product is ${n}`,
+      });
     }
   }
   const chunkBytes = spec.chunkElements * 4 + 32;

@@ -39,7 +39,7 @@ test("bad arguments fail at once, naming the field", () => {
   assert.throws(() => cluster().workers(0), configError(/workers\(n\).*>=1|workers\(n\).*too small/i));
   assert.throws(() => cluster().workers(2.5), configError(/workers\(n\)/));
   assert.throws(() => cluster().backend("tpu" as never), configError(/backend\(name\)/));
-  assert.throws(() => cluster().strategy("pipeline" as never), configError(/offers: "data"/));
+  assert.throws(() => cluster().strategy("sharding" as never), configError(/offers: "data", "model", "pipeline", "hybrid", "auto"/));
   assert.throws(() => cluster().connect(["http://x:1"]), configError(/ws:\/\/host:port/));
   assert.throws(() => cluster().token("short"), configError(/at least 16/));
 });
@@ -91,7 +91,7 @@ test("fit options take defaults and refuse nonsense", () => {
 });
 
 test("strategy options are checked: feed is driver or workers", () => {
-  assert.equal(cluster().workers(2).strategy("data", { feed: "workers" }).spec().strategy.feed, "workers");
+  assert.deepEqual(cluster().workers(2).strategy("data", { feed: "workers" }).spec().strategy, { name: "data", feed: "workers" });
   assert.throws(() => cluster().strategy("data", { feed: "carrier-pigeon" as never }), configError(/feed/));
   assert.throws(() => cluster().strategy("data", { stages: 2 } as never), configError(/stages/));
 });
