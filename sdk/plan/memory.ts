@@ -1,5 +1,5 @@
 import type { OptimizerSpec } from "../spec/optimizer";
-import type { ModelSummary } from "./model-summary";
+import type { LayerSummary, ModelSummary } from "./model-summary";
 
 /** Bytes a replica needs, by category. Float32 everywhere. An estimate, and labelled as one. */
 export interface MemoryEstimate {
@@ -24,9 +24,40 @@ export function optimizerSlots(spec: OptimizerSpec): number {
   }
 }
 
-/** Elements of every layer's output for one sample (what autograd keeps for the backward pass). */
+/**
+ * How many output-sized buffers TF.js's autograd keeps for a layer until the backward pass,
+ * counted on TF.js's CPU backend (test/unit/memory-estimate.test.ts measures it): a dense or
+ * convolution layer keeps its product and, with a non-linear activation, the biased sum and the
+ * activation too; softmax two; dropout its mask and scaled copies; reshapes share their input.
+ */
+export function keptCopies(l: Pick<LayerSummary, "className" | "activation">): number {
+  switch (l.className) {
+    case "Flatten":
+    case "Reshape":
+    case "InputLayer":
+      return 0;
+    case "Dropout":
+    case "SpatialDropout1D":
+      return 4;
+    case "MaxPooling1D":
+    case "MaxPooling2D":
+    case "AveragePooling1D":
+    case "AveragePooling2D":
+      return 1;
+    default:
+      if (l.activation === undefined || l.activation === "linear") return 1;
+      return l.activation === "softmax" ? 2 : 3;
+  }
+}
+
+/** Elements autograd keeps per sample for layers `ls` (their outputs, times the copies each keeps). */
+export function keptElementsPerSample(ls: readonly LayerSummary[]): number {
+  return ls.reduce((n, l) => n + keptCopies(l) * l.outputShape.slice(1).reduce<number>((a, d) => a * (d ?? 1), 1), 0);
+}
+
+/** Elements autograd keeps per sample for the whole model. */
 export function activationElementsPerSample(model: ModelSummary): number {
-  return model.layers.reduce((n, l) => n + l.outputShape.slice(1).reduce<number>((a, d) => a * (d ?? 1), 1), 0);
+  return keptElementsPerSample(model.layers);
 }
 
 export function estimateReplicaMemory(model: ModelSummary, o: { batchSize?: number; optimizer?: OptimizerSpec }): MemoryEstimate {

@@ -11,6 +11,8 @@ export interface LayerSummary {
   outputShape: Array<number | null>;
   /** Forward floating-point operations per sample (estimate; see flops.ts). */
   flopsPerSample: number;
+  /** The layer's activation function, when it has one ("relu", "softmax", "linear", ...). */
+  activation?: string;
 }
 
 /** What planning needs to know of a model: read from it, never changing it. */
@@ -21,6 +23,8 @@ export interface ModelSummary {
   layers: LayerSummary[];
   paramCount: number;
   trainableParamCount: number;
+  /** Forward FLOPs per sample, all layers. */
+  flopsPerSample: number;
 }
 
 function firstShape(shape: tf.Shape | tf.Shape[]): Array<number | null> {
@@ -42,7 +46,9 @@ export function summarizeModel(model: tf.LayersModel): ModelSummary {
     // In a Sequential model each layer takes its predecessor's output.
     const input = previous;
     previous = out;
+    const activation = (l.getConfig() as { activation?: unknown }).activation;
     return {
+      ...(typeof activation === "string" ? { activation } : {}),
       name: l.name,
       className: l.getClassName(),
       params: l.countParams(),
@@ -59,5 +65,6 @@ export function summarizeModel(model: tf.LayersModel): ModelSummary {
     layers,
     paramCount: layers.reduce((n, l) => n + l.params, 0),
     trainableParamCount: layers.reduce((n, l) => n + l.trainableParams, 0),
+    flopsPerSample: layers.reduce((n, l) => n + l.flopsPerSample, 0),
   };
 }

@@ -1,3 +1,4 @@
+import { keptElementsPerSample } from "./memory";
 import type { LayerSummary } from "./model-summary";
 
 /** What one contiguous range of layers costs on one stage. */
@@ -23,6 +24,8 @@ export interface PartitionRequest {
   inFlight(stage: number): number;
   /** Memory each stage may use, in bytes (Infinity when unlimited). */
   memoryBytes(stage: number): number;
+  /** Stages whose layer range is fixed (plan.place); the others are split around them. */
+  pinned?: ReadonlyMap<number, readonly [number, number]>;
 }
 
 const elems = (shape: ReadonlyArray<number | null>): number => shape.slice(1).reduce<number>((a, d) => a * (d ?? 1), 1);
@@ -32,7 +35,7 @@ export function stageCost(r: PartitionRequest, stage: number, from: number, to: 
   const params = ls.reduce((n, l) => n + l.params, 0);
   const trainable = ls.reduce((n, l) => n + l.trainableParams, 0);
   const inputBytes = elems(r.layers[from]!.inputShape) * 4 * r.microBatchSize;
-  const actBytes = ls.reduce((n, l) => n + elems(l.outputShape), 0) * 4 * r.microBatchSize;
+  const actBytes = keptElementsPerSample(ls) * 4 * r.microBatchSize;
   return {
     from,
     to,
@@ -57,7 +60,11 @@ export function partition(r: PartitionRequest): Partition {
   const best: number[][] = Array.from({ length: S }, () => new Array<number>(L + 1).fill(Infinity));
   const cut: number[][] = Array.from({ length: S }, () => new Array<number>(L + 1).fill(-1));
   const fits = (s: number, i: number, j: number): StageCost | null => {
+    const pin = r.pinned?.get(s);
+    if (pin && (pin[0] !== i || pin[1] !== j)) return null;
     const c = stageCost(r, s, i, j);
+    // A placed stage is the user's choice: its memory is checked, with its own message, by the planner.
+    if (pin) return c;
     return c.stateBytes + c.activationBytes <= r.memoryBytes(s) ? c : null;
   };
   for (let j = 1; j <= L; j++) {
@@ -79,6 +86,9 @@ export function partition(r: PartitionRequest): Partition {
     }
   }
   if (!Number.isFinite(best[S - 1]![L]!)) {
+    if (r.pinned && r.pinned.size > 0) {
+      return { ok: false, reason: `no split of the layers left around the placed stages (${[...r.pinned].map(([s, [a, b]]) => `stage ${s} = [${a}, ${b})`).join(", ")}) fits the memory with at least one layer per stage` };
+    }
     const biggest = r.layers
       .map((_, i) => ({ i, c: stageCost(r, 0, i, i + 1) }))
       .sort((a, b) => b.c.stateBytes + b.c.activationBytes - (a.c.stateBytes + a.c.activationBytes))[0]!;
@@ -95,15 +105,4 @@ export function partition(r: PartitionRequest): Partition {
   }
   bounds.unshift(0);
   return { ok: true, stages: Array.from({ length: S }, (_, s) => stageCost(r, s, bounds[s]!, bounds[s + 1]!)) };
-}
-
-/** Stage ranges given by the user (plan.place); checked to cover every layer, in order. */
-export function checkRanges(ranges: ReadonlyArray<readonly [number, number]>, layers: number): string | null {
-  let expect = 0;
-  for (const [i, [from, to]] of ranges.entries()) {
-    if (from !== expect) return `stage ${i} starts at layer ${from}, but the previous stage ends at ${expect}: stages must be contiguous`;
-    if (to <= from) return `stage ${i} covers [${from}, ${to}): a stage needs at least one layer`;
-    expect = to;
-  }
-  return expect === layers ? null : `the stages cover layers [0, ${expect}) of ${layers}`;
 }

@@ -80,9 +80,10 @@ test("the placement diagram has a box per worker, its layers, memory bars and th
 
 test("memory estimate counts parameters, gradients, optimizer slots and activations", () => {
   const m = summarizeModel(mlp());
-  assert.equal(activationElementsPerSample(m), 8 + 3);
+  // The relu layer keeps its product, biased sum and activation; the linear one its output.
+  assert.equal(activationElementsPerSample(m), 3 * 8 + 3);
   const e = estimateReplicaMemory(m, { batchSize: 10, optimizer: { name: "adam", learningRate: 0.001, beta1: 0.9, beta2: 0.999 } });
-  assert.deepEqual(e, { paramsBytes: 67 * 4, gradientBytes: 67 * 4, optimizerBytes: 67 * 4 * 2, activationBytes: 11 * 4 * 10 });
+  assert.deepEqual(e, { paramsBytes: 67 * 4, gradientBytes: 67 * 4, optimizerBytes: 67 * 4 * 2, activationBytes: 27 * 4 * 10 });
   assert.equal(estimateReplicaMemory(m, {}).activationBytes, null);
 });
 

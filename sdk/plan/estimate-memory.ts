@@ -1,0 +1,30 @@
+import type * as tf from "@tensorflow/tfjs";
+import { ConfigError } from "../errors/errors";
+import { OptimizerSpecSchema, type OptimizerInput } from "../spec/optimizer";
+import { estimateReplicaMemory, type MemoryEstimate } from "./memory";
+import { summarizeModel } from "./model-summary";
+
+export interface MemoryEstimateWithTotal extends MemoryEstimate {
+  /** The sum of the known categories. */
+  totalBytes: number;
+}
+
+/**
+ * What training `model` whole on one device needs, by category: parameters, gradients,
+ * optimizer state (by optimizer) and the activations kept for the backward pass (for batchSize
+ * samples). Pure arithmetic on the topology; an estimate, checked against TF.js's own memory
+ * accounting in test/unit/memory-estimate.test.ts.
+ */
+export function estimateMemory(model: tf.LayersModel, options: { batchSize?: number; optimizer?: OptimizerInput } = {}): MemoryEstimateWithTotal {
+  if (options.batchSize !== undefined && !(Number.isInteger(options.batchSize) && options.batchSize > 0)) {
+    throw new ConfigError(`batchSize ${options.batchSize} must be a positive integer`);
+  }
+  let optimizer;
+  if (options.optimizer !== undefined) {
+    const parsed = OptimizerSpecSchema.safeParse(typeof options.optimizer === "string" ? { name: options.optimizer } : options.optimizer);
+    if (!parsed.success) throw new ConfigError(`optimizer ${JSON.stringify(options.optimizer)} is not one meshtrain knows`, { hint: 'use "sgd", "momentum", "adam" or "rmsprop"' });
+    optimizer = parsed.data;
+  }
+  const e = estimateReplicaMemory(summarizeModel(model), { batchSize: options.batchSize, optimizer });
+  return { ...e, totalBytes: e.paramsBytes + e.gradientBytes + (e.optimizerBytes ?? 0) + (e.activationBytes ?? 0) };
+}

@@ -1,0 +1,24 @@
+import type { Speeds } from "./predict";
+
+/** What the workers measured when they joined (a launched cluster knows it; a builder does not). */
+export interface MeasuredDevice {
+  gflops?: number;
+  kernelOverheadUs?: number;
+  linkBytesPerSecond?: number;
+  linkLatencyMs?: number;
+}
+
+/**
+ * The speeds a prediction rests on: the slowest worker's matrix speed, the largest per-kernel
+ * cost and the slowest link, since a synchronous step waits for the slowest of each. Undefined
+ * when any of them was not measured: no prediction is better than an invented one.
+ */
+export function speedsOf(devices: readonly MeasuredDevice[] | undefined): Speeds | undefined {
+  if (!devices || devices.length === 0) return undefined;
+  const gflops = Math.min(...devices.map((d) => d.gflops ?? 0));
+  const link = Math.min(...devices.map((d) => d.linkBytesPerSecond ?? 0));
+  const kernelUs = Math.max(...devices.map((d) => d.kernelOverheadUs ?? -1));
+  const latencyMs = Math.max(...devices.map((d) => d.linkLatencyMs ?? -1));
+  if (!(gflops > 0) || !(link > 0) || kernelUs < 0 || latencyMs < 0) return undefined;
+  return { flopsPerSecond: gflops * 1e9, kernelSeconds: kernelUs / 1e6, linkBytesPerSecond: link, latencySeconds: latencyMs / 1e3 };
+}
