@@ -10,8 +10,8 @@ import { stepsPerEpoch } from "../plan/batches";
 import { resolveFitOptions, type FitOptions, type ResolvedFitOptions, type StepRecord } from "../spec/fit-options";
 import { terminalWatch } from "../viz/terminal-progress";
 import type { WorkerSnapshot } from "../spec/worker-snapshot";
-import { FitAborted, type FitContext } from "../strategies/data/driver-runtime";
-import { STRATEGIES, type Plan } from "../strategies/registry";
+import { checkShapes, devicesOf, FitAborted, type FitContext } from "../strategies/fit-common";
+import { fitWithPlan, makePlan, planForFit, type Plan } from "../strategies/registry";
 import { wiringKey, type Wiring } from "../strategies/wiring";
 import { CLOSE } from "../transport/link";
 import { startWorkers } from "./launch";
@@ -71,8 +71,8 @@ export class Cluster {
 
   /** The plan this cluster's strategy makes for `model`, with its workers' devices (no messages are sent). */
   plan(model: tf.LayersModel, options: PlanRequest = {}): Plan {
-    const devices = this.handles.map((h) => ({ backend: h.info?.backend ?? "?", device: h.info?.device ?? "?", memoryBytes: h.info?.memoryBytes ?? 0 }));
-    return STRATEGIES[this.spec.strategy.name].plan(this.spec, summarizeModel(model), { ...planOptions(options), devices });
+    const devices = this.handles.map((h) => devicesOf(h));
+    return makePlan(this.spec, summarizeModel(model), { ...planOptions(options), devices });
   }
 
   /**
@@ -96,7 +96,15 @@ export class Cluster {
       },
     };
     try {
-      const record = await STRATEGIES[this.spec.strategy.name].fit(ctx, model, dataset, o);
+      let plan: Plan;
+      try {
+        checkShapes(model, dataset, o);
+        const devices = this.handles.map((h) => devicesOf(h));
+        plan = planForFit(this.spec, summarizeModel(model), { batchSize: o.batchSize, optimizer: o.optimizer, devices }, o.plan);
+      } catch (err) {
+        throw new FitAborted(err);
+      }
+      const record = await fitWithPlan(ctx, model, dataset, o, plan);
       this.state_ = "ready";
       watch.end();
       return new TrainingRun(record);

@@ -6,6 +6,7 @@ import { newToken } from "../transport/auth";
 import { offerHandshake } from "../transport/handshake";
 import { dial } from "../transport/ws-endpoint";
 import { wallClock } from "../util/clock";
+import { median } from "../metrics/throughput";
 import { probeGpus } from "./gpus";
 import { LocalWorkerProcess } from "./local-process";
 import { WorkerHandle } from "./worker-handle";
@@ -103,12 +104,24 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
     });
     for (const j of joined) for (const note of j.msg.info.notes) if (!notes.includes(note)) notes.push(note);
 
-    // The driver's link to each worker, measured once: the planner predicts with it.
-    const probe = { data: new Float32Array(256 * 1024), shape: [256 * 1024] };
-    for (const h of handles) {
+    // The driver's link to each worker, measured once: the planner predicts with it. A tiny
+    // probe's round trip is the per-message latency (through both processes' threads); a 1 MiB
+    // one, less that latency, gives the bandwidth. Medians of a few, as the machine is shared.
+    const small = { data: new Float32Array(1), shape: [1] };
+    const big = { data: new Float32Array(256 * 1024), shape: [256 * 1024] };
+    const roundTrip = async (h: WorkerHandle, t: typeof small): Promise<number> => {
       const t0 = performance.now();
-      await h.channel.request({ type: "probe" }, "probed", { timeoutMs: spec.timeouts.connectMs, waitingFor: "a link probe", attachments: [probe] });
-      h.linkBytesPerSecond = probe.data.byteLength / Math.max(1e-4, (performance.now() - t0) / 1000);
+      await h.channel.request({ type: "probe" }, "probed", { timeoutMs: spec.timeouts.connectMs, waitingFor: "a link probe", attachments: [t] });
+      return performance.now() - t0;
+    };
+    for (const h of handles) {
+      const rtts: number[] = [];
+      const bigs: number[] = [];
+      for (let i = 0; i < 5; i++) rtts.push(await roundTrip(h, small));
+      for (let i = 0; i < 3; i++) bigs.push(await roundTrip(h, big));
+      const rtt = median(rtts);
+      h.linkLatencyMs = rtt / 2;
+      h.linkBytesPerSecond = big.data.byteLength / Math.max(1e-4, (median(bigs) - rtt) / 1000);
     }
     for (const h of handles) h.startHeartbeat(spec.heartbeat.intervalMs, spec.heartbeat.timeoutMs);
     return { handles, session, notes };

@@ -1,7 +1,8 @@
 import * as fs from "node:fs";
 import type { StepRecord } from "../spec/fit-options";
 import type { WorkerSnapshot } from "../spec/worker-snapshot";
-import type { DataParallelPlan } from "../strategies/data/planner";
+import type { Plan } from "../strategies/registry";
+import { measuredScheduleFigure } from "../viz/schedule-timeline";
 import { breakdownFigure } from "../viz/breakdown";
 import { figureBundle, planBundle } from "../viz/bundles";
 import { displayableFigure, makeDisplayable, type MimeBundle } from "../viz/displayable";
@@ -39,6 +40,10 @@ export interface RunSummary {
   finalLoss: number;
   workers: WorkerSummary[];
   stragglers: StragglerSummary;
+  /** Pipeline strategies: the median measured share of stage time spent idle per step. */
+  bubble: number | null;
+  /** What the plan predicted, when the workers' speeds were measured, beside what was measured. */
+  predicted: { samplesPerSecond: number; stepMs: number; bubble: number } | null;
 }
 
 function shown(fig: Figure): Figure {
@@ -48,7 +53,7 @@ function shown(fig: Figure): Figure {
 /** What a strategy's runtime returns for one fit: plain data. */
 export interface RunRecord {
   history: readonly StepRecord[];
-  plan: DataParallelPlan;
+  plan: Plan;
   workers: readonly WorkerSnapshot[];
   seed: number;
   epochs: number;
@@ -61,7 +66,7 @@ export interface RunRecord {
  */
 export class TrainingRun {
   readonly history: readonly StepRecord[];
-  readonly plan: DataParallelPlan;
+  readonly plan: Plan;
   readonly workers: readonly WorkerSnapshot[];
   /** Seed of the shuffles (given, or the one chosen): fit again with it to repeat the run. */
   readonly seed: number;
@@ -104,6 +109,10 @@ export class TrainingRun {
         };
       }),
       stragglers: stragglers(window.length > 0 ? window : h),
+      bubble: window.some((s) => s.bubble !== undefined) ? median(window.map((s) => s.bubble ?? 0)) : null,
+      predicted: this.plan.prediction
+        ? { samplesPerSecond: this.plan.prediction.samplesPerSecond, stepMs: this.plan.prediction.stepMs, bubble: this.plan.prediction.bubble }
+        : null,
     };
   }
 
@@ -120,6 +129,14 @@ export class TrainingRun {
   /** When each rank computed, waited and communicated, for steps [from, to) (8 steps by default). */
   timeline(options: { from?: number; to?: number } = {}): Figure {
     return shown(timelineFigure(this.history, options));
+  }
+
+  /**
+   * Pipeline strategies: one step's forwards and backwards on every worker, as measured (the
+   * middle step by default). Gaps are the bubble.
+   */
+  schedule(options: { step?: number } = {}): Figure {
+    return shown(measuredScheduleFigure(this.history, options.step));
   }
 
   /** Writes the timeline as Chrome trace-event JSON, which Perfetto and chrome://tracing open. */
@@ -142,6 +159,7 @@ export class TrainingRun {
         { title: "Throughput", figure: throughputFigure(this.history) },
         { title: "Step time per rank", figure: breakdownFigure(this.history) },
         { title: "Timeline", figure: timelineFigure(this.history) },
+        ...(this.plan.strategy === "data" ? [] : [{ title: "Schedule as measured", figure: measuredScheduleFigure(this.history) }]),
       ],
       fs.readFileSync(plotlyPath(), "utf8"),
     );
@@ -159,12 +177,28 @@ export class TrainingRun {
     return (
       `<p><b>${s.steps} steps</b> over ${s.epochs} epoch(s), ${s.samples} samples in ${(s.wallMs / 1000).toFixed(1)} s on ${this.workers.length} worker(s). ` +
       `Throughput <b>${s.samplesPerSecond.toFixed(0)} samples/s</b> after ${s.warmupSteps} warm-up steps; median step ${s.medianStepMs.toFixed(1)} ms; loss ${s.firstLoss.toFixed(4)} &#8594; ${s.finalLoss.toFixed(4)}.</p>` +
-      `<table><tr><th>rank</th><th>backend</th><th>device</th><th>compute ms</th><th>comm ms</th><th>wait ms</th><th>steps last</th></tr>${rows}</table>${held}`
+      `<table><tr><th>rank</th><th>backend</th><th>device</th><th>compute ms</th><th>comm ms</th><th>wait ms</th><th>steps last</th></tr>${rows}</table>${held}` +
+      this.predictedHtml(s)
+    );
+  }
+
+  private predictedHtml(s: RunSummary): string {
+    if (!s.predicted && s.bubble === null) return "";
+    const row = (what: string, p: string, m: string): string => `<tr><td>${what}</td><td>${p}</td><td>${m}</td></tr>`;
+    const pct = (v: number | null | undefined): string => (v === null || v === undefined ? "-" : `${(v * 100).toFixed(0)}%`);
+    return (
+      `<table><tr><th></th><th>predicted</th><th>measured</th></tr>` +
+      row("samples/s", s.predicted ? s.predicted.samplesPerSecond.toFixed(0) : "-", s.samplesPerSecond.toFixed(0)) +
+      row("step ms", s.predicted ? s.predicted.stepMs.toFixed(1) : "-", s.medianStepMs.toFixed(1)) +
+      (s.bubble !== null ? row("bubble", pct(s.predicted?.bubble), pct(s.bubble)) : "") +
+      `</table>`
     );
   }
 
   private bundles(): MimeBundle[] {
-    return [{ "text/html": this.summaryHtml(), "text/plain": this.toString() }, figureBundle(throughputFigure(this.history)), figureBundle(breakdownFigure(this.history))];
+    const figures = [throughputFigure(this.history), breakdownFigure(this.history)];
+    if (this.plan.strategy !== "data") figures.push(measuredScheduleFigure(this.history));
+    return [{ "text/html": this.summaryHtml(), "text/plain": this.toString() }, ...figures.map(figureBundle)];
   }
 
   /** The placement diagram of the plan this run used. */
@@ -186,6 +220,10 @@ export class TrainingRun {
     ];
     const worst = s.stragglers.worst;
     if (worst) lines.push(`rank ${worst.rank} finished computing last in ${worst.steps} of ${worst.of} steps (median lead ${s.stragglers.medianLeadMs.toFixed(1)} ms)`);
+    if (s.bubble !== null) lines.push(`bubble (measured, median per step): ${(s.bubble * 100).toFixed(0)}%`);
+    if (s.predicted) {
+      lines.push(`predicted ${s.predicted.samplesPerSecond.toFixed(0)} samples/s and ${s.predicted.stepMs.toFixed(1)} ms per step; measured ${s.samplesPerSecond.toFixed(0)} samples/s and ${s.medianStepMs.toFixed(1)} ms`);
+    }
     return lines.join("\n");
   }
 }

@@ -32,6 +32,8 @@ export class WorkerHandle {
   clockOffsetMs = 0;
   /** The driver's link to this worker, measured at launch (1 MiB one way). */
   linkBytesPerSecond = 0;
+  /** One-way latency of a message on the driver's link to it (half the measured round trip), ms. */
+  linkLatencyMs = 0;
   lost: MeshtrainError | undefined;
   private expectedClose = false;
 

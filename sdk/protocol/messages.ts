@@ -120,6 +120,12 @@ export const LoadSchema = z.strictObject({
     /** Largest micro-batch, for the memory check. */
     microBatchSize: z.number().int().positive(),
   }).optional(),
+  /** The per-sample shape of what the stage receives (the output shape of the layer before it). */
+  stageInputShape: z.array(z.number().int().positive()).max(8).optional(),
+  /** Data parallelism: the largest replica slice, for the worker's memory check. */
+  replicaBatch: z.number().int().positive().optional(),
+  /** How long a stage waits for a neighbour's activation or gradient before it gives up. */
+  stepTimeoutMs: z.number().int().positive().optional(),
   /** With feed "workers": the dataset the worker loads itself, and how every epoch is ordered. */
   data: z.strictObject({ source: DatasetSourceSchema, shuffle: z.boolean(), seed: z.number().int() }).optional(),
   attachments,

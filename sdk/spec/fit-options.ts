@@ -2,6 +2,7 @@ import { z } from "zod";
 import { LOSS_NAMES, type LossName } from "./loss";
 import { OptimizerSpecSchema, type OptimizerInput, type OptimizerSpec } from "./optimizer";
 import { parseOrThrow } from "./zod-problem";
+import type { PlanData } from "../strategies/registry";
 
 /** One step as recorded by the driver. Times are milliseconds. */
 export interface WorkerStepRecord {
@@ -19,6 +20,13 @@ export interface WorkerStepRecord {
    * (the worker's clock shifted by the offset estimated when it joined).
    */
   startMs: number;
+  /** Pipeline strategies: the stage and replica this worker runs. */
+  stage?: number;
+  replica?: number;
+  /** Pipeline strategies: when each forward (F) and backward (B) of a micro-batch ran, ms from startMs. */
+  actions?: Array<{ kind: "F" | "B"; micro: number; start: number; end: number }>;
+  /** Pipeline strategies: the most micro-batches whose inputs this worker held at once. */
+  inFlightMax?: number;
 }
 
 export interface StepRecord {
@@ -36,6 +44,8 @@ export interface StepRecord {
   workers: WorkerStepRecord[];
   /** The rank whose forward and backward pass ended last: the one the others waited for. */
   straggler: number;
+  /** Pipeline strategies: the share of stage time spent idle in this step (measured). */
+  bubble?: number;
 }
 
 export interface FitOptions {
@@ -59,6 +69,11 @@ export interface FitOptions {
    * every 25 steps when stderr is not a terminal). Default: on in a notebook and on a terminal.
    */
   progress?: boolean;
+  /**
+   * The plan to train with: one from plan() (e.g. with layers placed by hand with place()), made
+   * again for this fit's batch and optimizer. Default: the strategy's own plan.
+   */
+  plan?: PlanData;
 }
 
 const FitOptionsSchema = z.strictObject({
@@ -70,6 +85,9 @@ const FitOptionsSchema = z.strictObject({
   seed: z.number().int().min(0).max(2 ** 32 - 1).optional(),
   onStep: z.custom<(record: StepRecord) => void>((v) => typeof v === "function", "must be a function").optional(),
   progress: z.boolean().optional(),
+  plan: z
+    .custom<PlanData>((v) => typeof v === "object" && v !== null && typeof (v as { strategy?: unknown }).strategy === "string" && typeof (v as { worldSize?: unknown }).worldSize === "number", "must be a plan from plan(model)")
+    .optional(),
 });
 
 export interface ResolvedFitOptions {
@@ -81,6 +99,7 @@ export interface ResolvedFitOptions {
   seed: number;
   onStep: ((record: StepRecord) => void) | undefined;
   progress: boolean | undefined;
+  plan: PlanData | undefined;
 }
 
 export function resolveFitOptions(options: FitOptions): ResolvedFitOptions {
@@ -94,5 +113,6 @@ export function resolveFitOptions(options: FitOptions): ResolvedFitOptions {
     seed: o.seed ?? Math.floor(Math.random() * 2 ** 31),
     onStep: o.onStep,
     progress: o.progress,
+    plan: o.plan,
   };
 }

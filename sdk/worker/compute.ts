@@ -1,9 +1,10 @@
 import * as os from "node:os";
 import type { Worker } from "node:worker_threads";
-import { CollectiveError, ProtocolError, StateError } from "../errors/errors";
+import { CollectiveError, ProtocolError, StateError, TimeoutError } from "../errors/errors";
 import type { Message } from "../protocol/messages";
 import { fromWireError, toWireError } from "../protocol/wire-error";
 import { DataReplica } from "../strategies/data/worker-runtime";
+import { StageRuntime } from "../strategies/pipeline/stage-runtime";
 import { wallClock } from "../util/clock";
 import type { Draft, Tensorlike } from "../transport/channel";
 import { loadSource } from "../data/index";
@@ -28,6 +29,11 @@ interface PendingReduce {
 export class ComputeHost {
   private queue: Promise<void> = Promise.resolve();
   private replica: DataReplica | null = null;
+  private stage: StageRuntime | null = null;
+  private stepTimeoutMs = 600_000;
+  /** Pipeline tensors from neighbouring stages, by "kind/step/micro": arrived, or awaited. */
+  private readonly inbox = new Map<string, { data?: Float32Array; take?: (d: Float32Array) => void; fail?: (e: unknown) => void }>();
+  private pipeFailure: unknown = null;
   /** The worker's own copy of the data (feed "workers"), and each epoch's order. */
   private shard: { dataset: Dataset; shuffle: boolean; seed: number; epoch: number; order: Uint32Array | null } | null = null;
   private backend: BackendReport | null = null;
@@ -64,14 +70,75 @@ export class ComputeHost {
       case "sessionEnded":
         this.endSession(m.reason);
         return;
+      case "pipeTensor": {
+        const key = `${m.frameKind}/${m.step}/${m.micro}`;
+        const box = this.inbox.get(key);
+        if (box?.take) {
+          this.inbox.delete(key);
+          box.take(m.data);
+        } else this.inbox.set(key, { data: m.data });
+        return;
+      }
+      case "pipeFailed":
+        this.failPipe(fromWireError(m.error));
+        return;
       case "listening":
       case "exit":
         return;
     }
   }
 
+  private failPipe(err: unknown): void {
+    this.pipeFailure = err;
+    for (const [key, box] of this.inbox) {
+      if (box.fail) {
+        this.inbox.delete(key);
+        box.fail(err);
+      }
+    }
+  }
+
+  /** A neighbour's tensor for a micro-batch: at once if it arrived, else when it does. */
+  private receive = (kind: "activation" | "gradient", step: number, micro: number): Promise<Float32Array> => {
+    const key = `${kind}/${step}/${micro}`;
+    const box = this.inbox.get(key);
+    if (box?.data) {
+      this.inbox.delete(key);
+      return Promise.resolve(box.data);
+    }
+    if (this.pipeFailure) return Promise.reject(this.pipeFailure);
+    const from = kind === "activation" ? "the previous stage" : "the next stage";
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.inbox.delete(key);
+        reject(new TimeoutError(`waited ${this.stepTimeoutMs} ms for the ${kind} of micro-batch ${micro} of step ${step} from ${from}`, {
+          details: { step, waitingFor: `${kind} of micro-batch ${micro} from ${from}` },
+        }));
+      }, this.stepTimeoutMs);
+      this.inbox.set(key, {
+        take: (d) => {
+          clearTimeout(timer);
+          resolve(d);
+        },
+        fail: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      });
+    });
+  };
+
+  private pipeSend = (to: "prev" | "next", kind: "activation" | "gradient", step: number, micro: number, data: Float32Array): void => {
+    this.post({ kind: "pipeSend", to, frameKind: kind, step, micro, data }, [data.buffer as ArrayBuffer]);
+  };
+
   private endSession(reason: string): void {
     this.epoch++;
+    this.failPipe(new CollectiveError(`session ended: ${reason}`));
+    this.inbox.clear();
+    this.pipeFailure = null;
+    this.stage?.dispose();
+    this.stage = null;
     this.reduceSeq = 0;
     if (this.reduce) {
       this.reduce.reject(new CollectiveError(`session ended: ${reason}`));
@@ -147,7 +214,17 @@ export class ComputeHost {
           if (!this.backend) throw new StateError('"load" arrived before "join"');
           this.replica?.dispose();
           this.replica = null;
-          this.replica = await DataReplica.load(msg, attachments);
+          this.stage?.dispose();
+          this.stage = null;
+          this.inbox.clear();
+          this.pipeFailure = null;
+          this.stepTimeoutMs = msg.stepTimeoutMs ?? this.stepTimeoutMs;
+          if (msg.stage) {
+            this.stage = await StageRuntime.load(msg, attachments, this.memoryCapBytes);
+            this.reply({ type: "loaded", re: msg.id, paramCount: this.stage.paramCount, gradientLength: this.stage.gradientLength });
+            return;
+          }
+          this.replica = await DataReplica.load(msg, attachments, this.memoryCapBytes);
           this.shard = null;
           if (msg.data) {
             const dataset = loadSource(msg.data.source);
@@ -163,6 +240,11 @@ export class ComputeHost {
           return;
         }
         case "step": {
+          if (this.stage) {
+            const r = await this.stage.step(msg, attachments, { receive: this.receive, send: this.pipeSend, allReduce: this.allReduce });
+            this.reply({ type: "stepDone", re: msg.id, step: msg.step, ...r });
+            return;
+          }
           const replica = this.needReplica("step");
           const [x, y] = msg.range ? Object.values(this.readSlice(msg.epoch, msg.range.start, msg.range.end)) : attachments;
           if (!x || !y) throw new ProtocolError(`"step" ${msg.step} carries ${attachments.length} tensors, expected x and y`);
@@ -171,7 +253,7 @@ export class ComputeHost {
           return;
         }
         case "fetchWeights": {
-          const weights = this.needReplica("fetchWeights").weights();
+          const weights = (this.stage ?? this.needReplica("fetchWeights")).weights();
           this.reply({ type: "weights", re: msg.id, digest: weightsDigest(weights) }, weights);
           return;
         }
@@ -180,12 +262,14 @@ export class ComputeHost {
           return;
         }
         case "digest": {
-          this.reply({ type: "digestReply", re: msg.id, digest: weightsDigest(this.needReplica("digest").weights()) });
+          this.reply({ type: "digestReply", re: msg.id, digest: weightsDigest((this.stage ?? this.needReplica("digest")).weights()) });
           return;
         }
         case "release": {
           this.replica?.dispose();
           this.replica = null;
+          this.stage?.dispose();
+          this.stage = null;
           this.reply({ type: "released", re: msg.id });
           return;
         }

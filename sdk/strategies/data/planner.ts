@@ -2,6 +2,8 @@ import { ConfigError } from "../../errors/errors";
 import { replicaSlices } from "../../plan/batches";
 import { estimateReplicaMemory, formatBytes, type MemoryEstimate } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
+import { predictData, type Prediction } from "../../plan/predict";
+import { speedsOf } from "../../plan/speeds";
 import { workerCount, type ClusterSpec } from "../../spec/cluster-spec";
 import type { OptimizerSpec } from "../../spec/optimizer";
 
@@ -30,13 +32,25 @@ export interface DataParallelPlan {
   readonly memory: MemoryEstimate;
   /** Each rank's device, when the plan was made by a launched cluster. */
   readonly devices: readonly PlanDevice[] | null;
+  /** Step time and throughput predicted from the cost model and the workers' measured speeds. */
+  readonly prediction: Prediction | null;
+  /** Why the plan is what it is, in sentences with numbers (plan.explain()). */
+  readonly reasons: readonly string[];
 }
 
-/** What a worker computes on, as its worker reported when it joined. */
+/** What a worker computes on, as its worker reported when it joined, and the driver's link to it. */
 export interface PlanDevice {
   backend: string;
   device: string;
   memoryBytes: number;
+  /** Matrix-multiply speed measured at join, GFLOP/s. */
+  gflops?: number;
+  /** TF.js's cost per kernel measured at join, microseconds. */
+  kernelOverheadUs?: number;
+  /** The driver's link to it, bytes/s. */
+  linkBytesPerSecond?: number;
+  /** The driver's link to it: one-way latency of a message, ms. */
+  linkLatencyMs?: number;
 }
 
 export interface PlanOptions {
@@ -46,6 +60,8 @@ export interface PlanOptions {
   optimizer?: OptimizerSpec;
   /** Each rank's device (a launched cluster knows them). */
   devices?: readonly PlanDevice[];
+  /** Sentences put before the plan's own reasons (strategy "auto" says why it chose this). */
+  reasons?: readonly string[];
 }
 
 export function planDataParallel(spec: ClusterSpec, model: ModelSummary, options: PlanOptions = {}): DataParallelPlan {
@@ -54,9 +70,23 @@ export function planDataParallel(spec: ClusterSpec, model: ModelSummary, options
   if (batchSize !== undefined) checkBatch(batchSize, n);
   const ring = Array.from({ length: n }, (_, r) => r);
   const gradientBytes = model.trainableParamCount * 4;
+  const memory = estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer: options.optimizer });
+  const speeds = speedsOf(options.devices);
+  const prediction =
+    speeds && batchSize !== undefined
+      ? predictData({ flopsPerSample: model.flopsPerSample, layers: model.layers.length, gradientBytes, globalBatch: batchSize, replicas: n }, speeds)
+      : null;
+  const total = memory.paramsBytes + memory.gradientBytes + (memory.optimizerBytes ?? 0) + (memory.activationBytes ?? 0);
+  const reasons = [
+    ...(options.reasons ?? []),
+    `every one of the ${n} workers holds the whole model: ${formatBytes(total)} per replica (estimate${memory.activationBytes === null ? ", without activations: no batch size given" : ""})`,
+    n > 1
+      ? `each step every replica computes gradients on ${batchSize === undefined ? "its slice" : `${Math.ceil(batchSize / n)} samples`} and a ring all-reduce sums ${formatBytes(gradientBytes)} of gradients; each rank sends 2(N-1)/N of that`
+      : "one worker: no all-reduce",
+  ];
   return Object.freeze({
     strategy: "data" as const,
-    feed: spec.strategy.feed,
+    feed: spec.strategy.name === "data" ? spec.strategy.feed : "driver",
     worldSize: n,
     replicas: n,
     ring: Object.freeze(ring),
@@ -65,8 +95,10 @@ export function planDataParallel(spec: ClusterSpec, model: ModelSummary, options
     gradientBytes,
     allReduce: Object.freeze({ algorithm: "ring" as const, bytesSentPerRank: n > 1 ? Math.round((2 * (n - 1) * gradientBytes) / n) : 0 }),
     batch: batchSize === undefined ? null : Object.freeze({ globalBatch: batchSize, perReplica: Object.freeze(replicaSlices(batchSize, n)) }),
-    memory: Object.freeze(estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer: options.optimizer })),
+    memory: Object.freeze(memory),
     devices: options.devices ? Object.freeze(options.devices.map((d) => Object.freeze({ ...d }))) : null,
+    prediction,
+    reasons: Object.freeze(reasons),
   });
 }
 
@@ -114,5 +146,15 @@ export function formatDataPlan(plan: DataParallelPlan): string {
   if (m.optimizerBytes !== null) parts.push(`optimizer state ${formatBytes(m.optimizerBytes)}`);
   if (m.activationBytes !== null) parts.push(`activations ${formatBytes(m.activationBytes)}`);
   lines.push(`memory per replica (estimate): ${parts.join(", ")}`);
+  if (plan.prediction) lines.push(`predicted: ${plan.prediction.stepMs.toFixed(1)} ms per step, ${plan.prediction.samplesPerSecond.toFixed(0)} samples/s`);
+  return lines.join("\n");
+}
+
+export function explainDataPlan(plan: DataParallelPlan): string {
+  const lines = [...plan.reasons];
+  if (plan.prediction) {
+    const p = plan.prediction;
+    lines.push(`predicted step ${p.stepMs.toFixed(1)} ms (${p.computeMs.toFixed(1)} ms forward and backward, ${p.commMs.toFixed(1)} ms all-reduce), ${p.samplesPerSecond.toFixed(0)} samples/s, from ${p.basis}`);
+  }
   return lines.join("\n");
 }

@@ -2,7 +2,9 @@ import * as tf from "@tensorflow/tfjs";
 import { loadAddon } from "../../backends/native/addon";
 import { NativeBackend } from "../../backends/native/backend";
 import type { AllReduceStats } from "../../collectives/ring-allreduce";
-import { DataError } from "../../errors/errors";
+import { DataError, ModelError } from "../../errors/errors";
+import { estimateReplicaMemory, formatBytes } from "../../plan/memory";
+import { summarizeModel } from "../../plan/model-summary";
 import type { MessageOf } from "../../protocol/messages";
 import type { Tensorlike } from "../../transport/channel";
 import { wallClock } from "../../util/clock";
@@ -60,8 +62,19 @@ export class DataReplica {
     this.update = makeUpdateRule(this.vars, spec);
   }
 
-  static async load(msg: MessageOf<"load">, weights: Tensorlike[]): Promise<DataReplica> {
+  static async load(msg: MessageOf<"load">, weights: Tensorlike[], memoryCapBytes: number | null = null): Promise<DataReplica> {
     const model = await buildModel(msg.topology, weights);
+    if (memoryCapBytes !== null) {
+      const e = estimateReplicaMemory(summarizeModel(model), { batchSize: msg.replicaBatch, optimizer: msg.optimizer });
+      const need = e.paramsBytes + e.gradientBytes + (e.optimizerBytes ?? 0) + (e.activationBytes ?? 0);
+      if (need > memoryCapBytes) {
+        model.dispose();
+        throw new ModelError(
+          `the whole model needs ${formatBytes(need)} per replica (${formatBytes(e.paramsBytes)} parameters, ${formatBytes(e.gradientBytes)} gradients, ${formatBytes(e.optimizerBytes ?? 0)} optimizer state, ${formatBytes(e.activationBytes ?? 0)} activations for ${msg.replicaBatch ?? "?"} samples), above this worker's memory cap of ${formatBytes(memoryCapBytes)}`,
+          { hint: 'split it over several workers: strategy("pipeline"), strategy("hybrid", { stages }) or strategy("auto")', details: { neededBytes: need, capBytes: memoryCapBytes } },
+        );
+      }
+    }
     // model.compile wants an optimizer; the update itself is the UpdateRule's.
     const optimizer = createOptimizer(msg.optimizer);
     return new DataReplica(model, optimizer, compiledLoss(model, msg.loss, optimizer), msg.optimizer);

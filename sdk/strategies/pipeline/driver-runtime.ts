@@ -1,0 +1,132 @@
+import type * as tf from "@tensorflow/tfjs";
+import type { RunRecord } from "../../cluster/training-run";
+import type { Dataset } from "../../data/dataset";
+import { ModelError } from "../../errors/errors";
+import { replicaSlices } from "../../plan/batches";
+import type { ResolvedFitOptions, WorkerStepRecord } from "../../spec/fit-options";
+import type { Tensorlike } from "../../transport/channel";
+import { wallClock } from "../../util/clock";
+import { awaitAll, checkIdentical, hostCopies, loadEverywhere, releaseAll, runSteps, setModelWeights, type FitContext, type StepDone } from "../fit-common";
+import { gridWiring } from "../wiring";
+import { measuredBubble } from "./bubble";
+import type { PlanMethods } from "../registry";
+import type { PipelinePlan } from "./planner";
+
+/**
+ * Model, pipeline and hybrid parallelism, driven from here. Each step the global batch is split
+ * among the R replicas and each replica's share into M micro-batches; stage 0 of a replica gets
+ * the micro-batches' inputs, its last stage their targets, and the stages pass activations
+ * forward and gradients back among themselves. Every micro-batch's loss is weighted by its share
+ * of the global batch, so the accumulated gradient is the global batch's mean gradient, as in
+ * single-process training.
+ */
+export async function fitPipeline(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, o: ResolvedFitOptions, plan: PipelinePlan & PlanMethods): Promise<RunRecord> {
+  const started = performance.now();
+  const S = plan.stages;
+  const R = plan.replicas;
+  const M = plan.microBatches;
+  const workers = ctx.workers.slice(0, plan.worldSize);
+  const stepMs = ctx.spec.timeouts.stepMs;
+  const all = awaitAll(ctx);
+  const rankOf = (r: number, s: number): number => plan.ranks[r]![s]!;
+
+  await ctx.connect(gridWiring(R, S));
+  const topology = model.toJSON(null, false) as unknown as Record<string, unknown>;
+  const microBatchSize = plan.batch?.microBatch ?? Math.ceil(o.batchSize / R / M);
+  const stageWeights = plan.stagePlans.map((st) => hostCopies(model.layers.slice(st.from, st.to).flatMap((l) => l.getWeights())));
+  const loaded = await loadEverywhere(() =>
+    all(
+      workers.map((w, rank) => {
+        const s = rank % S;
+        const st = plan.stagePlans[s]!;
+        return w.channel.request(
+          {
+            type: "load",
+            topology,
+            optimizer: o.optimizer,
+            loss: o.loss,
+            stage: { index: s, count: S, from: st.from, to: st.to, schedule: plan.schedule.name, microBatches: M, microBatchSize },
+            stageInputShape: st.inputShape,
+            stepTimeoutMs: stepMs,
+          },
+          "loaded",
+          { timeoutMs: stepMs, waitingFor: `stage ${s} (layers [${st.from}, ${st.to})) to load`, attachments: stageWeights[s]! },
+        );
+      }),
+    ),
+  );
+  const stageParams = plan.stagePlans.map((st) => plan.model.layers.slice(st.from, st.to).reduce((n, l) => n + l.trainableParams, 0));
+  loaded.forEach((l, rank) => {
+    const want = stageParams[rank % S]!;
+    if (l.msg.gradientLength !== want) {
+      throw new ModelError(`worker ${rank} built stage ${rank % S} with ${l.msg.gradientLength} trainable parameters; the driver's model has ${want} in layers [${plan.stagePlans[rank % S]!.from}, ${plan.stagePlans[rank % S]!.to})`);
+    }
+  });
+
+  const fitStartWall = wallClock();
+  const { history, callbackError } = await runSteps(ctx, o, dataset, (step, epoch, order, start, end) => {
+    const count = end - start;
+    const slices = replicaSlices(count, R);
+    const requests: Array<Promise<StepDone>> = [];
+    let from = start;
+    for (let r = 0; r < R; r++) {
+      const sizes = replicaSlices(slices[r]!, M);
+      const weights = sizes.map((n) => n / count);
+      const xs: Tensorlike[] = [];
+      const ys: Tensorlike[] = [];
+      for (const n of sizes) {
+        const b = dataset.gather(order, from, from + n);
+        xs.push(b.x);
+        ys.push(b.y);
+        from += n;
+      }
+      for (let s = 0; s < S; s++) {
+        // Stage 0 takes the inputs, the last stage the targets (a one-stage replica takes both).
+        const attachments = [...(s === 0 ? xs : []), ...(s === S - 1 ? ys : [])];
+        requests[rankOf(r, s)] = workers[rankOf(r, s)]!.channel.request({ type: "step", step, epoch, weight: slices[r]! / count, micro: { sizes, weights } }, "stepDone", {
+          timeoutMs: stepMs,
+          waitingFor: `step ${step}`,
+          attachments,
+        });
+      }
+    }
+    return {
+      samples: count,
+      done: Promise.all(requests),
+      summarize: (replies) => {
+        const recs: WorkerStepRecord[] = replies.map((rep, rank) => ({
+          rank,
+          stage: rank % S,
+          replica: Math.floor(rank / S),
+          computeMs: rep.msg.computeMs + rep.msg.applyMs,
+          commMs: rep.msg.commMs,
+          waitMs: rep.msg.waitMs,
+          applyMs: rep.msg.applyMs,
+          startMs: rep.msg.startedAt - workers[rank]!.clockOffsetMs - fitStartWall,
+          actions: rep.msg.actions ?? [],
+          inFlightMax: rep.msg.inFlightMax ?? 0,
+        }));
+        // Non-last stages report no loss: the sum is the global batch's mean loss.
+        const loss = replies.reduce((a, rep) => a + rep.msg.loss, 0);
+        // The pipeline is as slow as its slowest stage: that is who the others wait for.
+        const slowest = recs.reduce((w, r) => (r.computeMs > w.computeMs ? r : w), recs[0]!);
+        return { loss, workers: recs, straggler: slowest.rank, bubble: measuredBubble(recs, S, R) };
+      },
+    };
+  });
+  if (callbackError) {
+    await releaseAll(ctx);
+    throw callbackError;
+  }
+  if (R > 1) {
+    for (let s = 0; s < S; s++) await checkIdentical(ctx, plan.ranks.map((row) => workers[row[s]!]!), `stage ${s}`, history.length);
+  }
+  // Replica 0's stages, in order, hold the whole model's weights in the model's order.
+  const fetched = await all(plan.ranks[0]!.map((rank) => workers[rank]!.channel.request({ type: "fetchWeights" }, "weights", { timeoutMs: stepMs, waitingFor: "the trained weights" })));
+  setModelWeights(
+    model,
+    fetched.flatMap((f) => f.attachments),
+  );
+  await releaseAll(ctx);
+  return { history, plan, workers: workers.map((w) => w.snapshot()), seed: o.seed, epochs: o.epochs, wallMs: performance.now() - started };
+}

@@ -1,0 +1,214 @@
+import { ConfigError } from "../../errors/errors";
+import { replicaSlices } from "../../plan/batches";
+import { formatBytes, optimizerSlots } from "../../plan/memory";
+import type { ModelSummary } from "../../plan/model-summary";
+import { partition, type PartitionRequest, type StageCost } from "../../plan/partition";
+import { predictPipeline, type Prediction } from "../../plan/predict";
+import { speedsOf } from "../../plan/speeds";
+import { formatSchedule, makeSchedule, maxInFlight, type Schedule, type ScheduleName } from "../../plan/schedules";
+import { workerCount, type ClusterSpec } from "../../spec/cluster-spec";
+import type { OptimizerSpec } from "../../spec/optimizer";
+import type { PlanDevice } from "../data/planner";
+
+export type PipelineKind = "model" | "pipeline" | "hybrid";
+
+export interface StagePlan extends StageCost {
+  stage: number;
+  layerNames: string[];
+  /** Per-sample shapes of what the stage takes and gives (batch dimension left out). */
+  inputShape: number[];
+  outputShape: number[];
+  /** Most micro-batches whose inputs the stage holds at once under the schedule. */
+  inFlight: number;
+}
+
+/** Model, pipeline and hybrid parallelism: which worker holds which layers, and the schedule. */
+export interface PipelinePlan {
+  readonly strategy: PipelineKind;
+  readonly worldSize: number;
+  readonly stages: number;
+  readonly replicas: number;
+  readonly microBatches: number;
+  readonly schedule: Schedule;
+  /** ranks[r][s]: the worker holding stage s of replica r (r * stages + s). */
+  readonly ranks: readonly (readonly number[])[];
+  readonly stagePlans: readonly StagePlan[];
+  /** Stage ranges set with plan.place(), as [stage, [from, to]] pairs; the partitioner chose the others. */
+  readonly placed: ReadonlyArray<readonly [number, readonly [number, number]]>;
+  readonly model: ModelSummary;
+  readonly batch: { readonly globalBatch: number; readonly perReplica: readonly number[]; readonly microBatch: number } | null;
+  readonly optimizer: OptimizerSpec | null;
+  readonly devices: readonly PlanDevice[] | null;
+  readonly prediction: Prediction | null;
+  /** Why the plan is what it is, in sentences with numbers (plan.explain()). */
+  readonly reasons: readonly string[];
+}
+
+export interface PipelineOptions {
+  kind: PipelineKind;
+  stages: number;
+  replicas: number;
+  microBatches: number;
+  schedule: ScheduleName;
+  batchSize?: number;
+  optimizer?: OptimizerSpec;
+  devices?: readonly PlanDevice[];
+  memoryCapBytes?: number;
+  /** Stages whose layer ranges were set with plan.place(); the partitioner splits the rest around them. */
+  pinned?: ReadonlyMap<number, readonly [number, number]>;
+  reasons?: readonly string[];
+}
+
+const elems = (shape: ReadonlyArray<number | null>): number[] => shape.slice(1).map((d) => d ?? 1);
+
+/** The memory each stage may use: the cap, else what its worker reported, else unlimited. */
+export function stageMemory(o: { memoryCapBytes?: number; devices?: readonly PlanDevice[] }, rank: number): number {
+  const dev = o.devices?.[rank]?.memoryBytes;
+  const known = dev && dev > 0 ? dev : Infinity;
+  return Math.min(known, o.memoryCapBytes ?? Infinity);
+}
+
+export function planPipelineWith(model: ModelSummary, o: PipelineOptions): PipelinePlan {
+  const S = o.stages;
+  const R = o.replicas;
+  const M = o.kind === "model" ? 1 : o.microBatches;
+  const schedule = makeSchedule(o.kind === "model" ? "gpipe" : o.schedule, S, M);
+  const reasons = [...(o.reasons ?? [])];
+  let batch: PipelinePlan["batch"] = null;
+  let micro = 1;
+  if (o.batchSize !== undefined) {
+    if (o.batchSize % R !== 0) {
+      throw new ConfigError(`batchSize ${o.batchSize} is not divisible by ${R} replicas (${o.batchSize} % ${R} = ${o.batchSize % R})`, {
+        hint: `use a multiple of ${R}`,
+      });
+    }
+    const per = o.batchSize / R;
+    if (per < M) {
+      throw new ConfigError(`each replica's batch of ${per} cannot be cut into ${M} micro-batches (${o.batchSize} / ${R} replicas = ${per} < ${M})`, {
+        hint: `use a batch of at least ${M * R}, or fewer micro-batches`,
+      });
+    }
+    micro = Math.ceil(per / M);
+    batch = { globalBatch: o.batchSize, perReplica: replicaSlices(o.batchSize, R), microBatch: micro };
+  }
+  const request: PartitionRequest = {
+    layers: model.layers,
+    stages: S,
+    microBatchSize: micro,
+    optimizerSlots: o.optimizer ? optimizerSlots(o.optimizer) : 0,
+    inFlight: (s) => maxInFlight(schedule, s),
+    memoryBytes: (s) => Math.min(...Array.from({ length: R }, (_, r) => stageMemory(o, r * S + s))),
+    ...(o.pinned ? { pinned: o.pinned } : {}),
+  };
+  const p = partition(request);
+  if (!p.ok) {
+    throw new ConfigError(`cannot split "${model.name}" into ${S} stages: ${p.reason}`, {
+      hint: "use more stages (workers), a smaller batch or more micro-batches, or raise .memory()",
+    });
+  }
+  const costs = p.stages;
+  const placed = [...(o.pinned ?? new Map<number, readonly [number, number]>())].sort((a, b) => a[0] - b[0]);
+  if (placed.length > 0) reasons.push(`placed by hand: ${placed.map(([s, [a, b]]) => `stage ${s} = layers [${a}, ${b})`).join(", ")}`);
+  if (placed.length < S) {
+    reasons.push(
+      `split ${model.layers.length} layers into ${S} contiguous stages minimising the slowest stage${placed.length > 0 ? " (around the placed ones)" : ""}: ${costs
+        .map((c, s) => `stage ${s} = layers [${c.from}, ${c.to}) with ${(c.flopsPerSample / 1e6).toFixed(2)} MFLOP/sample`)
+        .join(", ")}`,
+    );
+  }
+  const stagePlans: StagePlan[] = costs.map((c, s) => ({
+    ...c,
+    stage: s,
+    layerNames: model.layers.slice(c.from, c.to).map((l) => l.name),
+    inputShape: elems(model.layers[c.from]!.inputShape),
+    outputShape: elems(model.layers[c.to - 1]!.outputShape),
+    inFlight: maxInFlight(schedule, s),
+  }));
+  for (const st of stagePlans) {
+    const cap = request.memoryBytes(st.stage);
+    if (st.stateBytes + st.activationBytes > cap) {
+      throw new ConfigError(
+        `stage ${st.stage} (layers [${st.from}, ${st.to})) needs ${formatBytes(st.stateBytes + st.activationBytes)} (${formatBytes(st.stateBytes)} parameters, gradients and optimizer state; ${formatBytes(st.activationBytes)} activations) but its worker may use ${formatBytes(cap)}`,
+        { hint: "place fewer layers on that stage, or use more stages" },
+      );
+    }
+  }
+  const speeds = speedsOf(o.devices);
+  const prediction =
+    speeds && batch
+      ? predictPipeline(
+          {
+            stages: stagePlans.map((st) => ({
+              flopsPerSample: st.flopsPerSample,
+              layers: st.to - st.from,
+              gradientBytes: model.layers.slice(st.from, st.to).reduce((n, l) => n + l.trainableParams, 0) * 4,
+              outputElementsPerSample: st.outputShape.reduce((a, d) => a * d, 1),
+            })),
+            schedule,
+            microBatchSize: micro,
+            globalBatch: batch.globalBatch,
+            replicas: R,
+          },
+          speeds,
+        )
+      : null;
+  return {
+    strategy: o.kind,
+    worldSize: S * R,
+    stages: S,
+    replicas: R,
+    microBatches: M,
+    schedule,
+    ranks: Array.from({ length: R }, (_, r) => Array.from({ length: S }, (_, s) => r * S + s)),
+    stagePlans,
+    placed,
+    model,
+    batch,
+    optimizer: o.optimizer ?? null,
+    devices: o.devices ?? null,
+    prediction,
+    reasons,
+  };
+}
+
+/** The options a pipeline-family cluster spec implies. */
+export function pipelineOptionsFromSpec(spec: ClusterSpec): Omit<PipelineOptions, "batchSize" | "optimizer" | "devices"> {
+  const n = workerCount(spec);
+  const st = spec.strategy;
+  const memory = spec.memoryCapBytes !== undefined ? { memoryCapBytes: spec.memoryCapBytes } : {};
+  switch (st.name) {
+    case "model":
+      return { kind: "model", stages: st.stages ?? n, replicas: 1, microBatches: 1, schedule: "gpipe", ...memory };
+    case "pipeline":
+      return { kind: "pipeline", stages: st.stages ?? n, replicas: 1, microBatches: st.microBatches, schedule: st.schedule, ...memory };
+    case "hybrid":
+      return { kind: "hybrid", stages: st.stages, replicas: st.replicas ?? Math.floor(n / st.stages), microBatches: st.microBatches, schedule: st.schedule, ...memory };
+    default:
+      throw new ConfigError(`strategy "${st.name}" is not a pipeline strategy`);
+  }
+}
+
+export function formatPipelinePlan(plan: PipelinePlan): string {
+  const lines = [
+    `${plan.strategy} plan: ${plan.replicas} replica(s) x ${plan.stages} stage(s) on ${plan.worldSize} worker(s), ${plan.microBatches} micro-batch(es), schedule ${plan.schedule.name}`,
+  ];
+  if (plan.batch) lines.push(`global batch ${plan.batch.globalBatch} = ${plan.replicas} x ${plan.batch.perReplica[0]} per replica, micro-batches of ${plan.batch.microBatch}`);
+  lines.push("stage  layers       ranks       MFLOP/sample  state       activations  in flight");
+  for (const st of plan.stagePlans) {
+    const ranks = plan.ranks.map((row) => row[st.stage]).join(",");
+    lines.push(
+      `${String(st.stage).padEnd(7)}${`[${st.from}, ${st.to})`.padEnd(13)}${ranks.padEnd(12)}${(st.flopsPerSample / 1e6).toFixed(2).padStart(12)}  ${formatBytes(st.stateBytes).padEnd(12)}${formatBytes(st.activationBytes).padEnd(13)}${st.inFlight}`,
+    );
+  }
+  if (plan.prediction) lines.push(`predicted: ${plan.prediction.stepMs.toFixed(1)} ms per step, ${plan.prediction.samplesPerSecond.toFixed(0)} samples/s, bubble ${(plan.prediction.bubble * 100).toFixed(0)}%`);
+  lines.push(formatSchedule(plan.schedule));
+  return lines.join("\n");
+}
+
+export function explainPipelinePlan(plan: PipelinePlan): string {
+  const lines = [...plan.reasons];
+  if (plan.prediction) {
+    lines.push(`predicted step ${plan.prediction.stepMs.toFixed(1)} ms (${plan.prediction.computeMs.toFixed(1)} ms through the pipeline, ${plan.prediction.commMs.toFixed(1)} ms all-reduce), ${plan.prediction.samplesPerSecond.toFixed(0)} samples/s, from ${plan.prediction.basis}`);
+  }
+  return lines.join("\n");
+}

@@ -1,0 +1,237 @@
+import * as tf from "@tensorflow/tfjs";
+import { loadAddon } from "../../backends/native/addon";
+import { NativeBackend } from "../../backends/native/backend";
+import type { AllReduceStats } from "../../collectives/ring-allreduce";
+import { ModelError, ProtocolError } from "../../errors/errors";
+import { formatBytes, optimizerSlots } from "../../plan/memory";
+import { summarizeModel } from "../../plan/model-summary";
+import { stageCost } from "../../plan/partition";
+import { makeSchedule, maxInFlight, type Action } from "../../plan/schedules";
+import type { MessageOf } from "../../protocol/messages";
+import type { Tensorlike } from "../../transport/channel";
+import { wallClock } from "../../util/clock";
+import { buildModel, compiledLoss, createOptimizer, readWeights } from "../../worker/model-io";
+import { makeUpdateRule } from "../../worker/update-rules";
+import type { UpdateRule } from "../../worker/update-rule";
+import { seedDropout, stageTopology } from "./stage-model";
+
+/** How a stage reaches its neighbours and its replicas (the compute host provides these). */
+export interface StageIO {
+  /** The activation (from the stage before) or gradient (from the stage after) of a micro-batch. */
+  receive(kind: "activation" | "gradient", step: number, micro: number): Promise<Float32Array>;
+  send(to: "prev" | "next", kind: "activation" | "gradient", step: number, micro: number, data: Float32Array): void;
+  allReduce(data: Float32Array): Promise<{ data: Float32Array; stats: AllReduceStats }>;
+}
+
+export interface StageStepResult {
+  loss: number;
+  startedAt: number;
+  computeMs: number;
+  commMs: number;
+  waitMs: number;
+  applyMs: number;
+  actions: Array<{ kind: "F" | "B"; micro: number; start: number; end: number }>;
+  inFlightMax: number;
+}
+
+type Stage = NonNullable<MessageOf<"load">["stage"]>;
+
+function copyOut(t: tf.Tensor): Float32Array {
+  const b = tf.backend();
+  return Float32Array.from(b instanceof NativeBackend ? b.values(t) : (t.dataSync() as Float32Array));
+}
+
+/**
+ * One stage of a pipeline on a worker: runs its schedule's actions in order. F(m) runs the
+ * stage's layers on micro-batch m and sends the result on; B(m) recomputes the forward pass with
+ * TF.js's autograd, takes the gradient arriving from the next stage (the last stage starts from
+ * its share of the loss), accumulates the layers' gradients, and sends the input's gradient
+ * back. After the last action the accumulated gradients are summed with the stage's replicas
+ * and one optimizer update is applied.
+ */
+export class StageRuntime {
+  private readonly vars: tf.Variable[];
+  private readonly offsets: number[];
+  readonly gradientLength: number;
+  private readonly actions: readonly Action[];
+  private readonly update: UpdateRule;
+  private readonly last: boolean;
+
+  private constructor(
+    readonly model: tf.LayersModel,
+    private readonly stage: Stage,
+    private readonly inputShape: number[],
+    private readonly outputShape: number[],
+    private readonly lossFn: ((a: tf.Tensor, b: tf.Tensor) => tf.Tensor) | null,
+    private readonly compileOptimizer: tf.Optimizer,
+    spec: MessageOf<"load">["optimizer"],
+  ) {
+    this.vars = model.trainableWeights.map((w) => w.read() as tf.Variable);
+    this.offsets = [];
+    let off = 0;
+    for (const v of this.vars) {
+      this.offsets.push(off);
+      off += v.size;
+    }
+    this.gradientLength = off;
+    this.actions = makeSchedule(stage.schedule, stage.count, stage.microBatches).actions[stage.index]!;
+    this.update = makeUpdateRule(this.vars, spec);
+    this.last = stage.index === stage.count - 1;
+  }
+
+  static async load(msg: MessageOf<"load">, weights: Tensorlike[], memoryCapBytes: number | null): Promise<StageRuntime> {
+    const stage = msg.stage!;
+    const inputShape = [...(msg.stageInputShape ?? [])];
+    const model = await buildModel(stageTopology(msg.topology, stage.from, stage.to, inputShape, stage.index), weights);
+    const summary = summarizeModel(model);
+    if (memoryCapBytes !== null) {
+      const schedule = makeSchedule(stage.schedule, stage.count, stage.microBatches);
+      const c = stageCost(
+        { layers: summary.layers, stages: stage.count, microBatchSize: stage.microBatchSize, optimizerSlots: optimizerSlots(msg.optimizer), inFlight: () => maxInFlight(schedule, stage.index), memoryBytes: () => Infinity },
+        stage.index,
+        0,
+        summary.layers.length,
+      );
+      const need = c.stateBytes + c.activationBytes;
+      if (need > memoryCapBytes) {
+        model.dispose();
+        throw new ModelError(
+          `stage ${stage.index} (layers [${stage.from}, ${stage.to})) needs ${formatBytes(need)} (${formatBytes(c.stateBytes)} parameters, gradients and optimizer state; ${formatBytes(c.activationBytes)} activations for micro-batches of ${stage.microBatchSize}), above this worker's memory cap of ${formatBytes(memoryCapBytes)}`,
+          { hint: "split the model over more stages or workers, use smaller micro-batches, or raise .memory()", details: { neededBytes: need, capBytes: memoryCapBytes } },
+        );
+      }
+    }
+    const optimizer = createOptimizer(msg.optimizer);
+    const last = stage.index === stage.count - 1;
+    const lossFn = last ? compiledLoss(model, msg.loss, optimizer) : null;
+    const outputShape = summary.outputShape.slice(1).map((d) => d ?? 1);
+    return new StageRuntime(model, stage, inputShape, outputShape, lossFn, optimizer, msg.optimizer);
+  }
+
+  get paramCount(): number {
+    return this.model.countParams();
+  }
+
+  async step(msg: MessageOf<"step">, attachments: Tensorlike[], io: StageIO): Promise<StageStepResult> {
+    const micro = msg.micro;
+    if (!micro || micro.sizes.length !== this.stage.microBatches) {
+      throw new ProtocolError(`step ${msg.step} for stage ${this.stage.index} needs ${this.stage.microBatches} micro-batch sizes`);
+    }
+    const first = this.stage.index === 0;
+    // Stage 0 gets the micro-batches' inputs and the last stage their targets (both, with one stage).
+    const xs = first ? attachments.slice(0, this.stage.microBatches) : [];
+    const ys = this.last ? attachments.slice(first ? this.stage.microBatches : 0) : [];
+    if ((first && xs.length !== this.stage.microBatches) || (this.last && ys.length !== this.stage.microBatches)) {
+      throw new ProtocolError(`step ${msg.step} for stage ${this.stage.index} carries ${attachments.length} tensors`);
+    }
+    const t0 = performance.now();
+    const startedAt = wallClock();
+    const acc = new Float32Array(this.gradientLength);
+    const saved = new Map<number, tf.Tensor>();
+    const timings: StageStepResult["actions"] = [];
+    let loss = 0;
+    let waitMs = 0;
+    let inFlightMax = 0;
+    const add = accumulator();
+    const receive = async (kind: "activation" | "gradient", m: number): Promise<Float32Array> => {
+      const w0 = performance.now();
+      const data = await io.receive(kind, msg.step, m);
+      waitMs += performance.now() - w0;
+      return data;
+    };
+    try {
+      for (const a of this.actions) {
+        const m = a.micro;
+        const size = micro.sizes[m]!;
+        // A short last batch can leave micro-batches empty; every stage knows the sizes and skips them.
+        if (size === 0) continue;
+        if (a.kind === "F") {
+          const x = first ? tf.tensor(xs[m]!.data, [...xs[m]!.shape], xs[m]!.data instanceof Int32Array ? "int32" : "float32") : tf.tensor(await receive("activation", m), [size, ...this.inputShape]);
+          const start = performance.now() - t0;
+          if (!this.last) {
+            seedDropout(this.model, msg.step, m);
+            const out = tf.tidy(() => this.model.apply(x, { training: true }) as tf.Tensor);
+            io.send("next", "activation", msg.step, m, copyOut(out));
+            out.dispose();
+          }
+          saved.set(m, x);
+          inFlightMax = Math.max(inFlightMax, saved.size);
+          timings.push({ kind: "F", micro: m, start, end: performance.now() - t0 });
+        } else {
+          const x = saved.get(m);
+          if (!x) throw new ProtocolError(`stage ${this.stage.index} runs B${m} before F${m}`);
+          const dy = this.last ? null : tf.tensor(await receive("gradient", m), [size, ...this.outputShape]);
+          const y = this.last ? tf.tensor(ys[m]!.data, [...ys[m]!.shape], ys[m]!.data instanceof Int32Array ? "int32" : "float32") : null;
+          const start = performance.now() - t0;
+          const weight = micro.weights[m]!;
+          seedDropout(this.model, msg.step, m);
+          const wrt: tf.Tensor[] = first ? [...this.vars] : [x, ...this.vars];
+          let microLoss = 0;
+          const { value, grads } = tf.engine().gradients(
+            () =>
+              tf.tidy(() => {
+                const out = this.model.apply(x, { training: true }) as tf.Tensor;
+                let objective: tf.Scalar;
+                if (this.last) {
+                  const mean = tf.mean(this.lossFn!(y!, out)) as tf.Scalar;
+                  microLoss = mean.dataSync()[0]!;
+                  objective = tf.mul(mean, weight);
+                } else {
+                  objective = tf.sum(tf.mul(out, dy!));
+                }
+                for (const reg of this.model.calculateLosses()) objective = tf.add(objective, tf.mul(reg, weight));
+                return objective;
+              }),
+            wrt,
+          );
+          loss += weight * microLoss;
+          const varGrads = first ? grads : grads.slice(1);
+          varGrads.forEach((g, i) => add(acc, g, this.offsets[i]!));
+          if (!first) io.send("prev", "gradient", msg.step, m, copyOut(grads[0]!));
+          tf.dispose([value, ...grads]);
+          tf.dispose([x, ...(dy ? [dy] : []), ...(y ? [y] : [])]);
+          saved.delete(m);
+          timings.push({ kind: "B", micro: m, start, end: performance.now() - t0 });
+        }
+      }
+    } finally {
+      for (const t of saved.values()) t.dispose();
+    }
+    const computeEnd = performance.now();
+    const reduced = await io.allReduce(acc);
+    const a0 = performance.now();
+    this.update.apply(reduced.data);
+    const applyMs = performance.now() - a0;
+    return {
+      loss,
+      startedAt,
+      computeMs: computeEnd - t0 - waitMs,
+      commMs: reduced.stats.commMs,
+      waitMs: waitMs + reduced.stats.waitMs,
+      applyMs,
+      actions: timings,
+      inFlightMax,
+    };
+  }
+
+  weights(): Tensorlike[] {
+    return readWeights(this.model);
+  }
+
+  dispose(): void {
+    this.model.dispose();
+    this.update.dispose();
+    this.compileOptimizer.dispose();
+  }
+}
+
+/** acc[offset ..] += g: natively from the tensor's memory where possible. */
+function accumulator(): (acc: Float32Array, g: tf.Tensor, offset: number) => void {
+  const load = loadAddon();
+  return (acc, g, offset) => {
+    const b = tf.backend();
+    const values = b instanceof NativeBackend ? b.values(g) : (g.dataSync() as Float32Array);
+    if (load.ok) load.addon.accumulate(acc, values, offset);
+    else for (let i = 0; i < values.length; i++) acc[offset + i]! += values[i]!;
+  };
+}

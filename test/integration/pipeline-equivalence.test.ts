@@ -1,0 +1,162 @@
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import * as tf from "@tensorflow/tfjs";
+import { cluster, datasets, ModelError, type Cluster, type TrainingRun } from "../../sdk/index";
+import { epochOrder } from "../../sdk/plan/batches";
+import type { OptimizerSpec } from "../../sdk/spec/optimizer";
+import { createOptimizer } from "../../sdk/worker/model-io";
+import { deepClassifier, maxRelativeDifference, smallConvNet, weightsMoved } from "../helpers/models";
+
+/**
+ * Model, pipeline and hybrid parallelism over real worker processes and real WebSockets must
+ * give the weights single-process model.fit gives on the same batches (relative difference
+ * < 1e-4). 50 samples in batches of 12 make each epoch's last batch 2 samples: with 4
+ * micro-batches some are empty, and in a hybrid one replica gets 1 sample.
+ */
+
+tf.enableProdMode();
+const TOLERANCE = 1e-4;
+const OPTIMIZER: OptimizerSpec = { name: "adam", learningRate: 0.01, beta1: 0.9, beta2: 0.999 };
+
+type Data = ReturnType<typeof datasets.synthetic>;
+
+async function reference(model: tf.LayersModel, ds: Data, o: { epochs: number; batchSize: number; seed: number }): Promise<number[]> {
+  model.compile({ optimizer: createOptimizer(OPTIMIZER), loss: "categoricalCrossentropy" });
+  const losses: number[] = [];
+  for (let epoch = 0; epoch < o.epochs; epoch++) {
+    const { x, y } = ds.gather(epochOrder(ds.size, true, o.seed, epoch), 0, ds.size);
+    const xs = tf.tensor(x.data, [...x.shape]);
+    const ys = tf.tensor(y.data, [...y.shape]);
+    await model.fit(xs, ys, { batchSize: o.batchSize, epochs: 1, shuffle: false, verbose: 0, callbacks: { onBatchEnd: async (_b, logs) => void losses.push(logs!.loss as number) } });
+    tf.dispose([xs, ys]);
+  }
+  return losses;
+}
+
+async function compare(c: Cluster, make: () => tf.LayersModel, ds: Data, extra: { plan?: ReturnType<Cluster["plan"]> } = {}): Promise<TrainingRun> {
+  const o = { epochs: 2, batchSize: 12, seed: 5 };
+  const distributed = make();
+  const single = make();
+  const start = distributed.getWeights().map((w) => w.clone());
+  const run = await c.fit(distributed, ds, { ...o, optimizer: OPTIMIZER, loss: "categoricalCrossentropy", ...extra });
+  const losses = await reference(single, ds, o);
+  assert.ok(weightsMoved(start, distributed), "training changed the weights");
+  const diff = maxRelativeDifference(distributed, single);
+  assert.ok(diff < TOLERANCE, `relative difference ${diff} >= ${TOLERANCE}`);
+  assert.equal(run.history.length, losses.length);
+  run.history.forEach((s, i) => assert.ok(Math.abs(s.loss - losses[i]!) <= TOLERANCE * Math.max(1, losses[i]!), `step ${i}: loss ${s.loss} vs ${losses[i]}`));
+  return run;
+}
+
+const vectors = (): Data => datasets.synthetic({ inputShape: [6], classes: 3, size: 50, seed: 3 });
+const images = (): Data => datasets.synthetic({ inputShape: [8, 8, 1], classes: 3, size: 50, seed: 4 });
+const deep = (): tf.LayersModel => deepClassifier(6, 3, { hidden: 4 });
+
+describe("2 workers: model and pipeline parallelism", () => {
+  let model: Cluster;
+  const pipelines: Record<string, Cluster> = {};
+  before(async () => {
+    model = await cluster().workers(2).strategy("model").launch();
+  });
+  after(async () => {
+    await model?.close();
+    for (const c of Object.values(pipelines)) await c.close();
+  });
+
+  test("model parallelism: one batch at a time through 2 stages, equal to model.fit", async () => {
+    const run = await compare(model, deep, vectors());
+    const step = run.history[3]!;
+    assert.deepEqual(step.workers.map((w) => w.actions!.map((a) => `${a.kind}${a.micro}`).join(" ")), ["F0 B0", "F0 B0"]);
+    assert.equal(run.plan.strategy, "model");
+    // One batch through two stages: each is idle while the other works.
+    assert.ok(run.summary().bubble! > 0.3, `bubble ${run.summary().bubble}`);
+  });
+
+  test("convolutions split across stages (4-D activations cross the link)", async () => {
+    await compare(model, () => smallConvNet(3), images());
+  });
+
+  for (const [schedule, micro] of [["gpipe", 1], ["gpipe", 4], ["1f1b", 3], ["1f1b", 4]] as const) {
+    test(`pipeline ${schedule} with ${micro} micro-batch(es) equals model.fit`, async () => {
+      const key = `${schedule}/${micro}`;
+      pipelines[key] ??= await cluster().workers(2).strategy("pipeline", { schedule, microBatches: micro }).launch();
+      const run = await compare(pipelines[key]!, deep, vectors());
+      const step = run.history[2]!;
+      for (const w of step.workers) assert.equal(w.actions!.length, 2 * micro);
+    });
+  }
+
+  test("1F1B holds fewer micro-batches in flight than GPipe, measured on the workers", async () => {
+    // The clusters above ran both schedules with 4 micro-batches over 2 stages.
+    const gpipe = await pipelines["gpipe/4"]!.fit(deep(), vectors(), { batchSize: 12, seed: 1 });
+    const oneF = await pipelines["1f1b/4"]!.fit(deep(), vectors(), { batchSize: 12, seed: 1 });
+    const held = (run: TrainingRun, rank: number): number => Math.max(...run.history.map((s) => s.workers[rank]!.inFlightMax!));
+    assert.equal(held(gpipe, 0), 4);
+    assert.equal(held(oneF, 0), 2);
+    assert.equal(held(oneF, 1), 1);
+    assert.ok(held(oneF, 0) < held(gpipe, 0));
+  });
+
+  test("a placed plan trains with the stages as placed", async () => {
+    const c = pipelines["1f1b/3"]!;
+    const plan = c.plan(deep(), { batchSize: 12 }).place([0, 1], 0);
+    const run = await compare(c, deep, vectors(), { plan });
+    if (run.plan.strategy === "data") throw new Error("pipeline plan expected");
+    assert.deepEqual(run.plan.stagePlans.map((s) => [s.from, s.to]), [[0, 1], [1, 5]]);
+  });
+});
+
+describe("4 workers: hybrid of 2 replicas x 2 stages", () => {
+  let c: Cluster;
+  before(async () => {
+    c = await cluster().workers(4).strategy("hybrid", { stages: 2, microBatches: 2, schedule: "gpipe" }).launch();
+  });
+  after(async () => {
+    await c?.close();
+  });
+
+  test("each stage's replicas all-reduce their gradients; the result equals model.fit", async () => {
+    const run = await compare(c, deep, vectors());
+    const step = run.history[1]!;
+    assert.deepEqual(step.workers.map((w) => [w.stage, w.replica]), [[0, 0], [1, 0], [0, 1], [1, 1]]);
+    assert.ok(step.workers.every((w) => w.commMs > 0), "every worker took part in an all-reduce");
+  });
+});
+
+describe("memory caps: too big for one worker, trains when split", () => {
+  // 5.3 MiB of parameters and gradients: more than a 4 MiB cap holds; its two halves fit.
+  const big = (): tf.LayersModel => deepClassifier(256, 10, { hidden: 3, width: 512 });
+  const data = (): Data => datasets.synthetic({ inputShape: [256], classes: 10, size: 32, seed: 6 });
+
+  test("one capped worker refuses the model, saying how much it needed; the cluster stays usable", async () => {
+    const c = await cluster().workers(1).memory("4MiB").launch();
+    try {
+      await assert.rejects(c.fit(big(), data(), { batchSize: 16, optimizer: "sgd" }), (e: unknown) => {
+        assert.ok(e instanceof ModelError, String(e));
+        assert.match(e.message, /the whole model needs 5\.3 MiB per replica .* above this worker's memory cap of 4\.0 MiB/);
+        assert.match(e.message, /split it over several workers/);
+        return true;
+      });
+      assert.equal(c.state, "ready");
+    } finally {
+      await c.close();
+    }
+  });
+
+  test("two capped workers train it as a pipeline, and auto picks that split by itself", async () => {
+    const c = await cluster().workers(2).memory("4MiB").strategy("auto").launch();
+    try {
+      const model = big();
+      const plan = c.plan(model, { batchSize: 16, optimizer: "sgd" });
+      assert.equal(plan.strategy, "pipeline");
+      assert.match(plan.explain(), /but worker \d may use only 4\.0 MiB/);
+      const start = model.getWeights().map((w) => w.clone());
+      const run = await c.fit(model, data(), { batchSize: 16, optimizer: "sgd", seed: 2 });
+      assert.equal(run.plan.strategy, "pipeline");
+      assert.equal(run.history.length, 2);
+      assert.ok(weightsMoved(start, model));
+    } finally {
+      await c.close();
+    }
+  });
+});
