@@ -1,5 +1,6 @@
-import type { Plan } from "../strategies/registry";
+import type { PlanData } from "../strategies/registry";
 import { formatDataPlan } from "../strategies/data/planner";
+import { formatPipelinePlan } from "../strategies/pipeline/planner";
 import type { Figure } from "./figure";
 import type { MimeBundle } from "./displayable";
 import { placementSvg } from "./placement";
@@ -20,6 +21,6 @@ export function figureBundle(fig: Figure): MimeBundle {
   };
 }
 
-export function planBundle(plan: Plan): MimeBundle {
-  return { "image/svg+xml": placementSvg(plan), "text/plain": formatDataPlan(plan) };
+export function planBundle(plan: PlanData): MimeBundle {
+  return { "image/svg+xml": placementSvg(plan), "text/plain": plan.strategy === "data" ? formatDataPlan(plan) : formatPipelinePlan(plan) };
 }

@@ -16,6 +16,9 @@ export interface Trace {
   yaxis?: "y" | "y2";
   showlegend?: boolean;
   hovertemplate?: string;
+  /** A label per bar, drawn inside it (schedule timelines: "F0", "B1"). */
+  text?: string[];
+  textposition?: "inside" | "none";
 }
 
 export interface Axis {

@@ -1,6 +1,8 @@
 import { formatBytes } from "../plan/memory";
 import type { DataParallelPlan } from "../strategies/data/planner";
+import type { PlanData } from "../strategies/registry";
 import { COLORS } from "./figure";
+import { stagePlacementSvg } from "./stage-placement";
 
 function esc(s: string): string {
   return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
@@ -11,12 +13,17 @@ const BOX_H = 196;
 const GAP = 40;
 const PER_ROW = 4;
 
+/** The placement diagram of any plan. */
+export function placementSvg(plan: PlanData): string {
+  return plan.strategy === "data" ? dataPlacementSvg(plan) : stagePlacementSvg(plan);
+}
+
 /**
  * The placement diagram: one box per worker with what it holds (every layer, for data
  * parallelism), its share of the batch, its memory (parameters, gradients and optimizer state;
  * activations) as bars against the device's memory, and the all-reduce ring as arrows.
  */
-export function placementSvg(plan: DataParallelPlan): string {
+function dataPlacementSvg(plan: DataParallelPlan): string {
   const n = plan.worldSize;
   const cols = Math.min(n, PER_ROW);
   const rows = Math.ceil(n / PER_ROW);

@@ -73,7 +73,13 @@ export function figureToSvg(fig: Figure): string {
       num(t.x).forEach((d, i) => {
         const b = t.base?.[i] ?? 0;
         const row = cats.indexOf(ys[i]!);
-        parts.push(`<rect x="${x(b).toFixed(1)}" y="${(inner.y0 + band * row + band * 0.15).toFixed(1)}" width="${Math.max(0.5, x(b + d) - x(b)).toFixed(1)}" height="${(band * 0.7).toFixed(1)}" fill="${color(t, ti)}"/>`);
+        const w = Math.max(0.5, x(b + d) - x(b));
+        parts.push(`<rect x="${x(b).toFixed(1)}" y="${(inner.y0 + band * row + band * 0.15).toFixed(1)}" width="${w.toFixed(1)}" height="${(band * 0.7).toFixed(1)}" fill="${color(t, ti)}" stroke="white" stroke-width="0.5"/>`);
+        const label = t.text?.[i];
+        // A label only where it fits: about 6 px per character at this size.
+        if (label && w >= label.length * 6 + 2) {
+          parts.push(`<text x="${(x(b) + w / 2).toFixed(1)}" y="${(inner.y0 + band * (row + 0.5) + 4).toFixed(1)}" text-anchor="middle" font-size="10" fill="white">${esc(label)}</text>`);
+        }
       });
     });
   } else if (bars.length > 0) {

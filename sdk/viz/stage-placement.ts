@@ -1,0 +1,90 @@
+import { formatBytes } from "../plan/memory";
+import type { PipelinePlan } from "../strategies/pipeline/planner";
+import { COLORS } from "./figure";
+
+function esc(s: string): string {
+  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+const BOX_W = 170;
+const BOX_H = 200;
+const GAP_X = 64;
+const GAP_Y = 44;
+
+const TITLES = { model: "Model parallelism", pipeline: "Pipeline parallelism", hybrid: "Hybrid parallelism" } as const;
+
+/**
+ * The placement of a model, pipeline or hybrid plan: a column per stage and a row per replica;
+ * each box a worker with the layers it holds, their FLOPs, and its memory (parameters, gradients
+ * and optimizer state; activations of the micro-batches in flight) against the device's memory.
+ * Arrows show activations going forward and gradients coming back; dashed lines join a stage's
+ * replicas, which all-reduce their gradients.
+ */
+export function stagePlacementSvg(plan: PipelinePlan): string {
+  const S = plan.stages;
+  const R = plan.replicas;
+  const width = Math.max(660, 40 + S * BOX_W + (S - 1) * GAP_X);
+  const height = 84 + R * BOX_H + (R - 1) * GAP_Y + 40;
+  const pos = (r: number, s: number): [number, number] => [20 + s * (BOX_W + GAP_X), 70 + r * (BOX_H + GAP_Y)];
+  const out: string[] = [];
+  const micro = plan.batch?.microBatch;
+  out.push(`<text x="16" y="24" font-size="15" font-weight="bold">${TITLES[plan.strategy]}: ${R} replica(s) x ${S} stage(s), ${plan.microBatches} micro-batch(es), ${plan.schedule.name.toUpperCase()}</text>`);
+  const pred = plan.prediction ? `; predicted ${plan.prediction.samplesPerSecond.toFixed(0)} samples/s, bubble ${(plan.prediction.bubble * 100).toFixed(0)}%` : "";
+  out.push(`<text x="16" y="42" font-size="11" fill="#555">"${esc(plan.model.name)}": ${plan.model.layers.length} layers split into ${S} contiguous stages${plan.placed.length > 0 ? ` (${plan.placed.length} placed by hand)` : ""}${micro ? `; micro-batches of ${micro} samples` : ""}${pred}</text>`);
+  out.push(
+    `<defs>${[
+      ["act", COLORS.compute],
+      ["grad", COLORS.comm],
+    ]
+      .map(([id, c]) => `<marker id="${id}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="${c}"/></marker>`)
+      .join("")}</defs>`,
+  );
+  for (let r = 0; r < R; r++) {
+    for (let s = 0; s < S; s++) {
+      const [x, y] = pos(r, s);
+      const st = plan.stagePlans[s]!;
+      const rank = plan.ranks[r]![s]!;
+      const dev = plan.devices?.[rank];
+      const mem = dev && dev.memoryBytes > 0 ? dev.memoryBytes : null;
+      const pinned = plan.placed.some(([p]) => p === s);
+      out.push(`<rect x="${x}" y="${y}" width="${BOX_W}" height="${BOX_H}" rx="8" fill="#F7F9FC" stroke="${COLORS.compute}" stroke-width="${pinned ? 2.5 : 1.5}"${pinned ? ' stroke-dasharray="6 3"' : ""}/>`);
+      out.push(`<text x="${x + 10}" y="${y + 20}" font-size="13" font-weight="bold">rank ${rank}</text>`);
+      out.push(`<text x="${x + BOX_W - 10}" y="${y + 20}" font-size="11" text-anchor="end" fill="#555">stage ${s}${R > 1 ? `, replica ${r}` : ""}</text>`);
+      out.push(`<text x="${x + 10}" y="${y + 36}" font-size="10" fill="#555">${esc(dev ? `${dev.backend} on ${dev.device}` : "device: known once launched")}</text>`);
+      out.push(`<text x="${x + 10}" y="${y + 52}" font-size="10" font-weight="bold">${esc(`layers [${st.from}, ${st.to})${pinned ? ", placed" : ""}`)}</text>`);
+      const layers = plan.model.layers.slice(st.from, st.to);
+      const shown = layers.slice(0, 5);
+      shown.forEach((l, j) => out.push(`<text x="${x + 10}" y="${y + 66 + j * 12}" font-size="10">${esc(`${l.className} ${l.outputShape.slice(1).join("x")}`)}</text>`));
+      if (layers.length > shown.length) out.push(`<text x="${x + 10}" y="${y + 66 + shown.length * 12}" font-size="10" fill="#555">... ${layers.length - shown.length} more</text>`);
+      out.push(`<text x="${x + 10}" y="${y + 138}" font-size="10">${(st.flopsPerSample / 1e6).toFixed(2)} MFLOP/sample, ${st.inFlight} in flight</text>`);
+      const barW = BOX_W - 20;
+      const frac = (b: number): number => (mem ? Math.max(b > 0 ? 0.02 : 0, Math.min(1, b / mem)) : b > 0 ? 0.5 : 0);
+      const by = y + 146;
+      out.push(`<rect x="${x + 10}" y="${by}" width="${barW}" height="9" fill="white" stroke="#999"/>`);
+      out.push(`<rect x="${x + 10}" y="${by}" width="${(barW * frac(st.stateBytes)).toFixed(1)}" height="9" fill="${COLORS.compute}"/>`);
+      out.push(`<rect x="${x + 10}" y="${by + 12}" width="${barW}" height="9" fill="white" stroke="#999"/>`);
+      out.push(`<rect x="${x + 10}" y="${by + 12}" width="${(barW * frac(st.activationBytes)).toFixed(1)}" height="9" fill="${COLORS.comm}"/>`);
+      out.push(`<text x="${x + 10}" y="${by + 34}" font-size="9" fill="#333">${esc(`${formatBytes(st.stateBytes)} state, ${formatBytes(st.activationBytes)} act.`)}</text>`);
+      out.push(`<text x="${x + 10}" y="${by + 46}" font-size="9" fill="#555">${esc(mem ? `of ${formatBytes(mem)} device memory` : "device memory not known")}</text>`);
+      if (s < S - 1) {
+        const bytes = micro ? ` ${formatBytes(st.outputShape.reduce((a, d) => a * d, 1) * 4 * micro)}` : "";
+        const ax = x + BOX_W;
+        const bx = x + BOX_W + GAP_X;
+        out.push(`<path d="M${ax + 2},${y + 70} L${bx - 2},${y + 70}" stroke="${COLORS.compute}" stroke-width="2" marker-end="url(#act)"/>`);
+        out.push(`<text x="${(ax + bx) / 2}" y="${y + 64}" font-size="9" text-anchor="middle" fill="${COLORS.compute}">act.${bytes}</text>`);
+        out.push(`<path d="M${bx - 2},${y + 100} L${ax + 2},${y + 100}" stroke="${COLORS.comm}" stroke-width="2" marker-end="url(#grad)"/>`);
+        out.push(`<text x="${(ax + bx) / 2}" y="${y + 114}" font-size="9" text-anchor="middle" fill="${COLORS.comm}">grad.${bytes}</text>`);
+      }
+      if (r < R - 1) {
+        const cx = x + BOX_W / 2;
+        out.push(`<path d="M${cx},${y + BOX_H + 2} L${cx},${y + BOX_H + GAP_Y - 2}" stroke="${COLORS.apply}" stroke-width="2.5" stroke-dasharray="5 3"/>`);
+        out.push(`<text x="${cx + 6}" y="${y + BOX_H + GAP_Y / 2 + 4}" font-size="9" fill="#333">all-reduce</text>`);
+      }
+    }
+  }
+  const ly = height - 14;
+  out.push(`<rect x="16" y="${ly - 9}" width="10" height="10" fill="${COLORS.compute}"/><text x="30" y="${ly}" font-size="10">state; &#8594; activations per micro-batch</text>`);
+  out.push(`<rect x="230" y="${ly - 9}" width="10" height="10" fill="${COLORS.comm}"/><text x="244" y="${ly}" font-size="10">activations (estimate); &#8592; their gradients</text>`);
+  if (R > 1) out.push(`<text x="470" y="${ly}" font-size="10" fill="#333">dashed: a stage's replicas all-reduce gradients</text>`);
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif"><rect width="${width}" height="${height}" fill="white"/>${out.join("")}</svg>`;
+}
