@@ -10,7 +10,9 @@ import { cost } from "../../sdk/metrics/cost";
 import { stragglers } from "../../sdk/metrics/stragglers";
 import { activationElementsPerSample, estimateReplicaMemory } from "../../sdk/plan/memory";
 import { summarizeModel } from "../../sdk/plan/model-summary";
-import type { StepRecord } from "../../sdk/spec/fit-options";
+import type { StepRecord, WorkerStepRecord } from "../../sdk/spec/fit-options";
+import { makeSchedule } from "../../sdk/plan/schedules";
+import { measuredScheduleFigure, scheduleFigure } from "../../sdk/viz/schedule-timeline";
 import { breakdownFigure } from "../../sdk/viz/breakdown";
 import { DISPLAY, NOTEBOOK_HOOK, type MimeBundle } from "../../sdk/viz/displayable";
 import { placementSvg } from "../../sdk/viz/placement";
@@ -129,4 +131,29 @@ test("a run prints as text, draws through the notebook hook, and writes a standa
   assert.equal((html.match(/id="figure-\d+-data"/g) ?? []).length, 3);
   assert.ok(html.length > 3_000_000, "plotly.js is inlined");
   assert.equal(html.split("plotly.js v").length - 1 >= 1, true);
+});
+
+test("pipeline plans draw their stages, links and rings; schedules draw as timelines, planned and measured", () => {
+  const model = tf.sequential({
+    layers: [tf.layers.dense({ units: 16, inputShape: [8], activation: "relu" }), tf.layers.dense({ units: 16 }), tf.layers.dense({ units: 4, activation: "softmax" })],
+  });
+  const plan = cluster().workers(4).strategy("hybrid", { stages: 2, microBatches: 4, schedule: "gpipe" }).plan(model, { batchSize: 16 });
+  const svg = placementSvg(plan);
+  assert.match(svg, /Hybrid parallelism: 2 replica\(s\) x 2 stage\(s\), 4 micro-batch\(es\), GPIPE/);
+  for (const rank of [0, 1, 2, 3]) assert.match(svg, new RegExp(`rank ${rank}<`));
+  assert.equal((svg.match(/all-reduce</g) ?? []).length, 2, "one all-reduce link per stage");
+  assert.equal((svg.match(/marker-end="url\(#act\)"/g) ?? []).length, 2, "one activation arrow per replica");
+  assert.match(svg, /act\. 128 B/, "16 floats of a 2-sample micro-batch");
+  const planned = scheduleFigure(makeSchedule("1f1b", 2, 3));
+  assert.deepEqual(planned.data.map((t) => t.name), ["forward", "backward (recomputes the forward)"]);
+  assert.deepEqual((planned.data[0]!.text ?? []).slice(0, 3), ["F0", "F1", "F2"]);
+  assert.match(figureToSvg(planned), />B0</);
+  const record = (rank: number, stage: number, startMs: number, acts: Array<[string, number, number]>): WorkerStepRecord => ({
+    rank, stage, replica: 0, computeMs: 1, commMs: 0, waitMs: 0, applyMs: 0, startMs,
+    actions: acts.map(([k, s, e], i) => ({ kind: k as "F" | "B", micro: i % 2, start: s, end: e })),
+    inFlightMax: 1,
+  });
+  const measured = measuredScheduleFigure([{ step: 0, epoch: 0, loss: 1, samples: 4, ms: 10, endMs: 10, straggler: 1, bubble: 0.4, workers: [record(0, 0, 100, [["F", 0, 1], ["B", 5, 7]]), record(1, 1, 101, [["F", 0, 1], ["B", 1, 3]])] }]);
+  assert.match(measured.layout.title!.text, /Step 0 as measured, bubble 40%/);
+  assert.deepEqual(measured.data[0]!.base, [0, 1], "times are shifted to the step's first action");
 });
