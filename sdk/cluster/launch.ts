@@ -6,7 +6,6 @@ import { newToken } from "../transport/auth";
 import { offerHandshake } from "../transport/handshake";
 import { dial } from "../transport/ws-endpoint";
 import { wallClock } from "../util/clock";
-import { median } from "../metrics/throughput";
 import { probeGpus } from "./gpus";
 import { LocalWorkerProcess } from "./local-process";
 import { WorkerHandle } from "./worker-handle";
@@ -106,22 +105,28 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
 
     // The driver's link to each worker, measured once: the planner predicts with it. A tiny
     // probe's round trip is the per-message latency (through both processes' threads); a 1 MiB
-    // one, less that latency, gives the bandwidth. Medians of a few, as the machine is shared.
+    // one, less that latency, gives the bandwidth.
     const small = { data: new Float32Array(1), shape: [1] };
     const big = { data: new Float32Array(256 * 1024), shape: [256 * 1024] };
-    const roundTrip = async (h: WorkerHandle, t: typeof small): Promise<number> => {
-      const t0 = performance.now();
-      await h.channel.request({ type: "probe" }, "probed", { timeoutMs: spec.timeouts.connectMs, waitingFor: "a link probe", attachments: [t] });
-      return performance.now() - t0;
+    const roundTrip = async (h: WorkerHandle, t: typeof small): Promise<{ ms: number; offset: number }> => {
+      const sent = wallClock();
+      const reply = await h.channel.request({ type: "probe" }, "probed", { timeoutMs: spec.timeouts.connectMs, waitingFor: "a link probe", attachments: [t] });
+      const back = wallClock();
+      return { ms: back - sent, offset: reply.msg.clock - (sent + back) / 2 };
     };
     for (const h of handles) {
-      const rtts: number[] = [];
+      const smalls: Array<{ ms: number; offset: number }> = [];
       const bigs: number[] = [];
-      for (let i = 0; i < 5; i++) rtts.push(await roundTrip(h, small));
-      for (let i = 0; i < 3; i++) bigs.push(await roundTrip(h, big));
-      const rtt = median(rtts);
+      for (let i = 0; i < 8; i++) smalls.push(await roundTrip(h, small));
+      for (let i = 0; i < 3; i++) bigs.push((await roundTrip(h, big)).ms);
+      const rtts = smalls.map((s) => s.ms);
+      // The clock offset from the shortest exchange is off by at most half its round trip
+      // (NTP's rule); the join's own estimate can be off by the backend's whole start-up.
+      h.clockOffsetMs = smalls.reduce((best, s) => (s.ms < best.ms ? s : best)).offset;
+      // Best of each, like the workers' calibration: the link's own speed, not a busy moment's.
+      const rtt = Math.min(...rtts);
       h.linkLatencyMs = rtt / 2;
-      h.linkBytesPerSecond = big.data.byteLength / Math.max(1e-4, (median(bigs) - rtt) / 1000);
+      h.linkBytesPerSecond = big.data.byteLength / Math.max(1e-4, (Math.min(...bigs) - rtt) / 1000);
     }
     for (const h of handles) h.startHeartbeat(spec.heartbeat.intervalMs, spec.heartbeat.timeoutMs);
     return { handles, session, notes };

@@ -179,7 +179,11 @@ export const DigestReplySchema = z.strictObject({ type: z.literal("digestReply")
 
 /** Measures the driver's link to a worker: the worker answers as soon as the attachment arrived. */
 export const ProbeSchema = z.strictObject({ type: z.literal("probe"), v, id, attachments });
-export const ProbedSchema = z.strictObject({ type: z.literal("probed"), v, re: id });
+export const ProbedSchema = z.strictObject({
+  type: z.literal("probed"), v, re: id,
+  /** The worker's wall clock when it answered: with a short round trip, its offset from the driver's. */
+  clock: z.number().finite(),
+});
 
 export const ReleaseSchema = z.strictObject({ type: z.literal("release"), v, id });
 export const ReleasedSchema = z.strictObject({ type: z.literal("released"), v, re: id });

@@ -258,7 +258,7 @@ export class ComputeHost {
           return;
         }
         case "probe": {
-          this.reply({ type: "probed", re: msg.id });
+          this.reply({ type: "probed", re: msg.id, clock: wallClock() });
           return;
         }
         case "digest": {
