@@ -173,13 +173,20 @@ export class TrainingRun {
       .map((w) => `<tr><td>${w.rank}</td><td>${w.backend}</td><td>${w.device}</td><td>${w.computeMs.toFixed(1)}</td><td>${w.commMs.toFixed(1)}</td><td>${w.waitMs.toFixed(1)}</td><td>${s.stragglers.stepsLast[w.rank] ?? 0}</td></tr>`)
       .join("");
     const worst = s.stragglers.worst;
-    const held = worst ? `<p>Rank ${worst.rank} finished its computation last in ${worst.steps} of ${worst.of} steps (median lead ${s.stragglers.medianLeadMs.toFixed(1)} ms): the one the others waited for.</p>` : "";
+    const held = this.plan.strategy !== "data" ? `<p>${this.slowestStage(s)}</p>` : worst ? `<p>Rank ${worst.rank} finished its computation last in ${worst.steps} of ${worst.of} steps (median lead ${s.stragglers.medianLeadMs.toFixed(1)} ms): the one the others waited for.</p>` : "";
     return (
       `<p><b>${s.steps} steps</b> over ${s.epochs} epoch(s), ${s.samples} samples in ${(s.wallMs / 1000).toFixed(1)} s on ${this.workers.length} worker(s). ` +
       `Throughput <b>${s.samplesPerSecond.toFixed(0)} samples/s</b> after ${s.warmupSteps} warm-up steps; median step ${s.medianStepMs.toFixed(1)} ms; loss ${s.firstLoss.toFixed(4)} &#8594; ${s.finalLoss.toFixed(4)}.</p>` +
       `<table><tr><th>rank</th><th>backend</th><th>device</th><th>compute ms</th><th>comm ms</th><th>wait ms</th><th>steps last</th></tr>${rows}</table>${held}` +
       this.predictedHtml(s)
     );
+  }
+
+  /** In a pipeline every stage waits for the slowest one: it, not the last to finish, sets the pace. */
+  private slowestStage(s: RunSummary): string {
+    const slowest = s.workers.reduce((a, w) => (w.computeMs > a.computeMs ? w : a), s.workers[0]!);
+    const stage = this.history[0]?.workers.find((w) => w.rank === slowest.rank)?.stage ?? 0;
+    return `the slowest stage sets the pace: rank ${slowest.rank} (stage ${stage}), ${slowest.computeMs.toFixed(1)} ms of compute per step (median)`;
   }
 
   private predictedHtml(s: RunSummary): string {
@@ -219,7 +226,8 @@ export class TrainingRun {
       ),
     ];
     const worst = s.stragglers.worst;
-    if (worst) lines.push(`rank ${worst.rank} finished computing last in ${worst.steps} of ${worst.of} steps (median lead ${s.stragglers.medianLeadMs.toFixed(1)} ms)`);
+    if (this.plan.strategy !== "data") lines.push(this.slowestStage(s));
+    else if (worst) lines.push(`rank ${worst.rank} finished computing last in ${worst.steps} of ${worst.of} steps (median lead ${s.stragglers.medianLeadMs.toFixed(1)} ms)`);
     if (s.bubble !== null) lines.push(`bubble (measured, median per step): ${(s.bubble * 100).toFixed(0)}%`);
     if (s.predicted) {
       lines.push(`predicted ${s.predicted.samplesPerSecond.toFixed(0)} samples/s and ${s.predicted.stepMs.toFixed(1)} ms per step; measured ${s.samplesPerSecond.toFixed(0)} samples/s and ${s.medianStepMs.toFixed(1)} ms`);

@@ -23,14 +23,16 @@ const TITLES = { model: "Model parallelism", pipeline: "Pipeline parallelism", h
 export function stagePlacementSvg(plan: PipelinePlan): string {
   const S = plan.stages;
   const R = plan.replicas;
-  const width = Math.max(660, 40 + S * BOX_W + (S - 1) * GAP_X);
-  const height = 84 + R * BOX_H + (R - 1) * GAP_Y + 40;
-  const pos = (r: number, s: number): [number, number] => [20 + s * (BOX_W + GAP_X), 70 + r * (BOX_H + GAP_Y)];
+  const width = Math.max(760, 40 + S * BOX_W + (S - 1) * GAP_X);
+  const height = 98 + R * BOX_H + (R - 1) * GAP_Y + 40;
+  const pos = (r: number, s: number): [number, number] => [20 + s * (BOX_W + GAP_X), 84 + r * (BOX_H + GAP_Y)];
   const out: string[] = [];
   const micro = plan.batch?.microBatch;
   out.push(`<text x="16" y="24" font-size="15" font-weight="bold">${TITLES[plan.strategy]}: ${R} replica(s) x ${S} stage(s), ${plan.microBatches} micro-batch(es), ${plan.schedule.name.toUpperCase()}</text>`);
-  const pred = plan.prediction ? `; predicted ${plan.prediction.samplesPerSecond.toFixed(0)} samples/s, bubble ${(plan.prediction.bubble * 100).toFixed(0)}%` : "";
-  out.push(`<text x="16" y="42" font-size="11" fill="#555">"${esc(plan.model.name)}": ${plan.model.layers.length} layers split into ${S} contiguous stages${plan.placed.length > 0 ? ` (${plan.placed.length} placed by hand)` : ""}${micro ? `; micro-batches of ${micro} samples` : ""}${pred}</text>`);
+  out.push(`<text x="16" y="42" font-size="11" fill="#555">"${esc(plan.model.name)}": ${plan.model.layers.length} layers split into ${S} contiguous stages${plan.placed.length > 0 ? ` (${plan.placed.length} placed by hand)` : ""}${micro ? `; micro-batches of ${micro} samples` : ""}</text>`);
+  if (plan.prediction) {
+    out.push(`<text x="16" y="58" font-size="11" fill="#555">predicted: ${plan.prediction.stepMs.toFixed(1)} ms per step, ${plan.prediction.samplesPerSecond.toFixed(0)} samples/s, bubble ${(plan.prediction.bubble * 100).toFixed(0)}%</text>`);
+  }
   out.push(
     `<defs>${[
       ["act", COLORS.compute],
@@ -85,6 +87,6 @@ export function stagePlacementSvg(plan: PipelinePlan): string {
   const ly = height - 14;
   out.push(`<rect x="16" y="${ly - 9}" width="10" height="10" fill="${COLORS.compute}"/><text x="30" y="${ly}" font-size="10">state; &#8594; activations per micro-batch</text>`);
   out.push(`<rect x="230" y="${ly - 9}" width="10" height="10" fill="${COLORS.comm}"/><text x="244" y="${ly}" font-size="10">activations (estimate); &#8592; their gradients</text>`);
-  if (R > 1) out.push(`<text x="470" y="${ly}" font-size="10" fill="#333">dashed: a stage's replicas all-reduce gradients</text>`);
+  if (R > 1) out.push(`<text x="500" y="${ly}" font-size="10" fill="#333">dashed: a stage's replicas all-reduce gradients</text>`);
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif"><rect width="${width}" height="${height}" fill="white"/>${out.join("")}</svg>`;
 }

@@ -69,3 +69,25 @@ test("the exported quickstart draws its placement diagram and its plots", { time
     await browser?.close();
   }
 });
+
+test("the exported hybrid notebook draws the 2 x 2 placement and the measured schedule", { timeout: 120_000 }, async () => {
+  const html = path.join(OUT, "07-hybrid-and-auto.html");
+  assert.ok(fs.existsSync(html), "run the first test first");
+  let browser: Browser | undefined;
+  try {
+    browser = await chromium.launch({ executablePath: chromiumPath()!, args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"] });
+    const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+    await page.goto(`file://${html}`);
+    await page.waitForSelector(".js-plotly-plot .main-svg", { timeout: 30_000 });
+    const diagram = page.locator('[data-mime-type="image/svg+xml"] svg').first();
+    assert.match((await diagram.textContent()) ?? "", /Hybrid parallelism: 2 replica\(s\) x 2 stage\(s\)/);
+    assert.equal(await diagram.locator("text", { hasText: /^all-reduce$/ }).count(), 2, "one all-reduce link per stage");
+    const d = inkCoverage(await diagram.screenshot());
+    assert.ok(d.ink > 0.05 && d.colours > 4, `the placement is drawn (ink ${d.ink.toFixed(3)}, ${d.colours} colours)`);
+    const schedule = page.locator(".js-plotly-plot", { hasText: "as measured" }).first();
+    const bars = await schedule.locator(".barlayer .point").count();
+    assert.ok(bars >= 16, `the measured schedule has a bar per forward and backward (${bars})`);
+  } finally {
+    await browser?.close();
+  }
+});
