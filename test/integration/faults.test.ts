@@ -8,7 +8,7 @@ import { PROTOCOL_VERSION } from "../../sdk/protocol/version";
 import { offerHandshake } from "../../sdk/transport/handshake";
 import type { Link } from "../../sdk/transport/link";
 import { dial } from "../../sdk/transport/ws-endpoint";
-import { smallClassifier } from "../helpers/models";
+import { deepClassifier, smallClassifier } from "../helpers/models";
 import { isAlive, startCliWorker, waitFor } from "../helpers/processes";
 
 /** Faults tried against real worker processes over real WebSockets: each must end in a typed error, never a hang. */
@@ -144,6 +144,28 @@ test("a worker killed mid-fit is a WorkerLostError naming it; the others stop; n
   assert.match(e.message, new RegExp(`worker rank 1 \\(ws://127\\.0\\.0\\.1:\\d+, pid ${pids[1]}\\) exited \\(killed by SIGKILL\\) at step \\d+`));
   assert.equal(c.state, "failed");
   await assert.rejects(c.fit(smallClassifier(), ds), (x: unknown) => x instanceof StateError && /stopped after an error/.test((x as Error).message));
+  await c.close();
+  for (const pid of pids) assert.ok(!isAlive(pid), `worker ${pid} is gone`);
+});
+
+test("a pipeline stage killed mid-fit is a WorkerLostError naming it, not a neighbour waiting forever", async () => {
+  const c = await cluster().workers(3).strategy("pipeline", { microBatches: 2 }).heartbeat({ intervalMs: 200, timeoutMs: 2000 }).launch();
+  const pids = c.workers.map((w) => w.info.pid);
+  const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 3000 });
+  const err = await c
+    .fit(deepClassifier(6, 3), ds, {
+      batchSize: 8,
+      epochs: 5,
+      onStep: (s) => {
+        if (s.step === 3) process.kill(pids[1]!, "SIGKILL");
+      },
+    })
+    .then(
+      () => assert.fail("fit should fail"),
+      (e: unknown) => e,
+    );
+  assert.ok(err instanceof WorkerLostError, String(err));
+  assert.equal((err as WorkerLostError).details.rank, 1);
   await c.close();
   for (const pid of pids) assert.ok(!isAlive(pid), `worker ${pid} is gone`);
 });
