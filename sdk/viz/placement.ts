@@ -3,10 +3,7 @@ import type { DataParallelPlan } from "../strategies/data/planner";
 import type { PlanData } from "../strategies/registry";
 import { COLORS } from "./figure";
 import { stagePlacementSvg } from "./stage-placement";
-
-function esc(s: string): string {
-  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-}
+import { esc } from "./escape";
 
 const BOX_W = 150;
 const BOX_H = 196;

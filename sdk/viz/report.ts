@@ -1,3 +1,4 @@
+import { esc } from "./escape";
 import type { Figure } from "./figure";
 
 export interface ReportPart {
@@ -5,10 +6,6 @@ export interface ReportPart {
   /** Trusted markup made by meshtrain (an SVG diagram or a table). */
   html?: string;
   figure?: Figure;
-}
-
-function esc(s: string): string {
-  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 
 /**

@@ -1,10 +1,7 @@
 import { formatBytes } from "../plan/memory";
 import type { PipelinePlan } from "../strategies/pipeline/planner";
 import { COLORS } from "./figure";
-
-function esc(s: string): string {
-  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-}
+import { esc } from "./escape";
 
 const BOX_W = 170;
 const BOX_H = 200;

@@ -1,4 +1,5 @@
 import type { Figure, Trace } from "./figure";
+import { esc } from "./escape";
 
 /**
  * A static SVG drawing of a figure: what shows where Plotly cannot run (classic Jupyter without
@@ -9,10 +10,6 @@ import type { Figure, Trace } from "./figure";
 
 const W = 640;
 const M = { l: 64, r: 64, t: 36, b: 64 };
-
-function esc(s: string): string {
-  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
-}
 
 /** About `count` round tick values covering [lo, hi]. */
 export function niceTicks(lo: number, hi: number, count = 5): number[] {
