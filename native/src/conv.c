@@ -1,23 +1,9 @@
 #include <string.h>
-#include "kernels.h"
+#include "geom.h"
 
 /* 2-D convolution as im2col + GEMM, in blocks of images so the column buffer stays within the
  * scratch the caller lends. Column layout: one row per output pixel, (kh, kw, c) along the row,
  * which is the order of a flattened HWIO filter, so forward is col x filter. */
-
-typedef struct {
-  int N, H, W, C, OH, OW, OC, KH, KW, SH, SW, DH, DW, PT, PL;
-  int64_t rows; /* output pixels per image */
-  int64_t K;    /* KH * KW * C */
-} geom;
-
-static geom read_geom(const int32_t *p) {
-  geom g = {p[P_BATCH], p[P_INH], p[P_INW], p[P_INC], p[P_OUTH], p[P_OUTW], p[P_OUTC], p[P_KH], p[P_KW],
-            p[P_SH], p[P_SW], p[P_DH], p[P_DW], p[P_PT], p[P_PL], 0, 0};
-  g.rows = (int64_t)g.OH * g.OW;
-  g.K = (int64_t)g.KH * g.KW * g.C;
-  return g;
-}
 
 /* A 1x1 convolution with unit stride and no padding needs no columns: x already is col. */
 static int is_pointwise(const geom *g) {
