@@ -1,7 +1,8 @@
-import { CollectiveError, isMeshtrainError, ProtocolError, WorkerLostError, type MeshtrainError } from "../errors/errors";
+import { CollectiveError, ProtocolError, type MeshtrainError } from "../errors/errors";
 import { decodeFrame, ELEMENT_BYTES, HEADER_BYTES, writeHeader } from "../protocol/frame";
 import { CLOSE, type Link } from "../transport/link";
-import { Liveness } from "../transport/liveness";
+import type { Liveness } from "../transport/liveness";
+import { watchPeer } from "./peer-watch";
 
 export type PipeDirection = "prev" | "next";
 export type PipeKind = "activation" | "gradient";
@@ -38,7 +39,11 @@ export class PipeEnds {
   constructor(private readonly o: PipeEndsOptions) {
     for (const dir of ["prev", "next"] as const) {
       const end = o[dir];
-      if (end) this.watch(dir, end.link, end.name);
+      if (end) {
+        this.watches.push(
+          watchPeer(end.link, { what: "pipeline", name: end.name, heartbeat: o.heartbeat, fail: (err) => this.fail(err), onBinary: (buf) => this.receive(dir, buf) }),
+        );
+      }
     }
   }
 
@@ -47,12 +52,14 @@ export class PipeEnds {
     if (!end) return Promise.reject(new CollectiveError(`this stage has no ${to} stage to send ${kind}s to`));
     const sends: Array<Promise<void>> = [];
     const total = data.length;
-    for (let offset = 0; offset < total || (offset === 0 && total === 0); offset += this.o.chunkElements) {
+    // An empty tensor still travels, as one empty chunk, so the receiver knows it is complete.
+    const chunks = Math.max(1, Math.ceil(total / this.o.chunkElements));
+    for (let i = 0; i < chunks; i++) {
+      const offset = i * this.o.chunkElements;
       const length = Math.min(this.o.chunkElements, total - offset);
       const header = Buffer.allocUnsafe(HEADER_BYTES);
       writeHeader(header, { kind, dtype: "float32", seq: step, tensor: micro, offset, length, total });
       sends.push(end.link.sendParts(header, new Uint8Array(data.buffer, data.byteOffset + offset * ELEMENT_BYTES, length * ELEMENT_BYTES)));
-      if (total === 0) break;
     }
     return Promise.all(sends).then(
       () => undefined,
@@ -74,33 +81,6 @@ export class PipeEnds {
     this.failed = true;
     for (const w of this.watches) w.stop();
     this.o.onFailure(err);
-  }
-
-  private watch(dir: PipeDirection, link: Link, name: string): void {
-    const alive = new Liveness();
-    this.watches.push(alive);
-    link.setHandlers({
-      text: () => this.fail(new ProtocolError(`unexpected text frame on the pipeline link with ${name}`)),
-      binary: (buf) => {
-        alive.heard();
-        try {
-          this.receive(dir, buf);
-        } catch (err) {
-          this.fail(isMeshtrainError(err) ? err : new ProtocolError(String(err)));
-        }
-      },
-      close: (code, reason) =>
-        this.fail(
-          new CollectiveError(`pipeline link with ${name} closed (code ${code}${reason ? `: ${reason}` : ""})`, {
-            details: { peer: name },
-            hint: "that worker exited or lost its network; the driver's error names the cause",
-          }),
-        ),
-      pong: () => alive.heard(),
-    });
-    alive.start(link, this.o.heartbeat.intervalMs, this.o.heartbeat.timeoutMs + this.o.heartbeat.intervalMs, (ms) =>
-      this.fail(new WorkerLostError(`pipeline neighbour ${name} was silent for ${ms} ms`, { details: { peer: name } })),
-    );
   }
 
   private receive(from: PipeDirection, buf: Buffer): void {

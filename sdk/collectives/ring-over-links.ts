@@ -1,7 +1,7 @@
-import { CollectiveError, isMeshtrainError, ProtocolError, WorkerLostError } from "../errors/errors";
+import { CollectiveError, ProtocolError, type MeshtrainError } from "../errors/errors";
 import { decodeFrame } from "../protocol/frame";
 import { CLOSE, type Link } from "../transport/link";
-import { Liveness } from "../transport/liveness";
+import { watchPeer } from "./peer-watch";
 import { RingAllReduce } from "./ring-allreduce";
 
 export interface RingLinks {
@@ -29,39 +29,19 @@ export function ringOverLinks(o: RingLinks): { ring: RingAllReduce; close(): voi
     o.size,
     o.chunkElements,
   );
-  const watches: Liveness[] = [];
-  const watch = (link: Link, name: string, onBinary: (buf: Buffer) => void): void => {
-    const alive = new Liveness();
-    watches.push(alive);
-    link.setHandlers({
-      text: () => ring.fail(new ProtocolError(`unexpected text frame on the ring link with ${name}`)),
-      binary: (buf) => {
-        alive.heard();
-        onBinary(buf);
+  const fail = (err: MeshtrainError): void => ring.fail(err);
+  const watches = [
+    watchPeer(o.fromPrev, { what: "ring", name: o.prevName, heartbeat: o.heartbeat, fail, onBinary: (buf) => ring.receive(decodeFrame(buf)) }),
+    watchPeer(o.toNext, {
+      what: "ring",
+      name: o.nextName,
+      heartbeat: o.heartbeat,
+      fail,
+      onBinary: () => {
+        throw new ProtocolError(`unexpected binary frame from ${o.nextName}`);
       },
-      close: (code, reason) =>
-        ring.fail(
-          new CollectiveError(`ring link with ${name} closed (code ${code}${reason ? `: ${reason}` : ""})`, {
-            details: { peer: name },
-            hint: "that worker exited or lost its network; the driver's error names the cause",
-          }),
-        ),
-      pong: () => alive.heard(),
-    });
-    // One interval more than the driver allows, so the driver (which can name the cause and
-    // stop everyone) usually notices a frozen worker first.
-    alive.start(link, o.heartbeat.intervalMs, o.heartbeat.timeoutMs + o.heartbeat.intervalMs, (ms) =>
-      ring.fail(new WorkerLostError(`ring neighbour ${name} was silent for ${ms} ms`, { details: { peer: name } })),
-    );
-  };
-  watch(o.fromPrev, o.prevName, (buf) => {
-    try {
-      ring.receive(decodeFrame(buf));
-    } catch (err) {
-      ring.fail(isMeshtrainError(err) ? err : new ProtocolError(String(err)));
-    }
-  });
-  watch(o.toNext, o.nextName, () => ring.fail(new ProtocolError(`unexpected binary frame from ${o.nextName}`)));
+    }),
+  ];
   return {
     ring,
     close: () => {
