@@ -1,8 +1,8 @@
-import { formatBytes } from "../plan/memory";
 import type { DataParallelPlan } from "../strategies/data/planner";
 import type { PlanData } from "../strategies/registry";
 import { COLORS } from "./figure";
 import { stagePlacementSvg } from "./stage-placement";
+import { layerLines, memoryBars } from "./worker-box";
 import { esc } from "./escape";
 
 const BOX_W = 150;
@@ -32,7 +32,6 @@ function dataPlacementSvg(plan: DataParallelPlan): string {
   out.push(`<text x="16" y="42" font-size="11" fill="#555">each holds all ${plan.model.layers.length} layers of "${esc(plan.model.name)}" (${plan.model.paramCount.toLocaleString("en-US")} parameters); gradients summed by ring all-reduce</text>`);
   const m = plan.memory;
   const state = m.paramsBytes + m.gradientBytes + (m.optimizerBytes ?? 0);
-  const act = m.activationBytes ?? 0;
   plan.workers.forEach((w, i) => {
     const [x, y] = pos(i);
     const dev = plan.devices?.[w.rank];
@@ -42,21 +41,9 @@ function dataPlacementSvg(plan: DataParallelPlan): string {
     out.push(`<text x="${x + 10}" y="${y + 20}" font-size="13" font-weight="bold">rank ${w.rank}</text>`);
     out.push(`<text x="${x + BOX_W - 10}" y="${y + 20}" font-size="11" text-anchor="end" fill="#555">replica ${w.replica}</text>`);
     out.push(`<text x="${x + 10}" y="${y + 36}" font-size="10" fill="#555">${esc(device)}</text>`);
-    const layers = plan.model.layers;
-    const shown = layers.slice(0, 5);
-    shown.forEach((l, j) => out.push(`<text x="${x + 10}" y="${y + 54 + j * 13}" font-size="10">${esc(`${l.className} ${l.outputShape.slice(1).join("x")}`)}</text>`));
-    if (layers.length > shown.length) out.push(`<text x="${x + 10}" y="${y + 54 + shown.length * 13}" font-size="10" fill="#555">... ${layers.length - shown.length} more</text>`);
+    out.push(...layerLines(x + 10, y + 54, plan.model.layers, 13));
     if (plan.batch) out.push(`<text x="${x + 10}" y="${y + 132}" font-size="10">batch slice: ${plan.batch.perReplica[w.replica]} samples</text>`);
-    // Memory bars, against the device's memory when it is known (a sliver stays visible).
-    const barW = BOX_W - 20;
-    const frac = (b: number): number => (mem ? Math.max(b > 0 ? 0.02 : 0, Math.min(1, b / mem)) : b > 0 ? 0.5 : 0);
-    const by = y + 144;
-    out.push(`<rect x="${x + 10}" y="${by}" width="${barW}" height="10" fill="white" stroke="#999"/>`);
-    out.push(`<rect x="${x + 10}" y="${by}" width="${(barW * frac(state)).toFixed(1)}" height="10" fill="${COLORS.compute}"/>`);
-    out.push(`<rect x="${x + 10}" y="${by + 14}" width="${barW}" height="10" fill="white" stroke="#999"/>`);
-    out.push(`<rect x="${x + 10}" y="${by + 14}" width="${(barW * frac(act)).toFixed(1)}" height="10" fill="${COLORS.comm}"/>`);
-    out.push(`<text x="${x + 10}" y="${by + 38}" font-size="9" fill="#333">${esc(`${formatBytes(state)} state, ${m.activationBytes === null ? "activations ?" : `${formatBytes(act)} act.`}`)}</text>`);
-    out.push(`<text x="${x + 10}" y="${by + 49}" font-size="9" fill="#555">${esc(mem ? `of ${formatBytes(mem)} device memory` : "device memory not known")}</text>`);
+    out.push(...memoryBars(x + 10, y + 144, BOX_W - 20, { state, activations: m.activationBytes, deviceBytes: mem, barHeight: 10, gap: 14 }));
   });
   // The ring: rank i sends to rank i+1, the last back to the first.
   if (n > 1) {

@@ -1,6 +1,7 @@
 import { formatBytes } from "../plan/memory";
 import type { PipelinePlan } from "../strategies/pipeline/planner";
 import { COLORS } from "./figure";
+import { layerLines, memoryBars } from "./worker-box";
 import { esc } from "./escape";
 
 const BOX_W = 170;
@@ -51,20 +52,9 @@ export function stagePlacementSvg(plan: PipelinePlan): string {
       out.push(`<text x="${x + BOX_W - 10}" y="${y + 20}" font-size="11" text-anchor="end" fill="#555">stage ${s}${R > 1 ? `, replica ${r}` : ""}</text>`);
       out.push(`<text x="${x + 10}" y="${y + 36}" font-size="10" fill="#555">${esc(dev ? `${dev.backend} on ${dev.device}` : "device: known once launched")}</text>`);
       out.push(`<text x="${x + 10}" y="${y + 52}" font-size="10" font-weight="bold">${esc(`layers [${st.from}, ${st.to})${pinned ? ", placed" : ""}`)}</text>`);
-      const layers = plan.model.layers.slice(st.from, st.to);
-      const shown = layers.slice(0, 5);
-      shown.forEach((l, j) => out.push(`<text x="${x + 10}" y="${y + 66 + j * 12}" font-size="10">${esc(`${l.className} ${l.outputShape.slice(1).join("x")}`)}</text>`));
-      if (layers.length > shown.length) out.push(`<text x="${x + 10}" y="${y + 66 + shown.length * 12}" font-size="10" fill="#555">... ${layers.length - shown.length} more</text>`);
+      out.push(...layerLines(x + 10, y + 66, plan.model.layers.slice(st.from, st.to), 12));
       out.push(`<text x="${x + 10}" y="${y + 138}" font-size="10">${(st.flopsPerSample / 1e6).toFixed(2)} MFLOP/sample, ${st.inFlight} in flight</text>`);
-      const barW = BOX_W - 20;
-      const frac = (b: number): number => (mem ? Math.max(b > 0 ? 0.02 : 0, Math.min(1, b / mem)) : b > 0 ? 0.5 : 0);
-      const by = y + 146;
-      out.push(`<rect x="${x + 10}" y="${by}" width="${barW}" height="9" fill="white" stroke="#999"/>`);
-      out.push(`<rect x="${x + 10}" y="${by}" width="${(barW * frac(st.stateBytes)).toFixed(1)}" height="9" fill="${COLORS.compute}"/>`);
-      out.push(`<rect x="${x + 10}" y="${by + 12}" width="${barW}" height="9" fill="white" stroke="#999"/>`);
-      out.push(`<rect x="${x + 10}" y="${by + 12}" width="${(barW * frac(st.activationBytes)).toFixed(1)}" height="9" fill="${COLORS.comm}"/>`);
-      out.push(`<text x="${x + 10}" y="${by + 34}" font-size="9" fill="#333">${esc(`${formatBytes(st.stateBytes)} state, ${formatBytes(st.activationBytes)} act.`)}</text>`);
-      out.push(`<text x="${x + 10}" y="${by + 46}" font-size="9" fill="#555">${esc(mem ? `of ${formatBytes(mem)} device memory` : "device memory not known")}</text>`);
+      out.push(...memoryBars(x + 10, y + 146, BOX_W - 20, { state: st.stateBytes, activations: st.activationBytes, deviceBytes: mem, barHeight: 9, gap: 12 }));
       if (s < S - 1) {
         const bytes = micro ? ` ${formatBytes(st.outputShape.reduce((a, d) => a * d, 1) * 4 * micro)}` : "";
         const ax = x + BOX_W;
