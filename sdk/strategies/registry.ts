@@ -62,8 +62,7 @@ function pipelineExtras(o: PlanOptions): Pick<PipelineOptions, "batchSize" | "op
 
 /** The same stages, replicas, schedule and placement as `plan`, for other options (a fit's batch). */
 function replanLike(spec: ClusterSpec, model: ModelSummary, plan: PlanData, o: PlanOptions, pinned?: ReadonlyMap<number, readonly [number, number]>): PlanData {
-  // A data plan's last two reasons are its own; those before are why auto chose it.
-  if (plan.strategy === "data") return planDataParallel(spec, model, { ...o, reasons: plan.reasons.slice(0, -2) });
+  if (plan.strategy === "data") return planDataParallel(spec, model, { ...o, reasons: plan.reasons });
   return planPipelineWith(model, {
     kind: plan.strategy,
     stages: plan.stages,
@@ -71,6 +70,7 @@ function replanLike(spec: ClusterSpec, model: ModelSummary, plan: PlanData, o: P
     microBatches: plan.microBatches,
     schedule: plan.schedule.name,
     pinned: pinned ?? new Map(plan.placed),
+    reasons: plan.reasons,
     ...(spec.memoryCapBytes !== undefined ? { memoryCapBytes: spec.memoryCapBytes } : {}),
     ...pipelineExtras(o),
   });

@@ -51,12 +51,11 @@ export function planAuto(spec: ClusterSpec, model: ModelSummary, o: PlanOptions)
         ...(o.optimizer ? { optimizer: o.optimizer } : {}),
         ...(o.devices ? { devices: o.devices } : {}),
         ...(spec.memoryCapBytes !== undefined ? { memoryCapBytes: spec.memoryCapBytes } : {}),
-        reasons: [],
       });
       const biggest = Math.max(...plan.stagePlans.map((st) => st.stateBytes + st.activationBytes));
       const shape = replicas > 1 ? `a hybrid of ${replicas} replicas x ${stages} stages (each stage's ${replicas} replicas all-reduce their gradients)` : `one pipeline of ${stages} stages`;
       reasons.push(`${stages} stages fit: the largest stage needs ${formatBytes(biggest)} of ${formatBytes(minCap)}; auto chose ${shape}, the fewest stages that fit, for the smallest bubble`);
-      return { ...plan, reasons: [...reasons, ...plan.reasons] };
+      return { ...plan, reasons };
     } catch (err) {
       if (!(err instanceof MeshtrainError)) throw err;
       reasons.push(`${stages} stages: ${err.summary}`);

@@ -34,7 +34,7 @@ export interface DataParallelPlan {
   readonly devices: readonly PlanDevice[] | null;
   /** Step time and throughput predicted from the cost model and the workers' measured speeds. */
   readonly prediction: Prediction | null;
-  /** Why the plan is what it is, in sentences with numbers (plan.explain()). */
+  /** Why this strategy was chosen, when a planner chose it (strategy "auto"); explain() adds what follows from the plan. */
   readonly reasons: readonly string[];
 }
 
@@ -60,7 +60,7 @@ export interface PlanOptions {
   optimizer?: OptimizerSpec;
   /** Each rank's device (a launched cluster knows them). */
   devices?: readonly PlanDevice[];
-  /** Sentences put before the plan's own reasons (strategy "auto" says why it chose this). */
+  /** Why this strategy was chosen (strategy "auto" says). */
   reasons?: readonly string[];
 }
 
@@ -76,14 +76,6 @@ export function planDataParallel(spec: ClusterSpec, model: ModelSummary, options
     speeds && batchSize !== undefined
       ? predictData({ flopsPerSample: model.flopsPerSample, layers: model.layers.length, gradientBytes, globalBatch: batchSize, replicas: n }, speeds)
       : null;
-  const total = memory.paramsBytes + memory.gradientBytes + (memory.optimizerBytes ?? 0) + (memory.activationBytes ?? 0);
-  const reasons = [
-    ...(options.reasons ?? []),
-    `every one of the ${n} workers holds the whole model: ${formatBytes(total)} per replica (estimate${memory.activationBytes === null ? ", without activations: no batch size given" : ""})`,
-    n > 1
-      ? `each step every replica computes gradients on ${batchSize === undefined ? "its slice" : `${Math.ceil(batchSize / n)} samples`} and a ring all-reduce sums ${formatBytes(gradientBytes)} of gradients; each rank sends 2(N-1)/N of that`
-      : "one worker: no all-reduce",
-  ];
   return Object.freeze({
     strategy: "data" as const,
     feed: spec.strategy.name === "data" ? spec.strategy.feed : "driver",
@@ -98,7 +90,7 @@ export function planDataParallel(spec: ClusterSpec, model: ModelSummary, options
     memory: Object.freeze(memory),
     devices: options.devices ? Object.freeze(options.devices.map((d) => Object.freeze({ ...d }))) : null,
     prediction,
-    reasons: Object.freeze(reasons),
+    reasons: Object.freeze([...(options.reasons ?? [])]),
   });
 }
 
@@ -151,7 +143,17 @@ export function formatDataPlan(plan: DataParallelPlan): string {
 }
 
 export function explainDataPlan(plan: DataParallelPlan): string {
-  const lines = [...plan.reasons];
+  const m = plan.memory;
+  const n = plan.worldSize;
+  const total = m.paramsBytes + m.gradientBytes + (m.optimizerBytes ?? 0) + (m.activationBytes ?? 0);
+  const slice = plan.batch ? `${plan.batch.perReplica[0]} samples` : "its slice";
+  const lines = [
+    ...plan.reasons,
+    `every one of the ${n} workers holds the whole model: ${formatBytes(total)} per replica (estimate${m.activationBytes === null ? ", without activations: no batch size given" : ""})`,
+    n > 1
+      ? `each step every replica computes gradients on ${slice} and a ring all-reduce sums ${formatBytes(plan.gradientBytes)} of gradients; each rank sends 2(N-1)/N of that`
+      : "one worker: no all-reduce",
+  ];
   if (plan.prediction) {
     const p = plan.prediction;
     lines.push(`predicted step ${p.stepMs.toFixed(1)} ms (${p.computeMs.toFixed(1)} ms forward and backward, ${p.commMs.toFixed(1)} ms all-reduce), ${p.samplesPerSecond.toFixed(0)} samples/s, from ${p.basis}`);

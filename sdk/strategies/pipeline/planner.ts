@@ -40,7 +40,7 @@ export interface PipelinePlan {
   readonly optimizer: OptimizerSpec | null;
   readonly devices: readonly PlanDevice[] | null;
   readonly prediction: Prediction | null;
-  /** Why the plan is what it is, in sentences with numbers (plan.explain()). */
+  /** Why this strategy and shape were chosen, when a planner chose them (strategy "auto"); explain() adds what follows from the plan. */
   readonly reasons: readonly string[];
 }
 
@@ -56,6 +56,7 @@ export interface PipelineOptions {
   memoryCapBytes?: number;
   /** Stages whose layer ranges were set with plan.place(); the partitioner splits the rest around them. */
   pinned?: ReadonlyMap<number, readonly [number, number]>;
+  /** Why this strategy and shape were chosen (strategy "auto" says). */
   reasons?: readonly string[];
 }
 
@@ -73,7 +74,6 @@ export function planPipelineWith(model: ModelSummary, o: PipelineOptions): Pipel
   const R = o.replicas;
   const M = o.kind === "model" ? 1 : o.microBatches;
   const schedule = makeSchedule(o.kind === "model" ? "gpipe" : o.schedule, S, M);
-  const reasons = [...(o.reasons ?? [])];
   let batch: PipelinePlan["batch"] = null;
   let micro = 1;
   if (o.batchSize !== undefined) {
@@ -108,14 +108,6 @@ export function planPipelineWith(model: ModelSummary, o: PipelineOptions): Pipel
   }
   const costs = p.stages;
   const placed = [...(o.pinned ?? new Map<number, readonly [number, number]>())].sort((a, b) => a[0] - b[0]);
-  if (placed.length > 0) reasons.push(`placed by hand: ${placed.map(([s, [a, b]]) => `stage ${s} = layers [${a}, ${b})`).join(", ")}`);
-  if (placed.length < S) {
-    reasons.push(
-      `split ${model.layers.length} layers into ${S} contiguous stages minimising the slowest stage${placed.length > 0 ? " (around the placed ones)" : ""}: ${costs
-        .map((c, s) => `stage ${s} = layers [${c.from}, ${c.to}) with ${(c.flopsPerSample / 1e6).toFixed(2)} MFLOP/sample`)
-        .join(", ")}`,
-    );
-  }
   const stagePlans: StagePlan[] = costs.map((c, s) => ({
     ...c,
     stage: s,
@@ -167,7 +159,7 @@ export function planPipelineWith(model: ModelSummary, o: PipelineOptions): Pipel
     optimizer: o.optimizer ?? null,
     devices: o.devices ?? null,
     prediction,
-    reasons,
+    reasons: [...(o.reasons ?? [])],
   };
 }
 
@@ -207,6 +199,15 @@ export function formatPipelinePlan(plan: PipelinePlan): string {
 
 export function explainPipelinePlan(plan: PipelinePlan): string {
   const lines = [...plan.reasons];
+  const S = plan.stages;
+  if (plan.placed.length > 0) lines.push(`placed by hand: ${plan.placed.map(([s, [a, b]]) => `stage ${s} = layers [${a}, ${b})`).join(", ")}`);
+  if (plan.placed.length < S) {
+    lines.push(
+      `split ${plan.model.layers.length} layers into ${S} contiguous stages minimising the slowest stage${plan.placed.length > 0 ? " (around the placed ones)" : ""}: ${plan.stagePlans
+        .map((c) => `stage ${c.stage} = layers [${c.from}, ${c.to}) with ${(c.flopsPerSample / 1e6).toFixed(2)} MFLOP/sample`)
+        .join(", ")}`,
+    );
+  }
   if (plan.prediction) {
     lines.push(`predicted step ${plan.prediction.stepMs.toFixed(1)} ms (${plan.prediction.computeMs.toFixed(1)} ms through the pipeline, ${plan.prediction.commMs.toFixed(1)} ms all-reduce), ${plan.prediction.samplesPerSecond.toFixed(0)} samples/s, from ${plan.prediction.basis}`);
   }
