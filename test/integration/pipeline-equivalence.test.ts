@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { after, before, describe, test, type TestContext } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { cluster, datasets, ModelError, type Cluster, type TrainingRun } from "../../sdk/index";
 import { epochOrder } from "../../sdk/plan/batches";
@@ -33,7 +33,7 @@ async function reference(model: tf.LayersModel, ds: Data, o: { epochs: number; b
   return losses;
 }
 
-async function compare(c: Cluster, make: () => tf.LayersModel, ds: Data, extra: { plan?: ReturnType<Cluster["plan"]> } = {}): Promise<TrainingRun> {
+async function compare(t: TestContext, c: Cluster, make: () => tf.LayersModel, ds: Data, extra: { plan?: ReturnType<Cluster["plan"]> } = {}): Promise<TrainingRun> {
   const o = { epochs: 2, batchSize: 12, seed: 5 };
   const distributed = make();
   const single = make();
@@ -42,6 +42,7 @@ async function compare(c: Cluster, make: () => tf.LayersModel, ds: Data, extra: 
   const losses = await reference(single, ds, o);
   assert.ok(weightsMoved(start, distributed), "training changed the weights");
   const diff = maxRelativeDifference(distributed, single);
+  t.diagnostic(`largest relative difference from model.fit: ${diff.toExponential(2)}`);
   assert.ok(diff < TOLERANCE, `relative difference ${diff} >= ${TOLERANCE}`);
   assert.equal(run.history.length, losses.length);
   run.history.forEach((s, i) => assert.ok(Math.abs(s.loss - losses[i]!) <= TOLERANCE * Math.max(1, losses[i]!), `step ${i}: loss ${s.loss} vs ${losses[i]}`));
@@ -63,8 +64,8 @@ describe("2 workers: model and pipeline parallelism", () => {
     for (const c of Object.values(pipelines)) await c.close();
   });
 
-  test("model parallelism: one batch at a time through 2 stages, equal to model.fit", async () => {
-    const run = await compare(model, deep, vectors());
+  test("model parallelism: one batch at a time through 2 stages, equal to model.fit", async (t) => {
+    const run = await compare(t, model, deep, vectors());
     const step = run.history[3]!;
     assert.deepEqual(step.workers.map((w) => w.actions!.map((a) => `${a.kind}${a.micro}`).join(" ")), ["F0 B0", "F0 B0"]);
     assert.equal(run.plan.strategy, "model");
@@ -72,15 +73,15 @@ describe("2 workers: model and pipeline parallelism", () => {
     assert.ok(run.summary().bubble! > 0.3, `bubble ${run.summary().bubble}`);
   });
 
-  test("convolutions split across stages (4-D activations cross the link)", async () => {
-    await compare(model, () => smallConvNet(3), images());
+  test("convolutions split across stages (4-D activations cross the link)", async (t) => {
+    await compare(t, model, () => smallConvNet(3), images());
   });
 
   for (const [schedule, micro] of [["gpipe", 1], ["gpipe", 4], ["1f1b", 3], ["1f1b", 4]] as const) {
-    test(`pipeline ${schedule} with ${micro} micro-batch(es) equals model.fit`, async () => {
+    test(`pipeline ${schedule} with ${micro} micro-batch(es) equals model.fit`, async (t) => {
       const key = `${schedule}/${micro}`;
       pipelines[key] ??= await cluster().workers(2).strategy("pipeline", { schedule, microBatches: micro }).launch();
-      const run = await compare(pipelines[key]!, deep, vectors());
+      const run = await compare(t, pipelines[key]!, deep, vectors());
       const step = run.history[2]!;
       for (const w of step.workers) assert.equal(w.actions!.length, 2 * micro);
     });
@@ -97,10 +98,10 @@ describe("2 workers: model and pipeline parallelism", () => {
     assert.ok(held(oneF, 0) < held(gpipe, 0));
   });
 
-  test("a placed plan trains with the stages as placed", async () => {
+  test("a placed plan trains with the stages as placed", async (t) => {
     const c = pipelines["1f1b/3"]!;
     const plan = c.plan(deep(), { batchSize: 12 }).place([0, 1], 0);
-    const run = await compare(c, deep, vectors(), { plan });
+    const run = await compare(t, c, deep, vectors(), { plan });
     if (run.plan.strategy === "data") throw new Error("pipeline plan expected");
     assert.deepEqual(run.plan.stagePlans.map((s) => [s.from, s.to]), [[0, 1], [1, 5]]);
   });
@@ -115,8 +116,8 @@ describe("4 workers: hybrid of 2 replicas x 2 stages", () => {
     await c?.close();
   });
 
-  test("each stage's replicas all-reduce their gradients; the result equals model.fit", async () => {
-    const run = await compare(c, deep, vectors());
+  test("each stage's replicas all-reduce their gradients; the result equals model.fit", async (t) => {
+    const run = await compare(t, c, deep, vectors());
     const step = run.history[1]!;
     assert.deepEqual(step.workers.map((w) => [w.stage, w.replica]), [[0, 0], [1, 0], [0, 1], [1, 1]]);
     assert.ok(step.workers.every((w) => w.commMs > 0), "every worker took part in an all-reduce");
