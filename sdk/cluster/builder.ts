@@ -35,6 +35,7 @@ export interface StrategyOptionsMap {
   model: { stages?: number };
   pipeline: { stages?: number; microBatches?: number; schedule?: "gpipe" | "1f1b" };
   hybrid: { stages: number; replicas?: number; microBatches?: number; schedule?: "gpipe" | "1f1b" };
+  ps: { mode?: "async" | "sync"; staleness?: number };
   auto: { microBatches?: number; schedule?: "gpipe" | "1f1b" };
 }
 
@@ -77,6 +78,30 @@ export class ClusterBuilder {
     return this.with({ workers: { kind: "remote", urls: list } });
   }
 
+  /**
+   * Parameter servers for strategy("ps"): `n` server processes on this machine, or the addresses
+   * of servers already running elsewhere (`meshtrain worker`, reachable by every worker).
+   */
+  ps(servers: number | readonly string[]): ClusterBuilder {
+    if (typeof servers === "number") {
+      const c = parseOrThrow(count, servers, "ps(n)", `pass a whole number from 1 to ${MAX_LOCAL_WORKERS}`);
+      return this.with({ servers: { kind: "local", count: c } });
+    }
+    const list = parseOrThrow(z.array(WorkerUrlSchema).min(1), servers, "ps(urls)", 'pass addresses like ["ws://10.0.0.9:7070"]');
+    return this.with({ servers: { kind: "remote", urls: list } });
+  }
+
+  /**
+   * Makes worker `rank` a straggler, for experiments: after computing each step it waits
+   * (factor - 1) x the time that computation took, as if its device were `factor` times slower.
+   * Plans and runs say so. Strategies "data" and "ps".
+   */
+  slowdown(rank: number, factor: number): ClusterBuilder {
+    const r = parseOrThrow(z.number().int().min(0).max(4095), rank, "slowdown(rank, factor): rank", "pass a worker's rank, from 0");
+    const f = parseOrThrow(z.number().min(1).max(1000), factor, "slowdown(rank, factor): factor", "pass a factor of at least 1, e.g. 3 for three times slower");
+    return this.with({ slowdown: { ...(this.draft.slowdown ?? {}), [String(r)]: f } });
+  }
+
   /** The cluster token. Local clusters make a random one when this is not given. */
   token(secret: string): ClusterBuilder {
     const t = parseOrThrow(z.string().min(16, "must be at least 16 characters").max(1024), secret, "token(secret)", "use a long random secret, e.g. `openssl rand -hex 16`");
@@ -90,7 +115,8 @@ export class ClusterBuilder {
   }
 
   /**
-   * How the workers train together: "data" (synchronous data parallelism), "model" (layer
+   * How the workers train together: "data" (synchronous data parallelism), "ps" (parameter
+   * servers, async or sync, with .ps(n)), "model" (layer
    * ranges on different workers), "pipeline" (plus micro-batches and a schedule), "hybrid"
    * (replicated pipelines) or "auto" (the planner picks from memory estimates).
    */

@@ -68,13 +68,31 @@ export const StrategySpecSchema = z.discriminatedUnion("name", [
     schedule: scheduleField.default("1f1b"),
   }),
   z.strictObject({
+    /**
+     * Parameter servers (`.ps(n)`) hold the trainable parameters, sharded by bytes; workers pull
+     * them, compute gradients on their slices and push them to the servers, which apply the optimizer.
+     */
+    name: z.literal("ps"),
+    /**
+     * "async" (default): each push is applied on arrival and workers never wait for each other.
+     * "sync": the servers sum one push per worker per step and apply it once (equals one process
+     * training on the global batch).
+     */
+    mode: z.enum(["async", "sync"]).default("async"),
+    /**
+     * Async only (stale-synchronous parallel): a worker starts a step only while it is at most
+     * this many steps ahead of the slowest worker still training. Default: unbounded.
+     */
+    staleness: z.number().int().min(0).max(1_000_000).optional(),
+  }),
+  z.strictObject({
     /** The planner picks data, pipeline or hybrid from the model's memory estimate and the workers' memory. */
     name: z.literal("auto"),
     microBatches: microBatchesField.default(4),
     schedule: scheduleField.default("1f1b"),
   }),
 ]);
-export const STRATEGY_NAMES = ["data", "model", "pipeline", "hybrid", "auto"] as const;
+export const STRATEGY_NAMES = ["data", "ps", "model", "pipeline", "hybrid", "auto"] as const;
 
 export const HeartbeatSpecSchema = z.strictObject({
   /** How often each side pings the other. Default 1000 ms. */
@@ -107,9 +125,22 @@ export const ClusterSpecSchema = z.strictObject({
    * exceeds it, and the planner splits models to fit it. Default: the device's own memory.
    */
   memoryCapBytes: z.number().int().min(1024 * 1024).optional(),
+  /** Parameter-server processes for strategy "ps": started on this machine, or already running elsewhere. */
+  servers: z
+    .discriminatedUnion("kind", [
+      z.strictObject({ kind: z.literal("local"), count: z.number().int().min(1).max(MAX_LOCAL_WORKERS) }),
+      z.strictObject({ kind: z.literal("remote"), urls: z.array(WorkerUrlSchema).min(1).max(1024) }),
+    ])
+    .optional(),
+  /**
+   * Stragglers made on purpose, for experiments: rank -> factor. A slowed worker waits
+   * (factor - 1) x its measured compute time after computing every step.
+   */
+  slowdown: z.record(z.string().regex(/^\d+$/), z.number().min(1).max(1000)).optional(),
 });
 
 export type WorkersSpec = z.infer<typeof WorkersSpecSchema>;
+export type ServersSpec = NonNullable<z.infer<typeof ClusterSpecSchema>["servers"]>;
 export type StrategySpec = z.infer<typeof StrategySpecSchema>;
 export type StrategyName = StrategySpec["name"];
 export type HeartbeatSpec = z.infer<typeof HeartbeatSpecSchema>;
@@ -128,6 +159,17 @@ export const DEFAULT_SPEC: Omit<ClusterSpec, "workers"> = {
 /** Number of workers the spec describes. */
 export function workerCount(spec: ClusterSpec): number {
   return spec.workers.kind === "local" ? spec.workers.count : spec.workers.urls.length;
+}
+
+/** Number of parameter servers the spec describes (0 without .ps()). */
+export function serverCount(spec: ClusterSpec): number {
+  const s = spec.servers;
+  return !s ? 0 : s.kind === "local" ? s.count : s.urls.length;
+}
+
+/** The slowdown factor of each rank (1 for ranks not slowed down). */
+export function slowdownOf(spec: ClusterSpec, rank: number): number {
+  return spec.slowdown?.[String(rank)] ?? 1;
 }
 
 /** Checks that need more than one field; each message shows the arithmetic. */
@@ -173,6 +215,31 @@ export function crossCheck(spec: ClusterSpec): void {
       throw new ConfigError(`hybrid: replicas(${replicas}) x stages(${st.stages}) = ${replicas * st.stages} != workers(${n})`, {
         hint: `choose stages and replicas whose product is ${n}`,
       });
+    }
+  }
+  if (st.name === "ps" && serverCount(spec) === 0) {
+    throw new ConfigError('strategy("ps") needs parameter servers: none were asked for', { hint: "add .ps(n) to start n parameter servers, e.g. cluster().workers(4).ps(2).strategy(\"ps\")" });
+  }
+  if (st.name !== "ps" && serverCount(spec) > 0) {
+    throw new ConfigError(`.ps(${serverCount(spec)}) asks for parameter servers, but strategy "${st.name}" does not use them`, { hint: 'use strategy("ps", { mode: "async" | "sync" }), or drop .ps()' });
+  }
+  if (st.name === "ps" && st.mode === "sync" && st.staleness !== undefined) {
+    throw new ConfigError(`strategy("ps", { mode: "sync", staleness: ${st.staleness} }): a staleness bound is for mode "async"; sync workers are never ahead of each other`, { hint: 'use mode "async" with staleness k (stale-synchronous parallel), or drop staleness' });
+  }
+  if (spec.servers?.kind === "local" && spec.workers.kind === "remote") {
+    throw new ConfigError(`.ps(${spec.servers.count}) starts parameter servers on this machine, which remote workers cannot reach (they listen on 127.0.0.1)`, {
+      hint: 'start servers with `meshtrain worker --host <address>` where the workers can reach them and pass their addresses: .ps(["ws://host:7070", ...])',
+    });
+  }
+  if (spec.servers?.kind === "remote" && spec.token === undefined) {
+    throw new ConfigError("remote parameter servers need the cluster token", { hint: "add .token(secret) with the token the servers were started with" });
+  }
+  for (const key of Object.keys(spec.slowdown ?? {})) {
+    if (Number(key) >= n) {
+      throw new ConfigError(`slowdown(${key}, ...) names rank ${key}, but the cluster has ranks 0 to ${n - 1}`, { hint: `choose a rank below ${n}` });
+    }
+    if (st.name !== "data" && st.name !== "ps") {
+      throw new ConfigError(`slowdown() slows a worker's whole step, which strategies "data" and "ps" run; strategy "${st.name}" splits steps into stages`, { hint: 'use strategy("data") or strategy("ps") for straggler experiments' });
     }
   }
   const chunkBytes = spec.chunkElements * 4 + 32;

@@ -27,6 +27,8 @@ export interface WorkerStepRecord {
   actions?: Array<{ kind: "F" | "B"; micro: number; start: number; end: number }>;
   /** Pipeline strategies: the most micro-batches whose inputs this worker held at once. */
   inFlightMax?: number;
+  /** A straggler made on purpose (.slowdown()): time it waited after computing, part of computeMs. */
+  slowdownMs?: number;
 }
 
 export interface StepRecord {
@@ -42,7 +44,10 @@ export interface StepRecord {
   /** When this step completed, in ms since the fit started. */
   endMs: number;
   workers: WorkerStepRecord[];
-  /** The rank whose forward and backward pass ended last: the one the others waited for. */
+  /**
+   * The rank whose forward and backward pass ended last: the one the others waited for. (Async
+   * parameter servers, where nobody waits: the rank whose pushes in the round took longest.)
+   */
   straggler: number;
   /** Pipeline strategies: the share of stage time spent idle in this step (measured). */
   bubble?: number;

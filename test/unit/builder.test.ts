@@ -39,7 +39,7 @@ test("bad arguments fail at once, naming the field", () => {
   assert.throws(() => cluster().workers(0), configError(/workers\(n\).*>=1|workers\(n\).*too small/i));
   assert.throws(() => cluster().workers(2.5), configError(/workers\(n\)/));
   assert.throws(() => cluster().backend("tpu" as never), configError(/backend\(name\)/));
-  assert.throws(() => cluster().strategy("sharding" as never), configError(/offers: "data", "model", "pipeline", "hybrid", "auto"/));
+  assert.throws(() => cluster().strategy("sharding" as never), configError(/offers: "data", "ps", "model", "pipeline", "hybrid", "auto"/));
   assert.throws(() => cluster().connect(["http://x:1"]), configError(/ws:\/\/host:port/));
   assert.throws(() => cluster().token("short"), configError(/at least 16/));
 });
