@@ -53,8 +53,8 @@ export const AuthSchema = z.strictObject({
   peer: z.strictObject({
     session: z.string().max(128),
     rank: z.number().int().nonnegative(),
-    /** ring: all-reduce neighbours; pipe: adjacent pipeline stages. */
-    link: z.enum(["ring", "pipe"]),
+    /** ring: all-reduce neighbours; pipe: adjacent pipeline stages; ps: a worker reaching a parameter server. */
+    link: z.enum(["ring", "pipe", "ps"]),
   }).optional(),
 });
 export const WelcomeSchema = z.strictObject({ type: z.literal("welcome"), v, mac: hex64 });
@@ -96,6 +96,8 @@ export const ConfigureSchema = z.strictObject({
   pipe: z.strictObject({ prev: z.number().int().nonnegative().nullable(), next: z.number().int().nonnegative().nullable() }).optional(),
   /** Address of every rank, as the driver reached it. */
   addresses: z.array(z.string().max(512)).max(4096),
+  /** Strategy "ps": the parameter servers this worker dials, in server order. */
+  servers: z.array(z.string().max(512)).max(1024).optional(),
   chunkElements: z.number().int().positive(),
   connectTimeoutMs: z.number().int().positive(),
   stepTimeoutMs: z.number().int().positive(),
@@ -128,6 +130,26 @@ export const LoadSchema = z.strictObject({
   stepTimeoutMs: z.number().int().positive().optional(),
   /** With feed "workers": the dataset the worker loads itself, and how every epoch is ordered. */
   data: z.strictObject({ source: DatasetSourceSchema, shuffle: z.boolean(), seed: z.number().int() }).optional(),
+  /** Strategy "ps": this process's part (a server's shard, or a worker's view of every shard). */
+  ps: z.discriminatedUnion("role", [
+    z.strictObject({
+      role: z.literal("server"),
+      index: z.number().int().nonnegative(),
+      mode: z.enum(["async", "sync"]),
+      /** Sync: pushes summed per step (one per worker). */
+      workers: z.number().int().positive().max(4096),
+      /** The trainable variables it holds: their index in the model's trainable weights; values come as attachments. */
+      variables: z.array(z.strictObject({ index: z.number().int().nonnegative(), shape: z.array(z.number().int().nonnegative()).max(8) })).max(65536),
+    }),
+    z.strictObject({
+      role: z.literal("worker"),
+      mode: z.enum(["async", "sync"]),
+      /** For each server, in order, the indices of the trainable variables it holds. */
+      shards: z.array(z.array(z.number().int().nonnegative()).max(65536)).min(1).max(1024),
+    }),
+  ]).optional(),
+  /** A straggler made on purpose: after computing a step, wait (factor - 1) x the compute time. */
+  slowdown: z.number().min(1).max(1000).optional(),
   attachments,
 });
 export const LoadedSchema = z.strictObject({
@@ -152,6 +174,8 @@ export const StepSchema = z.strictObject({
   }).optional(),
   /** With feed "workers": this replica's slice, as positions [start, end) in the epoch's order. */
   range: z.strictObject({ start: z.number().int().nonnegative(), end: z.number().int().nonnegative() }).optional(),
+  /** Strategy "ps": this worker's own step count, and (sync) the parameter version it must compute on. */
+  ps: z.strictObject({ clock: z.number().int().nonnegative(), minVersion: z.number().int().nonnegative().optional() }).optional(),
   attachments,
 });
 export const StepDoneSchema = z.strictObject({
@@ -165,11 +189,22 @@ export const StepDoneSchema = z.strictObject({
   /** Pipeline strategies: when each action ran, in ms from startedAt, and the most micro-batches held at once. */
   actions: z.array(z.strictObject({ kind: z.enum(["F", "B"]), micro: z.number().int().nonnegative(), start: ms, end: ms })).max(65536).optional(),
   inFlightMax: z.number().int().nonnegative().optional(),
+  /** Time spent waiting on purpose (a slowdown), part of computeMs. */
+  slowdownMs: ms.optional(),
+  /** Strategy "ps": the version pulled from each server, the most updates the push missed, and the time to pull and push. */
+  ps: z.strictObject({
+    pulled: z.array(z.number().int().nonnegative()).max(1024),
+    staleness: z.number().int().nonnegative(),
+    pullMs: ms,
+    pushMs: ms,
+  }).optional(),
 });
 
 export const FetchWeightsSchema = z.strictObject({ type: z.literal("fetchWeights"), v, id });
 export const WeightsSchema = z.strictObject({
   type: z.literal("weights"), v, re: id,
+  /** A parameter server's version: updates it has applied. */
+  version: z.number().int().nonnegative().optional(),
   /** SHA-256 of every weight's bytes, in order: equal digests mean identical replicas. */
   digest: hex64,
   attachments,
@@ -185,6 +220,42 @@ export const ProbedSchema = z.strictObject({
   clock: z.number().finite(),
 });
 
+// Worker -> parameter server, on the worker's "ps" link.
+/** Asks for the server's shard; sync waits until the server's version reaches minVersion. */
+export const PullSchema = z.strictObject({
+  type: z.literal("pull"), v, id,
+  rank: z.number().int().nonnegative(),
+  minVersion: z.number().int().nonnegative().optional(),
+});
+export const PulledSchema = z.strictObject({
+  type: z.literal("pulled"), v, re: id,
+  version: z.number().int().nonnegative(),
+  /** How long the server held the pull back, waiting for the version asked for (sync). */
+  waitedMs: ms,
+  attachments,
+});
+/** A gradient for the server's shard, computed on parameters of version `pulled`. */
+export const PushSchema = z.strictObject({
+  type: z.literal("push"), v, id,
+  rank: z.number().int().nonnegative(),
+  clock: z.number().int().nonnegative(),
+  pulled: z.number().int().nonnegative(),
+  attachments,
+});
+export const PushedSchema = z.strictObject({
+  type: z.literal("pushed"), v, re: id,
+  /** The server's version after this push (async), or the version its step will make (sync). */
+  version: z.number().int().nonnegative(),
+  /** Updates applied between the pull and this push: how stale the gradient was. */
+  staleness: z.number().int().nonnegative(),
+});
+/** Driver -> parameter server: which of these pushes it applied (after a worker left mid-step). */
+export const AppliedSchema = z.strictObject({
+  type: z.literal("applied"), v, id,
+  pushes: z.array(z.strictObject({ rank: z.number().int().nonnegative(), clock: z.number().int().nonnegative() })).max(4096),
+});
+export const AppliedReplySchema = z.strictObject({ type: z.literal("appliedReply"), v, re: id, applied: z.array(z.boolean()).max(4096), version: z.number().int().nonnegative() });
+
 export const ReleaseSchema = z.strictObject({ type: z.literal("release"), v, id });
 export const ReleasedSchema = z.strictObject({ type: z.literal("released"), v, re: id });
 export const ShutdownSchema = z.strictObject({ type: z.literal("shutdown"), v });
@@ -199,6 +270,7 @@ export const MessageSchema = z.discriminatedUnion("type", [
   JoinSchema, JoinedSchema, ConfigureSchema, ConfiguredSchema,
   LoadSchema, LoadedSchema, StepSchema, StepDoneSchema,
   FetchWeightsSchema, WeightsSchema, DigestSchema, DigestReplySchema, ProbeSchema, ProbedSchema,
+  PullSchema, PulledSchema, PushSchema, PushedSchema, AppliedSchema, AppliedReplySchema,
   ReleaseSchema, ReleasedSchema, ShutdownSchema, NoticeSchema,
 ]);
 

@@ -135,7 +135,7 @@ export interface ClientHandshakeOptions {
   token: string;
   timeoutMs: number;
   role: "driver" | "peer";
-  peer?: { session: string; rank: number; link: "ring" | "pipe" };
+  peer?: { session: string; rank: number; link: "ring" | "pipe" | "ps" };
   /** Names the other end in errors, e.g. "worker rank 2". */
   who: string;
 }
