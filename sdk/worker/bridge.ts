@@ -10,19 +10,26 @@ import type { Draft, Tensorlike } from "../transport/channel";
  */
 export type CommToCompute =
   | { kind: "listening"; url: string; port: number }
-  | { kind: "request"; msg: Message; attachments: Tensorlike[] }
+  /** A request from the driver, or (`via`) from a worker on one of this parameter server's links. */
+  | { kind: "request"; msg: Message; attachments: Tensorlike[]; via?: number }
   | { kind: "allReduced"; seq: number; data: Float32Array; stats: AllReduceStats }
   | { kind: "allReduceFailed"; seq: number; error: WireError }
   /** A pipeline tensor from a neighbouring stage. */
   | { kind: "pipeTensor"; frameKind: "activation" | "gradient"; step: number; micro: number; data: Float32Array }
   | { kind: "pipeFailed"; error: WireError }
+  /** Parameter-server worker: every server's shard, and what the servers said to a push. */
+  | { kind: "psPulled"; seq: number; shards: Float32Array[]; versions: number[]; waitedMs: number[] }
+  | { kind: "psPushed"; seq: number; versions: number[]; staleness: number[] }
+  | { kind: "psFailed"; seq: number; error: WireError }
   /** The driver left or went silent: drop the model and any step in progress. */
   | { kind: "sessionEnded"; reason: string }
   | { kind: "exit"; code: number; reason: string };
 
 export type ComputeToComm =
-  | { kind: "reply"; draft: Draft; attachments: Tensorlike[] }
-  | { kind: "replyError"; re: number | undefined; error: WireError }
+  | { kind: "reply"; draft: Draft; attachments: Tensorlike[]; via?: number }
+  | { kind: "replyError"; re: number | undefined; error: WireError; via?: number }
+  | { kind: "psPull"; seq: number; minVersion: number | undefined }
+  | { kind: "psPush"; seq: number; clock: number; pulled: number[]; shards: Float32Array[] }
   | { kind: "allReduce"; seq: number; data: Float32Array }
   | { kind: "pipeSend"; to: "prev" | "next"; frameKind: "activation" | "gradient"; step: number; micro: number; data: Float32Array };
 

@@ -2,7 +2,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { RingAllReduce, type RingNeighbours } from "../collectives/ring-allreduce";
 import { PipeEnds } from "../collectives/pipe-links";
 import { ringOverLinks } from "../collectives/ring-over-links";
-import { CollectiveError, ConfigError, isMeshtrainError, ProtocolError, type MeshtrainError } from "../errors/errors";
+import { CollectiveError, ConfigError, isMeshtrainError, ProtocolError, WorkerLostError, type MeshtrainError } from "../errors/errors";
 import type { MessageOf } from "../protocol/messages";
 import { fromWireError, toWireError } from "../protocol/wire-error";
 import { Channel, type Incoming } from "../transport/channel";
@@ -43,6 +43,11 @@ class Session {
   heartbeat = { intervalMs: 1000, timeoutMs: 10_000 };
   private closeRing: (() => void) | null = null;
   private pipe: PipeEnds | null = null;
+  /** Strategy "ps", on a worker: its link to each parameter server, in server order. */
+  private servers: Channel[] = [];
+  /** Strategy "ps", on a server: the workers' links to it, by an id replies are routed with. */
+  private readonly clients = new Map<number, Channel>();
+  private nextClient = 1;
   /** Peers this worker waits for, by "rank/link". */
   private readonly waiting = new Map<string, (link: Link) => void>();
   ended = false;
@@ -80,6 +85,7 @@ class Session {
         return;
       case "load":
       case "step":
+      case "applied":
       case "fetchWeights":
       case "digest":
       case "probe":
@@ -123,12 +129,14 @@ class Session {
     const ringNext = g > 1 ? members[(pos + 1) % g]! : null;
     const pipePrev = msg.pipe?.prev ?? null;
     const pipeNext = msg.pipe?.next ?? null;
-    const [ringFromPrev, ringToNext, pipeToPrev, pipeFromNext] = await Promise.all([
+    const [ringFromPrev, ringToNext, pipeToPrev, pipeFromNext, servers] = await Promise.all([
       ringPrev === null ? null : this.dialPeer(msg.addresses[ringPrev]!, ringPrev, "ring", timeout),
       ringNext === null ? null : this.awaitPeer(ringNext, "ring", timeout),
       pipePrev === null ? null : this.dialPeer(msg.addresses[pipePrev]!, pipePrev, "pipe", timeout),
       pipeNext === null ? null : this.awaitPeer(pipeNext, "pipe", timeout),
+      Promise.all((msg.servers ?? []).map((url, i) => this.dialPeer(url, i, "ps", timeout).then((l) => this.serverChannel(l, i)))),
     ]);
+    this.servers = servers;
     if (ringFromPrev && ringToNext) {
       const wired = ringOverLinks({
         fromPrev: ringFromPrev,
@@ -157,7 +165,84 @@ class Session {
     }
   }
 
-  private async dialPeer(url: string, peerRank: number, link: "ring" | "pipe", timeoutMs: number): Promise<Link> {
+  /** A worker's link to parameter server `index`: requests with timeouts, and a heartbeat. */
+  private serverChannel(link: Link, index: number): Channel {
+    const name = `parameter server ${index} (${link.address})`;
+    const ch = new Channel(link, {
+      peerName: name,
+      details: { address: link.address },
+      chunkElements: 256 * 1024,
+      maxFrameBytes: config.maxFrameBytes,
+      maxAttachmentBytes: MAX_ATTACHMENT_BYTES,
+      onMessage: () => undefined,
+      onClose: () => undefined,
+      onInvalid: (err) => log(`refused a frame from ${name}: ${err.summary}`),
+    });
+    ch.startHeartbeat(this.heartbeat.intervalMs, this.heartbeat.timeoutMs, (ms) =>
+      ch.fail(new WorkerLostError(`${name} was silent for ${ms} ms`, { details: { address: link.address } })),
+    );
+    return ch;
+  }
+
+  /** A worker reached this parameter server: its pulls and pushes go to the compute thread. */
+  addClient(rank: number, link: Link): void {
+    const via = this.nextClient++;
+    const ch = new Channel(link, {
+      peerName: `worker rank ${rank}`,
+      details: { rank, address: link.address },
+      chunkElements: 256 * 1024,
+      maxFrameBytes: config.maxFrameBytes,
+      maxAttachmentBytes: MAX_ATTACHMENT_BYTES,
+      onMessage: (incoming) => {
+        const t = incoming.msg.type;
+        if (t !== "pull" && t !== "push") throw new ProtocolError(`a worker's link to a parameter server carries pulls and pushes, not "${t}"`);
+        toCompute({ kind: "request", msg: incoming.msg, attachments: incoming.attachments, via }, transferList(incoming.attachments));
+      },
+      onClose: () => this.clients.delete(via),
+      onInvalid: (err) => log(`refused a frame from worker rank ${rank}: ${err.summary}`),
+    });
+    this.clients.set(via, ch);
+  }
+
+  client(via: number): Channel | undefined {
+    return this.clients.get(via);
+  }
+
+  psPull(seq: number, minVersion: number | undefined): void {
+    const waitingFor = minVersion === undefined ? "the parameters" : `the parameters of step ${minVersion}`;
+    this.onServers(
+      seq,
+      this.servers.map((ch) => ch.request({ type: "pull", rank: this.rank, ...(minVersion !== undefined ? { minVersion } : {}) }, "pulled", { timeoutMs: this.stepTimeoutMs, waitingFor })),
+      (replies) => {
+        const shards = replies.map((r) => r.attachments[0]!.data as Float32Array);
+        toCompute({ kind: "psPulled", seq, shards, versions: replies.map((r) => r.msg.version), waitedMs: replies.map((r) => r.msg.waitedMs) }, shards.map((d) => d.buffer as ArrayBuffer));
+      },
+    );
+  }
+
+  psPush(seq: number, clock: number, pulled: number[], shards: Float32Array[]): void {
+    this.onServers(
+      seq,
+      this.servers.map((ch, i) =>
+        ch.request({ type: "push", rank: this.rank, clock, pulled: pulled[i] ?? 0 }, "pushed", {
+          timeoutMs: this.stepTimeoutMs,
+          waitingFor: `the acknowledgement of step ${clock}'s push`,
+          attachments: [{ data: shards[i]!, shape: [shards[i]!.length] }],
+        }),
+      ),
+      (replies) => toCompute({ kind: "psPushed", seq, versions: replies.map((r) => r.msg.version), staleness: replies.map((r) => r.msg.staleness) }),
+    );
+  }
+
+  private onServers<T>(seq: number, requests: Array<Promise<T>>, done: (replies: T[]) => void): void {
+    if (this.servers.length === 0) {
+      toCompute({ kind: "psFailed", seq, error: toWireError(new ProtocolError("a pull or push before the parameter-server links were configured")) });
+      return;
+    }
+    Promise.all(requests).then(done, (err: unknown) => toCompute({ kind: "psFailed", seq, error: toWireError(err) }));
+  }
+
+  private async dialPeer(url: string, peerRank: number, link: "ring" | "pipe" | "ps", timeoutMs: number): Promise<Link> {
     const l = await dial(url, { maxFrameBytes: config.maxFrameBytes, timeoutMs });
     try {
       await offerHandshake(l, {
@@ -165,7 +250,7 @@ class Session {
         timeoutMs,
         role: "peer",
         peer: { session: this.id!, rank: this.rank, link },
-        who: `rank ${peerRank}`,
+        who: link === "ps" ? `parameter server ${peerRank}` : `rank ${peerRank}`,
       });
     } catch (err) {
       l.terminate();
@@ -225,6 +310,8 @@ class Session {
   }
 
   private closePeers(): void {
+    for (const ch of this.servers) ch.close(CLOSE.normal, "links reconfigured");
+    this.servers = [];
     this.pipe?.close();
     this.pipe = null;
     this.closeRing?.();
@@ -238,6 +325,8 @@ class Session {
     this.ended = true;
     this.channel.stopHeartbeat();
     this.closePeers();
+    for (const ch of this.clients.values()) ch.close(CLOSE.normal, "session over");
+    this.clients.clear();
     this.channel.close(CLOSE.normal, "session over");
     this.server.sessionEnded(this, reason);
   }
@@ -293,6 +382,10 @@ class CommServer {
       link.close(CLOSE.policy, "not a peer of this worker's session");
       return;
     }
+    if (peer.link === "ps") {
+      s.addClient(peer.rank, link);
+      return;
+    }
     if (s.offerPeer(peer.rank, peer.link, link)) return;
     // It connected before this worker was configured; keep it until configure claims it.
     const key = `${peer.session}/${peer.rank}/${peer.link}`;
@@ -317,11 +410,23 @@ class CommServer {
   handle(m: ComputeToComm): void {
     const s = this.session;
     switch (m.kind) {
-      case "reply":
-        if (s && !s.ended && !s.channel.closed) s.channel.send(m.draft, m.attachments);
+      case "reply": {
+        const ch = m.via === undefined ? s?.channel : s?.client(m.via);
+        if (s && !s.ended && ch && !ch.closed) ch.send(m.draft, m.attachments);
         return;
-      case "replyError":
-        if (s && !s.ended && !s.channel.closed) s.channel.replyError(m.re, fromWireError(m.error));
+      }
+      case "replyError": {
+        const ch = m.via === undefined ? s?.channel : s?.client(m.via);
+        if (s && !s.ended && ch && !ch.closed) ch.replyError(m.re, fromWireError(m.error));
+        return;
+      }
+      case "psPull":
+        if (s && !s.ended) s.psPull(m.seq, m.minVersion);
+        else toCompute({ kind: "psFailed", seq: m.seq, error: toWireError(new CollectiveError("no driver session")) });
+        return;
+      case "psPush":
+        if (s && !s.ended) s.psPush(m.seq, m.clock, m.pulled, m.shards);
+        else toCompute({ kind: "psFailed", seq: m.seq, error: toWireError(new CollectiveError("no driver session")) });
         return;
       case "allReduce":
         if (s && !s.ended) s.allReduce(m.seq, m.data);

@@ -5,6 +5,8 @@ import type { Message } from "../protocol/messages";
 import { fromWireError, toWireError } from "../protocol/wire-error";
 import { DataReplica } from "../strategies/data/worker-runtime";
 import { StageRuntime } from "../strategies/pipeline/stage-runtime";
+import { ParamServer } from "../strategies/ps/server-runtime";
+import { PsReplica, type ServerLinks } from "../strategies/ps/worker-runtime";
 import { wallClock } from "../util/clock";
 import type { Draft, Tensorlike } from "../transport/channel";
 import { loadSource } from "../data/index";
@@ -30,6 +32,11 @@ export class ComputeHost {
   private queue: Promise<void> = Promise.resolve();
   private replica: DataReplica | null = null;
   private stage: StageRuntime | null = null;
+  /** Strategy "ps": this process as a parameter server, or as a worker of one. */
+  private server: ParamServer | null = null;
+  private psReplica: PsReplica | null = null;
+  private readonly psPending = new Map<number, { resolve(m: CommToCompute): void; reject(err: unknown): void }>();
+  private psSeq = 0;
   private stepTimeoutMs = 600_000;
   /** Pipeline tensors from neighbouring stages, by "kind/step/micro": arrived, or awaited. */
   private readonly inbox = new Map<string, { data?: Float32Array; take?: (d: Float32Array) => void; fail?: (e: unknown) => void }>();
@@ -49,6 +56,12 @@ export class ComputeHost {
   handle(m: CommToCompute): void {
     switch (m.kind) {
       case "request": {
+        // A parameter server answers pulls and pushes at once, between queued requests: a
+        // sync pull may wait for pushes that arrive after it.
+        if (m.msg.type === "pull" || m.msg.type === "push") {
+          this.servePs(m.msg, m.attachments, m.via);
+          return;
+        }
         const epoch = this.epoch;
         this.queue = this.queue.then(() => (epoch === this.epoch ? this.serve(m.msg, m.attachments) : undefined));
         return;
@@ -82,6 +95,16 @@ export class ComputeHost {
       case "pipeFailed":
         this.failPipe(fromWireError(m.error));
         return;
+      case "psPulled":
+      case "psPushed":
+      case "psFailed": {
+        const p = this.psPending.get(m.seq);
+        if (!p) return;
+        this.psPending.delete(m.seq);
+        if (m.kind === "psFailed") p.reject(fromWireError(m.error));
+        else p.resolve(m);
+        return;
+      }
       case "listening":
       case "exit":
         return;
@@ -128,6 +151,58 @@ export class ComputeHost {
     });
   };
 
+  private servePs(msg: Message, attachments: Tensorlike[], via: number | undefined): void {
+    const id = (msg as { id?: number }).id;
+    const fail = (err: unknown): void => this.post({ kind: "replyError", re: id, error: toWireError(err), via });
+    try {
+      const server = this.server;
+      if (!server) throw new StateError(`"${msg.type}" arrived but this worker holds no parameters`, { hint: "the driver loads the parameter servers before the workers start" });
+      if (msg.type === "pull") {
+        server.pull(msg.minVersion).then(
+          (r) => this.post({ kind: "reply", draft: { type: "pulled", re: msg.id, version: r.version, waitedMs: r.waitedMs }, attachments: [{ data: r.data, shape: [r.data.length] }], via }, [r.data.buffer as ArrayBuffer]),
+          fail,
+        );
+      } else if (msg.type === "push") {
+        const grad = attachments[0];
+        if (!grad || attachments.length !== 1 || !(grad.data instanceof Float32Array)) throw new ProtocolError(`a push carries ${attachments.length} tensors; expected one float32 gradient`);
+        const r = server.push(msg.rank, msg.clock, msg.pulled, grad.data);
+        this.post({ kind: "reply", draft: { type: "pushed", re: msg.id, version: r.version, staleness: r.staleness }, attachments: [], via });
+      }
+    } catch (err) {
+      fail(err);
+    }
+  }
+
+  /** The worker's side of the servers, through the communication thread, which holds the links. */
+  private serverLinks: ServerLinks = {
+    pull: (minVersion) =>
+      this.psRequest({ kind: "psPull", seq: this.psSeq++, minVersion }, []).then((m) => {
+        const r = m as Extract<CommToCompute, { kind: "psPulled" }>;
+        return { shards: r.shards, versions: r.versions, waitedMs: r.waitedMs };
+      }),
+    push: (clock, pulled, shards) =>
+      this.psRequest({ kind: "psPush", seq: this.psSeq++, clock, pulled, shards }, shards.map((s) => s.buffer as ArrayBuffer)).then((m) => {
+        const r = m as Extract<CommToCompute, { kind: "psPushed" }>;
+        return { versions: r.versions, staleness: r.staleness };
+      }),
+  };
+
+  private psRequest(m: Extract<ComputeToComm, { kind: "psPull" | "psPush" }>, transfer: ArrayBuffer[]): Promise<CommToCompute> {
+    return new Promise((resolve, reject) => {
+      this.psPending.set(m.seq, { resolve, reject });
+      this.post(m, transfer);
+    });
+  }
+
+  private dropPs(reason: string): void {
+    this.server?.dispose();
+    this.server = null;
+    this.psReplica?.dispose();
+    this.psReplica = null;
+    for (const p of this.psPending.values()) p.reject(new CollectiveError(reason));
+    this.psPending.clear();
+  }
+
   private pipeSend = (to: "prev" | "next", kind: "activation" | "gradient", step: number, micro: number, data: Float32Array): void => {
     this.post({ kind: "pipeSend", to, frameKind: kind, step, micro, data }, [data.buffer as ArrayBuffer]);
   };
@@ -147,6 +222,7 @@ export class ComputeHost {
     this.replica?.dispose();
     this.replica = null;
     this.shard = null;
+    this.dropPs(`session ended: ${reason}`);
   }
 
   /** This replica's slice of a step, read from the worker's own copy of the dataset. */
@@ -218,7 +294,18 @@ export class ComputeHost {
           this.stage = null;
           this.inbox.clear();
           this.pipeFailure = null;
+          this.dropPs("a new model was loaded");
           this.stepTimeoutMs = msg.stepTimeoutMs ?? this.stepTimeoutMs;
+          if (msg.ps?.role === "server") {
+            this.server = ParamServer.load(msg, attachments, this.stepTimeoutMs);
+            this.reply({ type: "loaded", re: msg.id, paramCount: this.server.values().length, gradientLength: this.server.values().length });
+            return;
+          }
+          if (msg.ps?.role === "worker") {
+            this.psReplica = await PsReplica.load(msg, attachments, this.memoryCapBytes);
+            this.reply({ type: "loaded", re: msg.id, paramCount: this.psReplica.paramCount, gradientLength: this.psReplica.gradientLength });
+            return;
+          }
           if (msg.stage) {
             this.stage = await StageRuntime.load(msg, attachments, this.memoryCapBytes);
             this.reply({ type: "loaded", re: msg.id, paramCount: this.stage.paramCount, gradientLength: this.stage.gradientLength });
@@ -240,6 +327,13 @@ export class ComputeHost {
           return;
         }
         case "step": {
+          if (this.psReplica) {
+            const [x, y] = attachments;
+            if (!x || !y) throw new ProtocolError(`"step" ${msg.step} carries ${attachments.length} tensors, expected x and y`);
+            const r = await this.psReplica.step(msg, x, y, this.serverLinks);
+            this.reply({ type: "stepDone", re: msg.id, step: msg.step, ...r });
+            return;
+          }
           if (this.stage) {
             const r = await this.stage.step(msg, attachments, { receive: this.receive, send: this.pipeSend, allReduce: this.allReduce });
             this.reply({ type: "stepDone", re: msg.id, step: msg.step, ...r });
@@ -253,7 +347,13 @@ export class ComputeHost {
           return;
         }
         case "fetchWeights": {
-          const weights = (this.stage ?? this.needReplica("fetchWeights")).weights();
+          if (this.server) {
+            const values = this.server.values();
+            const weights = [{ data: values, shape: [values.length] }];
+            this.reply({ type: "weights", re: msg.id, digest: weightsDigest(weights), version: this.server.version }, weights);
+            return;
+          }
+          const weights = (this.stage ?? this.psReplica ?? this.needReplica("fetchWeights")).weights();
           this.reply({ type: "weights", re: msg.id, digest: weightsDigest(weights) }, weights);
           return;
         }
@@ -262,10 +362,17 @@ export class ComputeHost {
           return;
         }
         case "digest": {
-          this.reply({ type: "digestReply", re: msg.id, digest: weightsDigest((this.stage ?? this.needReplica("digest")).weights()) });
+          this.reply({ type: "digestReply", re: msg.id, digest: weightsDigest((this.stage ?? this.psReplica ?? this.needReplica("digest")).weights()) });
+          return;
+        }
+        case "applied": {
+          const server = this.server;
+          if (!server) throw new StateError('"applied" arrived but this worker is not a parameter server');
+          this.reply({ type: "appliedReply", re: msg.id, applied: msg.pushes.map((p) => server.wasApplied(p.rank, p.clock)), version: server.version });
           return;
         }
         case "release": {
+          this.dropPs("released");
           this.replica?.dispose();
           this.replica = null;
           this.stage?.dispose();

@@ -1,0 +1,110 @@
+import * as tf from "@tensorflow/tfjs";
+import { loadAddon } from "../backends/native/addon";
+import { NativeBackend } from "../backends/native/backend";
+import { DataError, ModelError } from "../errors/errors";
+import { estimateReplicaMemory, formatBytes } from "../plan/memory";
+import { summarizeModel } from "../plan/model-summary";
+import type { MessageOf } from "../protocol/messages";
+import type { Tensorlike } from "../transport/channel";
+import { buildModel, compiledLoss, createOptimizer } from "./model-io";
+
+/**
+ * A tensor's values for an immediate copy. On the native backend this reads the backing array
+ * without marking it handed-out, so its memory can be recycled for the next step.
+ */
+export function readValues(t: tf.Tensor): Float32Array {
+  const b = tf.backend();
+  return b instanceof NativeBackend ? b.values(t) : (t.dataSync() as Float32Array);
+}
+
+/** x *= alpha, with the native kernel where it was built (a gradient can hold millions of values). */
+export function scaleInPlace(x: Float32Array, alpha: number): void {
+  const load = loadAddon();
+  if (load.ok) load.addon.scale(x, alpha);
+  else for (let i = 0; i < x.length; i++) x[i]! *= alpha;
+}
+
+/** A whole model on one worker, as data parallelism and parameter servers use it. */
+export interface LoadedReplica {
+  model: tf.LayersModel;
+  /** model.compile wants an optimizer; updates themselves are made elsewhere. */
+  compileOptimizer: tf.Optimizer;
+  lossFn: (a: tf.Tensor, b: tf.Tensor) => tf.Tensor;
+  vars: tf.Variable[];
+  sizes: number[];
+  gradientLength: number;
+}
+
+/** Builds the model, refusing it first when this worker's memory cap is below its estimate. */
+export async function loadReplica(msg: MessageOf<"load">, weights: Tensorlike[], memoryCapBytes: number | null): Promise<LoadedReplica> {
+  const model = await buildModel(msg.topology, weights);
+  if (memoryCapBytes !== null) {
+    const e = estimateReplicaMemory(summarizeModel(model), { batchSize: msg.replicaBatch, optimizer: msg.optimizer });
+    const need = e.paramsBytes + e.gradientBytes + (e.optimizerBytes ?? 0) + (e.activationBytes ?? 0);
+    if (need > memoryCapBytes) {
+      model.dispose();
+      throw new ModelError(
+        `the whole model needs ${formatBytes(need)} per replica (${formatBytes(e.paramsBytes)} parameters, ${formatBytes(e.gradientBytes)} gradients, ${formatBytes(e.optimizerBytes ?? 0)} optimizer state, ${formatBytes(e.activationBytes ?? 0)} activations for ${msg.replicaBatch ?? "?"} samples), above this worker's memory cap of ${formatBytes(memoryCapBytes)}`,
+        { hint: 'split it over several workers: strategy("pipeline"), strategy("hybrid", { stages }) or strategy("auto")', details: { neededBytes: need, capBytes: memoryCapBytes } },
+      );
+    }
+  }
+  const compileOptimizer = createOptimizer(msg.optimizer);
+  const lossFn = compiledLoss(model, msg.loss, compileOptimizer);
+  const vars = model.trainableWeights.map((w) => w.read() as tf.Variable);
+  const sizes = vars.map((v) => v.size);
+  return { model, compileOptimizer, lossFn, vars, sizes, gradientLength: sizes.reduce((a, b) => a + b, 0) };
+}
+
+/**
+ * Writes weight x grad(mean loss over the slice + regularizers) into `flat`, laid out as the
+ * variables in order; returns the slice's mean loss.
+ */
+export function sliceGradient(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array): number {
+  const xs = tf.tensor(x.data, [...x.shape], x.data instanceof Int32Array ? "int32" : "float32");
+  const ys = tf.tensor(y.data, [...y.shape], y.data instanceof Int32Array ? "int32" : "float32");
+  let dataLoss = 0;
+  try {
+    const { value, grads } = tf.variableGrads(() => {
+      const out = r.model.apply(xs, { training: true }) as tf.Tensor;
+      const perSample = tf.mean(r.lossFn(ys, out)) as tf.Scalar;
+      dataLoss = perSample.dataSync()[0]!;
+      let total: tf.Scalar = perSample;
+      for (const reg of r.model.calculateLosses()) total = tf.add(total, reg);
+      return total;
+    }, r.vars);
+    let off = 0;
+    r.vars.forEach((v, i) => {
+      const g = grads[v.name];
+      if (!g) throw new DataError(`no gradient for ${v.name}`);
+      flat.set(readValues(g), off);
+      off += r.sizes[i]!;
+    });
+    value.dispose();
+    tf.dispose(Object.values(grads));
+  } catch (err) {
+    const msg = (err as Error).message;
+    if (/shape|rank|compatible/i.test(msg)) {
+      throw new DataError(`a batch of x [${x.shape.join(", ")}] and y [${y.shape.join(", ")}] does not fit the model: ${msg.split("\n")[0]}`, {
+        hint: "check that the dataset's sample shapes match the model's input and output shapes",
+      });
+    }
+    throw err;
+  } finally {
+    xs.dispose();
+    ys.dispose();
+  }
+  if (weight !== 1) scaleInPlace(flat, weight);
+  return dataLoss;
+}
+
+/**
+ * A straggler made on purpose: waits (factor - 1) x the compute time just measured, as if the
+ * device were `factor` times slower. Returns the time waited.
+ */
+export async function slowDown(factor: number, computeMs: number): Promise<number> {
+  if (factor <= 1) return 0;
+  const t0 = performance.now();
+  await new Promise((resolve) => setTimeout(resolve, (factor - 1) * computeMs));
+  return performance.now() - t0;
+}
