@@ -14,7 +14,7 @@ export type { CostReport } from "./metrics/cost";
 export type { StragglerSummary } from "./metrics/stragglers";
 export type { Figure, Trace, Layout } from "./viz/figure";
 export { type ScalingPoint } from "./viz/scaling";
-export { scalingFigure, barFigure, scheduleFigure } from "./viz/public-figures";
+export { scalingFigure, barFigure, scheduleFigure, stalenessFigure, lossFigure } from "./viz/public-figures";
 export { figureToSvg } from "./viz/svg-chart";
 export { DISPLAY, type MimeBundle } from "./viz/displayable";
 export { throughput, median, defaultWarmup } from "./metrics/throughput";
@@ -31,6 +31,8 @@ export { formatDataPlan, type DataParallelPlan, type PlanDevice } from "./strate
 export type { PlanRequest } from "./cluster/plan-request";
 export type { Plan, PlanData, PlanMethods } from "./strategies/registry";
 export type { PipelinePlan, StagePlan, PipelineKind } from "./strategies/pipeline/planner";
+export type { PsPlan, ShardVariable } from "./strategies/ps/planner";
+export type { PushRecord, Departure, PsRunRecord } from "./strategies/ps/records";
 export { estimateMemory, type MemoryEstimateWithTotal } from "./plan/estimate-memory";
 export type { MemoryEstimate } from "./plan/memory";
 export type { Prediction } from "./plan/predict";

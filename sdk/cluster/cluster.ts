@@ -1,6 +1,6 @@
 import type * as tf from "@tensorflow/tfjs";
 import type { Dataset } from "../data/dataset";
-import { StateError, type MeshtrainError } from "../errors/errors";
+import { ConfigError, StateError, type MeshtrainError } from "../errors/errors";
 import { makeDisplayable } from "../viz/displayable";
 import { TrainingRun } from "./training-run";
 import { summarizeModel } from "../plan/model-summary";
@@ -26,6 +26,12 @@ export type ClusterState = "ready" | "fitting" | "failed" | "closed";
  */
 export class Cluster {
   private handles: WorkerHandle[] = [];
+  /** Parameter servers (strategy "ps"). */
+  private servers: WorkerHandle[] = [];
+  /** While a fit that survives departures runs: where a lost worker is reported instead of failing the cluster. */
+  private onDeparture: ((h: WorkerHandle, err: MeshtrainError) => void) | null = null;
+  /** Ranks that left during a fit that carried on without them. */
+  private readonly departed = new Map<number, MeshtrainError>();
   private state_: ClusterState = "ready";
   private failure: MeshtrainError | undefined;
   private readonly lossListeners = new Set<(err: MeshtrainError) => void>();
@@ -47,6 +53,7 @@ export class Cluster {
       onLost: (h, err) => c.workerLost(h, err),
     });
     c.handles = launched.handles;
+    c.servers = launched.servers;
     c.notes_ = launched.notes;
     for (const note of launched.notes) process.stderr.write(`meshtrain: ${note}\n`);
     return c;
@@ -88,7 +95,11 @@ export class Cluster {
     const ctx: FitContext = {
       spec: this.spec,
       workers: this.handles,
+      servers: this.servers,
       connect: (w) => this.connect(w),
+      survive: (handler) => {
+        this.onDeparture = handler;
+      },
       guard: (p) => this.guard(p),
       lossWithin: (ms) => this.lossWithin(ms),
       setStep: (s) => {
@@ -104,7 +115,9 @@ export class Cluster {
       } catch (err) {
         throw new FitAborted(err);
       }
-      const record = await fitWithPlan(ctx, model, dataset, o, plan);
+      const record = await fitWithPlan(ctx, model, dataset, o, plan).finally(() => {
+        this.onDeparture = null;
+      });
       this.state_ = "ready";
       watch.end();
       return new TrainingRun(record);
@@ -124,6 +137,18 @@ export class Cluster {
     }
   }
 
+  /**
+   * Kills local worker `rank` at once (SIGKILL), as a crash would: for experiments with
+   * departures, e.g. from a fit's onStep. Under strategy("ps", { mode: "async" }) training goes on
+   * without it; elsewhere the fit fails with WorkerLostError naming it.
+   */
+  kill(rank: number): void {
+    const h = this.handles[rank];
+    if (!h) throw new ConfigError(`kill(${rank}): the cluster has worker ranks 0 to ${this.handles.length - 1}`);
+    if (!h.process) throw new ConfigError(`kill(${rank}): worker rank ${rank} (${h.address}) runs elsewhere; kill() stops only workers this cluster started`, { hint: "stop the remote worker on its own host" });
+    h.process.kill("SIGKILL");
+  }
+
   /** Stops local workers (they exit) and releases remote ones. Safe to call more than once. */
   async close(): Promise<void> {
     if (this.state_ === "closed") return this.stopping;
@@ -137,7 +162,8 @@ export class Cluster {
       .map((w) => `<tr><td>${w.rank}</td><td>${w.address}</td><td>${w.info.backend}</td><td>${w.info.device}</td><td>${(w.info.memoryBytes / 2 ** 30).toFixed(1)} GiB</td><td>${w.info.pid}${w.local ? " (local)" : ""}</td></tr>`)
       .join("");
     const notes = this.notes_.map((n) => `<li>${n.replace(/</g, "&lt;")}</li>`).join("");
-    return `<p><b>meshtrain cluster</b>: ${this.size} worker(s), strategy "${this.spec.strategy.name}", ${this.state_}</p><table><tr><th>rank</th><th>address</th><th>backend</th><th>device</th><th>memory</th><th>pid</th></tr>${rows}</table>${notes ? `<ul>${notes}</ul>` : ""}`;
+    const servers = this.servers.map((s) => `<tr><td>server ${s.rank}</td><td>${s.address}</td><td>${s.info?.backend ?? "?"}</td><td>${s.info?.device ?? "?"}</td><td></td><td>${s.info?.pid ?? "?"}${s.process ? " (local)" : ""}</td></tr>`).join("");
+    return `<p><b>meshtrain cluster</b>: ${this.size} worker(s)${this.servers.length ? ` and ${this.servers.length} parameter server(s)` : ""}, strategy "${this.spec.strategy.name}", ${this.state_}</p><table><tr><th>rank</th><th>address</th><th>backend</th><th>device</th><th>memory</th><th>pid</th></tr>${rows}${servers}</table>${notes ? `<ul>${notes}</ul>` : ""}`;
   }
 
   toString(): string {
@@ -145,6 +171,7 @@ export class Cluster {
     for (const w of this.workers) {
       lines.push(`  rank ${w.rank}  ${w.address}  ${w.info.backend} on ${w.info.device}  pid ${w.info.pid}${w.local ? " (local)" : ""}`);
     }
+    for (const s of this.servers) lines.push(`  parameter server ${s.rank}  ${s.address}  pid ${s.info?.pid ?? "?"}${s.process ? " (local)" : ""}`);
     return lines.join("\n");
   }
 
@@ -166,6 +193,7 @@ export class Cluster {
               ring: wiring.groups.find((g) => g.includes(h.rank)) ?? [h.rank],
               pipe: wiring.pipe[h.rank] ?? { prev: null, next: null },
               addresses,
+              ...(wiring.servers ? { servers: this.servers.map((s) => s.address) } : {}),
               chunkElements: this.spec.chunkElements,
               connectTimeoutMs: timeoutMs,
               stepTimeoutMs: this.spec.timeouts.stepMs,
@@ -200,6 +228,13 @@ export class Cluster {
     }
     if (this.state_ === "fitting") {
       throw new StateError(`cannot ${what}: a fit is already running on this cluster`, { hint: "await the running fit first" });
+    }
+    if (this.departed.size > 0) {
+      const ranks = [...this.departed.keys()].join(", ");
+      throw new StateError(`cannot ${what}: worker rank(s) ${ranks} left during an earlier fit, which finished without them`, {
+        hint: "launch a new cluster with cluster()...launch() to train with every worker again",
+        cause: [...this.departed.values()][0],
+      });
     }
   }
 
@@ -237,8 +272,13 @@ export class Cluster {
     });
   }
 
-  private workerLost(_h: WorkerHandle, err: MeshtrainError): void {
+  private workerLost(h: WorkerHandle, err: MeshtrainError): void {
     if (this.state_ === "closed" || this.failure) return;
+    if (h.role === "worker" && this.onDeparture) {
+      this.departed.set(h.rank, err);
+      this.onDeparture(h, err);
+      return;
+    }
     this.fail(err);
   }
 
@@ -252,7 +292,7 @@ export class Cluster {
 
   private async stopAll(reason: string): Promise<void> {
     await Promise.all(
-      this.handles.map(async (h) => {
+      [...this.handles, ...this.servers].map(async (h) => {
         h.expectClose();
         if (!h.channel.closed) h.channel.close(CLOSE.normal, reason.slice(0, 100));
         // Local workers exit when their driver's session ends; insist if one does not.

@@ -17,6 +17,8 @@ export interface LaunchHooks {
 
 export interface Launched {
   handles: WorkerHandle[];
+  /** Parameter servers (strategy "ps"), in server order. */
+  servers: WorkerHandle[];
   session: string;
   /** Plain-words remarks for the user: fallbacks and their reasons. */
   notes: string[];
@@ -33,39 +35,51 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
   const processes: LocalWorkerProcess[] = [];
   const handles: WorkerHandle[] = [];
   try {
-    let urls: string[];
-    if (spec.workers.kind === "local") {
-      const n = spec.workers.count;
-      const gpus = spec.workers.devices === "gpu" ? probeGpus() : null;
-      if (gpus?.problem) notes.push(`gpus(${n}): ${gpus.problem}; starting ${n} CPU worker(s) instead`);
-      if (gpus && !gpus.problem && gpus.indices.length < n) {
-        notes.push(`gpus(${n}): only ${gpus.indices.length} GPU(s) visible; workers share them round-robin`);
-      }
-      for (let r = 0; r < n; r++) {
-        const env: NodeJS.ProcessEnv = { ...process.env, MESHTRAIN_TOKEN: token };
-        if (gpus && !gpus.problem) env.CUDA_VISIBLE_DEVICES = gpus.indices[r % gpus.indices.length];
-        else if (gpus) env.CUDA_VISIBLE_DEVICES = "-1";
-        processes.push(LocalWorkerProcess.start(env));
-      }
-      urls = await Promise.all(processes.map((p, r) => p.listening(spec.timeouts.connectMs, `local worker rank ${r}`)));
-    } else {
-      urls = spec.workers.urls.map((u) => u.replace(/\/$/, ""));
-    }
+    // Workers first, then parameter servers: the same program, given different parts at load.
+    const roles: Array<{ role: "worker" | "ps"; index: number; url?: string }> = [];
+    const localWorkers = spec.workers.kind === "local" ? spec.workers.count : 0;
+    if (spec.workers.kind === "local") for (let r = 0; r < spec.workers.count; r++) roles.push({ role: "worker", index: r });
+    else spec.workers.urls.forEach((u, r) => roles.push({ role: "worker", index: r, url: u.replace(/\/$/, "") }));
+    const sv = spec.servers;
+    if (sv?.kind === "local") for (let i = 0; i < sv.count; i++) roles.push({ role: "ps", index: i });
+    else if (sv) sv.urls.forEach((u, i) => roles.push({ role: "ps", index: i, url: u.replace(/\/$/, "") }));
+    const nameOf = (e: (typeof roles)[number]): string => (e.role === "ps" ? `parameter server ${e.index}` : `worker rank ${e.index}`);
 
-    for (let r = 0; r < urls.length; r++) {
-      const link = await dial(urls[r]!, { maxFrameBytes: spec.maxFrameBytes, timeoutMs: spec.timeouts.connectMs, keepProcessAlive: false });
+    const gpus = spec.workers.kind === "local" && spec.workers.devices === "gpu" ? probeGpus() : null;
+    if (gpus?.problem) notes.push(`gpus(${localWorkers}): ${gpus.problem}; starting ${localWorkers} CPU worker(s) instead`);
+    if (gpus && !gpus.problem && gpus.indices.length < localWorkers) {
+      notes.push(`gpus(${localWorkers}): only ${gpus.indices.length} GPU(s) visible; workers share them round-robin`);
+    }
+    const started = new Map<number, LocalWorkerProcess>();
+    roles.forEach((e, k) => {
+      if (e.url) return;
+      const env: NodeJS.ProcessEnv = { ...process.env, MESHTRAIN_TOKEN: token };
+      // Parameter servers only apply optimizer steps: they stay on the CPU.
+      if (e.role === "ps") env.CUDA_VISIBLE_DEVICES = "-1";
+      else if (gpus && !gpus.problem) env.CUDA_VISIBLE_DEVICES = gpus.indices[e.index % gpus.indices.length];
+      else if (gpus) env.CUDA_VISIBLE_DEVICES = "-1";
+      const p = LocalWorkerProcess.start(env);
+      processes.push(p);
+      started.set(k, p);
+    });
+    const urls = await Promise.all(roles.map((e, k) => e.url ?? started.get(k)!.listening(spec.timeouts.connectMs, `local ${nameOf(e)}`)));
+
+    for (let k = 0; k < roles.length; k++) {
+      const e = roles[k]!;
+      const link = await dial(urls[k]!, { maxFrameBytes: spec.maxFrameBytes, timeoutMs: spec.timeouts.connectMs, keepProcessAlive: false });
       try {
-        await offerHandshake(link, { token, timeoutMs: spec.timeouts.connectMs, role: "driver", who: `worker rank ${r}` });
+        await offerHandshake(link, { token, timeoutMs: spec.timeouts.connectMs, role: "driver", who: nameOf(e) });
       } catch (err) {
         link.terminate();
         throw err;
       }
       handles.push(
         new WorkerHandle({
-          rank: r,
-          address: urls[r]!,
+          rank: e.index,
+          role: e.role,
+          address: urls[k]!,
           link,
-          process: processes[r],
+          process: started.get(k),
           chunkElements: spec.chunkElements,
           maxFrameBytes: spec.maxFrameBytes,
           stepNow: hooks.stepNow,
@@ -73,6 +87,7 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
         }),
       );
     }
+    const localCount = started.size;
 
     const backend = spec.workers.kind === "local" && spec.workers.devices === "gpu" && spec.backend === "auto" ? "auto" : spec.backend;
     const joined = await Promise.all(
@@ -84,7 +99,7 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
             session,
             backend,
             // Local workers share this machine's cores; a remote one may use all of its own.
-            threads: spec.workers.kind === "local" ? Math.max(1, Math.floor(os.availableParallelism() / handles.length)) : 0,
+            threads: h.process ? Math.max(1, Math.floor(os.availableParallelism() / localCount)) : 0,
             ...(spec.memoryCapBytes !== undefined ? { memoryCapBytes: spec.memoryCapBytes } : {}),
             heartbeatIntervalMs: spec.heartbeat.intervalMs,
             heartbeatTimeoutMs: spec.heartbeat.timeoutMs,
@@ -129,7 +144,7 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
       h.linkBytesPerSecond = big.data.byteLength / Math.max(1e-4, (Math.min(...bigs) - rtt) / 1000);
     }
     for (const h of handles) h.startHeartbeat(spec.heartbeat.intervalMs, spec.heartbeat.timeoutMs);
-    return { handles, session, notes };
+    return { handles: handles.filter((h) => h.role === "worker"), servers: handles.filter((h) => h.role === "ps"), session, notes };
   } catch (err) {
     for (const h of handles) {
       h.expectClose();

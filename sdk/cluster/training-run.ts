@@ -15,6 +15,8 @@ import { chromeTrace } from "../viz/trace";
 import { cost, type CostReport } from "../metrics/cost";
 import { stragglers, type StragglerSummary } from "../metrics/stragglers";
 import { defaultWarmup, median, throughput } from "../metrics/throughput";
+import type { Departure, PsRunRecord, PushRecord } from "../strategies/ps/records";
+import { lossFigure, stalenessFigure } from "../viz/ps-figures";
 
 export interface WorkerSummary {
   rank: number;
@@ -58,6 +60,8 @@ export interface RunRecord {
   seed: number;
   epochs: number;
   wallMs: number;
+  /** Strategy "ps": every push, every departure, the servers' versions. */
+  ps?: PsRunRecord;
 }
 
 /**
@@ -72,6 +76,12 @@ export class TrainingRun {
   readonly seed: number;
   readonly epochs: number;
   readonly wallMs: number;
+  /** Strategy "ps": every push with the version it was computed on and its staleness (empty otherwise). */
+  readonly pushes: readonly PushRecord[];
+  /** Strategy "ps", async: workers that left while the others carried on (empty otherwise). */
+  readonly departures: readonly Departure[];
+  /** Strategy "ps": each server's version at the end, i.e. the updates it applied. */
+  readonly serverVersions: readonly number[];
 
   constructor(record: RunRecord) {
     this.history = record.history;
@@ -80,6 +90,9 @@ export class TrainingRun {
     this.seed = record.seed;
     this.epochs = record.epochs;
     this.wallMs = record.wallMs;
+    this.pushes = record.ps?.pushes ?? [];
+    this.departures = record.ps?.departures ?? [];
+    this.serverVersions = record.ps?.serverVersions ?? [];
     makeDisplayable(this, () => this.bundles(), () => this.toString());
   }
 
@@ -139,6 +152,23 @@ export class TrainingRun {
     return shown(measuredScheduleFigure(this.history, options.step));
   }
 
+  /** Strategy "ps": how many pushes had each staleness (updates missed between pull and push). */
+  staleness(): Figure {
+    return shown(stalenessFigure([{ name: this.label(), pushes: this.pushes }]));
+  }
+
+  /** The loss of every step (round), against wall time since the fit started; departures marked. */
+  loss(): Figure {
+    return shown(lossFigure([{ name: this.label(), history: this.history, departures: this.departures }]));
+  }
+
+  /** A short name for legends: strategy and mode. */
+  label(): string {
+    const p = this.plan;
+    if (p.strategy !== "ps") return `${p.strategy}, ${this.workers.length} worker(s)`;
+    return `ps ${p.mode}${p.staleness !== null ? ` (k=${p.staleness})` : ""}, ${this.workers.length} worker(s)`;
+  }
+
   /** Writes the timeline as Chrome trace-event JSON, which Perfetto and chrome://tracing open. */
   saveTrace(path: string): void {
     fs.writeFileSync(path, JSON.stringify(chromeTrace(this.history)));
@@ -159,7 +189,8 @@ export class TrainingRun {
         { title: "Throughput", figure: throughputFigure(this.history) },
         { title: "Step time per rank", figure: breakdownFigure(this.history) },
         { title: "Timeline", figure: timelineFigure(this.history) },
-        ...(this.plan.strategy === "data" ? [] : [{ title: "Schedule as measured", figure: measuredScheduleFigure(this.history) }]),
+        ...(this.isStaged() ? [{ title: "Schedule as measured", figure: measuredScheduleFigure(this.history) }] : []),
+        ...(this.pushes.length > 0 ? [{ title: "Staleness", figure: stalenessFigure([{ name: this.label(), pushes: this.pushes }]) }] : []),
       ],
       fs.readFileSync(plotlyPath(), "utf8"),
     );
@@ -173,13 +204,38 @@ export class TrainingRun {
       .map((w) => `<tr><td>${w.rank}</td><td>${w.backend}</td><td>${w.device}</td><td>${w.computeMs.toFixed(1)}</td><td>${w.commMs.toFixed(1)}</td><td>${w.waitMs.toFixed(1)}</td><td>${s.stragglers.stepsLast[w.rank] ?? 0}</td></tr>`)
       .join("");
     const worst = s.stragglers.worst;
-    const held = this.plan.strategy !== "data" ? `<p>${this.slowestStage(s)}</p>` : worst ? `<p>Rank ${worst.rank} finished its computation last in ${worst.steps} of ${worst.of} steps (median lead ${s.stragglers.medianLeadMs.toFixed(1)} ms): the one the others waited for.</p>` : "";
+    const held = this.isStaged() ? `<p>${this.slowestStage(s)}</p>` : this.plan.strategy === "ps" ? this.psHtml() : worst ? `<p>Rank ${worst.rank} finished its computation last in ${worst.steps} of ${worst.of} steps (median lead ${s.stragglers.medianLeadMs.toFixed(1)} ms): the one the others waited for.</p>` : "";
     return (
       `<p><b>${s.steps} steps</b> over ${s.epochs} epoch(s), ${s.samples} samples in ${(s.wallMs / 1000).toFixed(1)} s on ${this.workers.length} worker(s). ` +
       `Throughput <b>${s.samplesPerSecond.toFixed(0)} samples/s</b> after ${s.warmupSteps} warm-up steps; median step ${s.medianStepMs.toFixed(1)} ms; loss ${s.firstLoss.toFixed(4)} &#8594; ${s.finalLoss.toFixed(4)}.</p>` +
       `<table><tr><th>rank</th><th>backend</th><th>device</th><th>compute ms</th><th>comm ms</th><th>wait ms</th><th>steps last</th></tr>${rows}</table>${held}` +
       this.predictedHtml(s)
     );
+  }
+
+  private isStaged(): boolean {
+    return this.plan.strategy !== "data" && this.plan.strategy !== "ps";
+  }
+
+  /** Parameter servers: pushes, staleness, departures, in words. */
+  private psLines(): string[] {
+    const p = this.pushes;
+    if (p.length === 0) return [];
+    const st = p.map((x) => x.staleness);
+    const perRank = new Map<number, number>();
+    for (const x of p) perRank.set(x.rank, (perRank.get(x.rank) ?? 0) + 1);
+    const lines = [
+      `${p.length} pushes; staleness (updates missed between pull and push): median ${median(st)}, max ${Math.max(...st)}; most steps ahead of the slowest: ${Math.max(...p.map((x) => x.lead))}`,
+      `pushes per rank: ${[...perRank.entries()].sort((a, b) => a[0] - b[0]).map(([r, c]) => `rank ${r} ${c}`).join(", ")}; servers applied ${this.serverVersions.join(" / ")} update(s)`,
+    ];
+    for (const d of this.departures) {
+      lines.push(`rank ${d.rank} left at ${(d.atMs / 1000).toFixed(1)} s (step ${d.step}): ${d.cause}; ${d.requeued} slice(s) handed to the others, ${d.alreadyApplied} already applied${d.partial ? `, ${d.partial} applied by only some servers` : ""}`);
+    }
+    return lines;
+  }
+
+  private psHtml(): string {
+    return this.psLines().map((l) => `<p>${l.replace(/&/g, "&amp;").replace(/</g, "&lt;")}</p>`).join("");
   }
 
   /** In a pipeline every stage waits for the slowest one: it, not the last to finish, sets the pace. */
@@ -204,7 +260,8 @@ export class TrainingRun {
 
   private bundles(): MimeBundle[] {
     const figures = [throughputFigure(this.history), breakdownFigure(this.history)];
-    if (this.plan.strategy !== "data") figures.push(measuredScheduleFigure(this.history));
+    if (this.isStaged()) figures.push(measuredScheduleFigure(this.history));
+    if (this.pushes.length > 0 && this.plan.strategy === "ps" && this.plan.mode === "async") figures.push(stalenessFigure([{ name: this.label(), pushes: this.pushes }]));
     return [{ "text/html": this.summaryHtml(), "text/plain": this.toString() }, ...figures.map(figureBundle)];
   }
 
@@ -226,7 +283,8 @@ export class TrainingRun {
       ),
     ];
     const worst = s.stragglers.worst;
-    if (this.plan.strategy !== "data") lines.push(this.slowestStage(s));
+    if (this.isStaged()) lines.push(this.slowestStage(s));
+    else if (this.plan.strategy === "ps") lines.push(...this.psLines());
     else if (worst) lines.push(`rank ${worst.rank} finished computing last in ${worst.steps} of ${worst.of} steps (median lead ${s.stragglers.medianLeadMs.toFixed(1)} ms)`);
     if (s.bubble !== null) lines.push(`bubble (measured, median per step): ${(s.bubble * 100).toFixed(0)}%`);
     if (s.predicted) {

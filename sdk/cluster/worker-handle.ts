@@ -7,7 +7,9 @@ import { describeExit, type LocalWorkerProcess } from "./local-process";
 
 
 export interface HandleOptions {
+  /** A worker's rank, or a parameter server's index. */
   rank: number;
+  role: "worker" | "ps";
   address: string;
   link: Link;
   process: LocalWorkerProcess | undefined;
@@ -24,6 +26,7 @@ export interface HandleOptions {
  */
 export class WorkerHandle {
   readonly rank: number;
+  readonly role: "worker" | "ps";
   readonly address: string;
   readonly channel: Channel;
   readonly process: LocalWorkerProcess | undefined;
@@ -39,6 +42,7 @@ export class WorkerHandle {
 
   constructor(private readonly o: HandleOptions) {
     this.rank = o.rank;
+    this.role = o.role;
     this.address = o.address;
     this.process = o.process;
     this.channel = new Channel(o.link, {
@@ -60,7 +64,7 @@ export class WorkerHandle {
   }
 
   get name(): string {
-    return `worker rank ${this.o.rank}`;
+    return this.o.role === "ps" ? `parameter server ${this.o.rank}` : `worker rank ${this.o.rank}`;
   }
 
   snapshot(): WorkerSnapshot {
@@ -85,7 +89,7 @@ export class WorkerHandle {
     const at = step !== undefined ? ` at step ${step}` : "";
     const output = this.process?.output();
     return new WorkerLostError(`${this.name} (${this.address}${pid}) ${what}${at}`, {
-      details: { rank: this.rank, address: this.address, ...(step !== undefined ? { step } : {}) },
+      details: { ...(this.role === "ps" ? { server: this.rank } : { rank: this.rank }), address: this.address, ...(step !== undefined ? { step } : {}) },
       hint:
         (this.process ? "the other workers were stopped; launch a new cluster to continue" : "check the worker's host; the other workers were released") +
         (output ? `. Its last output:\n${output}` : ""),

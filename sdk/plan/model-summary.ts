@@ -25,6 +25,8 @@ export interface ModelSummary {
   trainableParamCount: number;
   /** Forward FLOPs per sample, all layers. */
   flopsPerSample: number;
+  /** The trainable variables in the order training sees them (model.trainableWeights), with their layer's index. */
+  variables: Array<{ layer: number; name: string; shape: number[] }>;
 }
 
 function firstShape(shape: tf.Shape | tf.Shape[]): Array<number | null> {
@@ -66,5 +68,6 @@ export function summarizeModel(model: tf.LayersModel): ModelSummary {
     paramCount: layers.reduce((n, l) => n + l.params, 0),
     trainableParamCount: layers.reduce((n, l) => n + l.trainableParams, 0),
     flopsPerSample: layers.reduce((n, l) => n + l.flopsPerSample, 0),
+    variables: model.layers.flatMap((l, layer) => l.trainableWeights.map((w) => ({ layer, name: w.originalName ?? w.name, shape: w.shape.map((d) => d ?? 1) }))),
   };
 }

@@ -15,6 +15,13 @@ export interface FitContext {
   readonly spec: ClusterSpec;
   /** In rank order. */
   readonly workers: readonly WorkerHandle[];
+  /** Parameter servers (strategy "ps"), in server order. */
+  readonly servers: readonly WorkerHandle[];
+  /**
+   * From now until the fit ends, a lost worker (not a server) is handed to `handler` instead of
+   * failing the cluster: for strategies that carry on without it.
+   */
+  survive(handler: (worker: WorkerHandle, err: MeshtrainError) => void): void;
   /** Connects the workers as `wiring` says (kept as is when it is already so). */
   connect(wiring: Wiring): Promise<void>;
   /** Rejects with the loss of a worker as soon as one is lost. */

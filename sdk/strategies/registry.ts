@@ -15,9 +15,11 @@ import type { FitContext } from "./fit-common";
 import { fitPipeline } from "./pipeline/driver-runtime";
 import { pinStage } from "./pipeline/placement";
 import { explainPipelinePlan, formatPipelinePlan, pipelineOptionsFromSpec, planPipelineWith, type PipelineOptions, type PipelinePlan } from "./pipeline/planner";
+import { fitParameterServers } from "./ps/driver-runtime";
+import { explainPsPlan, formatPsPlan, planParameterServers, type PsPlan } from "./ps/planner";
 
 /** A plan as data: who holds which layers, how the batch is split, what it should cost. */
-export type PlanData = DataParallelPlan | PipelinePlan;
+export type PlanData = DataParallelPlan | PsPlan | PipelinePlan;
 
 export interface PlanMethods {
   /** Why the plan is what it is: the choices made, with their numbers. */
@@ -50,6 +52,7 @@ function pipelineStrategy(name: "model" | "pipeline" | "hybrid"): Strategy {
 /** The explicit registry: a strategy exists when it is listed here. */
 export const STRATEGIES: Readonly<Record<StrategyName, Strategy>> = Object.freeze({
   data: { name: "data", plan: (spec, model, o) => planDataParallel(spec, model, o) },
+  ps: { name: "ps", plan: (spec, model, o) => planParameterServers(spec, model, o) },
   model: pipelineStrategy("model"),
   pipeline: pipelineStrategy("pipeline"),
   hybrid: pipelineStrategy("hybrid"),
@@ -63,6 +66,7 @@ function pipelineExtras(o: PlanOptions): Pick<PipelineOptions, "batchSize" | "op
 /** The same stages, replicas, schedule and placement as `plan`, for other options (a fit's batch). */
 function replanLike(spec: ClusterSpec, model: ModelSummary, plan: PlanData, o: PlanOptions, pinned?: ReadonlyMap<number, readonly [number, number]>): PlanData {
   if (plan.strategy === "data") return planDataParallel(spec, model, { ...o, reasons: plan.reasons });
+  if (plan.strategy === "ps") return planParameterServers(spec, model, { ...o, reasons: plan.reasons });
   return planPipelineWith(model, {
     kind: plan.strategy,
     stages: plan.stages,
@@ -81,14 +85,19 @@ export function makePlan(spec: ClusterSpec, model: ModelSummary, options: PlanOp
   return decorate(spec, model, options, STRATEGIES[spec.strategy.name].plan(spec, model, options));
 }
 
+/** The plan as text. */
+export function formatPlan(plan: PlanData): string {
+  return plan.strategy === "data" ? formatDataPlan(plan) : plan.strategy === "ps" ? formatPsPlan(plan) : formatPipelinePlan(plan);
+}
+
 function decorate(spec: ClusterSpec, model: ModelSummary, options: PlanOptions, data: PlanData): Plan {
   const copy = { ...data };
-  const text = (): string => (copy.strategy === "data" ? formatDataPlan(copy) : formatPipelinePlan(copy));
+  const text = (): string => formatPlan(copy);
   const methods: PlanMethods = {
-    explain: () => (copy.strategy === "data" ? explainDataPlan(copy) : explainPipelinePlan(copy)),
+    explain: () => (copy.strategy === "data" ? explainDataPlan(copy) : copy.strategy === "ps" ? explainPsPlan(copy) : explainPipelinePlan(copy)),
     place: (layers, rank) => {
-      if (copy.strategy === "data") {
-        throw new ConfigError("place() splits layers over stages, but under data parallelism every worker holds all layers", {
+      if (copy.strategy === "data" || copy.strategy === "ps") {
+        throw new ConfigError(`place() splits layers over stages, but under ${copy.strategy === "data" ? "data parallelism" : "parameter servers"} every worker holds all layers`, {
           hint: 'use strategy("model"), ("pipeline") or ("hybrid", { stages }) to place layers on workers',
         });
       }
@@ -119,14 +128,16 @@ export function planForFit(spec: ClusterSpec, model: ModelSummary, options: Plan
       hint: "make the plan with plan(model) for the model you fit",
     });
   }
-  const family = (s: string): string => (s === "data" ? "data" : "stages");
+  const family = (s: string): string => (s === "data" || s === "ps" ? s : "stages");
   if (spec.strategy.name !== "auto" && family(spec.strategy.name) !== family(given.strategy)) {
     throw new ConfigError(`the plan given to fit is a ${given.strategy} plan; this cluster's strategy is "${spec.strategy.name}"`);
   }
   return decorate(spec, model, options, replanLike(spec, model, given, options));
 }
 
-/** Trains with the plan's strategy: data parallelism, or stages (model, pipeline, hybrid). */
+/** Trains with the plan's strategy: data parallelism, parameter servers, or stages (model, pipeline, hybrid). */
 export function fitWithPlan(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, o: ResolvedFitOptions, plan: Plan): Promise<RunRecord> {
-  return plan.strategy === "data" ? fitDataParallel(ctx, model, dataset, o, plan) : fitPipeline(ctx, model, dataset, o, plan);
+  if (plan.strategy === "data") return fitDataParallel(ctx, model, dataset, o, plan);
+  if (plan.strategy === "ps") return fitParameterServers(ctx, model, dataset, o, plan);
+  return fitPipeline(ctx, model, dataset, o, plan);
 }

@@ -8,6 +8,8 @@ export interface Wiring {
   groups: number[][];
   /** pipe[rank]: the ranks of the stages before and after it. */
   pipe: Array<{ prev: number | null; next: number | null }>;
+  /** Every worker dials every parameter server. */
+  servers?: true;
 }
 
 export function wiringKey(w: Wiring): string {
@@ -30,4 +32,9 @@ export function gridWiring(replicas: number, stages: number): Wiring {
       return { prev: s > 0 ? rank(r, s - 1) : null, next: s < stages - 1 ? rank(r, s + 1) : null };
     }),
   };
+}
+
+/** Parameter servers: no links between workers; each worker links to every server. */
+export function serverWiring(n: number): Wiring {
+  return { groups: Array.from({ length: n }, (_, r) => [r]), pipe: Array.from({ length: n }, () => ({ prev: null, next: null })), servers: true };
 }

@@ -1,6 +1,7 @@
 import type { PlanData } from "../strategies/registry";
 import { formatDataPlan } from "../strategies/data/planner";
 import { formatPipelinePlan } from "../strategies/pipeline/planner";
+import { formatPsPlan } from "../strategies/ps/planner";
 import type { Figure } from "./figure";
 import type { MimeBundle } from "./displayable";
 import { placementSvg } from "./placement";
@@ -22,5 +23,5 @@ export function figureBundle(fig: Figure): MimeBundle {
 }
 
 export function planBundle(plan: PlanData): MimeBundle {
-  return { "image/svg+xml": placementSvg(plan), "text/plain": plan.strategy === "data" ? formatDataPlan(plan) : formatPipelinePlan(plan) };
+  return { "image/svg+xml": placementSvg(plan), "text/plain": plan.strategy === "data" ? formatDataPlan(plan) : plan.strategy === "ps" ? formatPsPlan(plan) : formatPipelinePlan(plan) };
 }

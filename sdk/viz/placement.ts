@@ -1,6 +1,7 @@
 import type { DataParallelPlan } from "../strategies/data/planner";
 import type { PlanData } from "../strategies/registry";
 import { COLORS } from "./figure";
+import { psPlacementSvg } from "./ps-placement";
 import { stagePlacementSvg } from "./stage-placement";
 import { layerLines, memoryBars } from "./worker-box";
 import { esc } from "./escape";
@@ -12,7 +13,7 @@ const PER_ROW = 4;
 
 /** The placement diagram of any plan. */
 export function placementSvg(plan: PlanData): string {
-  return plan.strategy === "data" ? dataPlacementSvg(plan) : stagePlacementSvg(plan);
+  return plan.strategy === "data" ? dataPlacementSvg(plan) : plan.strategy === "ps" ? psPlacementSvg(plan) : stagePlacementSvg(plan);
 }
 
 /**

@@ -5,6 +5,9 @@ import type { Figure } from "./figure";
 import { scalingFigure as scaling, type ScalingPoint } from "./scaling";
 import { scheduleFigure as plannedSchedule } from "./schedule-timeline";
 import type { Schedule } from "../plan/schedules";
+import type { StepRecord } from "../spec/fit-options";
+import type { Departure, PushRecord } from "../strategies/ps/records";
+import { lossFigure as losses, stalenessFigure as staleness } from "./ps-figures";
 
 /** Speed-up and scaling efficiency against the ideal line (draws itself in a notebook). */
 export function scalingFigure(series: Record<string, readonly ScalingPoint[]>, title?: string): Figure {
@@ -19,4 +22,14 @@ export function barFigure(title: string, categories: readonly string[], series: 
 /** A pipeline schedule laid out on an ideal clock (forward 1 unit, backward 2): the planned bubble. */
 export function scheduleFigure(schedule: Schedule): Figure {
   return displayableFigure(plannedSchedule(schedule), figureBundle);
+}
+
+/** Staleness histograms of several runs side by side (e.g. sync, async, async with a bound). */
+export function stalenessFigure(runs: ReadonlyArray<{ name: string; pushes: readonly PushRecord[] }>, title?: string): Figure {
+  return displayableFigure(staleness(runs, title), figureBundle);
+}
+
+/** Loss against wall-clock time of several runs side by side, with departures marked. */
+export function lossFigure(runs: ReadonlyArray<{ name: string; history: readonly StepRecord[]; departures?: readonly Departure[] }>, title?: string): Figure {
+  return displayableFigure(losses(runs, title), figureBundle);
 }

@@ -69,7 +69,7 @@ test("1F1B plans hold fewer activations than GPipe on the first stages", () => {
   const b = cluster().workers(4).strategy("pipeline", { microBatches: 8, schedule: "gpipe" });
   const g = b.plan(model, { batchSize: 64 });
   const o = cluster().workers(4).strategy("pipeline", { microBatches: 8, schedule: "1f1b" }).plan(model, { batchSize: 64 });
-  if (g.strategy === "data" || o.strategy === "data") throw new Error("pipeline plans expected");
+  if (g.strategy === "data" || o.strategy === "data" || g.strategy === "ps" || o.strategy === "ps") throw new Error("pipeline plans expected");
   assert.deepEqual(o.stagePlans.map((s) => s.inFlight), [4, 3, 2, 1]);
   assert.ok(o.stagePlans[0]!.activationBytes < g.stagePlans[0]!.activationBytes);
 });
@@ -77,11 +77,11 @@ test("1F1B plans hold fewer activations than GPipe on the first stages", () => {
 test("model and hybrid plans: one micro-batch; R replicas x S stages with rank = r * S + s", () => {
   const model = deepClassifier(8, 3, { hidden: 4 });
   const m = cluster().workers(2).strategy("model").plan(model, { batchSize: 16 });
-  if (m.strategy === "data") throw new Error("model plan expected");
+  if (m.strategy === "data" || m.strategy === "ps") throw new Error("model plan expected");
   assert.equal(m.microBatches, 1);
   assert.equal(m.batch?.microBatch, 16);
   const h = cluster().workers(6).strategy("hybrid", { stages: 3 }).plan(model, { batchSize: 24 });
-  if (h.strategy === "data") throw new Error("hybrid plan expected");
+  if (h.strategy === "data" || h.strategy === "ps") throw new Error("hybrid plan expected");
   assert.deepEqual(h.ranks, [[0, 1, 2], [3, 4, 5]]);
   assert.deepEqual(h.batch, { globalBatch: 24, perReplica: [12, 12], microBatch: 3 });
   assert.throws(() => cluster().workers(6).strategy("hybrid", { stages: 3 }).plan(model, { batchSize: 25 }), configError(/25 is not divisible by 2 replicas/));
@@ -92,11 +92,11 @@ test("place() pins layers to a worker's stage; the rest are split around them; b
   const model = deepClassifier(8, 3, { hidden: 5 });
   const plan = cluster().workers(3).strategy("pipeline").plan(model, { batchSize: 12 });
   const placed = plan.place([0, 4], 0);
-  if (placed.strategy === "data") throw new Error("pipeline plan expected");
+  if (placed.strategy === "data" || placed.strategy === "ps") throw new Error("pipeline plan expected");
   assert.deepEqual(placed.stagePlans.map((s) => [s.from, s.to]), [[0, 4], [4, 5], [5, 6]]);
   assert.deepEqual(placed.placed, [[0, [0, 4]]]);
   const both = placed.place([4, 5], 1);
-  if (both.strategy === "data") throw new Error("pipeline plan expected");
+  if (both.strategy === "data" || both.strategy === "ps") throw new Error("pipeline plan expected");
   assert.deepEqual(both.stagePlans.map((s) => [s.from, s.to]), [[0, 4], [4, 5], [5, 6]]);
   assert.match(both.explain(), /placed by hand: stage 0 = layers \[0, 4\), stage 1 = layers \[4, 5\)/);
   assert.throws(() => plan.place([2, 4], 0), configError(/stage 0 would start at layer 2/));
@@ -115,7 +115,7 @@ test("memory caps decide whether a stage fits, and the refusal says how much was
   assert.throws(() => makePlan(spec, summarizeModel(model), { batchSize: 32 }), configError(/cannot split .* into 2 stages: no split of 5 layers into 2 stages fits the memory/));
   const roomy = cluster().workers(2).strategy("pipeline").memory(Math.ceil(need * 0.8)).spec();
   const plan = makePlan(roomy, summarizeModel(model), { batchSize: 32 });
-  if (plan.strategy === "data") throw new Error("pipeline plan expected");
+  if (plan.strategy === "data" || plan.strategy === "ps") throw new Error("pipeline plan expected");
   for (const s of plan.stagePlans) assert.ok(s.stateBytes + s.activationBytes <= need * 0.8);
 });
 
@@ -148,7 +148,7 @@ test("predictions: a GPipe plan of equal stages predicts the theoretical bubble 
   const spec = cluster().workers(4).strategy("pipeline", { microBatches: 8, schedule: "gpipe" }).spec();
   const fast = devices(4, 2 ** 30).map((d) => ({ ...d, linkBytesPerSecond: 1e15, linkLatencyMs: 0 }));
   const plan = makePlan(spec, summarizeModel(model), { batchSize: 64, devices: fast });
-  if (plan.strategy === "data") throw new Error("pipeline plan expected");
+  if (plan.strategy === "data" || plan.strategy === "ps") throw new Error("pipeline plan expected");
   assert.ok(plan.prediction);
   // The last stage does its forward inside its backward: the stages are equal only up to that.
   assert.ok(Math.abs(plan.prediction.bubble - theoreticalBubble(4, 8)) < 0.08, `${plan.prediction.bubble} vs ${theoreticalBubble(4, 8)}`);

@@ -1,0 +1,162 @@
+import * as tf from "@tensorflow/tfjs";
+import type { RunRecord } from "../../cluster/training-run";
+import type { WorkerHandle } from "../../cluster/worker-handle";
+import type { Dataset } from "../../data/dataset";
+import { ModelError } from "../../errors/errors";
+import { replicaSlices } from "../../plan/batches";
+import type { ResolvedFitOptions } from "../../spec/fit-options";
+import { wallClock } from "../../util/clock";
+import { awaitAll, FitAborted, hostCopies, loadEverywhere, runSteps, straggler, type FitContext } from "../fit-common";
+import type { PlanMethods } from "../registry";
+import { serverWiring } from "../wiring";
+import { runAsync } from "./async-loop";
+import type { PsPlan } from "./planner";
+import { pushRecord, type PsRunRecord, type PushRecord } from "./records";
+
+/**
+ * Parameter servers, driven from here: the servers get their shards, the workers the model;
+ * then sync steps (every worker, one update per step) or the async loop; at the end the model
+ * gets the servers' parameters.
+ */
+export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, o: ResolvedFitOptions, plan: PsPlan & PlanMethods): Promise<RunRecord> {
+  const started = performance.now();
+  if (model.weights.length !== model.trainableWeights.length) {
+    const frozen = model.weights.filter((w) => !w.trainable).map((w) => w.name);
+    throw new FitAborted(
+      new ModelError(`the model has ${frozen.length} non-trainable weight(s) (${frozen.slice(0, 3).join(", ")}${frozen.length > 3 ? ", ..." : ""}); parameter servers hold only trainable ones`, {
+        hint: 'batch normalization keeps moving statistics on each worker; train this model with strategy("data"), or drop BatchNormalization',
+      }),
+    );
+  }
+  const workers = ctx.workers;
+  const servers = ctx.servers;
+  const n = workers.length;
+  const stepMs = ctx.spec.timeouts.stepMs;
+  const all = awaitAll(ctx);
+
+  await ctx.connect(serverWiring(n));
+  const topology = model.toJSON(null, false) as unknown as Record<string, unknown>;
+  const weights = hostCopies(model.getWeights());
+  const trainable = hostCopies(model.trainableWeights.map((w) => w.read()));
+  const shards = plan.servers.map((s) => s.variables.map((v) => v.index));
+  const loading = { timeoutMs: stepMs, waitingFor: "the model to load" };
+  const loaded = await loadEverywhere(() =>
+    all([
+      ...servers.map((s, i) =>
+        s.channel.request(
+          {
+            type: "load",
+            topology: {},
+            optimizer: o.optimizer,
+            loss: o.loss,
+            stepTimeoutMs: stepMs,
+            ps: { role: "server", index: i, mode: plan.mode, workers: n, variables: plan.servers[i]!.variables.map((v) => ({ index: v.index, shape: [...v.shape] })) },
+          },
+          "loaded",
+          { ...loading, waitingFor: "its shard of the parameters", attachments: plan.servers[i]!.variables.map((v) => trainable[v.index]!) },
+        ),
+      ),
+      ...workers.map((w) =>
+        w.channel.request(
+          {
+            type: "load",
+            topology,
+            optimizer: o.optimizer,
+            loss: o.loss,
+            replicaBatch: Math.ceil(o.batchSize / n),
+            stepTimeoutMs: stepMs,
+            ps: { role: "worker", mode: plan.mode, shards },
+            ...(plan.workers[w.rank]!.slowdown > 1 ? { slowdown: plan.workers[w.rank]!.slowdown } : {}),
+          },
+          "loaded",
+          { ...loading, attachments: weights },
+        ),
+      ),
+    ]),
+  );
+  const lengths = new Set(loaded.slice(servers.length).map((l) => l.msg.gradientLength));
+  if (lengths.size !== 1 || !lengths.has(plan.model.trainableParamCount)) {
+    throw new ModelError(`workers built gradients of ${[...lengths].join(", ")} elements; the driver's model has ${plan.model.trainableParamCount} trainable parameters`);
+  }
+
+  const fitStartWall = wallClock();
+  const fitStart = performance.now();
+  let psRecord: PsRunRecord;
+  let history;
+  if (plan.mode === "sync") {
+    const pushes: PushRecord[] = [];
+    const result = await runSteps(ctx, o, dataset, (step, epoch, order, start, end) => {
+      const count = end - start;
+      const slices = replicaSlices(count, n);
+      const shares = slices.map((s) => s / count);
+      let from = start;
+      const requests = workers.map((w, r) => {
+        const batch = dataset.gather(order, from, from + slices[r]!);
+        from += slices[r]!;
+        return w.channel.request({ type: "step", step, epoch, weight: shares[r]!, ps: { clock: step, minVersion: step } }, "stepDone", {
+          timeoutMs: stepMs,
+          waitingFor: `step ${step}`,
+          attachments: [batch.x, batch.y],
+        });
+      });
+      return {
+        samples: count,
+        done: Promise.all(requests),
+        summarize: (replies) => {
+          const endMs = performance.now() - fitStart;
+          replies.forEach((r, rank) => pushes.push(pushRecord(r, workers[rank]!, fitStartWall, { clock: step, epoch, samples: slices[rank]!, lead: 0, endMs })));
+          return {
+            loss: replies.reduce((a, r, i) => a + shares[i]! * r.msg.loss, 0),
+            workers: replies.map((r, rank) => ({
+              rank,
+              computeMs: r.msg.computeMs,
+              commMs: r.msg.commMs,
+              waitMs: r.msg.waitMs,
+              applyMs: 0,
+              startMs: r.msg.startedAt - workers[rank]!.clockOffsetMs - fitStartWall,
+              ...(r.msg.slowdownMs ? { slowdownMs: r.msg.slowdownMs } : {}),
+            })),
+            straggler: straggler(replies.map((r, rank) => ({ rank, end: r.msg.startedAt - workers[rank]!.clockOffsetMs + r.msg.ps!.pullMs + r.msg.computeMs }))),
+          };
+        },
+      };
+    });
+    if (result.callbackError) {
+      await releaseLive(ctx, workers);
+      throw result.callbackError;
+    }
+    history = result.history;
+    psRecord = { mode: "sync", staleness: null, pushes, departures: [], serverVersions: [] };
+  } else {
+    const result = await runAsync(ctx, o, dataset, plan, { fitStart, fitStartWall });
+    if (result.callbackError) {
+      await releaseLive(ctx, result.live);
+      throw result.callbackError;
+    }
+    history = result.history;
+    psRecord = { mode: "async", staleness: plan.staleness, pushes: result.pushes, departures: result.departures, serverVersions: [] };
+  }
+
+  // The trained parameters are the servers'; the driver's model takes them.
+  const fetched = await all(servers.map((s) => s.channel.request({ type: "fetchWeights" }, "weights", { timeoutMs: stepMs, waitingFor: "its shard of the trained parameters" })));
+  psRecord.serverVersions = fetched.map((f) => f.msg.version ?? 0);
+  fetched.forEach((f, i) => {
+    const flat = f.attachments[0]!.data as Float32Array;
+    let off = 0;
+    for (const v of plan.servers[i]!.variables) {
+      const size = v.shape.reduce((a, d) => a * d, 1);
+      const t = tf.tensor(flat.subarray(off, off + size), [...v.shape], "float32");
+      model.trainableWeights[v.index]!.write(t);
+      t.dispose();
+      off += size;
+    }
+  });
+  const live = workers.filter((w) => !w.lost);
+  await releaseLive(ctx, live);
+  return { history, plan, workers: workers.map((w) => w.snapshot()), seed: o.seed, epochs: o.epochs, wallMs: performance.now() - started, ps: psRecord };
+}
+
+/** Tells the servers and the workers still there that the fit is over. */
+async function releaseLive(ctx: FitContext, live: readonly WorkerHandle[]): Promise<void> {
+  await awaitAll(ctx)([...ctx.servers, ...live].map((w) => w.channel.request({ type: "release" }, "released", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: "release" })));
+}

@@ -1,0 +1,121 @@
+import { replicaSlices } from "../../plan/batches";
+import { estimateReplicaMemory, formatBytes, type MemoryEstimate } from "../../plan/memory";
+import type { ModelSummary } from "../../plan/model-summary";
+import { serverCount, slowdownOf, workerCount, type ClusterSpec } from "../../spec/cluster-spec";
+import type { PlanDevice, PlanOptions } from "../data/planner";
+import { checkBatch } from "../data/planner";
+
+/** One trainable variable as a server holds it. */
+export interface ShardVariable {
+  /** Its index in the model's trainable weights. */
+  readonly index: number;
+  readonly name: string;
+  readonly layer: number;
+  readonly shape: readonly number[];
+  readonly bytes: number;
+}
+
+/** Which worker does what with parameter servers. Pure data: printable, testable. */
+export interface PsPlan {
+  readonly strategy: "ps";
+  /** "async": each push applied on arrival; "sync": one summed update per step. */
+  readonly mode: "async" | "sync";
+  /** Async: the most steps a worker may run ahead of the slowest (stale-synchronous parallel); null: unbounded. */
+  readonly staleness: number | null;
+  /** Workers (the servers are not ranks). */
+  readonly worldSize: number;
+  readonly replicas: number;
+  readonly servers: ReadonlyArray<{ readonly index: number; readonly variables: readonly ShardVariable[]; readonly bytes: number }>;
+  readonly workers: ReadonlyArray<{ readonly rank: number; readonly slowdown: number; readonly layers: "all"; readonly params: number }>;
+  readonly model: ModelSummary;
+  /** Bytes of float32 gradients each worker pushes per step (and parameters it pulls). */
+  readonly gradientBytes: number;
+  /** Each worker's slice of a full global batch. */
+  readonly batch: { readonly globalBatch: number; readonly perReplica: readonly number[] } | null;
+  /** What each worker holds (estimate). */
+  readonly memory: MemoryEstimate;
+  readonly devices: readonly PlanDevice[] | null;
+  /** Parameter-server runs are measured, not predicted: the cost model has no term for servers yet. */
+  readonly prediction: null;
+  readonly reasons: readonly string[];
+}
+
+/**
+ * Splits the variables among `servers` so each holds about the same bytes: largest first, each
+ * to the server holding least so far (LPT; within 4/3 of the best possible split). Each server
+ * keeps its variables in model order.
+ */
+export function shardByBytes(variables: ModelSummary["variables"], servers: number): ShardVariable[][] {
+  const vars = variables.map((v, index) => ({ index, name: v.name, layer: v.layer, shape: [...v.shape], bytes: 4 * v.shape.reduce((a, d) => a * d, 1) }));
+  const order = [...vars].sort((a, b) => b.bytes - a.bytes || a.index - b.index);
+  const shards: ShardVariable[][] = Array.from({ length: servers }, () => []);
+  const load = new Array<number>(servers).fill(0);
+  for (const v of order) {
+    let best = 0;
+    for (let s = 1; s < servers; s++) if (load[s]! < load[best]!) best = s;
+    shards[best]!.push(v);
+    load[best]! += v.bytes;
+  }
+  return shards.map((s) => s.sort((a, b) => a.index - b.index));
+}
+
+export function planParameterServers(spec: ClusterSpec, model: ModelSummary, options: PlanOptions = {}): PsPlan {
+  const st = spec.strategy;
+  const mode = st.name === "ps" ? st.mode : "async";
+  const n = workerCount(spec);
+  const { batchSize } = options;
+  if (batchSize !== undefined) checkBatch(batchSize, n);
+  const shards = shardByBytes(model.variables, Math.max(1, serverCount(spec)));
+  return Object.freeze({
+    strategy: "ps" as const,
+    mode,
+    staleness: st.name === "ps" && st.staleness !== undefined ? st.staleness : null,
+    worldSize: n,
+    replicas: n,
+    servers: Object.freeze(shards.map((variables, index) => Object.freeze({ index, variables: Object.freeze(variables), bytes: variables.reduce((a, v) => a + v.bytes, 0) }))),
+    workers: Object.freeze(Array.from({ length: n }, (_, rank) => Object.freeze({ rank, slowdown: slowdownOf(spec, rank), layers: "all" as const, params: model.paramCount }))),
+    model,
+    gradientBytes: model.trainableParamCount * 4,
+    batch: batchSize === undefined ? null : Object.freeze({ globalBatch: batchSize, perReplica: Object.freeze(replicaSlices(batchSize, n)) }),
+    memory: Object.freeze(estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer: options.optimizer })),
+    devices: options.devices ? Object.freeze(options.devices.map((d) => Object.freeze({ ...d }))) : null,
+    prediction: null,
+    reasons: Object.freeze([...(options.reasons ?? [])]),
+  });
+}
+
+function modeLine(plan: PsPlan): string {
+  if (plan.mode === "sync") return "sync: every step the servers wait for one push from each worker, sum them and apply one update";
+  const bound = plan.staleness === null ? "no staleness bound" : `a worker runs at most ${plan.staleness} step(s) ahead of the slowest (stale-synchronous parallel)`;
+  return `async: each push is applied when it arrives; workers never wait for each other; ${bound}`;
+}
+
+function slowed(plan: PsPlan): string[] {
+  return plan.workers.filter((w) => w.slowdown > 1).map((w) => `rank ${w.rank} is slowed down ${w.slowdown}x on purpose: after computing each step it waits ${(w.slowdown - 1).toFixed(1)}x the time that took`);
+}
+
+export function formatPsPlan(plan: PsPlan): string {
+  const lines = [
+    `parameter-server plan: ${plan.worldSize} worker(s), ${plan.servers.length} server(s), ${plan.mode}`,
+    `model "${plan.model.name}": ${plan.model.layers.length} layers, ${plan.model.paramCount.toLocaleString("en-US")} parameters, ${formatBytes(plan.gradientBytes)} pulled and pushed per worker step`,
+    modeLine(plan),
+  ];
+  if (plan.batch) lines.push(`global batch ${plan.batch.globalBatch} = ${plan.worldSize} x ${plan.batch.perReplica[0]} per worker${plan.mode === "async" ? " (in async mode each slice is its own update)" : ""}`);
+  lines.push("server  bytes       variables");
+  for (const s of plan.servers) lines.push(`${String(s.index).padEnd(8)}${formatBytes(s.bytes).padEnd(12)}${s.variables.map((v) => v.name).join(", ")}`);
+  lines.push(...slowed(plan));
+  lines.push("data: the driver hands each worker its slices; workers pull from and push to the servers directly");
+  return lines.join("\n");
+}
+
+export function explainPsPlan(plan: PsPlan): string {
+  const sizes = plan.servers.map((s) => formatBytes(s.bytes));
+  const lines = [
+    ...plan.reasons,
+    `${plan.servers.length} server(s) hold the ${plan.model.variables.length} trainable variables, split by bytes (largest first, each to the least loaded server): ${sizes.join(" / ")}`,
+    `every worker holds the whole model; each step it pulls the parameters (${formatBytes(plan.gradientBytes)}), computes a gradient on its slice and pushes it back; the servers apply the optimizer`,
+    modeLine(plan),
+    ...slowed(plan),
+  ];
+  return lines.join("\n");
+}

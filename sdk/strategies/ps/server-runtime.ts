@@ -1,0 +1,144 @@
+import * as tf from "@tensorflow/tfjs";
+import { ProtocolError, TimeoutError } from "../../errors/errors";
+import type { MessageOf } from "../../protocol/messages";
+import type { Tensorlike } from "../../transport/channel";
+import { makeUpdateRule } from "../../worker/update-rules";
+import type { UpdateRule } from "../../worker/update-rule";
+import { readValues } from "../../worker/slice-gradient";
+
+interface Waiter {
+  minVersion: number;
+  since: number;
+  resolve(r: { version: number; data: Float32Array; waitedMs: number }): void;
+}
+
+/**
+ * One parameter server's shard: its variables, the optimizer over them, and the version (the
+ * number of updates applied). Async: every push is applied when it arrives. Sync: the pushes
+ * of one step are summed in rank order once all have arrived, and applied as one update.
+ */
+export class ParamServer {
+  private version_ = 0;
+  private readonly update: UpdateRule;
+  private readonly length: number;
+  /** Sync: the pushes of the current step, by rank. */
+  private readonly pending = new Map<number, Float32Array>();
+  private readonly waiters = new Set<Waiter>();
+  /** Every applied push, as "rank/clock": what the driver asks after a worker left. */
+  private readonly applied = new Set<string>();
+
+  private constructor(
+    readonly index: number,
+    private readonly vars: tf.Variable[],
+    spec: MessageOf<"load">["optimizer"],
+    private readonly mode: "async" | "sync",
+    private readonly workers: number,
+    private readonly stepTimeoutMs: number,
+  ) {
+    this.update = makeUpdateRule(vars, spec);
+    this.length = vars.reduce((a, v) => a + v.size, 0);
+  }
+
+  static load(msg: MessageOf<"load">, values: Tensorlike[], stepTimeoutMs: number): ParamServer {
+    const ps = msg.ps;
+    if (ps?.role !== "server") throw new ProtocolError('a parameter server was loaded without its "ps" part');
+    if (values.length !== ps.variables.length) throw new ProtocolError(`parameter server ${ps.index} got ${values.length} tensors for ${ps.variables.length} variables`);
+    const vars = ps.variables.map((v, i) => {
+      const got = values[i]!;
+      const size = v.shape.reduce((a, d) => a * d, 1);
+      if (got.data.length !== size) throw new ProtocolError(`variable ${v.index} has shape [${v.shape.join(", ")}] but ${got.data.length} values came`);
+      return tf.variable(tf.tensor(got.data, [...v.shape], "float32"), true);
+    });
+    return new ParamServer(ps.index, vars, msg.optimizer, ps.mode, ps.workers, stepTimeoutMs);
+  }
+
+  get version(): number {
+    return this.version_;
+  }
+
+  /** The shard's values now, or (sync) once the version reaches minVersion. */
+  pull(minVersion: number | undefined): Promise<{ version: number; data: Float32Array; waitedMs: number }> {
+    if (minVersion === undefined || minVersion <= this.version_) return Promise.resolve({ version: this.version_, data: this.values(), waitedMs: 0 });
+    if (this.mode === "async") throw new ProtocolError(`an async pull asked for version ${minVersion}; async servers serve whatever version they hold`);
+    return new Promise((resolve, reject) => {
+      const w: Waiter = { minVersion, since: performance.now(), resolve: () => undefined };
+      const timer = setTimeout(() => {
+        this.waiters.delete(w);
+        const missing = Array.from({ length: this.workers }, (_, r) => r).filter((r) => !this.pending.has(r));
+        reject(
+          new TimeoutError(`parameter server ${this.index} waited ${this.stepTimeoutMs} ms for the pushes of step ${this.version_} from worker rank(s) ${missing.join(", ")}`, {
+            details: { waitingFor: `pushes of step ${this.version_} from worker rank(s) ${missing.join(", ")}` },
+            hint: "a sync step waits for every worker; raise .timeouts({ stepMs }) for long steps",
+          }),
+        );
+      }, this.stepTimeoutMs);
+      w.resolve = (r) => {
+        clearTimeout(timer);
+        resolve(r);
+      };
+      this.waiters.add(w);
+    });
+  }
+
+  /** Accepts a gradient computed on version `pulled`: applied now (async) or with its step's others (sync). */
+  push(rank: number, clock: number, pulled: number, grad: Float32Array): { version: number; staleness: number } {
+    if (grad.length !== this.length) throw new ProtocolError(`worker rank ${rank} pushed ${grad.length} values to parameter server ${this.index}, which holds ${this.length}`);
+    if (pulled > this.version_) throw new ProtocolError(`worker rank ${rank} pushed a gradient computed on version ${pulled}; parameter server ${this.index} is at ${this.version_}`);
+    if (this.mode === "async") {
+      const staleness = this.version_ - pulled;
+      this.update.apply(grad);
+      this.version_++;
+      this.applied.add(`${rank}/${clock}`);
+      return { version: this.version_, staleness };
+    }
+    if (rank >= this.workers) throw new ProtocolError(`rank ${rank} pushed to a sync server of ${this.workers} workers`);
+    if (clock !== this.version_) throw new ProtocolError(`worker rank ${rank} pushed for step ${clock} while parameter server ${this.index} collects step ${this.version_}`);
+    if (this.pending.has(rank)) throw new ProtocolError(`worker rank ${rank} pushed twice for step ${clock}`);
+    this.pending.set(rank, grad);
+    if (this.pending.size === this.workers) this.applyStep(clock);
+    return { version: clock + 1, staleness: 0 };
+  }
+
+  private applyStep(clock: number): void {
+    // Summed in rank order, whatever order they arrived in, so every run adds the same way.
+    const sum = new Float32Array(this.length);
+    for (let r = 0; r < this.workers; r++) {
+      const g = this.pending.get(r)!;
+      for (let i = 0; i < sum.length; i++) sum[i]! += g[i]!;
+      this.applied.add(`${r}/${clock}`);
+    }
+    this.pending.clear();
+    this.update.apply(sum);
+    this.version_++;
+    for (const w of [...this.waiters]) {
+      if (w.minVersion <= this.version_) {
+        this.waiters.delete(w);
+        w.resolve({ version: this.version_, data: this.values(), waitedMs: performance.now() - w.since });
+      }
+    }
+  }
+
+  wasApplied(rank: number, clock: number): boolean {
+    return this.applied.has(`${rank}/${clock}`);
+  }
+
+  /** The shard's values, flat, in its variables' order (a copy). */
+  values(): Float32Array {
+    const out = new Float32Array(this.length);
+    let off = 0;
+    for (const v of this.vars) {
+      out.set(readValues(v), off);
+      off += v.size;
+    }
+    return out;
+  }
+
+  shapes(): number[][] {
+    return this.vars.map((v) => [...v.shape]);
+  }
+
+  dispose(): void {
+    this.update.dispose();
+    tf.dispose(this.vars);
+  }
+}

@@ -1,0 +1,132 @@
+import * as tf from "@tensorflow/tfjs";
+import { ProtocolError } from "../../errors/errors";
+import type { MessageOf } from "../../protocol/messages";
+import type { Tensorlike } from "../../transport/channel";
+import { wallClock } from "../../util/clock";
+import { readWeights } from "../../worker/model-io";
+import { loadReplica, sliceGradient, slowDown, type LoadedReplica } from "../../worker/slice-gradient";
+
+/** What a parameter-server worker's communication thread does for it. */
+export interface ServerLinks {
+  /** Each server's shard (one flat tensor), its version, and how long the server held the pull back. */
+  pull(minVersion: number | undefined): Promise<{ shards: Float32Array[]; versions: number[]; waitedMs: number[] }>;
+  /** One flat gradient per server; the versions after, and how stale each server found it. */
+  push(clock: number, pulled: number[], shards: Float32Array[]): Promise<{ versions: number[]; staleness: number[] }>;
+}
+
+export interface PsStepResult {
+  loss: number;
+  startedAt: number;
+  computeMs: number;
+  commMs: number;
+  waitMs: number;
+  applyMs: number;
+  slowdownMs: number;
+  ps: { pulled: number[]; staleness: number; pullMs: number; pushMs: number };
+}
+
+/**
+ * A worker under parameter servers: it holds the whole model but never updates it itself.
+ * Each step it pulls every shard, computes its slice's gradient, and pushes each server the
+ * part that server holds.
+ */
+export class PsReplica {
+  private constructor(
+    private readonly r: LoadedReplica,
+    /** For each server, the indices of the trainable variables it holds. */
+    private readonly shards: number[][],
+    private readonly slowdown: number,
+  ) {}
+
+  static async load(msg: MessageOf<"load">, weights: Tensorlike[], memoryCapBytes: number | null): Promise<PsReplica> {
+    const ps = msg.ps;
+    if (ps?.role !== "worker") throw new ProtocolError('a parameter-server worker was loaded without its "ps" part');
+    const r = await loadReplica(msg, weights, memoryCapBytes);
+    const all = ps.shards.flat().sort((a, b) => a - b);
+    if (all.length !== r.vars.length || all.some((v, i) => v !== i)) {
+      r.model.dispose();
+      throw new ProtocolError(`the servers' shards name variables [${all.join(", ")}]; this model has ${r.vars.length} trainable variables, each held by exactly one server`);
+    }
+    return new PsReplica(r, ps.shards.map((s) => [...s]), msg.slowdown ?? 1);
+  }
+
+  get paramCount(): number {
+    return this.r.model.countParams();
+  }
+
+  get gradientLength(): number {
+    return this.r.gradientLength;
+  }
+
+  async step(msg: MessageOf<"step">, x: Tensorlike, y: Tensorlike, links: ServerLinks): Promise<PsStepResult> {
+    const clock = msg.ps?.clock ?? msg.step;
+    const startedAt = wallClock();
+    const t0 = performance.now();
+    const pulled = await links.pull(msg.ps?.minVersion);
+    const t1 = performance.now();
+    this.assign(pulled.shards);
+    const t2 = performance.now();
+    const flat = new Float32Array(this.r.gradientLength);
+    const loss = x.shape[0]! > 0 ? sliceGradient(this.r, x, y, msg.weight, flat) : 0;
+    const slowdownMs = await slowDown(this.slowdown, performance.now() - t2);
+    const t3 = performance.now();
+    const pushed = await links.push(clock, pulled.versions, this.split(flat));
+    const t4 = performance.now();
+    const waitMs = Math.max(0, ...pulled.waitedMs);
+    return {
+      loss,
+      startedAt,
+      computeMs: t3 - t2,
+      commMs: Math.max(0, t1 - t0 - waitMs) + (t2 - t1) + (t4 - t3),
+      waitMs,
+      applyMs: 0,
+      slowdownMs,
+      ps: { pulled: pulled.versions, staleness: Math.max(0, ...pushed.staleness), pullMs: t1 - t0, pushMs: t4 - t3 },
+    };
+  }
+
+  /** Writes each server's shard into the model's variables. */
+  private assign(shards: Float32Array[]): void {
+    this.shards.forEach((indices, s) => {
+      const data = shards[s]!;
+      let off = 0;
+      for (const i of indices) {
+        const v = this.r.vars[i]!;
+        if (off + v.size > data.length) throw new ProtocolError(`parameter server ${s} sent ${data.length} values; its variables need more`);
+        const t = tf.tensor(data.subarray(off, off + v.size), v.shape, "float32");
+        v.assign(t);
+        t.dispose();
+        off += v.size;
+      }
+      if (off !== data.length) throw new ProtocolError(`parameter server ${s} sent ${data.length} values; its variables hold ${off}`);
+    });
+  }
+
+  /** The flat gradient cut into one buffer per server, each in its variables' order. */
+  private split(flat: Float32Array): Float32Array[] {
+    const offsets: number[] = [];
+    let off = 0;
+    for (const size of this.r.sizes) {
+      offsets.push(off);
+      off += size;
+    }
+    return this.shards.map((indices) => {
+      const out = new Float32Array(indices.reduce((a, i) => a + this.r.sizes[i]!, 0));
+      let at = 0;
+      for (const i of indices) {
+        out.set(flat.subarray(offsets[i]!, offsets[i]! + this.r.sizes[i]!), at);
+        at += this.r.sizes[i]!;
+      }
+      return out;
+    });
+  }
+
+  weights(): Tensorlike[] {
+    return readWeights(this.r.model);
+  }
+
+  dispose(): void {
+    this.r.model.dispose();
+    this.r.compileOptimizer.dispose();
+  }
+}

@@ -1,0 +1,151 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import * as tf from "@tensorflow/tfjs";
+import { cluster } from "../../sdk/cluster/builder";
+import { ConfigError, ProtocolError, TimeoutError } from "../../sdk/errors/errors";
+import { shardByBytes } from "../../sdk/strategies/ps/planner";
+import { roundRecord, type PushRecord } from "../../sdk/strategies/ps/records";
+import { ParamServer } from "../../sdk/strategies/ps/server-runtime";
+import { leadOf, mayStart } from "../../sdk/strategies/ps/ssp";
+import { PROTOCOL_VERSION } from "../../sdk/protocol/version";
+import type { MessageOf } from "../../sdk/protocol/messages";
+import type { OptimizerSpec } from "../../sdk/spec/optimizer";
+import { createOptimizer } from "../../sdk/worker/model-io";
+import { placementSvg } from "../../sdk/viz/placement";
+import { deepClassifier } from "../helpers/models";
+
+const configError = (pattern: RegExp) => (e: unknown) => e instanceof ConfigError && pattern.test(e.message);
+
+test("the builder asks for servers with ps() and refuses combinations that cannot work", () => {
+  const spec = cluster().workers(4).ps(2).strategy("ps", { mode: "async", staleness: 2 }).slowdown(3, 3).spec();
+  assert.deepEqual(spec.servers, { kind: "local", count: 2 });
+  assert.deepEqual(spec.strategy, { name: "ps", mode: "async", staleness: 2 });
+  assert.deepEqual(spec.slowdown, { "3": 3 });
+  assert.equal(cluster().workers(2).ps(1).strategy("ps").spec().strategy.name, "ps");
+  assert.throws(() => cluster().workers(2).strategy("ps").spec(), configError(/needs parameter servers.*\nhelp: add \.ps\(n\)/));
+  assert.throws(() => cluster().workers(2).ps(1).strategy("data").spec(), configError(/strategy "data" does not use them/));
+  assert.throws(() => cluster().workers(2).ps(1).strategy("ps", { mode: "sync", staleness: 1 }).spec(), configError(/staleness bound is for mode "async"/));
+  assert.throws(() => cluster().workers(2).ps(1).strategy("ps").slowdown(2, 3).spec(), configError(/names rank 2, but the cluster has ranks 0 to 1/));
+  assert.throws(() => cluster().workers(2).strategy("pipeline").slowdown(1, 3).spec(), configError(/strategies "data" and "ps"/));
+  assert.throws(() => cluster().workers(2).slowdown(0, 0.5), configError(/factor/));
+  assert.throws(() => cluster().workers(2).ps(0), configError(/ps\(n\)/));
+  assert.throws(
+    () => cluster().connect(["ws://10.0.0.2:7070"]).token("x".repeat(16)).ps(1).strategy("ps").spec(),
+    configError(/remote workers cannot reach/),
+  );
+});
+
+test("shards are balanced by bytes, largest first, and keep model order inside each server", () => {
+  const v = (shape: number[]) => ({ layer: 0, name: `v${shape.join("x")}`, shape });
+  const shards = shardByBytes([v([100, 10]), v([10]), v([10, 50]), v([50]), v([50, 5])], 2);
+  assert.deepEqual(shards.map((s) => s.map((x) => x.index)), [[0], [1, 2, 3, 4]]);
+  assert.deepEqual(shards.map((s) => s.reduce((a, x) => a + x.bytes, 0)), [4000, 4 * (10 + 500 + 50 + 250)]);
+  // Every variable exactly once, whatever the number of servers.
+  for (const servers of [1, 2, 3, 7]) {
+    const all = shardByBytes([v([3, 4]), v([4]), v([4, 2]), v([2])], servers).flat().map((x) => x.index).sort();
+    assert.deepEqual(all, [0, 1, 2, 3]);
+  }
+});
+
+test("a parameter-server plan says who holds what, in text and in its diagram", () => {
+  const model = deepClassifier(8, 3, { hidden: 2, width: 16 });
+  const plan = cluster().workers(3).ps(2).strategy("ps", { mode: "sync" }).slowdown(2, 3).plan(model, { batchSize: 24 });
+  if (plan.strategy !== "ps") throw new Error("ps plan expected");
+  assert.equal(plan.servers.length, 2);
+  assert.equal(plan.servers.reduce((a, s) => a + s.bytes, 0), plan.gradientBytes);
+  assert.deepEqual(plan.batch?.perReplica, [8, 8, 8]);
+  assert.deepEqual(plan.workers.map((w) => w.slowdown), [1, 1, 3]);
+  assert.match(String(plan), /parameter-server plan: 3 worker\(s\), 2 server\(s\), sync/);
+  assert.match(String(plan), /rank 2 is slowed down 3x on purpose/);
+  assert.match(plan.explain(), /split by bytes/);
+  assert.throws(() => plan.place([0, 1], 0), configError(/under parameter servers every worker holds all layers/));
+  const svg = placementSvg(plan);
+  assert.equal(svg.match(/>server \d</g)?.length, 2);
+  assert.equal(svg.match(/>rank \d</g)?.length, 3);
+  assert.match(svg, />3x slower</);
+  // A pull and a push line between every worker and every server.
+  assert.equal(svg.match(/marker-end="url\(#ps-arrow-pull\)"/g)?.length, 6);
+  assert.equal(svg.match(/marker-end="url\(#ps-arrow-push\)"/g)?.length, 6);
+});
+
+test("the stale-synchronous rule: at most k steps ahead of the slowest live worker", () => {
+  assert.equal(leadOf(5, [3, 5, 4]), 2);
+  assert.equal(leadOf(5, [3, null, 4]), 2);
+  assert.equal(leadOf(5, [null, null]), 0);
+  assert.ok(mayStart(5, [3, 5], 2));
+  assert.ok(!mayStart(6, [3, 5], 2));
+  assert.ok(mayStart(6, [3, 5], null));
+  // k = 0: only the slowest may start, and only once it is level with the others.
+  assert.ok(mayStart(3, [3, 3], 0));
+  assert.ok(!mayStart(4, [3, 4], 0));
+  // A departed worker (null) no longer holds the others back.
+  assert.ok(mayStart(9, [null, 8], 1));
+});
+
+test("async rounds: samples and losses add up, and the slowest rank is the straggler", () => {
+  const push = (rank: number, computeMs: number, loss: number, samples = 8): PushRecord => ({
+    rank, clock: 0, epoch: 0, samples, loss, version: 0, staleness: 0, lead: 0, startMs: 10 * rank, endMs: 100 + rank, computeMs, pullMs: 1, pushMs: 1, waitMs: 0, slowdownMs: 0,
+  });
+  const r = roundRecord(4, [push(0, 5, 1), push(1, 30, 2, 4), push(0, 5, 1)], 50);
+  assert.equal(r.step, 4);
+  assert.equal(r.samples, 20);
+  assert.ok(Math.abs(r.loss - (8 + 8 + 8) / 20) < 1e-12);
+  assert.equal(r.straggler, 1);
+  assert.equal(r.endMs, 101);
+  assert.equal(r.ms, 51);
+  assert.deepEqual(r.workers.map((w) => [w.rank, w.computeMs]), [[0, 10], [1, 30]]);
+});
+
+function serverLoad(mode: "async" | "sync", workers: number, shapes: number[][], optimizer: OptimizerSpec): MessageOf<"load"> {
+  return {
+    type: "load", v: PROTOCOL_VERSION, id: 1, topology: {}, optimizer, loss: "meanSquaredError",
+    ps: { role: "server", index: 0, mode, workers, variables: shapes.map((shape, index) => ({ index, shape })) },
+    attachments: shapes.map((shape) => ({ dtype: "float32" as const, shape })),
+  };
+}
+
+test("a sync server applies one update from the sum of every worker's push, as TF.js's optimizer would", async () => {
+  const optimizer: OptimizerSpec = { name: "adam", learningRate: 0.05, beta1: 0.9, beta2: 0.999, epsilon: 1e-7 };
+  const init = [Float32Array.from([1, -2, 3, 0.5]), Float32Array.from([0.25])];
+  const shapes = [[2, 2], [1]];
+  const server = ParamServer.load(serverLoad("sync", 2, shapes, optimizer), init.map((data, i) => ({ data: Float32Array.from(data), shape: shapes[i]! })), 2000);
+  const vars = init.map((d, i) => tf.variable(tf.tensor(d, shapes[i]!)));
+  const opt = createOptimizer(optimizer);
+  for (let step = 0; step < 3; step++) {
+    const g0 = Float32Array.from([0.1 * (step + 1), -0.2, 0.3, 0.05, -0.4]);
+    const g1 = Float32Array.from([0.2, 0.1 * step, -0.1, 0.5, 0.3]);
+    const pulled = server.pull(step + 1);
+    // Pushes may arrive in any order; the update is the same.
+    assert.deepEqual(server.push(1, step, step, g1), { version: step + 1, staleness: 0 });
+    assert.equal(server.version, step);
+    assert.deepEqual(server.push(0, step, step, g0), { version: step + 1, staleness: 0 });
+    assert.equal(server.version, step + 1);
+    assert.equal((await pulled).version, step + 1);
+    const sum = g0.map((v, i) => v + g1[i]!);
+    opt.applyGradients({ [vars[0]!.name]: tf.tensor(sum.subarray(0, 4), [2, 2]), [vars[1]!.name]: tf.tensor(sum.subarray(4), [1]) });
+  }
+  const want = Float32Array.from([...vars[0]!.dataSync(), ...vars[1]!.dataSync()]);
+  const got = server.values();
+  got.forEach((v, i) => assert.ok(Math.abs(v - want[i]!) < 1e-6, `value ${i}: ${v} vs ${want[i]}`));
+  assert.ok(server.wasApplied(0, 2) && server.wasApplied(1, 2) && !server.wasApplied(0, 3));
+  assert.throws(() => server.push(0, 7, 3, new Float32Array(5)), (e: unknown) => e instanceof ProtocolError && /pushed for step 7 while parameter server 0 collects step 3/.test(e.message));
+  assert.throws(() => server.push(0, 3, 3, new Float32Array(4)), (e: unknown) => e instanceof ProtocolError && /pushed 4 values/.test(e.message));
+  server.dispose();
+});
+
+test("an async server applies pushes as they come and counts the updates each one missed", () => {
+  const optimizer: OptimizerSpec = { name: "sgd", learningRate: 0.5 };
+  const server = ParamServer.load(serverLoad("async", 2, [[2]], optimizer), [{ data: Float32Array.from([1, 1]), shape: [2] }], 2000);
+  assert.deepEqual(server.push(0, 0, 0, Float32Array.from([1, 0])), { version: 1, staleness: 0 });
+  assert.deepEqual(server.push(1, 0, 0, Float32Array.from([0, 1])), { version: 2, staleness: 1 });
+  assert.deepEqual(server.push(0, 1, 1, Float32Array.from([1, 1])), { version: 3, staleness: 1 });
+  assert.deepEqual([...server.values()], [0, 0]);
+  server.dispose();
+});
+
+test("a sync pull that waits too long names the workers whose pushes never came", async () => {
+  const server = ParamServer.load(serverLoad("sync", 3, [[1]], { name: "sgd", learningRate: 0.1 }), [{ data: Float32Array.from([0]), shape: [1] }], 150);
+  server.push(1, 0, 0, Float32Array.from([1]));
+  await assert.rejects(server.pull(1), (e: unknown) => e instanceof TimeoutError && /waited 150 ms for the pushes of step 0 from worker rank\(s\) 0, 2/.test(e.message));
+  server.dispose();
+});
