@@ -72,6 +72,11 @@ export class Cluster {
     return this.handles.map((h) => h.snapshot());
   }
 
+  /** Parameter servers (strategy "ps"), in server order; `rank` is the server's index. */
+  get parameterServers(): readonly WorkerSnapshot[] {
+    return this.servers.map((h) => h.snapshot());
+  }
+
   get size(): number {
     return workerCount(this.spec);
   }
