@@ -7,7 +7,7 @@ import { RESULTS } from "./common";
  * `npm run bench`: every benchmark, one after the other (never in parallel: they share two
  * cores), then bench/results/README.md with all the tables.
  */
-const parts = ["train", "allreduce", "scaling", "overhead", "pipeline"];
+const parts = ["train", "allreduce", "scaling", "overhead", "pipeline", "ps"];
 const extra = process.argv.slice(2);
 let failed = false;
 for (const part of parts) {

@@ -54,9 +54,9 @@ async function main(): Promise<void> {
       `${JSON.stringify({
         strategy,
         workers,
-        stages: run.plan.strategy === "data" ? 1 : run.plan.stages,
-        microBatches: run.plan.strategy === "data" ? 1 : run.plan.microBatches,
-        schedule: run.plan.strategy === "data" ? null : run.plan.schedule.name,
+        stages: run.plan.strategy === "data" || run.plan.strategy === "ps" ? 1 : run.plan.stages,
+        microBatches: run.plan.strategy === "data" || run.plan.strategy === "ps" ? 1 : run.plan.microBatches,
+        schedule: run.plan.strategy === "data" || run.plan.strategy === "ps" ? null : run.plan.schedule.name,
         model,
         batch,
         measuredSamplesPerSecond: s.samplesPerSecond,

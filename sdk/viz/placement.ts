@@ -40,7 +40,11 @@ function dataPlacementSvg(plan: DataParallelPlan): string {
     const mem = dev && dev.memoryBytes > 0 ? dev.memoryBytes : null;
     out.push(`<rect x="${x}" y="${y}" width="${BOX_W}" height="${BOX_H}" rx="8" fill="#F7F9FC" stroke="${COLORS.compute}" stroke-width="1.5"/>`);
     out.push(`<text x="${x + 10}" y="${y + 20}" font-size="13" font-weight="bold">rank ${w.rank}</text>`);
-    out.push(`<text x="${x + BOX_W - 10}" y="${y + 20}" font-size="11" text-anchor="end" fill="#555">replica ${w.replica}</text>`);
+    out.push(
+      w.slowdown > 1
+        ? `<text x="${x + BOX_W - 10}" y="${y + 20}" font-size="11" text-anchor="end" fill="#C0392B" font-weight="bold">${w.slowdown}x slower</text>`
+        : `<text x="${x + BOX_W - 10}" y="${y + 20}" font-size="11" text-anchor="end" fill="#555">replica ${w.replica}</text>`,
+    );
     out.push(`<text x="${x + 10}" y="${y + 36}" font-size="10" fill="#555">${esc(device)}</text>`);
     out.push(...layerLines(x + 10, y + 54, plan.model.layers, 13));
     if (plan.batch) out.push(`<text x="${x + 10}" y="${y + 132}" font-size="10">batch slice: ${plan.batch.perReplica[w.replica]} samples</text>`);

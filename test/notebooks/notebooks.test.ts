@@ -10,7 +10,8 @@ import { chromiumPath, ensureDebianPackages, jupyterReady, PYTHON } from "../hel
 /**
  * Every tutorial notebook, executed headless on the project's tslab kernel (a failing cell is
  * reported with its real error), exported to HTML with meshtrain's template, and the quickstart
- * opened in headless Chromium to check that its placement diagram and a plot are really drawn.
+ * opened in headless Chromium to check that its placement diagram and a plot are really drawn (and
+ * the same for the parameter-server and hybrid notebooks).
  */
 
 const ROOT = path.join(__dirname, "..", "..", "..");
@@ -87,6 +88,33 @@ test("the exported hybrid notebook draws the 2 x 2 placement and the measured sc
     const schedule = page.locator(".js-plotly-plot", { hasText: "as measured" }).first();
     const bars = await schedule.locator(".barlayer .point").count();
     assert.ok(bars >= 16, `the measured schedule has a bar per forward and backward (${bars})`);
+  } finally {
+    await browser?.close();
+  }
+});
+
+test("the exported parameter-server notebook draws servers and workers, and stale pushes", { timeout: 120_000 }, async () => {
+  const html = path.join(OUT, "04-parameter-servers.html");
+  assert.ok(fs.existsSync(html), "run the first test first");
+  let browser: Browser | undefined;
+  try {
+    browser = await chromium.launch({ executablePath: chromiumPath()!, args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"] });
+    const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+    await page.goto(`file://${html}`);
+    await page.waitForSelector(".js-plotly-plot .main-svg", { timeout: 30_000 });
+    const diagram = page.locator('[data-mime-type="image/svg+xml"] svg').first();
+    assert.match((await diagram.textContent()) ?? "", /Parameter servers: 3 worker\(s\), 2 server\(s\), sync/);
+    assert.equal(await diagram.locator("text", { hasText: /^server \d$/ }).count(), 2);
+    assert.equal(await diagram.locator("text", { hasText: /^rank \d$/ }).count(), 3);
+    const d = inkCoverage(await diagram.screenshot());
+    assert.ok(d.ink > 0.05 && d.colours > 4, `the placement is drawn (ink ${d.ink.toFixed(3)}, ${d.colours} colours)`);
+    // The first staleness histogram: sync's one bar at 0, async's spread over several values.
+    const hist = page.locator(".js-plotly-plot", { hasText: "Staleness of pushes" }).first();
+    const bars = await hist.locator(".barlayer .point").count();
+    assert.ok(bars >= 3, `the staleness histogram has bars beyond staleness 0 (${bars})`);
+    const loss = page.locator(".js-plotly-plot", { hasText: "Loss over time" }).first();
+    const curves = await loss.locator(".scatterlayer .trace path").evaluateAll((els) => els.map((e) => e.getAttribute("d") ?? "").filter((s) => s.length > 20).length);
+    assert.ok(curves >= 4, `the loss curves are drawn (${curves})`);
   } finally {
     await browser?.close();
   }

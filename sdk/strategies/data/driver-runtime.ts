@@ -23,6 +23,12 @@ import type { DataParallelPlan } from "./planner";
 
 export { FitAborted, type FitContext } from "../fit-common";
 
+/** The slowdown to send worker `rank`, if it is slowed down on purpose. */
+export function slowdown(plan: { workers: ReadonlyArray<{ rank: number; slowdown: number }> }, rank: number): { slowdown?: number } {
+  const f = plan.workers.find((w) => w.rank === rank)?.slowdown ?? 1;
+  return f > 1 ? { slowdown: f } : {};
+}
+
 /** Synchronous data parallelism, driven from here: every worker a replica, one ring. */
 export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, o: ResolvedFitOptions, plan: DataParallelPlan & PlanMethods): Promise<RunRecord> {
   const started = performance.now();
@@ -46,7 +52,7 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
   const loaded = await loadEverywhere(() =>
     all(
       workers.map((w) =>
-        w.channel.request({ type: "load", topology, optimizer: o.optimizer, loss: o.loss, replicaBatch: Math.ceil(o.batchSize / n), stepTimeoutMs: stepMs, ...data }, "loaded", {
+        w.channel.request({ type: "load", topology, optimizer: o.optimizer, loss: o.loss, replicaBatch: Math.ceil(o.batchSize / n), stepTimeoutMs: stepMs, ...data, ...slowdown(plan, w.rank) }, "loaded", {
           timeoutMs: stepMs,
           waitingFor: "the model to load",
           attachments: weights,
@@ -93,6 +99,7 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
           commMs: r.msg.commMs,
           waitMs: r.msg.waitMs,
           applyMs: r.msg.applyMs,
+          ...(r.msg.slowdownMs ? { slowdownMs: r.msg.slowdownMs } : {}),
           startMs: r.msg.startedAt - workers[rank]!.clockOffsetMs - fitStartWall,
         })),
         straggler: straggler(replies.map((r, rank) => ({ rank, end: r.msg.startedAt - workers[rank]!.clockOffsetMs + r.msg.computeMs }))),

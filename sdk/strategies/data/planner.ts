@@ -4,7 +4,7 @@ import { estimateReplicaMemory, formatBytes, type MemoryEstimate } from "../../p
 import type { ModelSummary } from "../../plan/model-summary";
 import { predictData, type Prediction } from "../../plan/predict";
 import { speedsOf } from "../../plan/speeds";
-import { workerCount, type ClusterSpec } from "../../spec/cluster-spec";
+import { slowdownOf, workerCount, type ClusterSpec } from "../../spec/cluster-spec";
 import type { OptimizerSpec } from "../../spec/optimizer";
 
 /** Which worker does what under synchronous data parallelism. Pure data: printable, testable. */
@@ -17,7 +17,8 @@ export interface DataParallelPlan {
   readonly replicas: number;
   /** Ranks in ring order; each sends to the next and receives from the one before. */
   readonly ring: readonly number[];
-  readonly workers: ReadonlyArray<{ rank: number; replica: number; ringPosition: number; layers: "all"; params: number }>;
+  /** `slowdown`: a straggler made on purpose (.slowdown()): it waits (slowdown - 1) x its compute after computing (1: not slowed). */
+  readonly workers: ReadonlyArray<{ rank: number; replica: number; ringPosition: number; layers: "all"; params: number; slowdown: number }>;
   readonly model: ModelSummary;
   /** Bytes of the flat float32 gradient buffer all-reduced each step. */
   readonly gradientBytes: number;
@@ -82,7 +83,7 @@ export function planDataParallel(spec: ClusterSpec, model: ModelSummary, options
     worldSize: n,
     replicas: n,
     ring: Object.freeze(ring),
-    workers: Object.freeze(ring.map((rank, pos) => Object.freeze({ rank, replica: rank, ringPosition: pos, layers: "all" as const, params: model.paramCount }))),
+    workers: Object.freeze(ring.map((rank, pos) => Object.freeze({ rank, replica: rank, ringPosition: pos, layers: "all" as const, params: model.paramCount, slowdown: slowdownOf(spec, rank) }))),
     model,
     gradientBytes,
     allReduce: Object.freeze({ algorithm: "ring" as const, bytesSentPerRank: n > 1 ? Math.round((2 * (n - 1) * gradientBytes) / n) : 0 }),
@@ -138,6 +139,7 @@ export function formatDataPlan(plan: DataParallelPlan): string {
   if (m.optimizerBytes !== null) parts.push(`optimizer state ${formatBytes(m.optimizerBytes)}`);
   if (m.activationBytes !== null) parts.push(`activations ${formatBytes(m.activationBytes)}`);
   lines.push(`memory per replica (estimate): ${parts.join(", ")}`);
+  lines.push(...slowdownLines(plan.workers));
   if (plan.prediction) lines.push(`predicted: ${plan.prediction.stepMs.toFixed(1)} ms per step, ${plan.prediction.samplesPerSecond.toFixed(0)} samples/s`);
   return lines.join("\n");
 }
@@ -154,9 +156,15 @@ export function explainDataPlan(plan: DataParallelPlan): string {
       ? `each step every replica computes gradients on ${slice} and a ring all-reduce sums ${formatBytes(plan.gradientBytes)} of gradients; each rank sends 2(N-1)/N of that`
       : "one worker: no all-reduce",
   ];
+  lines.push(...slowdownLines(plan.workers));
   if (plan.prediction) {
     const p = plan.prediction;
     lines.push(`predicted step ${p.stepMs.toFixed(1)} ms (${p.computeMs.toFixed(1)} ms forward and backward, ${p.commMs.toFixed(1)} ms all-reduce), ${p.samplesPerSecond.toFixed(0)} samples/s, from ${p.basis}`);
   }
   return lines.join("\n");
+}
+
+/** Stragglers made on purpose, said plainly wherever a plan is shown. */
+export function slowdownLines(workers: ReadonlyArray<{ rank: number; slowdown: number }>): string[] {
+  return workers.filter((w) => w.slowdown > 1).map((w) => `rank ${w.rank} is slowed down ${w.slowdown}x on purpose: after computing each step it waits ${(w.slowdown - 1).toFixed(1)}x the time that took`);
 }

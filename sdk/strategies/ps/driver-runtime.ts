@@ -9,6 +9,7 @@ import { wallClock } from "../../util/clock";
 import { awaitAll, FitAborted, hostCopies, loadEverywhere, runSteps, straggler, type FitContext } from "../fit-common";
 import type { PlanMethods } from "../registry";
 import { serverWiring } from "../wiring";
+import { slowdown } from "../data/driver-runtime";
 import { runAsync } from "./async-loop";
 import type { PsPlan } from "./planner";
 import { pushRecord, type PsRunRecord, type PushRecord } from "./records";
@@ -66,7 +67,7 @@ export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel
             replicaBatch: Math.ceil(o.batchSize / n),
             stepTimeoutMs: stepMs,
             ps: { role: "worker", mode: plan.mode, shards },
-            ...(plan.workers[w.rank]!.slowdown > 1 ? { slowdown: plan.workers[w.rank]!.slowdown } : {}),
+            ...slowdown(plan, w.rank),
           },
           "loaded",
           { ...loading, attachments: weights },

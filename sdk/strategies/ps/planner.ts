@@ -3,7 +3,7 @@ import { estimateReplicaMemory, formatBytes, type MemoryEstimate } from "../../p
 import type { ModelSummary } from "../../plan/model-summary";
 import { serverCount, slowdownOf, workerCount, type ClusterSpec } from "../../spec/cluster-spec";
 import type { PlanDevice, PlanOptions } from "../data/planner";
-import { checkBatch } from "../data/planner";
+import { checkBatch, slowdownLines } from "../data/planner";
 
 /** One trainable variable as a server holds it. */
 export interface ShardVariable {
@@ -90,9 +90,6 @@ function modeLine(plan: PsPlan): string {
   return `async: each push is applied when it arrives; workers never wait for each other; ${bound}`;
 }
 
-function slowed(plan: PsPlan): string[] {
-  return plan.workers.filter((w) => w.slowdown > 1).map((w) => `rank ${w.rank} is slowed down ${w.slowdown}x on purpose: after computing each step it waits ${(w.slowdown - 1).toFixed(1)}x the time that took`);
-}
 
 export function formatPsPlan(plan: PsPlan): string {
   const lines = [
@@ -103,7 +100,7 @@ export function formatPsPlan(plan: PsPlan): string {
   if (plan.batch) lines.push(`global batch ${plan.batch.globalBatch} = ${plan.worldSize} x ${plan.batch.perReplica[0]} per worker${plan.mode === "async" ? " (in async mode each slice is its own update)" : ""}`);
   lines.push("server  bytes       variables");
   for (const s of plan.servers) lines.push(`${String(s.index).padEnd(8)}${formatBytes(s.bytes).padEnd(12)}${s.variables.map((v) => v.name).join(", ")}`);
-  lines.push(...slowed(plan));
+  lines.push(...slowdownLines(plan.workers));
   lines.push("data: the driver hands each worker its slices; workers pull from and push to the servers directly");
   return lines.join("\n");
 }
@@ -115,7 +112,7 @@ export function explainPsPlan(plan: PsPlan): string {
     `${plan.servers.length} server(s) hold the ${plan.model.variables.length} trainable variables, split by bytes (largest first, each to the least loaded server): ${sizes.join(" / ")}`,
     `every worker holds the whole model; each step it pulls the parameters (${formatBytes(plan.gradientBytes)}), computes a gradient on its slice and pushes it back; the servers apply the optimizer`,
     modeLine(plan),
-    ...slowed(plan),
+    ...slowdownLines(plan.workers),
   ];
   return lines.join("\n");
 }
