@@ -20,7 +20,7 @@ export function psPlacementSvg(plan: PsPlan): string {
   const s = plan.servers.length;
   const cols = Math.max(n, s);
   const width = Math.max(660, 30 + cols * (BOX_W + GAP));
-  const serverY = 64;
+  const serverY = 70;
   const workerY = serverY + SERVER_H + ROW_GAP;
   const height = workerY + WORKER_H + 44;
   const rowX = (count: number, i: number): number => {
@@ -28,9 +28,10 @@ export function psPlacementSvg(plan: PsPlan): string {
     return (width - used) / 2 + i * (BOX_W + GAP);
   };
   const out: string[] = [];
-  const mode = plan.mode === "sync" ? "sync: one summed update per step" : `async: each push applied on arrival${plan.staleness === null ? "" : `, at most ${plan.staleness} step(s) ahead of the slowest`}`;
-  out.push(`<text x="16" y="24" font-size="15" font-weight="bold">Parameter servers: ${n} worker(s), ${s} server(s), ${esc(mode)}</text>`);
-  out.push(`<text x="16" y="42" font-size="11" fill="#555">the servers hold the ${plan.model.variables.length} trainable variables of "${esc(plan.model.name)}" split by bytes and apply the optimizer; every worker holds the whole model</text>`);
+  const mode = plan.mode === "sync" ? "one summed update per step, from every worker's push" : `each push applied on arrival${plan.staleness === null ? "" : `; at most ${plan.staleness} step(s) ahead of the slowest`}`;
+  out.push(`<text x="16" y="24" font-size="15" font-weight="bold">Parameter servers: ${n} worker(s), ${s} server(s), ${plan.mode}</text>`);
+  out.push(`<text x="16" y="40" font-size="11" fill="#555">${esc(`${plan.mode}: ${mode}`)}</text>`);
+  out.push(`<text x="16" y="54" font-size="11" fill="#555">${esc(`the servers hold the ${plan.model.variables.length} trainable variables, split by bytes; every worker holds the whole model`)}</text>`);
   out.push(`<defs><marker id="ps-arrow-pull" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="${COLORS.compute}"/></marker><marker id="ps-arrow-push" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="${COLORS.comm}"/></marker></defs>`);
   // Pulls and pushes first, so the boxes sit on top of the lines.
   for (let w = 0; w < n; w++) {
