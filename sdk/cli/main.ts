@@ -1,7 +1,8 @@
 #!/usr/bin/env node
+import * as fs from "node:fs";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { cluster } from "../cluster/builder";
-import { isMeshtrainError } from "../errors/errors";
+import { ConfigError, isMeshtrainError } from "../errors/errors";
 import { BACKEND_CHOICES, type BackendChoice } from "../spec/backend";
 import { VERSION } from "../version";
 import { DEFAULT_WORKER_OPTIONS, runWorker } from "../worker/main";
@@ -27,6 +28,22 @@ const program = new Command()
   .description("Train TensorFlow.js models on many workers at once.")
   .version(VERSION);
 
+/** The certificate and key files, read now so that a wrong path fails before anything listens. */
+function readTls(cert: string | undefined, key: string | undefined): { tls?: { cert: Buffer; key: Buffer } } {
+  if (cert === undefined && key === undefined) return {};
+  if (cert === undefined || key === undefined) {
+    throw new ConfigError(`--tls-cert and --tls-key go together (got only ${cert === undefined ? "--tls-key" : "--tls-cert"})`, { hint: "pass both, e.g. --tls-cert cert.pem --tls-key key.pem" });
+  }
+  const read = (file: string, what: string): Buffer => {
+    try {
+      return fs.readFileSync(file);
+    } catch (err) {
+      throw new ConfigError(`cannot read the TLS ${what} ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, { hint: "give the path of a PEM file this user can read" });
+    }
+  };
+  return { tls: { cert: read(cert, "certificate"), key: read(key, "key") } };
+}
+
 program
   .command("worker")
   .description("serve as a worker for drivers that know the token")
@@ -34,13 +51,16 @@ program
   .option("--port <port>", "port to listen on (0 picks a free one)", int(0), DEFAULT_WORKER_OPTIONS.port)
   .option("--token <secret>", "cluster token (or set MESHTRAIN_TOKEN, which keeps it out of `ps`)")
   .option("--max-frame-bytes <bytes>", "largest WebSocket message accepted", int(65536), DEFAULT_WORKER_OPTIONS.maxFrameBytes)
-  .action(async (o: { host: string; port: number; token?: string; maxFrameBytes: number }) => {
+  .option("--tls-cert <file>", "serve wss:// with this PEM certificate (with --tls-key)")
+  .option("--tls-key <file>", "the PEM private key of --tls-cert")
+  .action(async (o: { host: string; port: number; token?: string; maxFrameBytes: number; tlsCert?: string; tlsKey?: string }) => {
     const code = await runWorker({
       host: o.host,
       port: o.port,
       token: o.token ?? process.env.MESHTRAIN_TOKEN,
       maxFrameBytes: o.maxFrameBytes,
       exitWithDriver: false,
+      ...readTls(o.tlsCert, o.tlsKey),
     });
     process.exit(code);
   });

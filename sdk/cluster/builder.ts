@@ -108,6 +108,16 @@ export class ClusterBuilder {
     return this.with({ token: t });
   }
 
+  /**
+   * Encrypted links to workers started with `meshtrain worker --tls-cert --tls-key`: `ca` is the
+   * PEM certificate (or authority) to trust besides the system's. Use with wss:// addresses.
+   */
+  tls(options: { ca: string | Buffer }): ClusterBuilder {
+    const ca = typeof options?.ca === "string" ? options.ca : Buffer.isBuffer(options?.ca) ? options.ca.toString("utf8") : undefined;
+    const t = parseOrThrow(z.string().regex(/-----BEGIN CERTIFICATE-----/, "must be a PEM certificate"), ca, "tls({ ca })", "pass the PEM text of the certificate the workers were started with, e.g. fs.readFileSync(\"cert.pem\")");
+    return this.with({ tls: { ca: t } });
+  }
+
   /** Force a TF.js backend on every worker; "auto" (default) takes the best one present. */
   backend(name: BackendChoice): ClusterBuilder {
     const b = parseOrThrow(z.enum(BACKEND_CHOICES), name, "backend(name)", `choose one of ${BACKEND_CHOICES.join(", ")}`);

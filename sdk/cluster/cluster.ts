@@ -199,6 +199,7 @@ export class Cluster {
               pipe: wiring.pipe[h.rank] ?? { prev: null, next: null },
               addresses,
               ...(wiring.servers ? { servers: this.servers.map((s) => s.address) } : {}),
+              ...(this.spec.tls ? { ca: this.spec.tls.ca } : {}),
               chunkElements: this.spec.chunkElements,
               connectTimeoutMs: timeoutMs,
               stepTimeoutMs: this.spec.timeouts.stepMs,

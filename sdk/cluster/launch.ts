@@ -66,7 +66,7 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
 
     for (let k = 0; k < roles.length; k++) {
       const e = roles[k]!;
-      const link = await dial(urls[k]!, { maxFrameBytes: spec.maxFrameBytes, timeoutMs: spec.timeouts.connectMs, keepProcessAlive: false });
+      const link = await dial(urls[k]!, { maxFrameBytes: spec.maxFrameBytes, timeoutMs: spec.timeouts.connectMs, keepProcessAlive: false, ...(spec.tls ? { ca: Buffer.from(spec.tls.ca) } : {}) });
       try {
         await offerHandshake(link, { token, timeoutMs: spec.timeouts.connectMs, role: "driver", who: nameOf(e) });
       } catch (err) {

@@ -98,6 +98,8 @@ export const ConfigureSchema = z.strictObject({
   addresses: z.array(z.string().max(512)).max(4096),
   /** Strategy "ps": the parameter servers this worker dials, in server order. */
   servers: z.array(z.string().max(512)).max(1024).optional(),
+  /** PEM certificate(s) to trust when dialling other workers over wss:// (public, not a secret). */
+  ca: z.string().max(256 * 1024).optional(),
   chunkElements: z.number().int().positive(),
   connectTimeoutMs: z.number().int().positive(),
   stepTimeoutMs: z.number().int().positive(),

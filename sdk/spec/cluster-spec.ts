@@ -125,6 +125,8 @@ export const ClusterSpecSchema = z.strictObject({
    * exceeds it, and the planner splits models to fit it. Default: the device's own memory.
    */
   memoryCapBytes: z.number().int().min(1024 * 1024).optional(),
+  /** wss:// workers: the PEM certificate authority (or self-signed certificate) to trust besides the system's. */
+  tls: z.strictObject({ ca: z.string().min(1).max(256 * 1024) }).optional(),
   /** Parameter-server processes for strategy "ps": started on this machine, or already running elsewhere. */
   servers: z
     .discriminatedUnion("kind", [
@@ -215,6 +217,18 @@ export function crossCheck(spec: ClusterSpec): void {
       throw new ConfigError(`hybrid: replicas(${replicas}) x stages(${st.stages}) = ${replicas * st.stages} != workers(${n})`, {
         hint: `choose stages and replicas whose product is ${n}`,
       });
+    }
+  }
+  if (spec.tls) {
+    const urls = [...(spec.workers.kind === "remote" ? spec.workers.urls : []), ...(spec.servers?.kind === "remote" ? spec.servers.urls : [])];
+    if (spec.workers.kind === "local" || spec.servers?.kind === "local") {
+      throw new ConfigError("tls() is for workers started elsewhere with --tls-cert and --tls-key; local workers talk over loopback and have no certificate", {
+        hint: 'use .connect(["wss://host:7070", ...]).tls({ ca }), or drop .tls() for local workers',
+      });
+    }
+    const plain = urls.filter((u) => u.startsWith("ws://"));
+    if (plain.length > 0) {
+      throw new ConfigError(`tls() asks for encrypted links, but ${plain.join(", ")} ${plain.length === 1 ? "is" : "are"} plain ws://`, { hint: "use wss:// addresses for workers started with --tls-cert" });
     }
   }
   if (st.name === "ps" && serverCount(spec) === 0) {

@@ -228,10 +228,13 @@ export function dial(url: string, options: DialOptions): Promise<Link> {
       ws.removeAllListeners();
       ws.on("error", () => undefined);
       ws.terminate();
+      const untrusted = /certificate|self[- ]signed|CERT_|altnames/i.test(err.message);
       reject(
         new LaunchError(`cannot connect to ${url}: ${err.message}`, {
           details: { address: url },
-          hint: "check that the worker is running (meshtrain worker --port ...) and reachable from here",
+          hint: untrusted
+            ? "the worker's TLS certificate is not trusted here (or does not name this address): pass its certificate with .tls({ ca: fs.readFileSync(\"cert.pem\") })"
+            : "check that the worker is running (meshtrain worker --port ...) and reachable from here",
         }),
       );
     };

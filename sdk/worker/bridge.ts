@@ -53,4 +53,6 @@ export interface CommConfig {
   /** Local workers end with their driver's session; daemons keep serving. */
   exitWithDriver: boolean;
   version: string;
+  /** PEM certificate and key: the worker serves wss://. */
+  tls?: { cert: string; key: string };
 }

@@ -7,6 +7,7 @@ import type { MessageOf } from "../protocol/messages";
 import { fromWireError, toWireError } from "../protocol/wire-error";
 import { Channel, type Incoming } from "../transport/channel";
 import { acceptHandshake, offerHandshake, type AuthMessage } from "../transport/handshake";
+import { HandshakeLimiter } from "../transport/handshake-limiter";
 import { CLOSE, type Link } from "../transport/link";
 import { dial, listen } from "../transport/ws-endpoint";
 import { transferList, type CommConfig, type CommToCompute, type ComputeToComm } from "./bridge";
@@ -51,6 +52,8 @@ class Session {
   /** Peers this worker waits for, by "rank/link". */
   private readonly waiting = new Map<string, (link: Link) => void>();
   ended = false;
+  /** The certificate authority the driver trusts, for wss:// links to the other workers. */
+  private ca: string | undefined;
   readonly channel: Channel;
 
   constructor(private readonly server: CommServer, link: Link) {
@@ -119,6 +122,7 @@ class Session {
     }
     this.closePeers();
     this.rank = msg.rank;
+    this.ca = msg.ca;
     this.stepTimeoutMs = msg.stepTimeoutMs;
     const name = (r: number): string => `rank ${r} (${msg.addresses[r]})`;
     const timeout = msg.connectTimeoutMs;
@@ -243,7 +247,7 @@ class Session {
   }
 
   private async dialPeer(url: string, peerRank: number, link: "ring" | "pipe" | "ps", timeoutMs: number): Promise<Link> {
-    const l = await dial(url, { maxFrameBytes: config.maxFrameBytes, timeoutMs });
+    const l = await dial(url, { maxFrameBytes: config.maxFrameBytes, timeoutMs, ...(this.ca ? { ca: Buffer.from(this.ca) } : {}) });
     try {
       await offerHandshake(l, {
         token: config.token,
@@ -332,8 +336,12 @@ class Session {
   }
 }
 
+/** Failed handshakes allowed per remote host before it is refused for a while. */
+const LIMITS = { maxFailures: 5, windowMs: 60_000, banMs: 60_000 };
+
 class CommServer {
   private session: Session | null = null;
+  private readonly limiter = new HandshakeLimiter(LIMITS);
   private readonly earlyPeers = new Map<string, { link: Link; timer: NodeJS.Timeout }>();
 
   async start(): Promise<void> {
@@ -342,19 +350,32 @@ class CommServer {
       port: config.port,
       maxFrameBytes: config.maxFrameBytes,
       maxConnections: config.maxConnections,
+      ...(config.tls ? { tls: { cert: Buffer.from(config.tls.cert), key: Buffer.from(config.tls.key) } } : {}),
       onLink: (link) => this.accept(link),
     });
     toCompute({ kind: "listening", url: listener.url, port: listener.port });
   }
 
   private accept(link: Link): void {
+    const host = HandshakeLimiter.host(link.address);
+    if (!this.limiter.allowed(host)) {
+      link.close(CLOSE.policy, "too many failed handshakes; try again later");
+      return;
+    }
     acceptHandshake(link, {
       token: config.token,
       timeoutMs: config.handshakeTimeoutMs,
       server: { version: config.version, pid: process.pid },
     }).then(
-      (auth) => (auth.role === "driver" ? this.onDriver(link) : this.onPeer(link, auth)),
-      (err: MeshtrainError) => log(`refused a connection from ${link.address}: ${err.summary}`),
+      (auth) => {
+        this.limiter.succeeded(host);
+        if (auth.role === "driver") this.onDriver(link);
+        else this.onPeer(link, auth);
+      },
+      (err: MeshtrainError) => {
+        log(`refused a connection from ${link.address}: ${err.summary}`);
+        if (this.limiter.failed(host)) log(`refusing every connection from ${host} for ${LIMITS.banMs / 1000} s: ${LIMITS.maxFailures} failed handshakes within ${LIMITS.windowMs / 1000} s`);
+      },
     );
   }
 

@@ -14,6 +14,8 @@ export interface WorkerOptions {
   maxFrameBytes: number;
   /** Exit when the driver's session ends (local workers). Daemons keep serving. */
   exitWithDriver: boolean;
+  /** Serve wss:// with this PEM certificate and key. */
+  tls?: { cert: Buffer; key: Buffer };
 }
 
 export const DEFAULT_WORKER_OPTIONS: Omit<WorkerOptions, "token"> = {
@@ -59,6 +61,7 @@ export function runWorker(o: WorkerOptions): Promise<number> {
     handshakeTimeoutMs: 10_000,
     exitWithDriver: o.exitWithDriver,
     version: VERSION,
+    ...(o.tls ? { tls: { cert: o.tls.cert.toString("utf8"), key: o.tls.key.toString("utf8") } } : {}),
   };
   const comm = new Worker(path.join(__dirname, "comm-thread.js"), { workerData: config });
   const compute = new ComputeHost(comm);

@@ -42,7 +42,7 @@ export function startCliWorker(token: string, args: string[] = []): Promise<CliW
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`worker did not start: ${out}`)), 30_000);
     const check = (): void => {
-      const m = /listening on (ws:\/\/[^\s]+)/.exec(out);
+      const m = /listening on (wss?:\/\/[^\s]+)/.exec(out);
       if (!m) return;
       clearTimeout(timer);
       child.stdout!.off("data", check);
