@@ -23,7 +23,8 @@ export type ErrorCode =
   | "MT_ERR_BACKEND"
   | "MT_ERR_STATE"
   | "MT_ERR_WORKER"
-  | "MT_ERR_REPLICAS_DIVERGED";
+  | "MT_ERR_REPLICAS_DIVERGED"
+  | "MT_ERR_CHECKPOINT";
 
 /** Who and where, when it is known. Never holds secrets (the token is never put here). */
 export interface ErrorDetails {
@@ -162,6 +163,12 @@ export class ReplicaDivergenceError extends MeshtrainError {
   constructor(summary: string, o?: Opts) { super("MT_ERR_REPLICAS_DIVERGED", summary, o); }
 }
 
+/** A checkpoint that is missing, partial, corrupt (checksums), or made for another model or run. */
+export class CheckpointError extends MeshtrainError {
+  static override readonly code = "MT_ERR_CHECKPOINT" as const;
+  constructor(summary: string, o?: Opts) { super("MT_ERR_CHECKPOINT", summary, o); }
+}
+
 type ErrorClass = new (summary: string, o?: Opts) => MeshtrainError;
 
 export const ERROR_CLASSES: Readonly<Record<ErrorCode, ErrorClass>> = Object.freeze({
@@ -179,6 +186,7 @@ export const ERROR_CLASSES: Readonly<Record<ErrorCode, ErrorClass>> = Object.fre
   MT_ERR_STATE: StateError,
   MT_ERR_WORKER: WorkerError,
   MT_ERR_REPLICAS_DIVERGED: ReplicaDivergenceError,
+  MT_ERR_CHECKPOINT: CheckpointError,
 });
 
 export function isErrorCode(value: string): value is ErrorCode {

@@ -258,6 +258,18 @@ export const AppliedSchema = z.strictObject({
 });
 export const AppliedReplySchema = z.strictObject({ type: z.literal("appliedReply"), v, re: id, applied: z.array(z.boolean()).max(4096), version: z.number().int().nonnegative() });
 
+// Checkpoints: the optimizer's state of a replica, out and back in.
+const optimizerStateFields = {
+  format: z.enum(["native", "tfjs"]),
+  /** One name per attachment, in order. */
+  names: z.array(z.string().max(256)).max(65536),
+  scalars: z.record(z.string().max(64), z.number().finite()),
+};
+export const FetchStateSchema = z.strictObject({ type: z.literal("fetchState"), v, id });
+export const StateSchema = z.strictObject({ type: z.literal("state"), v, re: id, ...optimizerStateFields, attachments });
+export const SetStateSchema = z.strictObject({ type: z.literal("setState"), v, id, ...optimizerStateFields, attachments });
+export const StateSetSchema = z.strictObject({ type: z.literal("stateSet"), v, re: id });
+
 export const ReleaseSchema = z.strictObject({ type: z.literal("release"), v, id });
 export const ReleasedSchema = z.strictObject({ type: z.literal("released"), v, re: id });
 export const ShutdownSchema = z.strictObject({ type: z.literal("shutdown"), v });
@@ -272,6 +284,7 @@ export const MessageSchema = z.discriminatedUnion("type", [
   JoinSchema, JoinedSchema, ConfigureSchema, ConfiguredSchema,
   LoadSchema, LoadedSchema, StepSchema, StepDoneSchema,
   FetchWeightsSchema, WeightsSchema, DigestSchema, DigestReplySchema, ProbeSchema, ProbedSchema,
+  FetchStateSchema, StateSchema, SetStateSchema, StateSetSchema,
   PullSchema, PulledSchema, PushSchema, PushedSchema, AppliedSchema, AppliedReplySchema,
   ReleaseSchema, ReleasedSchema, ShutdownSchema, NoticeSchema,
 ]);

@@ -79,6 +79,17 @@ export interface FitOptions {
    * again for this fit's batch and optimizer. Default: the strategy's own plan.
    */
   plan?: PlanData;
+  /**
+   * Write a checkpoint every `every` steps into `dir` (weights, optimizer state, the step, and
+   * the seed that fixes the data order), atomically; the previous one is kept. Strategy "data".
+   */
+  checkpoint?: { dir: string; every: number };
+  /**
+   * Continue from a checkpoint: a directory given as checkpoint.dir (its latest) or one
+   * checkpoint's own directory. The model gets its weights, the workers its optimizer state, and
+   * training resumes at its step with its seed; the result equals a run never interrupted.
+   */
+  resumeFrom?: string;
 }
 
 const FitOptionsSchema = z.strictObject({
@@ -93,6 +104,8 @@ const FitOptionsSchema = z.strictObject({
   plan: z
     .custom<PlanData>((v) => typeof v === "object" && v !== null && typeof (v as { strategy?: unknown }).strategy === "string" && typeof (v as { worldSize?: unknown }).worldSize === "number", "must be a plan from plan(model)")
     .optional(),
+  checkpoint: z.strictObject({ dir: z.string().min(1), every: z.number().int().min(1) }).optional(),
+  resumeFrom: z.string().min(1).optional(),
 });
 
 export interface ResolvedFitOptions {
@@ -105,6 +118,8 @@ export interface ResolvedFitOptions {
   onStep: ((record: StepRecord) => void) | undefined;
   progress: boolean | undefined;
   plan: PlanData | undefined;
+  checkpoint: { dir: string; every: number } | undefined;
+  resumeFrom: string | undefined;
 }
 
 export function resolveFitOptions(options: FitOptions): ResolvedFitOptions {
@@ -119,5 +134,7 @@ export function resolveFitOptions(options: FitOptions): ResolvedFitOptions {
     onStep: o.onStep,
     progress: o.progress,
     plan: o.plan,
+    checkpoint: o.checkpoint,
+    resumeFrom: o.resumeFrom,
   };
 }

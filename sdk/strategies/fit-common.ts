@@ -161,6 +161,12 @@ export async function runSteps(
   o: ResolvedFitOptions,
   dataset: Dataset,
   issue: (step: number, epoch: number, order: Uint32Array | null, start: number, end: number) => IssuedStep,
+  more: {
+    /** Steps before this one were done by an earlier fit (resuming from a checkpoint). */
+    startStep?: number;
+    /** Called with no step in flight, every `every` steps and after the last: the workers' state is that of `stepsDone` steps. */
+    checkpoint?: { every: number; save(stepsDone: number): Promise<void> };
+  } = {},
 ): Promise<{ history: StepRecord[]; callbackError: FitAborted | undefined }> {
   const all = awaitAll(ctx);
   const history: StepRecord[] = [];
@@ -184,10 +190,25 @@ export async function runSteps(
     }
   };
   let step = 0;
+  const startStep = more.startStep ?? 0;
+  let saved = startStep;
+  const save = async (): Promise<void> => {
+    while (inFlight.length > 0) await record();
+    if (callbackError || !more.checkpoint || step === saved) return;
+    ctx.setStep(step);
+    await more.checkpoint.save(step);
+    saved = step;
+  };
   try {
     for (let epoch = 0; epoch < o.epochs && !callbackError; epoch++) {
+      if ((epoch + 1) * perEpoch <= startStep) {
+        step += perEpoch;
+        continue;
+      }
       const order = epochOrder(dataset.size, o.shuffle, o.seed, epoch);
       for (let i = 0; i < perEpoch && !callbackError; i++, step++) {
+        if (step < startStep) continue;
+        if (more.checkpoint && step > startStep && step % more.checkpoint.every === 0) await save();
         const [start, end] = globalBatch(dataset.size, o.batchSize, i);
         const issued = issue(step, epoch, order, start, end);
         issued.done.catch(() => undefined);
@@ -196,6 +217,7 @@ export async function runSteps(
       }
     }
     while (inFlight.length > 0) await record();
+    await save();
   } finally {
     ctx.setStep(undefined);
   }

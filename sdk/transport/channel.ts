@@ -344,5 +344,5 @@ function seqOf(msg: Message): number | undefined {
 }
 
 function hasAttachmentField(type: MessageType): boolean {
-  return type === "load" || type === "step" || type === "weights" || type === "probe" || type === "pulled" || type === "push";
+  return type === "load" || type === "step" || type === "weights" || type === "probe" || type === "pulled" || type === "push" || type === "state" || type === "setState";
 }

@@ -89,6 +89,8 @@ class Session {
       case "load":
       case "step":
       case "applied":
+      case "fetchState":
+      case "setState":
       case "fetchWeights":
       case "digest":
       case "probe":

@@ -365,6 +365,22 @@ export class ComputeHost {
           this.reply({ type: "digestReply", re: msg.id, digest: weightsDigest((this.stage ?? this.psReplica ?? this.needReplica("digest")).weights()) });
           return;
         }
+        case "fetchState": {
+          const state = await this.needReplica("fetchState").exportState();
+          const tensors = state.tensors.map((t) => ({ data: t.data, shape: t.shape }));
+          this.reply({ type: "state", re: msg.id, format: state.format, names: state.tensors.map((t) => t.name), scalars: state.scalars }, tensors);
+          return;
+        }
+        case "setState": {
+          if (attachments.length !== msg.names.length) throw new ProtocolError(`"setState" names ${msg.names.length} tensors and carries ${attachments.length}`);
+          const tensors = attachments.map((a, i) => {
+            if (!(a.data instanceof Float32Array)) throw new ProtocolError(`optimizer state tensor ${msg.names[i]} is not float32`);
+            return { name: msg.names[i]!, data: a.data, shape: [...a.shape] };
+          });
+          await this.needReplica("setState").importState({ format: msg.format, tensors, scalars: msg.scalars });
+          this.reply({ type: "stateSet", re: msg.id });
+          return;
+        }
         case "applied": {
           const server = this.server;
           if (!server) throw new StateError('"applied" arrived but this worker is not a parameter server');

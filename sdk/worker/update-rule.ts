@@ -1,10 +1,23 @@
 import * as tf from "@tensorflow/tfjs";
 import type { OptimizerSpec } from "../spec/optimizer";
+import { CheckpointError } from "../errors/errors";
 import { createOptimizer } from "./model-io";
+
+/**
+ * An optimizer's state, for checkpoints: named float32 tensors (its slots) and scalars (step
+ * counters). `format` says which implementation wrote it; each reads only its own.
+ */
+export interface OptimizerState {
+  format: "native" | "tfjs";
+  tensors: Array<{ name: string; data: Float32Array; shape: number[] }>;
+  scalars: Record<string, number>;
+}
 
 /** Applies one optimizer step from the summed gradient, laid out flat as the variables in order. */
 export interface UpdateRule {
   apply(flat: Float32Array): void;
+  exportState(): Promise<OptimizerState>;
+  importState(state: OptimizerState): Promise<void>;
   dispose(): void;
 }
 
@@ -25,6 +38,21 @@ export class TfjsUpdate implements UpdateRule {
     }
     this.optimizer.applyGradients(named);
     tf.dispose(Object.values(named));
+  }
+
+  async exportState(): Promise<OptimizerState> {
+    const named = await this.optimizer.getWeights();
+    return {
+      format: "tfjs",
+      tensors: named.map((n) => ({ name: n.name, data: Float32Array.from(n.tensor.dataSync() as Float32Array), shape: [...n.tensor.shape] })),
+      scalars: {},
+    };
+  }
+
+  async importState(state: OptimizerState): Promise<void> {
+    if (state.format !== "tfjs") throw new CheckpointError(`the optimizer state was written by meshtrain's ${state.format} optimizer; these workers use TF.js's`, { hint: "resume with the backend the checkpoint was made with (.backend(...))" });
+    const named = state.tensors.map((t) => ({ name: t.name, tensor: tf.tensor(t.data, t.shape, "float32") }));
+    await this.optimizer.setWeights(named);
   }
 
   dispose(): void {

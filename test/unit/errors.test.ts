@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { test } from "node:test";
 import {
   AuthError,
@@ -58,4 +60,9 @@ test("a plain exception becomes MT_ERR_WORKER without a stack trace", () => {
   assert.ok(!JSON.stringify(wire).includes("at "));
   const unknown = fromWireError({ code: "MT_ERR_FROM_THE_FUTURE", message: "?" });
   assert.equal(unknown.code, "MT_ERR_WORKER");
+});
+
+test("docs/errors.md explains every error code", () => {
+  const doc = fs.readFileSync(path.join(__dirname, "..", "..", "..", "docs", "errors.md"), "utf8");
+  for (const code of Object.keys(ERROR_CLASSES)) assert.match(doc, new RegExp(`\\| \`${code}\` \\|`), `${code} is not in docs/errors.md`);
 });

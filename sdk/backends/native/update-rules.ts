@@ -1,6 +1,7 @@
 import * as tf from "@tensorflow/tfjs";
 import type { OptimizerSpec } from "../../spec/optimizer";
-import type { UpdateRule } from "../../worker/update-rule";
+import { CheckpointError } from "../../errors/errors";
+import type { OptimizerState, UpdateRule } from "../../worker/update-rule";
 import type { NativeBackend } from "./backend";
 
 const f32 = Math.fround;
@@ -67,6 +68,33 @@ export class NativeUpdate implements UpdateRule {
       this.accBeta1 = f32(this.accBeta1 * f32(s.beta1));
       this.accBeta2 = f32(this.accBeta2 * f32(s.beta2));
     }
+  }
+
+  exportState(): Promise<OptimizerState> {
+    return Promise.resolve({
+      format: "native",
+      tensors: this.state.flatMap((slots, i) => slots.map((d, j) => ({ name: `${i}/${j}`, data: Float32Array.from(d), shape: [d.length] }))),
+      scalars: { accBeta1: this.accBeta1, accBeta2: this.accBeta2 },
+    });
+  }
+
+  importState(state: OptimizerState): Promise<void> {
+    if (state.format !== "native") {
+      return Promise.reject(new CheckpointError(`the optimizer state was written by TF.js's optimizer; these workers use meshtrain's native one`, { hint: "resume with the backend the checkpoint was made with (.backend(...))" }));
+    }
+    const want = this.state.reduce((a, s) => a + s.length, 0);
+    if (state.tensors.length !== want) return Promise.reject(new CheckpointError(`the optimizer state has ${state.tensors.length} slots; this model and optimizer need ${want}`));
+    let k = 0;
+    for (const slots of this.state) {
+      for (const slot of slots) {
+        const t = state.tensors[k++]!;
+        if (t.data.length !== slot.length) return Promise.reject(new CheckpointError(`optimizer slot ${t.name} has ${t.data.length} values; the variable has ${slot.length}`));
+        slot.set(t.data);
+      }
+    }
+    this.accBeta1 = state.scalars.accBeta1 ?? this.accBeta1;
+    this.accBeta2 = state.scalars.accBeta2 ?? this.accBeta2;
+    return Promise.resolve();
   }
 
   dispose(): void {

@@ -18,6 +18,7 @@ import {
   type FitContext,
 } from "../fit-common";
 import { dataWiring } from "../wiring";
+import { replicaSaver, restoreOptimizer, resumeFrom } from "../../checkpoint/replica-checkpoint";
 import type { PlanMethods } from "../registry";
 import type { DataParallelPlan } from "./planner";
 
@@ -30,8 +31,15 @@ export function slowdown(plan: { workers: ReadonlyArray<{ rank: number; slowdown
 }
 
 /** Synchronous data parallelism, driven from here: every worker a replica, one ring. */
-export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, o: ResolvedFitOptions, plan: DataParallelPlan & PlanMethods): Promise<RunRecord> {
+export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, given: ResolvedFitOptions, plan: DataParallelPlan & PlanMethods): Promise<RunRecord> {
   const started = performance.now();
+  let resumed: ReturnType<typeof resumeFrom> | undefined;
+  try {
+    resumed = given.resumeFrom ? resumeFrom(given.resumeFrom, model, plan.model, dataset, given) : undefined;
+  } catch (err) {
+    throw new FitAborted(err);
+  }
+  const o = resumed?.options ?? given;
   const feed = plan.feed;
   if (feed === "workers" && !dataset.source) {
     throw new FitAborted(
@@ -73,7 +81,13 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
     throw new ModelError(`workers built gradients of ${[...lengths].join(", ")} elements; the driver's model has ${plan.model.trainableParamCount} trainable parameters`);
   }
 
+  if (resumed) await restoreOptimizer(ctx, workers, resumed.ckpt);
+
   const fitStartWall = wallClock();
+  const more = {
+    startStep: resumed?.ckpt.body.step ?? 0,
+    ...(o.checkpoint ? { checkpoint: { every: o.checkpoint.every, save: replicaSaver(ctx, workers[0]!, o.checkpoint.dir, plan.model, dataset, o) } } : {}),
+  };
   const { history, callbackError } = await runSteps(ctx, o, dataset, (step, epoch, order, start, end) => {
     const count = end - start;
     const slices = replicaSlices(count, n);
@@ -105,7 +119,7 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
         straggler: straggler(replies.map((r, rank) => ({ rank, end: r.msg.startedAt - workers[rank]!.clockOffsetMs + r.msg.computeMs }))),
       }),
     };
-  });
+  }, more);
   if (callbackError) {
     await releaseAll(ctx);
     throw callbackError;

@@ -5,7 +5,7 @@ import { wallClock } from "../../util/clock";
 import { readWeights } from "../../worker/model-io";
 import { loadReplica, sliceGradient, slowDown, type LoadedReplica } from "../../worker/slice-gradient";
 import { makeUpdateRule } from "../../worker/update-rules";
-import type { UpdateRule } from "../../worker/update-rule";
+import type { OptimizerState, UpdateRule } from "../../worker/update-rule";
 
 export type AllReduceFn = (data: Float32Array) => Promise<{ data: Float32Array; stats: AllReduceStats }>;
 
@@ -61,6 +61,14 @@ export class DataReplica {
 
   weights(): Tensorlike[] {
     return readWeights(this.r.model);
+  }
+
+  exportState(): Promise<OptimizerState> {
+    return this.update.exportState();
+  }
+
+  importState(state: OptimizerState): Promise<void> {
+    return this.update.importState(state);
   }
 
   dispose(): void {

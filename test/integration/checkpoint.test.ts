@@ -1,0 +1,103 @@
+import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { after, before, describe, test } from "node:test";
+import * as tf from "@tensorflow/tfjs";
+import { CheckpointError, cluster, ConfigError, datasets, WorkerLostError, type FitOptions } from "../../sdk/index";
+import { maxRelativeDifference, smallClassifier } from "../helpers/models";
+
+/**
+ * Checkpoints: a data-parallel fit killed at a random step and resumed from its last checkpoint
+ * ends with the weights of a fit never interrupted; corrupt or mismatched checkpoints are
+ * refused with CheckpointError naming the file.
+ */
+
+tf.enableProdMode();
+const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 200, seed: 6 });
+// 13 steps per epoch (the last of 8 samples), 3 epochs: 39 steps.
+const options: FitOptions = { epochs: 3, batchSize: 16, optimizer: { name: "adam", learningRate: 0.01 }, seed: 9, loss: "categoricalCrossentropy" };
+
+describe("checkpoint and resume (data parallelism, 2 workers)", () => {
+  let dir: string;
+  let reference: tf.LayersModel;
+  before(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "meshtrain-ckpt-"));
+    const c = await cluster().workers(2).launch();
+    try {
+      reference = smallClassifier(6, 3);
+      await c.fit(reference, ds, options);
+    } finally {
+      await c.close();
+    }
+  });
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  test("killed at a random step and resumed, it ends with the uninterrupted run's weights", async (t) => {
+    const killAt = 5 + Math.floor(Math.random() * 30);
+    const first = await cluster().workers(2).launch();
+    const err = await first
+      .fit(smallClassifier(6, 3), ds, { ...options, checkpoint: { dir, every: 4 }, onStep: (s) => void (s.step === killAt && first.kill(1)) })
+      .then(() => undefined, (e: unknown) => e);
+    await first.close();
+    assert.ok(err instanceof WorkerLostError, String(err));
+    const latest = fs.readFileSync(path.join(dir, "latest"), "utf8").trim();
+    const kept = fs.readdirSync(dir).filter((f) => f.startsWith("step-")).sort();
+    t.diagnostic(`killed a worker at step ${killAt}; checkpoints kept: ${kept.join(", ")}; latest ${latest}`);
+    assert.ok(kept.length >= 1 && kept.length <= 2 && kept.includes(latest));
+
+    const second = await cluster().workers(2).launch();
+    try {
+      const resumed = smallClassifier(6, 3, { seed: 99 });
+      const run = await second.fit(resumed, ds, { ...options, seed: 12345, checkpoint: { dir, every: 4 }, resumeFrom: dir });
+      const from = Number(latest.slice(5));
+      assert.equal(run.history[0]!.step, from, "training resumed at the checkpoint's step");
+      assert.equal(run.history.length, 39 - from);
+      assert.equal(run.seed, 9, "the checkpoint's seed orders the data");
+      const diff = maxRelativeDifference(resumed, reference);
+      t.diagnostic(`resumed from step ${from}: largest relative difference from the uninterrupted run ${diff.toExponential(2)}`);
+      assert.ok(diff <= 1e-6, `relative difference ${diff}`);
+      assert.equal(fs.readFileSync(path.join(dir, "latest"), "utf8").trim(), "step-000039", "the resumed fit wrote its last checkpoint");
+    } finally {
+      await second.close();
+    }
+  });
+
+  test("a corrupt checkpoint is refused, naming the file and the previous whole one", async () => {
+    const latest = fs.readFileSync(path.join(dir, "latest"), "utf8").trim();
+    const file = path.join(dir, latest, "weights.bin");
+    const bytes = fs.readFileSync(file);
+    bytes[bytes.length - 1] ^= 0xff;
+    fs.writeFileSync(file, bytes);
+    const c = await cluster().workers(2).launch();
+    try {
+      await assert.rejects(c.fit(smallClassifier(6, 3), ds, { ...options, resumeFrom: dir }), (e: unknown) => {
+        assert.ok(e instanceof CheckpointError, String(e));
+        assert.match((e as Error).message, new RegExp(`${latest}/weights\\.bin is corrupt: its SHA-256 differs`));
+        assert.match((e as Error).message, /help: the previous checkpoint is whole: fit with resumeFrom: ".*step-\d+"/);
+        return true;
+      });
+      assert.equal(c.state, "ready", "a refused checkpoint leaves the cluster usable");
+      // Half-written checkpoints (a crash mid-write) are never named by latest, and are ignored.
+      fs.mkdirSync(path.join(dir, ".tmp-step-000099-1"));
+      const previous = fs.readdirSync(dir).filter((f) => f.startsWith("step-")).sort()[0]!;
+      fs.writeFileSync(path.join(dir, "latest"), `${previous}\n`);
+      const run = await c.fit(smallClassifier(6, 3), ds, { ...options, resumeFrom: dir });
+      assert.equal(run.history[0]!.step, Number(previous.slice(5)));
+      // Another batch size would read the data in another order: refused.
+      await assert.rejects(c.fit(smallClassifier(6, 3), ds, { ...options, batchSize: 20, resumeFrom: dir }), /was made with batchSize 16; this fit has 20/);
+    } finally {
+      await c.close();
+    }
+  });
+
+  test("strategies other than data refuse checkpoint options before training", async () => {
+    const c = await cluster().workers(2).ps(1).strategy("ps", { mode: "sync" }).backend("cpu").launch();
+    try {
+      await assert.rejects(c.fit(smallClassifier(6, 3), ds, { ...options, checkpoint: { dir, every: 2 } }), (e: unknown) => e instanceof ConfigError && /strategy "data"/.test((e as Error).message));
+      assert.equal(c.state, "ready");
+    } finally {
+      await c.close();
+    }
+  });
+});
