@@ -301,8 +301,10 @@ export class Cluster {
       [...this.handles, ...this.servers].map(async (h) => {
         h.expectClose();
         if (!h.channel.closed) h.channel.close(CLOSE.normal, reason.slice(0, 100));
-        // Local workers exit when their driver's session ends; insist if one does not.
+        // Local workers exit when their driver's session ends; insist if one does not. A remote
+        // one is free for the next driver once the closing handshake is done.
         if (h.process) await h.process.stop(3000);
+        else await Promise.race([h.closed, new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
       }),
     );
   }

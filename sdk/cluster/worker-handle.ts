@@ -39,6 +39,9 @@ export class WorkerHandle {
   linkLatencyMs = 0;
   lost: MeshtrainError | undefined;
   private expectedClose = false;
+  private markClosed: () => void = () => undefined;
+  /** Resolves when the connection to the worker has closed, for whatever reason. */
+  readonly closed: Promise<void> = new Promise((resolve) => (this.markClosed = resolve));
 
   constructor(private readonly o: HandleOptions) {
     this.rank = o.rank;
@@ -52,7 +55,10 @@ export class WorkerHandle {
       maxFrameBytes: o.maxFrameBytes,
       maxAttachmentBytes: 4 * 1024 * 1024 * 1024,
       onMessage: () => undefined,
-      onClose: (err) => void this.onChannelClosed(err),
+      onClose: (err) => {
+        this.markClosed();
+        void this.onChannelClosed(err);
+      },
       onInvalid: (err) => {
         if (process.env.MESHTRAIN_DEBUG) process.stderr.write(`meshtrain: refused a frame from ${this.name}: ${err.summary}\n`);
       },

@@ -382,6 +382,8 @@ class CommServer {
   }
 
   private onDriver(link: Link): void {
+    // A driver that closed its cluster a moment ago: its session is over even if the close is still in flight.
+    if (this.session && !this.session.ended && this.session.channel.link.closed) this.session.end("the driver closed its connection");
     if (this.session && !this.session.ended) {
       link.sendText(
         JSON.stringify({
