@@ -33,6 +33,7 @@ export type { Plan, PlanData, PlanMethods } from "./strategies/registry";
 export type { PipelinePlan, StagePlan, PipelineKind } from "./strategies/pipeline/planner";
 export type { PsPlan, ShardVariable } from "./strategies/ps/planner";
 export type { PushRecord, Departure, PsRunRecord } from "./strategies/ps/records";
+export type { MembershipChange } from "./strategies/data/elastic-runtime";
 /** The sample order of one epoch as fit shuffles it (null: in order), to reproduce a fit's batches. */
 export { epochOrder } from "./plan/batches";
 export { estimateMemory, type MemoryEstimateWithTotal } from "./plan/estimate-memory";

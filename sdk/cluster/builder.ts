@@ -31,7 +31,7 @@ const count = z.number().int().min(1).max(MAX_LOCAL_WORKERS);
 
 /** Each strategy's options (see the README's strategy table for meanings and defaults). */
 export interface StrategyOptionsMap {
-  data: { feed?: "driver" | "workers" };
+  data: { feed?: "driver" | "workers"; elastic?: { minWorkers: number } };
   model: { stages?: number };
   pipeline: { stages?: number; microBatches?: number; schedule?: "gpipe" | "1f1b" };
   hybrid: { stages: number; replicas?: number; microBatches?: number; schedule?: "gpipe" | "1f1b" };

@@ -14,7 +14,7 @@ import { checkShapes, devicesOf, FitAborted, type FitContext } from "../strategi
 import { fitWithPlan, makePlan, planForFit, type Plan } from "../strategies/registry";
 import { wiringKey, type Wiring } from "../strategies/wiring";
 import { CLOSE } from "../transport/link";
-import { startWorkers } from "./launch";
+import { addWorker, startWorkers } from "./launch";
 import { planOptions, type PlanRequest } from "./plan-request";
 import type { WorkerHandle } from "./worker-handle";
 
@@ -30,6 +30,13 @@ export class Cluster {
   private servers: WorkerHandle[] = [];
   /** While a fit that survives departures runs: where a lost worker is reported instead of failing the cluster. */
   private onDeparture: ((h: WorkerHandle, err: MeshtrainError) => void) | null = null;
+  /** While an elastic fit runs: where a worker added with add() is handed. */
+  private onJoin: ((h: WorkerHandle) => void) | null = null;
+  private session = "";
+  private adding: Promise<void> = Promise.resolve();
+  private token = "";
+  /** Ranks that joined during a fit (add()). */
+  private joined = 0;
   /** Ranks that left during a fit that carried on without them. */
   private readonly departed = new Map<number, MeshtrainError>();
   private state_: ClusterState = "ready";
@@ -54,6 +61,8 @@ export class Cluster {
     });
     c.handles = launched.handles;
     c.servers = launched.servers;
+    c.session = launched.session;
+    c.token = launched.token;
     c.notes_ = launched.notes;
     for (const note of launched.notes) process.stderr.write(`meshtrain: ${note}\n`);
     return c;
@@ -101,9 +110,12 @@ export class Cluster {
       spec: this.spec,
       workers: this.handles,
       servers: this.servers,
-      connect: (w) => this.connect(w),
+      connect: (w, o) => this.connect(w, o),
       survive: (handler) => {
         this.onDeparture = handler;
+      },
+      admit: (handler) => {
+        this.onJoin = handler;
       },
       guard: (p) => this.guard(p),
       lossWithin: (ms) => this.lossWithin(ms),
@@ -122,6 +134,7 @@ export class Cluster {
       }
       const record = await fitWithPlan(ctx, model, dataset, o, plan).finally(() => {
         this.onDeparture = null;
+        this.onJoin = null;
       });
       this.state_ = "ready";
       watch.end();
@@ -154,6 +167,42 @@ export class Cluster {
     h.process.kill("SIGKILL");
   }
 
+  /**
+   * Adds a worker to a running elastic fit (strategy("data", { elastic })): the worker at `url`
+   * (started with `meshtrain worker`), or a new local worker when no url is given. It is given
+   * the current weights and optimizer state and joins the ring at the next step boundary.
+   * Resolves with its rank once it has joined the session.
+   */
+  add(url?: string): Promise<number> {
+    if (this.state_ !== "fitting" || !this.onJoin) {
+      return Promise.reject(
+        new StateError("add() joins a worker to a running elastic fit; none is running", {
+          hint: 'call it while fit() runs with strategy("data", { elastic: { minWorkers } }), e.g. from onStep',
+        }),
+      );
+    }
+    if (url === undefined && this.spec.workers.kind !== "local") {
+      return Promise.reject(new ConfigError("add() without an address starts a local worker, but this cluster's workers run elsewhere", { hint: 'pass the new worker\'s address: add("ws://host:7070")' }));
+    }
+    // One at a time, so that ranks follow the order of the calls.
+    const added = this.adding.then(async () => {
+      const rank = this.handles.length;
+      const h = await addWorker(this.spec, { session: this.session, token: this.token, rank, url, hooks: { stepNow: () => this.step, onLost: (x, err) => this.workerLost(x, err) } });
+      this.handles.push(h);
+      this.joined++;
+      if (this.onJoin) this.onJoin(h);
+      else {
+        // The fit ended while the worker was starting: it is not part of any fit.
+        h.expectClose();
+        h.channel.close();
+        await h.process?.stop(3000);
+      }
+      return rank;
+    });
+    this.adding = added.then(() => undefined, () => undefined);
+    return added;
+  }
+
   /** Stops local workers (they exit) and releases remote ones. Safe to call more than once. */
   async close(): Promise<void> {
     if (this.state_ === "closed") return this.stopping;
@@ -180,16 +229,20 @@ export class Cluster {
     return lines.join("\n");
   }
 
-  /** Sends every worker its links (all-reduce group, pipeline neighbours) and waits until all are up. */
-  private async connect(wiring: Wiring): Promise<void> {
-    const key = wiringKey(wiring);
+  /**
+   * Sends every worker (or the `members` given) its links (all-reduce group, pipeline
+   * neighbours) and waits until all are up. `generation` marks an elastic membership.
+   */
+  private async connect(wiring: Wiring, o: { members?: readonly WorkerHandle[]; generation?: number } = {}): Promise<void> {
+    const members = o.members ?? this.handles;
+    const key = `${wiringKey(wiring)}/${members.map((h) => h.rank).join(",")}/${o.generation ?? ""}`;
     if (this.wired === key) return;
     this.wired = null;
     const addresses = this.handles.map((h) => h.address);
     const timeoutMs = this.spec.timeouts.connectMs;
     await this.guard(
       Promise.all(
-        this.handles.map((h) =>
+        members.map((h) =>
           h.channel.request(
             {
               type: "configure",
@@ -200,6 +253,7 @@ export class Cluster {
               addresses,
               ...(wiring.servers ? { servers: this.servers.map((s) => s.address) } : {}),
               ...(this.spec.tls ? { ca: this.spec.tls.ca } : {}),
+              ...(o.generation !== undefined ? { generation: o.generation } : {}),
               chunkElements: this.spec.chunkElements,
               connectTimeoutMs: timeoutMs,
               stepTimeoutMs: this.spec.timeouts.stepMs,
@@ -234,6 +288,11 @@ export class Cluster {
     }
     if (this.state_ === "fitting") {
       throw new StateError(`cannot ${what}: a fit is already running on this cluster`, { hint: "await the running fit first" });
+    }
+    if (this.joined > 0 && this.departed.size === 0) {
+      throw new StateError(`cannot ${what}: workers joined during an earlier elastic fit, so this cluster is no longer the one that was launched`, {
+        hint: "launch a new cluster with cluster()...launch() for the next fit",
+      });
     }
     if (this.departed.size > 0) {
       const ranks = [...this.departed.keys()].join(", ");

@@ -9,6 +9,7 @@ import { wallClock } from "../util/clock";
 import { probeGpus } from "./gpus";
 import { LocalWorkerProcess } from "./local-process";
 import { WorkerHandle } from "./worker-handle";
+import type { WorkerInfo } from "../protocol/messages";
 
 export interface LaunchHooks {
   stepNow(): number | undefined;
@@ -20,6 +21,8 @@ export interface Launched {
   /** Parameter servers (strategy "ps"), in server order. */
   servers: WorkerHandle[];
   session: string;
+  /** The cluster token (given, or made for local workers): for workers added later. Never logged. */
+  token: string;
   /** Plain-words remarks for the user: fallbacks and their reasons. */
   notes: string[];
 }
@@ -89,68 +92,101 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
     }
     const localCount = started.size;
 
-    const backend = spec.workers.kind === "local" && spec.workers.devices === "gpu" && spec.backend === "auto" ? "auto" : spec.backend;
-    const joined = await Promise.all(
-      handles.map(async (h) => {
-        const sent = wallClock();
-        const reply = await h.channel.request(
-          {
-            type: "join",
-            session,
-            backend,
-            // Local workers share this machine's cores; a remote one may use all of its own.
-            threads: h.process ? Math.max(1, Math.floor(os.availableParallelism() / localCount)) : 0,
-            ...(spec.memoryCapBytes !== undefined ? { memoryCapBytes: spec.memoryCapBytes } : {}),
-            heartbeatIntervalMs: spec.heartbeat.intervalMs,
-            heartbeatTimeoutMs: spec.heartbeat.timeoutMs,
-          },
-          "joined",
-          { timeoutMs: spec.timeouts.connectMs, waitingFor: "join (backend start-up)" },
-        );
-        // The reply was stamped about halfway between sending and receiving (backend start-up
-        // makes this coarse on a first join; local workers share the clock anyway).
-        h.clockOffsetMs = reply.msg.clock - (sent + wallClock()) / 2;
-        return reply;
-      }),
-    );
-    joined.forEach((j, r) => {
-      handles[r]!.info = j.msg.info;
-    });
-    for (const j of joined) for (const note of j.msg.info.notes) if (!notes.includes(note)) notes.push(note);
-
-    // The driver's link to each worker, measured once: the planner predicts with it. A tiny
-    // probe's round trip is the per-message latency (through both processes' threads); a 1 MiB
-    // one, less that latency, gives the bandwidth.
-    const small = { data: new Float32Array(1), shape: [1] };
-    const big = { data: new Float32Array(256 * 1024), shape: [256 * 1024] };
-    const roundTrip = async (h: WorkerHandle, t: typeof small): Promise<{ ms: number; offset: number }> => {
-      const sent = wallClock();
-      const reply = await h.channel.request({ type: "probe" }, "probed", { timeoutMs: spec.timeouts.connectMs, waitingFor: "a link probe", attachments: [t] });
-      const back = wallClock();
-      return { ms: back - sent, offset: reply.msg.clock - (sent + back) / 2 };
-    };
-    for (const h of handles) {
-      const smalls: Array<{ ms: number; offset: number }> = [];
-      const bigs: number[] = [];
-      for (let i = 0; i < 8; i++) smalls.push(await roundTrip(h, small));
-      for (let i = 0; i < 3; i++) bigs.push((await roundTrip(h, big)).ms);
-      const rtts = smalls.map((s) => s.ms);
-      // The clock offset from the shortest exchange is off by at most half its round trip
-      // (NTP's rule); the join's own estimate can be off by the backend's whole start-up.
-      h.clockOffsetMs = smalls.reduce((best, s) => (s.ms < best.ms ? s : best)).offset;
-      // Best of each, like the workers' calibration: the link's own speed, not a busy moment's.
-      const rtt = Math.min(...rtts);
-      h.linkLatencyMs = rtt / 2;
-      h.linkBytesPerSecond = big.data.byteLength / Math.max(1e-4, (Math.min(...bigs) - rtt) / 1000);
-    }
+    const joined = await Promise.all(handles.map((h) => joinSession(spec, session, h, h.process ? Math.max(1, Math.floor(os.availableParallelism() / localCount)) : 0)));
+    for (const j of joined) for (const note of j.notes) if (!notes.includes(note)) notes.push(note);
+    for (const h of handles) await probeLink(spec, h);
     for (const h of handles) h.startHeartbeat(spec.heartbeat.intervalMs, spec.heartbeat.timeoutMs);
-    return { handles: handles.filter((h) => h.role === "worker"), servers: handles.filter((h) => h.role === "ps"), session, notes };
+    return { handles: handles.filter((h) => h.role === "worker"), servers: handles.filter((h) => h.role === "ps"), session, token, notes };
   } catch (err) {
     for (const h of handles) {
       h.expectClose();
       h.channel.close();
     }
     await Promise.all(processes.map((p) => p.stop(1000)));
+    throw err;
+  }
+}
+
+/** Joins a connected worker to the session: it starts its backend and says what it runs on. */
+async function joinSession(spec: ClusterSpec, session: string, h: WorkerHandle, threads: number): Promise<WorkerInfo> {
+  const backend = spec.workers.kind === "local" && spec.workers.devices === "gpu" && spec.backend === "auto" ? "auto" : spec.backend;
+  const sent = wallClock();
+  const reply = await h.channel.request(
+    {
+      type: "join",
+      session,
+      backend,
+      // Local workers share this machine's cores; a remote one may use all of its own.
+      threads,
+      ...(spec.memoryCapBytes !== undefined ? { memoryCapBytes: spec.memoryCapBytes } : {}),
+      heartbeatIntervalMs: spec.heartbeat.intervalMs,
+      heartbeatTimeoutMs: spec.heartbeat.timeoutMs,
+    },
+    "joined",
+    { timeoutMs: spec.timeouts.connectMs, waitingFor: "join (backend start-up)" },
+  );
+  // The reply was stamped about halfway between sending and receiving (backend start-up
+  // makes this coarse on a first join; the probes below refine it).
+  h.clockOffsetMs = reply.msg.clock - (sent + wallClock()) / 2;
+  h.info = reply.msg.info;
+  return reply.msg.info;
+}
+
+/**
+ * The driver's link to a worker, measured once: the planner predicts with it. A tiny probe's
+ * round trip is the per-message latency (through both processes' threads); a 1 MiB one, less
+ * that latency, gives the bandwidth.
+ */
+async function probeLink(spec: ClusterSpec, h: WorkerHandle): Promise<void> {
+  const small = { data: new Float32Array(1), shape: [1] };
+  const big = { data: new Float32Array(256 * 1024), shape: [256 * 1024] };
+  const roundTrip = async (t: typeof small): Promise<{ ms: number; offset: number }> => {
+    const sent = wallClock();
+    const reply = await h.channel.request({ type: "probe" }, "probed", { timeoutMs: spec.timeouts.connectMs, waitingFor: "a link probe", attachments: [t] });
+    const back = wallClock();
+    return { ms: back - sent, offset: reply.msg.clock - (sent + back) / 2 };
+  };
+  const smalls: Array<{ ms: number; offset: number }> = [];
+  const bigs: number[] = [];
+  for (let i = 0; i < 8; i++) smalls.push(await roundTrip(small));
+  for (let i = 0; i < 3; i++) bigs.push((await roundTrip(big)).ms);
+  // The clock offset from the shortest exchange is off by at most half its round trip (NTP's
+  // rule); the join's own estimate can be off by the backend's whole start-up.
+  h.clockOffsetMs = smalls.reduce((best, x) => (x.ms < best.ms ? x : best)).offset;
+  // Best of each, like the workers' calibration: the link's own speed, not a busy moment's.
+  const rtt = Math.min(...smalls.map((x) => x.ms));
+  h.linkLatencyMs = rtt / 2;
+  h.linkBytesPerSecond = big.data.byteLength / Math.max(1e-4, (Math.min(...bigs) - rtt) / 1000);
+}
+
+/**
+ * One more worker for a running cluster (elastic training): started here when `url` is not
+ * given, else reached there; authenticated, joined to the session, its link measured.
+ */
+export async function addWorker(spec: ClusterSpec, o: { session: string; token: string; rank: number; url: string | undefined; hooks: LaunchHooks }): Promise<WorkerHandle> {
+  const proc = o.url === undefined ? LocalWorkerProcess.start({ ...process.env, MESHTRAIN_TOKEN: o.token, ...(spec.workers.kind === "local" && spec.workers.devices === "gpu" ? {} : { CUDA_VISIBLE_DEVICES: "-1" }) }) : undefined;
+  try {
+    const url = o.url ?? (await proc!.listening(spec.timeouts.connectMs, `local worker rank ${o.rank}`));
+    const link = await dial(url, { maxFrameBytes: spec.maxFrameBytes, timeoutMs: spec.timeouts.connectMs, keepProcessAlive: false, ...(spec.tls ? { ca: Buffer.from(spec.tls.ca) } : {}) });
+    try {
+      await offerHandshake(link, { token: o.token, timeoutMs: spec.timeouts.connectMs, role: "driver", who: `worker rank ${o.rank}` });
+    } catch (err) {
+      link.terminate();
+      throw err;
+    }
+    const h = new WorkerHandle({ rank: o.rank, role: "worker", address: url, link, process: proc, chunkElements: spec.chunkElements, maxFrameBytes: spec.maxFrameBytes, stepNow: o.hooks.stepNow, onLost: o.hooks.onLost });
+    try {
+      await joinSession(spec, o.session, h, proc ? Math.max(1, Math.floor(os.availableParallelism() / 2)) : 0);
+      await probeLink(spec, h);
+    } catch (err) {
+      h.expectClose();
+      h.channel.close();
+      throw err;
+    }
+    h.startHeartbeat(spec.heartbeat.intervalMs, spec.heartbeat.timeoutMs);
+    return h;
+  } catch (err) {
+    await proc?.stop(1000);
     throw err;
   }
 }

@@ -16,6 +16,7 @@ import { cost, type CostReport } from "../metrics/cost";
 import { stragglers, type StragglerSummary } from "../metrics/stragglers";
 import { defaultWarmup, median, throughput } from "../metrics/throughput";
 import type { Departure, PsRunRecord, PushRecord } from "../strategies/ps/records";
+import type { MembershipChange } from "../strategies/data/elastic-runtime";
 import { lossFigure, stalenessFigure } from "../viz/ps-figures";
 
 export interface WorkerSummary {
@@ -62,6 +63,8 @@ export interface RunRecord {
   wallMs: number;
   /** Strategy "ps": every push, every departure, the servers' versions. */
   ps?: PsRunRecord;
+  /** Elastic data parallelism: every worker that left or joined. */
+  membership?: MembershipChange[];
 }
 
 /**
@@ -82,6 +85,8 @@ export class TrainingRun {
   readonly departures: readonly Departure[];
   /** Strategy "ps": each server's version at the end, i.e. the updates it applied. */
   readonly serverVersions: readonly number[];
+  /** Elastic data parallelism: every worker that left or joined, and when (empty otherwise). */
+  readonly membership: readonly MembershipChange[];
 
   constructor(record: RunRecord) {
     this.history = record.history;
@@ -93,6 +98,7 @@ export class TrainingRun {
     this.pushes = record.ps?.pushes ?? [];
     this.departures = record.ps?.departures ?? [];
     this.serverVersions = record.ps?.serverVersions ?? [];
+    this.membership = record.membership ?? [];
     makeDisplayable(this, () => this.bundles(), () => this.toString());
   }
 
@@ -131,7 +137,12 @@ export class TrainingRun {
 
   /** Samples per second of every step (a Plotly figure; draws itself in a notebook). */
   throughput(): Figure {
-    return shown(throughputFigure(this.history));
+    return shown(throughputFigure(this.history, undefined, this.marks()));
+  }
+
+  /** Membership changes as marks for per-step plots. */
+  private marks(): Array<{ step: number; label: string }> {
+    return this.membership.map((m) => ({ step: m.step, label: `rank ${m.rank} ${m.change} (${m.workers} training)` }));
   }
 
   /** Median compute, communication and waiting per step on each rank, stacked. */
@@ -209,6 +220,7 @@ export class TrainingRun {
       `<p><b>${s.steps} steps</b> over ${s.epochs} epoch(s), ${s.samples} samples in ${(s.wallMs / 1000).toFixed(1)} s on ${this.workers.length} worker(s). ` +
       `Throughput <b>${s.samplesPerSecond.toFixed(0)} samples/s</b> after ${s.warmupSteps} warm-up steps; median step ${s.medianStepMs.toFixed(1)} ms; loss ${s.firstLoss.toFixed(4)} &#8594; ${s.finalLoss.toFixed(4)}.</p>` +
       `<table><tr><th>rank</th><th>backend</th><th>device</th><th>compute ms</th><th>comm ms</th><th>wait ms</th><th>steps last</th></tr>${rows}</table>${held}` +
+      this.membership.map((m) => `<p>rank ${m.rank} (${m.address}) <b>${m.change}</b> at ${(m.atMs / 1000).toFixed(1)} s; training went on from step ${m.step} with ${m.workers} worker(s)${m.cause ? `: ${m.cause.replace(/&/g, "&amp;").replace(/</g, "&lt;")}` : ""}</p>`).join("") +
       this.predictedHtml(s)
     );
   }
@@ -259,7 +271,7 @@ export class TrainingRun {
   }
 
   private bundles(): MimeBundle[] {
-    const figures = [throughputFigure(this.history), breakdownFigure(this.history)];
+    const figures = [throughputFigure(this.history, undefined, this.marks()), breakdownFigure(this.history)];
     if (this.isStaged()) figures.push(measuredScheduleFigure(this.history));
     if (this.pushes.length > 0 && this.plan.strategy === "ps" && this.plan.mode === "async") figures.push(stalenessFigure([{ name: this.label(), pushes: this.pushes }]));
     return [{ "text/html": this.summaryHtml(), "text/plain": this.toString() }, ...figures.map(figureBundle)];
@@ -286,6 +298,7 @@ export class TrainingRun {
     if (this.isStaged()) lines.push(this.slowestStage(s));
     else if (this.plan.strategy === "ps") lines.push(...this.psLines());
     else if (worst) lines.push(`rank ${worst.rank} finished computing last in ${worst.steps} of ${worst.of} steps (median lead ${s.stragglers.medianLeadMs.toFixed(1)} ms)`);
+    for (const m of this.membership) lines.push(`rank ${m.rank} (${m.address}) ${m.change} at ${(m.atMs / 1000).toFixed(1)} s; training went on from step ${m.step} with ${m.workers} worker(s)${m.cause ? `: ${m.cause}` : ""}`);
     if (s.bubble !== null) lines.push(`bubble (measured, median per step): ${(s.bubble * 100).toFixed(0)}%`);
     if (s.predicted) {
       lines.push(`predicted ${s.predicted.samplesPerSecond.toFixed(0)} samples/s and ${s.predicted.stepMs.toFixed(1)} ms per step; measured ${s.samplesPerSecond.toFixed(0)} samples/s and ${s.medianStepMs.toFixed(1)} ms`);

@@ -98,6 +98,8 @@ export const ConfigureSchema = z.strictObject({
   addresses: z.array(z.string().max(512)).max(4096),
   /** Strategy "ps": the parameter servers this worker dials, in server order. */
   servers: z.array(z.string().max(512)).max(1024).optional(),
+  /** Elastic training: the membership this wiring belongs to; steps of an earlier one are dropped. */
+  generation: z.number().int().nonnegative().optional(),
   /** PEM certificate(s) to trust when dialling other workers over wss:// (public, not a secret). */
   ca: z.string().max(256 * 1024).optional(),
   chunkElements: z.number().int().positive(),
@@ -152,6 +154,8 @@ export const LoadSchema = z.strictObject({
   ]).optional(),
   /** A straggler made on purpose: after computing a step, wait (factor - 1) x the compute time. */
   slowdown: z.number().min(1).max(1000).optional(),
+  /** Elastic data parallelism: keep the state before each update, to step back after a peer dies. */
+  elastic: z.boolean().optional(),
   attachments,
 });
 export const LoadedSchema = z.strictObject({
@@ -176,6 +180,8 @@ export const StepSchema = z.strictObject({
   }).optional(),
   /** With feed "workers": this replica's slice, as positions [start, end) in the epoch's order. */
   range: z.strictObject({ start: z.number().int().nonnegative(), end: z.number().int().nonnegative() }).optional(),
+  /** Elastic training: the membership the step was sent for (see configure). */
+  generation: z.number().int().nonnegative().optional(),
   /** Strategy "ps": this worker's own step count, and (sync) the parameter version it must compute on. */
   ps: z.strictObject({ clock: z.number().int().nonnegative(), minVersion: z.number().int().nonnegative().optional() }).optional(),
   attachments,
@@ -270,6 +276,10 @@ export const StateSchema = z.strictObject({ type: z.literal("state"), v, re: id,
 export const SetStateSchema = z.strictObject({ type: z.literal("setState"), v, id, ...optimizerStateFields, attachments });
 export const StateSetSchema = z.strictObject({ type: z.literal("stateSet"), v, re: id });
 
+/** Elastic data parallelism: go back to `to` updates applied (or just report, without `to`). */
+export const RewindSchema = z.strictObject({ type: z.literal("rewind"), v, id, to: z.number().int().nonnegative().optional() });
+export const RewoundSchema = z.strictObject({ type: z.literal("rewound"), v, re: id, applied: z.number().int().nonnegative() });
+
 export const ReleaseSchema = z.strictObject({ type: z.literal("release"), v, id });
 export const ReleasedSchema = z.strictObject({ type: z.literal("released"), v, re: id });
 export const ShutdownSchema = z.strictObject({ type: z.literal("shutdown"), v });
@@ -284,7 +294,7 @@ export const MessageSchema = z.discriminatedUnion("type", [
   JoinSchema, JoinedSchema, ConfigureSchema, ConfiguredSchema,
   LoadSchema, LoadedSchema, StepSchema, StepDoneSchema,
   FetchWeightsSchema, WeightsSchema, DigestSchema, DigestReplySchema, ProbeSchema, ProbedSchema,
-  FetchStateSchema, StateSchema, SetStateSchema, StateSetSchema,
+  FetchStateSchema, StateSchema, SetStateSchema, StateSetSchema, RewindSchema, RewoundSchema,
   PullSchema, PulledSchema, PushSchema, PushedSchema, AppliedSchema, AppliedReplySchema,
   ReleaseSchema, ReleasedSchema, ShutdownSchema, NoticeSchema,
 ]);

@@ -42,6 +42,12 @@ export const StrategySpecSchema = z.discriminatedUnion("name", [
      * slices; the driver only says which step it is. Needs datasets.mnist or datasets.synthetic.
      */
     feed: z.enum(["driver", "workers"]).default("driver"),
+    /**
+     * Survive lost workers: the others go back to the last step every one of them completed,
+     * re-form the ring without the lost one, share its slice of the batch, and carry on while at
+     * least minWorkers remain. Workers added during the fit (cluster.add) join at a step boundary.
+     */
+    elastic: z.strictObject({ minWorkers: z.number().int().min(1).max(4096) }).optional(),
   }),
   z.strictObject({
     /** Model parallelism: contiguous layer ranges on different workers, one whole batch at a time. */
@@ -230,6 +236,12 @@ export function crossCheck(spec: ClusterSpec): void {
     if (plain.length > 0) {
       throw new ConfigError(`tls() asks for encrypted links, but ${plain.join(", ")} ${plain.length === 1 ? "is" : "are"} plain ws://`, { hint: "use wss:// addresses for workers started with --tls-cert" });
     }
+  }
+  if (st.name === "data" && st.elastic) {
+    if (st.elastic.minWorkers > n) {
+      throw new ConfigError(`elastic: minWorkers ${st.elastic.minWorkers} is more than the ${n} worker(s) the cluster starts with`, { hint: `use minWorkers between 1 and ${n}` });
+    }
+    if (st.feed === "workers") throw new ConfigError('elastic training re-shards each step\'s batch from the driver; it needs feed "driver"', { hint: 'drop feed: "workers"' });
   }
   if (st.name === "ps" && serverCount(spec) === 0) {
     throw new ConfigError('strategy("ps") needs parameter servers: none were asked for', { hint: "add .ps(n) to start n parameter servers, e.g. cluster().workers(4).ps(2).strategy(\"ps\")" });

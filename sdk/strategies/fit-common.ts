@@ -22,8 +22,10 @@ export interface FitContext {
    * failing the cluster: for strategies that carry on without it.
    */
   survive(handler: (worker: WorkerHandle, err: MeshtrainError) => void): void;
-  /** Connects the workers as `wiring` says (kept as is when it is already so). */
-  connect(wiring: Wiring): Promise<void>;
+  /** From now until the fit ends, workers added with cluster.add() are handed to `handler`. */
+  admit(handler: (worker: WorkerHandle) => void): void;
+  /** Connects the workers (or `members`) as `wiring` says (kept as is when it is already so). */
+  connect(wiring: Wiring, o?: { members?: readonly WorkerHandle[]; generation?: number }): Promise<void>;
   /** Rejects with the loss of a worker as soon as one is lost. */
   guard<T>(p: Promise<T>): Promise<T>;
   /** Resolves with the cluster's loss of a worker: at once if it happened, else if it does within `ms`. */

@@ -3,7 +3,7 @@ import { defaultWarmup } from "../metrics/throughput";
 import { COLORS, type Figure } from "./figure";
 
 /** Samples per second of each step, with a rolling median and the warm-up marked. */
-export function throughputFigure(history: readonly StepRecord[], title = "Throughput per step"): Figure {
+export function throughputFigure(history: readonly StepRecord[], title = "Throughput per step", marks: ReadonlyArray<{ step: number; label: string }> = []): Figure {
   const steps = history.map((s) => s.step);
   const rate = history.map((s) => (s.ms > 0 ? (s.samples * 1000) / s.ms : 0));
   const window = 10;
@@ -19,6 +19,8 @@ export function throughputFigure(history: readonly StepRecord[], title = "Throug
       ...(warm > 0
         ? [{ type: "scatter" as const, mode: "lines" as const, name: "end of warm-up", x: [warm - 0.5, warm - 0.5], y: [0, Math.max(1, ...rate)], line: { color: COLORS.ideal, dash: "dot" as const } }]
         : []),
+      // Workers that left or joined (elastic training), where training went on from.
+      ...marks.map((m, i) => ({ type: "scatter" as const, mode: "lines" as const, name: m.label, x: [m.step - 0.5, m.step - 0.5], y: [0, Math.max(1, ...rate)], line: { color: COLORS.series[(i + 3) % COLORS.series.length]!, dash: "dash" as const, width: 2 } })),
     ],
     layout: {
       title: { text: title },

@@ -21,6 +21,8 @@ export type CommToCompute =
   | { kind: "psPulled"; seq: number; shards: Float32Array[]; versions: number[]; waitedMs: number[] }
   | { kind: "psPushed"; seq: number; versions: number[]; staleness: number[] }
   | { kind: "psFailed"; seq: number; error: WireError }
+  /** Elastic training: the links were re-formed for this membership; steps sent for another are stale. */
+  | { kind: "generation"; n: number }
   /** The driver left or went silent: drop the model and any step in progress. */
   | { kind: "sessionEnded"; reason: string }
   | { kind: "exit"; code: number; reason: string };

@@ -81,6 +81,7 @@ class Session {
         this.forward(incoming);
         return;
       case "configure":
+        if (msg.generation !== undefined) toCompute({ kind: "generation", n: msg.generation });
         this.configure(msg).then(
           () => this.channel.send({ type: "configured", re: msg.id }),
           (err: unknown) => this.channel.replyError(msg.id, err),
@@ -91,6 +92,7 @@ class Session {
       case "applied":
       case "fetchState":
       case "setState":
+      case "rewind":
       case "fetchWeights":
       case "digest":
       case "probe":

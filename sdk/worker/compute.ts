@@ -37,6 +37,8 @@ export class ComputeHost {
   private psReplica: PsReplica | null = null;
   private readonly psPending = new Map<number, { resolve(m: CommToCompute): void; reject(err: unknown): void }>();
   private psSeq = 0;
+  /** Elastic training: the current membership; steps sent for an earlier one are refused unrun. */
+  private generation = 0;
   private stepTimeoutMs = 600_000;
   /** Pipeline tensors from neighbouring stages, by "kind/step/micro": arrived, or awaited. */
   private readonly inbox = new Map<string, { data?: Float32Array; take?: (d: Float32Array) => void; fail?: (e: unknown) => void }>();
@@ -79,6 +81,12 @@ export class ComputeHost {
           this.reduce = null;
           p.reject(fromWireError(m.error));
         }
+        return;
+      case "generation":
+        // A new membership is a new ring, counting its all-reduces from 0 on every member
+        // (a joiner has done none; survivors may have started different numbers before the loss).
+        this.generation = m.n;
+        this.reduceSeq = 0;
         return;
       case "sessionEnded":
         this.endSession(m.reason);
@@ -327,6 +335,9 @@ export class ComputeHost {
           return;
         }
         case "step": {
+          if (msg.generation !== undefined && msg.generation !== this.generation) {
+            throw new CollectiveError(`step ${msg.step} was sent for membership ${msg.generation}; the workers have been re-formed as membership ${this.generation}, so it was dropped unrun`);
+          }
           if (this.psReplica) {
             const [x, y] = attachments;
             if (!x || !y) throw new ProtocolError(`"step" ${msg.step} carries ${attachments.length} tensors, expected x and y`);
@@ -363,6 +374,12 @@ export class ComputeHost {
         }
         case "digest": {
           this.reply({ type: "digestReply", re: msg.id, digest: weightsDigest((this.stage ?? this.psReplica ?? this.needReplica("digest")).weights()) });
+          return;
+        }
+        case "rewind": {
+          const replica = this.needReplica("rewind");
+          const applied = msg.to === undefined ? replica.appliedSteps : await replica.rewind(msg.to);
+          this.reply({ type: "rewound", re: msg.id, applied });
           return;
         }
         case "fetchState": {

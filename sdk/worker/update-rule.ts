@@ -21,6 +21,8 @@ export interface UpdateRule {
   dispose(): void;
 }
 
+const ADAM_PRODUCTS = ["accBeta1", "accBeta2"] as const;
+
 /** TF.js's own optimizers (tf.train.*): works on every backend. */
 export class TfjsUpdate implements UpdateRule {
   private readonly optimizer: tf.Optimizer;
@@ -42,10 +44,17 @@ export class TfjsUpdate implements UpdateRule {
 
   async exportState(): Promise<OptimizerState> {
     const named = await this.optimizer.getWeights();
+    const scalars: Record<string, number> = {};
+    // Adam keeps beta1^t and beta2^t as running products; setWeights would recompute them with
+    // pow, a rounding away from a replica that never stopped. Carry them exactly.
+    for (const k of ADAM_PRODUCTS) {
+      const v = (this.optimizer as unknown as Record<string, tf.Variable | undefined>)[k];
+      if (v) scalars[k] = v.dataSync()[0]!;
+    }
     return {
       format: "tfjs",
       tensors: named.map((n) => ({ name: n.name, data: Float32Array.from(n.tensor.dataSync() as Float32Array), shape: [...n.tensor.shape] })),
-      scalars: {},
+      scalars,
     };
   }
 
@@ -53,6 +62,11 @@ export class TfjsUpdate implements UpdateRule {
     if (state.format !== "tfjs") throw new CheckpointError(`the optimizer state was written by meshtrain's ${state.format} optimizer; these workers use TF.js's`, { hint: "resume with the backend the checkpoint was made with (.backend(...))" });
     const named = state.tensors.map((t) => ({ name: t.name, tensor: tf.tensor(t.data, t.shape, "float32") }));
     await this.optimizer.setWeights(named);
+    for (const k of ADAM_PRODUCTS) {
+      const v = (this.optimizer as unknown as Record<string, tf.Variable | undefined>)[k];
+      const value = state.scalars[k];
+      if (v && value !== undefined) v.assign(tf.scalar(value));
+    }
   }
 
   dispose(): void {

@@ -3,7 +3,6 @@ import type { RunRecord } from "../../cluster/training-run";
 import type { Dataset } from "../../data/dataset";
 import { ConfigError, DataError, ModelError } from "../../errors/errors";
 import { replicaSlices } from "../../plan/batches";
-import type { ResolvedFitOptions } from "../../spec/fit-options";
 import { wallClock } from "../../util/clock";
 import {
   awaitAll,
@@ -11,7 +10,6 @@ import {
   FitAborted,
   hostCopies,
   loadEverywhere,
-  releaseAll,
   runSteps,
   setModelWeights,
   straggler,
@@ -19,6 +17,10 @@ import {
 } from "../fit-common";
 import { dataWiring } from "../wiring";
 import { replicaSaver, restoreOptimizer, resumeFrom } from "../../checkpoint/replica-checkpoint";
+import type { WorkerHandle } from "../../cluster/worker-handle";
+import type { ResolvedFitOptions, StepRecord } from "../../spec/fit-options";
+import type { Tensorlike } from "../../transport/channel";
+import { runElastic, type MembershipChange } from "./elastic-runtime";
 import type { PlanMethods } from "../registry";
 import type { DataParallelPlan } from "./planner";
 
@@ -41,6 +43,9 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
   }
   const o = resumed?.options ?? given;
   const feed = plan.feed;
+  if (plan.elastic && o.checkpoint) {
+    throw new FitAborted(new ConfigError("elastic training and checkpoints do not go together yet: a checkpoint is written from one replica at a fixed membership", { hint: "drop checkpoint, or drop elastic" }));
+  }
   if (feed === "workers" && !dataset.source) {
     throw new FitAborted(
       new ConfigError(`feed "workers" needs a dataset the workers can load themselves; "${dataset.name}" exists only in the driver`, {
@@ -53,21 +58,17 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
   const stepMs = ctx.spec.timeouts.stepMs;
   const all = awaitAll(ctx);
 
-  await ctx.connect(dataWiring(n));
+  if (!plan.elastic) await ctx.connect(dataWiring(n));
   const topology = model.toJSON(null, false) as unknown as Record<string, unknown>;
   const weights = hostCopies(model.getWeights());
   const data = feed === "workers" ? { data: { source: dataset.source!, shuffle: o.shuffle, seed: o.seed } } : {};
-  const loaded = await loadEverywhere(() =>
-    all(
-      workers.map((w) =>
-        w.channel.request({ type: "load", topology, optimizer: o.optimizer, loss: o.loss, replicaBatch: Math.ceil(o.batchSize / n), stepTimeoutMs: stepMs, ...data, ...slowdown(plan, w.rank) }, "loaded", {
-          timeoutMs: stepMs,
-          waitingFor: "the model to load",
-          attachments: weights,
-        }),
-      ),
-    ),
-  );
+  const loadOn = (w: WorkerHandle, attachments: Tensorlike[]) =>
+    w.channel.request(
+      { type: "load", topology, optimizer: o.optimizer, loss: o.loss, replicaBatch: Math.ceil(o.batchSize / n), stepTimeoutMs: stepMs, ...data, ...slowdown(plan, w.rank), ...(plan.elastic ? { elastic: true } : {}) },
+      "loaded",
+      { timeoutMs: stepMs, waitingFor: "the model to load", attachments },
+    );
+  const loaded = await loadEverywhere(() => all(workers.map((w) => loadOn(w, weights))));
   if (feed === "workers") {
     const sizes = loaded.map((l) => l.msg.datasetSize);
     if (sizes.some((s) => s !== dataset.size)) {
@@ -84,6 +85,10 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
   if (resumed) await restoreOptimizer(ctx, workers, resumed.ckpt);
 
   const fitStartWall = wallClock();
+  if (plan.elastic) {
+    const r = await runElastic(ctx, o, dataset, plan.elastic.minWorkers, { fitStart: performance.now(), fitStartWall, startStep: resumed?.ckpt.body.step ?? 0 }, { load: async (w, attachments) => void (await all([loadOn(w, attachments)])) });
+    return finish(ctx, model, o, plan, r.history, r.members, r.callbackError, started, r.membership);
+  }
   const more = {
     startStep: resumed?.ckpt.body.step ?? 0,
     ...(o.checkpoint ? { checkpoint: { every: o.checkpoint.every, save: replicaSaver(ctx, workers[0]!, o.checkpoint.dir, plan.model, dataset, o) } } : {}),
@@ -120,13 +125,38 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
       }),
     };
   }, more);
+  return finish(ctx, model, o, plan, history, workers, callbackError, started);
+}
+
+/** Checks the replicas agree, gives the model their weights, and releases them. */
+async function finish(
+  ctx: FitContext,
+  model: tf.LayersModel,
+  o: ResolvedFitOptions,
+  plan: DataParallelPlan & PlanMethods,
+  history: StepRecord[],
+  members: readonly WorkerHandle[],
+  callbackError: FitAborted | undefined,
+  started: number,
+  membership?: MembershipChange[],
+): Promise<RunRecord> {
+  const all = awaitAll(ctx);
+  const release = (): Promise<unknown> => all(members.map((w) => w.channel.request({ type: "release" }, "released", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: "release" })));
   if (callbackError) {
-    await releaseAll(ctx);
+    await release();
     throw callbackError;
   }
-  await checkIdentical(ctx, workers, "the model", history.length);
-  const [fetched] = await all([workers[0]!.channel.request({ type: "fetchWeights" }, "weights", { timeoutMs: stepMs, waitingFor: "the trained weights" })]);
+  await checkIdentical(ctx, members, "the model", history.length);
+  const [fetched] = await all([members[0]!.channel.request({ type: "fetchWeights" }, "weights", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: "the trained weights" })]);
   setModelWeights(model, fetched!.attachments);
-  await releaseAll(ctx);
-  return { history, plan, workers: workers.map((w) => w.snapshot()), seed: o.seed, epochs: o.epochs, wallMs: performance.now() - started };
+  await release();
+  return {
+    history,
+    plan,
+    workers: ctx.workers.map((w) => w.snapshot()),
+    seed: o.seed,
+    epochs: o.epochs,
+    wallMs: performance.now() - started,
+    ...(membership ? { membership } : {}),
+  };
 }

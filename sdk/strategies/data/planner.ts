@@ -35,6 +35,8 @@ export interface DataParallelPlan {
   readonly devices: readonly PlanDevice[] | null;
   /** Step time and throughput predicted from the cost model and the workers' measured speeds. */
   readonly prediction: Prediction | null;
+  /** Elastic training: carry on without lost workers while at least minWorkers remain (null: a lost worker ends the fit). */
+  readonly elastic: { readonly minWorkers: number } | null;
   /** Why this strategy was chosen, when a planner chose it (strategy "auto"); explain() adds what follows from the plan. */
   readonly reasons: readonly string[];
 }
@@ -80,6 +82,7 @@ export function planDataParallel(spec: ClusterSpec, model: ModelSummary, options
   return Object.freeze({
     strategy: "data" as const,
     feed: spec.strategy.name === "data" ? spec.strategy.feed : "driver",
+    elastic: spec.strategy.name === "data" && spec.strategy.elastic ? Object.freeze({ minWorkers: spec.strategy.elastic.minWorkers }) : null,
     worldSize: n,
     replicas: n,
     ring: Object.freeze(ring),
@@ -140,6 +143,7 @@ export function formatDataPlan(plan: DataParallelPlan): string {
   if (m.activationBytes !== null) parts.push(`activations ${formatBytes(m.activationBytes)}`);
   lines.push(`memory per replica (estimate): ${parts.join(", ")}`);
   lines.push(...slowdownLines(plan.workers));
+  if (plan.elastic) lines.push(`elastic: a lost worker's slice goes to the others while at least ${plan.elastic.minWorkers} remain; workers added with cluster.add() join at a step boundary`);
   if (plan.prediction) lines.push(`predicted: ${plan.prediction.stepMs.toFixed(1)} ms per step, ${plan.prediction.samplesPerSecond.toFixed(0)} samples/s`);
   return lines.join("\n");
 }

@@ -3,7 +3,9 @@ import type { MessageOf } from "../../protocol/messages";
 import type { Tensorlike } from "../../transport/channel";
 import { wallClock } from "../../util/clock";
 import { readWeights } from "../../worker/model-io";
-import { loadReplica, sliceGradient, slowDown, type LoadedReplica } from "../../worker/slice-gradient";
+import * as tf from "@tensorflow/tfjs";
+import { StateError } from "../../errors/errors";
+import { loadReplica, readValues, sliceGradient, slowDown, type LoadedReplica } from "../../worker/slice-gradient";
 import { makeUpdateRule } from "../../worker/update-rules";
 import type { OptimizerState, UpdateRule } from "../../worker/update-rule";
 
@@ -27,13 +29,41 @@ export interface StepResult {
  */
 export class DataReplica {
   private readonly update: UpdateRule;
+  /** Updates applied since the model was loaded. */
+  private applied = 0;
+  /** Elastic training: the weights and optimizer state before the last update, to step back to. */
+  private before: { weights: Float32Array[]; state: OptimizerState } | null = null;
 
-  private constructor(private readonly r: LoadedReplica, spec: MessageOf<"load">["optimizer"], private readonly slowdown: number) {
+  private constructor(private readonly r: LoadedReplica, spec: MessageOf<"load">["optimizer"], private readonly slowdown: number, private readonly elastic: boolean) {
     this.update = makeUpdateRule(r.vars, spec);
   }
 
   static async load(msg: MessageOf<"load">, weights: Tensorlike[], memoryCapBytes: number | null = null): Promise<DataReplica> {
-    return new DataReplica(await loadReplica(msg, weights, memoryCapBytes), msg.optimizer, msg.slowdown ?? 1);
+    return new DataReplica(await loadReplica(msg, weights, memoryCapBytes), msg.optimizer, msg.slowdown ?? 1, msg.elastic ?? false);
+  }
+
+  get appliedSteps(): number {
+    return this.applied;
+  }
+
+  /**
+   * Goes back to `to` updates applied. A worker may be one update ahead of another when a peer
+   * died between their all-reduces finishing: it steps back to the state it kept.
+   */
+  async rewind(to: number): Promise<number> {
+    if (to === this.applied) return this.applied;
+    if (to !== this.applied - 1 || !this.before) {
+      throw new StateError(`cannot go back from ${this.applied} applied steps to ${to}: only the state before the last update is kept`);
+    }
+    this.r.vars.forEach((v, i) => {
+      const t = tf.tensor(this.before!.weights[i]!, v.shape, "float32");
+      v.assign(t);
+      t.dispose();
+    });
+    await this.update.importState(this.before.state);
+    this.before = null;
+    this.applied = to;
+    return this.applied;
   }
 
   get gradientLength(): number {
@@ -54,7 +84,9 @@ export class DataReplica {
     const t1 = performance.now();
     const reduced = await allReduce(flat);
     const t2 = performance.now();
+    if (this.elastic) this.before = { weights: this.r.vars.map((v) => Float32Array.from(readValues(v))), state: await this.update.exportState() };
     this.update.apply(reduced.data);
+    this.applied++;
     const t3 = performance.now();
     return { loss, startedAt, computeMs: t1 - t0, commMs: reduced.stats.commMs, waitMs: reduced.stats.waitMs, applyMs: t3 - t2, slowdownMs };
   }

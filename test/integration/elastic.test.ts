@@ -1,0 +1,92 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import * as tf from "@tensorflow/tfjs";
+import { cluster, datasets, StateError, WorkerLostError, type Dataset, type FitOptions } from "../../sdk/index";
+import { epochOrder } from "../../sdk/plan/batches";
+import { createOptimizer } from "../../sdk/worker/model-io";
+import { maxRelativeDifference, smallClassifier } from "../helpers/models";
+
+/**
+ * Elastic data parallelism: a worker that dies mid-fit is left behind and the others carry on
+ * from the last step they all completed, sharing its slice; a worker added mid-fit joins at a
+ * step boundary. The global batch is the same whoever computes it, so either way the result
+ * must equal single-process model.fit on the same batches.
+ */
+
+tf.enableProdMode();
+const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 240, seed: 4 });
+const options: FitOptions = { epochs: 2, batchSize: 24, optimizer: { name: "adam", learningRate: 0.01 }, seed: 5, loss: "categoricalCrossentropy" };
+
+async function reference(d: Dataset, epochs = 2): Promise<tf.LayersModel> {
+  const m = smallClassifier(6, 3);
+  m.compile({ optimizer: createOptimizer({ name: "adam", learningRate: 0.01, beta1: 0.9, beta2: 0.999 }), loss: "categoricalCrossentropy" });
+  for (let epoch = 0; epoch < epochs; epoch++) {
+    const { x, y } = d.gather(epochOrder(d.size, true, 5, epoch), 0, d.size);
+    await m.fit(tf.tensor(x.data, [...x.shape]), tf.tensor(y.data, [...y.shape]), { batchSize: 24, epochs: 1, shuffle: false, verbose: 0 });
+  }
+  return m;
+}
+
+describe("elastic data parallelism", () => {
+  test("a worker killed mid-fit is left behind; the others finish, equal to model.fit", async (t) => {
+    const c = await cluster().workers(3).strategy("data", { elastic: { minWorkers: 2 } }).timeouts({ stepMs: 30_000 }).heartbeat({ intervalMs: 200, timeoutMs: 1000 }).launch();
+    try {
+      const model = smallClassifier(6, 3);
+      const run = await c.fit(model, ds, { ...options, onStep: (s) => void (s.step === 6 && c.kill(1)) });
+      const ref = await reference(ds);
+      const diff = maxRelativeDifference(model, ref);
+      const m = run.membership;
+      t.diagnostic(`rank 1 left at step ${m[0]?.step}: ${m[0]?.cause}; difference from model.fit ${diff.toExponential(2)}`);
+      assert.equal(m.length, 1);
+      assert.deepEqual([m[0]!.change, m[0]!.rank, m[0]!.workers], ["left", 1, 2]);
+      assert.match(m[0]!.cause!, /worker rank 1 .*exited \(killed by SIGKILL\)/);
+      assert.deepEqual(run.history.map((s) => s.step), Array.from({ length: 20 }, (_, i) => i), "every step once, in order");
+      assert.ok(run.history.slice(-3).every((s) => s.workers.every((w) => w.rank !== 1) && s.workers.length === 2), "the last steps ran on the two left");
+      assert.ok(diff < 1e-4, `relative difference ${diff}`);
+      await assert.rejects(c.fit(smallClassifier(6, 3), ds, options), StateError);
+    } finally {
+      await c.close();
+    }
+  });
+
+  test("a worker added mid-fit gets the weights and joins at a step boundary, equal to model.fit", async (t) => {
+    // Stock cpu kernels and 300 steps: long enough for a new worker process to start and join.
+    const c = await cluster().workers(2).strategy("data", { elastic: { minWorkers: 1 } }).timeouts({ stepMs: 30_000 }).backend("cpu").launch();
+    const long = datasets.synthetic({ inputShape: [6], classes: 3, size: 7200, seed: 4 });
+    try {
+      const model = smallClassifier(6, 3);
+      let joined: Promise<number> | undefined;
+      const run = await c.fit(model, long, { ...options, epochs: 1, onStep: (s) => void (s.step === 3 && (joined = c.add())) });
+      assert.equal(await joined, 2);
+      const ref = await reference(long, 1);
+      const diff = maxRelativeDifference(model, ref);
+      const m = run.membership;
+      t.diagnostic(`rank 2 joined at step ${m[0]?.step}; difference from model.fit ${diff.toExponential(2)}`);
+      assert.deepEqual(m.map((x) => [x.change, x.rank, x.workers]), [["joined", 2, 3]]);
+      assert.ok(run.history.slice(m[0]!.step).every((s) => s.workers.length === 3), "after joining, every step ran on three");
+      assert.ok(diff < 1e-4, `relative difference ${diff}`);
+    } finally {
+      await c.close();
+    }
+  });
+
+  test("below minWorkers the fit fails with the loss that took it there", async () => {
+    const c = await cluster().workers(2).strategy("data", { elastic: { minWorkers: 2 } }).timeouts({ stepMs: 30_000 }).heartbeat({ intervalMs: 200, timeoutMs: 1000 }).backend("cpu").launch();
+    try {
+      const err = await c.fit(smallClassifier(6, 3), ds, { ...options, onStep: (s) => void (s.step === 4 && c.kill(0)) }).then(() => undefined, (e: unknown) => e);
+      assert.ok(err instanceof WorkerLostError, String(err));
+      assert.match((err as Error).message, /worker rank 0 .*exited \(killed by SIGKILL\).*; 1 worker\(s\) remain, fewer than elastic minWorkers 2/);
+    } finally {
+      await c.close();
+    }
+  });
+
+  test("add() outside an elastic fit says so", async () => {
+    const c = await cluster().workers(1).backend("cpu").launch();
+    try {
+      await assert.rejects(c.add(), /add\(\) joins a worker to a running elastic fit; none is running/);
+    } finally {
+      await c.close();
+    }
+  });
+});
