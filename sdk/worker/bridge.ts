@@ -32,7 +32,8 @@ export type ComputeToComm =
   | { kind: "replyError"; re: number | undefined; error: WireError; via?: number }
   | { kind: "psPull"; seq: number; minVersion: number | undefined }
   | { kind: "psPush"; seq: number; clock: number; pulled: number[]; shards: Float32Array[] }
-  | { kind: "allReduce"; seq: number; data: Float32Array }
+  /** `generation`: the membership the step belongs to; the communication thread refuses another's. */
+  | { kind: "allReduce"; seq: number; data: Float32Array; generation: number }
   | { kind: "pipeSend"; to: "prev" | "next"; frameKind: "activation" | "gradient"; step: number; micro: number; data: Float32Array };
 
 /** Buffers to move (not copy) between threads; each attachment owns its whole ArrayBuffer. */

@@ -52,6 +52,8 @@ class Session {
   /** Peers this worker waits for, by "rank/link". */
   private readonly waiting = new Map<string, (link: Link) => void>();
   ended = false;
+  /** The membership the current links belong to (elastic training re-forms them). */
+  private generation = 0;
   /** The certificate authority the driver trusts, for wss:// links to the other workers. */
   private ca: string | undefined;
   readonly channel: Channel;
@@ -125,6 +127,7 @@ class Session {
       );
     }
     this.closePeers();
+    this.generation = msg.generation ?? 0;
     this.rank = msg.rank;
     this.ca = msg.ca;
     this.stepTimeoutMs = msg.stepTimeoutMs;
@@ -305,7 +308,11 @@ class Session {
     this.pipe.send(to, kind, step, micro, data).catch((err: unknown) => toCompute({ kind: "pipeFailed", error: toWireError(err) }));
   }
 
-  allReduce(seq: number, data: Float32Array): void {
+  allReduce(seq: number, data: Float32Array, generation: number): void {
+    if (generation !== this.generation) {
+      toCompute({ kind: "allReduceFailed", seq, error: toWireError(new CollectiveError(`an all-reduce of membership ${generation} reached the ring of membership ${this.generation}: dropped`)) });
+      return;
+    }
     const ring = this.ring;
     if (!ring) {
       toCompute({ kind: "allReduceFailed", seq, error: toWireError(new ProtocolError("all-reduce before the ring was configured")) });
@@ -456,7 +463,7 @@ class CommServer {
         else toCompute({ kind: "psFailed", seq: m.seq, error: toWireError(new CollectiveError("no driver session")) });
         return;
       case "allReduce":
-        if (s && !s.ended) s.allReduce(m.seq, m.data);
+        if (s && !s.ended) s.allReduce(m.seq, m.data, m.generation);
         else toCompute({ kind: "allReduceFailed", seq: m.seq, error: toWireError(new CollectiveError("no driver session")) });
         return;
       case "pipeSend":

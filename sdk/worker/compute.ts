@@ -253,11 +253,17 @@ export class ComputeHost {
     this.post({ kind: "reply", draft, attachments }, transferList(attachments));
   }
 
-  private allReduce = (data: Float32Array): Promise<{ data: Float32Array; stats: { waitMs: number; commMs: number; bytesSent: number } }> => {
+  /** An all-reduce for a step sent for membership `generation`: refused at once if the workers have been re-formed since. */
+  private allReduceFor = (generation: number) => (data: Float32Array): Promise<{ data: Float32Array; stats: { waitMs: number; commMs: number; bytesSent: number } }> => {
+    if (generation !== this.generation) return Promise.reject(new CollectiveError(`an all-reduce of membership ${generation} after the workers were re-formed as membership ${this.generation}: dropped`));
+    return this.allReduce(data, generation);
+  };
+
+  private allReduce = (data: Float32Array, generation = this.generation): Promise<{ data: Float32Array; stats: { waitMs: number; commMs: number; bytesSent: number } }> => {
     const seq = this.reduceSeq++;
     return new Promise((resolve, reject) => {
       this.reduce = { seq, resolve, reject };
-      this.post({ kind: "allReduce", seq, data }, [data.buffer as ArrayBuffer]);
+      this.post({ kind: "allReduce", seq, data, generation }, [data.buffer as ArrayBuffer]);
     });
   };
 
@@ -353,7 +359,7 @@ export class ComputeHost {
           const replica = this.needReplica("step");
           const [x, y] = msg.range ? Object.values(this.readSlice(msg.epoch, msg.range.start, msg.range.end)) : attachments;
           if (!x || !y) throw new ProtocolError(`"step" ${msg.step} carries ${attachments.length} tensors, expected x and y`);
-          const r = await replica.step(msg.weight, x, y, this.allReduce);
+          const r = await replica.step(msg.weight, x, y, this.allReduceFor(msg.generation ?? this.generation));
           this.reply({ type: "stepDone", re: msg.id, step: msg.step, ...r });
           return;
         }
