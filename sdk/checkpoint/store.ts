@@ -16,7 +16,7 @@ const TensorMetaSchema = z.strictObject({ name: z.string(), shape: z.array(z.num
 
 export const CheckpointBodySchema = z.strictObject({
   format: z.literal(1),
-  strategy: z.literal("data"),
+  strategy: z.enum(["data", "model", "pipeline", "hybrid", "ps"]),
   /** Steps completed: training resumes with this step. */
   step: z.number().int().nonnegative(),
   seed: z.number().int(),
@@ -29,7 +29,8 @@ export const CheckpointBodySchema = z.strictObject({
   /** What the model is made of (layer kinds, parameters, output shapes): resuming another model is refused. */
   modelKey: z.string(),
   weights: z.array(TensorMetaSchema),
-  optimizerState: z.strictObject({ format: z.enum(["native", "tfjs"]), scalars: z.record(z.string(), z.number()), tensors: z.array(TensorMetaSchema) }),
+  /** Each holder's optimizer state ("replica", "stage 1", "server 0"), its tensors in optimizer.bin in this order. */
+  optimizerStates: z.array(z.strictObject({ holder: z.string(), format: z.enum(["native", "tfjs"]), scalars: z.record(z.string(), z.number()), tensors: z.array(TensorMetaSchema) })),
   sha256: z.strictObject({ weights: z.string(), optimizer: z.string() }),
   writtenAt: z.string(),
 });
@@ -137,7 +138,7 @@ export function readCheckpointAt(ckpt: string): Checkpoint {
     path: ckpt,
     body: b,
     weights: split(bin("weights"), b.weights.map((w) => w.shape), path.join(ckpt, "weights.bin")),
-    optimizer: split(bin("optimizer"), b.optimizerState.tensors.map((t) => t.shape), path.join(ckpt, "optimizer.bin")),
+    optimizer: split(bin("optimizer"), b.optimizerStates.flatMap((h) => h.tensors.map((t) => t.shape)), path.join(ckpt, "optimizer.bin")),
   };
 }
 

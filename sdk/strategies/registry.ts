@@ -11,7 +11,7 @@ import { planBundle } from "../viz/bundles";
 import { planAuto } from "./auto/planner";
 import { fitDataParallel } from "./data/driver-runtime";
 import { explainDataPlan, formatDataPlan, planDataParallel, type DataParallelPlan, type PlanOptions } from "./data/planner";
-import { FitAborted, type FitContext } from "./fit-common";
+import type { FitContext } from "./fit-common";
 import { fitPipeline } from "./pipeline/driver-runtime";
 import { pinStage } from "./pipeline/placement";
 import { explainPipelinePlan, formatPipelinePlan, pipelineOptionsFromSpec, planPipelineWith, type PipelineOptions, type PipelinePlan } from "./pipeline/planner";
@@ -137,15 +137,6 @@ export function planForFit(spec: ClusterSpec, model: ModelSummary, options: Plan
 
 /** Trains with the plan's strategy: data parallelism, parameter servers, or stages (model, pipeline, hybrid). */
 export function fitWithPlan(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, o: ResolvedFitOptions, plan: Plan): Promise<RunRecord> {
-  if ((o.checkpoint || o.resumeFrom) && plan.strategy !== "data") {
-    return Promise.reject(
-      new FitAborted(
-        new ConfigError(`checkpoints are written and resumed for strategy "data"; this fit's plan is "${plan.strategy}"`, {
-          hint: 'train with strategy("data") to checkpoint, or drop checkpoint and resumeFrom',
-        }),
-      ),
-    );
-  }
   if (plan.strategy === "data") return fitDataParallel(ctx, model, dataset, o, plan);
   if (plan.strategy === "ps") return fitParameterServers(ctx, model, dataset, o, plan);
   return fitPipeline(ctx, model, dataset, o, plan);

@@ -389,7 +389,7 @@ export class ComputeHost {
           return;
         }
         case "fetchState": {
-          const state = await this.needReplica("fetchState").exportState();
+          const state = await (this.server ?? this.stage ?? this.needReplica("fetchState")).exportState();
           const tensors = state.tensors.map((t) => ({ data: t.data, shape: t.shape }));
           this.reply({ type: "state", re: msg.id, format: state.format, names: state.tensors.map((t) => t.name), scalars: state.scalars }, tensors);
           return;
@@ -400,7 +400,7 @@ export class ComputeHost {
             if (!(a.data instanceof Float32Array)) throw new ProtocolError(`optimizer state tensor ${msg.names[i]} is not float32`);
             return { name: msg.names[i]!, data: a.data, shape: [...a.shape] };
           });
-          await this.needReplica("setState").importState({ format: msg.format, tensors, scalars: msg.scalars });
+          await (this.server ?? this.stage ?? this.needReplica("setState")).importState({ format: msg.format, tensors, scalars: msg.scalars });
           this.reply({ type: "stateSet", re: msg.id });
           return;
         }

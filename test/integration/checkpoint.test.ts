@@ -91,13 +91,53 @@ describe("checkpoint and resume (data parallelism, 2 workers)", () => {
     }
   });
 
-  test("strategies other than data refuse checkpoint options before training", async () => {
-    const c = await cluster().workers(2).ps(1).strategy("ps", { mode: "sync" }).backend("cpu").launch();
+  test("async parameter servers refuse checkpoint options before training, and say why", async () => {
+    const c = await cluster().workers(2).ps(1).strategy("ps", { mode: "async" }).backend("cpu").launch();
     try {
-      await assert.rejects(c.fit(smallClassifier(6, 3), ds, { ...options, checkpoint: { dir, every: 2 } }), (e: unknown) => e instanceof ConfigError && /strategy "data"/.test((e as Error).message));
+      await assert.rejects(c.fit(smallClassifier(6, 3), ds, { ...options, checkpoint: { dir, every: 2 } }), (e: unknown) => e instanceof ConfigError && /written for sync parameter servers/.test((e as Error).message));
       assert.equal(c.state, "ready");
     } finally {
       await c.close();
     }
   });
 });
+
+/** Interrupted at a random step (a worker killed), resumed on a new cluster of the same shape: the uninterrupted result. */
+for (const [name, make] of [
+  ["pipeline (1F1B, 2 stages x 2 micro-batches)", () => cluster().workers(2).strategy("pipeline", { microBatches: 2 })],
+  ["hybrid (2 replicas x 2 stages)", () => cluster().workers(4).strategy("hybrid", { stages: 2 })],
+  ["sync parameter servers (2 workers, 2 servers)", () => cluster().workers(2).ps(2).strategy("ps", { mode: "sync" })],
+] as const) {
+  test(`checkpoint and resume: ${name}`, async (t) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "meshtrain-ckpt-"));
+    try {
+      const ref = await make().launch();
+      const reference = smallClassifier(6, 3);
+      try {
+        await ref.fit(reference, ds, options);
+      } finally {
+        await ref.close();
+      }
+      const killAt = 5 + Math.floor(Math.random() * 28);
+      const first = await make().launch();
+      const err = await first
+        .fit(smallClassifier(6, 3), ds, { ...options, checkpoint: { dir, every: 5 }, onStep: (s) => void (s.step === killAt && first.kill(1)) })
+        .then(() => undefined, (e: unknown) => e);
+      await first.close();
+      assert.ok(err instanceof WorkerLostError, String(err));
+      const second = await make().launch();
+      try {
+        const resumed = smallClassifier(6, 3, { seed: 77 });
+        const run = await second.fit(resumed, ds, { ...options, resumeFrom: dir });
+        const diff = maxRelativeDifference(resumed, reference);
+        t.diagnostic(`killed at step ${killAt}, resumed from step ${run.history[0]!.step}: largest relative difference ${diff.toExponential(2)}`);
+        assert.ok(run.history[0]!.step > 0 && run.history[0]!.step % 5 === 0);
+        assert.ok(diff <= 1e-6, `relative difference ${diff}`);
+      } finally {
+        await second.close();
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}

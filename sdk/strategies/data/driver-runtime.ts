@@ -16,7 +16,7 @@ import {
   type FitContext,
 } from "../fit-common";
 import { dataWiring } from "../wiring";
-import { replicaSaver, restoreOptimizer, resumeFrom } from "../../checkpoint/replica-checkpoint";
+import { checkpointSaver, fetchWeightsOf, restoreOptimizers, resumeFrom } from "../../checkpoint/fit-checkpoint";
 import type { WorkerHandle } from "../../cluster/worker-handle";
 import type { ResolvedFitOptions, StepRecord } from "../../spec/fit-options";
 import type { Tensorlike } from "../../transport/channel";
@@ -37,7 +37,7 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
   const started = performance.now();
   let resumed: ReturnType<typeof resumeFrom> | undefined;
   try {
-    resumed = given.resumeFrom ? resumeFrom(given.resumeFrom, model, plan.model, dataset, given) : undefined;
+    resumed = given.resumeFrom ? resumeFrom(given.resumeFrom, "data", model, plan.model, dataset, given) : undefined;
   } catch (err) {
     throw new FitAborted(err);
   }
@@ -82,7 +82,8 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
     throw new ModelError(`workers built gradients of ${[...lengths].join(", ")} elements; the driver's model has ${plan.model.trainableParamCount} trainable parameters`);
   }
 
-  if (resumed) await restoreOptimizer(ctx, workers, resumed.ckpt);
+  const holders = [{ name: "replica", from: workers[0]!, to: workers }];
+  if (resumed) await restoreOptimizers(ctx, resumed.ckpt, holders);
 
   const fitStartWall = wallClock();
   if (plan.elastic) {
@@ -91,7 +92,14 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
   }
   const more = {
     startStep: resumed?.ckpt.body.step ?? 0,
-    ...(o.checkpoint ? { checkpoint: { every: o.checkpoint.every, save: replicaSaver(ctx, workers[0]!, o.checkpoint.dir, plan.model, dataset, o) } } : {}),
+    ...(o.checkpoint
+      ? {
+          checkpoint: {
+            every: o.checkpoint.every,
+            save: checkpointSaver(ctx, { dir: o.checkpoint.dir, strategy: "data", summary: plan.model, dataset, options: o, holders, weights: async () => (await fetchWeightsOf(ctx, [workers[0]!]))[0]! }),
+          },
+        }
+      : {}),
   };
   const { history, callbackError } = await runSteps(ctx, o, dataset, (step, epoch, order, start, end) => {
     const count = end - start;

@@ -12,7 +12,7 @@ import type { Tensorlike } from "../../transport/channel";
 import { wallClock } from "../../util/clock";
 import { buildModel, compiledLoss, createOptimizer, readWeights } from "../../worker/model-io";
 import { makeUpdateRule } from "../../worker/update-rules";
-import type { UpdateRule } from "../../worker/update-rule";
+import type { OptimizerState, UpdateRule } from "../../worker/update-rule";
 import { seedDropout, stageTopology } from "./stage-model";
 
 /** How a stage reaches its neighbours and its replicas (the compute host provides these). */
@@ -216,6 +216,14 @@ export class StageRuntime {
 
   weights(): Tensorlike[] {
     return readWeights(this.model);
+  }
+
+  exportState(): Promise<OptimizerState> {
+    return this.update.exportState();
+  }
+
+  importState(state: OptimizerState): Promise<void> {
+    return this.update.importState(state);
   }
 
   dispose(): void {

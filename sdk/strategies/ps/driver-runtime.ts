@@ -2,7 +2,9 @@ import * as tf from "@tensorflow/tfjs";
 import type { RunRecord } from "../../cluster/training-run";
 import type { WorkerHandle } from "../../cluster/worker-handle";
 import type { Dataset } from "../../data/dataset";
-import { ModelError } from "../../errors/errors";
+import { ConfigError, ModelError } from "../../errors/errors";
+import { checkpointSaver, fetchWeightsOf, restoreOptimizers, resumeFrom } from "../../checkpoint/fit-checkpoint";
+import type { Tensorlike } from "../../transport/channel";
 import { replicaSlices } from "../../plan/batches";
 import type { ResolvedFitOptions } from "../../spec/fit-options";
 import { wallClock } from "../../util/clock";
@@ -19,8 +21,22 @@ import { pushRecord, type PsRunRecord, type PushRecord } from "./records";
  * then sync steps (every worker, one update per step) or the async loop; at the end the model
  * gets the servers' parameters.
  */
-export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, o: ResolvedFitOptions, plan: PsPlan & PlanMethods): Promise<RunRecord> {
+export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, given: ResolvedFitOptions, plan: PsPlan & PlanMethods): Promise<RunRecord> {
   const started = performance.now();
+  if ((given.checkpoint || given.resumeFrom) && plan.mode === "async") {
+    throw new FitAborted(
+      new ConfigError("checkpoints are written for sync parameter servers; async ones apply pushes in an order no rerun repeats, so a resumed run could not equal an uninterrupted one", {
+        hint: 'use strategy("ps", { mode: "sync" }) to checkpoint, or drop checkpoint and resumeFrom',
+      }),
+    );
+  }
+  let resumed: ReturnType<typeof resumeFrom> | undefined;
+  try {
+    resumed = given.resumeFrom ? resumeFrom(given.resumeFrom, "ps", model, plan.model, dataset, given) : undefined;
+  } catch (err) {
+    throw new FitAborted(err);
+  }
+  const o = resumed?.options ?? given;
   if (model.weights.length !== model.trainableWeights.length) {
     const frozen = model.weights.filter((w) => !w.trainable).map((w) => w.name);
     throw new FitAborted(
@@ -80,6 +96,28 @@ export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel
     throw new ModelError(`workers built gradients of ${[...lengths].join(", ")} elements; the driver's model has ${plan.model.trainableParamCount} trainable parameters`);
   }
 
+  const holders = servers.map((sv, i) => ({ name: `server ${i}`, from: sv, to: [sv] }));
+  if (resumed) await restoreOptimizers(ctx, resumed.ckpt, holders);
+  /** The servers' shards, as the model's (all trainable) weights in order. */
+  const serverWeights = async (): Promise<Tensorlike[]> => {
+    const shards = await fetchWeightsOf(ctx, servers);
+    const out: Tensorlike[] = new Array(plan.model.variables.length);
+    shards.forEach((sh, i) => {
+      const flat = sh[0]!.data as Float32Array;
+      let off = 0;
+      for (const v of plan.servers[i]!.variables) {
+        const size = v.shape.reduce((a, d) => a * d, 1);
+        out[v.index] = { data: flat.slice(off, off + size), shape: [...v.shape] };
+        off += size;
+      }
+    });
+    return out;
+  };
+  const more = {
+    startStep: resumed?.ckpt.body.step ?? 0,
+    ...(o.checkpoint ? { checkpoint: { every: o.checkpoint.every, save: checkpointSaver(ctx, { dir: o.checkpoint.dir, strategy: "ps", summary: plan.model, dataset, options: o, holders, weights: serverWeights }) } } : {}),
+  };
+
   const fitStartWall = wallClock();
   const fitStart = performance.now();
   let psRecord: PsRunRecord;
@@ -121,7 +159,7 @@ export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel
           };
         },
       };
-    });
+    }, more);
     if (result.callbackError) {
       await releaseLive(ctx, workers);
       throw result.callbackError;

@@ -3,7 +3,7 @@ import { ProtocolError, TimeoutError } from "../../errors/errors";
 import type { MessageOf } from "../../protocol/messages";
 import type { Tensorlike } from "../../transport/channel";
 import { makeUpdateRule } from "../../worker/update-rules";
-import type { UpdateRule } from "../../worker/update-rule";
+import type { OptimizerState, UpdateRule } from "../../worker/update-rule";
 import { readValues } from "../../worker/slice-gradient";
 
 interface Waiter {
@@ -116,6 +116,17 @@ export class ParamServer {
         w.resolve({ version: this.version_, data: this.values(), waitedMs: performance.now() - w.since });
       }
     }
+  }
+
+  /** The optimizer's state and the version, for checkpoints (sync mode resumes at that version). */
+  async exportState(): Promise<OptimizerState> {
+    const st = await this.update.exportState();
+    return { ...st, scalars: { ...st.scalars, version: this.version_ } };
+  }
+
+  async importState(state: OptimizerState): Promise<void> {
+    await this.update.importState(state);
+    this.version_ = state.scalars.version ?? 0;
   }
 
   wasApplied(rank: number, clock: number): boolean {
