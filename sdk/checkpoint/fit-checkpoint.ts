@@ -5,7 +5,7 @@ import { CheckpointError } from "../errors/errors";
 import type { ModelSummary } from "../plan/model-summary";
 import type { ResolvedFitOptions } from "../spec/fit-options";
 import type { Tensorlike } from "../transport/channel";
-import { awaitAll, setModelWeights, type FitContext } from "../strategies/fit-common";
+import { awaitAll, FitAborted, setModelWeights, type FitContext } from "../strategies/fit-common";
 import { readCheckpoint, writeCheckpoint, type Checkpoint, type CheckpointBody } from "./store";
 
 /**
@@ -112,4 +112,28 @@ export function checkpointSaver(
 export async function fetchWeightsOf(ctx: FitContext, workers: readonly WorkerHandle[]): Promise<Tensorlike[][]> {
   const fetched = await awaitAll(ctx)(workers.map((w) => w.channel.request({ type: "fetchWeights" }, "weights", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: "the weights to checkpoint" })));
   return fetched.map((f) => f.attachments);
+}
+
+/** The step loop's checkpoint options for a fit: where it starts (resumed or not), and how it saves. */
+export function checkpointing(
+  ctx: FitContext,
+  o: ResolvedFitOptions,
+  resumed: { ckpt: Checkpoint } | undefined,
+  what: { strategy: CheckpointBody["strategy"]; summary: ModelSummary; dataset: Dataset; holders: readonly Holder[]; weights: () => Promise<Tensorlike[]> },
+): { startStep: number; checkpoint?: { every: number; save(stepsDone: number): Promise<void> } } {
+  return {
+    startStep: resumed?.ckpt.body.step ?? 0,
+    ...(o.checkpoint ? { checkpoint: { every: o.checkpoint.every, save: checkpointSaver(ctx, { dir: o.checkpoint.dir, options: o, ...what }) } } : {}),
+  };
+}
+
+/** resumeFrom when the fit asked for it; a bad checkpoint aborts the fit before anything is sent. */
+export function resumeIfAsked(o: ResolvedFitOptions, strategy: CheckpointBody["strategy"], model: tf.LayersModel, summary: ModelSummary, dataset: Dataset): { resumed: { ckpt: Checkpoint } | undefined; options: ResolvedFitOptions } {
+  if (!o.resumeFrom) return { resumed: undefined, options: o };
+  try {
+    const r = resumeFrom(o.resumeFrom, strategy, model, summary, dataset, o);
+    return { resumed: r, options: r.options };
+  } catch (err) {
+    throw new FitAborted(err);
+  }
 }

@@ -3,7 +3,7 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { before, test } from "node:test";
-import { chromium, type Browser } from "playwright-core";
+import { chromium, type Browser, type Page } from "playwright-core";
 import { inkCoverage } from "../helpers/png";
 import { chromiumPath, ensureDebianPackages, jupyterReady, PYTHON } from "../helpers/system-deps";
 
@@ -22,6 +22,23 @@ before(() => {
   ensureDebianPackages("Jupyter (nbclient, nbconvert)", ["jupyter-client", "jupyter-nbconvert", "python3-nbclient", "python3-ipykernel"], jupyterReady);
   ensureDebianPackages("Chromium", ["chromium"], () => chromiumPath() !== null);
 });
+
+/** Opens an exported notebook in headless Chromium, once its Plotly figures are drawn. */
+async function withPage(html: string, use: (page: Page) => Promise<void>): Promise<void> {
+  assert.ok(fs.existsSync(html), "run the first test first");
+  const browser: Browser = await chromium.launch({
+    executablePath: chromiumPath()!,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"],
+  });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+    await page.goto(`file://${html}`);
+    await page.waitForSelector(".js-plotly-plot .main-svg", { timeout: 30_000 });
+    await use(page);
+  } finally {
+    await browser.close();
+  }
+}
 
 test("every notebook runs top to bottom and exports to HTML", { timeout: 30 * 60_000 }, () => {
   const notebooks = fs.readdirSync(NOTEBOOKS).filter((f) => /^\d\d-.*\.ipynb$/.test(f)).sort();
@@ -72,14 +89,7 @@ test("the exported quickstart draws its placement diagram and its plots", { time
 });
 
 test("the exported hybrid notebook draws the 2 x 2 placement and the measured schedule", { timeout: 120_000 }, async () => {
-  const html = path.join(OUT, "07-hybrid-and-auto.html");
-  assert.ok(fs.existsSync(html), "run the first test first");
-  let browser: Browser | undefined;
-  try {
-    browser = await chromium.launch({ executablePath: chromiumPath()!, args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"] });
-    const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
-    await page.goto(`file://${html}`);
-    await page.waitForSelector(".js-plotly-plot .main-svg", { timeout: 30_000 });
+  await withPage(path.join(OUT, "07-hybrid-and-auto.html"), async (page) => {
     const diagram = page.locator('[data-mime-type="image/svg+xml"] svg').first();
     assert.match((await diagram.textContent()) ?? "", /Hybrid parallelism: 2 replica\(s\) x 2 stage\(s\)/);
     assert.equal(await diagram.locator("text", { hasText: /^all-reduce$/ }).count(), 2, "one all-reduce link per stage");
@@ -88,20 +98,11 @@ test("the exported hybrid notebook draws the 2 x 2 placement and the measured sc
     const schedule = page.locator(".js-plotly-plot", { hasText: "as measured" }).first();
     const bars = await schedule.locator(".barlayer .point").count();
     assert.ok(bars >= 16, `the measured schedule has a bar per forward and backward (${bars})`);
-  } finally {
-    await browser?.close();
-  }
+  });
 });
 
 test("the exported parameter-server notebook draws servers and workers, and stale pushes", { timeout: 120_000 }, async () => {
-  const html = path.join(OUT, "04-parameter-servers.html");
-  assert.ok(fs.existsSync(html), "run the first test first");
-  let browser: Browser | undefined;
-  try {
-    browser = await chromium.launch({ executablePath: chromiumPath()!, args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"] });
-    const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
-    await page.goto(`file://${html}`);
-    await page.waitForSelector(".js-plotly-plot .main-svg", { timeout: 30_000 });
+  await withPage(path.join(OUT, "04-parameter-servers.html"), async (page) => {
     const diagram = page.locator('[data-mime-type="image/svg+xml"] svg').first();
     assert.match((await diagram.textContent()) ?? "", /Parameter servers: 3 worker\(s\), 2 server\(s\), sync/);
     assert.equal(await diagram.locator("text", { hasText: /^server \d$/ }).count(), 2);
@@ -115,7 +116,5 @@ test("the exported parameter-server notebook draws servers and workers, and stal
     const loss = page.locator(".js-plotly-plot", { hasText: "Loss over time" }).first();
     const curves = await loss.locator(".scatterlayer .trace path").evaluateAll((els) => els.map((e) => e.getAttribute("d") ?? "").filter((s) => s.length > 20).length);
     assert.ok(curves >= 4, `the loss curves are drawn (${curves})`);
-  } finally {
-    await browser?.close();
-  }
+  });
 });

@@ -16,7 +16,7 @@ import {
   type FitContext,
 } from "../fit-common";
 import { dataWiring } from "../wiring";
-import { checkpointSaver, fetchWeightsOf, restoreOptimizers, resumeFrom } from "../../checkpoint/fit-checkpoint";
+import { checkpointing, fetchWeightsOf, restoreOptimizers, resumeIfAsked } from "../../checkpoint/fit-checkpoint";
 import type { WorkerHandle } from "../../cluster/worker-handle";
 import type { ResolvedFitOptions, StepRecord } from "../../spec/fit-options";
 import type { Tensorlike } from "../../transport/channel";
@@ -35,13 +35,7 @@ export function slowdown(plan: { workers: ReadonlyArray<{ rank: number; slowdown
 /** Synchronous data parallelism, driven from here: every worker a replica, one ring. */
 export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, given: ResolvedFitOptions, plan: DataParallelPlan & PlanMethods): Promise<RunRecord> {
   const started = performance.now();
-  let resumed: ReturnType<typeof resumeFrom> | undefined;
-  try {
-    resumed = given.resumeFrom ? resumeFrom(given.resumeFrom, "data", model, plan.model, dataset, given) : undefined;
-  } catch (err) {
-    throw new FitAborted(err);
-  }
-  const o = resumed?.options ?? given;
+  const { resumed, options: o } = resumeIfAsked(given, "data", model, plan.model, dataset);
   const feed = plan.feed;
   if (plan.elastic && o.checkpoint) {
     throw new FitAborted(new ConfigError("elastic training and checkpoints do not go together yet: a checkpoint is written from one replica at a fixed membership", { hint: "drop checkpoint, or drop elastic" }));
@@ -90,17 +84,7 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
     const r = await runElastic(ctx, o, dataset, plan.elastic.minWorkers, { fitStart: performance.now(), fitStartWall, startStep: resumed?.ckpt.body.step ?? 0 }, { load: async (w, attachments) => void (await all([loadOn(w, attachments)])) });
     return finish(ctx, model, o, plan, r.history, r.members, r.callbackError, started, r.membership);
   }
-  const more = {
-    startStep: resumed?.ckpt.body.step ?? 0,
-    ...(o.checkpoint
-      ? {
-          checkpoint: {
-            every: o.checkpoint.every,
-            save: checkpointSaver(ctx, { dir: o.checkpoint.dir, strategy: "data", summary: plan.model, dataset, options: o, holders, weights: async () => (await fetchWeightsOf(ctx, [workers[0]!]))[0]! }),
-          },
-        }
-      : {}),
-  };
+  const more = checkpointing(ctx, o, resumed, { strategy: "data", summary: plan.model, dataset, holders, weights: async () => (await fetchWeightsOf(ctx, [workers[0]!]))[0]! });
   const { history, callbackError } = await runSteps(ctx, o, dataset, (step, epoch, order, start, end) => {
     const count = end - start;
     const slices = replicaSlices(count, n);

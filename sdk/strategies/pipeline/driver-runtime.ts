@@ -6,8 +6,8 @@ import { replicaSlices } from "../../plan/batches";
 import type { ResolvedFitOptions, WorkerStepRecord } from "../../spec/fit-options";
 import type { Tensorlike } from "../../transport/channel";
 import { wallClock } from "../../util/clock";
-import { awaitAll, checkIdentical, FitAborted, hostCopies, loadEverywhere, releaseAll, runSteps, setModelWeights, type FitContext, type StepDone } from "../fit-common";
-import { checkpointSaver, fetchWeightsOf, restoreOptimizers, resumeFrom } from "../../checkpoint/fit-checkpoint";
+import { awaitAll, checkIdentical, hostCopies, loadEverywhere, releaseAll, runSteps, setModelWeights, type FitContext, type StepDone } from "../fit-common";
+import { checkpointing, fetchWeightsOf, restoreOptimizers, resumeIfAsked } from "../../checkpoint/fit-checkpoint";
 import { gridWiring } from "../wiring";
 import { measuredBubble } from "./bubble";
 import type { PlanMethods } from "../registry";
@@ -23,13 +23,7 @@ import type { PipelinePlan } from "./planner";
  */
 export async function fitPipeline(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, given: ResolvedFitOptions, plan: PipelinePlan & PlanMethods): Promise<RunRecord> {
   const started = performance.now();
-  let resumed: ReturnType<typeof resumeFrom> | undefined;
-  try {
-    resumed = given.resumeFrom ? resumeFrom(given.resumeFrom, plan.strategy, model, plan.model, dataset, given) : undefined;
-  } catch (err) {
-    throw new FitAborted(err);
-  }
-  const o = resumed?.options ?? given;
+  const { resumed, options: o } = resumeIfAsked(given, plan.strategy, model, plan.model, dataset);
   const S = plan.stages;
   const R = plan.replicas;
   const M = plan.microBatches;
@@ -74,18 +68,8 @@ export async function fitPipeline(ctx: FitContext, model: tf.LayersModel, datase
   // Every replica of stage s holds the same optimizer state; replica 0's is saved.
   const holders = plan.stagePlans.map((_, s) => ({ name: `stage ${s}`, from: workers[rankOf(0, s)]!, to: plan.ranks.map((row) => workers[row[s]!]!) }));
   if (resumed) await restoreOptimizers(ctx, resumed.ckpt, holders);
-  const more = {
-    startStep: resumed?.ckpt.body.step ?? 0,
-    ...(o.checkpoint
-      ? {
-          checkpoint: {
-            every: o.checkpoint.every,
-            // Replica 0's stages, in order, hold the whole model's weights in the model's order.
-            save: checkpointSaver(ctx, { dir: o.checkpoint.dir, strategy: plan.strategy, summary: plan.model, dataset, options: o, holders, weights: async () => (await fetchWeightsOf(ctx, plan.ranks[0]!.map((r) => workers[r]!))).flat() }),
-          },
-        }
-      : {}),
-  };
+  // Replica 0's stages, in order, hold the whole model's weights in the model's order.
+  const more = checkpointing(ctx, o, resumed, { strategy: plan.strategy, summary: plan.model, dataset, holders, weights: async () => (await fetchWeightsOf(ctx, plan.ranks[0]!.map((r) => workers[r]!))).flat() });
 
   const fitStartWall = wallClock();
   const { history, callbackError } = await runSteps(ctx, o, dataset, (step, epoch, order, start, end) => {

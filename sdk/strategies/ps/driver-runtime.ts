@@ -3,7 +3,7 @@ import type { RunRecord } from "../../cluster/training-run";
 import type { WorkerHandle } from "../../cluster/worker-handle";
 import type { Dataset } from "../../data/dataset";
 import { ConfigError, ModelError } from "../../errors/errors";
-import { checkpointSaver, fetchWeightsOf, restoreOptimizers, resumeFrom } from "../../checkpoint/fit-checkpoint";
+import { checkpointing, fetchWeightsOf, restoreOptimizers, resumeIfAsked } from "../../checkpoint/fit-checkpoint";
 import type { Tensorlike } from "../../transport/channel";
 import { replicaSlices } from "../../plan/batches";
 import type { ResolvedFitOptions } from "../../spec/fit-options";
@@ -30,13 +30,7 @@ export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel
       }),
     );
   }
-  let resumed: ReturnType<typeof resumeFrom> | undefined;
-  try {
-    resumed = given.resumeFrom ? resumeFrom(given.resumeFrom, "ps", model, plan.model, dataset, given) : undefined;
-  } catch (err) {
-    throw new FitAborted(err);
-  }
-  const o = resumed?.options ?? given;
+  const { resumed, options: o } = resumeIfAsked(given, "ps", model, plan.model, dataset);
   if (model.weights.length !== model.trainableWeights.length) {
     const frozen = model.weights.filter((w) => !w.trainable).map((w) => w.name);
     throw new FitAborted(
@@ -113,10 +107,7 @@ export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel
     });
     return out;
   };
-  const more = {
-    startStep: resumed?.ckpt.body.step ?? 0,
-    ...(o.checkpoint ? { checkpoint: { every: o.checkpoint.every, save: checkpointSaver(ctx, { dir: o.checkpoint.dir, strategy: "ps", summary: plan.model, dataset, options: o, holders, weights: serverWeights }) } } : {}),
-  };
+  const more = checkpointing(ctx, o, resumed, { strategy: "ps", summary: plan.model, dataset, holders, weights: serverWeights });
 
   const fitStartWall = wallClock();
   const fitStart = performance.now();
