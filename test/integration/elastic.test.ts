@@ -50,9 +50,9 @@ describe("elastic data parallelism", () => {
   });
 
   test("a worker added mid-fit gets the weights and joins at a step boundary, equal to model.fit", async (t) => {
-    // Stock cpu kernels and 300 steps: long enough for a new worker process to start and join.
+    // Stock cpu kernels and 600 steps: long enough (about 4x what it takes here) for a new worker process to start and join.
     const c = await cluster().workers(2).strategy("data", { elastic: { minWorkers: 1 } }).timeouts({ stepMs: 30_000 }).backend("cpu").launch();
-    const long = datasets.synthetic({ inputShape: [6], classes: 3, size: 7200, seed: 4 });
+    const long = datasets.synthetic({ inputShape: [6], classes: 3, size: 14_400, seed: 4 });
     try {
       const model = smallClassifier(6, 3);
       let joined: Promise<number> | undefined;
