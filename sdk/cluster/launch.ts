@@ -69,26 +69,7 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
 
     for (let k = 0; k < roles.length; k++) {
       const e = roles[k]!;
-      const link = await dial(urls[k]!, { maxFrameBytes: spec.maxFrameBytes, timeoutMs: spec.timeouts.connectMs, keepProcessAlive: false, ...(spec.tls ? { ca: Buffer.from(spec.tls.ca) } : {}) });
-      try {
-        await offerHandshake(link, { token, timeoutMs: spec.timeouts.connectMs, role: "driver", who: nameOf(e) });
-      } catch (err) {
-        link.terminate();
-        throw err;
-      }
-      handles.push(
-        new WorkerHandle({
-          rank: e.index,
-          role: e.role,
-          address: urls[k]!,
-          link,
-          process: started.get(k),
-          chunkElements: spec.chunkElements,
-          maxFrameBytes: spec.maxFrameBytes,
-          stepNow: hooks.stepNow,
-          onLost: hooks.onLost,
-        }),
-      );
+      handles.push(await reach(spec, { token, url: urls[k]!, rank: e.index, role: e.role, process: started.get(k), hooks }));
     }
     const localCount = started.size;
 
@@ -105,6 +86,31 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
     await Promise.all(processes.map((p) => p.stop(1000)));
     throw err;
   }
+}
+
+/** Connects to a worker (or server), proves the token, and makes the driver's handle for it. */
+async function reach(
+  spec: ClusterSpec,
+  o: { token: string; url: string; rank: number; role: "worker" | "ps"; process: LocalWorkerProcess | undefined; hooks: LaunchHooks },
+): Promise<WorkerHandle> {
+  const link = await dial(o.url, { maxFrameBytes: spec.maxFrameBytes, timeoutMs: spec.timeouts.connectMs, keepProcessAlive: false, ...(spec.tls ? { ca: Buffer.from(spec.tls.ca) } : {}) });
+  try {
+    await offerHandshake(link, { token: o.token, timeoutMs: spec.timeouts.connectMs, role: "driver", who: o.role === "ps" ? `parameter server ${o.rank}` : `worker rank ${o.rank}` });
+  } catch (err) {
+    link.terminate();
+    throw err;
+  }
+  return new WorkerHandle({
+    rank: o.rank,
+    role: o.role,
+    address: o.url,
+    link,
+    process: o.process,
+    chunkElements: spec.chunkElements,
+    maxFrameBytes: spec.maxFrameBytes,
+    stepNow: o.hooks.stepNow,
+    onLost: o.hooks.onLost,
+  });
 }
 
 /** Joins a connected worker to the session: it starts its backend and says what it runs on. */
@@ -167,14 +173,7 @@ export async function addWorker(spec: ClusterSpec, o: { session: string; token: 
   const proc = o.url === undefined ? LocalWorkerProcess.start({ ...process.env, MESHTRAIN_TOKEN: o.token, ...(spec.workers.kind === "local" && spec.workers.devices === "gpu" ? {} : { CUDA_VISIBLE_DEVICES: "-1" }) }) : undefined;
   try {
     const url = o.url ?? (await proc!.listening(spec.timeouts.connectMs, `local worker rank ${o.rank}`));
-    const link = await dial(url, { maxFrameBytes: spec.maxFrameBytes, timeoutMs: spec.timeouts.connectMs, keepProcessAlive: false, ...(spec.tls ? { ca: Buffer.from(spec.tls.ca) } : {}) });
-    try {
-      await offerHandshake(link, { token: o.token, timeoutMs: spec.timeouts.connectMs, role: "driver", who: `worker rank ${o.rank}` });
-    } catch (err) {
-      link.terminate();
-      throw err;
-    }
-    const h = new WorkerHandle({ rank: o.rank, role: "worker", address: url, link, process: proc, chunkElements: spec.chunkElements, maxFrameBytes: spec.maxFrameBytes, stepNow: o.hooks.stepNow, onLost: o.hooks.onLost });
+    const h = await reach(spec, { token: o.token, url, rank: o.rank, role: "worker", process: proc, hooks: o.hooks });
     try {
       await joinSession(spec, o.session, h, proc ? Math.max(1, Math.floor(os.availableParallelism() / 2)) : 0);
       await probeLink(spec, h);

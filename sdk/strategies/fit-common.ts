@@ -5,7 +5,7 @@ import { DataError, ModelError, ReplicaDivergenceError, WorkerLostError, type Me
 import { epochOrder, globalBatch, stepsPerEpoch } from "../plan/batches";
 import type { MessageOf } from "../protocol/messages";
 import type { ClusterSpec } from "../spec/cluster-spec";
-import type { ResolvedFitOptions, StepRecord } from "../spec/fit-options";
+import type { ResolvedFitOptions, StepRecord, WorkerStepRecord } from "../spec/fit-options";
 import type { Incoming, Tensorlike } from "../transport/channel";
 import type { PlanDevice } from "./data/planner";
 import type { Wiring } from "./wiring";
@@ -142,6 +142,25 @@ export function straggler(ends: ReadonlyArray<{ rank: number; end: number }>): n
 }
 
 export type StepDone = Incoming<MessageOf<"stepDone">>;
+
+/** One worker's part of a whole-model step (data parallelism, parameter servers), on the driver's clock. */
+export function workerStep(r: StepDone, w: WorkerHandle, fitStartWall: number): WorkerStepRecord {
+  const m = r.msg;
+  return {
+    rank: w.rank,
+    computeMs: m.computeMs + m.applyMs,
+    commMs: m.commMs,
+    waitMs: m.waitMs,
+    applyMs: m.applyMs,
+    ...(m.slowdownMs ? { slowdownMs: m.slowdownMs } : {}),
+    startMs: m.startedAt - w.clockOffsetMs - fitStartWall,
+  };
+}
+
+/** When a worker's computation of a step ended, on the driver's clock: who the others waited for. */
+export function computeEnd(r: StepDone, w: WorkerHandle): { rank: number; end: number } {
+  return { rank: w.rank, end: r.msg.startedAt - w.clockOffsetMs + (r.msg.ps?.pullMs ?? 0) + r.msg.computeMs };
+}
 
 /** One step sent to the workers: its replies, and how to turn them into the step's record. */
 export interface IssuedStep {

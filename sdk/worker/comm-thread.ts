@@ -2,10 +2,10 @@ import { parentPort, workerData } from "node:worker_threads";
 import { RingAllReduce, type RingNeighbours } from "../collectives/ring-allreduce";
 import { PipeEnds } from "../collectives/pipe-links";
 import { ringOverLinks } from "../collectives/ring-over-links";
-import { CollectiveError, ConfigError, isMeshtrainError, ProtocolError, WorkerLostError, type MeshtrainError } from "../errors/errors";
+import { CollectiveError, ConfigError, isMeshtrainError, ProtocolError, WorkerLostError, type ErrorDetails, type MeshtrainError } from "../errors/errors";
 import type { MessageOf } from "../protocol/messages";
 import { fromWireError, toWireError } from "../protocol/wire-error";
-import { Channel, type Incoming } from "../transport/channel";
+import { Channel, type ChannelOptions, type Incoming } from "../transport/channel";
 import { acceptHandshake, offerHandshake, type AuthMessage } from "../transport/handshake";
 import { HandshakeLimiter } from "../transport/handshake-limiter";
 import { CLOSE, type Link } from "../transport/link";
@@ -28,6 +28,19 @@ function toCompute(m: CommToCompute, transfer: ArrayBuffer[] = []): void {
 
 function log(text: string): void {
   process.stderr.write(`[meshtrain worker ${process.pid}] ${text}\n`);
+}
+
+/** A control channel to the driver or a peer, with this worker's limits; refused frames are logged. */
+function channelTo(link: Link, peerName: string, details: ErrorDetails, on: Pick<ChannelOptions, "onMessage" | "onClose">): Channel {
+  return new Channel(link, {
+    peerName,
+    details,
+    chunkElements: 256 * 1024,
+    maxFrameBytes: config.maxFrameBytes,
+    maxAttachmentBytes: MAX_ATTACHMENT_BYTES,
+    ...on,
+    onInvalid: (err) => log(`refused a frame from ${peerName}: ${err.summary}`),
+  });
 }
 
 const noNeighbours: RingNeighbours = {
@@ -59,15 +72,9 @@ class Session {
   readonly channel: Channel;
 
   constructor(private readonly server: CommServer, link: Link) {
-    this.channel = new Channel(link, {
-      peerName: "the driver",
-      details: { address: link.address },
-      chunkElements: 256 * 1024,
-      maxFrameBytes: config.maxFrameBytes,
-      maxAttachmentBytes: MAX_ATTACHMENT_BYTES,
+    this.channel = channelTo(link, "the driver", { address: link.address }, {
       onMessage: (incoming) => this.onMessage(incoming),
       onClose: (err) => this.end(`driver connection closed: ${err.summary}`),
-      onInvalid: (err) => log(`refused a frame from the driver: ${err.summary}`),
     });
   }
 
@@ -179,16 +186,7 @@ class Session {
   /** A worker's link to parameter server `index`: requests with timeouts, and a heartbeat. */
   private serverChannel(link: Link, index: number): Channel {
     const name = `parameter server ${index} (${link.address})`;
-    const ch = new Channel(link, {
-      peerName: name,
-      details: { address: link.address },
-      chunkElements: 256 * 1024,
-      maxFrameBytes: config.maxFrameBytes,
-      maxAttachmentBytes: MAX_ATTACHMENT_BYTES,
-      onMessage: () => undefined,
-      onClose: () => undefined,
-      onInvalid: (err) => log(`refused a frame from ${name}: ${err.summary}`),
-    });
+    const ch = channelTo(link, name, { address: link.address }, { onMessage: () => undefined, onClose: () => undefined });
     ch.startHeartbeat(this.heartbeat.intervalMs, this.heartbeat.timeoutMs, (ms) =>
       ch.fail(new WorkerLostError(`${name} was silent for ${ms} ms`, { details: { address: link.address } })),
     );
@@ -198,19 +196,13 @@ class Session {
   /** A worker reached this parameter server: its pulls and pushes go to the compute thread. */
   addClient(rank: number, link: Link): void {
     const via = this.nextClient++;
-    const ch = new Channel(link, {
-      peerName: `worker rank ${rank}`,
-      details: { rank, address: link.address },
-      chunkElements: 256 * 1024,
-      maxFrameBytes: config.maxFrameBytes,
-      maxAttachmentBytes: MAX_ATTACHMENT_BYTES,
+    const ch = channelTo(link, `worker rank ${rank}`, { rank, address: link.address }, {
       onMessage: (incoming) => {
         const t = incoming.msg.type;
         if (t !== "pull" && t !== "push") throw new ProtocolError(`a worker's link to a parameter server carries pulls and pushes, not "${t}"`);
         toCompute({ kind: "request", msg: incoming.msg, attachments: incoming.attachments, via }, transferList(incoming.attachments));
       },
       onClose: () => this.clients.delete(via),
-      onInvalid: (err) => log(`refused a frame from worker rank ${rank}: ${err.summary}`),
     });
     this.clients.set(via, ch);
   }

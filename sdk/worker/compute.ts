@@ -312,7 +312,7 @@ export class ComputeHost {
           this.stepTimeoutMs = msg.stepTimeoutMs ?? this.stepTimeoutMs;
           if (msg.ps?.role === "server") {
             this.server = ParamServer.load(msg, attachments, this.stepTimeoutMs);
-            this.reply({ type: "loaded", re: msg.id, paramCount: this.server.values().length, gradientLength: this.server.values().length });
+            this.reply({ type: "loaded", re: msg.id, paramCount: this.server.length, gradientLength: this.server.length });
             return;
           }
           if (msg.ps?.role === "worker") {

@@ -13,6 +13,8 @@ import {
   runSteps,
   setModelWeights,
   straggler,
+  computeEnd,
+  workerStep,
   type FitContext,
 } from "../fit-common";
 import { dataWiring } from "../wiring";
@@ -104,16 +106,8 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
       done: Promise.all(requests),
       summarize: (replies) => ({
         loss: replies.reduce((a, r, i) => a + shares[i]! * r.msg.loss, 0),
-        workers: replies.map((r, rank) => ({
-          rank,
-          computeMs: r.msg.computeMs + r.msg.applyMs,
-          commMs: r.msg.commMs,
-          waitMs: r.msg.waitMs,
-          applyMs: r.msg.applyMs,
-          ...(r.msg.slowdownMs ? { slowdownMs: r.msg.slowdownMs } : {}),
-          startMs: r.msg.startedAt - workers[rank]!.clockOffsetMs - fitStartWall,
-        })),
-        straggler: straggler(replies.map((r, rank) => ({ rank, end: r.msg.startedAt - workers[rank]!.clockOffsetMs + r.msg.computeMs }))),
+        workers: replies.map((r, rank) => workerStep(r, workers[rank]!, fitStartWall)),
+        straggler: straggler(replies.map((r, rank) => computeEnd(r, workers[rank]!))),
       }),
     };
   }, more);

@@ -4,7 +4,7 @@ import { WorkerLostError, type MeshtrainError } from "../../errors/errors";
 import { epochOrder, globalBatch, replicaSlices, stepsPerEpoch } from "../../plan/batches";
 import type { ResolvedFitOptions, StepRecord } from "../../spec/fit-options";
 import type { Tensorlike } from "../../transport/channel";
-import { awaitAll, FitAborted, straggler, type FitContext, type StepDone } from "../fit-common";
+import { awaitAll, computeEnd, FitAborted, straggler, workerStep, type FitContext, type StepDone } from "../fit-common";
 import type { Wiring } from "../wiring";
 
 /** A worker that left or joined an elastic fit. */
@@ -126,16 +126,8 @@ export async function runElastic(
       ms: now - lastEnd,
       endMs: now - t.fitStart,
       loss: ok.reduce((a, x) => a + x.share * x.r.value.msg.loss, 0) / Math.max(1e-12, ok.reduce((a, x) => a + x.share, 0)),
-      workers: ok.map((x) => ({
-        rank: x.w.rank,
-        computeMs: x.r.value.msg.computeMs + x.r.value.msg.applyMs,
-        commMs: x.r.value.msg.commMs,
-        waitMs: x.r.value.msg.waitMs,
-        applyMs: x.r.value.msg.applyMs,
-        startMs: x.r.value.msg.startedAt - x.w.clockOffsetMs - t.fitStartWall,
-        ...(x.r.value.msg.slowdownMs ? { slowdownMs: x.r.value.msg.slowdownMs } : {}),
-      })),
-      straggler: straggler(ok.map((x) => ({ rank: x.w.rank, end: x.r.value.msg.startedAt - x.w.clockOffsetMs + x.r.value.msg.computeMs }))),
+      workers: ok.map((x) => workerStep(x.r.value, x.w, t.fitStartWall)),
+      straggler: straggler(ok.map((x) => computeEnd(x.r.value, x.w))),
     };
     lastEnd = now;
     history.push(rec);

@@ -8,7 +8,7 @@ import type { Tensorlike } from "../../transport/channel";
 import { replicaSlices } from "../../plan/batches";
 import type { ResolvedFitOptions } from "../../spec/fit-options";
 import { wallClock } from "../../util/clock";
-import { awaitAll, FitAborted, hostCopies, loadEverywhere, runSteps, straggler, type FitContext } from "../fit-common";
+import { awaitAll, computeEnd, FitAborted, hostCopies, loadEverywhere, runSteps, straggler, workerStep, type FitContext } from "../fit-common";
 import type { PlanMethods } from "../registry";
 import { serverWiring } from "../wiring";
 import { slowdown } from "../data/driver-runtime";
@@ -137,16 +137,8 @@ export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel
           replies.forEach((r, rank) => pushes.push(pushRecord(r, workers[rank]!, fitStartWall, { clock: step, epoch, samples: slices[rank]!, lead: 0, endMs })));
           return {
             loss: replies.reduce((a, r, i) => a + shares[i]! * r.msg.loss, 0),
-            workers: replies.map((r, rank) => ({
-              rank,
-              computeMs: r.msg.computeMs,
-              commMs: r.msg.commMs,
-              waitMs: r.msg.waitMs,
-              applyMs: 0,
-              startMs: r.msg.startedAt - workers[rank]!.clockOffsetMs - fitStartWall,
-              ...(r.msg.slowdownMs ? { slowdownMs: r.msg.slowdownMs } : {}),
-            })),
-            straggler: straggler(replies.map((r, rank) => ({ rank, end: r.msg.startedAt - workers[rank]!.clockOffsetMs + r.msg.ps!.pullMs + r.msg.computeMs }))),
+            workers: replies.map((r, rank) => workerStep(r, workers[rank]!, fitStartWall)),
+            straggler: straggler(replies.map((r, rank) => computeEnd(r, workers[rank]!))),
           };
         },
       };

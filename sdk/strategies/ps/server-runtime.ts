@@ -5,6 +5,7 @@ import type { Tensorlike } from "../../transport/channel";
 import { makeUpdateRule } from "../../worker/update-rules";
 import type { OptimizerState, UpdateRule } from "../../worker/update-rule";
 import { readValues } from "../../worker/slice-gradient";
+import { bestAccumulate } from "../../collectives/accumulate";
 
 interface Waiter {
   minVersion: number;
@@ -20,7 +21,10 @@ interface Waiter {
 export class ParamServer {
   private version_ = 0;
   private readonly update: UpdateRule;
-  private readonly length: number;
+  /** Values in the shard. */
+  readonly length: number;
+  /** The all-reduce's add (native where built): the sum of a sync step is the same operation. */
+  private readonly accumulate = bestAccumulate();
   /** Sync: the pushes of the current step, by rank. */
   private readonly pending = new Map<number, Float32Array>();
   private readonly waiters = new Set<Waiter>();
@@ -104,7 +108,7 @@ export class ParamServer {
     const sum = new Float32Array(this.length);
     for (let r = 0; r < this.workers; r++) {
       const g = this.pending.get(r)!;
-      for (let i = 0; i < sum.length; i++) sum[i]! += g[i]!;
+      this.accumulate(sum, Buffer.from(g.buffer, g.byteOffset, g.byteLength), 0);
       this.applied.add(`${r}/${clock}`);
     }
     this.pending.clear();

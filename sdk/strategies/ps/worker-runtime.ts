@@ -5,6 +5,7 @@ import type { Tensorlike } from "../../transport/channel";
 import { wallClock } from "../../util/clock";
 import { readWeights } from "../../worker/model-io";
 import { loadReplica, sliceGradient, slowDown, type LoadedReplica } from "../../worker/slice-gradient";
+import type { StepResult } from "../data/worker-runtime";
 
 /** What a parameter-server worker's communication thread does for it. */
 export interface ServerLinks {
@@ -14,14 +15,7 @@ export interface ServerLinks {
   push(clock: number, pulled: number[], shards: Float32Array[]): Promise<{ versions: number[]; staleness: number[] }>;
 }
 
-export interface PsStepResult {
-  loss: number;
-  startedAt: number;
-  computeMs: number;
-  commMs: number;
-  waitMs: number;
-  applyMs: number;
-  slowdownMs: number;
+export interface PsStepResult extends StepResult {
   ps: { pulled: number[]; staleness: number; pullMs: number; pushMs: number };
 }
 
@@ -31,12 +25,18 @@ export interface PsStepResult {
  * part that server holds.
  */
 export class PsReplica {
+  /** Where each variable starts in the flat gradient. */
+  private readonly offsets: number[];
+
   private constructor(
     private readonly r: LoadedReplica,
     /** For each server, the indices of the trainable variables it holds. */
     private readonly shards: number[][],
     private readonly slowdown: number,
-  ) {}
+  ) {
+    let off = 0;
+    this.offsets = r.sizes.map((size) => (off += size) - size);
+  }
 
   static async load(msg: MessageOf<"load">, weights: Tensorlike[], memoryCapBytes: number | null): Promise<PsReplica> {
     const ps = msg.ps;
@@ -104,17 +104,11 @@ export class PsReplica {
 
   /** The flat gradient cut into one buffer per server, each in its variables' order. */
   private split(flat: Float32Array): Float32Array[] {
-    const offsets: number[] = [];
-    let off = 0;
-    for (const size of this.r.sizes) {
-      offsets.push(off);
-      off += size;
-    }
     return this.shards.map((indices) => {
       const out = new Float32Array(indices.reduce((a, i) => a + this.r.sizes[i]!, 0));
       let at = 0;
       for (const i of indices) {
-        out.set(flat.subarray(offsets[i]!, offsets[i]! + this.r.sizes[i]!), at);
+        out.set(flat.subarray(this.offsets[i]!, this.offsets[i]! + this.r.sizes[i]!), at);
         at += this.r.sizes[i]!;
       }
       return out;
