@@ -1,5 +1,5 @@
 import type { FitObserver, FitStart, FitWatch } from "../sdk/metrics/observer";
-import type { StepRecord } from "../sdk/spec/fit-options";
+import type { StepRecord } from "../sdk/config/fit-options";
 import { figureBundle } from "../sdk/viz/bundles";
 import { throughputFigure } from "../sdk/viz/throughput";
 import { newDisplayId, sendBundle } from "./tslab-bridge";

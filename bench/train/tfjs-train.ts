@@ -2,7 +2,7 @@ import * as tf from "@tensorflow/tfjs";
 import { buildDemoModel, type DemoModel } from "../../sdk/cli/models";
 import { selectBackend } from "../../sdk/worker/backend";
 import { DataReplica } from "../../sdk/strategies/data/worker-runtime";
-import type { BackendChoice } from "../../sdk/spec/backend";
+import type { BackendChoice } from "../../sdk/config/backend";
 
 /**
  * meshtrain's side of the training-throughput benchmark: one process, one backend, the worker's

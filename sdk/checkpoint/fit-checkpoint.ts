@@ -3,8 +3,8 @@ import type { WorkerHandle } from "../cluster/worker-handle";
 import type { Dataset } from "../data/dataset";
 import { CheckpointError } from "../errors/errors";
 import type { ModelSummary } from "../plan/model-summary";
-import type { ResolvedFitOptions } from "../spec/fit-options";
-import type { Tensorlike } from "../transport/channel";
+import type { ResolvedFitOptions } from "../config/fit-options";
+import type { Tensorlike } from "../protocol/tensor";
 import { awaitAll, FitAborted, setModelWeights, type FitContext } from "../strategies/fit-common";
 import { readCheckpoint, writeCheckpoint, type Checkpoint, type CheckpointBody } from "./store";
 

@@ -1,7 +1,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { cluster } from "../cluster/builder";
 import { datasets } from "../data/index";
-import type { BackendChoice } from "../spec/backend";
+import type { BackendChoice } from "../config/backend";
 import { selectBackend } from "../worker/backend";
 import { buildDemoModel, type DemoModel } from "./models";
 

@@ -3,7 +3,7 @@ import * as fs from "node:fs";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { cluster } from "../cluster/builder";
 import { ConfigError, isMeshtrainError } from "../errors/errors";
-import { BACKEND_CHOICES, type BackendChoice } from "../spec/backend";
+import { BACKEND_CHOICES, type BackendChoice } from "../config/backend";
 import { VERSION } from "../version";
 import { DEFAULT_WORKER_OPTIONS, runWorker } from "../worker/main";
 import { runDemo } from "./demo";

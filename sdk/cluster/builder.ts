@@ -2,7 +2,7 @@ import type * as tf from "@tensorflow/tfjs";
 import { z } from "zod";
 import { ConfigError } from "../errors/errors";
 import { summarizeModel } from "../plan/model-summary";
-import { BACKEND_CHOICES, type BackendChoice } from "../spec/backend";
+import { BACKEND_CHOICES, type BackendChoice } from "../config/backend";
 import {
   ClusterSpecSchema,
   crossCheck,
@@ -16,12 +16,12 @@ import {
   type ClusterSpec,
   type StrategyName,
   type WorkersSpec,
-} from "../spec/cluster-spec";
-import { parseOrThrow } from "../spec/zod-problem";
+} from "../config/cluster-spec";
+import { parseOrThrow } from "../config/zod-problem";
 import { makePlan, type Plan } from "../strategies/registry";
 import { planOptions, type PlanRequest } from "./plan-request";
 import { Cluster } from "./cluster";
-import { parseBytes } from "../spec/bytes";
+import { parseBytes } from "../config/bytes";
 
 interface Draft extends Omit<ClusterSpec, "workers"> {
   readonly workers: WorkersSpec | undefined;

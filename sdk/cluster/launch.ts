@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import * as os from "node:os";
 import type { MeshtrainError } from "../errors/errors";
-import type { ClusterSpec } from "../spec/cluster-spec";
+import type { ClusterSpec } from "../config/cluster-spec";
 import { newToken } from "../transport/auth";
 import { offerHandshake } from "../transport/handshake";
 import { dial } from "../transport/ws-endpoint";

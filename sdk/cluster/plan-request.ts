@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { OptimizerSpecSchema, type OptimizerInput } from "../spec/optimizer";
-import { parseOrThrow } from "../spec/zod-problem";
+import { OptimizerSpecSchema, type OptimizerInput } from "../config/optimizer";
+import { parseOrThrow } from "../config/zod-problem";
 import type { PlanOptions } from "../strategies/data/planner";
 
 /** What a user may ask plan() for: the batch to split, the optimizer whose state to count. */

@@ -1,6 +1,6 @@
 import * as fs from "node:fs";
-import type { StepRecord } from "../spec/fit-options";
-import type { WorkerSnapshot } from "../spec/worker-snapshot";
+import type { StepRecord } from "../config/fit-options";
+import type { WorkerSnapshot } from "../config/worker-snapshot";
 import type { Plan } from "../strategies/registry";
 import { measuredScheduleFigure } from "../viz/schedule-timeline";
 import { breakdownFigure } from "../viz/breakdown";

@@ -1,6 +1,6 @@
 import { WorkerLostError, type MeshtrainError } from "../errors/errors";
 import type { WorkerInfo } from "../protocol/messages";
-import type { WorkerSnapshot } from "../spec/worker-snapshot";
+import type { WorkerSnapshot } from "../config/worker-snapshot";
 import { Channel } from "../transport/channel";
 import type { Link } from "../transport/link";
 import { describeExit, type LocalWorkerProcess } from "./local-process";

@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { DatasetSourceSchema } from "../data/source";
-import { BACKEND_CHOICES } from "../spec/backend";
-import { LOSS_NAMES } from "../spec/loss";
-import { OptimizerSpecSchema } from "../spec/optimizer";
+import { BACKEND_CHOICES } from "../config/backend";
+import { LOSS_NAMES } from "../config/loss";
+import { OptimizerSpecSchema } from "../config/optimizer";
 import { TensorSpecSchema } from "./tensor";
 import { PROTOCOL_VERSION } from "./version";
 import { WireErrorSchema } from "./wire-error";

@@ -6,6 +6,12 @@ export type DType = (typeof DTYPES)[number];
 
 export type TensorData = Float32Array | Int32Array;
 
+/** A tensor as it travels: flat data plus its shape. */
+export interface Tensorlike {
+  data: TensorData;
+  shape: readonly number[];
+}
+
 export const TensorSpecSchema = z.object({
   dtype: z.enum(DTYPES),
   shape: z.array(z.number().int().nonnegative().max(2 ** 31)).max(8),

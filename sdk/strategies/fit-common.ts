@@ -4,9 +4,10 @@ import type { Dataset } from "../data/dataset";
 import { DataError, ModelError, ReplicaDivergenceError, WorkerLostError, type MeshtrainError } from "../errors/errors";
 import { epochOrder, globalBatch, stepsPerEpoch } from "../plan/batches";
 import type { MessageOf } from "../protocol/messages";
-import type { ClusterSpec } from "../spec/cluster-spec";
-import type { ResolvedFitOptions, StepRecord, WorkerStepRecord } from "../spec/fit-options";
-import type { Incoming, Tensorlike } from "../transport/channel";
+import type { ClusterSpec } from "../config/cluster-spec";
+import type { ResolvedFitOptions, StepRecord, WorkerStepRecord } from "../config/fit-options";
+import type { Incoming } from "../transport/channel";
+import type { Tensorlike } from "../protocol/tensor";
 import type { PlanDevice } from "./data/planner";
 import type { Wiring } from "./wiring";
 

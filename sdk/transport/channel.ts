@@ -8,17 +8,11 @@ import {
 } from "../errors/errors";
 import { decodeFrame, encodeFrame, type FrameHeader } from "../protocol/frame";
 import { MessageSchema, type Message, type MessageOf, type MessageType } from "../protocol/messages";
-import { allocate, dtypeOf, elementCount, type TensorData, type TensorSpec } from "../protocol/tensor";
+import { allocate, dtypeOf, elementCount, type TensorData, type Tensorlike, type TensorSpec } from "../protocol/tensor";
 import { PROTOCOL_VERSION } from "../protocol/version";
 import { fromWireError, toWireError } from "../protocol/wire-error";
 import { CLOSE, type Link } from "./link";
 import { Liveness } from "./liveness";
-
-/** A tensor as it travels: flat data plus its shape. */
-export interface Tensorlike {
-  data: TensorData;
-  shape: readonly number[];
-}
 
 export interface Incoming<M extends Message = Message> {
   msg: M;

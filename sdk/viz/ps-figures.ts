@@ -1,4 +1,4 @@
-import type { StepRecord } from "../spec/fit-options";
+import type { StepRecord } from "../config/fit-options";
 import type { Departure, PushRecord } from "../strategies/ps/records";
 import { COLORS, type Figure, type Trace } from "./figure";
 

@@ -5,7 +5,7 @@ import type { Figure } from "./figure";
 import { scalingFigure as scaling, type ScalingPoint } from "./scaling";
 import { scheduleFigure as plannedSchedule } from "./schedule-timeline";
 import type { Schedule } from "../plan/schedules";
-import type { StepRecord } from "../spec/fit-options";
+import type { StepRecord } from "../config/fit-options";
 import type { Departure, PushRecord } from "../strategies/ps/records";
 import { lossFigure as losses, stalenessFigure as staleness } from "./ps-figures";
 

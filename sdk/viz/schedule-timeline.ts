@@ -1,5 +1,5 @@
 import { actionLabel, simulate, type Schedule } from "../plan/schedules";
-import type { StepRecord } from "../spec/fit-options";
+import type { StepRecord } from "../config/fit-options";
 import { COLORS, type Figure, type Trace } from "./figure";
 
 interface Bar {

@@ -1,6 +1,6 @@
 import { SingleBar } from "cli-progress";
 import type { FitWatch } from "../metrics/observer";
-import type { StepRecord } from "../spec/fit-options";
+import type { StepRecord } from "../config/fit-options";
 
 /**
  * A terminal progress bar for a fit: step, epoch, loss and samples/s over the last steps.

@@ -1,4 +1,4 @@
-import type { StepRecord } from "../spec/fit-options";
+import type { StepRecord } from "../config/fit-options";
 import { defaultWarmup } from "../metrics/throughput";
 import { COLORS, type Figure } from "./figure";
 

@@ -1,4 +1,4 @@
-import type { StepRecord } from "../spec/fit-options";
+import type { StepRecord } from "../config/fit-options";
 import { COLORS, type Figure } from "./figure";
 
 export interface TimelineSpan {

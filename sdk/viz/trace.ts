@@ -1,4 +1,4 @@
-import type { StepRecord } from "../spec/fit-options";
+import type { StepRecord } from "../config/fit-options";
 import { timelineSpans } from "./timeline";
 
 /** Chrome's trace-event format, which Perfetto (ui.perfetto.dev) and chrome://tracing open. */

@@ -4,7 +4,7 @@ import { NATIVE_BACKEND } from "../backends/native/backend";
 import { registerNativeBackend } from "../backends/native/register";
 import { patchWasmKernels } from "../backends/wasm/patches";
 import { BackendError } from "../errors/errors";
-import type { BackendChoice, BackendName } from "../spec/backend";
+import type { BackendChoice, BackendName } from "../config/backend";
 
 export interface BackendReport {
   backend: string;

@@ -1,7 +1,8 @@
 import type { AllReduceStats } from "../collectives/ring-allreduce";
 import type { Message } from "../protocol/messages";
 import type { WireError } from "../protocol/wire-error";
-import type { Draft, Tensorlike } from "../transport/channel";
+import type { Draft } from "../transport/channel";
+import type { Tensorlike } from "../protocol/tensor";
 
 /**
  * Messages between a worker's two threads. The communication thread owns every socket and

@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
 import * as tf from "@tensorflow/tfjs";
 import { ModelError } from "../errors/errors";
-import type { LossName } from "../spec/loss";
-import type { OptimizerSpec } from "../spec/optimizer";
-import type { Tensorlike } from "../transport/channel";
+import type { LossName } from "../config/loss";
+import type { OptimizerSpec } from "../config/optimizer";
+import type { Tensorlike } from "../protocol/tensor";
 
 /**
  * Builds a model from TF.js topology JSON and weights. Only layer classes registered with TF.js

@@ -5,7 +5,7 @@ import { DataError, ModelError } from "../errors/errors";
 import { estimateReplicaMemory, formatBytes } from "../plan/memory";
 import { summarizeModel } from "../plan/model-summary";
 import type { MessageOf } from "../protocol/messages";
-import type { Tensorlike } from "../transport/channel";
+import type { Tensorlike } from "../protocol/tensor";
 import { buildModel, compiledLoss, createOptimizer } from "./model-io";
 
 /**

@@ -1,5 +1,5 @@
 import * as tf from "@tensorflow/tfjs";
-import type { OptimizerSpec } from "../spec/optimizer";
+import type { OptimizerSpec } from "../config/optimizer";
 import { CheckpointError } from "../errors/errors";
 import { createOptimizer } from "./model-io";
 

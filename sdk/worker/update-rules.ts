@@ -1,7 +1,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { NATIVE_BACKEND, type NativeBackend } from "../backends/native/backend";
 import { NativeUpdate } from "../backends/native/update-rules";
-import type { OptimizerSpec } from "../spec/optimizer";
+import type { OptimizerSpec } from "../config/optimizer";
 import { TfjsUpdate, type UpdateRule } from "./update-rule";
 
 /** The in-place native optimizer on the native backend; TF.js's optimizers everywhere else. */

@@ -3,7 +3,7 @@ import { after, before, describe, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { cluster, datasets, WorkerLostError, type Cluster, type Dataset, type TrainingRun } from "../../sdk/index";
 import { epochOrder } from "../../sdk/plan/batches";
-import type { OptimizerSpec } from "../../sdk/spec/optimizer";
+import type { OptimizerSpec } from "../../sdk/config/optimizer";
 import { createOptimizer } from "../../sdk/worker/model-io";
 import { maxRelativeDifference, smallClassifier, weightsMoved } from "../helpers/models";
 

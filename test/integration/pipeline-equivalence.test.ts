@@ -3,7 +3,7 @@ import { after, before, describe, test, type TestContext } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { cluster, datasets, ModelError, type Cluster, type TrainingRun } from "../../sdk/index";
 import { epochOrder } from "../../sdk/plan/batches";
-import type { OptimizerSpec } from "../../sdk/spec/optimizer";
+import type { OptimizerSpec } from "../../sdk/config/optimizer";
 import { createOptimizer } from "../../sdk/worker/model-io";
 import { deepClassifier, maxRelativeDifference, smallConvNet, weightsMoved } from "../helpers/models";
 

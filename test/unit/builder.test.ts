@@ -3,7 +3,7 @@ import { test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { cluster } from "../../sdk/cluster/builder";
 import { ConfigError } from "../../sdk/errors/errors";
-import { resolveFitOptions } from "../../sdk/spec/fit-options";
+import { resolveFitOptions } from "../../sdk/config/fit-options";
 
 const configError = (pattern: RegExp) => (e: unknown) => e instanceof ConfigError && pattern.test(e.message);
 

@@ -2,10 +2,10 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { NATIVE_BACKEND } from "../../sdk/backends/native/backend";
-import type { OptimizerSpec } from "../../sdk/spec/optimizer";
-import type { LossName } from "../../sdk/spec/loss";
+import type { OptimizerSpec } from "../../sdk/config/optimizer";
+import type { LossName } from "../../sdk/config/loss";
 import { DataReplica } from "../../sdk/strategies/data/worker-runtime";
-import type { Tensorlike } from "../../sdk/transport/channel";
+import type { Tensorlike } from "../../sdk/protocol/tensor";
 import { assertClose, nativeAvailable, randomArray } from "../helpers/backends";
 
 /**

@@ -9,7 +9,7 @@ import { ParamServer } from "../../sdk/strategies/ps/server-runtime";
 import { leadOf, mayStart } from "../../sdk/strategies/ps/ssp";
 import { PROTOCOL_VERSION } from "../../sdk/protocol/version";
 import type { MessageOf } from "../../sdk/protocol/messages";
-import type { OptimizerSpec } from "../../sdk/spec/optimizer";
+import type { OptimizerSpec } from "../../sdk/config/optimizer";
 import { createOptimizer } from "../../sdk/worker/model-io";
 import { placementSvg } from "../../sdk/viz/placement";
 import { deepClassifier } from "../helpers/models";

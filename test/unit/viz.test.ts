@@ -10,7 +10,7 @@ import { cost } from "../../sdk/metrics/cost";
 import { stragglers } from "../../sdk/metrics/stragglers";
 import { activationElementsPerSample, estimateReplicaMemory } from "../../sdk/plan/memory";
 import { summarizeModel } from "../../sdk/plan/model-summary";
-import type { StepRecord, WorkerStepRecord } from "../../sdk/spec/fit-options";
+import type { StepRecord, WorkerStepRecord } from "../../sdk/config/fit-options";
 import { makeSchedule } from "../../sdk/plan/schedules";
 import { measuredScheduleFigure, scheduleFigure } from "../../sdk/viz/schedule-timeline";
 import { breakdownFigure } from "../../sdk/viz/breakdown";

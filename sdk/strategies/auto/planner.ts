@@ -1,7 +1,7 @@
 import { ConfigError, MeshtrainError } from "../../errors/errors";
 import { estimateReplicaMemory, formatBytes } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
-import { workerCount, type ClusterSpec } from "../../spec/cluster-spec";
+import { workerCount, type ClusterSpec } from "../../config/cluster-spec";
 import { planDataParallel, type DataParallelPlan, type PlanOptions } from "../data/planner";
 import { planPipelineWith, stageMemory, type PipelinePlan } from "../pipeline/planner";
 

@@ -20,8 +20,8 @@ import {
 import { dataWiring } from "../wiring";
 import { checkpointing, fetchWeightsOf, restoreOptimizers, resumeIfAsked } from "../../checkpoint/fit-checkpoint";
 import type { WorkerHandle } from "../../cluster/worker-handle";
-import type { ResolvedFitOptions, StepRecord } from "../../spec/fit-options";
-import type { Tensorlike } from "../../transport/channel";
+import type { ResolvedFitOptions, StepRecord } from "../../config/fit-options";
+import type { Tensorlike } from "../../protocol/tensor";
 import { runElastic, type MembershipChange } from "./elastic-runtime";
 import type { PlanMethods } from "../registry";
 import type { DataParallelPlan } from "./planner";

@@ -2,8 +2,8 @@ import type { WorkerHandle } from "../../cluster/worker-handle";
 import type { Dataset } from "../../data/dataset";
 import { WorkerLostError, type MeshtrainError } from "../../errors/errors";
 import { epochOrder, globalBatch, replicaSlices, stepsPerEpoch } from "../../plan/batches";
-import type { ResolvedFitOptions, StepRecord } from "../../spec/fit-options";
-import type { Tensorlike } from "../../transport/channel";
+import type { ResolvedFitOptions, StepRecord } from "../../config/fit-options";
+import type { Tensorlike } from "../../protocol/tensor";
 import { awaitAll, computeEnd, FitAborted, straggler, workerStep, type FitContext, type StepDone } from "../fit-common";
 import type { Wiring } from "../wiring";
 

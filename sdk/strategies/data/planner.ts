@@ -4,8 +4,8 @@ import { estimateReplicaMemory, formatBytes, type MemoryEstimate } from "../../p
 import type { ModelSummary } from "../../plan/model-summary";
 import { predictData, type Prediction } from "../../plan/predict";
 import { speedsOf } from "../../plan/speeds";
-import { slowdownOf, workerCount, type ClusterSpec } from "../../spec/cluster-spec";
-import type { OptimizerSpec } from "../../spec/optimizer";
+import { slowdownOf, workerCount, type ClusterSpec } from "../../config/cluster-spec";
+import type { OptimizerSpec } from "../../config/optimizer";
 
 /** Which worker does what under synchronous data parallelism. Pure data: printable, testable. */
 export interface DataParallelPlan {

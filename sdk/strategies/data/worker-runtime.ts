@@ -1,6 +1,6 @@
 import type { AllReduceStats } from "../../collectives/ring-allreduce";
 import type { MessageOf } from "../../protocol/messages";
-import type { Tensorlike } from "../../transport/channel";
+import type { Tensorlike } from "../../protocol/tensor";
 import { wallClock } from "../../util/clock";
 import { readWeights } from "../../worker/model-io";
 import * as tf from "@tensorflow/tfjs";

@@ -6,8 +6,8 @@ import { partition, type PartitionRequest, type StageCost } from "../../plan/par
 import { predictPipeline, type Prediction } from "../../plan/predict";
 import { speedsOf } from "../../plan/speeds";
 import { formatSchedule, makeSchedule, maxInFlight, type Schedule, type ScheduleName } from "../../plan/schedules";
-import { workerCount, type ClusterSpec } from "../../spec/cluster-spec";
-import type { OptimizerSpec } from "../../spec/optimizer";
+import { workerCount, type ClusterSpec } from "../../config/cluster-spec";
+import type { OptimizerSpec } from "../../config/optimizer";
 import type { PlanDevice } from "../data/planner";
 
 export type PipelineKind = "model" | "pipeline" | "hybrid";

@@ -8,7 +8,7 @@ import { summarizeModel } from "../../plan/model-summary";
 import { stageCost } from "../../plan/partition";
 import { makeSchedule, maxInFlight, type Action } from "../../plan/schedules";
 import type { MessageOf } from "../../protocol/messages";
-import type { Tensorlike } from "../../transport/channel";
+import type { Tensorlike } from "../../protocol/tensor";
 import { wallClock } from "../../util/clock";
 import { buildModel, compiledLoss, createOptimizer, readWeights } from "../../worker/model-io";
 import { makeUpdateRule } from "../../worker/update-rules";

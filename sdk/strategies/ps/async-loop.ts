@@ -2,7 +2,7 @@ import type { WorkerHandle } from "../../cluster/worker-handle";
 import type { Dataset } from "../../data/dataset";
 import { WorkerLostError, type MeshtrainError } from "../../errors/errors";
 import { epochOrder, globalBatch, replicaSlices, stepsPerEpoch } from "../../plan/batches";
-import type { ResolvedFitOptions, StepRecord } from "../../spec/fit-options";
+import type { ResolvedFitOptions, StepRecord } from "../../config/fit-options";
 import { awaitAll, FitAborted, type FitContext, type StepDone } from "../fit-common";
 import type { PsPlan } from "./planner";
 import { pushRecord, roundRecord, type Departure, type PushRecord } from "./records";

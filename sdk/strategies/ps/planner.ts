@@ -1,7 +1,7 @@
 import { replicaSlices } from "../../plan/batches";
 import { estimateReplicaMemory, formatBytes, type MemoryEstimate } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
-import { serverCount, slowdownOf, workerCount, type ClusterSpec } from "../../spec/cluster-spec";
+import { serverCount, slowdownOf, workerCount, type ClusterSpec } from "../../config/cluster-spec";
 import type { PlanDevice, PlanOptions } from "../data/planner";
 import { checkBatch, slowdownLines } from "../data/planner";
 

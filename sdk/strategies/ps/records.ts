@@ -1,5 +1,5 @@
 import type { WorkerHandle } from "../../cluster/worker-handle";
-import type { StepRecord, WorkerStepRecord } from "../../spec/fit-options";
+import type { StepRecord, WorkerStepRecord } from "../../config/fit-options";
 import type { StepDone } from "../fit-common";
 
 /** One push as the driver recorded it: which parameters it was computed on, and how stale it was. */

@@ -1,7 +1,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { ProtocolError, TimeoutError } from "../../errors/errors";
 import type { MessageOf } from "../../protocol/messages";
-import type { Tensorlike } from "../../transport/channel";
+import type { Tensorlike } from "../../protocol/tensor";
 import { makeUpdateRule } from "../../worker/update-rules";
 import type { OptimizerState, UpdateRule } from "../../worker/update-rule";
 import { readValues } from "../../worker/slice-gradient";

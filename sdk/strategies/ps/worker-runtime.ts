@@ -1,7 +1,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { ProtocolError } from "../../errors/errors";
 import type { MessageOf } from "../../protocol/messages";
-import type { Tensorlike } from "../../transport/channel";
+import type { Tensorlike } from "../../protocol/tensor";
 import { wallClock } from "../../util/clock";
 import { readWeights } from "../../worker/model-io";
 import { loadReplica, sliceGradient, slowDown, type LoadedReplica } from "../../worker/slice-gradient";
