@@ -1,8 +1,8 @@
 import type { FitObserver, FitStart, FitWatch } from "../sdk/metrics/observer";
-import type { StepRecord } from "../sdk/config/fit-options";
 import { figureBundle } from "../sdk/viz/bundles";
 import { throughputFigure } from "../sdk/viz/throughput";
 import { newDisplayId, sendBundle } from "./tslab-bridge";
+import type { StepRecord } from "../sdk/metrics/records";
 
 /** Redraws at most this often: each update sends the whole figure. */
 const INTERVAL_MS = 750;

@@ -1,8 +1,8 @@
 import * as tf from "@tensorflow/tfjs";
 import { buildDemoModel, type DemoModel } from "../../sdk/cli/models";
 import { selectBackend } from "../../sdk/worker/backend";
-import { DataReplica } from "../../sdk/strategies/data/worker-runtime";
 import type { BackendChoice } from "../../sdk/config/backend";
+import { DataReplica } from "../../sdk/strategies/data/replica-role";
 
 /**
  * meshtrain's side of the training-throughput benchmark: one process, one backend, the worker's
@@ -23,7 +23,7 @@ async function main(): Promise<void> {
   const weights = m.getWeights().map((w) => ({ data: Float32Array.from(w.dataSync()), shape: [...w.shape] }));
   m.dispose();
   const optimizer = opt === "adam" ? { name: "adam" as const, learningRate: 0.001, beta1: 0.9, beta2: 0.999 } : { name: "sgd" as const, learningRate: 0.01 };
-  const replica = await DataReplica.load({ type: "load", v: 1, id: 1, topology, optimizer, loss: "categoricalCrossentropy", attachments: [] }, weights);
+  const replica = await DataReplica.load({ type: "load", v: 1, id: 1, role: "replica", topology, optimizer, loss: "categoricalCrossentropy", attachments: [] }, weights);
   const x = { data: Float32Array.from({ length: batch * 784 }, () => Math.random()), shape: [batch, 28, 28, 1] };
   const y = { data: new Float32Array(batch * 10), shape: [batch, 10] };
   for (let i = 0; i < batch; i++) y.data[i * 10 + (i % 10)] = 1;
@@ -31,7 +31,7 @@ async function main(): Promise<void> {
   let start = 0;
   for (let i = 0; i < warmup + steps; i++) {
     if (i === warmup) start = performance.now();
-    await replica.step(1, x, y, alone);
+    await replica.train(1, x, y, alone);
   }
   const seconds = (performance.now() - start) / 1000;
   process.stdout.write(`${JSON.stringify({ peer: "meshtrain", backend: report.backend, model, batch, steps, optimizer: optimizer.name, samples_per_second: (steps * batch) / seconds })}\n`);

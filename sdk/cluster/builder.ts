@@ -3,25 +3,13 @@ import { z } from "zod";
 import { ConfigError } from "../errors/errors";
 import { summarizeModel } from "../plan/model-summary";
 import { BACKEND_CHOICES, type BackendChoice } from "../config/backend";
-import {
-  ClusterSpecSchema,
-  crossCheck,
-  DEFAULT_SPEC,
-  HeartbeatSpecSchema,
-  MAX_LOCAL_WORKERS,
-  STRATEGY_NAMES,
-  StrategySpecSchema,
-  TimeoutsSpecSchema,
-  WorkerUrlSchema,
-  type ClusterSpec,
-  type StrategyName,
-  type WorkersSpec,
-} from "../config/cluster-spec";
+import { ClusterSpecSchema, crossCheck, DEFAULT_SPEC, HeartbeatSpecSchema, MAX_LOCAL_WORKERS, STRATEGY_NAMES, StrategySpecSchema, TimeoutsSpecSchema, WorkerUrlSchema, type ClusterSpec, type StrategyName, type WorkersSpec } from "../config/cluster-spec";
 import { parseOrThrow } from "../config/zod-problem";
-import { makePlan, type Plan } from "../strategies/registry";
 import { planOptions, type PlanRequest } from "./plan-request";
 import { Cluster } from "./cluster";
 import { parseBytes } from "../config/bytes";
+import type { Plan } from "../plan/plans";
+import { makePlan } from "../strategies/make-plan";
 
 interface Draft extends Omit<ClusterSpec, "workers"> {
   readonly workers: WorkersSpec | undefined;

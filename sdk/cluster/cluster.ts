@@ -7,16 +7,21 @@ import { summarizeModel } from "../plan/model-summary";
 import { workerCount, type ClusterSpec } from "../config/cluster-spec";
 import { installedFitObserver, type FitWatch } from "../metrics/observer";
 import { stepsPerEpoch } from "../plan/batches";
-import { resolveFitOptions, type FitOptions, type ResolvedFitOptions, type StepRecord } from "../config/fit-options";
+import { resolveFitOptions, type FitOptions, type ResolvedFitOptions } from "../config/fit-options";
 import { terminalWatch } from "../viz/terminal-progress";
 import type { WorkerSnapshot } from "../config/worker-snapshot";
-import { checkShapes, devicesOf, FitAborted, type FitContext } from "../strategies/fit-common";
-import { fitWithPlan, makePlan, planForFit, type Plan } from "../strategies/registry";
-import { wiringKey, type Wiring } from "../strategies/wiring";
+import { strategyOf } from "../strategies/registry";
 import { CLOSE } from "../transport/link";
 import { addWorker, startWorkers } from "./launch";
 import { planOptions, type PlanRequest } from "./plan-request";
 import type { WorkerHandle } from "./worker-handle";
+import type { StepRecord } from "../metrics/records";
+import type { Plan } from "../plan/plans";
+import { checkShapes } from "../driver/input-checks";
+import { devicesOf } from "../driver/devices";
+import { FitAborted, type FitContext } from "../driver/fit-context";
+import { makePlan, planForFit } from "../strategies/make-plan";
+import { wiringKey, type Wiring } from "../plan/wiring";
 
 export type ClusterState = "ready" | "fitting" | "failed" | "closed";
 
@@ -132,7 +137,7 @@ export class Cluster {
       } catch (err) {
         throw new FitAborted(err);
       }
-      const record = await fitWithPlan(ctx, model, dataset, o, plan).finally(() => {
+      const record = await strategyOf(plan).fit(ctx, model, dataset, o, plan).finally(() => {
         this.onDeparture = null;
         this.onJoin = null;
       });

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { OptimizerSpecSchema, type OptimizerInput } from "../config/optimizer";
 import { parseOrThrow } from "../config/zod-problem";
-import type { PlanOptions } from "../strategies/data/planner";
+import type { PlanOptions } from "../plan/plans";
 
 /** What a user may ask plan() for: the batch to split, the optimizer whose state to count. */
 export interface PlanRequest {

@@ -2,56 +2,8 @@ import { z } from "zod";
 import { LOSS_NAMES, type LossName } from "./loss";
 import { OptimizerSpecSchema, type OptimizerInput, type OptimizerSpec } from "./optimizer";
 import { parseOrThrow } from "./zod-problem";
-import type { PlanData } from "../strategies/registry";
-
-/** One step as recorded by the driver. Times are milliseconds. */
-export interface WorkerStepRecord {
-  rank: number;
-  /** Forward, backward and the optimizer update on this worker. */
-  computeMs: number;
-  /** Time in the all-reduce after the first chunk arrived: moving and adding bytes. */
-  commMs: number;
-  /** Time in the all-reduce before the first chunk arrived: waiting for slower peers. */
-  waitMs: number;
-  /** The optimizer update alone (part of computeMs, after the all-reduce). */
-  applyMs: number;
-  /**
-   * When this worker started the step, in ms since the fit started, on the driver's clock
-   * (the worker's clock shifted by the offset estimated when it joined).
-   */
-  startMs: number;
-  /** Pipeline strategies: the stage and replica this worker runs. */
-  stage?: number;
-  replica?: number;
-  /** Pipeline strategies: when each forward (F) and backward (B) of a micro-batch ran, ms from startMs. */
-  actions?: Array<{ kind: "F" | "B"; micro: number; start: number; end: number }>;
-  /** Pipeline strategies: the most micro-batches whose inputs this worker held at once. */
-  inFlightMax?: number;
-  /** A straggler made on purpose (.slowdown()): time it waited after computing, part of computeMs. */
-  slowdownMs?: number;
-}
-
-export interface StepRecord {
-  /** Step number within the fit, from 0. */
-  step: number;
-  epoch: number;
-  /** Mean loss over the global batch (replicas' slice losses weighted by slice size). */
-  loss: number;
-  /** Samples in this step's global batch. */
-  samples: number;
-  /** Wall time from the previous step's completion (or the fit's start) to this one's, at the driver. */
-  ms: number;
-  /** When this step completed, in ms since the fit started. */
-  endMs: number;
-  workers: WorkerStepRecord[];
-  /**
-   * The rank whose forward and backward pass ended last: the one the others waited for. (Async
-   * parameter servers, where nobody waits: the rank whose pushes in the round took longest.)
-   */
-  straggler: number;
-  /** Pipeline strategies: the share of stage time spent idle in this step (measured). */
-  bubble?: number;
-}
+import type { StepRecord } from "../metrics/records";
+import type { PlanData } from "../plan/plans";
 
 export interface FitOptions {
   /** Passes over the dataset. Default 1. */

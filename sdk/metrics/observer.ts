@@ -1,4 +1,4 @@
-import type { StepRecord } from "../config/fit-options";
+import type { StepRecord } from "./records";
 
 /**
  * Who watches a fit while it runs: the notebook integration (a live plot) when it is loaded,

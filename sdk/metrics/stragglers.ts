@@ -1,5 +1,5 @@
-import type { StepRecord } from "../config/fit-options";
 import { median } from "./throughput";
+import type { StepRecord } from "./records";
 
 export interface StragglerSummary {
   /** Steps in which each rank finished its forward and backward pass last. */

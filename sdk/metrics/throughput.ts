@@ -1,4 +1,4 @@
-import type { StepRecord } from "../config/fit-options";
+import type { StepRecord } from "./records";
 
 /**
  * Steps left out at the start of a run when measuring speed: the first steps pay for

@@ -123,9 +123,14 @@ export function checkSchedule(schedule: Schedule): string[] {
 
 /** The most micro-batches whose activations a stage holds at once (forwards done, backwards not yet). */
 export function maxInFlight(schedule: Schedule, stage: number): number {
+  return actionsInFlight(schedule.actions[stage]!);
+}
+
+/** The most micro-batches whose forward ran and whose backward has not, over one stage's actions. */
+export function actionsInFlight(actions: readonly Action[]): number {
   let live = 0;
   let max = 0;
-  for (const a of schedule.actions[stage]!) {
+  for (const a of actions) {
     live += a.kind === "F" ? 1 : -1;
     max = Math.max(max, live);
   }

@@ -112,6 +112,11 @@ export const LoadSchema = z.strictObject({
   type: z.literal("load"), v, id,
   /** TF.js model topology (model.toJSON()); built with tf.models.modelFromJSON, never evaluated as code. */
   topology: z.record(z.string(), z.unknown()),
+  /**
+   * The role this worker plays while the model is loaded, by the name its strategy gives it
+   * ("replica", "stage", "ps-server", "ps-worker"): the worker looks it up in its table of roles.
+   */
+  role: z.string().min(1).max(64).default("replica"),
   optimizer: OptimizerSpecSchema,
   loss: z.enum(LOSS_NAMES),
   /** Model, pipeline and hybrid strategies: which layers this worker holds and how it runs them. */
@@ -121,7 +126,8 @@ export const LoadSchema = z.strictObject({
     /** Layers [from, to) of the model. */
     from: z.number().int().nonnegative(),
     to: z.number().int().positive(),
-    schedule: z.enum(["gpipe", "1f1b"]),
+    /** The stage's part of the schedule, in order: F(m) forwards micro-batch m, B(m) runs its backward. */
+    actions: z.array(z.strictObject({ kind: z.enum(["F", "B"]), micro: z.number().int().nonnegative() })).max(2 * 4096),
     microBatches: z.number().int().positive(),
     /** Largest micro-batch, for the memory check. */
     microBatchSize: z.number().int().positive(),

@@ -1,6 +1,6 @@
-import type { StepRecord } from "../config/fit-options";
 import { defaultWarmup, median } from "../metrics/throughput";
 import { COLORS, type Figure } from "./figure";
+import type { StepRecord } from "../metrics/records";
 
 /** Median time per step on each rank, split into compute, communication and waiting, stacked. */
 export function breakdownFigure(history: readonly StepRecord[], title = "Step time per rank (median after warm-up)"): Figure {

@@ -1,11 +1,7 @@
-import type { PlanData } from "../strategies/registry";
-import { formatDataPlan } from "../strategies/data/planner";
-import { formatPipelinePlan } from "../strategies/pipeline/planner";
-import { formatPsPlan } from "../strategies/ps/planner";
 import type { Figure } from "./figure";
 import type { MimeBundle } from "./displayable";
-import { placementSvg } from "./placement";
 import { figureToSvg } from "./svg-chart";
+import type { Plan } from "../plan/plans";
 
 export const PLOTLY_MIME = "application/vnd.plotly.v1+json";
 
@@ -22,6 +18,7 @@ export function figureBundle(fig: Figure): MimeBundle {
   };
 }
 
-export function planBundle(plan: PlanData): MimeBundle {
-  return { "image/svg+xml": placementSvg(plan), "text/plain": plan.strategy === "data" ? formatDataPlan(plan) : plan.strategy === "ps" ? formatPsPlan(plan) : formatPipelinePlan(plan) };
+/** A plan as one display: its placement diagram, and its text. */
+export function planBundle(plan: Pick<Plan, "draw" | "toString">): MimeBundle {
+  return { "image/svg+xml": plan.draw(), "text/plain": plan.toString() };
 }

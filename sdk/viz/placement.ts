@@ -1,27 +1,19 @@
-import type { DataParallelPlan } from "../strategies/data/planner";
-import type { PlanData } from "../strategies/registry";
 import { COLORS } from "./figure";
-import { psPlacementSvg } from "./ps-placement";
-import { stagePlacementSvg } from "./stage-placement";
 import { layerLines, memoryBars } from "./worker-box";
 import { esc } from "./escape";
+import type { DataParallelPlan } from "../plan/plans";
 
 const BOX_W = 150;
 const BOX_H = 196;
 const GAP = 40;
 const PER_ROW = 4;
 
-/** The placement diagram of any plan. */
-export function placementSvg(plan: PlanData): string {
-  return plan.strategy === "data" ? dataPlacementSvg(plan) : plan.strategy === "ps" ? psPlacementSvg(plan) : stagePlacementSvg(plan);
-}
-
 /**
  * The placement diagram: one box per worker with what it holds (every layer, for data
  * parallelism), its share of the batch, its memory (parameters, gradients and optimizer state;
  * activations) as bars against the device's memory, and the all-reduce ring as arrows.
  */
-function dataPlacementSvg(plan: DataParallelPlan): string {
+export function dataPlacementSvg(plan: DataParallelPlan): string {
   const n = plan.worldSize;
   const cols = Math.min(n, PER_ROW);
   const rows = Math.ceil(n / PER_ROW);

@@ -1,6 +1,5 @@
-import type { StepRecord } from "../config/fit-options";
-import type { Departure, PushRecord } from "../strategies/ps/records";
 import { COLORS, type Figure, type Trace } from "./figure";
+import type { StepRecord, Departure, PushRecord } from "../metrics/records";
 
 /**
  * How many pushes had each staleness (updates other pushes made between a push's pull and its

@@ -1,8 +1,8 @@
 import { formatBytes } from "../plan/memory";
-import type { PsPlan } from "../strategies/ps/planner";
 import { esc } from "./escape";
 import { COLORS } from "./figure";
 import { layerLines, memoryBars } from "./worker-box";
+import type { PsPlan } from "../plan/plans";
 
 const BOX_W = 150;
 const SERVER_H = 118;

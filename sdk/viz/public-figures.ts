@@ -5,9 +5,8 @@ import type { Figure } from "./figure";
 import { scalingFigure as scaling, type ScalingPoint } from "./scaling";
 import { scheduleFigure as plannedSchedule } from "./schedule-timeline";
 import type { Schedule } from "../plan/schedules";
-import type { StepRecord } from "../config/fit-options";
-import type { Departure, PushRecord } from "../strategies/ps/records";
 import { lossFigure as losses, stalenessFigure as staleness } from "./ps-figures";
+import type { StepRecord, Departure, PushRecord } from "../metrics/records";
 
 /** Speed-up and scaling efficiency against the ideal line (draws itself in a notebook). */
 export function scalingFigure(series: Record<string, readonly ScalingPoint[]>, title?: string): Figure {

@@ -1,6 +1,6 @@
 import { actionLabel, simulate, type Schedule } from "../plan/schedules";
-import type { StepRecord } from "../config/fit-options";
 import { COLORS, type Figure, type Trace } from "./figure";
+import type { StepRecord } from "../metrics/records";
 
 interface Bar {
   row: string;

@@ -1,8 +1,8 @@
 import { formatBytes } from "../plan/memory";
-import type { PipelinePlan } from "../strategies/pipeline/planner";
 import { COLORS } from "./figure";
 import { layerLines, memoryBars } from "./worker-box";
 import { esc } from "./escape";
+import type { PipelinePlan } from "../plan/plans";
 
 const BOX_W = 170;
 const BOX_H = 200;

@@ -1,6 +1,6 @@
 import { SingleBar } from "cli-progress";
 import type { FitWatch } from "../metrics/observer";
-import type { StepRecord } from "../config/fit-options";
+import type { StepRecord } from "../metrics/records";
 
 /**
  * A terminal progress bar for a fit: step, epoch, loss and samples/s over the last steps.

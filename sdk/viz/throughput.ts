@@ -1,6 +1,6 @@
-import type { StepRecord } from "../config/fit-options";
 import { defaultWarmup } from "../metrics/throughput";
 import { COLORS, type Figure } from "./figure";
+import type { StepRecord } from "../metrics/records";
 
 /** Samples per second of each step, with a rolling median and the warm-up marked. */
 export function throughputFigure(history: readonly StepRecord[], title = "Throughput per step", marks: ReadonlyArray<{ step: number; label: string }> = []): Figure {

@@ -1,5 +1,5 @@
-import type { StepRecord } from "../config/fit-options";
 import { COLORS, type Figure } from "./figure";
+import type { StepRecord } from "../metrics/records";
 
 export interface TimelineSpan {
   rank: number;

@@ -1,5 +1,5 @@
-import type { StepRecord } from "../config/fit-options";
 import { timelineSpans } from "./timeline";
+import type { StepRecord } from "../metrics/records";
 
 /** Chrome's trace-event format, which Perfetto (ui.perfetto.dev) and chrome://tracing open. */
 export interface ChromeTrace {

@@ -3,7 +3,8 @@ import { Worker } from "node:worker_threads";
 import { ConfigError } from "../errors/errors";
 import { VERSION } from "../version";
 import type { CommConfig, CommToCompute } from "./bridge";
-import { ComputeHost } from "./compute";
+import { workerRoles } from "../strategies/roles";
+import { ComputeHost } from "./host";
 
 export interface WorkerOptions {
   /** Interface to bind. Default 127.0.0.1: nothing outside this machine can connect. */
@@ -64,7 +65,7 @@ export function runWorker(o: WorkerOptions): Promise<number> {
     ...(o.tls ? { tls: { cert: o.tls.cert.toString("utf8"), key: o.tls.key.toString("utf8") } } : {}),
   };
   const comm = new Worker(path.join(__dirname, "comm-thread.js"), { workerData: config });
-  const compute = new ComputeHost(comm);
+  const compute = new ComputeHost(comm, workerRoles());
   return new Promise((resolve) => {
     const finish = (code: number): void => {
       void comm.terminate().finally(() => resolve(code));

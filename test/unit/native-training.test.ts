@@ -4,9 +4,9 @@ import * as tf from "@tensorflow/tfjs";
 import { NATIVE_BACKEND } from "../../sdk/backends/native/backend";
 import type { OptimizerSpec } from "../../sdk/config/optimizer";
 import type { LossName } from "../../sdk/config/loss";
-import { DataReplica } from "../../sdk/strategies/data/worker-runtime";
 import type { Tensorlike } from "../../sdk/protocol/tensor";
 import { assertClose, nativeAvailable, randomArray } from "../helpers/backends";
+import { DataReplica } from "../../sdk/strategies/data/replica-role";
 
 /**
  * Whole training runs through the worker's own replica code: native kernels and the in-place
@@ -99,11 +99,11 @@ function start(c: Case): { topology: Record<string, unknown>; initial: Tensorlik
 async function train(backend: string, c: Case, from: ReturnType<typeof start>, optimizer: OptimizerSpec, steps: number): Promise<{ weights: Tensorlike[]; losses: number[] }> {
   const { topology, initial } = from;
   tf.setBackend(backend);
-  const replica = await DataReplica.load({ type: "load", v: 1, id: 1, topology, optimizer, loss: c.loss, attachments: [] }, initial);
+  const replica = await DataReplica.load({ type: "load", v: 1, id: 1, role: "replica", topology, optimizer, loss: c.loss, attachments: [] }, initial);
   const losses: number[] = [];
   const alone = async (data: Float32Array) => ({ data, stats: { waitMs: 0, commMs: 0, bytesSent: 0 } });
-  for (let i = 0; i < steps; i++) losses.push((await replica.step(1, c.x, c.y, alone)).loss);
-  const weights = replica.weights();
+  for (let i = 0; i < steps; i++) losses.push((await replica.train(1, c.x, c.y, alone)).loss);
+  const weights = replica.weights().tensors;
   replica.dispose();
   tf.setBackend("cpu");
   return { weights, losses };

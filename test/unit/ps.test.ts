@@ -4,15 +4,15 @@ import * as tf from "@tensorflow/tfjs";
 import { cluster } from "../../sdk/cluster/builder";
 import { ConfigError, ProtocolError, TimeoutError } from "../../sdk/errors/errors";
 import { shardByBytes } from "../../sdk/strategies/ps/planner";
-import { roundRecord, type PushRecord } from "../../sdk/strategies/ps/records";
-import { ParamServer } from "../../sdk/strategies/ps/server-runtime";
+import { roundRecord } from "../../sdk/strategies/ps/records";
 import { leadOf, mayStart } from "../../sdk/strategies/ps/ssp";
 import { PROTOCOL_VERSION } from "../../sdk/protocol/version";
 import type { MessageOf } from "../../sdk/protocol/messages";
 import type { OptimizerSpec } from "../../sdk/config/optimizer";
 import { createOptimizer } from "../../sdk/worker/model-io";
-import { placementSvg } from "../../sdk/viz/placement";
 import { deepClassifier } from "../helpers/models";
+import type { PushRecord } from "../../sdk/metrics/records";
+import { ParamServer } from "../../sdk/strategies/ps/server-role";
 
 const configError = (pattern: RegExp) => (e: unknown) => e instanceof ConfigError && pattern.test(e.message);
 
@@ -59,7 +59,7 @@ test("a parameter-server plan says who holds what, in text and in its diagram", 
   assert.match(String(plan), /rank 2 is slowed down 3x on purpose/);
   assert.match(plan.explain(), /split by bytes/);
   assert.throws(() => plan.place([0, 1], 0), configError(/under parameter servers every worker holds all layers/));
-  const svg = placementSvg(plan);
+  const svg = plan.draw();
   assert.equal(svg.match(/>server \d</g)?.length, 2);
   assert.equal(svg.match(/>rank \d</g)?.length, 3);
   assert.match(svg, />3x slower</);
@@ -98,7 +98,7 @@ test("async rounds: samples and losses add up, and the slowest rank is the strag
 
 function serverLoad(mode: "async" | "sync", workers: number, shapes: number[][], optimizer: OptimizerSpec): MessageOf<"load"> {
   return {
-    type: "load", v: PROTOCOL_VERSION, id: 1, topology: {}, optimizer, loss: "meanSquaredError",
+    type: "load", v: PROTOCOL_VERSION, id: 1, role: "ps-server", topology: {}, optimizer, loss: "meanSquaredError",
     ps: { role: "server", index: 0, mode, workers, variables: shapes.map((shape, index) => ({ index, shape })) },
     attachments: shapes.map((shape) => ({ dtype: "float32" as const, shape })),
   };

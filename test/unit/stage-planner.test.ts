@@ -4,7 +4,7 @@ import * as tf from "@tensorflow/tfjs";
 import { cluster } from "../../sdk/cluster/builder";
 import { ConfigError } from "../../sdk/errors/errors";
 import { summarizeModel } from "../../sdk/plan/model-summary";
-import { makePlan } from "../../sdk/strategies/registry";
+import { makePlan } from "../../sdk/strategies/make-plan";
 import { theoreticalBubble } from "../../sdk/plan/schedules";
 import { deepClassifier } from "../helpers/models";
 

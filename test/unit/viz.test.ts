@@ -10,17 +10,16 @@ import { cost } from "../../sdk/metrics/cost";
 import { stragglers } from "../../sdk/metrics/stragglers";
 import { activationElementsPerSample, estimateReplicaMemory } from "../../sdk/plan/memory";
 import { summarizeModel } from "../../sdk/plan/model-summary";
-import type { StepRecord, WorkerStepRecord } from "../../sdk/config/fit-options";
 import { makeSchedule } from "../../sdk/plan/schedules";
 import { measuredScheduleFigure, scheduleFigure } from "../../sdk/viz/schedule-timeline";
 import { breakdownFigure } from "../../sdk/viz/breakdown";
 import { DISPLAY, NOTEBOOK_HOOK, type MimeBundle } from "../../sdk/viz/displayable";
-import { placementSvg } from "../../sdk/viz/placement";
 import { scalingFigure } from "../../sdk/viz/scaling";
 import { figureToSvg, niceTicks } from "../../sdk/viz/svg-chart";
 import { throughputFigure } from "../../sdk/viz/throughput";
 import { timelineFigure, timelineSpans } from "../../sdk/viz/timeline";
 import { chromeTrace } from "../../sdk/viz/trace";
+import type { StepRecord, WorkerStepRecord } from "../../sdk/metrics/records";
 
 /** Three steps on two ranks; rank 1 computes longer, so it is the straggler and rank 0 waits. */
 function history(): StepRecord[] {
@@ -72,7 +71,7 @@ test("every figure draws as a static SVG with its shapes and labels", () => {
 
 test("the placement diagram has a box per worker, its layers, memory bars and the ring", () => {
   const plan = cluster().workers(3).plan(mlp(), { batchSize: 96, optimizer: "adam" });
-  const svg = placementSvg(plan);
+  const svg = plan.draw();
   assert.equal((svg.match(/>rank \d</g) ?? []).length, 3);
   assert.equal((svg.match(/marker-end="url\(#arrow\)"/g) ?? []).length, 3, "ring arrows 0->1->2->0");
   assert.match(svg, /batch slice: 32 samples/);
@@ -138,7 +137,7 @@ test("pipeline plans draw their stages, links and rings; schedules draw as timel
     layers: [tf.layers.dense({ units: 16, inputShape: [8], activation: "relu" }), tf.layers.dense({ units: 16 }), tf.layers.dense({ units: 4, activation: "softmax" })],
   });
   const plan = cluster().workers(4).strategy("hybrid", { stages: 2, microBatches: 4, schedule: "gpipe" }).plan(model, { batchSize: 16 });
-  const svg = placementSvg(plan);
+  const svg = plan.draw();
   assert.match(svg, /Hybrid parallelism: 2 replica\(s\) x 2 stage\(s\), 4 micro-batch\(es\), GPIPE/);
   for (const rank of [0, 1, 2, 3]) assert.match(svg, new RegExp(`rank ${rank}<`));
   assert.equal((svg.match(/all-reduce</g) ?? []).length, 2, "one all-reduce link per stage");

@@ -2,8 +2,9 @@ import { ConfigError, MeshtrainError } from "../../errors/errors";
 import { estimateReplicaMemory, formatBytes } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
 import { workerCount, type ClusterSpec } from "../../config/cluster-spec";
-import { planDataParallel, type DataParallelPlan, type PlanOptions } from "../data/planner";
-import { planPipelineWith, stageMemory, type PipelinePlan } from "../pipeline/planner";
+import { planDataParallel } from "../data/planner";
+import { planPipelineWith, stageMemory } from "../pipeline/planner";
+import type { DataParallelPlan, PlanOptions, PipelinePlan } from "../../plan/plans";
 
 /** The batch auto plans for when none is given: fit's default. */
 const DEFAULT_BATCH = 32;

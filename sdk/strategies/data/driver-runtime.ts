@@ -1,32 +1,23 @@
 import type * as tf from "@tensorflow/tfjs";
-import type { RunRecord } from "../../cluster/training-run";
 import type { Dataset } from "../../data/dataset";
 import { ConfigError, DataError, ModelError } from "../../errors/errors";
 import { replicaSlices } from "../../plan/batches";
 import { wallClock } from "../../util/clock";
-import {
-  awaitAll,
-  checkIdentical,
-  FitAborted,
-  hostCopies,
-  loadEverywhere,
-  runSteps,
-  setModelWeights,
-  straggler,
-  computeEnd,
-  workerStep,
-  type FitContext,
-} from "../fit-common";
-import { dataWiring } from "../wiring";
-import { checkpointing, fetchWeightsOf, restoreOptimizers, resumeIfAsked } from "../../checkpoint/fit-checkpoint";
 import type { WorkerHandle } from "../../cluster/worker-handle";
-import type { ResolvedFitOptions, StepRecord } from "../../config/fit-options";
+import type { ResolvedFitOptions } from "../../config/fit-options";
 import type { Tensorlike } from "../../protocol/tensor";
-import { runElastic, type MembershipChange } from "./elastic-runtime";
-import type { PlanMethods } from "../registry";
-import type { DataParallelPlan } from "./planner";
+import type { RunRecord, StepRecord, MembershipChange } from "../../metrics/records";
+import type { PlanMethods, DataParallelPlan } from "../../plan/plans";
+import { awaitAll, loadEverywhere } from "../../driver/await";
+import { checkIdentical } from "../../driver/replicas";
+import { FitAborted, type FitContext } from "../../driver/fit-context";
+import { hostCopies, setModelWeights } from "../../driver/model-transfer";
+import { runSteps } from "../../driver/step-loop";
+import { straggler, computeEnd, workerStep } from "../../driver/step-records";
+import { dataWiring } from "../../plan/wiring";
+import { checkpointing, fetchWeightsOf, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
+import { runElastic } from "../../driver/elastic-loop";
 
-export { FitAborted, type FitContext } from "../fit-common";
 
 /** The slowdown to send worker `rank`, if it is slowed down on purpose. */
 export function slowdown(plan: { workers: ReadonlyArray<{ rank: number; slowdown: number }> }, rank: number): { slowdown?: number } {
@@ -60,7 +51,7 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
   const data = feed === "workers" ? { data: { source: dataset.source!, shuffle: o.shuffle, seed: o.seed } } : {};
   const loadOn = (w: WorkerHandle, attachments: Tensorlike[]) =>
     w.channel.request(
-      { type: "load", topology, optimizer: o.optimizer, loss: o.loss, replicaBatch: Math.ceil(o.batchSize / n), stepTimeoutMs: stepMs, ...data, ...slowdown(plan, w.rank), ...(plan.elastic ? { elastic: true } : {}) },
+      { type: "load", role: "replica", topology, optimizer: o.optimizer, loss: o.loss, replicaBatch: Math.ceil(o.batchSize / n), stepTimeoutMs: stepMs, ...data, ...slowdown(plan, w.rank), ...(plan.elastic ? { elastic: true } : {}) },
       "loaded",
       { timeoutMs: stepMs, waitingFor: "the model to load", attachments },
     );

@@ -1,71 +1,11 @@
 import { ConfigError } from "../../errors/errors";
 import { replicaSlices } from "../../plan/batches";
-import { estimateReplicaMemory, formatBytes, type MemoryEstimate } from "../../plan/memory";
+import { estimateReplicaMemory, formatBytes } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
-import { predictData, type Prediction } from "../../plan/predict";
+import { predictData } from "../../plan/predict";
+import type { DataParallelPlan, PlanOptions } from "../../plan/plans";
 import { speedsOf } from "../../plan/speeds";
 import { slowdownOf, workerCount, type ClusterSpec } from "../../config/cluster-spec";
-import type { OptimizerSpec } from "../../config/optimizer";
-
-/** Which worker does what under synchronous data parallelism. Pure data: printable, testable. */
-export interface DataParallelPlan {
-  readonly strategy: "data";
-  /** Who reads the data: the driver sends each step's slices, or each worker reads its own. */
-  readonly feed: "driver" | "workers";
-  readonly worldSize: number;
-  /** One replica per worker. */
-  readonly replicas: number;
-  /** Ranks in ring order; each sends to the next and receives from the one before. */
-  readonly ring: readonly number[];
-  /** `slowdown`: a straggler made on purpose (.slowdown()): it waits (slowdown - 1) x its compute after computing (1: not slowed). */
-  readonly workers: ReadonlyArray<{ rank: number; replica: number; ringPosition: number; layers: "all"; params: number; slowdown: number }>;
-  readonly model: ModelSummary;
-  /** Bytes of the flat float32 gradient buffer all-reduced each step. */
-  readonly gradientBytes: number;
-  readonly allReduce: {
-    readonly algorithm: "ring";
-    /** Bytes each rank sends per step: 2(N-1)/N x gradientBytes (reduce-scatter + all-gather). */
-    readonly bytesSentPerRank: number;
-  };
-  /** Shard sizes of a full global batch, when the plan was made for a batch size. */
-  readonly batch: { readonly globalBatch: number; readonly perReplica: readonly number[] } | null;
-  /** What each replica holds (estimate; parts needing a batch size or optimizer are null without them). */
-  readonly memory: MemoryEstimate;
-  /** Each rank's device, when the plan was made by a launched cluster. */
-  readonly devices: readonly PlanDevice[] | null;
-  /** Step time and throughput predicted from the cost model and the workers' measured speeds. */
-  readonly prediction: Prediction | null;
-  /** Elastic training: carry on without lost workers while at least minWorkers remain (null: a lost worker ends the fit). */
-  readonly elastic: { readonly minWorkers: number } | null;
-  /** Why this strategy was chosen, when a planner chose it (strategy "auto"); explain() adds what follows from the plan. */
-  readonly reasons: readonly string[];
-}
-
-/** What a worker computes on, as its worker reported when it joined, and the driver's link to it. */
-export interface PlanDevice {
-  backend: string;
-  device: string;
-  memoryBytes: number;
-  /** Matrix-multiply speed measured at join, GFLOP/s. */
-  gflops?: number;
-  /** TF.js's cost per kernel measured at join, microseconds. */
-  kernelOverheadUs?: number;
-  /** The driver's link to it, bytes/s. */
-  linkBytesPerSecond?: number;
-  /** The driver's link to it: one-way latency of a message, ms. */
-  linkLatencyMs?: number;
-}
-
-export interface PlanOptions {
-  /** Global batch: the plan splits it among replicas and checks that it divides. */
-  batchSize?: number;
-  /** For the optimizer-state part of the memory estimate. */
-  optimizer?: OptimizerSpec;
-  /** Each rank's device (a launched cluster knows them). */
-  devices?: readonly PlanDevice[];
-  /** Why this strategy was chosen (strategy "auto" says). */
-  reasons?: readonly string[];
-}
 
 export function planDataParallel(spec: ClusterSpec, model: ModelSummary, options: PlanOptions = {}): DataParallelPlan {
   const { batchSize } = options;

@@ -1,4 +1,4 @@
-import type { WorkerStepRecord } from "../../config/fit-options";
+import type { WorkerStepRecord } from "../../metrics/records";
 
 /**
  * The share of stage time spent idle in one step, measured: for each replica's pipeline, from

@@ -1,17 +1,20 @@
 import type * as tf from "@tensorflow/tfjs";
-import type { RunRecord } from "../../cluster/training-run";
 import type { Dataset } from "../../data/dataset";
 import { ModelError } from "../../errors/errors";
 import { replicaSlices } from "../../plan/batches";
-import type { ResolvedFitOptions, WorkerStepRecord } from "../../config/fit-options";
+import type { ResolvedFitOptions } from "../../config/fit-options";
 import type { Tensorlike } from "../../protocol/tensor";
 import { wallClock } from "../../util/clock";
-import { awaitAll, checkIdentical, hostCopies, loadEverywhere, releaseAll, runSteps, setModelWeights, type FitContext, type StepDone } from "../fit-common";
-import { checkpointing, fetchWeightsOf, restoreOptimizers, resumeIfAsked } from "../../checkpoint/fit-checkpoint";
-import { gridWiring } from "../wiring";
 import { measuredBubble } from "./bubble";
-import type { PlanMethods } from "../registry";
-import type { PipelinePlan } from "./planner";
+import type { RunRecord, WorkerStepRecord } from "../../metrics/records";
+import type { PlanMethods, PipelinePlan } from "../../plan/plans";
+import { awaitAll, loadEverywhere, releaseAll } from "../../driver/await";
+import { checkIdentical } from "../../driver/replicas";
+import { hostCopies, setModelWeights } from "../../driver/model-transfer";
+import { runSteps } from "../../driver/step-loop";
+import type { FitContext, StepDone } from "../../driver/fit-context";
+import { checkpointing, fetchWeightsOf, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
+import { gridWiring } from "../../plan/wiring";
 
 /**
  * Model, pipeline and hybrid parallelism, driven from here. Each step the global batch is split
@@ -44,10 +47,11 @@ export async function fitPipeline(ctx: FitContext, model: tf.LayersModel, datase
         return w.channel.request(
           {
             type: "load",
+            role: "stage",
             topology,
             optimizer: o.optimizer,
             loss: o.loss,
-            stage: { index: s, count: S, from: st.from, to: st.to, schedule: plan.schedule.name, microBatches: M, microBatchSize },
+            stage: { index: s, count: S, from: st.from, to: st.to, actions: [...plan.schedule.actions[s]!], microBatches: M, microBatchSize },
             stageInputShape: st.inputShape,
             stepTimeoutMs: stepMs,
           },

@@ -2,47 +2,13 @@ import { ConfigError } from "../../errors/errors";
 import { replicaSlices } from "../../plan/batches";
 import { formatBytes, optimizerSlots } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
-import { partition, type PartitionRequest, type StageCost } from "../../plan/partition";
-import { predictPipeline, type Prediction } from "../../plan/predict";
+import { partition, type PartitionRequest } from "../../plan/partition";
+import { predictPipeline } from "../../plan/predict";
+import type { PipelineKind, PipelinePlan, PlanDevice, StagePlan } from "../../plan/plans";
 import { speedsOf } from "../../plan/speeds";
-import { formatSchedule, makeSchedule, maxInFlight, type Schedule, type ScheduleName } from "../../plan/schedules";
+import { formatSchedule, makeSchedule, maxInFlight, type ScheduleName } from "../../plan/schedules";
 import { workerCount, type ClusterSpec } from "../../config/cluster-spec";
 import type { OptimizerSpec } from "../../config/optimizer";
-import type { PlanDevice } from "../data/planner";
-
-export type PipelineKind = "model" | "pipeline" | "hybrid";
-
-export interface StagePlan extends StageCost {
-  stage: number;
-  layerNames: string[];
-  /** Per-sample shapes of what the stage takes and gives (batch dimension left out). */
-  inputShape: number[];
-  outputShape: number[];
-  /** Most micro-batches whose inputs the stage holds at once under the schedule. */
-  inFlight: number;
-}
-
-/** Model, pipeline and hybrid parallelism: which worker holds which layers, and the schedule. */
-export interface PipelinePlan {
-  readonly strategy: PipelineKind;
-  readonly worldSize: number;
-  readonly stages: number;
-  readonly replicas: number;
-  readonly microBatches: number;
-  readonly schedule: Schedule;
-  /** ranks[r][s]: the worker holding stage s of replica r (r * stages + s). */
-  readonly ranks: readonly (readonly number[])[];
-  readonly stagePlans: readonly StagePlan[];
-  /** Stage ranges set with plan.place(), as [stage, [from, to]] pairs; the partitioner chose the others. */
-  readonly placed: ReadonlyArray<readonly [number, readonly [number, number]]>;
-  readonly model: ModelSummary;
-  readonly batch: { readonly globalBatch: number; readonly perReplica: readonly number[]; readonly microBatch: number } | null;
-  readonly optimizer: OptimizerSpec | null;
-  readonly devices: readonly PlanDevice[] | null;
-  readonly prediction: Prediction | null;
-  /** Why this strategy and shape were chosen, when a planner chose them (strategy "auto"); explain() adds what follows from the plan. */
-  readonly reasons: readonly string[];
-}
 
 export interface PipelineOptions {
   kind: PipelineKind;

@@ -2,11 +2,13 @@ import type { WorkerHandle } from "../../cluster/worker-handle";
 import type { Dataset } from "../../data/dataset";
 import { WorkerLostError, type MeshtrainError } from "../../errors/errors";
 import { epochOrder, globalBatch, replicaSlices, stepsPerEpoch } from "../../plan/batches";
-import type { ResolvedFitOptions, StepRecord } from "../../config/fit-options";
-import { awaitAll, FitAborted, type FitContext, type StepDone } from "../fit-common";
-import type { PsPlan } from "./planner";
-import { pushRecord, roundRecord, type Departure, type PushRecord } from "./records";
+import type { ResolvedFitOptions } from "../../config/fit-options";
+import { pushRecord, roundRecord } from "./records";
 import { leadOf, mayStart } from "./ssp";
+import type { StepRecord, Departure, PushRecord } from "../../metrics/records";
+import type { PsPlan } from "../../plan/plans";
+import { awaitAll } from "../../driver/await";
+import { FitAborted, type FitContext, type StepDone } from "../../driver/fit-context";
 
 /** A worker's slice of one global batch: the unit of work handed out. */
 interface Slice {

@@ -1,20 +1,23 @@
 import * as tf from "@tensorflow/tfjs";
-import type { RunRecord } from "../../cluster/training-run";
 import type { WorkerHandle } from "../../cluster/worker-handle";
 import type { Dataset } from "../../data/dataset";
 import { ConfigError, ModelError } from "../../errors/errors";
-import { checkpointing, fetchWeightsOf, restoreOptimizers, resumeIfAsked } from "../../checkpoint/fit-checkpoint";
 import type { Tensorlike } from "../../protocol/tensor";
 import { replicaSlices } from "../../plan/batches";
 import type { ResolvedFitOptions } from "../../config/fit-options";
 import { wallClock } from "../../util/clock";
-import { awaitAll, computeEnd, FitAborted, hostCopies, loadEverywhere, runSteps, straggler, workerStep, type FitContext } from "../fit-common";
-import type { PlanMethods } from "../registry";
-import { serverWiring } from "../wiring";
 import { slowdown } from "../data/driver-runtime";
 import { runAsync } from "./async-loop";
-import type { PsPlan } from "./planner";
-import { pushRecord, type PsRunRecord, type PushRecord } from "./records";
+import { pushRecord } from "./records";
+import type { RunRecord, PsRunRecord, PushRecord } from "../../metrics/records";
+import type { PlanMethods, PsPlan } from "../../plan/plans";
+import { checkpointing, fetchWeightsOf, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
+import { awaitAll, loadEverywhere } from "../../driver/await";
+import { computeEnd, straggler, workerStep } from "../../driver/step-records";
+import { FitAborted, type FitContext } from "../../driver/fit-context";
+import { hostCopies } from "../../driver/model-transfer";
+import { runSteps } from "../../driver/step-loop";
+import { serverWiring } from "../../plan/wiring";
 
 /**
  * Parameter servers, driven from here: the servers get their shards, the workers the model;
@@ -57,6 +60,7 @@ export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel
         s.channel.request(
           {
             type: "load",
+            role: "ps-server",
             topology: {},
             optimizer: o.optimizer,
             loss: o.loss,
@@ -71,6 +75,7 @@ export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel
         w.channel.request(
           {
             type: "load",
+            role: "ps-worker",
             topology,
             optimizer: o.optimizer,
             loss: o.loss,

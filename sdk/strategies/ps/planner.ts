@@ -1,44 +1,9 @@
 import { replicaSlices } from "../../plan/batches";
-import { estimateReplicaMemory, formatBytes, type MemoryEstimate } from "../../plan/memory";
+import { estimateReplicaMemory, formatBytes } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
 import { serverCount, slowdownOf, workerCount, type ClusterSpec } from "../../config/cluster-spec";
-import type { PlanDevice, PlanOptions } from "../data/planner";
 import { checkBatch, slowdownLines } from "../data/planner";
-
-/** One trainable variable as a server holds it. */
-export interface ShardVariable {
-  /** Its index in the model's trainable weights. */
-  readonly index: number;
-  readonly name: string;
-  readonly layer: number;
-  readonly shape: readonly number[];
-  readonly bytes: number;
-}
-
-/** Which worker does what with parameter servers. Pure data: printable, testable. */
-export interface PsPlan {
-  readonly strategy: "ps";
-  /** "async": each push applied on arrival; "sync": one summed update per step. */
-  readonly mode: "async" | "sync";
-  /** Async: the most steps a worker may run ahead of the slowest (stale-synchronous parallel); null: unbounded. */
-  readonly staleness: number | null;
-  /** Workers (the servers are not ranks). */
-  readonly worldSize: number;
-  readonly replicas: number;
-  readonly servers: ReadonlyArray<{ readonly index: number; readonly variables: readonly ShardVariable[]; readonly bytes: number }>;
-  readonly workers: ReadonlyArray<{ readonly rank: number; readonly slowdown: number; readonly layers: "all"; readonly params: number }>;
-  readonly model: ModelSummary;
-  /** Bytes of float32 gradients each worker pushes per step (and parameters it pulls). */
-  readonly gradientBytes: number;
-  /** Each worker's slice of a full global batch. */
-  readonly batch: { readonly globalBatch: number; readonly perReplica: readonly number[] } | null;
-  /** What each worker holds (estimate). */
-  readonly memory: MemoryEstimate;
-  readonly devices: readonly PlanDevice[] | null;
-  /** Parameter-server runs are measured, not predicted: the cost model has no term for servers yet. */
-  readonly prediction: null;
-  readonly reasons: readonly string[];
-}
+import type { PlanOptions, PsPlan, ShardVariable } from "../../plan/plans";
 
 /**
  * Splits the variables among `servers` so each holds about the same bytes: largest first, each

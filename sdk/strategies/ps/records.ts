@@ -1,57 +1,6 @@
 import type { WorkerHandle } from "../../cluster/worker-handle";
-import type { StepRecord, WorkerStepRecord } from "../../config/fit-options";
-import type { StepDone } from "../fit-common";
-
-/** One push as the driver recorded it: which parameters it was computed on, and how stale it was. */
-export interface PushRecord {
-  rank: number;
-  /** The worker's own step count when it computed this push, from 0. */
-  clock: number;
-  epoch: number;
-  samples: number;
-  /** Mean loss over the slice, on the parameters pulled. */
-  loss: number;
-  /** The version (updates applied) of server 0's shard it pulled. */
-  version: number;
-  /** Updates other pushes made to the parameters between this pull and this push (the most over servers). */
-  staleness: number;
-  /** How many steps ahead of the slowest live worker this worker was when it started (bounded by staleness k). */
-  lead: number;
-  /** When the worker started it and when the driver heard it was done, in ms since the fit started. */
-  startMs: number;
-  endMs: number;
-  computeMs: number;
-  pullMs: number;
-  pushMs: number;
-  /** Time the servers held the pull back for other workers' pushes (sync). */
-  waitMs: number;
-  slowdownMs: number;
-}
-
-/** A worker that left while the others carried on. */
-export interface Departure {
-  rank: number;
-  address: string;
-  /** When the driver learned of it, in ms since the fit started, and the step (round) it was in. */
-  atMs: number;
-  step: number;
-  cause: string;
-  /** Slices it was working on, and what became of them: handed to other workers, or already applied by the servers. */
-  requeued: number;
-  alreadyApplied: number;
-  /** Pushes some servers applied and others never received (it died between them). */
-  partial: number;
-}
-
-/** What a parameter-server fit adds to its run record. */
-export interface PsRunRecord {
-  mode: "async" | "sync";
-  staleness: number | null;
-  pushes: PushRecord[];
-  departures: Departure[];
-  /** Each server's version at the end: the updates it applied. */
-  serverVersions: number[];
-}
+import type { PushRecord, StepRecord, WorkerStepRecord } from "../../metrics/records";
+import type { StepDone } from "../../driver/fit-context";
 
 /**
  * One StepRecord per round of `n` pushes (one global batch's worth of samples) in the order they

@@ -1,19 +1,13 @@
 import * as tf from "@tensorflow/tfjs";
-import { ProtocolError } from "../../errors/errors";
+import { ProtocolError, StateError } from "../../errors/errors";
+import type { OptimizerState } from "../../worker/update-rule";
 import type { MessageOf } from "../../protocol/messages";
 import type { Tensorlike } from "../../protocol/tensor";
 import { wallClock } from "../../util/clock";
 import { readWeights } from "../../worker/model-io";
+import type { HostIO, RoleEnv, WorkerRole } from "../../worker/role";
 import { loadReplica, sliceGradient, slowDown, type LoadedReplica } from "../../worker/slice-gradient";
-import type { StepResult } from "../data/worker-runtime";
-
-/** What a parameter-server worker's communication thread does for it. */
-export interface ServerLinks {
-  /** Each server's shard (one flat tensor), its version, and how long the server held the pull back. */
-  pull(minVersion: number | undefined): Promise<{ shards: Float32Array[]; versions: number[]; waitedMs: number[] }>;
-  /** One flat gradient per server; the versions after, and how stale each server found it. */
-  push(clock: number, pulled: number[], shards: Float32Array[]): Promise<{ versions: number[]; staleness: number[] }>;
-}
+import type { StepResult } from "../data/replica-role";
 
 export interface PsStepResult extends StepResult {
   ps: { pulled: number[]; staleness: number; pullMs: number; pushMs: number };
@@ -24,7 +18,7 @@ export interface PsStepResult extends StepResult {
  * Each step it pulls every shard, computes its slice's gradient, and pushes each server the
  * part that server holds.
  */
-export class PsReplica {
+export class PsReplica implements WorkerRole {
   /** Where each variable starts in the flat gradient. */
   private readonly offsets: number[];
 
@@ -38,7 +32,8 @@ export class PsReplica {
     this.offsets = r.sizes.map((size) => (off += size) - size);
   }
 
-  static async load(msg: MessageOf<"load">, weights: Tensorlike[], memoryCapBytes: number | null): Promise<PsReplica> {
+  static async load(msg: MessageOf<"load">, weights: Tensorlike[], env: Pick<RoleEnv, "memoryCapBytes">): Promise<PsReplica> {
+    const memoryCapBytes = env.memoryCapBytes;
     const ps = msg.ps;
     if (ps?.role !== "worker") throw new ProtocolError('a parameter-server worker was loaded without its "ps" part');
     const r = await loadReplica(msg, weights, memoryCapBytes);
@@ -58,7 +53,14 @@ export class PsReplica {
     return this.r.gradientLength;
   }
 
-  async step(msg: MessageOf<"step">, x: Tensorlike, y: Tensorlike, links: ServerLinks): Promise<PsStepResult> {
+  get loaded(): WorkerRole["loaded"] {
+    return { paramCount: this.paramCount, gradientLength: this.gradientLength };
+  }
+
+  async step(msg: MessageOf<"step">, attachments: Tensorlike[], io: HostIO): Promise<PsStepResult> {
+    const [x, y] = attachments;
+    if (!x || !y) throw new ProtocolError(`"step" ${msg.step} carries ${attachments.length} tensors, expected x and y`);
+    const links = io.servers;
     const clock = msg.ps?.clock ?? msg.step;
     const startedAt = wallClock();
     const t0 = performance.now();
@@ -115,8 +117,16 @@ export class PsReplica {
     });
   }
 
-  weights(): Tensorlike[] {
-    return readWeights(this.r.model);
+  weights(): { tensors: Tensorlike[] } {
+    return { tensors: readWeights(this.r.model) };
+  }
+
+  exportState(): Promise<OptimizerState> {
+    return Promise.reject(new StateError("a parameter-server worker holds no optimizer state: the servers do", { hint: "checkpoint the servers" }));
+  }
+
+  importState(): Promise<void> {
+    return this.exportState().then(() => undefined);
   }
 
   dispose(): void {

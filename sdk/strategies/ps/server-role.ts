@@ -1,11 +1,12 @@
 import * as tf from "@tensorflow/tfjs";
 import { ProtocolError, TimeoutError } from "../../errors/errors";
-import type { MessageOf } from "../../protocol/messages";
+import type { Message, MessageOf } from "../../protocol/messages";
 import type { Tensorlike } from "../../protocol/tensor";
 import { makeUpdateRule } from "../../worker/update-rules";
 import type { OptimizerState, UpdateRule } from "../../worker/update-rule";
 import { readValues } from "../../worker/slice-gradient";
 import { bestAccumulate } from "../../collectives/accumulate";
+import type { RoleEnv, RoleReply, StepReport, WorkerRole } from "../../worker/role";
 
 interface Waiter {
   minVersion: number;
@@ -18,7 +19,7 @@ interface Waiter {
  * number of updates applied). Async: every push is applied when it arrives. Sync: the pushes
  * of one step are summed in rank order once all have arrived, and applied as one update.
  */
-export class ParamServer {
+export class ParamServer implements WorkerRole {
   private version_ = 0;
   private readonly update: UpdateRule;
   /** Values in the shard. */
@@ -58,6 +59,46 @@ export class ParamServer {
 
   get version(): number {
     return this.version_;
+  }
+
+  /** Loaded as a role: the same, with the host's step timeout. */
+  static role(msg: MessageOf<"load">, values: Tensorlike[], env: Pick<RoleEnv, "stepTimeoutMs">): Promise<ParamServer> {
+    return Promise.resolve(ParamServer.load(msg, values, env.stepTimeoutMs));
+  }
+
+  get loaded(): WorkerRole["loaded"] {
+    return { paramCount: this.length, gradientLength: this.length };
+  }
+
+  step(msg: MessageOf<"step">): Promise<StepReport> {
+    return Promise.reject(new ProtocolError(`step ${msg.step} reached a parameter server; servers answer pulls and pushes`));
+  }
+
+  /** Pulls and pushes from the workers' links, and the driver's question after a worker left. */
+  answer(msg: Message, attachments: Tensorlike[]): Promise<RoleReply> | undefined {
+    switch (msg.type) {
+      case "pull":
+        return this.pull(msg.minVersion).then((r) => ({ draft: { type: "pulled", re: msg.id, version: r.version, waitedMs: r.waitedMs }, attachments: [{ data: r.data, shape: [r.data.length] }] }));
+      case "push": {
+        const grad = attachments[0];
+        if (!grad || attachments.length !== 1 || !(grad.data instanceof Float32Array)) return Promise.reject(new ProtocolError(`a push carries ${attachments.length} tensors; expected one float32 gradient`));
+        try {
+          const r = this.push(msg.rank, msg.clock, msg.pulled, grad.data);
+          return Promise.resolve({ draft: { type: "pushed", re: msg.id, version: r.version, staleness: r.staleness } });
+        } catch (err) {
+          return Promise.reject(err);
+        }
+      }
+      case "applied":
+        return Promise.resolve({ draft: { type: "appliedReply", re: msg.id, applied: msg.pushes.map((p) => this.wasApplied(p.rank, p.clock)), version: this.version_ } });
+      default:
+        return undefined;
+    }
+  }
+
+  weights(): { tensors: Tensorlike[]; version: number } {
+    const values = this.values();
+    return { tensors: [{ data: values, shape: [values.length] }], version: this.version_ };
   }
 
   /** The shard's values now, or (sync) once the version reaches minVersion. */

@@ -1,25 +1,14 @@
-import type { WorkerHandle } from "../../cluster/worker-handle";
-import type { Dataset } from "../../data/dataset";
-import { WorkerLostError, type MeshtrainError } from "../../errors/errors";
-import { epochOrder, globalBatch, replicaSlices, stepsPerEpoch } from "../../plan/batches";
-import type { ResolvedFitOptions, StepRecord } from "../../config/fit-options";
-import type { Tensorlike } from "../../protocol/tensor";
-import { awaitAll, computeEnd, FitAborted, straggler, workerStep, type FitContext, type StepDone } from "../fit-common";
-import type { Wiring } from "../wiring";
-
-/** A worker that left or joined an elastic fit. */
-export interface MembershipChange {
-  change: "left" | "joined";
-  rank: number;
-  address: string;
-  /** When the driver learned of it, ms since the fit started, and the step training went on from. */
-  atMs: number;
-  step: number;
-  /** Why it left. */
-  cause?: string;
-  /** Workers training after the change. */
-  workers: number;
-}
+import type { WorkerHandle } from "../cluster/worker-handle";
+import type { Dataset } from "../data/dataset";
+import { WorkerLostError, type MeshtrainError } from "../errors/errors";
+import { epochOrder, globalBatch, replicaSlices, stepsPerEpoch } from "../plan/batches";
+import type { ResolvedFitOptions } from "../config/fit-options";
+import type { Tensorlike } from "../protocol/tensor";
+import type { MembershipChange, StepRecord } from "../metrics/records";
+import { awaitAll } from "./await";
+import { computeEnd, straggler, workerStep } from "./step-records";
+import { FitAborted, type FitContext, type StepDone } from "./fit-context";
+import type { Wiring } from "../plan/wiring";
 
 interface InFlight {
   step: number;

@@ -1,27 +1,22 @@
 import * as tf from "@tensorflow/tfjs";
 import { loadAddon } from "../../backends/native/addon";
 import { NativeBackend } from "../../backends/native/backend";
-import type { AllReduceStats } from "../../collectives/ring-allreduce";
 import { ModelError, ProtocolError } from "../../errors/errors";
 import { formatBytes, optimizerSlots } from "../../plan/memory";
 import { summarizeModel } from "../../plan/model-summary";
 import { stageCost } from "../../plan/partition";
-import { makeSchedule, maxInFlight, type Action } from "../../plan/schedules";
+import { actionsInFlight, type Action } from "../../plan/schedules";
 import type { MessageOf } from "../../protocol/messages";
 import type { Tensorlike } from "../../protocol/tensor";
 import { wallClock } from "../../util/clock";
 import { buildModel, compiledLoss, createOptimizer, readWeights } from "../../worker/model-io";
+import type { HostIO, RoleEnv, WorkerRole } from "../../worker/role";
 import { makeUpdateRule } from "../../worker/update-rules";
 import type { OptimizerState, UpdateRule } from "../../worker/update-rule";
 import { seedDropout, stageTopology } from "./stage-model";
 
-/** How a stage reaches its neighbours and its replicas (the compute host provides these). */
-export interface StageIO {
-  /** The activation (from the stage before) or gradient (from the stage after) of a micro-batch. */
-  receive(kind: "activation" | "gradient", step: number, micro: number): Promise<Float32Array>;
-  send(to: "prev" | "next", kind: "activation" | "gradient", step: number, micro: number, data: Float32Array): void;
-  allReduce(data: Float32Array): Promise<{ data: Float32Array; stats: AllReduceStats }>;
-}
+/** How a stage reaches its neighbours and its replicas (the worker's host provides these). */
+export type StageIO = Pick<HostIO, "receive" | "send" | "allReduce">;
 
 export interface StageStepResult {
   loss: number;
@@ -49,7 +44,7 @@ function copyOut(t: tf.Tensor): Float32Array {
  * back. After the last action the accumulated gradients are summed with the stage's replicas
  * and one optimizer update is applied.
  */
-export class StageRuntime {
+export class StageRuntime implements WorkerRole {
   private readonly vars: tf.Variable[];
   private readonly offsets: number[];
   readonly gradientLength: number;
@@ -74,20 +69,21 @@ export class StageRuntime {
       off += v.size;
     }
     this.gradientLength = off;
-    this.actions = makeSchedule(stage.schedule, stage.count, stage.microBatches).actions[stage.index]!;
+    // The schedule arrives as data: this stage's actions, in order.
+    this.actions = stage.actions;
     this.update = makeUpdateRule(this.vars, spec);
     this.last = stage.index === stage.count - 1;
   }
 
-  static async load(msg: MessageOf<"load">, weights: Tensorlike[], memoryCapBytes: number | null): Promise<StageRuntime> {
+  static async load(msg: MessageOf<"load">, weights: Tensorlike[], env: Pick<RoleEnv, "memoryCapBytes">): Promise<StageRuntime> {
+    const memoryCapBytes = env.memoryCapBytes;
     const stage = msg.stage!;
     const inputShape = [...(msg.stageInputShape ?? [])];
     const model = await buildModel(stageTopology(msg.topology, stage.from, stage.to, inputShape, stage.index), weights);
     const summary = summarizeModel(model);
     if (memoryCapBytes !== null) {
-      const schedule = makeSchedule(stage.schedule, stage.count, stage.microBatches);
       const c = stageCost(
-        { layers: summary.layers, stages: stage.count, microBatchSize: stage.microBatchSize, optimizerSlots: optimizerSlots(msg.optimizer), inFlight: () => maxInFlight(schedule, stage.index), memoryBytes: () => Infinity },
+        { layers: summary.layers, stages: stage.count, microBatchSize: stage.microBatchSize, optimizerSlots: optimizerSlots(msg.optimizer), inFlight: () => actionsInFlight(stage.actions), memoryBytes: () => Infinity },
         stage.index,
         0,
         summary.layers.length,
@@ -110,6 +106,10 @@ export class StageRuntime {
 
   get paramCount(): number {
     return this.model.countParams();
+  }
+
+  get loaded(): WorkerRole["loaded"] {
+    return { paramCount: this.paramCount, gradientLength: this.gradientLength };
   }
 
   async step(msg: MessageOf<"step">, attachments: Tensorlike[], io: StageIO): Promise<StageStepResult> {
@@ -214,8 +214,8 @@ export class StageRuntime {
     };
   }
 
-  weights(): Tensorlike[] {
-    return readWeights(this.model);
+  weights(): { tensors: Tensorlike[] } {
+    return { tensors: readWeights(this.model) };
   }
 
   exportState(): Promise<OptimizerState> {

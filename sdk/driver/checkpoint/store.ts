@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { z } from "zod";
-import { CheckpointError } from "../errors/errors";
+import { CheckpointError } from "../../errors/errors";
 
 /**
  * Checkpoints on disk. Each is a directory `step-000012` (12 steps done) holding meta.json and

@@ -1,10 +1,14 @@
+import * as tf from "@tensorflow/tfjs";
 import type { AllReduceStats } from "../../collectives/ring-allreduce";
-import type { MessageOf } from "../../protocol/messages";
+import type { Dataset } from "../../data/dataset";
+import { loadSource } from "../../data/index";
+import { ProtocolError, StateError } from "../../errors/errors";
+import { epochOrder } from "../../plan/batches";
+import type { Message, MessageOf } from "../../protocol/messages";
 import type { Tensorlike } from "../../protocol/tensor";
 import { wallClock } from "../../util/clock";
 import { readWeights } from "../../worker/model-io";
-import * as tf from "@tensorflow/tfjs";
-import { StateError } from "../../errors/errors";
+import type { HostIO, RoleEnv, RoleReply, StepReport, WorkerRole } from "../../worker/role";
 import { loadReplica, readValues, sliceGradient, slowDown, type LoadedReplica } from "../../worker/slice-gradient";
 import { makeUpdateRule } from "../../worker/update-rules";
 import type { OptimizerState, UpdateRule } from "../../worker/update-rule";
@@ -27,8 +31,10 @@ export interface StepResult {
  * by the slice's share of the global batch, sums it with every other replica's by all-reduce,
  * and applies the same update as every other replica.
  */
-export class DataReplica {
+export class DataReplica implements WorkerRole {
   private readonly update: UpdateRule;
+  /** The worker's own copy of the data (feed "workers"), and the order of the epoch it is in. */
+  private shard: { dataset: Dataset; shuffle: boolean; seed: number; epoch: number; order: Uint32Array | null } | null = null;
   /** Updates applied since the model was loaded. */
   private applied = 0;
   /** Elastic training: the weights and optimizer state before the last update, to step back to. */
@@ -38,12 +44,39 @@ export class DataReplica {
     this.update = makeUpdateRule(r.vars, spec);
   }
 
-  static async load(msg: MessageOf<"load">, weights: Tensorlike[], memoryCapBytes: number | null = null): Promise<DataReplica> {
-    return new DataReplica(await loadReplica(msg, weights, memoryCapBytes), msg.optimizer, msg.slowdown ?? 1, msg.elastic ?? false);
+  static async load(msg: MessageOf<"load">, weights: Tensorlike[], env: Partial<RoleEnv> = {}): Promise<DataReplica> {
+    const replica = new DataReplica(await loadReplica(msg, weights, env.memoryCapBytes ?? null), msg.optimizer, msg.slowdown ?? 1, msg.elastic ?? false);
+    if (msg.data) replica.shard = { dataset: loadSource(msg.data.source), shuffle: msg.data.shuffle, seed: msg.data.seed, epoch: -1, order: null };
+    return replica;
   }
 
-  get appliedSteps(): number {
-    return this.applied;
+  get loaded(): WorkerRole["loaded"] {
+    return { paramCount: this.paramCount, gradientLength: this.gradientLength, ...(this.shard ? { datasetSize: this.shard.dataset.size } : {}) };
+  }
+
+  /** A step of the driver's: its slice comes attached (in-graph) or is read from the worker's own copy (between-graph). */
+  step(msg: MessageOf<"step">, attachments: Tensorlike[], io: HostIO): Promise<StepReport> {
+    const [x, y] = msg.range ? Object.values(this.readSlice(msg.epoch, msg.range.start, msg.range.end)) : attachments;
+    if (!x || !y) throw new ProtocolError(`"step" ${msg.step} carries ${attachments.length} tensors, expected x and y`);
+    return this.train(msg.weight, x, y, (data) => io.allReduce(data));
+  }
+
+  /** Elastic training asks how many updates were applied, or to step back one. */
+  answer(msg: Message): Promise<RoleReply> | undefined {
+    if (msg.type !== "rewind") return undefined;
+    return (msg.to === undefined ? Promise.resolve(this.applied) : this.rewind(msg.to)).then((applied) => ({ draft: { type: "rewound", re: msg.id, applied } }));
+  }
+
+  /** This replica's slice of a step, read from the worker's own copy of the dataset. */
+  private readSlice(epoch: number, start: number, end: number): { x: Tensorlike; y: Tensorlike } {
+    const s = this.shard;
+    if (!s) throw new StateError("a step named a range of the dataset, but no dataset was loaded on this worker");
+    if (end > s.dataset.size || start > end) throw new ProtocolError(`step range [${start}, ${end}) is outside the dataset of ${s.dataset.size} samples`);
+    if (s.epoch !== epoch) {
+      s.order = epochOrder(s.dataset.size, s.shuffle, s.seed, epoch);
+      s.epoch = epoch;
+    }
+    return s.dataset.gather(s.order, start, end);
   }
 
   /**
@@ -74,7 +107,8 @@ export class DataReplica {
     return this.r.model.countParams();
   }
 
-  async step(weight: number, x: Tensorlike, y: Tensorlike, allReduce: AllReduceFn): Promise<StepResult> {
+  /** Computes the slice's gradient, weighted by its share, sums it with the others' and applies the update. */
+  async train(weight: number, x: Tensorlike, y: Tensorlike, allReduce: AllReduceFn): Promise<StepResult> {
     const t0 = performance.now();
     const startedAt = wallClock();
     const flat = new Float32Array(this.r.gradientLength);
@@ -91,8 +125,8 @@ export class DataReplica {
     return { loss, startedAt, computeMs: t1 - t0, commMs: reduced.stats.commMs, waitMs: reduced.stats.waitMs, applyMs: t3 - t2, slowdownMs };
   }
 
-  weights(): Tensorlike[] {
-    return readWeights(this.r.model);
+  weights(): { tensors: Tensorlike[] } {
+    return { tensors: readWeights(this.r.model) };
   }
 
   exportState(): Promise<OptimizerState> {
@@ -104,6 +138,7 @@ export class DataReplica {
   }
 
   dispose(): void {
+    this.shard = null;
     this.r.model.dispose();
     this.update.dispose();
     this.r.compileOptimizer.dispose();

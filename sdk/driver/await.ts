@@ -1,0 +1,31 @@
+import { WorkerLostError } from "../errors/errors";
+import { FitAborted, type FitContext } from "./fit-context";
+
+/** Waits for one reply per request; a lost worker is the error reported, whatever else failed. */
+export function awaitAll(ctx: FitContext): <T>(requests: Array<Promise<T>>) => Promise<T[]> {
+  return async <T>(requests: Array<Promise<T>>): Promise<T[]> => {
+    requests.forEach((r) => r.catch(() => undefined));
+    try {
+      return await ctx.guard(Promise.all(requests));
+    } catch (err) {
+      // A peer's collective error or a closed channel is often the echo of a worker the cluster
+      // is about to declare lost (with its exit code, or its silence): wait for that.
+      throw (await ctx.lossWithin(Math.max(1000, 2 * ctx.spec.heartbeat.intervalMs + 500))) ?? err;
+    }
+  };
+}
+
+/** A model that fails to load on the workers leaves them idle and consistent: not fatal. */
+export async function loadEverywhere<T>(load: () => Promise<T>): Promise<T> {
+  try {
+    return await load();
+  } catch (err) {
+    if (err instanceof WorkerLostError) throw err;
+    throw new FitAborted(err);
+  }
+}
+
+/** Tells every worker the fit is over (they drop the model). */
+export async function releaseAll(ctx: FitContext): Promise<void> {
+  await awaitAll(ctx)(ctx.workers.map((w) => w.channel.request({ type: "release" }, "released", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: "release" })));
+}

@@ -1,0 +1,15 @@
+import type { WorkerHandle } from "../cluster/worker-handle";
+import type { PlanDevice } from "../plan/plans";
+
+/** A worker's device as plans see it: what it reported when it joined, and the driver's link to it. */
+export function devicesOf(w: WorkerHandle): PlanDevice {
+  return {
+    backend: w.info?.backend ?? "?",
+    device: w.info?.device ?? "?",
+    memoryBytes: w.info?.memoryBytes ?? 0,
+    gflops: w.info?.gflops ?? 0,
+    kernelOverheadUs: w.info?.kernelOverheadUs ?? 0,
+    linkBytesPerSecond: w.linkBytesPerSecond,
+    linkLatencyMs: w.linkLatencyMs,
+  };
+}

@@ -1,0 +1,41 @@
+import type { WorkerHandle } from "../cluster/worker-handle";
+import type { ClusterSpec } from "../config/cluster-spec";
+import type { MeshtrainError } from "../errors/errors";
+import type { MessageOf } from "../protocol/messages";
+import type { Incoming } from "../transport/channel";
+import type { Wiring } from "../plan/wiring";
+
+/** What a strategy's driver runtime gets from the cluster. */
+export interface FitContext {
+  readonly spec: ClusterSpec;
+  /** In rank order. */
+  readonly workers: readonly WorkerHandle[];
+  /** Parameter servers (strategy "ps"), in server order. */
+  readonly servers: readonly WorkerHandle[];
+  /**
+   * From now until the fit ends, a lost worker (not a server) is handed to `handler` instead of
+   * failing the cluster: for strategies that carry on without it.
+   */
+  survive(handler: (worker: WorkerHandle, err: MeshtrainError) => void): void;
+  /** From now until the fit ends, workers added with cluster.add() are handed to `handler`. */
+  admit(handler: (worker: WorkerHandle) => void): void;
+  /** Connects the workers (or `members`) as `wiring` says (kept as is when it is already so). */
+  connect(wiring: Wiring, o?: { members?: readonly WorkerHandle[]; generation?: number }): Promise<void>;
+  /** Rejects with the loss of a worker as soon as one is lost. */
+  guard<T>(p: Promise<T>): Promise<T>;
+  /** Resolves with the cluster's loss of a worker: at once if it happened, else if it does within `ms`. */
+  lossWithin(ms: number): Promise<MeshtrainError | undefined>;
+  setStep(step: number | undefined): void;
+}
+
+/**
+ * Thrown by a runtime for a failure that left every worker in a known state (bad input found
+ * before training, a model that did not load, an exception from the user's onStep): the
+ * cluster stays usable and the user gets `error` itself.
+ */
+export class FitAborted {
+  constructor(readonly error: unknown) {}
+}
+
+/** A worker's reply to a step. */
+export type StepDone = Incoming<MessageOf<"stepDone">>;

@@ -1,0 +1,29 @@
+import type { WorkerHandle } from "../cluster/worker-handle";
+import type { WorkerStepRecord } from "../metrics/records";
+import type { StepDone } from "./fit-context";
+
+/** The rank whose computation ended last (the first such, on a tie). */
+export function straggler(ends: ReadonlyArray<{ rank: number; end: number }>): number {
+  let worst = ends[0]!;
+  for (const e of ends) if (e.end > worst.end) worst = e;
+  return worst.rank;
+}
+
+/** One worker's part of a whole-model step (data parallelism, parameter servers), on the driver's clock. */
+export function workerStep(r: StepDone, w: WorkerHandle, fitStartWall: number): WorkerStepRecord {
+  const m = r.msg;
+  return {
+    rank: w.rank,
+    computeMs: m.computeMs + m.applyMs,
+    commMs: m.commMs,
+    waitMs: m.waitMs,
+    applyMs: m.applyMs,
+    ...(m.slowdownMs ? { slowdownMs: m.slowdownMs } : {}),
+    startMs: m.startedAt - w.clockOffsetMs - fitStartWall,
+  };
+}
+
+/** When a worker's computation of a step ended, on the driver's clock: who the others waited for. */
+export function computeEnd(r: StepDone, w: WorkerHandle): { rank: number; end: number } {
+  return { rank: w.rank, end: r.msg.startedAt - w.clockOffsetMs + (r.msg.ps?.pullMs ?? 0) + r.msg.computeMs };
+}

@@ -1,0 +1,136 @@
+import type { Plan } from "../plan/plans";
+import type { WorkerSnapshot } from "../config/worker-snapshot";
+
+/**
+ * What a fit records, as plain data: the driver's runtimes write these, TrainingRun, metrics
+ * and viz read them. Times are milliseconds.
+ */
+
+/** One step as recorded by the driver. Times are milliseconds. */
+export interface WorkerStepRecord {
+  rank: number;
+  /** Forward, backward and the optimizer update on this worker. */
+  computeMs: number;
+  /** Time in the all-reduce after the first chunk arrived: moving and adding bytes. */
+  commMs: number;
+  /** Time in the all-reduce before the first chunk arrived: waiting for slower peers. */
+  waitMs: number;
+  /** The optimizer update alone (part of computeMs, after the all-reduce). */
+  applyMs: number;
+  /**
+   * When this worker started the step, in ms since the fit started, on the driver's clock
+   * (the worker's clock shifted by the offset estimated when it joined).
+   */
+  startMs: number;
+  /** Pipeline strategies: the stage and replica this worker runs. */
+  stage?: number;
+  replica?: number;
+  /** Pipeline strategies: when each forward (F) and backward (B) of a micro-batch ran, ms from startMs. */
+  actions?: Array<{ kind: "F" | "B"; micro: number; start: number; end: number }>;
+  /** Pipeline strategies: the most micro-batches whose inputs this worker held at once. */
+  inFlightMax?: number;
+  /** A straggler made on purpose (.slowdown()): time it waited after computing, part of computeMs. */
+  slowdownMs?: number;
+}
+
+export interface StepRecord {
+  /** Step number within the fit, from 0. */
+  step: number;
+  epoch: number;
+  /** Mean loss over the global batch (replicas' slice losses weighted by slice size). */
+  loss: number;
+  /** Samples in this step's global batch. */
+  samples: number;
+  /** Wall time from the previous step's completion (or the fit's start) to this one's, at the driver. */
+  ms: number;
+  /** When this step completed, in ms since the fit started. */
+  endMs: number;
+  workers: WorkerStepRecord[];
+  /**
+   * The rank whose forward and backward pass ended last: the one the others waited for. (Async
+   * parameter servers, where nobody waits: the rank whose pushes in the round took longest.)
+   */
+  straggler: number;
+  /** Pipeline strategies: the share of stage time spent idle in this step (measured). */
+  bubble?: number;
+}
+
+/** One push as the driver recorded it: which parameters it was computed on, and how stale it was. */
+export interface PushRecord {
+  rank: number;
+  /** The worker's own step count when it computed this push, from 0. */
+  clock: number;
+  epoch: number;
+  samples: number;
+  /** Mean loss over the slice, on the parameters pulled. */
+  loss: number;
+  /** The version (updates applied) of server 0's shard it pulled. */
+  version: number;
+  /** Updates other pushes made to the parameters between this pull and this push (the most over servers). */
+  staleness: number;
+  /** How many steps ahead of the slowest live worker this worker was when it started (bounded by staleness k). */
+  lead: number;
+  /** When the worker started it and when the driver heard it was done, in ms since the fit started. */
+  startMs: number;
+  endMs: number;
+  computeMs: number;
+  pullMs: number;
+  pushMs: number;
+  /** Time the servers held the pull back for other workers' pushes (sync). */
+  waitMs: number;
+  slowdownMs: number;
+}
+
+/** A worker that left while the others carried on. */
+export interface Departure {
+  rank: number;
+  address: string;
+  /** When the driver learned of it, in ms since the fit started, and the step (round) it was in. */
+  atMs: number;
+  step: number;
+  cause: string;
+  /** Slices it was working on, and what became of them: handed to other workers, or already applied by the servers. */
+  requeued: number;
+  alreadyApplied: number;
+  /** Pushes some servers applied and others never received (it died between them). */
+  partial: number;
+}
+
+/** What a parameter-server fit adds to its run record. */
+export interface PsRunRecord {
+  mode: "async" | "sync";
+  staleness: number | null;
+  pushes: PushRecord[];
+  departures: Departure[];
+  /** Each server's version at the end: the updates it applied. */
+  serverVersions: number[];
+}
+
+/** A worker that left or joined an elastic fit. */
+export interface MembershipChange {
+  change: "left" | "joined";
+  rank: number;
+  address: string;
+  /** When the driver learned of it, ms since the fit started, and the step training went on from. */
+  atMs: number;
+  step: number;
+  /** Why it left. */
+  cause?: string;
+  /** Workers training after the change. */
+  workers: number;
+}
+
+/** What a strategy's runtime returns for one fit: plain data. */
+export interface RunRecord {
+  history: readonly StepRecord[];
+  plan: Plan;
+  workers: readonly WorkerSnapshot[];
+  seed: number;
+  epochs: number;
+  wallMs: number;
+  /** Strategy "ps": every push, every departure, the servers' versions. */
+  ps?: PsRunRecord;
+  /** Elastic data parallelism: every worker that left or joined. */
+  membership?: MembershipChange[];
+}
+

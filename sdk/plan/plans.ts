@@ -1,0 +1,162 @@
+import type { OptimizerSpec } from "../config/optimizer";
+import type { MemoryEstimate } from "./memory";
+import type { ModelSummary } from "./model-summary";
+import type { StageCost } from "./partition";
+import type { Prediction } from "./predict";
+import type { Schedule } from "./schedules";
+
+/**
+ * Plans as plain data: which worker holds what, how the batch is split, what a step should cost.
+ * Strategies make them (pure planners), runtimes execute them, viz draws them; none of those
+ * needs the others to read one.
+ */
+
+/** Which worker does what under synchronous data parallelism. Pure data: printable, testable. */
+export interface DataParallelPlan {
+  readonly strategy: "data";
+  /** Who reads the data: the driver sends each step's slices, or each worker reads its own. */
+  readonly feed: "driver" | "workers";
+  readonly worldSize: number;
+  /** One replica per worker. */
+  readonly replicas: number;
+  /** Ranks in ring order; each sends to the next and receives from the one before. */
+  readonly ring: readonly number[];
+  /** `slowdown`: a straggler made on purpose (.slowdown()): it waits (slowdown - 1) x its compute after computing (1: not slowed). */
+  readonly workers: ReadonlyArray<{ rank: number; replica: number; ringPosition: number; layers: "all"; params: number; slowdown: number }>;
+  readonly model: ModelSummary;
+  /** Bytes of the flat float32 gradient buffer all-reduced each step. */
+  readonly gradientBytes: number;
+  readonly allReduce: {
+    readonly algorithm: "ring";
+    /** Bytes each rank sends per step: 2(N-1)/N x gradientBytes (reduce-scatter + all-gather). */
+    readonly bytesSentPerRank: number;
+  };
+  /** Shard sizes of a full global batch, when the plan was made for a batch size. */
+  readonly batch: { readonly globalBatch: number; readonly perReplica: readonly number[] } | null;
+  /** What each replica holds (estimate; parts needing a batch size or optimizer are null without them). */
+  readonly memory: MemoryEstimate;
+  /** Each rank's device, when the plan was made by a launched cluster. */
+  readonly devices: readonly PlanDevice[] | null;
+  /** Step time and throughput predicted from the cost model and the workers' measured speeds. */
+  readonly prediction: Prediction | null;
+  /** Elastic training: carry on without lost workers while at least minWorkers remain (null: a lost worker ends the fit). */
+  readonly elastic: { readonly minWorkers: number } | null;
+  /** Why this strategy was chosen, when a planner chose it (strategy "auto"); explain() adds what follows from the plan. */
+  readonly reasons: readonly string[];
+}
+
+/** What a worker computes on, as its worker reported when it joined, and the driver's link to it. */
+export interface PlanDevice {
+  backend: string;
+  device: string;
+  memoryBytes: number;
+  /** Matrix-multiply speed measured at join, GFLOP/s. */
+  gflops?: number;
+  /** TF.js's cost per kernel measured at join, microseconds. */
+  kernelOverheadUs?: number;
+  /** The driver's link to it, bytes/s. */
+  linkBytesPerSecond?: number;
+  /** The driver's link to it: one-way latency of a message, ms. */
+  linkLatencyMs?: number;
+}
+
+export interface PlanOptions {
+  /** Global batch: the plan splits it among replicas and checks that it divides. */
+  batchSize?: number;
+  /** For the optimizer-state part of the memory estimate. */
+  optimizer?: OptimizerSpec;
+  /** Each rank's device (a launched cluster knows them). */
+  devices?: readonly PlanDevice[];
+  /** Why this strategy was chosen (strategy "auto" says). */
+  reasons?: readonly string[];
+}
+
+/** One trainable variable as a server holds it. */
+export interface ShardVariable {
+  /** Its index in the model's trainable weights. */
+  readonly index: number;
+  readonly name: string;
+  readonly layer: number;
+  readonly shape: readonly number[];
+  readonly bytes: number;
+}
+
+/** Which worker does what with parameter servers. Pure data: printable, testable. */
+export interface PsPlan {
+  readonly strategy: "ps";
+  /** "async": each push applied on arrival; "sync": one summed update per step. */
+  readonly mode: "async" | "sync";
+  /** Async: the most steps a worker may run ahead of the slowest (stale-synchronous parallel); null: unbounded. */
+  readonly staleness: number | null;
+  /** Workers (the servers are not ranks). */
+  readonly worldSize: number;
+  readonly replicas: number;
+  readonly servers: ReadonlyArray<{ readonly index: number; readonly variables: readonly ShardVariable[]; readonly bytes: number }>;
+  readonly workers: ReadonlyArray<{ readonly rank: number; readonly slowdown: number; readonly layers: "all"; readonly params: number }>;
+  readonly model: ModelSummary;
+  /** Bytes of float32 gradients each worker pushes per step (and parameters it pulls). */
+  readonly gradientBytes: number;
+  /** Each worker's slice of a full global batch. */
+  readonly batch: { readonly globalBatch: number; readonly perReplica: readonly number[] } | null;
+  /** What each worker holds (estimate). */
+  readonly memory: MemoryEstimate;
+  readonly devices: readonly PlanDevice[] | null;
+  /** Parameter-server runs are measured, not predicted: the cost model has no term for servers yet. */
+  readonly prediction: null;
+  readonly reasons: readonly string[];
+}
+
+export type PipelineKind = "model" | "pipeline" | "hybrid";
+
+export interface StagePlan extends StageCost {
+  stage: number;
+  layerNames: string[];
+  /** Per-sample shapes of what the stage takes and gives (batch dimension left out). */
+  inputShape: number[];
+  outputShape: number[];
+  /** Most micro-batches whose inputs the stage holds at once under the schedule. */
+  inFlight: number;
+}
+
+/** Model, pipeline and hybrid parallelism: which worker holds which layers, and the schedule. */
+export interface PipelinePlan {
+  readonly strategy: PipelineKind;
+  readonly worldSize: number;
+  readonly stages: number;
+  readonly replicas: number;
+  readonly microBatches: number;
+  readonly schedule: Schedule;
+  /** ranks[r][s]: the worker holding stage s of replica r (r * stages + s). */
+  readonly ranks: readonly (readonly number[])[];
+  readonly stagePlans: readonly StagePlan[];
+  /** Stage ranges set with plan.place(), as [stage, [from, to]] pairs; the partitioner chose the others. */
+  readonly placed: ReadonlyArray<readonly [number, readonly [number, number]]>;
+  readonly model: ModelSummary;
+  readonly batch: { readonly globalBatch: number; readonly perReplica: readonly number[]; readonly microBatch: number } | null;
+  readonly optimizer: OptimizerSpec | null;
+  readonly devices: readonly PlanDevice[] | null;
+  readonly prediction: Prediction | null;
+  /** Why this strategy and shape were chosen, when a planner chose them (strategy "auto"); explain() adds what follows from the plan. */
+  readonly reasons: readonly string[];
+}
+
+
+/** Any strategy's plan. `strategy` says which shape it has (auto makes a data, pipeline or hybrid plan). */
+export type PlanData = DataParallelPlan | PsPlan | PipelinePlan;
+
+export interface PlanMethods {
+  /** Why the plan is what it is: the choices made, with their numbers. */
+  explain(): string;
+  /**
+   * Pins layers [from, to) to the stage that worker `rank` runs (in a hybrid, every replica of
+   * that stage); the partitioner splits the other layers around it. Returns a new plan; pass it
+   * to fit as `{ plan }`. Only model, pipeline and hybrid plans have stages to place.
+   */
+  place(layers: readonly [number, number], rank: number): Plan;
+  /** The placement diagram as SVG text. */
+  draw(): string;
+  toString(): string;
+}
+
+/** What plan() returns: plain data (JSON.stringify gives the data) with non-enumerable methods. */
+export type Plan = PlanData & PlanMethods;

@@ -1,0 +1,32 @@
+import { ConfigError } from "../../errors/errors";
+import type { DataParallelPlan } from "../../plan/plans";
+import { dataPlacementSvg } from "../../viz/placement";
+import type { Strategy } from "../strategy";
+import { fitDataParallel } from "./driver-runtime";
+import { explainDataPlan, formatDataPlan, planDataParallel } from "./planner";
+import { DataReplica } from "./replica-role";
+
+/** Synchronous data parallelism: every worker a replica of the whole model, gradients summed by ring all-reduce. */
+export const dataStrategy: Strategy<DataParallelPlan> = {
+  family: "replicas",
+  plan: planDataParallel,
+  replan: (spec, model, plan, o) => planDataParallel(spec, model, { ...o, reasons: plan.reasons }),
+  place: () => {
+    throw new ConfigError("place() splits layers over stages, but under data parallelism every worker holds all layers", {
+      hint: 'use strategy("model"), ("pipeline") or ("hybrid", { stages }) to place layers on workers',
+    });
+  },
+  format: formatDataPlan,
+  explain: explainDataPlan,
+  draw: dataPlacementSvg,
+  fit: fitDataParallel,
+  describe: (run, summary) => {
+    const worst = summary.stragglers.worst;
+    return {
+      label: `data, ${run.workers.length} worker(s)`,
+      lines: worst ? [`rank ${worst.rank} finished computing last in ${worst.steps} of ${worst.of} steps (median lead ${summary.stragglers.medianLeadMs.toFixed(1)} ms): the one the others waited for`] : [],
+      figures: [],
+    };
+  },
+  roles: { replica: (msg, attachments, env) => DataReplica.load(msg, attachments, env) },
+};

@@ -1,0 +1,58 @@
+import { ConfigError } from "../../errors/errors";
+import type { RunRecord } from "../../metrics/records";
+import { median } from "../../metrics/throughput";
+import type { PsPlan } from "../../plan/plans";
+import { stalenessFigure } from "../../viz/ps-figures";
+import { psPlacementSvg } from "../../viz/ps-placement";
+import type { Strategy } from "../strategy";
+import { fitParameterServers } from "./driver-runtime";
+import { explainPsPlan, formatPsPlan, planParameterServers } from "./planner";
+import { PsReplica } from "./ps-worker-role";
+import { ParamServer } from "./server-role";
+
+/** Parameter servers, sync or async: servers hold the parameters and apply the optimizer; workers pull, compute and push. */
+export const psStrategy: Strategy<PsPlan> = {
+  family: "servers",
+  plan: planParameterServers,
+  replan: (spec, model, plan, o) => planParameterServers(spec, model, { ...o, reasons: plan.reasons }),
+  place: () => {
+    throw new ConfigError("place() splits layers over stages, but under parameter servers every worker holds all layers", {
+      hint: 'use strategy("model"), ("pipeline") or ("hybrid", { stages }) to place layers on workers',
+    });
+  },
+  format: formatPsPlan,
+  explain: explainPsPlan,
+  draw: psPlacementSvg,
+  fit: fitParameterServers,
+  describe: (run) => {
+    const plan = run.plan as PsPlan;
+    const label = `ps ${plan.mode}${plan.staleness !== null ? ` (k=${plan.staleness})` : ""}, ${run.workers.length} worker(s)`;
+    const pushes = run.ps?.pushes ?? [];
+    return {
+      label,
+      lines: psLines(run),
+      figures: pushes.length > 0 && plan.mode === "async" ? [{ title: "Staleness", figure: stalenessFigure([{ name: label, pushes }]) }] : [],
+    };
+  },
+  roles: {
+    "ps-worker": (msg, attachments, env) => PsReplica.load(msg, attachments, env),
+    "ps-server": (msg, attachments, env) => ParamServer.role(msg, attachments, env),
+  },
+};
+
+/** Pushes, staleness and departures, in words. */
+function psLines(run: RunRecord): string[] {
+  const p = run.ps?.pushes ?? [];
+  if (p.length === 0) return [];
+  const st = p.map((x) => x.staleness);
+  const perRank = new Map<number, number>();
+  for (const x of p) perRank.set(x.rank, (perRank.get(x.rank) ?? 0) + 1);
+  const lines = [
+    `${p.length} pushes; staleness (updates missed between pull and push): median ${median(st)}, max ${Math.max(...st)}; most steps ahead of the slowest: ${Math.max(...p.map((x) => x.lead))}`,
+    `pushes per rank: ${[...perRank.entries()].sort((a, b) => a[0] - b[0]).map(([r, c]) => `rank ${r} ${c}`).join(", ")}; servers applied ${(run.ps?.serverVersions ?? []).join(" / ")} update(s)`,
+  ];
+  for (const d of run.ps?.departures ?? []) {
+    lines.push(`rank ${d.rank} left at ${(d.atMs / 1000).toFixed(1)} s (step ${d.step}): ${d.cause}; ${d.requeued} slice(s) handed to the others, ${d.alreadyApplied} already applied${d.partial ? `, ${d.partial} applied by only some servers` : ""}`);
+  }
+  return lines;
+}

@@ -1,0 +1,176 @@
+import { CollectiveError, TimeoutError } from "../errors/errors";
+import { fromWireError } from "../protocol/wire-error";
+import type { CommToCompute, ComputeToComm } from "./bridge";
+import type { HostIO, ServerLinks } from "./role";
+
+type Reduced = Awaited<ReturnType<HostIO["allReduce"]>>;
+
+/**
+ * The compute thread's side of the links the communication thread holds: all-reduces, pipeline
+ * tensors from neighbouring stages, pulls and pushes to parameter servers. Replies come back as
+ * thread messages and settle the promise that asked.
+ */
+export class HostLinks {
+  private reduce: { seq: number; resolve(r: Reduced): void; reject(err: unknown): void } | null = null;
+  private reduceSeq = 0;
+  /** Elastic training: the current membership; all-reduces of steps sent for an earlier one are refused unrun. */
+  generation = 0;
+  /** Pipeline tensors from neighbouring stages, by "kind/step/micro": arrived, or awaited. */
+  private readonly inbox = new Map<string, { data?: Float32Array; take?: (d: Float32Array) => void; fail?: (e: unknown) => void }>();
+  private pipeFailure: unknown = null;
+  private readonly psPending = new Map<number, { resolve(m: CommToCompute): void; reject(err: unknown): void }>();
+  private psSeq = 0;
+  stepTimeoutMs = 600_000;
+
+  constructor(private readonly post: (m: ComputeToComm, transfer?: ArrayBuffer[]) => void) {}
+
+  /** The links as a role uses them during a step sent for membership `generation`. */
+  io(generation: number): HostIO {
+    return {
+      allReduce: (data) => this.allReduce(data, generation),
+      receive: this.receive,
+      send: this.send,
+      servers: this.servers,
+    };
+  }
+
+  /** Settles what a thread message answers; false if the message is not about links. */
+  settle(m: CommToCompute): boolean {
+    switch (m.kind) {
+      case "allReduced":
+      case "allReduceFailed": {
+        if (this.reduce?.seq !== m.seq) return true;
+        const p = this.reduce;
+        this.reduce = null;
+        if (m.kind === "allReduced") p.resolve({ data: m.data, stats: m.stats });
+        else p.reject(fromWireError(m.error));
+        return true;
+      }
+      case "generation":
+        // A new membership is a new ring, counting its all-reduces from 0 on every member
+        // (a joiner has done none; survivors may have started different numbers before the loss).
+        this.generation = m.n;
+        this.reduceSeq = 0;
+        return true;
+      case "pipeTensor":
+        this.deliver(`${m.frameKind}/${m.step}/${m.micro}`, m.data);
+        return true;
+      case "pipeFailed":
+        this.failPipe(fromWireError(m.error));
+        return true;
+      case "psPulled":
+      case "psPushed":
+      case "psFailed": {
+        const p = this.psPending.get(m.seq);
+        if (!p) return true;
+        this.psPending.delete(m.seq);
+        if (m.kind === "psFailed") p.reject(fromWireError(m.error));
+        else p.resolve(m);
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  /**
+   * A new model, or the end of a session: nothing in flight belongs to what comes next. The
+   * all-reduce count goes back to 0 only with the session: a ring kept from one fit to the next
+   * expects it to go on growing.
+   */
+  reset(reason: string, o: { sessionEnded: boolean }): void {
+    this.failPipe(new CollectiveError(reason));
+    this.inbox.clear();
+    this.pipeFailure = null;
+    if (o.sessionEnded) this.reduceSeq = 0;
+    if (this.reduce) {
+      this.reduce.reject(new CollectiveError(reason));
+      this.reduce = null;
+    }
+    for (const p of this.psPending.values()) p.reject(new CollectiveError(reason));
+    this.psPending.clear();
+  }
+
+  private allReduce(data: Float32Array, generation: number): Promise<Reduced> {
+    if (generation !== this.generation) return Promise.reject(new CollectiveError(`an all-reduce of membership ${generation} after the workers were re-formed as membership ${this.generation}: dropped`));
+    const seq = this.reduceSeq++;
+    return new Promise((resolve, reject) => {
+      this.reduce = { seq, resolve, reject };
+      this.post({ kind: "allReduce", seq, data, generation }, [data.buffer as ArrayBuffer]);
+    });
+  }
+
+  private deliver(key: string, data: Float32Array): void {
+    const box = this.inbox.get(key);
+    if (box?.take) {
+      this.inbox.delete(key);
+      box.take(data);
+    } else this.inbox.set(key, { data });
+  }
+
+  private failPipe(err: unknown): void {
+    this.pipeFailure = err;
+    for (const [key, box] of this.inbox) {
+      if (box.fail) {
+        this.inbox.delete(key);
+        box.fail(err);
+      }
+    }
+  }
+
+  /** A neighbour's tensor for a micro-batch: at once if it arrived, else when it does. */
+  private receive = (kind: "activation" | "gradient", step: number, micro: number): Promise<Float32Array> => {
+    const key = `${kind}/${step}/${micro}`;
+    const box = this.inbox.get(key);
+    if (box?.data) {
+      this.inbox.delete(key);
+      return Promise.resolve(box.data);
+    }
+    if (this.pipeFailure) return Promise.reject(this.pipeFailure);
+    const from = kind === "activation" ? "the previous stage" : "the next stage";
+    const timeoutMs = this.stepTimeoutMs;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.inbox.delete(key);
+        reject(new TimeoutError(`waited ${timeoutMs} ms for the ${kind} of micro-batch ${micro} of step ${step} from ${from}`, {
+          details: { step, waitingFor: `${kind} of micro-batch ${micro} from ${from}` },
+        }));
+      }, timeoutMs);
+      this.inbox.set(key, {
+        take: (d) => {
+          clearTimeout(timer);
+          resolve(d);
+        },
+        fail: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      });
+    });
+  };
+
+  private send = (to: "prev" | "next", kind: "activation" | "gradient", step: number, micro: number, data: Float32Array): void => {
+    this.post({ kind: "pipeSend", to, frameKind: kind, step, micro, data }, [data.buffer as ArrayBuffer]);
+  };
+
+  /** The worker's side of the parameter servers, through the communication thread, which holds the links. */
+  private readonly servers: ServerLinks = {
+    pull: (minVersion) =>
+      this.psRequest({ kind: "psPull", seq: this.psSeq++, minVersion }, []).then((m) => {
+        const r = m as Extract<CommToCompute, { kind: "psPulled" }>;
+        return { shards: r.shards, versions: r.versions, waitedMs: r.waitedMs };
+      }),
+    push: (clock, pulled, shards) =>
+      this.psRequest({ kind: "psPush", seq: this.psSeq++, clock, pulled, shards }, shards.map((s) => s.buffer as ArrayBuffer)).then((m) => {
+        const r = m as Extract<CommToCompute, { kind: "psPushed" }>;
+        return { versions: r.versions, staleness: r.staleness };
+      }),
+  };
+
+  private psRequest(m: Extract<ComputeToComm, { kind: "psPull" | "psPush" }>, transfer: ArrayBuffer[]): Promise<CommToCompute> {
+    return new Promise((resolve, reject) => {
+      this.psPending.set(m.seq, { resolve, reject });
+      this.post(m, transfer);
+    });
+  }
+}

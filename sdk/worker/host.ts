@@ -1,0 +1,173 @@
+import type { Worker } from "node:worker_threads";
+import { CollectiveError, ProtocolError, StateError } from "../errors/errors";
+import type { Message, MessageOf } from "../protocol/messages";
+import type { Tensorlike } from "../protocol/tensor";
+import { toWireError } from "../protocol/wire-error";
+import type { Draft } from "../transport/channel";
+import { wallClock } from "../util/clock";
+import type { BackendReport } from "./backend";
+import { transferList, type CommToCompute, type ComputeToComm } from "./bridge";
+import { HostLinks } from "./host-links";
+import { joinWorker } from "./join";
+import { weightsDigest } from "./model-io";
+import type { RoleFactory, RoleReply, WorkerRole } from "./role";
+
+/**
+ * The compute side of a worker (the process's main thread, where TF.js runs). Requests from the
+ * driver are served one at a time in arrival order; requests from peers (pulls and pushes to a
+ * parameter server) are answered at once, since a sync pull may wait for pushes queued after
+ * it. What the worker does with a loaded model is its role, made by the factory the load
+ * message names; the host serves what every role shares and knows none of them by name.
+ */
+export class ComputeHost {
+  private queue: Promise<void> = Promise.resolve();
+  private role: WorkerRole | null = null;
+  private backend: BackendReport | null = null;
+  /** The memory limit the driver asked this worker to enforce, if any. */
+  private memoryCapBytes: number | null = null;
+  private readonly links: HostLinks;
+  /** Bumped when a session ends, so work queued for the old session is dropped. */
+  private epoch = 0;
+
+  constructor(private readonly comm: Worker, private readonly roles: Readonly<Record<string, RoleFactory>>) {
+    this.links = new HostLinks((m, transfer) => this.post(m, transfer));
+  }
+
+  handle(m: CommToCompute): void {
+    if (this.links.settle(m)) return;
+    switch (m.kind) {
+      case "request": {
+        if (m.via !== undefined) {
+          this.answerPeer(m.msg, m.attachments, m.via);
+          return;
+        }
+        const epoch = this.epoch;
+        this.queue = this.queue.then(() => (epoch === this.epoch ? this.serve(m.msg, m.attachments) : undefined));
+        return;
+      }
+      case "sessionEnded":
+        this.epoch++;
+        this.drop(`session ended: ${m.reason}`, true);
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** A request on a peer's link to this worker: only the role answers those. */
+  private answerPeer(msg: Message, attachments: Tensorlike[], via: number): void {
+    const id = (msg as { id?: number }).id;
+    const fail = (err: unknown): void => this.post({ kind: "replyError", re: id, error: toWireError(err), via });
+    try {
+      const answer = this.role?.answer?.(msg, attachments);
+      if (!answer) throw new StateError(`"${msg.type}" arrived from a peer but this worker's role does not answer it`, { hint: "the driver loads the parameter servers before the workers start" });
+      answer.then((r) => this.replyVia(r, via), fail);
+    } catch (err) {
+      fail(err);
+    }
+  }
+
+  private drop(reason: string, sessionEnded = false): void {
+    this.links.reset(reason, { sessionEnded });
+    this.role?.dispose();
+    this.role = null;
+  }
+
+  private post(m: ComputeToComm, transfer: ArrayBuffer[] = []): void {
+    this.comm.postMessage(m, transfer);
+  }
+
+  private reply(draft: Draft, attachments: Tensorlike[] = []): void {
+    this.post({ kind: "reply", draft, attachments }, transferList(attachments));
+  }
+
+  private replyVia(r: RoleReply, via: number): void {
+    const attachments = r.attachments ?? [];
+    this.post({ kind: "reply", draft: r.draft, attachments, via }, transferList(attachments));
+  }
+
+  private need(what: string): WorkerRole {
+    if (!this.role) throw new StateError(`"${what}" arrived but no model is loaded on this worker`, { hint: "the driver sends load first" });
+    return this.role;
+  }
+
+  private async load(msg: MessageOf<"load">, attachments: Tensorlike[]): Promise<void> {
+    if (!this.backend) throw new StateError('"load" arrived before "join"');
+    this.drop("a new model was loaded");
+    this.links.stepTimeoutMs = msg.stepTimeoutMs ?? this.links.stepTimeoutMs;
+    const make = this.roles[msg.role];
+    if (!make) throw new ProtocolError(`"load" asks for role "${msg.role}"; this worker plays ${Object.keys(this.roles).join(", ")}`, { hint: "install the same meshtrain version on the driver and every worker" });
+    this.role = await make(msg, attachments, { memoryCapBytes: this.memoryCapBytes, stepTimeoutMs: this.links.stepTimeoutMs });
+    this.reply({ type: "loaded", re: msg.id, ...this.role.loaded });
+  }
+
+  private async step(msg: MessageOf<"step">, attachments: Tensorlike[]): Promise<void> {
+    const generation = this.links.generation;
+    if (msg.generation !== undefined && msg.generation !== generation) {
+      throw new CollectiveError(`step ${msg.step} was sent for membership ${msg.generation}; the workers have been re-formed as membership ${generation}, so it was dropped unrun`);
+    }
+    const r = await this.need("step").step(msg, attachments, this.links.io(msg.generation ?? generation));
+    this.reply({ type: "stepDone", re: msg.id, step: msg.step, ...r });
+  }
+
+  private async serve(msg: Message, attachments: Tensorlike[]): Promise<void> {
+    const id = (msg as { id?: number }).id;
+    try {
+      switch (msg.type) {
+        case "join": {
+          const j = await joinWorker(msg);
+          this.backend = j.backend;
+          this.memoryCapBytes = msg.memoryCapBytes ?? null;
+          this.reply({ type: "joined", re: msg.id, info: j.info, clock: wallClock() });
+          return;
+        }
+        case "load":
+          return await this.load(msg, attachments);
+        case "step":
+          return await this.step(msg, attachments);
+        case "fetchWeights": {
+          const w = this.need("fetchWeights").weights();
+          this.reply({ type: "weights", re: msg.id, digest: weightsDigest(w.tensors), ...(w.version !== undefined ? { version: w.version } : {}) }, w.tensors);
+          return;
+        }
+        case "digest":
+          this.reply({ type: "digestReply", re: msg.id, digest: weightsDigest(this.need("digest").weights().tensors) });
+          return;
+        case "probe":
+          this.reply({ type: "probed", re: msg.id, clock: wallClock() });
+          return;
+        case "fetchState": {
+          const state = await this.need("fetchState").exportState();
+          const tensors = state.tensors.map((t) => ({ data: t.data, shape: t.shape }));
+          this.reply({ type: "state", re: msg.id, format: state.format, names: state.tensors.map((t) => t.name), scalars: state.scalars }, tensors);
+          return;
+        }
+        case "setState":
+          await this.need("setState").importState({ format: msg.format, tensors: stateTensors(msg, attachments), scalars: msg.scalars });
+          this.reply({ type: "stateSet", re: msg.id });
+          return;
+        case "release":
+          this.drop("released");
+          this.reply({ type: "released", re: msg.id });
+          return;
+        default: {
+          const answer = this.role?.answer?.(msg, attachments);
+          if (!answer) throw new ProtocolError(`the compute thread does not serve "${msg.type}"${this.role ? " for this worker's role" : " without a loaded model"}`);
+          const r = await answer;
+          this.reply(r.draft, r.attachments ?? []);
+        }
+      }
+    } catch (err) {
+      this.post({ kind: "replyError", re: id, error: toWireError(err) });
+    }
+  }
+}
+
+/** The optimizer state a setState carries, checked against the names it announces. */
+function stateTensors(msg: MessageOf<"setState">, attachments: Tensorlike[]): Array<{ name: string; data: Float32Array; shape: number[] }> {
+  if (attachments.length !== msg.names.length) throw new ProtocolError(`"setState" names ${msg.names.length} tensors and carries ${attachments.length}`);
+  return attachments.map((a, i) => {
+    if (!(a.data instanceof Float32Array)) throw new ProtocolError(`optimizer state tensor ${msg.names[i]} is not float32`);
+    return { name: msg.names[i]!, data: a.data, shape: [...a.shape] };
+  });
+}

@@ -1,0 +1,61 @@
+import type { AllReduceStats } from "../collectives/ring-allreduce";
+import type { Message, MessageOf } from "../protocol/messages";
+import type { Tensorlike } from "../protocol/tensor";
+import type { Draft } from "../transport/channel";
+import type { OptimizerState } from "./update-rule";
+
+/** What a parameter-server worker's communication thread does for it. */
+export interface ServerLinks {
+  /** Each server's shard (one flat tensor), its version, and how long the server held the pull back. */
+  pull(minVersion: number | undefined): Promise<{ shards: Float32Array[]; versions: number[]; waitedMs: number[] }>;
+  /** One flat gradient per server; the versions after, and how stale each server found it. */
+  push(clock: number, pulled: number[], shards: Float32Array[]): Promise<{ versions: number[]; staleness: number[] }>;
+}
+
+/** The worker's links, which the host's communication thread holds, as a role may use them during a step. */
+export interface HostIO {
+  /** Sums `data` with this worker's all-reduce group (the step's membership, in elastic training). */
+  allReduce(data: Float32Array): Promise<{ data: Float32Array; stats: AllReduceStats }>;
+  /** The activation (from the stage before) or gradient (from the stage after) of a micro-batch. */
+  receive(kind: "activation" | "gradient", step: number, micro: number): Promise<Float32Array>;
+  send(to: "prev" | "next", kind: "activation" | "gradient", step: number, micro: number, data: Float32Array): void;
+  servers: ServerLinks;
+}
+
+/** What a step reports to the driver (the stepDone message without its envelope). */
+export type StepReport = Omit<MessageOf<"stepDone">, "type" | "v" | "re" | "step">;
+
+/** A reply a role makes to a request only it answers. */
+export interface RoleReply {
+  draft: Draft;
+  attachments?: Tensorlike[];
+}
+
+/**
+ * What a worker does for one strategy while a model is loaded: a data-parallel replica, a
+ * pipeline stage, a parameter server or a parameter-server worker. The host (process, threads,
+ * links, lifecycle) serves the requests every role shares and hands the rest to the role.
+ */
+export interface WorkerRole {
+  /** What the load reply says about what was built. */
+  readonly loaded: { paramCount: number; gradientLength: number; datasetSize?: number };
+  step(msg: MessageOf<"step">, attachments: Tensorlike[], io: HostIO): Promise<StepReport>;
+  /** The weights it holds (a parameter server: its shard, and the updates it applied). */
+  weights(): { tensors: Tensorlike[]; version?: number };
+  exportState(): Promise<OptimizerState>;
+  importState(state: OptimizerState): Promise<void>;
+  /**
+   * Requests only some roles answer (rewind, applied; pulls and pushes from peers). Returns
+   * undefined for a request this role does not answer.
+   */
+  answer?(msg: Message, attachments: Tensorlike[]): Promise<RoleReply> | undefined;
+  dispose(): void;
+}
+
+/** What the host knows that a role needs when it loads. */
+export interface RoleEnv {
+  memoryCapBytes: number | null;
+  stepTimeoutMs: number;
+}
+
+export type RoleFactory = (msg: MessageOf<"load">, attachments: Tensorlike[], env: RoleEnv) => Promise<WorkerRole>;
