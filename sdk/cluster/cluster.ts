@@ -13,6 +13,7 @@ import type { WorkerSnapshot } from "../config/worker-snapshot";
 import { strategyOf } from "../strategies/registry";
 import { CLOSE } from "../transport/link";
 import { addWorker, startWorkers } from "./launch";
+import { LossWatch } from "./loss-watch";
 import { planOptions, type PlanRequest } from "./plan-request";
 import type { WorkerHandle } from "./worker-handle";
 import type { StepRecord } from "../metrics/records";
@@ -45,8 +46,8 @@ export class Cluster {
   /** Ranks that left during a fit that carried on without them. */
   private readonly departed = new Map<number, MeshtrainError>();
   private state_: ClusterState = "ready";
-  private failure: MeshtrainError | undefined;
-  private readonly lossListeners = new Set<(err: MeshtrainError) => void>();
+  /** The first loss that failed the cluster, and the waits that end with it. */
+  private readonly losses = new LossWatch();
   private step: number | undefined;
   private stopping: Promise<void> | undefined;
   private notes_: string[] = [];
@@ -122,8 +123,8 @@ export class Cluster {
       admit: (handler) => {
         this.onJoin = handler;
       },
-      guard: (p) => this.guard(p),
-      lossWithin: (ms) => this.lossWithin(ms),
+      guard: (p) => this.losses.guard(p),
+      lossWithin: (ms) => this.losses.within(ms),
       setStep: (s) => {
         this.step = s;
       },
@@ -149,7 +150,7 @@ export class Cluster {
       if ((this.state_ as ClusterState) === "closed") {
         throw new StateError("the cluster was closed while fit was running", { cause: err });
       }
-      if (this.failure) throw this.failure;
+      if (this.losses.failure) throw this.losses.failure;
       if (err instanceof FitAborted) {
         this.state_ = "ready";
         throw err.error;
@@ -245,7 +246,7 @@ export class Cluster {
     this.wired = null;
     const addresses = this.handles.map((h) => h.address);
     const timeoutMs = this.spec.timeouts.connectMs;
-    await this.guard(
+    await this.losses.guard(
       Promise.all(
         members.map((h) =>
           h.channel.request(
@@ -286,9 +287,9 @@ export class Cluster {
       throw new StateError(`cannot ${what}: the cluster is closed`, { hint: "launch a new cluster with cluster()...launch()" });
     }
     if (this.state_ === "failed") {
-      throw new StateError(`cannot ${what}: the cluster stopped after an error: ${this.failure?.summary ?? "unknown"}`, {
+      throw new StateError(`cannot ${what}: the cluster stopped after an error: ${this.losses.failure?.summary ?? "unknown"}`, {
         hint: "launch a new cluster with cluster()...launch()",
-        cause: this.failure,
+        cause: this.losses.failure,
       });
     }
     if (this.state_ === "fitting") {
@@ -308,42 +309,8 @@ export class Cluster {
     }
   }
 
-  private guard<T>(p: Promise<T>): Promise<T> {
-    if (this.failure) return Promise.reject(this.failure);
-    return new Promise((resolve, reject) => {
-      const onLoss = (err: MeshtrainError): void => reject(err);
-      this.lossListeners.add(onLoss);
-      p.then(
-        (v) => {
-          this.lossListeners.delete(onLoss);
-          resolve(v);
-        },
-        (e: unknown) => {
-          this.lossListeners.delete(onLoss);
-          reject(e);
-        },
-      );
-    });
-  }
-
-  private lossWithin(ms: number): Promise<MeshtrainError | undefined> {
-    if (this.failure) return Promise.resolve(this.failure);
-    return new Promise((resolve) => {
-      const onLoss = (err: MeshtrainError): void => {
-        clearTimeout(timer);
-        this.lossListeners.delete(onLoss);
-        resolve(err);
-      };
-      const timer = setTimeout(() => {
-        this.lossListeners.delete(onLoss);
-        resolve(undefined);
-      }, ms);
-      this.lossListeners.add(onLoss);
-    });
-  }
-
   private workerLost(h: WorkerHandle, err: MeshtrainError): void {
-    if (this.state_ === "closed" || this.failure) return;
+    if (this.state_ === "closed" || this.losses.failure) return;
     if (h.role === "worker" && this.onDeparture) {
       this.departed.set(h.rank, err);
       this.onDeparture(h, err);
@@ -353,10 +320,9 @@ export class Cluster {
   }
 
   private fail(err: MeshtrainError): void {
-    if (this.failure || this.state_ === "closed") return;
-    this.failure = err;
+    if (this.losses.failure || this.state_ === "closed") return;
+    this.losses.fail(err);
     this.state_ = "failed";
-    for (const l of [...this.lossListeners]) l(err);
     this.stopping = this.stopAll(`cluster stopped: ${err.summary}`);
   }
 

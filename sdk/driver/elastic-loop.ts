@@ -38,7 +38,7 @@ export interface ElasticHooks {
  * weights and optimizer state and joins at a step boundary. Below minWorkers the fit fails
  * with the loss that took it there.
  */
-export async function runElastic(
+export function runElastic(
   ctx: FitContext,
   o: ResolvedFitOptions,
   dataset: Dataset,
@@ -46,65 +46,129 @@ export async function runElastic(
   t: { fitStart: number; fitStartWall: number; startStep: number },
   hooks: ElasticHooks,
 ): Promise<{ history: StepRecord[]; membership: MembershipChange[]; members: WorkerHandle[]; callbackError: FitAborted | undefined }> {
-  const all = awaitAll(ctx);
-  const stepMs = ctx.spec.timeouts.stepMs;
-  const perEpoch = stepsPerEpoch(dataset.size, o.batchSize);
-  const total = o.epochs * perEpoch;
-  const orders = new Map<number, Uint32Array | null>();
-  const orderOf = (epoch: number): Uint32Array | null => {
-    if (!orders.has(epoch)) orders.set(epoch, epochOrder(dataset.size, o.shuffle, o.seed, epoch));
-    return orders.get(epoch)!;
-  };
+  return new ElasticLoop(ctx, o, dataset, minWorkers, t, hooks).run();
+}
 
-  let members = [...ctx.workers];
+class ElasticLoop {
+  private readonly all: ReturnType<typeof awaitAll>;
+  private readonly stepMs: number;
+  private readonly perEpoch: number;
+  private readonly total: number;
+  private readonly orders = new Map<number, Uint32Array | null>();
+  private members: WorkerHandle[];
   /** The global step each member was at when it was loaded: its applied count starts there. */
-  const base = new Map<number, number>(members.map((h) => [h.rank, t.startStep]));
-  const membership: MembershipChange[] = [];
-  const history: StepRecord[] = [];
-  const joiners: WorkerHandle[] = [];
-  let generation = 0;
-  let callbackError: FitAborted | undefined;
-  let wake: (() => void) | null = null;
-  let departures = 0;
-  const nudge = (): void => wake?.();
-  ctx.survive(() => {
-    departures++;
-    nudge();
-  });
-  ctx.admit((h) => {
-    joiners.push(h);
-    nudge();
-  });
+  private readonly base: Map<number, number>;
+  private readonly membership: MembershipChange[] = [];
+  private readonly history: StepRecord[] = [];
+  private readonly joiners: WorkerHandle[] = [];
+  private generation = 0;
+  private callbackError: FitAborted | undefined;
+  private wake: (() => void) | null = null;
+  private departures = 0;
+  /** Steps every member completed, and the next step to send. */
+  private done: number;
+  private next: number;
+  private inflight: InFlight[] = [];
+  private lastEnd = performance.now();
 
-  let done = t.startStep;
-  let next = t.startStep;
-  let inflight: InFlight[] = [];
-  let lastEnd = performance.now();
+  constructor(
+    private readonly ctx: FitContext,
+    private readonly o: ResolvedFitOptions,
+    private readonly dataset: Dataset,
+    private readonly minWorkers: number,
+    private readonly t: { fitStart: number; fitStartWall: number; startStep: number },
+    private readonly hooks: ElasticHooks,
+  ) {
+    this.all = awaitAll(ctx);
+    this.stepMs = ctx.spec.timeouts.stepMs;
+    this.perEpoch = stepsPerEpoch(dataset.size, o.batchSize);
+    this.total = o.epochs * this.perEpoch;
+    this.members = [...ctx.workers];
+    this.base = new Map<number, number>(this.members.map((h) => [h.rank, t.startStep]));
+    this.done = this.next = t.startStep;
+    ctx.survive(() => {
+      this.departures++;
+      this.nudge();
+    });
+    ctx.admit((h) => {
+      this.joiners.push(h);
+      this.nudge();
+    });
+  }
 
-  const issue = (step: number): void => {
-    const epoch = Math.floor(step / perEpoch);
-    const [start, end] = globalBatch(dataset.size, o.batchSize, step % perEpoch);
+  private nudge(): void {
+    this.wake?.();
+  }
+
+  private orderOf(epoch: number): Uint32Array | null {
+    if (!this.orders.has(epoch)) this.orders.set(epoch, epochOrder(this.dataset.size, this.o.shuffle, this.o.seed, epoch));
+    return this.orders.get(epoch)!;
+  }
+
+  async run(): Promise<{ history: StepRecord[]; membership: MembershipChange[]; members: WorkerHandle[]; callbackError: FitAborted | undefined }> {
+    try {
+      await this.rewire();
+      while (this.done < this.total && !this.callbackError) await this.advance();
+      await Promise.all(this.inflight.map((f) => f.settled));
+    } finally {
+      this.ctx.setStep(undefined);
+    }
+    return { history: this.history, membership: this.membership, members: this.members, callbackError: this.callbackError };
+  }
+
+  /** One turn of the loop: recover from a loss, admit joiners, keep two steps in flight, or record the oldest. */
+  private async advance(): Promise<void> {
+    if (this.departures > 0 || this.members.some((h) => h.lost)) {
+      this.departures = 0;
+      return this.recover();
+    }
+    if (this.joiners.length > 0 && this.inflight.length === 0) return this.admit();
+    while (this.joiners.length === 0 && this.next < this.total && this.next - this.done < 2) this.issue(this.next++);
+    const head = this.inflight[0]!;
+    if (!head.result) {
+      await this.ctx.guard(new Promise<void>((resolve) => (this.wake = resolve)));
+      this.wake = null;
+      return;
+    }
+    const failed = head.result.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed) return this.settleFailure(failed);
+    this.inflight.shift();
+    this.record(head);
+    this.done++;
+  }
+
+  /** A failed step is usually the echo of a worker about to be declared lost; anything else ends the fit. */
+  private async settleFailure(failed: PromiseRejectedResult): Promise<void> {
+    const grace = Math.max(1000, 2 * this.ctx.spec.heartbeat.intervalMs + 500);
+    const deadline = performance.now() + grace;
+    while (!this.members.some((h) => h.lost) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    if (!this.members.some((h) => h.lost)) throw (await this.ctx.lossWithin(0)) ?? (failed.reason as MeshtrainError);
+  }
+
+  private issue(step: number): void {
+    const epoch = Math.floor(step / this.perEpoch);
+    const [start, end] = globalBatch(this.dataset.size, this.o.batchSize, step % this.perEpoch);
     const count = end - start;
-    const slices = replicaSlices(count, members.length);
+    const slices = replicaSlices(count, this.members.length);
     let from = start;
-    const requests = members.map((w, i) => {
-      const batch = dataset.gather(orderOf(epoch), from, from + slices[i]!);
+    const requests = this.members.map((w, i) => {
+      const batch = this.dataset.gather(this.orderOf(epoch), from, from + slices[i]!);
       from += slices[i]!;
-      return w.channel.request({ type: "step", step, epoch, weight: slices[i]! / count, generation }, "stepDone", {
-        timeoutMs: stepMs,
+      return w.channel.request({ type: "step", step, epoch, weight: slices[i]! / count, generation: this.generation }, "stepDone", {
+        timeoutMs: this.stepMs,
         waitingFor: `step ${step}`,
         attachments: [batch.x, batch.y],
       });
     });
-    const f: InFlight = { step, epoch, members: [...members], slices, settled: Promise.allSettled(requests) };
+    const f: InFlight = { step, epoch, members: [...this.members], slices, settled: Promise.allSettled(requests) };
     void f.settled.then((r) => {
       f.result = r;
-      nudge();
+      this.nudge();
     });
-    inflight.push(f);
-  };
+    this.inflight.push(f);
+  }
 
-  const record = (f: InFlight): void => {
+  private record(f: InFlight): void {
     const now = performance.now();
     const samples = f.slices.reduce((a, b) => a + b, 0);
     const ok = f.result!.map((r, i) => ({ r, w: f.members[i]!, share: f.slices[i]! / samples })).filter((x): x is { r: PromiseFulfilledResult<StepDone>; w: WorkerHandle; share: number } => x.r.status === "fulfilled");
@@ -112,113 +176,79 @@ export async function runElastic(
       step: f.step,
       epoch: f.epoch,
       samples,
-      ms: now - lastEnd,
-      endMs: now - t.fitStart,
+      ms: now - this.lastEnd,
+      endMs: now - this.t.fitStart,
       loss: ok.reduce((a, x) => a + x.share * x.r.value.msg.loss, 0) / Math.max(1e-12, ok.reduce((a, x) => a + x.share, 0)),
-      workers: ok.map((x) => workerStep(x.r.value, x.w, t.fitStartWall)),
+      workers: ok.map((x) => workerStep(x.r.value, x.w, this.t.fitStartWall)),
       straggler: straggler(ok.map((x) => computeEnd(x.r.value, x.w))),
     };
-    lastEnd = now;
-    history.push(rec);
-    ctx.setStep(f.step + 1);
+    this.lastEnd = now;
+    this.history.push(rec);
+    this.ctx.setStep(f.step + 1);
     try {
-      o.onStep?.(rec);
+      this.o.onStep?.(rec);
     } catch (err) {
-      callbackError ??= new FitAborted(err);
+      this.callbackError ??= new FitAborted(err);
     }
-  };
+  }
 
-  const rewire = async (): Promise<void> => {
-    generation++;
-    await ctx.connect(ringOf(members, ctx.workers.length), { members, generation });
-  };
+  private async rewire(): Promise<void> {
+    this.generation++;
+    await this.ctx.connect(ringOf(this.members, this.ctx.workers.length), { members: this.members, generation: this.generation });
+  }
 
   /** After a loss: re-form without the lost, let every old step end, go back to what all completed. */
-  const recover = async (): Promise<void> => {
-    const lost = members.filter((h) => h.lost);
-    members = members.filter((h) => !h.lost);
+  private async recover(): Promise<void> {
+    const lost = this.members.filter((h) => h.lost);
+    this.members = this.members.filter((h) => !h.lost);
     for (const h of lost) {
-      membership.push({ change: "left", rank: h.rank, address: h.address, atMs: performance.now() - t.fitStart, step: done, cause: h.lost!.summary, workers: members.length });
+      this.membership.push({ change: "left", rank: h.rank, address: h.address, atMs: performance.now() - this.t.fitStart, step: this.done, cause: h.lost!.summary, workers: this.members.length });
     }
-    if (members.length < minWorkers) {
+    if (this.members.length < this.minWorkers) {
       const first = lost[0]!.lost!;
-      throw new WorkerLostError(`${first.summary}; ${members.length} worker(s) remain, fewer than elastic minWorkers ${minWorkers}`, {
+      throw new WorkerLostError(`${first.summary}; ${this.members.length} worker(s) remain, fewer than elastic minWorkers ${this.minWorkers}`, {
         details: first.details,
         hint: `lower minWorkers, or add workers with cluster.add() before too many are lost`,
       });
     }
-    await rewire();
-    await Promise.all(inflight.map((f) => f.settled));
-    const reported = await all(members.map((h) => h.channel.request({ type: "rewind" }, "rewound", { timeoutMs: stepMs, waitingFor: "how many steps it applied" })));
-    const at = members.map((h, i) => base.get(h.rank)! + reported[i]!.msg.applied);
+    await this.rewire();
+    await Promise.all(this.inflight.map((f) => f.settled));
+    await this.stepBack();
+  }
+
+  /** Steps every survivor completed stand; a survivor one update ahead of the others steps back. */
+  private async stepBack(): Promise<void> {
+    const reported = await this.all(this.members.map((h) => h.channel.request({ type: "rewind" }, "rewound", { timeoutMs: this.stepMs, waitingFor: "how many steps it applied" })));
+    const at = this.members.map((h, i) => this.base.get(h.rank)! + reported[i]!.msg.applied);
     const target = Math.min(...at);
-    // Steps every survivor completed after `done` stand: record them from the replies there are.
-    for (const f of inflight) if (f.step >= done && f.step < target) record(f);
-    inflight = [];
-    await all(
-      members.flatMap((h, i) =>
-        at[i]! > target ? [h.channel.request({ type: "rewind", to: reported[i]!.msg.applied - (at[i]! - target) }, "rewound", { timeoutMs: stepMs, waitingFor: "stepping back one update" })] : [],
+    for (const f of this.inflight) if (f.step >= this.done && f.step < target) this.record(f);
+    this.inflight = [];
+    await this.all(
+      this.members.flatMap((h, i) =>
+        at[i]! > target ? [h.channel.request({ type: "rewind", to: reported[i]!.msg.applied - (at[i]! - target) }, "rewound", { timeoutMs: this.stepMs, waitingFor: "stepping back one update" })] : [],
       ),
     );
-    done = next = target;
-  };
+    this.done = this.next = target;
+  }
 
   /** At a step boundary: the joiners get a member's weights and optimizer state, then the ring is re-formed. */
-  const admit = async (): Promise<void> => {
-    const source = members[0]!;
-    const [weights] = await all([source.channel.request({ type: "fetchWeights" }, "weights", { timeoutMs: stepMs, waitingFor: "the weights for a joining worker" })]);
-    const [state] = await all([source.channel.request({ type: "fetchState" }, "state", { timeoutMs: stepMs, waitingFor: "the optimizer state for a joining worker" })]);
-    for (const h of joiners.splice(0)) {
-      await hooks.load(h, weights!.attachments);
-      await all([
+  private async admit(): Promise<void> {
+    const source = this.members[0]!;
+    const [weights] = await this.all([source.channel.request({ type: "fetchWeights" }, "weights", { timeoutMs: this.stepMs, waitingFor: "the weights for a joining worker" })]);
+    const [state] = await this.all([source.channel.request({ type: "fetchState" }, "state", { timeoutMs: this.stepMs, waitingFor: "the optimizer state for a joining worker" })]);
+    for (const h of this.joiners.splice(0)) {
+      await this.hooks.load(h, weights!.attachments);
+      await this.all([
         h.channel.request({ type: "setState", format: state!.msg.format, names: state!.msg.names, scalars: state!.msg.scalars }, "stateSet", {
-          timeoutMs: stepMs,
+          timeoutMs: this.stepMs,
           waitingFor: "the optimizer state to load",
           attachments: state!.attachments,
         }),
       ]);
-      base.set(h.rank, done);
-      members = [...members, h].sort((a, b) => a.rank - b.rank);
-      membership.push({ change: "joined", rank: h.rank, address: h.address, atMs: performance.now() - t.fitStart, step: done, workers: members.length });
+      this.base.set(h.rank, this.done);
+      this.members = [...this.members, h].sort((a, b) => a.rank - b.rank);
+      this.membership.push({ change: "joined", rank: h.rank, address: h.address, atMs: performance.now() - this.t.fitStart, step: this.done, workers: this.members.length });
     }
-    await rewire();
-  };
-
-  try {
-    await rewire();
-    while (done < total && !callbackError) {
-      if (departures > 0 || members.some((h) => h.lost)) {
-        departures = 0;
-        await recover();
-        continue;
-      }
-      if (joiners.length > 0 && inflight.length === 0) {
-        await admit();
-        continue;
-      }
-      while (joiners.length === 0 && next < total && next - done < 2) issue(next++);
-      const head = inflight[0]!;
-      if (!head.result) {
-        await ctx.guard(new Promise<void>((resolve) => (wake = resolve)));
-        wake = null;
-        continue;
-      }
-      const failed = head.result.find((r): r is PromiseRejectedResult => r.status === "rejected");
-      if (failed) {
-        // Usually the echo of a worker about to be declared lost; anything else ends the fit.
-        const grace = Math.max(1000, 2 * ctx.spec.heartbeat.intervalMs + 500);
-        const deadline = performance.now() + grace;
-        while (!members.some((h) => h.lost) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-        if (!members.some((h) => h.lost)) throw (await ctx.lossWithin(0)) ?? (failed.reason as MeshtrainError);
-        continue;
-      }
-      inflight.shift();
-      record(head);
-      done++;
-    }
-    await Promise.all(inflight.map((f) => f.settled));
-  } finally {
-    ctx.setStep(undefined);
+    await this.rewire();
   }
-  return { history, membership, members, callbackError };
 }

@@ -8,17 +8,34 @@ import {
   type MeshtrainError,
 } from "../errors/errors";
 
-/** A failure as data: what crosses the wire instead of an exception. No stack traces leave a process. */
-export const WireErrorSchema = z.strictObject({
+/**
+ * A failure as data: what crosses the wire instead of an exception, with the failure that caused
+ * it (a few levels deep). No stack traces leave a process.
+ */
+export interface WireError {
+  code: string;
+  message: string;
+  hint?: string | undefined;
+  details?: Record<string, string | number | boolean> | undefined;
+  retryable?: boolean | undefined;
+  cause?: WireError | undefined;
+}
+export const WireErrorSchema: z.ZodType<WireError> = z.strictObject({
   code: z.string().max(64),
   message: z.string().max(8192),
   hint: z.string().max(4096).optional(),
   details: z.record(z.string(), z.union([z.string().max(4096), z.number(), z.boolean()])).optional(),
   retryable: z.boolean().optional(),
+  get cause() {
+    return WireErrorSchema.optional();
+  },
 });
-export type WireError = z.infer<typeof WireErrorSchema>;
 
-export function toWireError(err: unknown): WireError {
+/** Causes carried across the wire, counting the error itself: enough to see why, bounded for frames. */
+const MAX_CAUSES = 4;
+
+export function toWireError(err: unknown, depth = 1): WireError {
+  const cause = err instanceof Error && err.cause !== undefined && depth < MAX_CAUSES ? { cause: toWireError(err.cause, depth + 1) } : {};
   if (isMeshtrainError(err)) {
     const details: Record<string, string | number | boolean> = {};
     for (const [k, v] of Object.entries(err.details)) if (v !== undefined) details[k] = v;
@@ -28,16 +45,17 @@ export function toWireError(err: unknown): WireError {
       ...(err.hint !== undefined ? { hint: err.hint } : {}),
       details,
       retryable: err.retryable,
+      ...cause,
     };
   }
   const message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-  return { code: "MT_ERR_WORKER", message: message.slice(0, 8192) };
+  return { code: "MT_ERR_WORKER", message: message.slice(0, 8192), ...cause };
 }
 
 /** Rebuilds the error class named by `code`; `extra` adds who reported it (rank, address). */
 export function fromWireError(wire: WireError, extra: ErrorDetails = {}): MeshtrainError {
   const details: ErrorDetails = { ...(wire.details ?? {}), ...extra };
-  const options = { hint: wire.hint, details, retryable: wire.retryable };
+  const options = { hint: wire.hint, details, retryable: wire.retryable, ...(wire.cause ? { cause: fromWireError(wire.cause) } : {}) };
   if (isErrorCode(wire.code)) return new ERROR_CLASSES[wire.code](wire.message, options);
   return new WorkerError(`${wire.code}: ${wire.message}`, options);
 }

@@ -8,9 +8,13 @@ import {
   ERROR_CLASSES,
   isMeshtrainError,
   MeshtrainError,
+  ModelError,
+  WorkerError,
   WorkerLostError,
 } from "../../sdk/errors/errors";
-import { fromWireError, toWireError } from "../../sdk/protocol/wire-error";
+import { fromWireError, toWireError, type WireError } from "../../sdk/protocol/wire-error";
+import { MessageSchema } from "../../sdk/protocol/messages";
+import { PROTOCOL_VERSION } from "../../sdk/protocol/version";
 
 test("every error has a stable code, its class, and a message that ends with the hint", () => {
   for (const [code, Cls] of Object.entries(ERROR_CLASSES)) {
@@ -51,6 +55,30 @@ test("errors cross the wire as data and come back as the same class with who rep
   assert.ok(back instanceof WorkerLostError);
   assert.equal(back.summary, "rank 1 vanished");
   assert.deepEqual(back.details, { step: 4, rank: 3, address: "ws://x:1" });
+});
+
+test("an error's cause crosses the wire with it, as a validated message, and comes back as its cause", () => {
+  const root = new RangeError("offset 9 is past the end");
+  const middle = new ModelError("the worker cannot build the model", { cause: root });
+  const top = new WorkerError("load failed on the worker", { cause: middle });
+  const wire = toWireError(top);
+  const parsed = MessageSchema.parse({ type: "error", v: PROTOCOL_VERSION, re: 1, error: JSON.parse(JSON.stringify(wire)) });
+  assert.equal(parsed.type, "error");
+  const back = fromWireError((parsed as { error: WireError }).error, { rank: 2 });
+  assert.ok(back instanceof WorkerError);
+  const cause = back.cause as MeshtrainError;
+  assert.ok(cause instanceof ModelError, "the cause is rebuilt with its class");
+  assert.equal(cause.summary, "the worker cannot build the model");
+  const rootBack = cause.cause as MeshtrainError;
+  assert.equal(rootBack.code, "MT_ERR_WORKER");
+  assert.equal(rootBack.summary, "RangeError: offset 9 is past the end");
+  // A cycle of causes is cut after a few levels instead of growing without end.
+  const a = new Error("a");
+  const b = new Error("b", { cause: a });
+  (a as { cause?: unknown }).cause = b;
+  let depth = 0;
+  for (let w: WireError | undefined = toWireError(a); w; w = w.cause) depth++;
+  assert.equal(depth, 4);
 });
 
 test("a plain exception becomes MT_ERR_WORKER without a stack trace", () => {

@@ -1,0 +1,95 @@
+import { ProtocolError, WorkerLostError } from "../../errors/errors";
+import { toWireError } from "../../protocol/wire-error";
+import { CLOSE, type Link } from "../../transport/link";
+import type { Channel } from "../../transport/channel";
+import { transferList } from "../bridge";
+import { channelTo, toCompute } from "./thread";
+
+/**
+ * Strategy "ps" links. On a worker: its link to each parameter server, in server order, which
+ * carries its pulls and pushes. On a server: the workers' links to it, by an id the compute
+ * thread's replies are routed back with.
+ */
+export class PsLinks {
+  /** On a worker: a link to each parameter server, in server order. */
+  servers: Channel[] = [];
+  private readonly clients = new Map<number, Channel>();
+  private nextClient = 1;
+  rank = -1;
+  stepTimeoutMs = 600_000;
+  heartbeat = { intervalMs: 1000, timeoutMs: 10_000 };
+
+  /** A worker's link to parameter server `index`: requests with timeouts, and a heartbeat. */
+  serverChannel(link: Link, index: number): Channel {
+    const name = `parameter server ${index} (${link.address})`;
+    const ch = channelTo(link, name, { address: link.address }, { onMessage: () => undefined, onClose: () => undefined });
+    ch.startHeartbeat(this.heartbeat.intervalMs, this.heartbeat.timeoutMs, (ms) =>
+      ch.fail(new WorkerLostError(`${name} was silent for ${ms} ms`, { details: { address: link.address } })),
+    );
+    return ch;
+  }
+
+  /** A worker reached this parameter server: its pulls and pushes go to the compute thread. */
+  addClient(rank: number, link: Link): void {
+    const via = this.nextClient++;
+    const ch = channelTo(link, `worker rank ${rank}`, { rank, address: link.address }, {
+      onMessage: (incoming) => {
+        const t = incoming.msg.type;
+        if (t !== "pull" && t !== "push") throw new ProtocolError(`a worker's link to a parameter server carries pulls and pushes, not "${t}"`);
+        toCompute({ kind: "request", msg: incoming.msg, attachments: incoming.attachments, via }, transferList(incoming.attachments));
+      },
+      onClose: () => this.clients.delete(via),
+    });
+    this.clients.set(via, ch);
+  }
+
+  client(via: number): Channel | undefined {
+    return this.clients.get(via);
+  }
+
+  psPull(seq: number, minVersion: number | undefined): void {
+    const waitingFor = minVersion === undefined ? "the parameters" : `the parameters of step ${minVersion}`;
+    this.onServers(
+      seq,
+      this.servers.map((ch) => ch.request({ type: "pull", rank: this.rank, ...(minVersion !== undefined ? { minVersion } : {}) }, "pulled", { timeoutMs: this.stepTimeoutMs, waitingFor })),
+      (replies) => {
+        const shards = replies.map((r) => r.attachments[0]!.data as Float32Array);
+        toCompute({ kind: "psPulled", seq, shards, versions: replies.map((r) => r.msg.version), waitedMs: replies.map((r) => r.msg.waitedMs) }, shards.map((d) => d.buffer as ArrayBuffer));
+      },
+    );
+  }
+
+  psPush(seq: number, clock: number, pulled: number[], shards: Float32Array[]): void {
+    this.onServers(
+      seq,
+      this.servers.map((ch, i) =>
+        ch.request({ type: "push", rank: this.rank, clock, pulled: pulled[i] ?? 0 }, "pushed", {
+          timeoutMs: this.stepTimeoutMs,
+          waitingFor: `the acknowledgement of step ${clock}'s push`,
+          attachments: [{ data: shards[i]!, shape: [shards[i]!.length] }],
+        }),
+      ),
+      (replies) => toCompute({ kind: "psPushed", seq, versions: replies.map((r) => r.msg.version), staleness: replies.map((r) => r.msg.staleness) }),
+    );
+  }
+
+  private onServers<T>(seq: number, requests: Array<Promise<T>>, done: (replies: T[]) => void): void {
+    if (this.servers.length === 0) {
+      toCompute({ kind: "psFailed", seq, error: toWireError(new ProtocolError("a pull or push before the parameter-server links were configured")) });
+      return;
+    }
+    Promise.all(requests).then(done, (err: unknown) => toCompute({ kind: "psFailed", seq, error: toWireError(err) }));
+  }
+
+  /** Closes this worker's links to the servers (links are re-formed). */
+  closeServers(reason: string): void {
+    for (const ch of this.servers) ch.close(CLOSE.normal, reason);
+    this.servers = [];
+  }
+
+  /** Closes the workers' links to this server (the session is over). */
+  closeClients(): void {
+    for (const ch of this.clients.values()) ch.close(CLOSE.normal, "session over");
+    this.clients.clear();
+  }
+}
