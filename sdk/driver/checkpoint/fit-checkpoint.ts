@@ -111,8 +111,8 @@ export function checkpointSaver(
 }
 
 /** The weights a worker holds, fetched. */
-export async function fetchWeightsOf(ctx: FitContext, workers: readonly WorkerHandle[]): Promise<Tensorlike[][]> {
-  const fetched = await awaitAll(ctx)(workers.map((w) => w.channel.request({ type: "fetchWeights" }, "weights", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: "the weights to checkpoint" })));
+export async function fetchWeightsOf(ctx: FitContext, workers: readonly WorkerHandle[], waitingFor = "the weights to checkpoint"): Promise<Tensorlike[][]> {
+  const fetched = await awaitAll(ctx)(workers.map((w) => w.channel.request({ type: "fetchWeights" }, "weights", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor })));
   return fetched.map((f) => f.attachments);
 }
 

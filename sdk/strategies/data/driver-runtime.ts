@@ -12,7 +12,7 @@ import { awaitAll, loadEverywhere } from "../../driver/await";
 import { checkIdentical } from "../../driver/replicas";
 import { FitAborted, type FitContext } from "../../driver/fit-context";
 import { hostCopies, setModelWeights } from "../../driver/model-transfer";
-import { runSteps } from "../../driver/step-loop";
+import { runSteps, type IssuedStep } from "../../driver/step-loop";
 import { straggler, computeEnd, workerStep } from "../../driver/step-records";
 import { dataWiring } from "../../plan/wiring";
 import { checkpointing, fetchWeightsOf, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
@@ -29,34 +29,56 @@ export function slowdown(plan: { workers: ReadonlyArray<{ rank: number; slowdown
 export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, given: ResolvedFitOptions, plan: DataParallelPlan & PlanMethods): Promise<RunRecord> {
   const started = performance.now();
   const { resumed, options: o } = resumeIfAsked(given, "data", model, plan.model, dataset);
-  const feed = plan.feed;
+  refuseWhatCannotWork(o, dataset, plan);
+  const workers = ctx.workers;
+  if (!plan.elastic) await ctx.connect(dataWiring(workers.length));
+  const loadOn = replicaLoader(ctx, model, dataset, o, plan);
+  const weights = hostCopies(model.getWeights());
+  checkLoaded(await loadEverywhere(() => awaitAll(ctx)(workers.map((w) => loadOn(w, weights)))), dataset, plan);
+  const holders = [{ name: "replica", from: workers[0]!, to: workers }];
+  if (resumed) await restoreOptimizers(ctx, resumed.ckpt, holders);
+  const fitStartWall = wallClock();
+  if (plan.elastic) {
+    const load = async (w: WorkerHandle, attachments: Tensorlike[]): Promise<void> => void (await awaitAll(ctx)([loadOn(w, attachments)]));
+    const r = await runElastic(ctx, o, dataset, plan.elastic.minWorkers, { fitStart: performance.now(), fitStartWall, startStep: resumed?.ckpt.body.step ?? 0 }, { load });
+    return finish(ctx, model, o, plan, r.history, r.members, r.callbackError, started, r.membership);
+  }
+  const more = checkpointing(ctx, o, resumed, { strategy: "data", summary: plan.model, dataset, holders, weights: async () => (await fetchWeightsOf(ctx, [workers[0]!]))[0]! });
+  const { history, callbackError } = await runSteps(ctx, o, dataset, (step, epoch, order, start, end) => issueStep(ctx, dataset, plan.feed, fitStartWall, { step, epoch, order, start, end }), more);
+  return finish(ctx, model, o, plan, history, workers, callbackError, started);
+}
+
+/** Options that cannot work together are refused before anything is sent. */
+function refuseWhatCannotWork(o: ResolvedFitOptions, dataset: Dataset, plan: DataParallelPlan): void {
   if (plan.elastic && o.checkpoint) {
     throw new FitAborted(new ConfigError("elastic training and checkpoints do not go together yet: a checkpoint is written from one replica at a fixed membership", { hint: "drop checkpoint, or drop elastic" }));
   }
-  if (feed === "workers" && !dataset.source) {
+  if (plan.feed === "workers" && !dataset.source) {
     throw new FitAborted(
       new ConfigError(`feed "workers" needs a dataset the workers can load themselves; "${dataset.name}" exists only in the driver`, {
         hint: 'use datasets.mnist(...), datasets.synthetic(...) or datasets.linear(...), or strategy("data", { feed: "driver" }) to send the data from the driver',
       }),
     );
   }
-  const workers = ctx.workers;
-  const n = workers.length;
-  const stepMs = ctx.spec.timeouts.stepMs;
-  const all = awaitAll(ctx);
+}
 
-  if (!plan.elastic) await ctx.connect(dataWiring(n));
+/** Loads the model on a worker as a replica (the first workers, and any that join an elastic fit). */
+function replicaLoader(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, o: ResolvedFitOptions, plan: DataParallelPlan) {
+  const stepMs = ctx.spec.timeouts.stepMs;
   const topology = model.toJSON(null, false) as unknown as Record<string, unknown>;
-  const weights = hostCopies(model.getWeights());
-  const data = feed === "workers" ? { data: { source: dataset.source!, shuffle: o.shuffle, seed: o.seed } } : {};
-  const loadOn = (w: WorkerHandle, attachments: Tensorlike[]) =>
+  const data = plan.feed === "workers" ? { data: { source: dataset.source!, shuffle: o.shuffle, seed: o.seed } } : {};
+  const replicaBatch = Math.ceil(o.batchSize / ctx.workers.length);
+  return (w: WorkerHandle, attachments: Tensorlike[]) =>
     w.channel.request(
-      { type: "load", role: "replica", topology, optimizer: o.optimizer, loss: o.loss, replicaBatch: Math.ceil(o.batchSize / n), stepTimeoutMs: stepMs, ...data, ...slowdown(plan, w.rank), ...(plan.elastic ? { elastic: true } : {}) },
+      { type: "load", role: "replica", topology, optimizer: o.optimizer, loss: o.loss, replicaBatch, stepTimeoutMs: stepMs, ...data, ...slowdown(plan, w.rank), ...(plan.elastic ? { elastic: true } : {}) },
       "loaded",
       { timeoutMs: stepMs, waitingFor: "the model to load", attachments },
     );
-  const loaded = await loadEverywhere(() => all(workers.map((w) => loadOn(w, weights))));
-  if (feed === "workers") {
+}
+
+/** Every replica built what the driver has: the same gradient length and, fed by workers, the same dataset. */
+function checkLoaded(loaded: ReadonlyArray<{ msg: { gradientLength: number; datasetSize?: number | undefined } }>, dataset: Dataset, plan: DataParallelPlan): void {
+  if (plan.feed === "workers") {
     const sizes = loaded.map((l) => l.msg.datasetSize);
     if (sizes.some((s) => s !== dataset.size)) {
       throw new DataError(`workers loaded datasets of ${sizes.join(", ")} samples; the driver's "${dataset.name}" has ${dataset.size}`, {
@@ -68,41 +90,33 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
   if (lengths.size !== 1 || !lengths.has(plan.model.trainableParamCount)) {
     throw new ModelError(`workers built gradients of ${[...lengths].join(", ")} elements; the driver's model has ${plan.model.trainableParamCount} trainable parameters`);
   }
+}
 
-  const holders = [{ name: "replica", from: workers[0]!, to: workers }];
-  if (resumed) await restoreOptimizers(ctx, resumed.ckpt, holders);
-
-  const fitStartWall = wallClock();
-  if (plan.elastic) {
-    const r = await runElastic(ctx, o, dataset, plan.elastic.minWorkers, { fitStart: performance.now(), fitStartWall, startStep: resumed?.ckpt.body.step ?? 0 }, { load: async (w, attachments) => void (await all([loadOn(w, attachments)])) });
-    return finish(ctx, model, o, plan, r.history, r.members, r.callbackError, started, r.membership);
-  }
-  const more = checkpointing(ctx, o, resumed, { strategy: "data", summary: plan.model, dataset, holders, weights: async () => (await fetchWeightsOf(ctx, [workers[0]!]))[0]! });
-  const { history, callbackError } = await runSteps(ctx, o, dataset, (step, epoch, order, start, end) => {
-    const count = end - start;
-    const slices = replicaSlices(count, n);
-    const shares = slices.map((s) => s / count);
-    let from = start;
-    const requests = workers.map((w, r) => {
-      const range = { start: from, end: from + slices[r]! };
-      from = range.end;
-      const waiting = { timeoutMs: stepMs, waitingFor: `step ${step}` };
-      // Between-graph: the worker reads its own slice; in-graph: the driver sends it.
-      if (feed === "workers") return w.channel.request({ type: "step", step, epoch, weight: shares[r]!, range }, "stepDone", waiting);
-      const batch = dataset.gather(order, range.start, range.end);
-      return w.channel.request({ type: "step", step, epoch, weight: shares[r]! }, "stepDone", { ...waiting, attachments: [batch.x, batch.y] });
-    });
-    return {
-      samples: count,
-      done: Promise.all(requests),
-      summarize: (replies) => ({
-        loss: replies.reduce((a, r, i) => a + shares[i]! * r.msg.loss, 0),
-        workers: replies.map((r, rank) => workerStep(r, workers[rank]!, fitStartWall)),
-        straggler: straggler(replies.map((r, rank) => computeEnd(r, workers[rank]!))),
-      }),
-    };
-  }, more);
-  return finish(ctx, model, o, plan, history, workers, callbackError, started);
+/** One step: each replica's slice of the global batch, sent by the driver (in-graph) or read by the worker (between-graph). */
+function issueStep(ctx: FitContext, dataset: Dataset, feed: DataParallelPlan["feed"], fitStartWall: number, at: { step: number; epoch: number; order: Uint32Array | null; start: number; end: number }): IssuedStep {
+  const { step, epoch, order, start, end } = at;
+  const workers = ctx.workers;
+  const count = end - start;
+  const slices = replicaSlices(count, workers.length);
+  const shares = slices.map((s) => s / count);
+  let from = start;
+  const requests = workers.map((w, r) => {
+    const range = { start: from, end: from + slices[r]! };
+    from = range.end;
+    const waiting = { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `step ${step}` };
+    if (feed === "workers") return w.channel.request({ type: "step", step, epoch, weight: shares[r]!, range }, "stepDone", waiting);
+    const batch = dataset.gather(order, range.start, range.end);
+    return w.channel.request({ type: "step", step, epoch, weight: shares[r]! }, "stepDone", { ...waiting, attachments: [batch.x, batch.y] });
+  });
+  return {
+    samples: count,
+    done: Promise.all(requests),
+    summarize: (replies) => ({
+      loss: replies.reduce((a, r, i) => a + shares[i]! * r.msg.loss, 0),
+      workers: replies.map((r, rank) => workerStep(r, workers[rank]!, fitStartWall)),
+      straggler: straggler(replies.map((r, rank) => computeEnd(r, workers[rank]!))),
+    }),
+  };
 }
 
 /** Checks the replicas agree, gives the model their weights, and releases them. */

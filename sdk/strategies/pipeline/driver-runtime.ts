@@ -11,7 +11,7 @@ import type { PlanMethods, PipelinePlan } from "../../plan/plans";
 import { awaitAll, loadEverywhere, releaseAll } from "../../driver/await";
 import { checkIdentical } from "../../driver/replicas";
 import { hostCopies, setModelWeights } from "../../driver/model-transfer";
-import { runSteps } from "../../driver/step-loop";
+import { runSteps, type IssuedStep } from "../../driver/step-loop";
 import type { FitContext, StepDone } from "../../driver/fit-context";
 import { checkpointing, fetchWeightsOf, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
 import { gridWiring } from "../../plan/wiring";
@@ -28,20 +28,38 @@ export async function fitPipeline(ctx: FitContext, model: tf.LayersModel, datase
   const started = performance.now();
   const { resumed, options: o } = resumeIfAsked(given, plan.strategy, model, plan.model, dataset);
   const S = plan.stages;
-  const R = plan.replicas;
-  const M = plan.microBatches;
   const workers = ctx.workers.slice(0, plan.worldSize);
-  const stepMs = ctx.spec.timeouts.stepMs;
-  const all = awaitAll(ctx);
-  const rankOf = (r: number, s: number): number => plan.ranks[r]![s]!;
+  await ctx.connect(gridWiring(plan.replicas, S));
+  await loadStages(ctx, model, o, plan);
+  // Every replica of stage s holds the same optimizer state; replica 0's is saved.
+  const holders = plan.stagePlans.map((_, s) => ({ name: `stage ${s}`, from: workers[plan.ranks[0]![s]!]!, to: plan.ranks.map((row) => workers[row[s]!]!) }));
+  if (resumed) await restoreOptimizers(ctx, resumed.ckpt, holders);
+  // Replica 0's stages, in order, hold the whole model's weights in the model's order.
+  const more = checkpointing(ctx, o, resumed, { strategy: plan.strategy, summary: plan.model, dataset, holders, weights: async () => (await fetchWeightsOf(ctx, plan.ranks[0]!.map((r) => workers[r]!))).flat() });
+  const fitStartWall = wallClock();
+  const { history, callbackError } = await runSteps(ctx, o, dataset, (step, epoch, order, start, end) => issueStep(ctx, dataset, plan, fitStartWall, { step, epoch, order, start, end }), more);
+  if (callbackError) {
+    await releaseAll(ctx);
+    throw callbackError;
+  }
+  if (plan.replicas > 1) {
+    for (let s = 0; s < S; s++) await checkIdentical(ctx, plan.ranks.map((row) => workers[row[s]!]!), `stage ${s}`, history.length);
+  }
+  setModelWeights(model, (await fetchWeightsOf(ctx, plan.ranks[0]!.map((rank) => workers[rank]!), "the trained weights")).flat());
+  await releaseAll(ctx);
+  return { history, plan, workers: workers.map((w) => w.snapshot()), seed: o.seed, epochs: o.epochs, wallMs: performance.now() - started };
+}
 
-  await ctx.connect(gridWiring(R, S));
+/** Each worker builds its stage's layers with their weights and its part of the schedule. */
+async function loadStages(ctx: FitContext, model: tf.LayersModel, o: ResolvedFitOptions, plan: PipelinePlan): Promise<void> {
+  const S = plan.stages;
+  const stepMs = ctx.spec.timeouts.stepMs;
   const topology = model.toJSON(null, false) as unknown as Record<string, unknown>;
-  const microBatchSize = plan.batch?.microBatch ?? Math.ceil(o.batchSize / R / M);
+  const microBatchSize = plan.batch?.microBatch ?? Math.ceil(o.batchSize / plan.replicas / plan.microBatches);
   const stageWeights = plan.stagePlans.map((st) => hostCopies(model.layers.slice(st.from, st.to).flatMap((l) => l.getWeights())));
   const loaded = await loadEverywhere(() =>
-    all(
-      workers.map((w, rank) => {
+    awaitAll(ctx)(
+      ctx.workers.slice(0, plan.worldSize).map((w, rank) => {
         const s = rank % S;
         const st = plan.stagePlans[s]!;
         return w.channel.request(
@@ -51,7 +69,7 @@ export async function fitPipeline(ctx: FitContext, model: tf.LayersModel, datase
             topology,
             optimizer: o.optimizer,
             loss: o.loss,
-            stage: { index: s, count: S, from: st.from, to: st.to, actions: [...plan.schedule.actions[s]!], microBatches: M, microBatchSize },
+            stage: { index: s, count: S, from: st.from, to: st.to, actions: [...plan.schedule.actions[s]!], microBatches: plan.microBatches, microBatchSize },
             stageInputShape: st.inputShape,
             stepTimeoutMs: stepMs,
           },
@@ -68,77 +86,56 @@ export async function fitPipeline(ctx: FitContext, model: tf.LayersModel, datase
       throw new ModelError(`worker ${rank} built stage ${rank % S} with ${l.msg.gradientLength} trainable parameters; the driver's model has ${want} in layers [${plan.stagePlans[rank % S]!.from}, ${plan.stagePlans[rank % S]!.to})`);
     }
   });
+}
 
-  // Every replica of stage s holds the same optimizer state; replica 0's is saved.
-  const holders = plan.stagePlans.map((_, s) => ({ name: `stage ${s}`, from: workers[rankOf(0, s)]!, to: plan.ranks.map((row) => workers[row[s]!]!) }));
-  if (resumed) await restoreOptimizers(ctx, resumed.ckpt, holders);
-  // Replica 0's stages, in order, hold the whole model's weights in the model's order.
-  const more = checkpointing(ctx, o, resumed, { strategy: plan.strategy, summary: plan.model, dataset, holders, weights: async () => (await fetchWeightsOf(ctx, plan.ranks[0]!.map((r) => workers[r]!))).flat() });
-
-  const fitStartWall = wallClock();
-  const { history, callbackError } = await runSteps(ctx, o, dataset, (step, epoch, order, start, end) => {
-    const count = end - start;
-    const slices = replicaSlices(count, R);
-    const requests: Array<Promise<StepDone>> = [];
-    let from = start;
-    for (let r = 0; r < R; r++) {
-      const sizes = replicaSlices(slices[r]!, M);
-      const weights = sizes.map((n) => n / count);
-      const xs: Tensorlike[] = [];
-      const ys: Tensorlike[] = [];
-      for (const n of sizes) {
-        const b = dataset.gather(order, from, from + n);
-        xs.push(b.x);
-        ys.push(b.y);
-        from += n;
-      }
-      for (let s = 0; s < S; s++) {
-        // Stage 0 takes the inputs, the last stage the targets (a one-stage replica takes both).
-        const attachments = [...(s === 0 ? xs : []), ...(s === S - 1 ? ys : [])];
-        requests[rankOf(r, s)] = workers[rankOf(r, s)]!.channel.request({ type: "step", step, epoch, weight: slices[r]! / count, micro: { sizes, weights } }, "stepDone", {
-          timeoutMs: stepMs,
-          waitingFor: `step ${step}`,
-          attachments,
-        });
-      }
+/**
+ * One step: the global batch split among the replicas and each replica's share into
+ * micro-batches; stage 0 takes the inputs, the last stage the targets (a one-stage replica both).
+ */
+function issueStep(ctx: FitContext, dataset: Dataset, plan: PipelinePlan, fitStartWall: number, at: { step: number; epoch: number; order: Uint32Array | null; start: number; end: number }): IssuedStep {
+  const { step, epoch, order, start, end } = at;
+  const S = plan.stages;
+  const count = end - start;
+  const slices = replicaSlices(count, plan.replicas);
+  const requests: Array<Promise<StepDone>> = [];
+  let from = start;
+  for (let r = 0; r < plan.replicas; r++) {
+    const sizes = replicaSlices(slices[r]!, plan.microBatches);
+    const weights = sizes.map((n) => n / count);
+    const xs: Tensorlike[] = [];
+    const ys: Tensorlike[] = [];
+    for (const n of sizes) {
+      const b = dataset.gather(order, from, from + n);
+      xs.push(b.x);
+      ys.push(b.y);
+      from += n;
     }
-    return {
-      samples: count,
-      done: Promise.all(requests),
-      summarize: (replies) => {
-        const recs: WorkerStepRecord[] = replies.map((rep, rank) => ({
-          rank,
-          stage: rank % S,
-          replica: Math.floor(rank / S),
-          computeMs: rep.msg.computeMs + rep.msg.applyMs,
-          commMs: rep.msg.commMs,
-          waitMs: rep.msg.waitMs,
-          applyMs: rep.msg.applyMs,
-          startMs: rep.msg.startedAt - workers[rank]!.clockOffsetMs - fitStartWall,
-          actions: rep.msg.actions ?? [],
-          inFlightMax: rep.msg.inFlightMax ?? 0,
-        }));
-        // Non-last stages report no loss: the sum is the global batch's mean loss.
-        const loss = replies.reduce((a, rep) => a + rep.msg.loss, 0);
-        // The pipeline is as slow as its slowest stage: that is who the others wait for.
-        const slowest = recs.reduce((w, r) => (r.computeMs > w.computeMs ? r : w), recs[0]!);
-        return { loss, workers: recs, straggler: slowest.rank, bubble: measuredBubble(recs, S, R) };
-      },
-    };
-  }, more);
-  if (callbackError) {
-    await releaseAll(ctx);
-    throw callbackError;
+    for (let s = 0; s < S; s++) {
+      const rank = plan.ranks[r]![s]!;
+      const attachments = [...(s === 0 ? xs : []), ...(s === S - 1 ? ys : [])];
+      requests[rank] = ctx.workers[rank]!.channel.request({ type: "step", step, epoch, weight: slices[r]! / count, micro: { sizes, weights } }, "stepDone", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `step ${step}`, attachments });
+    }
   }
-  if (R > 1) {
-    for (let s = 0; s < S; s++) await checkIdentical(ctx, plan.ranks.map((row) => workers[row[s]!]!), `stage ${s}`, history.length);
-  }
-  // Replica 0's stages, in order, hold the whole model's weights in the model's order.
-  const fetched = await all(plan.ranks[0]!.map((rank) => workers[rank]!.channel.request({ type: "fetchWeights" }, "weights", { timeoutMs: stepMs, waitingFor: "the trained weights" })));
-  setModelWeights(
-    model,
-    fetched.flatMap((f) => f.attachments),
-  );
-  await releaseAll(ctx);
-  return { history, plan, workers: workers.map((w) => w.snapshot()), seed: o.seed, epochs: o.epochs, wallMs: performance.now() - started };
+  return { samples: count, done: Promise.all(requests), summarize: (replies) => summarizeStep(ctx, plan, fitStartWall, replies) };
+}
+
+/** Every stage's timings and actions; the loss is the last stages' (non-last stages report none). */
+function summarizeStep(ctx: FitContext, plan: PipelinePlan, fitStartWall: number, replies: StepDone[]): ReturnType<IssuedStep["summarize"]> {
+  const S = plan.stages;
+  const recs: WorkerStepRecord[] = replies.map((rep, rank) => ({
+    rank,
+    stage: rank % S,
+    replica: Math.floor(rank / S),
+    computeMs: rep.msg.computeMs + rep.msg.applyMs,
+    commMs: rep.msg.commMs,
+    waitMs: rep.msg.waitMs,
+    applyMs: rep.msg.applyMs,
+    startMs: rep.msg.startedAt - ctx.workers[rank]!.clockOffsetMs - fitStartWall,
+    actions: rep.msg.actions ?? [],
+    inFlightMax: rep.msg.inFlightMax ?? 0,
+  }));
+  const loss = replies.reduce((a, rep) => a + rep.msg.loss, 0);
+  // The pipeline is as slow as its slowest stage: that is who the others wait for.
+  const slowest = recs.reduce((w, r) => (r.computeMs > w.computeMs ? r : w), recs[0]!);
+  return { loss, workers: recs, straggler: slowest.rank, bubble: measuredBubble(recs, S, plan.replicas) };
 }

@@ -31,6 +31,31 @@ export interface StageStepResult {
 
 type Stage = NonNullable<MessageOf<"load">["stage"]>;
 
+/** One step's bookkeeping on a stage, from its first action to its update. */
+interface StageRun {
+  msg: MessageOf<"step">;
+  micro: NonNullable<MessageOf<"step">["micro"]>;
+  io: StageIO;
+  xs: Tensorlike[];
+  ys: Tensorlike[];
+  first: boolean;
+  t0: number;
+  startedAt: number;
+  /** The accumulated gradient of the stage's variables, laid out flat. */
+  acc: Float32Array;
+  /** Inputs of micro-batches whose forward ran and whose backward has not. */
+  saved: Map<number, tf.Tensor>;
+  timings: StageStepResult["actions"];
+  loss: number;
+  waitMs: number;
+  inFlightMax: number;
+  add: (acc: Float32Array, g: tf.Tensor, offset: number) => void;
+}
+
+function tensorOf(t: Tensorlike): tf.Tensor {
+  return tf.tensor(t.data, [...t.shape], t.data instanceof Int32Array ? "int32" : "float32");
+}
+
 function copyOut(t: tf.Tensor): Float32Array {
   const b = tf.backend();
   return Float32Array.from(b instanceof NativeBackend ? b.values(t) : (t.dataSync() as Float32Array));
@@ -113,6 +138,36 @@ export class StageRuntime implements WorkerRole {
   }
 
   async step(msg: MessageOf<"step">, attachments: Tensorlike[], io: StageIO): Promise<StageStepResult> {
+    const run = this.begin(msg, attachments, io);
+    try {
+      for (const a of this.actions) {
+        // A short last batch can leave micro-batches empty; every stage knows the sizes and skips them.
+        if (run.micro.sizes[a.micro]! === 0) continue;
+        if (a.kind === "F") await this.forward(run, a.micro);
+        else await this.backward(run, a.micro);
+      }
+    } finally {
+      for (const t of run.saved.values()) t.dispose();
+    }
+    const computeEnd = performance.now();
+    const reduced = await io.allReduce(run.acc);
+    const a0 = performance.now();
+    this.update.apply(reduced.data);
+    const applyMs = performance.now() - a0;
+    return {
+      loss: run.loss,
+      startedAt: run.startedAt,
+      computeMs: computeEnd - run.t0 - run.waitMs,
+      commMs: reduced.stats.commMs,
+      waitMs: run.waitMs + reduced.stats.waitMs,
+      applyMs,
+      actions: run.timings,
+      inFlightMax: run.inFlightMax,
+    };
+  }
+
+  /** Checks the step carries what this stage needs and starts its bookkeeping. */
+  private begin(msg: MessageOf<"step">, attachments: Tensorlike[], io: StageIO): StageRun {
     const micro = msg.micro;
     if (!micro || micro.sizes.length !== this.stage.microBatches) {
       throw new ProtocolError(`step ${msg.step} for stage ${this.stage.index} needs ${this.stage.microBatches} micro-batch sizes`);
@@ -124,94 +179,73 @@ export class StageRuntime implements WorkerRole {
     if ((first && xs.length !== this.stage.microBatches) || (this.last && ys.length !== this.stage.microBatches)) {
       throw new ProtocolError(`step ${msg.step} for stage ${this.stage.index} carries ${attachments.length} tensors`);
     }
-    const t0 = performance.now();
-    const startedAt = wallClock();
-    const acc = new Float32Array(this.gradientLength);
-    const saved = new Map<number, tf.Tensor>();
-    const timings: StageStepResult["actions"] = [];
-    let loss = 0;
-    let waitMs = 0;
-    let inFlightMax = 0;
-    const add = accumulator();
-    const receive = async (kind: "activation" | "gradient", m: number): Promise<Float32Array> => {
-      const w0 = performance.now();
-      const data = await io.receive(kind, msg.step, m);
-      waitMs += performance.now() - w0;
-      return data;
-    };
-    try {
-      for (const a of this.actions) {
-        const m = a.micro;
-        const size = micro.sizes[m]!;
-        // A short last batch can leave micro-batches empty; every stage knows the sizes and skips them.
-        if (size === 0) continue;
-        if (a.kind === "F") {
-          const x = first ? tf.tensor(xs[m]!.data, [...xs[m]!.shape], xs[m]!.data instanceof Int32Array ? "int32" : "float32") : tf.tensor(await receive("activation", m), [size, ...this.inputShape]);
-          const start = performance.now() - t0;
-          if (!this.last) {
-            seedDropout(this.model, msg.step, m);
-            const out = tf.tidy(() => this.model.apply(x, { training: true }) as tf.Tensor);
-            io.send("next", "activation", msg.step, m, copyOut(out));
-            out.dispose();
-          }
-          saved.set(m, x);
-          inFlightMax = Math.max(inFlightMax, saved.size);
-          timings.push({ kind: "F", micro: m, start, end: performance.now() - t0 });
-        } else {
-          const x = saved.get(m);
-          if (!x) throw new ProtocolError(`stage ${this.stage.index} runs B${m} before F${m}`);
-          const dy = this.last ? null : tf.tensor(await receive("gradient", m), [size, ...this.outputShape]);
-          const y = this.last ? tf.tensor(ys[m]!.data, [...ys[m]!.shape], ys[m]!.data instanceof Int32Array ? "int32" : "float32") : null;
-          const start = performance.now() - t0;
-          const weight = micro.weights[m]!;
-          seedDropout(this.model, msg.step, m);
-          const wrt: tf.Tensor[] = first ? [...this.vars] : [x, ...this.vars];
-          let microLoss = 0;
-          const { value, grads } = tf.engine().gradients(
-            () =>
-              tf.tidy(() => {
-                const out = this.model.apply(x, { training: true }) as tf.Tensor;
-                let objective: tf.Scalar;
-                if (this.last) {
-                  const mean = tf.mean(this.lossFn!(y!, out)) as tf.Scalar;
-                  microLoss = mean.dataSync()[0]!;
-                  objective = tf.mul(mean, weight);
-                } else {
-                  objective = tf.sum(tf.mul(out, dy!));
-                }
-                for (const reg of this.model.calculateLosses()) objective = tf.add(objective, tf.mul(reg, weight));
-                return objective;
-              }),
-            wrt,
-          );
-          loss += weight * microLoss;
-          const varGrads = first ? grads : grads.slice(1);
-          varGrads.forEach((g, i) => add(acc, g, this.offsets[i]!));
-          if (!first) io.send("prev", "gradient", msg.step, m, copyOut(grads[0]!));
-          tf.dispose([value, ...grads]);
-          tf.dispose([x, ...(dy ? [dy] : []), ...(y ? [y] : [])]);
-          saved.delete(m);
-          timings.push({ kind: "B", micro: m, start, end: performance.now() - t0 });
-        }
-      }
-    } finally {
-      for (const t of saved.values()) t.dispose();
+    return { msg, micro, io, xs, ys, first, t0: performance.now(), startedAt: wallClock(), acc: new Float32Array(this.gradientLength), saved: new Map(), timings: [], loss: 0, waitMs: 0, inFlightMax: 0, add: accumulator() };
+  }
+
+  private async receive(run: StageRun, kind: "activation" | "gradient", m: number): Promise<Float32Array> {
+    const w0 = performance.now();
+    const data = await run.io.receive(kind, run.msg.step, m);
+    run.waitMs += performance.now() - w0;
+    return data;
+  }
+
+  /** F(m): runs the stage's layers on micro-batch m and sends the result on; keeps the input for B(m). */
+  private async forward(run: StageRun, m: number): Promise<void> {
+    const size = run.micro.sizes[m]!;
+    const x = run.first ? tensorOf(run.xs[m]!) : tf.tensor(await this.receive(run, "activation", m), [size, ...this.inputShape]);
+    const start = performance.now() - run.t0;
+    if (!this.last) {
+      seedDropout(this.model, run.msg.step, m);
+      const out = tf.tidy(() => this.model.apply(x, { training: true }) as tf.Tensor);
+      run.io.send("next", "activation", run.msg.step, m, copyOut(out));
+      out.dispose();
     }
-    const computeEnd = performance.now();
-    const reduced = await io.allReduce(acc);
-    const a0 = performance.now();
-    this.update.apply(reduced.data);
-    const applyMs = performance.now() - a0;
-    return {
-      loss,
-      startedAt,
-      computeMs: computeEnd - t0 - waitMs,
-      commMs: reduced.stats.commMs,
-      waitMs: waitMs + reduced.stats.waitMs,
-      applyMs,
-      actions: timings,
-      inFlightMax,
-    };
+    run.saved.set(m, x);
+    run.inFlightMax = Math.max(run.inFlightMax, run.saved.size);
+    run.timings.push({ kind: "F", micro: m, start, end: performance.now() - run.t0 });
+  }
+
+  /**
+   * B(m): recomputes the forward pass with autograd, starts from the gradient arriving from the
+   * next stage (the last stage from its share of the loss), accumulates the layers' gradients
+   * and sends the input's gradient back.
+   */
+  private async backward(run: StageRun, m: number): Promise<void> {
+    const size = run.micro.sizes[m]!;
+    const x = run.saved.get(m);
+    if (!x) throw new ProtocolError(`stage ${this.stage.index} runs B${m} before F${m}`);
+    const dy = this.last ? null : tf.tensor(await this.receive(run, "gradient", m), [size, ...this.outputShape]);
+    const y = this.last ? tensorOf(run.ys[m]!) : null;
+    const start = performance.now() - run.t0;
+    const weight = run.micro.weights[m]!;
+    seedDropout(this.model, run.msg.step, m);
+    const wrt: tf.Tensor[] = run.first ? [...this.vars] : [x, ...this.vars];
+    let microLoss = 0;
+    const { value, grads } = tf.engine().gradients(
+      () =>
+        tf.tidy(() => {
+          const out = this.model.apply(x, { training: true }) as tf.Tensor;
+          let objective: tf.Scalar;
+          if (this.last) {
+            const mean = tf.mean(this.lossFn!(y!, out)) as tf.Scalar;
+            microLoss = mean.dataSync()[0]!;
+            objective = tf.mul(mean, weight);
+          } else {
+            objective = tf.sum(tf.mul(out, dy!));
+          }
+          for (const reg of this.model.calculateLosses()) objective = tf.add(objective, tf.mul(reg, weight));
+          return objective;
+        }),
+      wrt,
+    );
+    run.loss += weight * microLoss;
+    const varGrads = run.first ? grads : grads.slice(1);
+    varGrads.forEach((g, i) => run.add(run.acc, g, this.offsets[i]!));
+    if (!run.first) run.io.send("prev", "gradient", run.msg.step, m, copyOut(grads[0]!));
+    tf.dispose([value, ...grads]);
+    tf.dispose([x, ...(dy ? [dy] : []), ...(y ? [y] : [])]);
+    run.saved.delete(m);
+    run.timings.push({ kind: "B", micro: m, start, end: performance.now() - run.t0 });
   }
 
   weights(): { tensors: Tensorlike[] } {

@@ -43,6 +43,8 @@ type Event =
 /** Steps handed to a worker before its last one finished, so it never waits for data. */
 const AHEAD = 2;
 
+type AsyncResult = { history: StepRecord[]; pushes: PushRecord[]; departures: Departure[]; live: WorkerHandle[]; callbackError: FitAborted | undefined };
+
 /**
  * Asynchronous training: each free worker is handed the next slice of data (so a slow worker
  * simply does fewer), pulls, computes and pushes on its own, and the servers apply every push
@@ -50,16 +52,12 @@ const AHEAD = 2;
  * steps ahead of the slowest live worker. A worker that leaves is recorded; the slices it was
  * working on go to the others unless the servers already applied them.
  */
-export async function runAsync(
-  ctx: FitContext,
-  o: ResolvedFitOptions,
-  dataset: Dataset,
-  plan: PsPlan,
-  t: { fitStart: number; fitStartWall: number },
-): Promise<{ history: StepRecord[]; pushes: PushRecord[]; departures: Departure[]; live: WorkerHandle[]; callbackError: FitAborted | undefined }> {
-  const n = ctx.workers.length;
-  const stepMs = ctx.spec.timeouts.stepMs;
-  const grace = Math.max(1000, 2 * ctx.spec.heartbeat.intervalMs + 500);
+export function runAsync(ctx: FitContext, o: ResolvedFitOptions, dataset: Dataset, plan: PsPlan, t: { fitStart: number; fitStartWall: number }): Promise<AsyncResult> {
+  return new AsyncLoop(ctx, o, dataset, plan, t).run();
+}
+
+/** Every slice of every epoch's global batches, in the order they are handed out (popped from the end). */
+function sliceQueue(o: ResolvedFitOptions, dataset: Dataset, n: number): Slice[] {
   const queue: Slice[] = [];
   for (let epoch = 0; epoch < o.epochs; epoch++) {
     const order = epochOrder(dataset.size, o.shuffle, o.seed, epoch);
@@ -72,126 +70,155 @@ export async function runAsync(
       }
     }
   }
-  queue.reverse(); // popped from the end
+  return queue.reverse();
+}
 
-  const states: WorkerState[] = ctx.workers.map((handle) => ({ handle, next: 0, finished: 0, running: [], gone: false }));
-  const events: Event[] = [];
-  let wake: (() => void) | null = null;
-  const emit = (e: Event): void => {
-    events.push(e);
-    wake?.();
-  };
-  ctx.survive((h, error) => emit({ kind: "departed", w: states[h.rank]!, error }));
+class AsyncLoop {
+  private readonly n: number;
+  private readonly stepMs: number;
+  private readonly grace: number;
+  private readonly queue: Slice[];
+  private readonly states: WorkerState[];
+  private readonly events: Event[] = [];
+  private wake: (() => void) | null = null;
+  private readonly pushes: PushRecord[] = [];
+  private readonly departures: Departure[] = [];
+  private readonly history: StepRecord[] = [];
+  private round: PushRecord[] = [];
+  private roundStart = 0;
+  private callbackError: FitAborted | undefined;
 
-  const pushes: PushRecord[] = [];
-  const departures: Departure[] = [];
-  const history: StepRecord[] = [];
-  let round: PushRecord[] = [];
-  let roundStart = 0;
-  let callbackError: FitAborted | undefined;
-  const finishedOf = (): Array<number | null> => states.map((s) => (s.gone ? null : s.finished));
+  constructor(
+    private readonly ctx: FitContext,
+    private readonly o: ResolvedFitOptions,
+    private readonly dataset: Dataset,
+    private readonly plan: PsPlan,
+    private readonly t: { fitStart: number; fitStartWall: number },
+  ) {
+    this.n = ctx.workers.length;
+    this.stepMs = ctx.spec.timeouts.stepMs;
+    this.grace = Math.max(1000, 2 * ctx.spec.heartbeat.intervalMs + 500);
+    this.queue = sliceQueue(o, dataset, this.n);
+    this.states = ctx.workers.map((handle) => ({ handle, next: 0, finished: 0, running: [], gone: false }));
+    ctx.survive((h, error) => this.emit({ kind: "departed", w: this.states[h.rank]!, error }));
+  }
 
-  const dispatch = (): void => {
-    for (const w of states) {
-      while (!w.gone && !callbackError && queue.length > 0 && w.running.length < AHEAD && mayStart(w.next, finishedOf(), plan.staleness)) {
-        const slice = queue.pop()!;
-        const run: Running = { slice, clock: w.next++, lead: leadOf(w.next - 1, finishedOf()) };
+  private emit(e: Event): void {
+    this.events.push(e);
+    this.wake?.();
+  }
+
+  private finishedOf(): Array<number | null> {
+    return this.states.map((s) => (s.gone ? null : s.finished));
+  }
+
+  async run(): Promise<AsyncResult> {
+    this.dispatch();
+    while (this.states.some((s) => s.running.length > 0) || (this.queue.length > 0 && !this.callbackError)) {
+      if (this.events.length === 0) {
+        await this.ctx.guard(new Promise<void>((resolve) => (this.wake = resolve)));
+        this.wake = null;
+      }
+      await this.handle(this.events.shift()!);
+      this.dispatch();
+    }
+    this.closeRound();
+    return { history: this.history, pushes: this.pushes, departures: this.departures, live: this.states.filter((s) => !s.gone).map((s) => s.handle), callbackError: this.callbackError };
+  }
+
+  private async handle(e: Event): Promise<void> {
+    switch (e.kind) {
+      case "done": {
+        if (e.w.gone) return;
+        e.w.running.splice(e.w.running.indexOf(e.run), 1);
+        e.w.finished++;
+        const slice = e.run.slice;
+        this.record(pushRecord(e.reply, e.w.handle, this.t.fitStartWall, { clock: e.run.clock, epoch: slice.epoch, samples: slice.end - slice.start, lead: e.run.lead, endMs: performance.now() - this.t.fitStart }));
+        return;
+      }
+      case "failed": {
+        // A failed step is usually the echo of a worker about to be declared lost; anything
+        // else (a bad batch, a server's error, a timeout) ends the fit.
+        if (e.w.gone || e.w.handle.lost) return;
+        const w = e.w;
+        setTimeout(() => this.emit({ kind: "undecided", w, error: e.error }), this.grace).unref();
+        return;
+      }
+      case "undecided":
+        if (!e.w.gone && !e.w.handle.lost) throw (await this.ctx.lossWithin(0)) ?? e.error;
+        return;
+      case "departed":
+        if (!e.w.gone) await this.depart(e.w, e.error);
+        return;
+    }
+  }
+
+  /** Hands every free worker its next slices, as far as the staleness bound allows. */
+  private dispatch(): void {
+    for (const w of this.states) {
+      while (!w.gone && !this.callbackError && this.queue.length > 0 && w.running.length < AHEAD && mayStart(w.next, this.finishedOf(), this.plan.staleness)) {
+        const slice = this.queue.pop()!;
+        const run: Running = { slice, clock: w.next++, lead: leadOf(w.next - 1, this.finishedOf()) };
         w.running.push(run);
-        const batch = dataset.gather(slice.order, slice.start, slice.end);
+        const batch = this.dataset.gather(slice.order, slice.start, slice.end);
         w.handle.channel
           .request({ type: "step", step: run.clock, epoch: slice.epoch, weight: 1, ps: { clock: run.clock } }, "stepDone", {
-            timeoutMs: stepMs,
+            timeoutMs: this.stepMs,
             waitingFor: `its step ${run.clock} (pull, compute, push)`,
             attachments: [batch.x, batch.y],
           })
           .then(
-            (reply) => emit({ kind: "done", w, run, reply }),
-            (error: unknown) => emit({ kind: "failed", w, run, error }),
+            (reply) => this.emit({ kind: "done", w, run, reply }),
+            (error: unknown) => this.emit({ kind: "failed", w, run, error }),
           );
       }
     }
-  };
+  }
 
-  const record = (p: PushRecord): void => {
-    pushes.push(p);
-    round.push(p);
-    if (round.length < n) return;
-    closeRound();
-  };
-  const closeRound = (): void => {
-    if (round.length === 0) return;
-    const rec = roundRecord(history.length, round, roundStart);
-    roundStart = rec.endMs;
-    round = [];
-    history.push(rec);
-    ctx.setStep(history.length);
+  private record(p: PushRecord): void {
+    this.pushes.push(p);
+    this.round.push(p);
+    if (this.round.length >= this.n) this.closeRound();
+  }
+
+  private closeRound(): void {
+    if (this.round.length === 0) return;
+    const rec = roundRecord(this.history.length, this.round, this.roundStart);
+    this.roundStart = rec.endMs;
+    this.round = [];
+    this.history.push(rec);
+    this.ctx.setStep(this.history.length);
     try {
-      o.onStep?.(rec);
+      this.o.onStep?.(rec);
     } catch (err) {
-      callbackError ??= new FitAborted(err);
+      this.callbackError ??= new FitAborted(err);
     }
-  };
+  }
 
-  const depart = async (w: WorkerState, error: MeshtrainError): Promise<void> => {
+  private async depart(w: WorkerState, error: MeshtrainError): Promise<void> {
     w.gone = true;
     const lost = w.running.splice(0);
     // Which of its pushes did the servers apply before it left? Those are done; the rest go back.
-    const answers = lost.length === 0 ? [] : await awaitAll(ctx)(ctx.servers.map((s) => s.channel.request({ type: "applied", pushes: lost.map((r) => ({ rank: w.handle.rank, clock: r.clock })) }, "appliedReply", { timeoutMs: stepMs, waitingFor: "which pushes it applied" })));
+    const answers = lost.length === 0 ? [] : await awaitAll(this.ctx)(this.ctx.servers.map((s) => s.channel.request({ type: "applied", pushes: lost.map((r) => ({ rank: w.handle.rank, clock: r.clock })) }, "appliedReply", { timeoutMs: this.stepMs, waitingFor: "which pushes it applied" })));
     let requeued = 0;
     let alreadyApplied = 0;
     let partial = 0;
     lost.forEach((r, i) => {
       const applied = answers.filter((a) => a.msg.applied[i]).length;
       if (applied === 0) {
-        queue.push(r.slice);
+        this.queue.push(r.slice);
         requeued++;
       } else {
         alreadyApplied++;
         if (applied < answers.length) partial++;
       }
     });
-    departures.push({ rank: w.handle.rank, address: w.handle.address, atMs: performance.now() - t.fitStart, step: history.length, cause: error.summary, requeued, alreadyApplied, partial });
-    if (states.every((s) => s.gone)) {
+    this.departures.push({ rank: w.handle.rank, address: w.handle.address, atMs: performance.now() - this.t.fitStart, step: this.history.length, cause: error.summary, requeued, alreadyApplied, partial });
+    if (this.states.every((s) => s.gone)) {
       throw new WorkerLostError(`every worker left: the last, worker rank ${w.handle.rank}, because ${error.summary}`, {
-        details: { rank: w.handle.rank, address: w.handle.address, step: history.length },
+        details: { rank: w.handle.rank, address: w.handle.address, step: this.history.length },
         hint: "launch a new cluster; the parameter servers kept every update they applied, but this fit cannot finish",
       });
     }
-  };
-
-  dispatch();
-  while (states.some((s) => s.running.length > 0) || (queue.length > 0 && !callbackError)) {
-    if (events.length === 0) {
-      await ctx.guard(new Promise<void>((resolve) => (wake = resolve)));
-      wake = null;
-    }
-    const e = events.shift()!;
-    switch (e.kind) {
-      case "done": {
-        if (e.w.gone) break;
-        e.w.running.splice(e.w.running.indexOf(e.run), 1);
-        e.w.finished++;
-        record(pushRecord(e.reply, e.w.handle, t.fitStartWall, { clock: e.run.clock, epoch: e.run.slice.epoch, samples: e.run.slice.end - e.run.slice.start, lead: e.run.lead, endMs: performance.now() - t.fitStart }));
-        break;
-      }
-      case "failed": {
-        if (e.w.gone) break;
-        // A failed step is usually the echo of a worker about to be declared lost; anything
-        // else (a bad batch, a server's error, a timeout) ends the fit.
-        if (e.w.handle.lost) break;
-        const w = e.w;
-        setTimeout(() => emit({ kind: "undecided", w, error: e.error }), grace).unref();
-        break;
-      }
-      case "undecided":
-        if (!e.w.gone && !e.w.handle.lost) throw (await ctx.lossWithin(0)) ?? e.error;
-        break;
-      case "departed":
-        if (!e.w.gone) await depart(e.w, e.error);
-        break;
-    }
-    dispatch();
   }
-  closeRound();
-  return { history, pushes, departures, live: states.filter((s) => !s.gone).map((s) => s.handle), callbackError };
 }

@@ -9,7 +9,7 @@ import { wallClock } from "../../util/clock";
 import { slowdown } from "../data/driver-runtime";
 import { runAsync } from "./async-loop";
 import { pushRecord } from "./records";
-import type { RunRecord, PsRunRecord, PushRecord } from "../../metrics/records";
+import type { RunRecord, PsRunRecord, PushRecord, StepRecord } from "../../metrics/records";
 import type { PlanMethods, PsPlan } from "../../plan/plans";
 import { checkpointing, fetchWeightsOf, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
 import { awaitAll, loadEverywhere } from "../../driver/await";
@@ -26,6 +26,27 @@ import { serverWiring } from "../../plan/wiring";
  */
 export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, given: ResolvedFitOptions, plan: PsPlan & PlanMethods): Promise<RunRecord> {
   const started = performance.now();
+  refuseWhatCannotWork(model, given, plan);
+  const { resumed, options: o } = resumeIfAsked(given, "ps", model, plan.model, dataset);
+  const workers = ctx.workers;
+  await ctx.connect(serverWiring(workers.length));
+  await loadAll(ctx, model, o, plan);
+  const holders = ctx.servers.map((sv, i) => ({ name: `server ${i}`, from: sv, to: [sv] }));
+  if (resumed) await restoreOptimizers(ctx, resumed.ckpt, holders);
+  const more = checkpointing(ctx, o, resumed, { strategy: "ps", summary: plan.model, dataset, holders, weights: () => serverWeights(ctx, plan) });
+  const t = { fitStartWall: wallClock(), fitStart: performance.now() };
+  const result = plan.mode === "sync" ? await runSync(ctx, o, dataset, more, t) : await runAsync(ctx, o, dataset, plan, t);
+  if (result.callbackError) {
+    await releaseLive(ctx, result.live);
+    throw result.callbackError;
+  }
+  const psRecord: PsRunRecord = { mode: plan.mode, staleness: plan.mode === "sync" ? null : plan.staleness, pushes: result.pushes, departures: result.departures, serverVersions: await takeServerWeights(ctx, model, plan) };
+  await releaseLive(ctx, workers.filter((w) => !w.lost));
+  return { history: result.history, plan, workers: workers.map((w) => w.snapshot()), seed: o.seed, epochs: o.epochs, wallMs: performance.now() - started, ps: psRecord };
+}
+
+/** Async checkpoints, and models with non-trainable weights, are refused before anything is sent. */
+function refuseWhatCannotWork(model: tf.LayersModel, given: ResolvedFitOptions, plan: PsPlan): void {
   if ((given.checkpoint || given.resumeFrom) && plan.mode === "async") {
     throw new FitAborted(
       new ConfigError("checkpoints are written for sync parameter servers; async ones apply pushes in an order no rerun repeats, so a resumed run could not equal an uninterrupted one", {
@@ -33,7 +54,6 @@ export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel
       }),
     );
   }
-  const { resumed, options: o } = resumeIfAsked(given, "ps", model, plan.model, dataset);
   if (model.weights.length !== model.trainableWeights.length) {
     const frozen = model.weights.filter((w) => !w.trainable).map((w) => w.name);
     throw new FitAborted(
@@ -42,21 +62,20 @@ export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel
       }),
     );
   }
-  const workers = ctx.workers;
-  const servers = ctx.servers;
-  const n = workers.length;
-  const stepMs = ctx.spec.timeouts.stepMs;
-  const all = awaitAll(ctx);
+}
 
-  await ctx.connect(serverWiring(n));
+/** Each server gets its shard of the trainable variables; each worker the whole model. */
+async function loadAll(ctx: FitContext, model: tf.LayersModel, o: ResolvedFitOptions, plan: PsPlan): Promise<void> {
+  const n = ctx.workers.length;
+  const stepMs = ctx.spec.timeouts.stepMs;
   const topology = model.toJSON(null, false) as unknown as Record<string, unknown>;
   const weights = hostCopies(model.getWeights());
   const trainable = hostCopies(model.trainableWeights.map((w) => w.read()));
   const shards = plan.servers.map((s) => s.variables.map((v) => v.index));
   const loading = { timeoutMs: stepMs, waitingFor: "the model to load" };
   const loaded = await loadEverywhere(() =>
-    all([
-      ...servers.map((s, i) =>
+    awaitAll(ctx)([
+      ...ctx.servers.map((s, i) =>
         s.channel.request(
           {
             type: "load",
@@ -71,116 +90,88 @@ export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel
           { ...loading, waitingFor: "its shard of the parameters", attachments: plan.servers[i]!.variables.map((v) => trainable[v.index]!) },
         ),
       ),
-      ...workers.map((w) =>
+      ...ctx.workers.map((w) =>
         w.channel.request(
-          {
-            type: "load",
-            role: "ps-worker",
-            topology,
-            optimizer: o.optimizer,
-            loss: o.loss,
-            replicaBatch: Math.ceil(o.batchSize / n),
-            stepTimeoutMs: stepMs,
-            ps: { role: "worker", mode: plan.mode, shards },
-            ...slowdown(plan, w.rank),
-          },
+          { type: "load", role: "ps-worker", topology, optimizer: o.optimizer, loss: o.loss, replicaBatch: Math.ceil(o.batchSize / n), stepTimeoutMs: stepMs, ps: { role: "worker", mode: plan.mode, shards }, ...slowdown(plan, w.rank) },
           "loaded",
           { ...loading, attachments: weights },
         ),
       ),
     ]),
   );
-  const lengths = new Set(loaded.slice(servers.length).map((l) => l.msg.gradientLength));
+  const lengths = new Set(loaded.slice(ctx.servers.length).map((l) => l.msg.gradientLength));
   if (lengths.size !== 1 || !lengths.has(plan.model.trainableParamCount)) {
     throw new ModelError(`workers built gradients of ${[...lengths].join(", ")} elements; the driver's model has ${plan.model.trainableParamCount} trainable parameters`);
   }
+}
 
-  const holders = servers.map((sv, i) => ({ name: `server ${i}`, from: sv, to: [sv] }));
-  if (resumed) await restoreOptimizers(ctx, resumed.ckpt, holders);
-  /** The servers' shards, as the model's (all trainable) weights in order. */
-  const serverWeights = async (): Promise<Tensorlike[]> => {
-    const shards = await fetchWeightsOf(ctx, servers);
-    const out: Tensorlike[] = new Array(plan.model.variables.length);
-    shards.forEach((sh, i) => {
-      const flat = sh[0]!.data as Float32Array;
-      let off = 0;
-      for (const v of plan.servers[i]!.variables) {
-        const size = v.shape.reduce((a, d) => a * d, 1);
-        out[v.index] = { data: flat.slice(off, off + size), shape: [...v.shape] };
-        off += size;
-      }
-    });
-    return out;
-  };
-  const more = checkpointing(ctx, o, resumed, { strategy: "ps", summary: plan.model, dataset, holders, weights: serverWeights });
-
-  const fitStartWall = wallClock();
-  const fitStart = performance.now();
-  let psRecord: PsRunRecord;
-  let history;
-  if (plan.mode === "sync") {
-    const pushes: PushRecord[] = [];
-    const result = await runSteps(ctx, o, dataset, (step, epoch, order, start, end) => {
-      const count = end - start;
-      const slices = replicaSlices(count, n);
-      const shares = slices.map((s) => s / count);
-      let from = start;
-      const requests = workers.map((w, r) => {
-        const batch = dataset.gather(order, from, from + slices[r]!);
-        from += slices[r]!;
-        return w.channel.request({ type: "step", step, epoch, weight: shares[r]!, ps: { clock: step, minVersion: step } }, "stepDone", {
-          timeoutMs: stepMs,
-          waitingFor: `step ${step}`,
-          attachments: [batch.x, batch.y],
-        });
-      });
-      return {
-        samples: count,
-        done: Promise.all(requests),
-        summarize: (replies) => {
-          const endMs = performance.now() - fitStart;
-          replies.forEach((r, rank) => pushes.push(pushRecord(r, workers[rank]!, fitStartWall, { clock: step, epoch, samples: slices[rank]!, lead: 0, endMs })));
-          return {
-            loss: replies.reduce((a, r, i) => a + shares[i]! * r.msg.loss, 0),
-            workers: replies.map((r, rank) => workerStep(r, workers[rank]!, fitStartWall)),
-            straggler: straggler(replies.map((r, rank) => computeEnd(r, workers[rank]!))),
-          };
-        },
-      };
-    }, more);
-    if (result.callbackError) {
-      await releaseLive(ctx, workers);
-      throw result.callbackError;
-    }
-    history = result.history;
-    psRecord = { mode: "sync", staleness: null, pushes, departures: [], serverVersions: [] };
-  } else {
-    const result = await runAsync(ctx, o, dataset, plan, { fitStart, fitStartWall });
-    if (result.callbackError) {
-      await releaseLive(ctx, result.live);
-      throw result.callbackError;
-    }
-    history = result.history;
-    psRecord = { mode: "async", staleness: plan.staleness, pushes: result.pushes, departures: result.departures, serverVersions: [] };
-  }
-
-  // The trained parameters are the servers'; the driver's model takes them.
-  const fetched = await all(servers.map((s) => s.channel.request({ type: "fetchWeights" }, "weights", { timeoutMs: stepMs, waitingFor: "its shard of the trained parameters" })));
-  psRecord.serverVersions = fetched.map((f) => f.msg.version ?? 0);
-  fetched.forEach((f, i) => {
-    const flat = f.attachments[0]!.data as Float32Array;
+/** Each server's flat shard cut back into its variables, placed by their index in the model. */
+function unshard(plan: PsPlan, shards: readonly Float32Array[], place: (index: number, values: Float32Array, shape: readonly number[]) => void): void {
+  shards.forEach((flat, i) => {
     let off = 0;
     for (const v of plan.servers[i]!.variables) {
       const size = v.shape.reduce((a, d) => a * d, 1);
-      const t = tf.tensor(flat.subarray(off, off + size), [...v.shape], "float32");
-      model.trainableWeights[v.index]!.write(t);
-      t.dispose();
+      place(v.index, flat.subarray(off, off + size), v.shape);
       off += size;
     }
   });
-  const live = workers.filter((w) => !w.lost);
-  await releaseLive(ctx, live);
-  return { history, plan, workers: workers.map((w) => w.snapshot()), seed: o.seed, epochs: o.epochs, wallMs: performance.now() - started, ps: psRecord };
+}
+
+/** The servers' shards, as the model's (all trainable) weights in order. */
+async function serverWeights(ctx: FitContext, plan: PsPlan): Promise<Tensorlike[]> {
+  const shards = await fetchWeightsOf(ctx, ctx.servers);
+  const out: Tensorlike[] = new Array(plan.model.variables.length);
+  unshard(plan, shards.map((sh) => sh[0]!.data as Float32Array), (index, values, shape) => (out[index] = { data: values.slice(), shape: [...shape] }));
+  return out;
+}
+
+/** The trained parameters are the servers': the driver's model takes them. Returns each server's version. */
+async function takeServerWeights(ctx: FitContext, model: tf.LayersModel, plan: PsPlan): Promise<number[]> {
+  const fetched = await awaitAll(ctx)(ctx.servers.map((s) => s.channel.request({ type: "fetchWeights" }, "weights", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: "its shard of the trained parameters" })));
+  unshard(plan, fetched.map((f) => f.attachments[0]!.data as Float32Array), (index, values, shape) => {
+    const t = tf.tensor(values, [...shape], "float32");
+    model.trainableWeights[index]!.write(t);
+    t.dispose();
+  });
+  return fetched.map((f) => f.msg.version ?? 0);
+}
+
+/** Sync steps: every worker pushes one gradient per step; the servers sum them and apply one update. */
+async function runSync(
+  ctx: FitContext,
+  o: ResolvedFitOptions,
+  dataset: Dataset,
+  more: Parameters<typeof runSteps>[4],
+  t: { fitStartWall: number; fitStart: number },
+): Promise<{ history: StepRecord[]; pushes: PushRecord[]; departures: []; live: readonly WorkerHandle[]; callbackError: FitAborted | undefined }> {
+  const workers = ctx.workers;
+  const n = workers.length;
+  const pushes: PushRecord[] = [];
+  const result = await runSteps(ctx, o, dataset, (step, epoch, order, start, end) => {
+    const count = end - start;
+    const slices = replicaSlices(count, n);
+    const shares = slices.map((s) => s / count);
+    let from = start;
+    const requests = workers.map((w, r) => {
+      const batch = dataset.gather(order, from, from + slices[r]!);
+      from += slices[r]!;
+      return w.channel.request({ type: "step", step, epoch, weight: shares[r]!, ps: { clock: step, minVersion: step } }, "stepDone", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `step ${step}`, attachments: [batch.x, batch.y] });
+    });
+    return {
+      samples: count,
+      done: Promise.all(requests),
+      summarize: (replies) => {
+        const endMs = performance.now() - t.fitStart;
+        replies.forEach((r, rank) => pushes.push(pushRecord(r, workers[rank]!, t.fitStartWall, { clock: step, epoch, samples: slices[rank]!, lead: 0, endMs })));
+        return {
+          loss: replies.reduce((a, r, i) => a + shares[i]! * r.msg.loss, 0),
+          workers: replies.map((r, rank) => workerStep(r, workers[rank]!, t.fitStartWall)),
+          straggler: straggler(replies.map((r, rank) => computeEnd(r, workers[rank]!))),
+        };
+      },
+    };
+  }, more);
+  return { history: result.history, pushes, departures: [], live: workers, callbackError: result.callbackError };
 }
 
 /** Tells the servers and the workers still there that the fit is over. */
