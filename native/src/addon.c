@@ -1,93 +1,8 @@
 /* N-API bindings: every kernel reads and writes typed arrays in place (no copies). Each binding
  * checks that the arrays are long enough for the sizes it is given, so a bug on the JavaScript
  * side is a thrown RangeError, never a write past the end of a buffer. */
-#include <node_api.h>
-#include <stdlib.h>
-#include <string.h>
-#include "kernels.h"
-
-/* Denormal floats make x86 arithmetic up to 100x slower, and long runs make them (an Adam moment
- * of a dead unit decays geometrically). Kernels run with flush-to-zero and denormals-are-zero,
- * and the caller's mode is restored afterwards so JavaScript's own arithmetic is untouched. */
-#if defined(__x86_64__) || defined(__i386__)
-#include <xmmintrin.h>
-static unsigned int fast_math_enter(void) {
-  unsigned int old = _mm_getcsr();
-  _mm_setcsr(old | 0x8040);
-  return old;
-}
-static void fast_math_leave(unsigned int old) { _mm_setcsr(old); }
-#else
-static unsigned int fast_math_enter(void) { return 0; }
-static void fast_math_leave(unsigned int old) { (void)old; }
-#endif
-#define RUN(stmt)                              \
-  do {                                         \
-    unsigned int csr_ = fast_math_enter();     \
-    stmt;                                      \
-    fast_math_leave(csr_);                     \
-  } while (0)
-
-#define MAX_ARGS 16
-
-typedef struct {
-  napi_env env;
-  napi_value argv[MAX_ARGS];
-  size_t argc;
-  int failed;
-} call;
-
-static void fail(call *c, const char *msg) {
-  if (!c->failed) napi_throw_range_error(c->env, NULL, msg);
-  c->failed = 1;
-}
-
-static call begin(napi_env env, napi_callback_info info, size_t want) {
-  call c = {env, {0}, MAX_ARGS, 0};
-  napi_get_cb_info(env, info, &c.argc, c.argv, NULL, NULL);
-  if (c.argc < want) fail(&c, "meshtrain native: too few arguments");
-  return c;
-}
-
-static void *typed(call *c, size_t i, napi_typedarray_type want, size_t minLen, size_t *lenOut) {
-  if (c->failed) return NULL;
-  napi_typedarray_type type;
-  size_t len;
-  void *data;
-  napi_value ab;
-  size_t off;
-  if (napi_get_typedarray_info(c->env, c->argv[i], &type, &len, &data, &ab, &off) != napi_ok || type != want) {
-    fail(c, "meshtrain native: argument is not the expected typed array");
-    return NULL;
-  }
-  if (len < minLen) {
-    fail(c, "meshtrain native: typed array shorter than the sizes given");
-    return NULL;
-  }
-  if (lenOut) *lenOut = len;
-  return data;
-}
-
-static float *f32(call *c, size_t i, size_t minLen) { return (float *)typed(c, i, napi_float32_array, minLen, NULL); }
-static int32_t *i32(call *c, size_t i, size_t minLen) { return (int32_t *)typed(c, i, napi_int32_array, minLen, NULL); }
-
-static double num(call *c, size_t i) {
-  double v = 0;
-  if (!c->failed && napi_get_value_double(c->env, c->argv[i], &v) != napi_ok) fail(c, "meshtrain native: expected a number");
-  return v;
-}
-
-static int is_null(call *c, size_t i) {
-  napi_valuetype t;
-  napi_typeof(c->env, c->argv[i], &t);
-  return t == napi_null || t == napi_undefined;
-}
-
-static napi_value undef(napi_env env) {
-  napi_value u;
-  napi_get_undefined(env, &u);
-  return u;
-}
+#include "bindings.h"
+#include "napi_call.h"
 
 static napi_value set_threads(napi_env env, napi_callback_info info) {
   call c = begin(env, info, 1);
@@ -208,101 +123,6 @@ static napi_value softmax(napi_env env, napi_callback_info info) {
   return undef(env);
 }
 
-static int64_t prod(const int32_t *p, int a, int b, int cc, int d) { return (int64_t)p[a] * p[b] * p[cc] * p[d]; }
-
-/* Sizes of a convolution's input, output and filter from its parameters. */
-static void conv_sizes(const int32_t *p, int64_t *in, int64_t *out, int64_t *filter) {
-  *in = prod(p, P_BATCH, P_INH, P_INW, P_INC);
-  *out = prod(p, P_BATCH, P_OUTH, P_OUTW, P_OUTC);
-  *filter = (int64_t)p[P_KH] * p[P_KW] * p[P_INC] * p[P_OUTC];
-}
-
-typedef void (*conv_fn)(const float *, const float *, float *, const int32_t *, float *, int64_t);
-
-/* conv(a, b, out, params, scratch): which of x / dy / filter each argument is depends on `kind`. */
-static napi_value conv_common(napi_env env, napi_callback_info info, int kind) {
-  call c = begin(env, info, 5);
-  int32_t *p = i32(&c, 3, P_COUNT);
-  if (c.failed) return undef(env);
-  int64_t in, out, filter;
-  conv_sizes(p, &in, &out, &filter);
-  size_t scratchLen = 0;
-  float *scratch = (float *)typed(&c, 4, napi_float32_array, 0, &scratchLen);
-  /* kind 0: (x, filter) -> out; 1: (dy, filter) -> dx; 2: (x, dy) -> dfilter */
-  int64_t la = kind == 1 ? out : in, lb = kind == 2 ? out : filter, lo = kind == 0 ? out : kind == 1 ? in : filter;
-  float *a = f32(&c, 0, (size_t)la), *b = f32(&c, 1, (size_t)lb), *o = f32(&c, 2, (size_t)lo);
-  int64_t perImage = (int64_t)p[P_OUTH] * p[P_OUTW] * p[P_KH] * p[P_KW] * p[P_INC];
-  if (!c.failed && (int64_t)scratchLen < perImage && p[P_BATCH] > 0) fail(&c, "meshtrain native: conv scratch smaller than one image's columns");
-  if (c.failed) return undef(env);
-  conv_fn fns[3] = {mt_conv2d, mt_conv2d_backprop_input, mt_conv2d_backprop_filter};
-  RUN(fns[kind](a, b, o, p, scratch, (int64_t)scratchLen));
-  return undef(env);
-}
-
-static napi_value conv2d(napi_env env, napi_callback_info info) { return conv_common(env, info, 0); }
-static napi_value conv2d_bi(napi_env env, napi_callback_info info) { return conv_common(env, info, 1); }
-static napi_value conv2d_bf(napi_env env, napi_callback_info info) { return conv_common(env, info, 2); }
-
-/* depthwise*(a, b, out, params, mult); params' OUTC is inC * mult */
-static napi_value depthwise_common(napi_env env, napi_callback_info info, int kind) {
-  call c = begin(env, info, 5);
-  int32_t *p = i32(&c, 3, P_COUNT);
-  int mult = (int)num(&c, 4);
-  if (c.failed) return undef(env);
-  if (p[P_OUTC] != p[P_INC] * mult) fail(&c, "meshtrain native: depthwise output channels must be inC * multiplier");
-  int64_t in, out, filter;
-  conv_sizes(p, &in, &out, &filter);
-  filter = (int64_t)p[P_KH] * p[P_KW] * p[P_INC] * mult;
-  int64_t la = kind == 1 ? out : in, lb = kind == 2 ? out : filter, lo = kind == 0 ? out : kind == 1 ? in : filter;
-  float *a = f32(&c, 0, (size_t)la), *b = f32(&c, 1, (size_t)lb), *o = f32(&c, 2, (size_t)lo);
-  if (c.failed) return undef(env);
-  if (kind == 0) RUN(mt_depthwise_conv2d(a, b, o, p, mult));
-  else if (kind == 1) RUN(mt_depthwise_backprop_input(a, b, o, p, mult));
-  else RUN(mt_depthwise_backprop_filter(a, b, o, p, mult));
-  return undef(env);
-}
-
-static napi_value depthwise(napi_env env, napi_callback_info info) { return depthwise_common(env, info, 0); }
-static napi_value depthwise_bi(napi_env env, napi_callback_info info) { return depthwise_common(env, info, 1); }
-static napi_value depthwise_bf(napi_env env, napi_callback_info info) { return depthwise_common(env, info, 2); }
-
-/* maxPool(x, out, params), avgPool(x, out, params) */
-static napi_value pool_common(napi_env env, napi_callback_info info, int avg) {
-  call c = begin(env, info, 3);
-  int32_t *p = i32(&c, 2, P_COUNT);
-  if (c.failed) return undef(env);
-  if (p[P_OUTC] != p[P_INC]) fail(&c, "meshtrain native: pooling keeps the channel count");
-  float *x = f32(&c, 0, (size_t)prod(p, P_BATCH, P_INH, P_INW, P_INC));
-  float *o = f32(&c, 1, (size_t)prod(p, P_BATCH, P_OUTH, P_OUTW, P_OUTC));
-  if (c.failed) return undef(env);
-  if (avg) RUN(mt_avg_pool(x, o, p));
-  else RUN(mt_max_pool(x, o, p));
-  return undef(env);
-}
-static napi_value max_pool(napi_env env, napi_callback_info info) { return pool_common(env, info, 0); }
-static napi_value avg_pool(napi_env env, napi_callback_info info) { return pool_common(env, info, 1); }
-
-/* maxPoolGrad(dy, x, dx, params) */
-static napi_value max_pool_grad(napi_env env, napi_callback_info info) {
-  call c = begin(env, info, 4);
-  int32_t *p = i32(&c, 3, P_COUNT);
-  if (c.failed) return undef(env);
-  size_t in = (size_t)prod(p, P_BATCH, P_INH, P_INW, P_INC), out = (size_t)prod(p, P_BATCH, P_OUTH, P_OUTW, P_OUTC);
-  float *dy = f32(&c, 0, out), *x = f32(&c, 1, in), *dx = f32(&c, 2, in);
-  if (!c.failed) RUN(mt_max_pool_grad(dy, x, dx, p));
-  return undef(env);
-}
-
-/* avgPoolGrad(dy, dx, params) */
-static napi_value avg_pool_grad(napi_env env, napi_callback_info info) {
-  call c = begin(env, info, 3);
-  int32_t *p = i32(&c, 2, P_COUNT);
-  if (c.failed) return undef(env);
-  float *dy = f32(&c, 0, (size_t)prod(p, P_BATCH, P_OUTH, P_OUTW, P_OUTC));
-  float *dx = f32(&c, 1, (size_t)prod(p, P_BATCH, P_INH, P_INW, P_INC));
-  if (!c.failed) RUN(mt_avg_pool_grad(dy, dx, p));
-  return undef(env);
-}
 
 /* sgd(w, g, negLr) */
 static napi_value sgd(napi_env env, napi_callback_info info) {
@@ -415,16 +235,16 @@ static napi_value init(napi_env env, napi_value exports) {
   EXPORT("addN", add_n);
   EXPORT("reduce", reduce);
   EXPORT("softmax", softmax);
-  EXPORT("conv2d", conv2d);
-  EXPORT("conv2dBackpropInput", conv2d_bi);
-  EXPORT("conv2dBackpropFilter", conv2d_bf);
-  EXPORT("depthwiseConv2d", depthwise);
-  EXPORT("depthwiseBackpropInput", depthwise_bi);
-  EXPORT("depthwiseBackpropFilter", depthwise_bf);
-  EXPORT("maxPool", max_pool);
-  EXPORT("maxPoolGrad", max_pool_grad);
-  EXPORT("avgPool", avg_pool);
-  EXPORT("avgPoolGrad", avg_pool_grad);
+  EXPORT("conv2d", mt_bind_conv2d);
+  EXPORT("conv2dBackpropInput", mt_bind_conv2d_bi);
+  EXPORT("conv2dBackpropFilter", mt_bind_conv2d_bf);
+  EXPORT("depthwiseConv2d", mt_bind_depthwise);
+  EXPORT("depthwiseBackpropInput", mt_bind_depthwise_bi);
+  EXPORT("depthwiseBackpropFilter", mt_bind_depthwise_bf);
+  EXPORT("maxPool", mt_bind_max_pool);
+  EXPORT("maxPoolGrad", mt_bind_max_pool_grad);
+  EXPORT("avgPool", mt_bind_avg_pool);
+  EXPORT("avgPoolGrad", mt_bind_avg_pool_grad);
   EXPORT("sgd", sgd);
   EXPORT("momentum", momentum);
   EXPORT("adam", adam);

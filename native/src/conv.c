@@ -20,20 +20,13 @@ static int images_per_block(const geom *g, int64_t scratchLen) {
 
 static void im2col(const geom *g, const float *x, int n0, int count, float *col) {
   for (int n = 0; n < count; n++) {
-    const float *img = x + (int64_t)(n0 + n) * g->H * g->W * g->C;
     float *dst = col + (int64_t)n * g->rows * g->K;
     for (int oh = 0; oh < g->OH; oh++) {
       for (int ow = 0; ow < g->OW; ow++) {
         float *row = dst + ((int64_t)oh * g->OW + ow) * g->K;
-        for (int kh = 0; kh < g->KH; kh++) {
-          int ih = oh * g->SH - g->PT + kh * g->DH;
-          for (int kw = 0; kw < g->KW; kw++) {
-            int iw = ow * g->SW - g->PL + kw * g->DW;
-            float *seg = row + ((int64_t)kh * g->KW + kw) * g->C;
-            if (ih < 0 || ih >= g->H || iw < 0 || iw >= g->W) memset(seg, 0, sizeof(float) * g->C);
-            else memcpy(seg, img + ((int64_t)ih * g->W + iw) * g->C, sizeof(float) * g->C);
-          }
-        }
+        /* Taps in the padding stay zero. */
+        memset(row, 0, sizeof(float) * g->K);
+        FOR_EACH_TAP(g, oh, ow, t) memcpy(row + ((int64_t)t.kh * g->KW + t.kw) * g->C, x + pixel_at(g, n0 + n, t.ih, t.iw), sizeof(float) * g->C);
       }
     }
   }
@@ -41,21 +34,14 @@ static void im2col(const geom *g, const float *x, int n0, int count, float *col)
 
 static void col2im_add(const geom *g, const float *col, int n0, int count, float *dx) {
   for (int n = 0; n < count; n++) {
-    float *img = dx + (int64_t)(n0 + n) * g->H * g->W * g->C;
     const float *src = col + (int64_t)n * g->rows * g->K;
     for (int oh = 0; oh < g->OH; oh++) {
       for (int ow = 0; ow < g->OW; ow++) {
         const float *row = src + ((int64_t)oh * g->OW + ow) * g->K;
-        for (int kh = 0; kh < g->KH; kh++) {
-          int ih = oh * g->SH - g->PT + kh * g->DH;
-          if (ih < 0 || ih >= g->H) continue;
-          for (int kw = 0; kw < g->KW; kw++) {
-            int iw = ow * g->SW - g->PL + kw * g->DW;
-            if (iw < 0 || iw >= g->W) continue;
-            const float *seg = row + ((int64_t)kh * g->KW + kw) * g->C;
-            float *d = img + ((int64_t)ih * g->W + iw) * g->C;
-            for (int c = 0; c < g->C; c++) d[c] += seg[c];
-          }
+        FOR_EACH_TAP(g, oh, ow, t) {
+          const float *seg = row + ((int64_t)t.kh * g->KW + t.kw) * g->C;
+          float *d = dx + pixel_at(g, n0 + n, t.ih, t.iw);
+          for (int c = 0; c < g->C; c++) d[c] += seg[c];
         }
       }
     }
@@ -117,18 +103,12 @@ void mt_depthwise_conv2d(const float *x, const float *f, float *out, const int32
   for (int n = 0; n < g.N; n++) {
     for (int oh = 0; oh < g.OH; oh++) {
       for (int ow = 0; ow < g.OW; ow++) {
-        float *o = out + (((int64_t)n * g.OH + oh) * g.OW + ow) * OC;
-        for (int kh = 0; kh < g.KH; kh++) {
-          int ih = oh * g.SH - g.PT + kh * g.DH;
-          if (ih < 0 || ih >= g.H) continue;
-          for (int kw = 0; kw < g.KW; kw++) {
-            int iw = ow * g.SW - g.PL + kw * g.DW;
-            if (iw < 0 || iw >= g.W) continue;
-            const float *xi = x + (((int64_t)n * g.H + ih) * g.W + iw) * g.C;
-            const float *fk = f + ((int64_t)kh * g.KW + kw) * OC;
-            for (int c = 0; c < g.C; c++)
-              for (int q = 0; q < mult; q++) o[c * mult + q] += xi[c] * fk[c * mult + q];
-          }
+        float *o = out + out_at(&g, n, oh, ow, OC);
+        FOR_EACH_TAP(&g, oh, ow, t) {
+          const float *xi = x + pixel_at(&g, n, t.ih, t.iw);
+          const float *fk = f + ((int64_t)t.kh * g.KW + t.kw) * OC;
+          for (int c = 0; c < g.C; c++)
+            for (int q = 0; q < mult; q++) o[c * mult + q] += xi[c] * fk[c * mult + q];
         }
       }
     }
@@ -142,20 +122,14 @@ void mt_depthwise_backprop_input(const float *dy, const float *f, float *dx, con
   for (int n = 0; n < g.N; n++) {
     for (int oh = 0; oh < g.OH; oh++) {
       for (int ow = 0; ow < g.OW; ow++) {
-        const float *d = dy + (((int64_t)n * g.OH + oh) * g.OW + ow) * OC;
-        for (int kh = 0; kh < g.KH; kh++) {
-          int ih = oh * g.SH - g.PT + kh * g.DH;
-          if (ih < 0 || ih >= g.H) continue;
-          for (int kw = 0; kw < g.KW; kw++) {
-            int iw = ow * g.SW - g.PL + kw * g.DW;
-            if (iw < 0 || iw >= g.W) continue;
-            float *xi = dx + (((int64_t)n * g.H + ih) * g.W + iw) * g.C;
-            const float *fk = f + ((int64_t)kh * g.KW + kw) * OC;
-            for (int c = 0; c < g.C; c++) {
-              float s = 0.0f;
-              for (int q = 0; q < mult; q++) s += d[c * mult + q] * fk[c * mult + q];
-              xi[c] += s;
-            }
+        const float *d = dy + out_at(&g, n, oh, ow, OC);
+        FOR_EACH_TAP(&g, oh, ow, t) {
+          float *xi = dx + pixel_at(&g, n, t.ih, t.iw);
+          const float *fk = f + ((int64_t)t.kh * g.KW + t.kw) * OC;
+          for (int c = 0; c < g.C; c++) {
+            float s = 0.0f;
+            for (int q = 0; q < mult; q++) s += d[c * mult + q] * fk[c * mult + q];
+            xi[c] += s;
           }
         }
       }
@@ -170,18 +144,12 @@ void mt_depthwise_backprop_filter(const float *x, const float *dy, float *dw, co
   for (int n = 0; n < g.N; n++) {
     for (int oh = 0; oh < g.OH; oh++) {
       for (int ow = 0; ow < g.OW; ow++) {
-        const float *d = dy + (((int64_t)n * g.OH + oh) * g.OW + ow) * OC;
-        for (int kh = 0; kh < g.KH; kh++) {
-          int ih = oh * g.SH - g.PT + kh * g.DH;
-          if (ih < 0 || ih >= g.H) continue;
-          for (int kw = 0; kw < g.KW; kw++) {
-            int iw = ow * g.SW - g.PL + kw * g.DW;
-            if (iw < 0 || iw >= g.W) continue;
-            const float *xi = x + (((int64_t)n * g.H + ih) * g.W + iw) * g.C;
-            float *fk = dw + ((int64_t)kh * g.KW + kw) * OC;
-            for (int c = 0; c < g.C; c++)
-              for (int q = 0; q < mult; q++) fk[c * mult + q] += xi[c] * d[c * mult + q];
-          }
+        const float *d = dy + out_at(&g, n, oh, ow, OC);
+        FOR_EACH_TAP(&g, oh, ow, t) {
+          const float *xi = x + pixel_at(&g, n, t.ih, t.iw);
+          float *fk = dw + ((int64_t)t.kh * g.KW + t.kw) * OC;
+          for (int c = 0; c < g.C; c++)
+            for (int q = 0; q < mult; q++) fk[c * mult + q] += xi[c] * d[c * mult + q];
         }
       }
     }

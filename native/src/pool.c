@@ -10,17 +10,11 @@ void mt_max_pool(const float *x, float *out, const int32_t *p) {
   for (int n = 0; n < g.N; n++)
     for (int oh = 0; oh < g.OH; oh++)
       for (int ow = 0; ow < g.OW; ow++) {
-        float *o = out + (((int64_t)n * g.OH + oh) * g.OW + ow) * g.C;
+        float *o = out + out_at(&g, n, oh, ow, g.C);
         for (int c = 0; c < g.C; c++) o[c] = -INFINITY;
-        for (int kh = 0; kh < g.KH; kh++) {
-          int ih = oh * g.SH - g.PT + kh * g.DH;
-          if (ih < 0 || ih >= g.H) continue;
-          for (int kw = 0; kw < g.KW; kw++) {
-            int iw = ow * g.SW - g.PL + kw * g.DW;
-            if (iw < 0 || iw >= g.W) continue;
-            const float *xi = x + (((int64_t)n * g.H + ih) * g.W + iw) * g.C;
-            for (int c = 0; c < g.C; c++) o[c] = xi[c] > o[c] ? xi[c] : o[c];
-          }
+        FOR_EACH_TAP(&g, oh, ow, t) {
+          const float *xi = x + pixel_at(&g, n, t.ih, t.iw);
+          for (int c = 0; c < g.C; c++) o[c] = xi[c] > o[c] ? xi[c] : o[c];
         }
       }
 }
@@ -31,21 +25,15 @@ void mt_max_pool_grad(const float *dy, const float *x, float *dx, const int32_t 
   for (int n = 0; n < g.N; n++)
     for (int oh = 0; oh < g.OH; oh++)
       for (int ow = 0; ow < g.OW; ow++) {
-        const float *d = dy + (((int64_t)n * g.OH + oh) * g.OW + ow) * g.C;
+        const float *d = dy + out_at(&g, n, oh, ow, g.C);
         for (int c = 0; c < g.C; c++) {
           float best = -INFINITY;
           int64_t at = -1;
-          for (int kh = 0; kh < g.KH; kh++) {
-            int ih = oh * g.SH - g.PT + kh * g.DH;
-            if (ih < 0 || ih >= g.H) continue;
-            for (int kw = 0; kw < g.KW; kw++) {
-              int iw = ow * g.SW - g.PL + kw * g.DW;
-              if (iw < 0 || iw >= g.W) continue;
-              int64_t idx = (((int64_t)n * g.H + ih) * g.W + iw) * g.C + c;
-              if (x[idx] > best) {
-                best = x[idx];
-                at = idx;
-              }
+          FOR_EACH_TAP(&g, oh, ow, t) {
+            int64_t idx = pixel_at(&g, n, t.ih, t.iw) + c;
+            if (x[idx] > best) {
+              best = x[idx];
+              at = idx;
             }
           }
           if (at >= 0) dx[at] += d[c];
@@ -58,19 +46,13 @@ void mt_avg_pool(const float *x, float *out, const int32_t *p) {
   for (int n = 0; n < g.N; n++)
     for (int oh = 0; oh < g.OH; oh++)
       for (int ow = 0; ow < g.OW; ow++) {
-        float *o = out + (((int64_t)n * g.OH + oh) * g.OW + ow) * g.C;
+        float *o = out + out_at(&g, n, oh, ow, g.C);
         for (int c = 0; c < g.C; c++) {
           double s = 0.0;
           int count = 0;
-          for (int kh = 0; kh < g.KH; kh++) {
-            int ih = oh * g.SH - g.PT + kh * g.DH;
-            if (ih < 0 || ih >= g.H) continue;
-            for (int kw = 0; kw < g.KW; kw++) {
-              int iw = ow * g.SW - g.PL + kw * g.DW;
-              if (iw < 0 || iw >= g.W) continue;
-              s += x[(((int64_t)n * g.H + ih) * g.W + iw) * g.C + c];
-              count++;
-            }
+          FOR_EACH_TAP(&g, oh, ow, t) {
+            s += x[pixel_at(&g, n, t.ih, t.iw) + c];
+            count++;
           }
           o[c] = (float)(s / count);
         }
@@ -84,16 +66,10 @@ void mt_avg_pool_grad(const float *dy, float *dx, const int32_t *p) {
   for (int n = 0; n < g.N; n++)
     for (int oh = 0; oh < g.OH; oh++)
       for (int ow = 0; ow < g.OW; ow++) {
-        const float *d = dy + (((int64_t)n * g.OH + oh) * g.OW + ow) * g.C;
-        for (int kh = 0; kh < g.KH; kh++) {
-          int ih = oh * g.SH - g.PT + kh * g.DH;
-          if (ih < 0 || ih >= g.H) continue;
-          for (int kw = 0; kw < g.KW; kw++) {
-            int iw = ow * g.SW - g.PL + kw * g.DW;
-            if (iw < 0 || iw >= g.W) continue;
-            float *xi = dx + (((int64_t)n * g.H + ih) * g.W + iw) * g.C;
-            for (int c = 0; c < g.C; c++) xi[c] += d[c] * mult;
-          }
+        const float *d = dy + out_at(&g, n, oh, ow, g.C);
+        FOR_EACH_TAP(&g, oh, ow, t) {
+          float *xi = dx + pixel_at(&g, n, t.ih, t.iw);
+          for (int c = 0; c < g.C; c++) xi[c] += d[c] * mult;
         }
       }
 }

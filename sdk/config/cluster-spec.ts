@@ -182,6 +182,14 @@ export function slowdownOf(spec: ClusterSpec, rank: number): number {
 
 /** Checks that need more than one field; each message shows the arithmetic. */
 export function crossCheck(spec: ClusterSpec): void {
+  checkLinks(spec);
+  checkStrategy(spec);
+  checkServers(spec);
+  checkExtras(spec);
+}
+
+/** Heartbeats, tokens, addresses and TLS: what connecting needs. */
+function checkLinks(spec: ClusterSpec): void {
   const hb = spec.heartbeat;
   if (hb.timeoutMs < 2 * hb.intervalMs) {
     throw new ConfigError(
@@ -207,6 +215,22 @@ export function crossCheck(spec: ClusterSpec): void {
       seen.add(key);
     }
   }
+  if (spec.tls) {
+    const urls = [...(spec.workers.kind === "remote" ? spec.workers.urls : []), ...(spec.servers?.kind === "remote" ? spec.servers.urls : [])];
+    if (spec.workers.kind === "local" || spec.servers?.kind === "local") {
+      throw new ConfigError("tls() is for workers started elsewhere with --tls-cert and --tls-key; local workers talk over loopback and have no certificate", {
+        hint: 'use .connect(["wss://host:7070", ...]).tls({ ca }), or drop .tls() for local workers',
+      });
+    }
+    const plain = urls.filter((u) => u.startsWith("ws://"));
+    if (plain.length > 0) {
+      throw new ConfigError(`tls() asks for encrypted links, but ${plain.join(", ")} ${plain.length === 1 ? "is" : "are"} plain ws://`, { hint: "use wss:// addresses for workers started with --tls-cert" });
+    }
+  }
+}
+
+/** The strategy's shape against the number of workers. */
+function checkStrategy(spec: ClusterSpec): void {
   const n = workerCount(spec);
   const st = spec.strategy;
   if ((st.name === "model" || st.name === "pipeline") && st.stages !== undefined && st.stages !== n) {
@@ -225,24 +249,17 @@ export function crossCheck(spec: ClusterSpec): void {
       });
     }
   }
-  if (spec.tls) {
-    const urls = [...(spec.workers.kind === "remote" ? spec.workers.urls : []), ...(spec.servers?.kind === "remote" ? spec.servers.urls : [])];
-    if (spec.workers.kind === "local" || spec.servers?.kind === "local") {
-      throw new ConfigError("tls() is for workers started elsewhere with --tls-cert and --tls-key; local workers talk over loopback and have no certificate", {
-        hint: 'use .connect(["wss://host:7070", ...]).tls({ ca }), or drop .tls() for local workers',
-      });
-    }
-    const plain = urls.filter((u) => u.startsWith("ws://"));
-    if (plain.length > 0) {
-      throw new ConfigError(`tls() asks for encrypted links, but ${plain.join(", ")} ${plain.length === 1 ? "is" : "are"} plain ws://`, { hint: "use wss:// addresses for workers started with --tls-cert" });
-    }
-  }
   if (st.name === "data" && st.elastic) {
     if (st.elastic.minWorkers > n) {
       throw new ConfigError(`elastic: minWorkers ${st.elastic.minWorkers} is more than the ${n} worker(s) the cluster starts with`, { hint: `use minWorkers between 1 and ${n}` });
     }
     if (st.feed === "workers") throw new ConfigError('elastic training re-shards each step\'s batch from the driver; it needs feed "driver"', { hint: 'drop feed: "workers"' });
   }
+}
+
+/** Parameter servers: asked for exactly when strategy "ps" runs, and reachable by its workers. */
+function checkServers(spec: ClusterSpec): void {
+  const st = spec.strategy;
   if (st.name === "ps" && serverCount(spec) === 0) {
     throw new ConfigError('strategy("ps") needs parameter servers: none were asked for', { hint: "add .ps(n) to start n parameter servers, e.g. cluster().workers(4).ps(2).strategy(\"ps\")" });
   }
@@ -260,6 +277,12 @@ export function crossCheck(spec: ClusterSpec): void {
   if (spec.servers?.kind === "remote" && spec.token === undefined) {
     throw new ConfigError("remote parameter servers need the cluster token", { hint: "add .token(secret) with the token the servers were started with" });
   }
+}
+
+/** Stragglers made on purpose and wire limits. */
+function checkExtras(spec: ClusterSpec): void {
+  const n = workerCount(spec);
+  const st = spec.strategy;
   for (const key of Object.keys(spec.slowdown ?? {})) {
     if (Number(key) >= n) {
       throw new ConfigError(`slowdown(${key}, ...) names rank ${key}, but the cluster has ranks 0 to ${n - 1}`, { hint: `choose a rank below ${n}` });

@@ -20,70 +20,87 @@ const STEPS_IN_FLIGHT = 2;
  * step to the workers; replies become StepRecords (onStep is called with each). An exception
  * from onStep stops the loop after the steps already sent, and is rethrown as FitAborted.
  */
-export async function runSteps(
-  ctx: FitContext,
-  o: ResolvedFitOptions,
-  dataset: Dataset,
-  issue: (step: number, epoch: number, order: Uint32Array | null, start: number, end: number) => IssuedStep,
-  more: {
-    /** Steps before this one were done by an earlier fit (resuming from a checkpoint). */
-    startStep?: number;
-    /** Called with no step in flight, every `every` steps and after the last: the workers' state is that of `stepsDone` steps. */
-    checkpoint?: { every: number; save(stepsDone: number): Promise<void> };
-  } = {},
-): Promise<{ history: StepRecord[]; callbackError: FitAborted | undefined }> {
-  const all = awaitAll(ctx);
-  const history: StepRecord[] = [];
-  const perEpoch = stepsPerEpoch(dataset.size, o.batchSize);
-  let lastEnd = performance.now();
-  const fitStart = lastEnd;
-  const inFlight: Array<{ step: number; epoch: number; issued: IssuedStep }> = [];
-  let callbackError: FitAborted | undefined;
-  const record = async (): Promise<void> => {
-    const f = inFlight.shift()!;
-    ctx.setStep(f.step);
-    const [replies] = await all([f.issued.done]);
-    const now = performance.now();
-    const rec: StepRecord = { step: f.step, epoch: f.epoch, samples: f.issued.samples, ms: now - lastEnd, endMs: now - fitStart, ...f.issued.summarize(replies!) };
-    lastEnd = now;
-    history.push(rec);
-    try {
-      o.onStep?.(rec);
-    } catch (err) {
-      callbackError ??= new FitAborted(err);
-    }
-  };
-  let step = 0;
-  const startStep = more.startStep ?? 0;
-  let saved = startStep;
-  const save = async (): Promise<void> => {
-    while (inFlight.length > 0) await record();
-    if (callbackError || !more.checkpoint || step === saved) return;
-    ctx.setStep(step);
-    await more.checkpoint.save(step);
-    saved = step;
-  };
-  try {
-    for (let epoch = 0; epoch < o.epochs && !callbackError; epoch++) {
-      if ((epoch + 1) * perEpoch <= startStep) {
-        step += perEpoch;
-        continue;
-      }
-      const order = epochOrder(dataset.size, o.shuffle, o.seed, epoch);
-      for (let i = 0; i < perEpoch && !callbackError; i++, step++) {
-        if (step < startStep) continue;
-        if (more.checkpoint && step > startStep && step % more.checkpoint.every === 0) await save();
-        const [start, end] = globalBatch(dataset.size, o.batchSize, i);
-        const issued = issue(step, epoch, order, start, end);
-        issued.done.catch(() => undefined);
-        inFlight.push({ step, epoch, issued });
-        if (inFlight.length >= STEPS_IN_FLIGHT) await record();
-      }
-    }
-    while (inFlight.length > 0) await record();
-    await save();
-  } finally {
-    ctx.setStep(undefined);
+export function runSteps(ctx: FitContext, o: ResolvedFitOptions, dataset: Dataset, issue: IssueStep, more: LoopOptions = {}): Promise<{ history: StepRecord[]; callbackError: FitAborted | undefined }> {
+  return new StepLoop(ctx, o, dataset, issue, more).run();
+}
+
+export type IssueStep = (step: number, epoch: number, order: Uint32Array | null, start: number, end: number) => IssuedStep;
+
+export interface LoopOptions {
+  /** Steps before this one were done by an earlier fit (resuming from a checkpoint). */
+  startStep?: number;
+  /** Called with no step in flight, every `every` steps and after the last: the workers' state is that of `stepsDone` steps. */
+  checkpoint?: { every: number; save(stepsDone: number): Promise<void> };
+}
+
+/** The one place a fit's steps are sent and recorded, one step boundary at a time. */
+class StepLoop {
+  private readonly all: ReturnType<typeof awaitAll>;
+  private readonly history: StepRecord[] = [];
+  private readonly inFlight: Array<{ step: number; epoch: number; issued: IssuedStep }> = [];
+  private readonly fitStart = performance.now();
+  private lastEnd = this.fitStart;
+  private callbackError: FitAborted | undefined;
+  /** The next step to send, and the steps done when the last checkpoint was written. */
+  private step = 0;
+  private saved: number;
+
+  constructor(private readonly ctx: FitContext, private readonly o: ResolvedFitOptions, private readonly dataset: Dataset, private readonly issue: IssueStep, private readonly more: LoopOptions) {
+    this.all = awaitAll(ctx);
+    this.saved = more.startStep ?? 0;
   }
-  return { history, callbackError };
+
+  async run(): Promise<{ history: StepRecord[]; callbackError: FitAborted | undefined }> {
+    const perEpoch = stepsPerEpoch(this.dataset.size, this.o.batchSize);
+    const startStep = this.more.startStep ?? 0;
+    try {
+      for (let epoch = 0; epoch < this.o.epochs && !this.callbackError; epoch++) {
+        if ((epoch + 1) * perEpoch <= startStep) {
+          this.step += perEpoch;
+          continue;
+        }
+        const order = epochOrder(this.dataset.size, this.o.shuffle, this.o.seed, epoch);
+        for (let i = 0; i < perEpoch && !this.callbackError; i++, this.step++) {
+          if (this.step < startStep) continue;
+          const every = this.more.checkpoint?.every;
+          if (every && this.step > startStep && this.step % every === 0) await this.save();
+          const [start, end] = globalBatch(this.dataset.size, this.o.batchSize, i);
+          const issued = this.issue(this.step, epoch, order, start, end);
+          issued.done.catch(() => undefined);
+          this.inFlight.push({ step: this.step, epoch, issued });
+          if (this.inFlight.length >= STEPS_IN_FLIGHT) await this.record();
+        }
+      }
+      while (this.inFlight.length > 0) await this.record();
+      await this.save();
+    } finally {
+      this.ctx.setStep(undefined);
+    }
+    return { history: this.history, callbackError: this.callbackError };
+  }
+
+  /** Waits for the oldest step in flight and records it; onStep sees the record. */
+  private async record(): Promise<void> {
+    const f = this.inFlight.shift()!;
+    this.ctx.setStep(f.step);
+    const [replies] = await this.all([f.issued.done]);
+    const now = performance.now();
+    const rec: StepRecord = { step: f.step, epoch: f.epoch, samples: f.issued.samples, ms: now - this.lastEnd, endMs: now - this.fitStart, ...f.issued.summarize(replies!) };
+    this.lastEnd = now;
+    this.history.push(rec);
+    try {
+      this.o.onStep?.(rec);
+    } catch (err) {
+      this.callbackError ??= new FitAborted(err);
+    }
+  }
+
+  /** A checkpoint of every step sent so far, with none in flight. */
+  private async save(): Promise<void> {
+    while (this.inFlight.length > 0) await this.record();
+    if (this.callbackError || !this.more.checkpoint || this.step === this.saved) return;
+    this.ctx.setStep(this.step);
+    await this.more.checkpoint.save(this.step);
+    this.saved = this.step;
+  }
 }

@@ -36,45 +36,12 @@ function nextFrame<T extends "challenge" | "auth" | "welcome">(
     };
     link.setHandlers({
       text: (text) => {
-        if (text.length > MAX_HANDSHAKE_FRAME) {
-          done(() => reject(new ProtocolError(`handshake frame of ${text.length} bytes from ${who} is too large`)));
-          return;
-        }
-        let parsed: unknown;
         try {
-          parsed = JSON.parse(text);
-        } catch {
-          done(() => reject(new ProtocolError(`handshake frame from ${who} is not JSON`)));
-          return;
+          const msg = parseHandshakeFrame(text, type, who, link.address);
+          done(() => resolve(msg));
+        } catch (err) {
+          done(() => reject(err));
         }
-        const version = (parsed as { v?: unknown } | null)?.v;
-        if (version !== undefined && version !== PROTOCOL_VERSION) {
-          done(() =>
-            reject(
-              new ProtocolError(`${who} speaks protocol version ${String(version)}, this side speaks ${PROTOCOL_VERSION}`, {
-                hint: "install the same meshtrain version on the driver and every worker",
-              }),
-            ),
-          );
-          return;
-        }
-        const result = MessageSchema.safeParse(parsed);
-        if (!result.success) {
-          done(() => reject(new ProtocolError(`invalid handshake frame from ${who}: ${result.error.issues[0]?.message ?? "?"}`)));
-          return;
-        }
-        const msg = result.data;
-        if (msg.type === "error") {
-          const wire = msg.error;
-          const Cls = wire.code === "MT_ERR_AUTH" ? AuthError : ProtocolError;
-          done(() => reject(new Cls(`${who} refused the connection: ${wire.message}`, { hint: wire.hint, details: { address: link.address } })));
-          return;
-        }
-        if (msg.type !== type) {
-          done(() => reject(new ProtocolError(`expected "${type}" from ${who} during the handshake, got "${msg.type}"`)));
-          return;
-        }
-        done(() => resolve(msg as MessageOf<T>));
       },
       binary: () => done(() => reject(new ProtocolError(`binary frame from ${who} before authentication`))),
       close: (code, reason) =>
@@ -93,6 +60,33 @@ function nextFrame<T extends "challenge" | "auth" | "welcome">(
       pong: () => undefined,
     });
   });
+}
+
+/** A handshake frame checked: size, JSON, protocol version, schema, a refusal, the type expected. Throws what is wrong. */
+function parseHandshakeFrame<T extends "challenge" | "auth" | "welcome">(text: string, type: T, who: string, address: string): MessageOf<T> {
+  if (text.length > MAX_HANDSHAKE_FRAME) throw new ProtocolError(`handshake frame of ${text.length} bytes from ${who} is too large`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new ProtocolError(`handshake frame from ${who} is not JSON`);
+  }
+  const version = (parsed as { v?: unknown } | null)?.v;
+  if (version !== undefined && version !== PROTOCOL_VERSION) {
+    throw new ProtocolError(`${who} speaks protocol version ${String(version)}, this side speaks ${PROTOCOL_VERSION}`, {
+      hint: "install the same meshtrain version on the driver and every worker",
+    });
+  }
+  const result = MessageSchema.safeParse(parsed);
+  if (!result.success) throw new ProtocolError(`invalid handshake frame from ${who}: ${result.error.issues[0]?.message ?? "?"}`);
+  const msg = result.data;
+  if (msg.type === "error") {
+    const wire = msg.error;
+    const Cls = wire.code === "MT_ERR_AUTH" ? AuthError : ProtocolError;
+    throw new Cls(`${who} refused the connection: ${wire.message}`, { hint: wire.hint, details: { address } });
+  }
+  if (msg.type !== type) throw new ProtocolError(`expected "${type}" from ${who} during the handshake, got "${msg.type}"`);
+  return msg as MessageOf<T>;
 }
 
 function send(link: Link, msg: object): void {

@@ -3,10 +3,10 @@ import { replicaSlices } from "../../plan/batches";
 import { formatBytes, optimizerSlots } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
 import { partition, type PartitionRequest } from "../../plan/partition";
-import { predictPipeline } from "../../plan/predict";
+import { predictPipeline, type Prediction } from "../../plan/predict";
 import type { PipelineKind, PipelinePlan, PlanDevice, StagePlan } from "../../plan/plans";
 import { speedsOf } from "../../plan/speeds";
-import { formatSchedule, makeSchedule, maxInFlight, type ScheduleName } from "../../plan/schedules";
+import { formatSchedule, makeSchedule, maxInFlight, type Schedule, type ScheduleName } from "../../plan/schedules";
 import { workerCount, type ClusterSpec } from "../../config/cluster-spec";
 import type { OptimizerSpec } from "../../config/optimizer";
 
@@ -40,23 +40,8 @@ export function planPipelineWith(model: ModelSummary, o: PipelineOptions): Pipel
   const R = o.replicas;
   const M = o.kind === "model" ? 1 : o.microBatches;
   const schedule = makeSchedule(o.kind === "model" ? "gpipe" : o.schedule, S, M);
-  let batch: PipelinePlan["batch"] = null;
-  let micro = 1;
-  if (o.batchSize !== undefined) {
-    if (o.batchSize % R !== 0) {
-      throw new ConfigError(`batchSize ${o.batchSize} is not divisible by ${R} replicas (${o.batchSize} % ${R} = ${o.batchSize % R})`, {
-        hint: `use a multiple of ${R}`,
-      });
-    }
-    const per = o.batchSize / R;
-    if (per < M) {
-      throw new ConfigError(`each replica's batch of ${per} cannot be cut into ${M} micro-batches (${o.batchSize} / ${R} replicas = ${per} < ${M})`, {
-        hint: `use a batch of at least ${M * R}, or fewer micro-batches`,
-      });
-    }
-    micro = Math.ceil(per / M);
-    batch = { globalBatch: o.batchSize, perReplica: replicaSlices(o.batchSize, R), microBatch: micro };
-  }
+  const batch = pipelineBatch(o.batchSize, R, M);
+  const micro = batch?.microBatch ?? 1;
   const request: PartitionRequest = {
     layers: model.layers,
     stages: S,
@@ -82,34 +67,8 @@ export function planPipelineWith(model: ModelSummary, o: PipelineOptions): Pipel
     outputShape: elems(model.layers[c.to - 1]!.outputShape),
     inFlight: maxInFlight(schedule, s),
   }));
-  for (const st of stagePlans) {
-    const cap = request.memoryBytes(st.stage);
-    if (st.stateBytes + st.activationBytes > cap) {
-      throw new ConfigError(
-        `stage ${st.stage} (layers [${st.from}, ${st.to})) needs ${formatBytes(st.stateBytes + st.activationBytes)} (${formatBytes(st.stateBytes)} parameters, gradients and optimizer state; ${formatBytes(st.activationBytes)} activations) but its worker may use ${formatBytes(cap)}`,
-        { hint: "place fewer layers on that stage, or use more stages" },
-      );
-    }
-  }
-  const speeds = speedsOf(o.devices);
-  const prediction =
-    speeds && batch
-      ? predictPipeline(
-          {
-            stages: stagePlans.map((st) => ({
-              flopsPerSample: st.flopsPerSample,
-              layers: st.to - st.from,
-              gradientBytes: model.layers.slice(st.from, st.to).reduce((n, l) => n + l.trainableParams, 0) * 4,
-              outputElementsPerSample: st.outputShape.reduce((a, d) => a * d, 1),
-            })),
-            schedule,
-            microBatchSize: micro,
-            globalBatch: batch.globalBatch,
-            replicas: R,
-          },
-          speeds,
-        )
-      : null;
+  checkStageMemory(stagePlans, request.memoryBytes);
+  const prediction = predictStages(model, stagePlans, schedule, micro, batch, R, o.devices);
   return {
     strategy: o.kind,
     worldSize: S * R,
@@ -127,6 +86,47 @@ export function planPipelineWith(model: ModelSummary, o: PipelineOptions): Pipel
     prediction,
     reasons: [...(o.reasons ?? [])],
   };
+}
+
+/** The global batch split among replicas and cut into micro-batches, or null without a batch size. */
+function pipelineBatch(batchSize: number | undefined, R: number, M: number): PipelinePlan["batch"] {
+  if (batchSize === undefined) return null;
+  if (batchSize % R !== 0) {
+    throw new ConfigError(`batchSize ${batchSize} is not divisible by ${R} replicas (${batchSize} % ${R} = ${batchSize % R})`, { hint: `use a multiple of ${R}` });
+  }
+  const per = batchSize / R;
+  if (per < M) {
+    throw new ConfigError(`each replica's batch of ${per} cannot be cut into ${M} micro-batches (${batchSize} / ${R} replicas = ${per} < ${M})`, {
+      hint: `use a batch of at least ${M * R}, or fewer micro-batches`,
+    });
+  }
+  return { globalBatch: batchSize, perReplica: replicaSlices(batchSize, R), microBatch: Math.ceil(per / M) };
+}
+
+/** Every stage within the memory its worker may use (a placed stage can exceed it). */
+function checkStageMemory(stagePlans: readonly StagePlan[], memoryBytes: (stage: number) => number): void {
+  for (const st of stagePlans) {
+    const cap = memoryBytes(st.stage);
+    if (st.stateBytes + st.activationBytes > cap) {
+      throw new ConfigError(
+        `stage ${st.stage} (layers [${st.from}, ${st.to})) needs ${formatBytes(st.stateBytes + st.activationBytes)} (${formatBytes(st.stateBytes)} parameters, gradients and optimizer state; ${formatBytes(st.activationBytes)} activations) but its worker may use ${formatBytes(cap)}`,
+        { hint: "place fewer layers on that stage, or use more stages" },
+      );
+    }
+  }
+}
+
+/** Step time and throughput from the cost model, when the workers' speeds and the batch are known. */
+function predictStages(model: ModelSummary, stagePlans: readonly StagePlan[], schedule: Schedule, micro: number, batch: PipelinePlan["batch"], R: number, devices: readonly PlanDevice[] | undefined): Prediction | null {
+  const speeds = speedsOf(devices);
+  if (!speeds || !batch) return null;
+  const stages = stagePlans.map((st) => ({
+    flopsPerSample: st.flopsPerSample,
+    layers: st.to - st.from,
+    gradientBytes: model.layers.slice(st.from, st.to).reduce((n, l) => n + l.trainableParams, 0) * 4,
+    outputElementsPerSample: st.outputShape.reduce((a, d) => a * d, 1),
+  }));
+  return predictPipeline({ stages, schedule, microBatchSize: micro, globalBatch: batch.globalBatch, replicas: R }, speeds);
 }
 
 /** The options a pipeline-family cluster spec implies. */

@@ -1,0 +1,17 @@
+/* Bindings defined outside addon.c, registered by it. */
+#ifndef MESHTRAIN_BINDINGS_H
+#define MESHTRAIN_BINDINGS_H
+#include <node_api.h>
+
+napi_value mt_bind_conv2d(napi_env env, napi_callback_info info);
+napi_value mt_bind_conv2d_bi(napi_env env, napi_callback_info info);
+napi_value mt_bind_conv2d_bf(napi_env env, napi_callback_info info);
+napi_value mt_bind_depthwise(napi_env env, napi_callback_info info);
+napi_value mt_bind_depthwise_bi(napi_env env, napi_callback_info info);
+napi_value mt_bind_depthwise_bf(napi_env env, napi_callback_info info);
+napi_value mt_bind_max_pool(napi_env env, napi_callback_info info);
+napi_value mt_bind_avg_pool(napi_env env, napi_callback_info info);
+napi_value mt_bind_max_pool_grad(napi_env env, napi_callback_info info);
+napi_value mt_bind_avg_pool_grad(napi_env env, napi_callback_info info);
+
+#endif
