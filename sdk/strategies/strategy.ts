@@ -1,5 +1,6 @@
 import type * as tf from "@tensorflow/tfjs";
 import type { ClusterSpec } from "../config/cluster-spec";
+import { ConfigError } from "../errors/errors";
 import type { ResolvedFitOptions } from "../config/fit-options";
 import type { Dataset } from "../data/dataset";
 import type { FitContext } from "../driver/fit-context";
@@ -9,6 +10,13 @@ import type { ModelSummary } from "../plan/model-summary";
 import type { PlanData, PlanMethods, PlanOptions } from "../plan/plans";
 import type { Figure } from "../viz/figure";
 import type { RoleFactory } from "../worker/role";
+
+/** place() for strategies whose every worker holds every layer. */
+export function refusePlacement(strategy: string): never {
+  throw new ConfigError(`place() splits layers over stages, but under ${strategy} every worker holds all layers`, {
+    hint: 'use strategy("model"), ("pipeline") or ("hybrid", { stages }) to place layers on workers',
+  });
+}
 
 /** What a strategy adds to a run's summary: a label for legends, lines of text, figures. */
 export interface RunNotes {

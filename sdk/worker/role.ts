@@ -22,6 +22,16 @@ export interface HostIO {
   servers: ServerLinks;
 }
 
+/** What every role measures of a step, in ms (startedAt: its wall clock when the step began). */
+export interface StepTimes {
+  loss: number;
+  startedAt: number;
+  computeMs: number;
+  commMs: number;
+  waitMs: number;
+  applyMs: number;
+}
+
 /** What a step reports to the driver (the stepDone message without its envelope). */
 export type StepReport = Omit<MessageOf<"stepDone">, "type" | "v" | "re" | "step">;
 

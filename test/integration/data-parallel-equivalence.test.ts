@@ -2,10 +2,9 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { cluster, datasets, type Cluster, type StepRecord } from "../../sdk/index";
-import { epochOrder } from "../../sdk/plan/batches";
 import type { OptimizerSpec } from "../../sdk/config/optimizer";
-import { createOptimizer } from "../../sdk/worker/model-io";
 import { maxRelativeDifference, smallClassifier, weightsMoved } from "../helpers/models";
+import { modelFitReference } from "../helpers/reference";
 
 /**
  * Data-parallel training over real worker processes and real WebSockets must give the weights
@@ -16,29 +15,6 @@ import { maxRelativeDifference, smallClassifier, weightsMoved } from "../helpers
 tf.enableProdMode();
 const TOLERANCE = 1e-4;
 
-async function reference(
-  model: tf.LayersModel,
-  ds: ReturnType<typeof datasets.synthetic>,
-  o: { epochs: number; batchSize: number; optimizer: OptimizerSpec; shuffle: boolean; seed: number },
-): Promise<number[]> {
-  model.compile({ optimizer: createOptimizer(o.optimizer), loss: "categoricalCrossentropy" });
-  const losses: number[] = [];
-  for (let epoch = 0; epoch < o.epochs; epoch++) {
-    const order = epochOrder(ds.size, o.shuffle, o.seed, epoch);
-    const { x, y } = ds.gather(order, 0, ds.size);
-    const xs = tf.tensor(x.data, [...x.shape]);
-    const ys = tf.tensor(y.data, [...y.shape]);
-    await model.fit(xs, ys, {
-      batchSize: o.batchSize,
-      epochs: 1,
-      shuffle: false,
-      verbose: 0,
-      callbacks: { onBatchEnd: async (_b, logs) => void losses.push(logs!.loss as number) },
-    });
-    tf.dispose([xs, ys]);
-  }
-  return losses;
-}
 
 async function compare(
   c: Cluster,
@@ -52,7 +28,7 @@ async function compare(
   const steps: StepRecord[] = [];
   const { epochs, batchSize, optimizer, shuffle, seed } = o;
   const run = await c.fit(distributed, ds, { epochs, batchSize, optimizer, shuffle, seed, loss: "categoricalCrossentropy", onStep: (s) => steps.push(s) });
-  const refLosses = await reference(single, ds, o);
+  const refLosses = await modelFitReference(single, ds, o);
   assert.ok(weightsMoved(before, distributed), "training changed the weights");
   const diff = maxRelativeDifference(distributed, single);
   assert.ok(diff < TOLERANCE, `relative difference ${diff} >= ${TOLERANCE}`);
@@ -113,7 +89,7 @@ test("workers that read their own shards (feed: workers) train exactly as when t
     const distributed = smallClassifier(6, 3);
     const single = smallClassifier(6, 3);
     const run = await c.fit(distributed, ds, { ...o, loss: "categoricalCrossentropy" });
-    await reference(single, ds, o);
+    await modelFitReference(single, ds, o);
     const diff = maxRelativeDifference(distributed, single);
     assert.ok(diff < TOLERANCE, `relative difference ${diff}`);
     assert.equal(run.plan.strategy === "data" && run.plan.feed, "workers");

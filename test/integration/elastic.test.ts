@@ -2,9 +2,8 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { cluster, datasets, StateError, WorkerLostError, type Dataset, type FitOptions } from "../../sdk/index";
-import { epochOrder } from "../../sdk/plan/batches";
-import { createOptimizer } from "../../sdk/worker/model-io";
 import { maxRelativeDifference, smallClassifier } from "../helpers/models";
+import { modelFitReference } from "../helpers/reference";
 
 /**
  * Elastic data parallelism: a worker that dies mid-fit is left behind and the others carry on
@@ -17,13 +16,10 @@ tf.enableProdMode();
 const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 240, seed: 4 });
 const options: FitOptions = { epochs: 2, batchSize: 24, optimizer: { name: "adam", learningRate: 0.01 }, seed: 5, loss: "categoricalCrossentropy" };
 
+
 async function reference(d: Dataset, epochs = 2): Promise<tf.LayersModel> {
   const m = smallClassifier(6, 3);
-  m.compile({ optimizer: createOptimizer({ name: "adam", learningRate: 0.01, beta1: 0.9, beta2: 0.999 }), loss: "categoricalCrossentropy" });
-  for (let epoch = 0; epoch < epochs; epoch++) {
-    const { x, y } = d.gather(epochOrder(d.size, true, 5, epoch), 0, d.size);
-    await m.fit(tf.tensor(x.data, [...x.shape]), tf.tensor(y.data, [...y.shape]), { batchSize: 24, epochs: 1, shuffle: false, verbose: 0 });
-  }
+  await modelFitReference(m, d, { epochs, batchSize: 24, optimizer: { name: "adam", learningRate: 0.01, beta1: 0.9, beta2: 0.999 }, seed: 5 });
   return m;
 }
 

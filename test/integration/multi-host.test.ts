@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { cluster, datasets, WorkerLostError } from "../../sdk/index";
-import { createOptimizer } from "../../sdk/worker/model-io";
 import { maxRelativeDifference, smallClassifier } from "../helpers/models";
 import { makeHosts, netnsMissing, type Hosts } from "../helpers/netns";
+import { modelFitReference } from "../helpers/reference";
 
 /**
  * Workers on separate hosts: network namespaces with their own addresses, made by the test,
@@ -37,9 +37,7 @@ describe("workers on separate hosts (network namespaces)", { skip: missing ?? fa
       const a = smallClassifier(6, 3);
       const b = smallClassifier(6, 3);
       await c.fit(a, ds, { epochs: 2, batchSize: 24, shuffle: false, optimizer: "sgd" });
-      b.compile({ optimizer: createOptimizer({ name: "sgd", learningRate: 0.01 }), loss: "categoricalCrossentropy" });
-      const { x, y } = ds.gather(null, 0, ds.size);
-      await b.fit(tf.tensor(x.data, [...x.shape]), tf.tensor(y.data, [...y.shape]), { epochs: 2, batchSize: 24, shuffle: false, verbose: 0 });
+      await modelFitReference(b, ds, { epochs: 2, batchSize: 24, optimizer: { name: "sgd", learningRate: 0.01 }, shuffle: false });
       const diff = maxRelativeDifference(a, b);
       assert.ok(diff < 1e-4, `relative difference ${diff}`);
     } finally {

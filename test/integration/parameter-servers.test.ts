@@ -1,11 +1,10 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
-import { cluster, datasets, WorkerLostError, type Cluster, type Dataset, type TrainingRun } from "../../sdk/index";
-import { epochOrder } from "../../sdk/plan/batches";
+import { cluster, datasets, WorkerLostError, type Cluster, type TrainingRun } from "../../sdk/index";
 import type { OptimizerSpec } from "../../sdk/config/optimizer";
-import { createOptimizer } from "../../sdk/worker/model-io";
 import { maxRelativeDifference, smallClassifier, weightsMoved } from "../helpers/models";
+import { modelFitReference } from "../helpers/reference";
 
 /**
  * Parameter servers over real worker and server processes and real WebSockets: sync mode must
@@ -17,16 +16,6 @@ tf.enableProdMode();
 const TOLERANCE = 1e-4;
 const ADAM: OptimizerSpec = { name: "adam", learningRate: 0.01, beta1: 0.9, beta2: 0.999, epsilon: 1e-7 };
 
-async function reference(model: tf.LayersModel, ds: Dataset, o: { epochs: number; batchSize: number; optimizer: OptimizerSpec; seed: number }): Promise<void> {
-  model.compile({ optimizer: createOptimizer(o.optimizer), loss: "categoricalCrossentropy" });
-  for (let epoch = 0; epoch < o.epochs; epoch++) {
-    const { x, y } = ds.gather(epochOrder(ds.size, true, o.seed, epoch), 0, ds.size);
-    const xs = tf.tensor(x.data, [...x.shape]);
-    const ys = tf.tensor(y.data, [...y.shape]);
-    await model.fit(xs, ys, { batchSize: o.batchSize, epochs: 1, shuffle: false, verbose: 0 });
-    tf.dispose([xs, ys]);
-  }
-}
 
 for (const servers of [1, 2]) {
   describe(`sync, 3 workers and ${servers} server(s)`, () => {
@@ -46,7 +35,7 @@ for (const servers of [1, 2]) {
       const before = distributed.getWeights().map((w) => w.clone());
       const o = { epochs: 2, batchSize: 24, optimizer: ADAM, seed: 11 };
       const run = await c.fit(distributed, ds, { ...o, loss: "categoricalCrossentropy" });
-      await reference(single, ds, o);
+      await modelFitReference(single, ds, o);
       assert.ok(weightsMoved(before, distributed), "training changed the weights");
       const diff = maxRelativeDifference(distributed, single);
       t.diagnostic(`largest relative difference from model.fit: ${diff.toExponential(2)}`);

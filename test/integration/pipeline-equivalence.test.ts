@@ -2,10 +2,9 @@ import assert from "node:assert/strict";
 import { after, before, describe, test, type TestContext } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { cluster, datasets, ModelError, type Cluster, type TrainingRun } from "../../sdk/index";
-import { epochOrder } from "../../sdk/plan/batches";
 import type { OptimizerSpec } from "../../sdk/config/optimizer";
-import { createOptimizer } from "../../sdk/worker/model-io";
 import { deepClassifier, maxRelativeDifference, smallConvNet, weightsMoved } from "../helpers/models";
+import { modelFitReference } from "../helpers/reference";
 
 /**
  * Model, pipeline and hybrid parallelism over real worker processes and real WebSockets must
@@ -20,18 +19,6 @@ const OPTIMIZER: OptimizerSpec = { name: "adam", learningRate: 0.01, beta1: 0.9,
 
 type Data = ReturnType<typeof datasets.synthetic>;
 
-async function reference(model: tf.LayersModel, ds: Data, o: { epochs: number; batchSize: number; seed: number }): Promise<number[]> {
-  model.compile({ optimizer: createOptimizer(OPTIMIZER), loss: "categoricalCrossentropy" });
-  const losses: number[] = [];
-  for (let epoch = 0; epoch < o.epochs; epoch++) {
-    const { x, y } = ds.gather(epochOrder(ds.size, true, o.seed, epoch), 0, ds.size);
-    const xs = tf.tensor(x.data, [...x.shape]);
-    const ys = tf.tensor(y.data, [...y.shape]);
-    await model.fit(xs, ys, { batchSize: o.batchSize, epochs: 1, shuffle: false, verbose: 0, callbacks: { onBatchEnd: async (_b, logs) => void losses.push(logs!.loss as number) } });
-    tf.dispose([xs, ys]);
-  }
-  return losses;
-}
 
 async function compare(t: TestContext, c: Cluster, make: () => tf.LayersModel, ds: Data, extra: { plan?: ReturnType<Cluster["plan"]> } = {}): Promise<TrainingRun> {
   const o = { epochs: 2, batchSize: 12, seed: 5 };
@@ -39,7 +26,7 @@ async function compare(t: TestContext, c: Cluster, make: () => tf.LayersModel, d
   const single = make();
   const start = distributed.getWeights().map((w) => w.clone());
   const run = await c.fit(distributed, ds, { ...o, optimizer: OPTIMIZER, loss: "categoricalCrossentropy", ...extra });
-  const losses = await reference(single, ds, o);
+  const losses = await modelFitReference(single, ds, { ...o, optimizer: OPTIMIZER });
   assert.ok(weightsMoved(start, distributed), "training changed the weights");
   const diff = maxRelativeDifference(distributed, single);
   t.diagnostic(`largest relative difference from model.fit: ${diff.toExponential(2)}`);

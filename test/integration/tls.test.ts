@@ -6,9 +6,9 @@ import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { cluster, datasets, LaunchError } from "../../sdk/index";
-import { createOptimizer } from "../../sdk/worker/model-io";
 import { maxRelativeDifference, smallClassifier } from "../helpers/models";
 import { startCliWorker, type CliWorker } from "../helpers/processes";
+import { modelFitReference } from "../helpers/reference";
 
 /**
  * Workers started with `meshtrain worker --tls-cert --tls-key` serve wss://; a driver that trusts
@@ -44,9 +44,7 @@ describe("TLS between the driver and the workers, and between the workers", () =
       const distributed = smallClassifier(6, 3);
       const single = smallClassifier(6, 3);
       await c.fit(distributed, ds, { epochs: 2, batchSize: 16, optimizer: "sgd", shuffle: false });
-      single.compile({ optimizer: createOptimizer({ name: "sgd", learningRate: 0.01 }), loss: "categoricalCrossentropy" });
-      const { x, y } = ds.gather(null, 0, ds.size);
-      await single.fit(tf.tensor(x.data, [...x.shape]), tf.tensor(y.data, [...y.shape]), { epochs: 2, batchSize: 16, shuffle: false, verbose: 0 });
+      await modelFitReference(single, ds, { epochs: 2, batchSize: 16, optimizer: { name: "sgd", learningRate: 0.01 }, shuffle: false });
       const diff = maxRelativeDifference(distributed, single);
       assert.ok(diff < 1e-4, `relative difference ${diff}`);
     } finally {

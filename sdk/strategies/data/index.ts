@@ -1,7 +1,6 @@
-import { ConfigError } from "../../errors/errors";
 import type { DataParallelPlan } from "../../plan/plans";
 import { dataPlacementSvg } from "../../viz/placement";
-import type { Strategy } from "../strategy";
+import { refusePlacement, type Strategy } from "../strategy";
 import { fitDataParallel } from "./driver-runtime";
 import { explainDataPlan, formatDataPlan, planDataParallel } from "./planner";
 import { DataReplica } from "./replica-role";
@@ -11,11 +10,7 @@ export const dataStrategy: Strategy<DataParallelPlan> = {
   family: "replicas",
   plan: planDataParallel,
   replan: (spec, model, plan, o) => planDataParallel(spec, model, { ...o, reasons: plan.reasons }),
-  place: () => {
-    throw new ConfigError("place() splits layers over stages, but under data parallelism every worker holds all layers", {
-      hint: 'use strategy("model"), ("pipeline") or ("hybrid", { stages }) to place layers on workers',
-    });
-  },
+  place: () => refusePlacement("data parallelism"),
   format: formatDataPlan,
   explain: explainDataPlan,
   draw: dataPlacementSvg,

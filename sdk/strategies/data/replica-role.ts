@@ -8,20 +8,14 @@ import type { Message, MessageOf } from "../../protocol/messages";
 import type { Tensorlike } from "../../protocol/tensor";
 import { wallClock } from "../../util/clock";
 import { readWeights } from "../../worker/model-io";
-import type { HostIO, RoleEnv, RoleReply, StepReport, WorkerRole } from "../../worker/role";
+import type { HostIO, RoleEnv, RoleReply, StepReport, StepTimes, WorkerRole } from "../../worker/role";
 import { loadReplica, readValues, sliceGradient, slowDown, type LoadedReplica } from "../../worker/slice-gradient";
 import { makeUpdateRule } from "../../worker/update-rules";
 import type { OptimizerState, UpdateRule } from "../../worker/update-rule";
 
 export type AllReduceFn = (data: Float32Array) => Promise<{ data: Float32Array; stats: AllReduceStats }>;
 
-export interface StepResult {
-  loss: number;
-  startedAt: number;
-  computeMs: number;
-  commMs: number;
-  waitMs: number;
-  applyMs: number;
+export interface StepResult extends StepTimes {
   /** Time spent waiting on purpose (a slowdown), part of computeMs. */
   slowdownMs: number;
 }

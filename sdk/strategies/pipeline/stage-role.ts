@@ -10,7 +10,7 @@ import type { MessageOf } from "../../protocol/messages";
 import type { Tensorlike } from "../../protocol/tensor";
 import { wallClock } from "../../util/clock";
 import { buildModel, compiledLoss, createOptimizer, readWeights } from "../../worker/model-io";
-import type { HostIO, RoleEnv, WorkerRole } from "../../worker/role";
+import type { HostIO, RoleEnv, StepTimes, WorkerRole } from "../../worker/role";
 import { makeUpdateRule } from "../../worker/update-rules";
 import type { OptimizerState, UpdateRule } from "../../worker/update-rule";
 import { seedDropout, stageTopology } from "./stage-model";
@@ -18,13 +18,8 @@ import { seedDropout, stageTopology } from "./stage-model";
 /** How a stage reaches its neighbours and its replicas (the worker's host provides these). */
 export type StageIO = Pick<HostIO, "receive" | "send" | "allReduce">;
 
-export interface StageStepResult {
-  loss: number;
-  startedAt: number;
-  computeMs: number;
-  commMs: number;
-  waitMs: number;
-  applyMs: number;
+export interface StageStepResult extends StepTimes {
+  /** When each forward (F) and backward (B) of a micro-batch ran, in ms from the step's start. */
   actions: Array<{ kind: "F" | "B"; micro: number; start: number; end: number }>;
   inFlightMax: number;
 }

@@ -1,10 +1,9 @@
-import { ConfigError } from "../../errors/errors";
 import type { RunRecord } from "../../metrics/records";
 import { median } from "../../metrics/throughput";
 import type { PsPlan } from "../../plan/plans";
 import { stalenessFigure } from "../../viz/ps-figures";
 import { psPlacementSvg } from "../../viz/ps-placement";
-import type { Strategy } from "../strategy";
+import { refusePlacement, type Strategy } from "../strategy";
 import { fitParameterServers } from "./driver-runtime";
 import { explainPsPlan, formatPsPlan, planParameterServers } from "./planner";
 import { PsReplica } from "./ps-worker-role";
@@ -15,11 +14,7 @@ export const psStrategy: Strategy<PsPlan> = {
   family: "servers",
   plan: planParameterServers,
   replan: (spec, model, plan, o) => planParameterServers(spec, model, { ...o, reasons: plan.reasons }),
-  place: () => {
-    throw new ConfigError("place() splits layers over stages, but under parameter servers every worker holds all layers", {
-      hint: 'use strategy("model"), ("pipeline") or ("hybrid", { stages }) to place layers on workers',
-    });
-  },
+  place: () => refusePlacement("parameter servers"),
   format: formatPsPlan,
   explain: explainPsPlan,
   draw: psPlacementSvg,
