@@ -24,8 +24,10 @@ static void im2col(const geom *g, const float *x, int n0, int count, float *col)
     for (int oh = 0; oh < g->OH; oh++) {
       for (int ow = 0; ow < g->OW; ow++) {
         float *row = dst + ((int64_t)oh * g->OW + ow) * g->K;
-        /* Taps in the padding stay zero. */
-        memset(row, 0, sizeof(float) * g->K);
+        /* Taps in the padding stay zero; a window wholly inside the image has none. */
+        int top = oh * g->SH - g->PT, left = ow * g->SW - g->PL;
+        int inside = top >= 0 && top + (g->KH - 1) * g->DH < g->H && left >= 0 && left + (g->KW - 1) * g->DW < g->W;
+        if (!inside) memset(row, 0, sizeof(float) * g->K);
         FOR_EACH_TAP(g, oh, ow, t) memcpy(row + ((int64_t)t.kh * g->KW + t.kw) * g->C, x + pixel_at(g, n0 + n, t.ih, t.iw), sizeof(float) * g->C);
       }
     }
