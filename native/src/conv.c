@@ -28,7 +28,7 @@ static void im2col(const geom *g, const float *x, int n0, int count, float *col)
         int top = oh * g->SH - g->PT, left = ow * g->SW - g->PL;
         int inside = top >= 0 && top + (g->KH - 1) * g->DH < g->H && left >= 0 && left + (g->KW - 1) * g->DW < g->W;
         if (!inside) memset(row, 0, sizeof(float) * g->K);
-        FOR_EACH_TAP(g, oh, ow, t) memcpy(row + ((int64_t)t.kh * g->KW + t.kw) * g->C, x + pixel_at(g, n0 + n, t.ih, t.iw), sizeof(float) * g->C);
+        FOR_EACH_TAP(g, oh, ow) memcpy(row + ((int64_t)kh * g->KW + kw) * g->C, x + pixel_at(g, n0 + n, ih, iw), sizeof(float) * g->C);
       }
     }
   }
@@ -40,9 +40,9 @@ static void col2im_add(const geom *g, const float *col, int n0, int count, float
     for (int oh = 0; oh < g->OH; oh++) {
       for (int ow = 0; ow < g->OW; ow++) {
         const float *row = src + ((int64_t)oh * g->OW + ow) * g->K;
-        FOR_EACH_TAP(g, oh, ow, t) {
-          const float *seg = row + ((int64_t)t.kh * g->KW + t.kw) * g->C;
-          float *d = dx + pixel_at(g, n0 + n, t.ih, t.iw);
+        FOR_EACH_TAP(g, oh, ow) {
+          const float *seg = row + ((int64_t)kh * g->KW + kw) * g->C;
+          float *d = dx + pixel_at(g, n0 + n, ih, iw);
           for (int c = 0; c < g->C; c++) d[c] += seg[c];
         }
       }
@@ -106,9 +106,9 @@ void mt_depthwise_conv2d(const float *x, const float *f, float *out, const int32
     for (int oh = 0; oh < g.OH; oh++) {
       for (int ow = 0; ow < g.OW; ow++) {
         float *o = out + out_at(&g, n, oh, ow, OC);
-        FOR_EACH_TAP(&g, oh, ow, t) {
-          const float *xi = x + pixel_at(&g, n, t.ih, t.iw);
-          const float *fk = f + ((int64_t)t.kh * g.KW + t.kw) * OC;
+        FOR_EACH_TAP(&g, oh, ow) {
+          const float *xi = x + pixel_at(&g, n, ih, iw);
+          const float *fk = f + ((int64_t)kh * g.KW + kw) * OC;
           for (int c = 0; c < g.C; c++)
             for (int q = 0; q < mult; q++) o[c * mult + q] += xi[c] * fk[c * mult + q];
         }
@@ -125,9 +125,9 @@ void mt_depthwise_backprop_input(const float *dy, const float *f, float *dx, con
     for (int oh = 0; oh < g.OH; oh++) {
       for (int ow = 0; ow < g.OW; ow++) {
         const float *d = dy + out_at(&g, n, oh, ow, OC);
-        FOR_EACH_TAP(&g, oh, ow, t) {
-          float *xi = dx + pixel_at(&g, n, t.ih, t.iw);
-          const float *fk = f + ((int64_t)t.kh * g.KW + t.kw) * OC;
+        FOR_EACH_TAP(&g, oh, ow) {
+          float *xi = dx + pixel_at(&g, n, ih, iw);
+          const float *fk = f + ((int64_t)kh * g.KW + kw) * OC;
           for (int c = 0; c < g.C; c++) {
             float s = 0.0f;
             for (int q = 0; q < mult; q++) s += d[c * mult + q] * fk[c * mult + q];
@@ -147,9 +147,9 @@ void mt_depthwise_backprop_filter(const float *x, const float *dy, float *dw, co
     for (int oh = 0; oh < g.OH; oh++) {
       for (int ow = 0; ow < g.OW; ow++) {
         const float *d = dy + out_at(&g, n, oh, ow, OC);
-        FOR_EACH_TAP(&g, oh, ow, t) {
-          const float *xi = x + pixel_at(&g, n, t.ih, t.iw);
-          float *fk = dw + ((int64_t)t.kh * g.KW + t.kw) * OC;
+        FOR_EACH_TAP(&g, oh, ow) {
+          const float *xi = x + pixel_at(&g, n, ih, iw);
+          float *fk = dw + ((int64_t)kh * g.KW + kw) * OC;
           for (int c = 0; c < g.C; c++)
             for (int q = 0; q < mult; q++) fk[c * mult + q] += xi[c] * d[c * mult + q];
         }

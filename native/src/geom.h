@@ -17,30 +17,26 @@ static inline geom read_geom(const int32_t *p) {
   return g;
 }
 
-/* One tap of an output pixel's window: its place in the window (kh, kw) and the input pixel it
- * reads (ih, iw). */
-typedef struct {
-  int kh, kw, ih, iw;
-} window_tap;
-
-/* Moves t to the first tap at or after (kh, kw), in window order, that falls inside the image;
- * 0 once past the window. */
-static inline int tap_seek(const geom *g, int oh, int ow, window_tap *t) {
-  for (; t->kh < g->KH; t->kh++, t->kw = 0) {
-    t->ih = oh * g->SH - g->PT + t->kh * g->DH;
-    if (t->ih < 0 || t->ih >= g->H) continue;
-    for (; t->kw < g->KW; t->kw++) {
-      t->iw = ow * g->SW - g->PL + t->kw * g->DW;
-      if (t->iw >= 0 && t->iw < g->W) return 1;
-    }
-  }
-  return 0;
+/* The first tap k (0 <= k) whose position start + k * step is inside [0, size), and one past the
+ * last, for one axis of a window of `taps` taps. */
+static inline int tap_first(int start, int step) { return start >= 0 ? 0 : (-start + step - 1) / step; }
+static inline int tap_end(int start, int step, int taps, int size) {
+  if (start > size - 1) return 0;
+  int end = (size - 1 - start) / step + 1;
+  return end < taps ? end : taps;
 }
 
-/* Every tap of output pixel (oh, ow)'s window inside the image, in window order (kh, then kw):
- * the one walk over a window that every convolution and pooling kernel shares. Padding taps are
- * skipped. */
-#define FOR_EACH_TAP(g, oh, ow, t) for (window_tap t = {0, 0, 0, 0}; tap_seek((g), (oh), (ow), &t); t.kw++)
+/* Every tap of output pixel (oh, ow)'s window that falls inside the image, in window order (kh,
+ * then kw), with the input pixel it reads (ih, iw): the one walk over a window that every
+ * convolution and pooling kernel shares. Padding taps are skipped by the loops' bounds, so the
+ * body has no bounds checks. */
+#define FOR_EACH_TAP(g, oh, ow)                                                                                 \
+  for (int top_ = (oh) * (g)->SH - (g)->PT, kh = tap_first(top_, (g)->DH),                                      \
+           khEnd_ = tap_end(top_, (g)->DH, (g)->KH, (g)->H), ih = top_ + kh * (g)->DH;                          \
+       kh < khEnd_; kh++, ih += (g)->DH)                                                                         \
+    for (int left_ = (ow) * (g)->SW - (g)->PL, kw = tap_first(left_, (g)->DW),                                  \
+             kwEnd_ = tap_end(left_, (g)->DW, (g)->KW, (g)->W), iw = left_ + kw * (g)->DW;                      \
+         kw < kwEnd_; kw++, iw += (g)->DW)
 
 /* Offset of input pixel (n, ih, iw) in an NHWC image batch, in elements. */
 static inline int64_t pixel_at(const geom *g, int n, int ih, int iw) { return (((int64_t)n * g->H + ih) * g->W + iw) * g->C; }

@@ -12,8 +12,8 @@ void mt_max_pool(const float *x, float *out, const int32_t *p) {
       for (int ow = 0; ow < g.OW; ow++) {
         float *o = out + out_at(&g, n, oh, ow, g.C);
         for (int c = 0; c < g.C; c++) o[c] = -INFINITY;
-        FOR_EACH_TAP(&g, oh, ow, t) {
-          const float *xi = x + pixel_at(&g, n, t.ih, t.iw);
+        FOR_EACH_TAP(&g, oh, ow) {
+          const float *xi = x + pixel_at(&g, n, ih, iw);
           for (int c = 0; c < g.C; c++) o[c] = xi[c] > o[c] ? xi[c] : o[c];
         }
       }
@@ -29,8 +29,8 @@ void mt_max_pool_grad(const float *dy, const float *x, float *dx, const int32_t 
         for (int c = 0; c < g.C; c++) {
           float best = -INFINITY;
           int64_t at = -1;
-          FOR_EACH_TAP(&g, oh, ow, t) {
-            int64_t idx = pixel_at(&g, n, t.ih, t.iw) + c;
+          FOR_EACH_TAP(&g, oh, ow) {
+            int64_t idx = pixel_at(&g, n, ih, iw) + c;
             if (x[idx] > best) {
               best = x[idx];
               at = idx;
@@ -50,8 +50,8 @@ void mt_avg_pool(const float *x, float *out, const int32_t *p) {
         for (int c = 0; c < g.C; c++) {
           double s = 0.0;
           int count = 0;
-          FOR_EACH_TAP(&g, oh, ow, t) {
-            s += x[pixel_at(&g, n, t.ih, t.iw) + c];
+          FOR_EACH_TAP(&g, oh, ow) {
+            s += x[pixel_at(&g, n, ih, iw) + c];
             count++;
           }
           o[c] = (float)(s / count);
@@ -67,8 +67,8 @@ void mt_avg_pool_grad(const float *dy, float *dx, const int32_t *p) {
     for (int oh = 0; oh < g.OH; oh++)
       for (int ow = 0; ow < g.OW; ow++) {
         const float *d = dy + out_at(&g, n, oh, ow, g.C);
-        FOR_EACH_TAP(&g, oh, ow, t) {
-          float *xi = dx + pixel_at(&g, n, t.ih, t.iw);
+        FOR_EACH_TAP(&g, oh, ow) {
+          float *xi = dx + pixel_at(&g, n, ih, iw);
           for (int c = 0; c < g.C; c++) xi[c] += d[c] * mult;
         }
       }
