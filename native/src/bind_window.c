@@ -11,6 +11,15 @@ static void conv_sizes(const int32_t *p, int64_t *in, int64_t *out, int64_t *fil
   *filter = (int64_t)p[P_KH] * p[P_KW] * p[P_INC] * p[P_OUTC];
 }
 
+/* The three arrays of a convolution (or depthwise) call, checked against their sizes. kind 0:
+ * (x, filter) -> out; 1: (dy, filter) -> dx; 2: (x, dy) -> dfilter. */
+static void conv_arrays(call *c, int kind, int64_t in, int64_t out, int64_t filter, float **a, float **b, float **o) {
+  int64_t la = kind == 1 ? out : in, lb = kind == 2 ? out : filter, lo = kind == 0 ? out : kind == 1 ? in : filter;
+  *a = f32(c, 0, (size_t)la);
+  *b = f32(c, 1, (size_t)lb);
+  *o = f32(c, 2, (size_t)lo);
+}
+
 typedef void (*conv_fn)(const float *, const float *, float *, const int32_t *, float *, int64_t);
 
 /* conv(a, b, out, params, scratch): which of x / dy / filter each argument is depends on `kind`. */
@@ -22,9 +31,8 @@ static napi_value conv_common(napi_env env, napi_callback_info info, int kind) {
   conv_sizes(p, &in, &out, &filter);
   size_t scratchLen = 0;
   float *scratch = (float *)typed(&c, 4, napi_float32_array, 0, &scratchLen);
-  /* kind 0: (x, filter) -> out; 1: (dy, filter) -> dx; 2: (x, dy) -> dfilter */
-  int64_t la = kind == 1 ? out : in, lb = kind == 2 ? out : filter, lo = kind == 0 ? out : kind == 1 ? in : filter;
-  float *a = f32(&c, 0, (size_t)la), *b = f32(&c, 1, (size_t)lb), *o = f32(&c, 2, (size_t)lo);
+  float *a, *b, *o;
+  conv_arrays(&c, kind, in, out, filter, &a, &b, &o);
   int64_t perImage = (int64_t)p[P_OUTH] * p[P_OUTW] * p[P_KH] * p[P_KW] * p[P_INC];
   if (!c.failed && (int64_t)scratchLen < perImage && p[P_BATCH] > 0) fail(&c, "meshtrain native: conv scratch smaller than one image's columns");
   if (c.failed) return undef(env);
@@ -47,8 +55,8 @@ static napi_value depthwise_common(napi_env env, napi_callback_info info, int ki
   int64_t in, out, filter;
   conv_sizes(p, &in, &out, &filter);
   filter = (int64_t)p[P_KH] * p[P_KW] * p[P_INC] * mult;
-  int64_t la = kind == 1 ? out : in, lb = kind == 2 ? out : filter, lo = kind == 0 ? out : kind == 1 ? in : filter;
-  float *a = f32(&c, 0, (size_t)la), *b = f32(&c, 1, (size_t)lb), *o = f32(&c, 2, (size_t)lo);
+  float *a, *b, *o;
+  conv_arrays(&c, kind, in, out, filter, &a, &b, &o);
   if (c.failed) return undef(env);
   if (kind == 0) RUN(mt_depthwise_conv2d(a, b, o, p, mult));
   else if (kind == 1) RUN(mt_depthwise_backprop_input(a, b, o, p, mult));

@@ -132,7 +132,7 @@ export class TrainingRun {
         { title: "Throughput", figure: throughputFigure(this.history) },
         { title: "Step time per rank", figure: breakdownFigure(this.history) },
         { title: "Timeline", figure: timelineFigure(this.history) },
-        ...this.notes().figures,
+        ...this.notes().figures(),
       ],
       fs.readFileSync(plotlyPath(), "utf8"),
     );
@@ -141,7 +141,10 @@ export class TrainingRun {
 
   /** The summary as an HTML table: what a notebook shows when a run is a cell's value. */
   summaryHtml(): string {
-    const s = this.summary();
+    return this.html(this.summary());
+  }
+
+  private html(s: RunSummary): string {
     const rows = s.workers
       .map((w) => `<tr><td>${w.rank}</td><td>${w.backend}</td><td>${w.device}</td><td>${w.computeMs.toFixed(1)}</td><td>${w.commMs.toFixed(1)}</td><td>${w.waitMs.toFixed(1)}</td><td>${s.stragglers.stepsLast[w.rank] ?? 0}</td></tr>`)
       .join("");
@@ -173,8 +176,9 @@ export class TrainingRun {
   }
 
   private bundles(): MimeBundle[] {
-    const figures = [throughputFigure(this.history, undefined, this.marks()), breakdownFigure(this.history), ...this.notes().figures.map((f) => f.figure)];
-    return [{ "text/html": this.summaryHtml(), "text/plain": this.toString() }, ...figures.map(figureBundle)];
+    const s = this.summary();
+    const figures = [throughputFigure(this.history, undefined, this.marks()), breakdownFigure(this.history), ...this.notes(s).figures().map((f) => f.figure)];
+    return [{ "text/html": this.html(s), "text/plain": this.text(s) }, ...figures.map(figureBundle)];
   }
 
   /** The placement diagram of the plan this run used. */
@@ -183,7 +187,10 @@ export class TrainingRun {
   }
 
   toString(): string {
-    const s = this.summary();
+    return this.text(this.summary());
+  }
+
+  private text(s: RunSummary): string {
     const lines = [
       `${s.steps} steps over ${s.epochs} epoch(s), ${s.samples} samples in ${(s.wallMs / 1000).toFixed(1)} s on ${this.workers.length} worker(s)`,
       `throughput ${s.samplesPerSecond.toFixed(0)} samples/s (after ${s.warmupSteps} warm-up steps), median step ${s.medianStepMs.toFixed(1)} ms`,

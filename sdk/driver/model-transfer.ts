@@ -1,6 +1,9 @@
 import * as tf from "@tensorflow/tfjs";
+import type { WorkerHandle } from "../cluster/worker-handle";
 import { ModelError } from "../errors/errors";
 import type { Tensorlike } from "../protocol/tensor";
+import { awaitAll } from "./await";
+import type { FitContext } from "./fit-context";
 
 /** Host copies of tensors, for attachments. */
 export function hostCopies(ts: readonly tf.Tensor[]): Tensorlike[] {
@@ -18,4 +21,10 @@ export function setModelWeights(model: tf.LayersModel, weights: readonly Tensorl
   const tensors = weights.map((t, i) => tf.tensor(t.data, [...t.shape], current[i]!.dtype));
   model.setWeights(tensors);
   tf.dispose(tensors);
+}
+
+/** The weights each of `workers` holds, fetched; `waitingFor` names what they are for in a timeout. */
+export async function fetchWeightsOf(ctx: FitContext, workers: readonly WorkerHandle[], waitingFor: string): Promise<Tensorlike[][]> {
+  const fetched = await awaitAll(ctx)(workers.map((w) => w.channel.request({ type: "fetchWeights" }, "weights", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor })));
+  return fetched.map((f) => f.attachments);
 }

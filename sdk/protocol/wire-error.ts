@@ -34,8 +34,12 @@ export const WireErrorSchema: z.ZodType<WireError> = z.strictObject({
 /** Causes carried across the wire, counting the error itself: enough to see why, bounded for frames. */
 const MAX_CAUSES = 4;
 
-export function toWireError(err: unknown, depth = 1): WireError {
-  const cause = err instanceof Error && err.cause !== undefined && depth < MAX_CAUSES ? { cause: toWireError(err.cause, depth + 1) } : {};
+export function toWireError(err: unknown): WireError {
+  return wireErrorAt(err, 1);
+}
+
+function wireErrorAt(err: unknown, depth: number): WireError {
+  const cause = err instanceof Error && err.cause !== undefined && depth < MAX_CAUSES ? { cause: wireErrorAt(err.cause, depth + 1) } : {};
   if (isMeshtrainError(err)) {
     const details: Record<string, string | number | boolean> = {};
     for (const [k, v] of Object.entries(err.details)) if (v !== undefined) details[k] = v;

@@ -23,8 +23,8 @@ export interface RunNotes {
   label: string;
   /** Who held the run back, and measures only this strategy has. */
   lines: string[];
-  /** Figures beyond throughput and the per-rank breakdown, in notebooks and reports. */
-  figures: Array<{ title: string; figure: Figure }>;
+  /** Figures beyond throughput and the per-rank breakdown, in notebooks and reports (made only when drawn). */
+  figures(): Array<{ title: string; figure: Figure }>;
 }
 
 /**

@@ -160,7 +160,7 @@ function lineTraces(fig: Figure, lines: Trace[], colorOffset: number, inner: Box
   return parts;
 }
 
-function axisX(ticks: number[], x: Scale, inner: { x0: number; x1: number; y0: number; y1: number }, label?: string): string[] {
+function axisX(ticks: number[], x: Scale, inner: Box, label?: string): string[] {
   const out = [`<line x1="${inner.x0}" y1="${inner.y1}" x2="${inner.x1}" y2="${inner.y1}" stroke="#333"/>`];
   for (const t of ticks) {
     const px = x(t).toFixed(1);
@@ -170,7 +170,7 @@ function axisX(ticks: number[], x: Scale, inner: { x0: number; x1: number; y0: n
   return out;
 }
 
-function axisY(ticks: number[], y: Scale, inner: { x0: number; x1: number; y0: number; y1: number }, label: string | undefined, side: "left" | "right"): string[] {
+function axisY(ticks: number[], y: Scale, inner: Box, label: string | undefined, side: "left" | "right"): string[] {
   const ax = side === "left" ? inner.x0 : inner.x1;
   const dir = side === "left" ? -1 : 1;
   const out = [`<line x1="${ax}" y1="${inner.y0}" x2="${ax}" y2="${inner.y1}" stroke="#333"/>`];

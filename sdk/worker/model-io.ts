@@ -38,6 +38,11 @@ export async function buildModel(topology: Record<string, unknown>, weights: rea
   return model;
 }
 
+/** A tensor from its wire form, with its dtype. */
+export function tensorOf(t: Tensorlike): tf.Tensor {
+  return tf.tensor(t.data, [...t.shape], t.data instanceof Int32Array ? "int32" : "float32");
+}
+
 export function createOptimizer(spec: OptimizerSpec): tf.Optimizer {
   switch (spec.name) {
     case "sgd":

@@ -6,7 +6,7 @@ import { estimateReplicaMemory, formatBytes } from "../plan/memory";
 import { summarizeModel } from "../plan/model-summary";
 import type { MessageOf } from "../protocol/messages";
 import type { Tensorlike } from "../protocol/tensor";
-import { buildModel, compiledLoss, createOptimizer } from "./model-io";
+import { buildModel, compiledLoss, createOptimizer, tensorOf } from "./model-io";
 
 /**
  * A tensor's values for an immediate copy. On the native backend this reads the backing array
@@ -61,8 +61,8 @@ export async function loadReplica(msg: MessageOf<"load">, weights: Tensorlike[],
  * variables in order; returns the slice's mean loss.
  */
 export function sliceGradient(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array): number {
-  const xs = tf.tensor(x.data, [...x.shape], x.data instanceof Int32Array ? "int32" : "float32");
-  const ys = tf.tensor(y.data, [...y.shape], y.data instanceof Int32Array ? "int32" : "float32");
+  const xs = tensorOf(x);
+  const ys = tensorOf(y);
   let dataLoss = 0;
   try {
     const { value, grads } = tf.variableGrads(() => {

@@ -110,11 +110,6 @@ export function checkpointSaver(
   };
 }
 
-/** The weights a worker holds, fetched. */
-export async function fetchWeightsOf(ctx: FitContext, workers: readonly WorkerHandle[], waitingFor = "the weights to checkpoint"): Promise<Tensorlike[][]> {
-  const fetched = await awaitAll(ctx)(workers.map((w) => w.channel.request({ type: "fetchWeights" }, "weights", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor })));
-  return fetched.map((f) => f.attachments);
-}
 
 /** The step loop's checkpoint options for a fit: where it starts (resumed or not), and how it saves. */
 export function checkpointing(

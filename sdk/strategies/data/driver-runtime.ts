@@ -11,11 +11,11 @@ import type { PlanMethods, DataParallelPlan } from "../../plan/plans";
 import { awaitAll, loadEverywhere } from "../../driver/await";
 import { checkIdentical } from "../../driver/replicas";
 import { FitAborted, type FitContext } from "../../driver/fit-context";
-import { hostCopies, setModelWeights } from "../../driver/model-transfer";
+import { fetchWeightsOf, hostCopies, setModelWeights } from "../../driver/model-transfer";
 import { runSteps, type IssuedStep } from "../../driver/step-loop";
 import { straggler, computeEnd, workerStep } from "../../driver/step-records";
 import { dataWiring } from "../../plan/wiring";
-import { checkpointing, fetchWeightsOf, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
+import { checkpointing, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
 import { runElastic } from "../../driver/elastic-loop";
 
 
@@ -43,7 +43,7 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
     const r = await runElastic(ctx, o, dataset, plan.elastic.minWorkers, { fitStart: performance.now(), fitStartWall, startStep: resumed?.ckpt.body.step ?? 0 }, { load });
     return finish(ctx, model, o, plan, r.history, r.members, r.callbackError, started, r.membership);
   }
-  const more = checkpointing(ctx, o, resumed, { strategy: "data", summary: plan.model, dataset, holders, weights: async () => (await fetchWeightsOf(ctx, [workers[0]!]))[0]! });
+  const more = checkpointing(ctx, o, resumed, { strategy: "data", summary: plan.model, dataset, holders, weights: async () => (await fetchWeightsOf(ctx, [workers[0]!], "the weights to checkpoint"))[0]! });
   const { history, callbackError } = await runSteps(ctx, o, dataset, (step, epoch, order, start, end) => issueStep(ctx, dataset, plan.feed, fitStartWall, { step, epoch, order, start, end }), more);
   return finish(ctx, model, o, plan, history, workers, callbackError, started);
 }
@@ -138,8 +138,8 @@ async function finish(
     throw callbackError;
   }
   await checkIdentical(ctx, members, "the model", history.length);
-  const [fetched] = await all([members[0]!.channel.request({ type: "fetchWeights" }, "weights", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: "the trained weights" })]);
-  setModelWeights(model, fetched!.attachments);
+  const [weights] = await fetchWeightsOf(ctx, [members[0]!], "the trained weights");
+  setModelWeights(model, weights!);
   await release();
   return {
     history,

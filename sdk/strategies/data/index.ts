@@ -20,7 +20,7 @@ export const dataStrategy: Strategy<DataParallelPlan> = {
     return {
       label: `data, ${run.workers.length} worker(s)`,
       lines: worst ? [`rank ${worst.rank} finished computing last in ${worst.steps} of ${worst.of} steps (median lead ${summary.stragglers.medianLeadMs.toFixed(1)} ms): the one the others waited for`] : [],
-      figures: [],
+      figures: () => [],
     };
   },
   roles: { replica: (msg, attachments, env) => DataReplica.load(msg, attachments, env) },

@@ -10,10 +10,10 @@ import type { RunRecord, WorkerStepRecord } from "../../metrics/records";
 import type { PlanMethods, PipelinePlan } from "../../plan/plans";
 import { awaitAll, loadEverywhere, releaseAll } from "../../driver/await";
 import { checkIdentical } from "../../driver/replicas";
-import { hostCopies, setModelWeights } from "../../driver/model-transfer";
+import { fetchWeightsOf, hostCopies, setModelWeights } from "../../driver/model-transfer";
 import { runSteps, type IssuedStep } from "../../driver/step-loop";
 import type { FitContext, StepDone } from "../../driver/fit-context";
-import { checkpointing, fetchWeightsOf, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
+import { checkpointing, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
 import { gridWiring } from "../../plan/wiring";
 
 /**
@@ -35,7 +35,7 @@ export async function fitPipeline(ctx: FitContext, model: tf.LayersModel, datase
   const holders = plan.stagePlans.map((_, s) => ({ name: `stage ${s}`, from: workers[plan.ranks[0]![s]!]!, to: plan.ranks.map((row) => workers[row[s]!]!) }));
   if (resumed) await restoreOptimizers(ctx, resumed.ckpt, holders);
   // Replica 0's stages, in order, hold the whole model's weights in the model's order.
-  const more = checkpointing(ctx, o, resumed, { strategy: plan.strategy, summary: plan.model, dataset, holders, weights: async () => (await fetchWeightsOf(ctx, plan.ranks[0]!.map((r) => workers[r]!))).flat() });
+  const more = checkpointing(ctx, o, resumed, { strategy: plan.strategy, summary: plan.model, dataset, holders, weights: async () => (await fetchWeightsOf(ctx, plan.ranks[0]!.map((r) => workers[r]!), "the weights to checkpoint")).flat() });
   const fitStartWall = wallClock();
   const { history, callbackError } = await runSteps(ctx, o, dataset, (step, epoch, order, start, end) => issueStep(ctx, dataset, plan, fitStartWall, { step, epoch, order, start, end }), more);
   if (callbackError) {

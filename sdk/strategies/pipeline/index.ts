@@ -37,7 +37,7 @@ function describe(run: RunRecord, s: RunSummary): RunNotes {
   return {
     label: `${run.plan.strategy}, ${run.workers.length} worker(s)`,
     lines: slowest ? [`the slowest stage sets the pace: rank ${slowest.rank} (stage ${stage}), ${slowest.computeMs.toFixed(1)} ms of compute per step (median)`] : [],
-    figures: [{ title: "Schedule as measured", figure: measuredScheduleFigure(run.history) }],
+    figures: () => [{ title: "Schedule as measured", figure: measuredScheduleFigure(run.history) }],
   };
 }
 

@@ -9,7 +9,7 @@ import { actionsInFlight, type Action } from "../../plan/schedules";
 import type { MessageOf } from "../../protocol/messages";
 import type { Tensorlike } from "../../protocol/tensor";
 import { wallClock } from "../../util/clock";
-import { buildModel, compiledLoss, createOptimizer, readWeights } from "../../worker/model-io";
+import { buildModel, compiledLoss, createOptimizer, readWeights, tensorOf } from "../../worker/model-io";
 import type { HostIO, RoleEnv, StepTimes, WorkerRole } from "../../worker/role";
 import { makeUpdateRule } from "../../worker/update-rules";
 import type { OptimizerState, UpdateRule } from "../../worker/update-rule";
@@ -47,9 +47,6 @@ interface StageRun {
   add: (acc: Float32Array, g: tf.Tensor, offset: number) => void;
 }
 
-function tensorOf(t: Tensorlike): tf.Tensor {
-  return tf.tensor(t.data, [...t.shape], t.data instanceof Int32Array ? "int32" : "float32");
-}
 
 function copyOut(t: tf.Tensor): Float32Array {
   const b = tf.backend();

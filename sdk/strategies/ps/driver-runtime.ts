@@ -11,11 +11,11 @@ import { runAsync } from "./async-loop";
 import { pushRecord } from "./records";
 import type { RunRecord, PsRunRecord, PushRecord, StepRecord } from "../../metrics/records";
 import type { PlanMethods, PsPlan } from "../../plan/plans";
-import { checkpointing, fetchWeightsOf, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
+import { checkpointing, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
 import { awaitAll, loadEverywhere } from "../../driver/await";
 import { computeEnd, straggler, workerStep } from "../../driver/step-records";
 import { FitAborted, type FitContext } from "../../driver/fit-context";
-import { hostCopies } from "../../driver/model-transfer";
+import { fetchWeightsOf, hostCopies } from "../../driver/model-transfer";
 import { runSteps } from "../../driver/step-loop";
 import { serverWiring } from "../../plan/wiring";
 
@@ -119,7 +119,7 @@ function unshard(plan: PsPlan, shards: readonly Float32Array[], place: (index: n
 
 /** The servers' shards, as the model's (all trainable) weights in order. */
 async function serverWeights(ctx: FitContext, plan: PsPlan): Promise<Tensorlike[]> {
-  const shards = await fetchWeightsOf(ctx, ctx.servers);
+  const shards = await fetchWeightsOf(ctx, ctx.servers, "its shard to checkpoint");
   const out: Tensorlike[] = new Array(plan.model.variables.length);
   unshard(plan, shards.map((sh) => sh[0]!.data as Float32Array), (index, values, shape) => (out[index] = { data: values.slice(), shape: [...shape] }));
   return out;

@@ -26,7 +26,7 @@ export const psStrategy: Strategy<PsPlan> = {
     return {
       label,
       lines: psLines(run),
-      figures: pushes.length > 0 && plan.mode === "async" ? [{ title: "Staleness", figure: stalenessFigure([{ name: label, pushes }]) }] : [],
+      figures: () => (pushes.length > 0 && plan.mode === "async" ? [{ title: "Staleness", figure: stalenessFigure([{ name: label, pushes }]) }] : []),
     };
   },
   roles: {

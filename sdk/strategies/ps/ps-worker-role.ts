@@ -122,15 +122,19 @@ export class PsReplica implements WorkerRole {
   }
 
   exportState(): Promise<OptimizerState> {
-    return Promise.reject(new StateError("a parameter-server worker holds no optimizer state: the servers do", { hint: "checkpoint the servers" }));
+    return Promise.reject(noState());
   }
 
   importState(): Promise<void> {
-    return this.exportState().then(() => undefined);
+    return Promise.reject(noState());
   }
 
   dispose(): void {
     this.r.model.dispose();
     this.r.compileOptimizer.dispose();
   }
+}
+
+function noState(): StateError {
+  return new StateError("a parameter-server worker holds no optimizer state: the servers do", { hint: "checkpoint the servers" });
 }

@@ -15,15 +15,15 @@ export class PsLinks {
   servers: Channel[] = [];
   private readonly clients = new Map<number, Channel>();
   private nextClient = 1;
-  rank = -1;
-  stepTimeoutMs = 600_000;
-  heartbeat = { intervalMs: 1000, timeoutMs: 10_000 };
+
+  /** The session's rank, step timeout and heartbeat, read when a link is made or used. */
+  constructor(private readonly session: { readonly rank: number; readonly stepTimeoutMs: number; readonly heartbeat: { intervalMs: number; timeoutMs: number } }) {}
 
   /** A worker's link to parameter server `index`: requests with timeouts, and a heartbeat. */
   serverChannel(link: Link, index: number): Channel {
     const name = `parameter server ${index} (${link.address})`;
     const ch = channelTo(link, name, { address: link.address }, { onMessage: () => undefined, onClose: () => undefined });
-    ch.startHeartbeat(this.heartbeat.intervalMs, this.heartbeat.timeoutMs, (ms) =>
+    ch.startHeartbeat(this.session.heartbeat.intervalMs, this.session.heartbeat.timeoutMs, (ms) =>
       ch.fail(new WorkerLostError(`${name} was silent for ${ms} ms`, { details: { address: link.address } })),
     );
     return ch;
@@ -51,7 +51,7 @@ export class PsLinks {
     const waitingFor = minVersion === undefined ? "the parameters" : `the parameters of step ${minVersion}`;
     this.onServers(
       seq,
-      this.servers.map((ch) => ch.request({ type: "pull", rank: this.rank, ...(minVersion !== undefined ? { minVersion } : {}) }, "pulled", { timeoutMs: this.stepTimeoutMs, waitingFor })),
+      this.servers.map((ch) => ch.request({ type: "pull", rank: this.session.rank, ...(minVersion !== undefined ? { minVersion } : {}) }, "pulled", { timeoutMs: this.session.stepTimeoutMs, waitingFor })),
       (replies) => {
         const shards = replies.map((r) => r.attachments[0]!.data as Float32Array);
         toCompute({ kind: "psPulled", seq, shards, versions: replies.map((r) => r.msg.version), waitedMs: replies.map((r) => r.msg.waitedMs) }, shards.map((d) => d.buffer as ArrayBuffer));
@@ -63,8 +63,8 @@ export class PsLinks {
     this.onServers(
       seq,
       this.servers.map((ch, i) =>
-        ch.request({ type: "push", rank: this.rank, clock, pulled: pulled[i] ?? 0 }, "pushed", {
-          timeoutMs: this.stepTimeoutMs,
+        ch.request({ type: "push", rank: this.session.rank, clock, pulled: pulled[i] ?? 0 }, "pushed", {
+          timeoutMs: this.session.stepTimeoutMs,
           waitingFor: `the acknowledgement of step ${clock}'s push`,
           attachments: [{ data: shards[i]!, shape: [shards[i]!.length] }],
         }),

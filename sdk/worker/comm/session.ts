@@ -38,7 +38,7 @@ export class Session {
   heartbeat = { intervalMs: 1000, timeoutMs: 10_000 };
   private closeRing: (() => void) | null = null;
   private pipe: PipeEnds | null = null;
-  readonly ps = new PsLinks();
+  readonly ps = new PsLinks(this);
   /** Peers this worker waits for, by "rank/link". */
   private readonly waiting = new Map<string, (link: Link) => void>();
   ended = false;
@@ -61,7 +61,6 @@ export class Session {
       case "join":
         this.id = msg.session;
         this.heartbeat = { intervalMs: msg.heartbeatIntervalMs, timeoutMs: msg.heartbeatTimeoutMs };
-        this.ps.heartbeat = this.heartbeat;
         this.channel.startHeartbeat(msg.heartbeatIntervalMs, msg.heartbeatTimeoutMs, (ms) =>
           this.end(`the driver was silent for ${ms} ms`),
         );
@@ -113,9 +112,9 @@ export class Session {
     }
     this.closePeers();
     this.generation = msg.generation ?? 0;
-    this.rank = this.ps.rank = msg.rank;
+    this.rank = msg.rank;
     this.ca = msg.ca;
-    this.stepTimeoutMs = this.ps.stepTimeoutMs = msg.stepTimeoutMs;
+    this.stepTimeoutMs = msg.stepTimeoutMs;
     await this.connectPeers(msg, members);
   }
 

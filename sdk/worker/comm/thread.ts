@@ -2,7 +2,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import type { ErrorDetails } from "../../errors/errors";
 import { Channel, type ChannelOptions } from "../../transport/channel";
 import type { Link } from "../../transport/link";
-import type { CommConfig, CommToCompute } from "../bridge";
+import type { CommConfig, CommToCompute, ComputeToComm } from "../bridge";
 
 /** What every part of the communication thread shares: its configuration and its way to the compute thread. */
 export const config = workerData as CommConfig;
@@ -31,6 +31,6 @@ export function channelTo(link: Link, peerName: string, details: ErrorDetails, o
 }
 
 /** Messages from the compute thread. */
-export function onCompute(handler: (m: import("../bridge").ComputeToComm) => void): void {
+export function onCompute(handler: (m: ComputeToComm) => void): void {
   port.on("message", handler);
 }
