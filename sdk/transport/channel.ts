@@ -6,6 +6,7 @@ import {
   type ErrorDetails,
   type MeshtrainError,
 } from "../errors/errors";
+import { fromWireJson, toWireJson } from "../protocol/json";
 import { decodeFrame, encodeFrame, type FrameHeader } from "../protocol/frame";
 import { MessageSchema, type Message, type MessageOf, type MessageType } from "../protocol/messages";
 import { allocate, dtypeOf, elementCount, type TensorData, type Tensorlike, type TensorSpec } from "../protocol/tensor";
@@ -94,7 +95,7 @@ export class Channel {
     if (this.closedWith) throw this.closedWith;
     const specs = attachments.map((t) => ({ dtype: dtypeOf(t.data), shape: [...t.shape] }));
     const msg = { ...draft, v: PROTOCOL_VERSION, ...(hasAttachmentField(draft.type) ? { attachments: specs } : {}) };
-    const text = JSON.stringify(msg);
+    const text = toWireJson(msg);
     if (Buffer.byteLength(text) > this.o.maxFrameBytes) {
       throw new FrameTooLargeError(
         `the "${draft.type}" message to ${this.o.peerName} is ${Buffer.byteLength(text)} bytes, above the ${this.o.maxFrameBytes}-byte frame limit`,
@@ -154,7 +155,7 @@ export class Channel {
   replyError(re: number | undefined, err: unknown): void {
     if (this.closedWith) return;
     this.link.sendText(
-      JSON.stringify({ type: "error", v: PROTOCOL_VERSION, ...(re !== undefined ? { re } : {}), error: toWireError(err) }),
+      toWireJson({ type: "error", v: PROTOCOL_VERSION, ...(re !== undefined ? { re } : {}), error: toWireError(err) }),
     );
   }
 
@@ -214,7 +215,7 @@ export class Channel {
     this.liveness.heard();
     let raw: unknown;
     try {
-      raw = JSON.parse(text);
+      raw = fromWireJson(text);
     } catch {
       this.refuse(undefined, new ProtocolError(`message from ${this.o.peerName} is not valid JSON (${text.length} bytes)`));
       return;

@@ -1,4 +1,5 @@
 import { AuthError, ProtocolError, TimeoutError } from "../errors/errors";
+import { fromWireJson, toWireJson } from "../protocol/json";
 import { MessageSchema, type MessageOf } from "../protocol/messages";
 import { PROTOCOL_VERSION } from "../protocol/version";
 import { mac, macEquals, newNonce } from "./auth";
@@ -67,7 +68,7 @@ function parseHandshakeFrame<T extends "challenge" | "auth" | "welcome">(text: s
   if (text.length > MAX_HANDSHAKE_FRAME) throw new ProtocolError(`handshake frame of ${text.length} bytes from ${who} is too large`);
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    parsed = fromWireJson(text);
   } catch {
     throw new ProtocolError(`handshake frame from ${who} is not JSON`);
   }
@@ -90,7 +91,7 @@ function parseHandshakeFrame<T extends "challenge" | "auth" | "welcome">(text: s
 }
 
 function send(link: Link, msg: object): void {
-  link.sendText(JSON.stringify({ ...msg, v: PROTOCOL_VERSION }));
+  link.sendText(toWireJson({ ...msg, v: PROTOCOL_VERSION }));
 }
 
 export interface ServerHandshakeOptions {

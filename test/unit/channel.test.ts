@@ -138,3 +138,29 @@ test("a message above the frame limit is refused before it is sent, and a 1009 c
   await new Promise((r) => setTimeout(r, 10));
   assert.ok(closes[0] instanceof FrameTooLargeError, String(closes[0]));
 });
+
+test("NaN and Infinity cross the wire as themselves, in records and metrics, and a string that looks like one stays a string", async () => {
+  const { driver, worker, serverInbox } = pair();
+  const reply = driver.request({ type: "step", step: 1, epoch: 0, weight: 1 }, "stepDone", { timeoutMs: 1000, waitingFor: "step 1" });
+  await new Promise((r) => setTimeout(r, 10));
+  const re = (serverInbox[0]!.msg as { id: number }).id;
+  worker.send({ type: "stepDone", re, step: 1, loss: NaN, metrics: { acc: Infinity, mse: -Infinity }, nonFinite: { where: "loss" }, skipped: true, computeMs: 1, commMs: 1, waitMs: 1, applyMs: 1, startedAt: 0 });
+  const r = await reply;
+  assert.ok(Number.isNaN(r.msg.loss));
+  assert.equal(r.msg.metrics!.acc, Infinity);
+  assert.equal(r.msg.metrics!.mse, -Infinity);
+  assert.equal(r.msg.skipped, true);
+});
+
+test("the wire JSON codec keeps finite numbers and strings as JSON does", async () => {
+  const { fromWireJson, toWireJson } = await import("../../sdk/protocol/json");
+  const value = { a: [1, -0.5, NaN, Infinity, -Infinity], s: "NaN", n: null, o: { $num: "not a number" } };
+  const back = fromWireJson(toWireJson(value)) as typeof value;
+  assert.deepEqual(back.a.slice(0, 2), [1, -0.5]);
+  assert.ok(Number.isNaN(back.a[2]));
+  assert.deepEqual(back.a.slice(3), [Infinity, -Infinity]);
+  assert.equal(back.s, "NaN");
+  assert.equal(back.n, null);
+  assert.deepEqual(back.o, { $num: "not a number" });
+  assert.equal(toWireJson({ x: 1 }), JSON.stringify({ x: 1 }));
+});

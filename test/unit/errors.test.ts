@@ -4,6 +4,7 @@ import * as path from "node:path";
 import { test } from "node:test";
 import {
   AuthError,
+  DataError,
   ConfigError,
   ERROR_CLASSES,
   isMeshtrainError,
@@ -12,7 +13,7 @@ import {
   WorkerError,
   WorkerLostError,
 } from "../../sdk/errors/errors";
-import { fromWireError, toWireError, type WireError } from "../../sdk/protocol/wire-error";
+import { fromWireError, toWireError, WireErrorSchema, type WireError } from "../../sdk/protocol/wire-error";
 import { MessageSchema } from "../../sdk/protocol/messages";
 import { PROTOCOL_VERSION } from "../../sdk/protocol/version";
 
@@ -81,11 +82,18 @@ test("an error's cause crosses the wire with it, as a validated message, and com
   assert.equal(depth, 4);
 });
 
-test("a plain exception becomes MT_ERR_WORKER without a stack trace", () => {
-  const wire = toWireError(new TypeError("x is undefined"));
+test("a plain exception becomes MT_ERR_WORKER and keeps its stack, rebuilt with it; meshtrain's own errors carry none", () => {
+  const thrown = new TypeError("x is undefined");
+  const wire = toWireError(thrown);
   assert.equal(wire.code, "MT_ERR_WORKER");
   assert.equal(wire.message, "TypeError: x is undefined");
-  assert.ok(!JSON.stringify(wire).includes("at "));
+  assert.equal(wire.stack, thrown.stack);
+  const rebuilt = fromWireError(WireErrorSchema.parse(JSON.parse(JSON.stringify(wire))));
+  assert.equal(rebuilt.stack, thrown.stack, "the stack is where it was thrown, on the worker");
+  assert.equal(toWireError(new DataError("bad")).stack, undefined);
+  const long = new Error("deep");
+  long.stack = "x".repeat(100_000);
+  assert.ok(WireErrorSchema.safeParse(toWireError(long)).success, "a huge stack is trimmed, not refused");
   const unknown = fromWireError({ code: "MT_ERR_FROM_THE_FUTURE", message: "?" });
   assert.equal(unknown.code, "MT_ERR_WORKER");
 });
