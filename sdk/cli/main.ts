@@ -53,8 +53,10 @@ program
   .option("--max-frame-bytes <bytes>", "largest WebSocket message accepted", int(65536), DEFAULT_WORKER_OPTIONS.maxFrameBytes)
   .option("--tls-cert <file>", "serve wss:// with this PEM certificate (with --tls-key)")
   .option("--tls-key <file>", "the PEM private key of --tls-cert")
-  .action(async (o: { host: string; port: number; token?: string; maxFrameBytes: number; tlsCert?: string; tlsKey?: string }) => {
+  .option("--module <file>", "import this JavaScript file at start, e.g. one registering custom layers (repeatable)", (v: string, prev: string[]) => [...prev, v], [] as string[])
+  .action(async (o: { host: string; port: number; token?: string; maxFrameBytes: number; tlsCert?: string; tlsKey?: string; module: string[] }) => {
     const code = await runWorker({
+      modules: o.module,
       host: o.host,
       port: o.port,
       token: o.token ?? process.env.MESHTRAIN_TOKEN,

@@ -1,4 +1,6 @@
 import type * as tf from "@tensorflow/tfjs";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { z } from "zod";
 import { ConfigError } from "../errors/errors";
 import { summarizeModel } from "../plan/model-summary";
@@ -104,6 +106,25 @@ export class ClusterBuilder {
     const ca = typeof options?.ca === "string" ? options.ca : Buffer.isBuffer(options?.ca) ? options.ca.toString("utf8") : undefined;
     const t = parseOrThrow(z.string().regex(/-----BEGIN CERTIFICATE-----/, "must be a PEM certificate"), ca, "tls({ ca })", "pass the PEM text of the certificate the workers were started with, e.g. fs.readFileSync(\"cert.pem\")");
     return this.with({ tls: { ca: t } });
+  }
+
+  /**
+   * Files each local worker imports when it starts, before any model is built: modules that
+   * register custom layers (tf.serialization.registerClass) so workers can build models using
+   * them. Paths are resolved against the current directory and must exist now. Workers started
+   * elsewhere must have the files and load them themselves (`meshtrain worker --module <file>`):
+   * workers never run code that arrives over the wire.
+   */
+  modules(files: readonly string[]): ClusterBuilder {
+    const list = parseOrThrow(z.array(z.string().min(1)).max(64), files, "modules(files)", 'pass file paths, e.g. .modules(["./layers.js"])');
+    const resolved = list.map((f) => path.resolve(f));
+    const missing = resolved.filter((f) => !fs.existsSync(f));
+    if (missing.length > 0) {
+      throw new ConfigError(`modules(files): ${missing.join(", ")} ${missing.length === 1 ? "does" : "do"} not exist`, {
+        hint: `paths are resolved against the current directory (${process.cwd()}); give the built JavaScript file that registers the layers`,
+      });
+    }
+    return this.with({ modules: resolved });
   }
 
   /** Force a TF.js backend on every worker; "auto" (default) takes the best one present. */

@@ -61,7 +61,7 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
       if (e.role === "ps") env.CUDA_VISIBLE_DEVICES = "-1";
       else if (gpus && !gpus.problem) env.CUDA_VISIBLE_DEVICES = gpus.indices[e.index % gpus.indices.length];
       else if (gpus) env.CUDA_VISIBLE_DEVICES = "-1";
-      const p = LocalWorkerProcess.start(env);
+      const p = LocalWorkerProcess.start(env, moduleArgs(spec));
       processes.push(p);
       started.set(k, p);
     });
@@ -170,7 +170,7 @@ async function probeLink(spec: ClusterSpec, h: WorkerHandle): Promise<void> {
  * given, else reached there; authenticated, joined to the session, its link measured.
  */
 export async function addWorker(spec: ClusterSpec, o: { session: string; token: string; rank: number; url: string | undefined; hooks: LaunchHooks }): Promise<WorkerHandle> {
-  const proc = o.url === undefined ? LocalWorkerProcess.start({ ...process.env, MESHTRAIN_TOKEN: o.token, ...(spec.workers.kind === "local" && spec.workers.devices === "gpu" ? {} : { CUDA_VISIBLE_DEVICES: "-1" }) }) : undefined;
+  const proc = o.url === undefined ? LocalWorkerProcess.start({ ...process.env, MESHTRAIN_TOKEN: o.token, ...(spec.workers.kind === "local" && spec.workers.devices === "gpu" ? {} : { CUDA_VISIBLE_DEVICES: "-1" }) }, moduleArgs(spec)) : undefined;
   try {
     const url = o.url ?? (await proc!.listening(spec.timeouts.connectMs, `local worker rank ${o.rank}`));
     const h = await reach(spec, { token: o.token, url, rank: o.rank, role: "worker", process: proc, hooks: o.hooks });
@@ -188,4 +188,9 @@ export async function addWorker(spec: ClusterSpec, o: { session: string; token: 
     await proc?.stop(1000);
     throw err;
   }
+}
+
+/** The worker arguments that make it import the builder's modules() at start. */
+function moduleArgs(spec: ClusterSpec): string[] {
+  return (spec.modules ?? []).flatMap((m) => ["--module", m]);
 }

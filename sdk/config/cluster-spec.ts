@@ -131,6 +131,12 @@ export const ClusterSpecSchema = z.strictObject({
    * exceeds it, and the planner splits models to fit it. Default: the device's own memory.
    */
   memoryCapBytes: z.number().int().min(1024 * 1024).optional(),
+  /**
+   * Files every local worker imports at start (absolute paths), e.g. modules that register
+   * custom layer classes with tf.serialization.registerClass. Workers started elsewhere load
+   * their own with `meshtrain worker --module <file>`: code never travels over the wire.
+   */
+  modules: z.array(z.string().min(1).max(4096)).max(64).optional(),
   /** wss:// workers: the PEM certificate authority (or self-signed certificate) to trust besides the system's. */
   tls: z.strictObject({ ca: z.string().min(1).max(256 * 1024) }).optional(),
   /** Parameter-server processes for strategy "ps": started on this machine, or already running elsewhere. */
@@ -290,6 +296,11 @@ function checkExtras(spec: ClusterSpec): void {
     if (st.name !== "data" && st.name !== "ps") {
       throw new ConfigError(`slowdown() slows a worker's whole step, which strategies "data" and "ps" run; strategy "${st.name}" splits steps into stages`, { hint: 'use strategy("data") or strategy("ps") for straggler experiments' });
     }
+  }
+  if (spec.modules?.length && spec.workers.kind === "remote") {
+    throw new ConfigError("modules() makes local workers import files at start; workers started elsewhere import their own", {
+      hint: `drop .modules() and start each remote worker with meshtrain worker --module <file> (${spec.modules.join(", ")}), the file on that machine`,
+    });
   }
   const chunkBytes = spec.chunkElements * 4 + 32;
   if (chunkBytes > spec.maxFrameBytes) {

@@ -5,6 +5,7 @@ import { VERSION } from "../version";
 import type { CommConfig, CommToCompute } from "./bridge";
 import { workerRoles } from "../strategies/roles";
 import { ComputeHost } from "./host";
+import { loadModules } from "./modules";
 
 export interface WorkerOptions {
   /** Interface to bind. Default 127.0.0.1: nothing outside this machine can connect. */
@@ -17,6 +18,8 @@ export interface WorkerOptions {
   exitWithDriver: boolean;
   /** Serve wss:// with this PEM certificate and key. */
   tls?: { cert: Buffer; key: Buffer };
+  /** Files to import before serving (custom layers); see modules.ts. */
+  modules?: readonly string[];
 }
 
 export const DEFAULT_WORKER_OPTIONS: Omit<WorkerOptions, "token"> = {
@@ -53,6 +56,7 @@ export function checkWorkerOptions(o: WorkerOptions): void {
  */
 export function runWorker(o: WorkerOptions): Promise<number> {
   checkWorkerOptions(o);
+  loadModules(o.modules ?? []);
   const config: CommConfig = {
     host: o.host,
     port: o.port,
@@ -94,6 +98,10 @@ function flag(argv: string[], name: string): string | undefined {
   return i >= 0 ? argv[i + 1] : undefined;
 }
 
+function flags(argv: string[], name: string): string[] {
+  return argv.flatMap((a, i) => (a === name && argv[i + 1] !== undefined ? [argv[i + 1]!] : []));
+}
+
 /** Entry point for local workers, which the launcher forks with an IPC channel. */
 if (require.main === module) {
   const argv = process.argv.slice(2);
@@ -103,6 +111,7 @@ if (require.main === module) {
     token: process.env.MESHTRAIN_TOKEN,
     maxFrameBytes: Number(flag(argv, "--max-frame-bytes") ?? DEFAULT_WORKER_OPTIONS.maxFrameBytes),
     exitWithDriver: argv.includes("--exit-with-driver"),
+    modules: flags(argv, "--module"),
   };
   runWorker(options).then(
     (code) => process.exit(code),
