@@ -21,6 +21,7 @@ import type { Plan } from "../plan/plans";
 import { checkShapes } from "../driver/input-checks";
 import { devicesOf } from "../driver/devices";
 import { FitAborted, type FitContext } from "../driver/fit-context";
+import { compileIfNot } from "../driver/model-transfer";
 import { makePlan, planForFit } from "../strategies/make-plan";
 import { wiringKey, type Wiring } from "../plan/wiring";
 
@@ -108,7 +109,7 @@ export class Cluster {
    */
   async fit(model: tf.LayersModel, dataset: Dataset, options: FitOptions = {}): Promise<TrainingRun> {
     this.usable("fit");
-    const resolved = resolveFitOptions(options);
+    const resolved = resolveFitOptions(options, model);
     const watch = this.watch(resolved, dataset);
     const o = { ...resolved, onStep: (r: StepRecord) => (watch.step(r), resolved.onStep?.(r)) };
     this.state_ = "fitting";
@@ -144,7 +145,8 @@ export class Cluster {
       });
       this.state_ = "ready";
       watch.end();
-      return new TrainingRun(record);
+      compileIfNot(model, o);
+      return new TrainingRun({ ...record, training: { optimizer: o.optimizer, loss: o.loss, metrics: o.metrics.map((m) => m.name), origins: o.origins } });
     } catch (err) {
       watch.end(err);
       if ((this.state_ as ClusterState) === "closed") {

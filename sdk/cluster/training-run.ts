@@ -1,7 +1,8 @@
 import * as fs from "node:fs";
 import type { WorkerSnapshot } from "../config/worker-snapshot";
 import { cost, type CostReport } from "../metrics/cost";
-import type { Departure, MembershipChange, PushRecord, RunRecord, StepRecord } from "../metrics/records";
+import { epochHistory } from "../metrics/epochs";
+import type { Departure, EpochHistory, MembershipChange, PushRecord, RunRecord, StepRecord, TrainingSetup } from "../metrics/records";
 import { summarize, type RunSummary } from "../metrics/summary";
 import type { Plan } from "../plan/plans";
 import { strategyOf } from "../strategies/registry";
@@ -42,6 +43,13 @@ export class TrainingRun {
   readonly serverVersions: readonly number[];
   /** Elastic data parallelism: every worker that left or joined, and when (empty otherwise). */
   readonly membership: readonly MembershipChange[];
+  /**
+   * Per epoch, as TF.js model.fit's History: `byEpoch.history.loss[e]` and each compiled metric
+   * (`acc` for "accuracy"), the mean over the epoch's samples.
+   */
+  readonly byEpoch: EpochHistory;
+  /** The optimizer, loss and metrics trained with, and where each came from. */
+  readonly training: TrainingSetup | undefined;
   private readonly record: RunRecord;
 
   constructor(record: RunRecord) {
@@ -56,6 +64,8 @@ export class TrainingRun {
     this.departures = record.ps?.departures ?? [];
     this.serverVersions = record.ps?.serverVersions ?? [];
     this.membership = record.membership ?? [];
+    this.byEpoch = epochHistory(record.history);
+    this.training = record.training;
     Object.defineProperty(this, "record", { enumerable: false });
     makeDisplayable(this, () => this.bundles(), () => this.toString());
   }
@@ -148,7 +158,7 @@ export class TrainingRun {
     const rows = s.workers
       .map((w) => `<tr><td>${w.rank}</td><td>${w.backend}</td><td>${w.device}</td><td>${w.computeMs.toFixed(1)}</td><td>${w.commMs.toFixed(1)}</td><td>${w.waitMs.toFixed(1)}</td><td>${s.stragglers.stepsLast[w.rank] ?? 0}</td></tr>`)
       .join("");
-    const paragraphs = [...this.notes(s).lines, ...this.membershipLines()].map((l) => `<p>${esc(l)}</p>`).join("");
+    const paragraphs = [...this.setupLines(), ...this.notes(s).lines, ...this.membershipLines()].map((l) => `<p>${esc(l)}</p>`).join("");
     return (
       `<p><b>${s.steps} steps</b> over ${s.epochs} epoch(s), ${s.samples} samples in ${(s.wallMs / 1000).toFixed(1)} s on ${this.workers.length} worker(s). ` +
       `Throughput <b>${s.samplesPerSecond.toFixed(0)} samples/s</b> after ${s.warmupSteps} warm-up steps; median step ${s.medianStepMs.toFixed(1)} ms; loss ${s.firstLoss.toFixed(4)} &#8594; ${s.finalLoss.toFixed(4)}.</p>` +
@@ -156,6 +166,24 @@ export class TrainingRun {
       paragraphs +
       this.predictedHtml(s)
     );
+  }
+
+  /** What it trained with and from where; each epoch's loss and metrics; steps skipped. */
+  private setupLines(): string[] {
+    const t = this.training;
+    const lines: string[] = [];
+    if (t) {
+      const { name, ...settings } = t.optimizer;
+      const opt = `${name} (${Object.entries(settings).map(([k, v]) => `${k} ${String(v)}`).join(", ")})`;
+      lines.push(`optimizer ${opt} from ${t.origins.optimizer}; loss ${t.loss} from ${t.origins.loss}${t.metrics.length ? `; metrics ${t.metrics.join(", ")}` : ""}`);
+    }
+    const h = this.byEpoch;
+    if (Object.keys(h.history).length > 1) {
+      h.epoch.forEach((e, i) => lines.push(`epoch ${e + 1}: ${Object.entries(h.history).map(([k, v]) => `${k} ${v[i]!.toFixed(4)}`).join(", ")}`));
+    }
+    const skipped = this.history.filter((r) => r.skipped).map((r) => r.step);
+    if (skipped.length) lines.push(`${skipped.length} step(s) skipped for NaN or Infinity (nonFinite "skip"): ${skipped.slice(0, 10).join(", ")}${skipped.length > 10 ? ", ..." : ""}`);
+    return lines;
   }
 
   private membershipLines(): string[] {
@@ -200,6 +228,7 @@ export class TrainingRun {
         (w) =>
           `${String(w.rank).padEnd(6)}${w.backend.padEnd(9)}${w.device.padEnd(8)}${w.computeMs.toFixed(1).padStart(10)}${w.commMs.toFixed(1).padStart(9)}${w.waitMs.toFixed(1).padStart(9)}`,
       ),
+      ...this.setupLines(),
       ...this.notes(s).lines,
       ...this.membershipLines(),
     ];

@@ -1,5 +1,8 @@
+import type * as tf from "@tensorflow/tfjs";
 import { z } from "zod";
+import { readCompiled, type Origin } from "./compiled";
 import { LOSS_NAMES, type LossName } from "./loss";
+import type { MetricSpec } from "./metrics";
 import { OptimizerSpecSchema, type OptimizerInput, type OptimizerSpec } from "./optimizer";
 import { parseOrThrow } from "./zod-problem";
 import type { StepRecord } from "../metrics/records";
@@ -10,10 +13,20 @@ export interface FitOptions {
   epochs?: number;
   /** Global batch: samples per step over all replicas; must divide evenly among them. Default 32. */
   batchSize?: number;
-  /** By name ("sgd", "momentum", "adam", "rmsprop") or name plus config. Default "sgd". */
+  /**
+   * By name ("sgd", "momentum", "adam", "rmsprop") or name plus config. Default: the optimizer
+   * the model was compiled with (its class and settings), else "sgd" with learning rate 0.01.
+   */
   optimizer?: OptimizerInput;
-  /** A TF.js loss name, as in model.compile. Default "categoricalCrossentropy". */
+  /** A TF.js loss name. Default: the model's compiled loss, else "categoricalCrossentropy". */
   loss?: LossName;
+  /**
+   * What a step whose loss, gradient or input holds NaN or Infinity does. "stop" (default): fit
+   * rejects with NonFiniteError naming the step, the rank and where, and the cluster stays
+   * ready. "skip": every replica drops that step's update alike, the step is recorded as
+   * skipped, and training goes on (as loss-scaling trainers do).
+   */
+  nonFinite?: "stop" | "skip";
   /** Seeded permutation of the samples every epoch. Default true, as model.fit. */
   shuffle?: boolean;
   /** Seed of the shuffles; the run records it. Default: a random one. */
@@ -47,8 +60,9 @@ export interface FitOptions {
 const FitOptionsSchema = z.strictObject({
   epochs: z.number().int().min(1).max(1_000_000).default(1),
   batchSize: z.number().int().min(1).max(1 << 24).default(32),
-  optimizer: z.preprocess((v) => (typeof v === "string" ? { name: v } : v), OptimizerSpecSchema).default({ name: "sgd", learningRate: 0.01 }),
-  loss: z.enum(LOSS_NAMES).default("categoricalCrossentropy"),
+  optimizer: z.preprocess((v) => (typeof v === "string" ? { name: v } : v), OptimizerSpecSchema).optional(),
+  loss: z.enum(LOSS_NAMES).optional(),
+  nonFinite: z.enum(["stop", "skip"]).default("stop"),
   shuffle: z.boolean().default(true),
   seed: z.number().int().min(0).max(2 ** 32 - 1).optional(),
   onStep: z.custom<(record: StepRecord) => void>((v) => typeof v === "function", "must be a function").optional(),
@@ -65,6 +79,11 @@ export interface ResolvedFitOptions {
   batchSize: number;
   optimizer: OptimizerSpec;
   loss: LossName;
+  /** The model's compiled metrics, computed by the workers every step. */
+  metrics: MetricSpec[];
+  /** Where the optimizer and loss came from, for the run's notes. */
+  origins: { optimizer: Origin; loss: Origin };
+  nonFinite: "stop" | "skip";
   shuffle: boolean;
   seed: number;
   onStep: ((record: StepRecord) => void) | undefined;
@@ -74,13 +93,26 @@ export interface ResolvedFitOptions {
   resumeFrom: string | undefined;
 }
 
-export function resolveFitOptions(options: FitOptions): ResolvedFitOptions {
+const DEFAULT_OPTIMIZER: OptimizerSpec = { name: "sgd", learningRate: 0.01 };
+const DEFAULT_LOSS: LossName = "categoricalCrossentropy";
+
+/** Checks fit's options; what they leave out comes from model.compile (when a model is given), then the defaults. */
+export function resolveFitOptions(options: FitOptions, model?: tf.LayersModel): ResolvedFitOptions {
   const o = parseOrThrow(FitOptionsSchema, options, "fit options");
+  const c = model ? readCompiled(model) : undefined;
+  const compiledOptimizer = o.optimizer ? undefined : c?.optimizer();
+  const compiledLoss = o.loss ? undefined : c?.loss();
+  const optimizer = o.optimizer ?? compiledOptimizer ?? DEFAULT_OPTIMIZER;
+  const loss = o.loss ?? compiledLoss ?? DEFAULT_LOSS;
+  const origin = (given: unknown, compiled: unknown): Origin => (given !== undefined ? "fit options" : compiled !== undefined ? "model.compile" : "default");
   return {
     epochs: o.epochs,
     batchSize: o.batchSize,
-    optimizer: o.optimizer,
-    loss: o.loss,
+    optimizer,
+    loss,
+    metrics: c?.metrics(loss) ?? [],
+    origins: { optimizer: origin(o.optimizer, compiledOptimizer), loss: origin(o.loss, compiledLoss) },
+    nonFinite: o.nonFinite,
     shuffle: o.shuffle,
     seed: o.seed ?? Math.floor(Math.random() * 2 ** 31),
     onStep: o.onStep,

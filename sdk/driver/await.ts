@@ -8,6 +8,7 @@ export function awaitAll(ctx: FitContext): <T>(requests: Array<Promise<T>>) => P
     try {
       return await ctx.guard(Promise.all(requests));
     } catch (err) {
+      if (survived(err)) throw err;
       // A peer's collective error or a closed channel is often the echo of a worker the cluster
       // is about to declare lost (with its exit code, or its silence): wait for that.
       throw (await ctx.lossWithin(Math.max(1000, 2 * ctx.spec.heartbeat.intervalMs + 500))) ?? err;
@@ -28,4 +29,9 @@ export async function loadEverywhere<T>(load: () => Promise<T>): Promise<T> {
 /** Tells every worker the fit is over (they drop the model). */
 export async function releaseAll(ctx: FitContext): Promise<void> {
   await awaitAll(ctx)(ctx.workers.map((w) => w.channel.request({ type: "release" }, "released", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: "release" })));
+}
+
+/** A worker's step failed but the worker did its part of the step's communication: the cluster is consistent. */
+export function survived(err: unknown): boolean {
+  return typeof err === "object" && err !== null && (err as { details?: { clusterIntact?: unknown } }).details?.clusterIntact === true;
 }

@@ -5,8 +5,9 @@ import { epochOrder, globalBatch, replicaSlices, stepsPerEpoch } from "../plan/b
 import type { ResolvedFitOptions } from "../config/fit-options";
 import type { Tensorlike } from "../protocol/tensor";
 import type { MembershipChange, StepRecord } from "../metrics/records";
-import { awaitAll } from "./await";
-import { computeEnd, straggler, workerStep } from "./step-records";
+import { awaitAll, survived } from "./await";
+import { computeEnd, stepOutcome, straggler, workerStep } from "./step-records";
+import { nonFiniteStop } from "./non-finite";
 import { FitAborted, type FitContext, type StepDone } from "./fit-context";
 import type { Wiring } from "../plan/wiring";
 
@@ -45,7 +46,7 @@ export function runElastic(
   minWorkers: number,
   t: { fitStart: number; fitStartWall: number; startStep: number },
   hooks: ElasticHooks,
-): Promise<{ history: StepRecord[]; membership: MembershipChange[]; members: WorkerHandle[]; callbackError: FitAborted | undefined }> {
+): Promise<{ history: StepRecord[]; membership: MembershipChange[]; members: WorkerHandle[]; stopped: FitAborted | undefined }> {
   return new ElasticLoop(ctx, o, dataset, minWorkers, t, hooks).run();
 }
 
@@ -62,7 +63,7 @@ class ElasticLoop {
   private readonly history: StepRecord[] = [];
   private readonly joiners: WorkerHandle[] = [];
   private generation = 0;
-  private callbackError: FitAborted | undefined;
+  private stopped: FitAborted | undefined;
   private wake: (() => void) | null = null;
   private departures = 0;
   /** Steps every member completed, and the next step to send. */
@@ -105,15 +106,15 @@ class ElasticLoop {
     return this.orders.get(epoch)!;
   }
 
-  async run(): Promise<{ history: StepRecord[]; membership: MembershipChange[]; members: WorkerHandle[]; callbackError: FitAborted | undefined }> {
+  async run(): Promise<{ history: StepRecord[]; membership: MembershipChange[]; members: WorkerHandle[]; stopped: FitAborted | undefined }> {
     try {
       await this.rewire();
-      while (this.done < this.total && !this.callbackError) await this.advance();
+      while (this.done < this.total && !this.stopped) await this.advance();
       await Promise.all(this.inflight.map((f) => f.settled));
     } finally {
       this.ctx.setStep(undefined);
     }
-    return { history: this.history, membership: this.membership, members: this.members, callbackError: this.callbackError };
+    return { history: this.history, membership: this.membership, members: this.members, stopped: this.stopped };
   }
 
   /** One turn of the loop: recover from a loss, admit joiners, keep two steps in flight, or record the oldest. */
@@ -131,6 +132,11 @@ class ElasticLoop {
       return;
     }
     const failed = head.result.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed && survived(failed.reason)) {
+      this.inflight.shift();
+      this.stopped ??= new FitAborted(failed.reason);
+      return;
+    }
     if (failed) return this.settleFailure(failed);
     this.inflight.shift();
     this.record(head);
@@ -181,14 +187,16 @@ class ElasticLoop {
       loss: ok.reduce((a, x) => a + x.share * x.r.value.msg.loss, 0) / Math.max(1e-12, ok.reduce((a, x) => a + x.share, 0)),
       workers: ok.map((x) => workerStep(x.r.value, x.w, this.t.fitStartWall)),
       straggler: straggler(ok.map((x) => computeEnd(x.r.value, x.w))),
+      ...stepOutcome(ok.map((x) => x.r.value), ok.map((x) => x.w.rank), ok.map((x) => x.share)),
     };
     this.lastEnd = now;
     this.history.push(rec);
+    this.stopped ??= nonFiniteStop(rec, this.o);
     this.ctx.setStep(f.step + 1);
     try {
       this.o.onStep?.(rec);
     } catch (err) {
-      this.callbackError ??= new FitAborted(err);
+      this.stopped ??= new FitAborted(err);
     }
   }
 

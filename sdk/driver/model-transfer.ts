@@ -4,6 +4,8 @@ import { ModelError } from "../errors/errors";
 import type { Tensorlike } from "../protocol/tensor";
 import { awaitAll } from "./await";
 import type { FitContext } from "./fit-context";
+import type { ResolvedFitOptions } from "../config/fit-options";
+import { createOptimizer } from "../worker/model-io";
 
 /** Host copies of tensors, for attachments. */
 export function hostCopies(ts: readonly tf.Tensor[]): Tensorlike[] {
@@ -27,4 +29,13 @@ export function setModelWeights(model: tf.LayersModel, weights: readonly Tensorl
 export async function fetchWeightsOf(ctx: FitContext, workers: readonly WorkerHandle[], waitingFor: string): Promise<Tensorlike[][]> {
   const fetched = await awaitAll(ctx)(workers.map((w) => w.channel.request({ type: "fetchWeights" }, "weights", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor })));
   return fetched.map((f) => f.attachments);
+}
+
+/**
+ * A model fit trained but the user never compiled is compiled as it was trained (optimizer, loss,
+ * metrics), so model.evaluate and model.predict work after fit as after model.fit.
+ */
+export function compileIfNot(model: tf.LayersModel, o: ResolvedFitOptions): void {
+  if ((model as unknown as { optimizer?: unknown }).optimizer) return;
+  model.compile({ optimizer: createOptimizer(o.optimizer), loss: o.loss, metrics: o.metrics.map((m) => (m.name === "acc" ? "accuracy" : m.name)) });
 }

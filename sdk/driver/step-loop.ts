@@ -2,14 +2,15 @@ import type { ResolvedFitOptions } from "../config/fit-options";
 import type { Dataset } from "../data/dataset";
 import type { StepRecord } from "../metrics/records";
 import { epochOrder, globalBatch, stepsPerEpoch } from "../plan/batches";
-import { awaitAll } from "./await";
+import { awaitAll, survived } from "./await";
 import { FitAborted, type FitContext, type StepDone } from "./fit-context";
+import { nonFiniteStop } from "./non-finite";
 
 /** One step sent to the workers: its replies, and how to turn them into the step's record. */
 export interface IssuedStep {
   samples: number;
   done: Promise<StepDone[]>;
-  summarize(replies: StepDone[]): Pick<StepRecord, "loss" | "workers" | "straggler"> & Partial<Pick<StepRecord, "bubble">>;
+  summarize(replies: StepDone[]): Pick<StepRecord, "loss" | "workers" | "straggler"> & Partial<Pick<StepRecord, "bubble" | "metrics" | "nonFinite" | "skipped">>;
 }
 
 /** Steps whose data is sent before the previous ones finish, so workers never wait for input. */
@@ -17,10 +18,12 @@ const STEPS_IN_FLIGHT = 2;
 
 /**
  * The step loop every strategy shares: for each epoch and each global batch, `issue` sends the
- * step to the workers; replies become StepRecords (onStep is called with each). An exception
- * from onStep stops the loop after the steps already sent, and is rethrown as FitAborted.
+ * step to the workers; replies become StepRecords (onStep is called with each). The loop stops
+ * after the steps already sent, with every worker consistent, on an exception from onStep, a
+ * step where a worker found NaN or Infinity (nonFinite "stop"), or a step a worker failed but
+ * survived (an op that threw in a user's layer); the caller gets that reason as `stopped`.
  */
-export function runSteps(ctx: FitContext, o: ResolvedFitOptions, dataset: Dataset, issue: IssueStep, more: LoopOptions = {}): Promise<{ history: StepRecord[]; callbackError: FitAborted | undefined }> {
+export function runSteps(ctx: FitContext, o: ResolvedFitOptions, dataset: Dataset, issue: IssueStep, more: LoopOptions = {}): Promise<{ history: StepRecord[]; stopped: FitAborted | undefined }> {
   return new StepLoop(ctx, o, dataset, issue, more).run();
 }
 
@@ -40,7 +43,7 @@ class StepLoop {
   private readonly inFlight: Array<{ step: number; epoch: number; issued: IssuedStep }> = [];
   private readonly fitStart = performance.now();
   private lastEnd = this.fitStart;
-  private callbackError: FitAborted | undefined;
+  private stopped: FitAborted | undefined;
   /** The next step to send, and the steps done when the last checkpoint was written. */
   private step = 0;
   private saved: number;
@@ -50,17 +53,17 @@ class StepLoop {
     this.saved = more.startStep ?? 0;
   }
 
-  async run(): Promise<{ history: StepRecord[]; callbackError: FitAborted | undefined }> {
+  async run(): Promise<{ history: StepRecord[]; stopped: FitAborted | undefined }> {
     const perEpoch = stepsPerEpoch(this.dataset.size, this.o.batchSize);
     const startStep = this.more.startStep ?? 0;
     try {
-      for (let epoch = 0; epoch < this.o.epochs && !this.callbackError; epoch++) {
+      for (let epoch = 0; epoch < this.o.epochs && !this.stopped; epoch++) {
         if ((epoch + 1) * perEpoch <= startStep) {
           this.step += perEpoch;
           continue;
         }
         const order = epochOrder(this.dataset.size, this.o.shuffle, this.o.seed, epoch);
-        for (let i = 0; i < perEpoch && !this.callbackError; i++, this.step++) {
+        for (let i = 0; i < perEpoch && !this.stopped; i++, this.step++) {
           if (this.step < startStep) continue;
           const every = this.more.checkpoint?.every;
           if (every && this.step > startStep && this.step % every === 0) await this.save();
@@ -76,31 +79,40 @@ class StepLoop {
     } finally {
       this.ctx.setStep(undefined);
     }
-    return { history: this.history, callbackError: this.callbackError };
+    return { history: this.history, stopped: this.stopped };
   }
 
   /** Waits for the oldest step in flight and records it; onStep sees the record. */
   private async record(): Promise<void> {
     const f = this.inFlight.shift()!;
     this.ctx.setStep(f.step);
-    const [replies] = await this.all([f.issued.done]);
+    let replies: StepDone[] | undefined;
+    try {
+      [replies] = await this.all([f.issued.done]);
+    } catch (err) {
+      if (!survived(err)) throw err;
+      this.stopped ??= new FitAborted(err);
+      return;
+    }
     const now = performance.now();
     const rec: StepRecord = { step: f.step, epoch: f.epoch, samples: f.issued.samples, ms: now - this.lastEnd, endMs: now - this.fitStart, ...f.issued.summarize(replies!) };
     this.lastEnd = now;
     this.history.push(rec);
+    this.stopped ??= nonFiniteStop(rec, this.o);
     try {
       this.o.onStep?.(rec);
     } catch (err) {
-      this.callbackError ??= new FitAborted(err);
+      this.stopped ??= new FitAborted(err);
     }
   }
 
   /** A checkpoint of every step sent so far, with none in flight. */
   private async save(): Promise<void> {
     while (this.inFlight.length > 0) await this.record();
-    if (this.callbackError || !this.more.checkpoint || this.step === this.saved) return;
+    if (this.stopped || !this.more.checkpoint || this.step === this.saved) return;
     this.ctx.setStep(this.step);
     await this.more.checkpoint.save(this.step);
     this.saved = this.step;
   }
 }
+

@@ -1,5 +1,5 @@
 import type { WorkerHandle } from "../cluster/worker-handle";
-import type { WorkerStepRecord } from "../metrics/records";
+import type { StepRecord, WorkerStepRecord } from "../metrics/records";
 import type { StepDone } from "./fit-context";
 
 /** The rank whose computation ended last (the first such, on a tie). */
@@ -26,4 +26,22 @@ export function workerStep(r: StepDone, w: WorkerHandle, fitStartWall: number): 
 /** When a worker's computation of a step ended, on the driver's clock: who the others waited for. */
 export function computeEnd(r: StepDone, w: WorkerHandle): { rank: number; end: number } {
   return { rank: w.rank, end: r.msg.startedAt - w.clockOffsetMs + (r.msg.ps?.pullMs ?? 0) + r.msg.computeMs };
+}
+
+/**
+ * What a step's replies say beyond times: the compiled metrics (each reply's weighted by
+ * `shares`, as the loss), where non-finite values were found, and whether the update was dropped.
+ */
+export function stepOutcome(replies: readonly StepDone[], ranks: readonly number[], shares: readonly number[]): Pick<StepRecord, "metrics" | "nonFinite" | "skipped"> {
+  const out: Pick<StepRecord, "metrics" | "nonFinite" | "skipped"> = {};
+  replies.forEach((r, i) => {
+    const m = r.msg;
+    if (m.metrics) {
+      out.metrics ??= {};
+      for (const [k, v] of Object.entries(m.metrics)) out.metrics[k] = (out.metrics[k] ?? 0) + shares[i]! * v;
+    }
+    if (m.nonFinite) (out.nonFinite ??= []).push({ rank: ranks[i]!, ...m.nonFinite });
+    if (m.skipped) out.skipped = true;
+  });
+  return out;
 }

@@ -24,7 +24,8 @@ export type ErrorCode =
   | "MT_ERR_STATE"
   | "MT_ERR_WORKER"
   | "MT_ERR_REPLICAS_DIVERGED"
-  | "MT_ERR_CHECKPOINT";
+  | "MT_ERR_CHECKPOINT"
+  | "MT_ERR_NON_FINITE";
 
 /** Who and where, when it is known. Never holds secrets (the token is never put here). */
 export interface ErrorDetails {
@@ -169,6 +170,12 @@ export class CheckpointError extends MeshtrainError {
   constructor(summary: string, o?: Opts) { super("MT_ERR_CHECKPOINT", summary, o); }
 }
 
+/** A step's loss, gradient or input held NaN or Infinity (see fit option nonFinite). */
+export class NonFiniteError extends MeshtrainError {
+  static override readonly code = "MT_ERR_NON_FINITE" as const;
+  constructor(summary: string, o?: Opts) { super("MT_ERR_NON_FINITE", summary, o); }
+}
+
 type ErrorClass = new (summary: string, o?: Opts) => MeshtrainError;
 
 export const ERROR_CLASSES: Readonly<Record<ErrorCode, ErrorClass>> = Object.freeze({
@@ -187,6 +194,7 @@ export const ERROR_CLASSES: Readonly<Record<ErrorCode, ErrorClass>> = Object.fre
   MT_ERR_WORKER: WorkerError,
   MT_ERR_REPLICAS_DIVERGED: ReplicaDivergenceError,
   MT_ERR_CHECKPOINT: CheckpointError,
+  MT_ERR_NON_FINITE: NonFiniteError,
 });
 
 export function isErrorCode(value: string): value is ErrorCode {

@@ -1,3 +1,6 @@
+import type { Origin } from "../config/compiled";
+import type { LossName } from "../config/loss";
+import type { OptimizerSpec } from "../config/optimizer";
 import type { Plan } from "../plan/plans";
 import type { WorkerSnapshot } from "../config/worker-snapshot";
 
@@ -53,6 +56,19 @@ export interface StepRecord {
   straggler: number;
   /** Pipeline strategies: the share of stage time spent idle in this step (measured). */
   bubble?: number;
+  /** The model's compiled metrics over the global batch (e.g. acc), weighted as the loss is. */
+  metrics?: Record<string, number>;
+  /** Where workers found NaN or Infinity in this step. */
+  nonFinite?: NonFiniteReport[];
+  /** The step's update was dropped on every worker (fit option nonFinite "skip"). */
+  skipped?: boolean;
+}
+
+/** One worker's finding of a non-finite value: in its input batch, its loss, or a variable's gradient. */
+export interface NonFiniteReport {
+  rank: number;
+  where: "input" | "loss" | "gradient";
+  variable?: string;
 }
 
 /** One push as the driver recorded it: which parameters it was computed on, and how stale it was. */
@@ -132,5 +148,20 @@ export interface RunRecord {
   ps?: PsRunRecord;
   /** Elastic data parallelism: every worker that left or joined. */
   membership?: MembershipChange[];
+  /** What the run trained with and where each came from (fit options, model.compile or the defaults). */
+  training?: TrainingSetup;
+}
+
+export interface TrainingSetup {
+  optimizer: OptimizerSpec;
+  loss: LossName;
+  metrics: string[];
+  origins: { optimizer: Origin; loss: Origin };
+}
+
+/** Per epoch, as TF.js model.fit's History: `epoch` numbers and, per key (loss, acc, ...), the epoch's mean. */
+export interface EpochHistory {
+  epoch: number[];
+  history: Record<string, number[]>;
 }
 

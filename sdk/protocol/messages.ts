@@ -2,6 +2,7 @@ import { z } from "zod";
 import { DatasetSourceSchema } from "../data/source";
 import { BACKEND_CHOICES } from "../config/backend";
 import { LOSS_NAMES } from "../config/loss";
+import { MetricSpecSchema } from "../config/metrics";
 import { OptimizerSpecSchema } from "../config/optimizer";
 import { TensorSpecSchema } from "./tensor";
 import { PROTOCOL_VERSION } from "./version";
@@ -19,6 +20,8 @@ const id = z.number().int().nonnegative().max(2 ** 32 - 1);
 const hex64 = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex digits");
 const ms = z.number().finite().nonnegative();
 const attachments = z.array(TensorSpecSchema).max(4096);
+/** A value computed from the user's model and data: NaN and Infinity are what they are (see json.ts). */
+const measured = z.custom<number>((x) => typeof x === "number", "must be a number");
 
 export const WorkerInfoSchema = z.strictObject({
   pid: z.number().int(),
@@ -119,6 +122,8 @@ export const LoadSchema = z.strictObject({
   role: z.string().min(1).max(64).default("replica"),
   optimizer: OptimizerSpecSchema,
   loss: z.enum(LOSS_NAMES),
+  /** The model's compiled metrics, computed on each slice every step. */
+  metrics: z.array(MetricSpecSchema).max(16).optional(),
   /** Model, pipeline and hybrid strategies: which layers this worker holds and how it runs them. */
   stage: z.strictObject({
     index: z.number().int().nonnegative(),
@@ -196,7 +201,13 @@ export const StepDoneSchema = z.strictObject({
   type: z.literal("stepDone"), v, re: id,
   step: z.number().int().nonnegative(),
   /** Mean loss over this replica's slice. */
-  loss: z.number(),
+  loss: measured,
+  /** The compiled metrics over the same samples, by their history names. */
+  metrics: z.record(z.string().max(64), measured).optional(),
+  /** This worker found NaN or Infinity in the step: in its input batch, its loss, or the gradient of a variable. */
+  nonFinite: z.strictObject({ where: z.enum(["input", "loss", "gradient"]), variable: z.string().max(256).optional() }).optional(),
+  /** The step's update was not applied, on this worker nor on any other (a worker found a non-finite value). */
+  skipped: z.boolean().optional(),
   computeMs: ms, commMs: ms, waitMs: ms, applyMs: ms,
   /** When the worker started computing this step: its wall clock, in ms since the Unix epoch. */
   startedAt: z.number().finite(),

@@ -6,7 +6,10 @@ import { estimateReplicaMemory, formatBytes } from "../plan/memory";
 import { summarizeModel } from "../plan/model-summary";
 import type { MessageOf } from "../protocol/messages";
 import type { Tensorlike } from "../protocol/tensor";
+import type { MetricSpec } from "../config/metrics";
 import { buildModel, compiledLoss, createOptimizer, tensorOf } from "./model-io";
+import { ModelState } from "./model-state";
+import { labelTensor, metricValues } from "./step-health";
 
 /**
  * A tensor's values for an immediate copy. On the native backend this reads the backing array
@@ -31,8 +34,13 @@ export interface LoadedReplica {
   compileOptimizer: tf.Optimizer;
   lossFn: (a: tf.Tensor, b: tf.Tensor) => tf.Tensor;
   vars: tf.Variable[];
+  /** The variables' names (for a report of a non-finite gradient) and sizes. */
+  names: string[];
   sizes: number[];
   gradientLength: number;
+  /** Non-trainable state (BatchNormalization's moving statistics), which replicas average. */
+  state: ModelState;
+  metrics: MetricSpec[];
 }
 
 /** Builds the model, refusing it first when this worker's memory cap is below its estimate. */
@@ -53,20 +61,22 @@ export async function loadReplica(msg: MessageOf<"load">, weights: Tensorlike[],
   const lossFn = compiledLoss(model, msg.loss, compileOptimizer);
   const vars = model.trainableWeights.map((w) => w.read() as tf.Variable);
   const sizes = vars.map((v) => v.size);
-  return { model, compileOptimizer, lossFn, vars, sizes, gradientLength: sizes.reduce((a, b) => a + b, 0) };
+  const names = model.trainableWeights.map((w) => w.originalName);
+  return { model, compileOptimizer, lossFn, vars, names, sizes, gradientLength: sizes.reduce((a, b) => a + b, 0), state: new ModelState(model), metrics: msg.metrics ?? [] };
 }
 
 /**
  * Writes weight x grad(mean loss over the slice + regularizers) into `flat`, laid out as the
- * variables in order; returns the slice's mean loss.
+ * variables in order; returns the slice's mean loss and compiled metrics.
  */
-export function sliceGradient(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array): number {
+export function sliceGradient(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array): { loss: number; metrics?: Record<string, number> } {
   const xs = tensorOf(x);
-  const ys = tensorOf(y);
+  const ys = labelTensor(y);
   let dataLoss = 0;
+  let out: tf.Tensor | undefined;
   try {
     const { value, grads } = tf.variableGrads(() => {
-      const out = r.model.apply(xs, { training: true }) as tf.Tensor;
+      out = tf.keep(r.model.apply(xs, { training: true }) as tf.Tensor);
       const perSample = tf.mean(r.lossFn(ys, out)) as tf.Scalar;
       dataLoss = perSample.dataSync()[0]!;
       let total: tf.Scalar = perSample;
@@ -82,6 +92,9 @@ export function sliceGradient(r: LoadedReplica, x: Tensorlike, y: Tensorlike, we
     });
     value.dispose();
     tf.dispose(Object.values(grads));
+    if (weight !== 1) scaleInPlace(flat, weight);
+    const metrics = metricValues(r.metrics, ys, out!);
+    return { loss: dataLoss, ...(metrics ? { metrics } : {}) };
   } catch (err) {
     const msg = (err as Error).message;
     if (/shape|rank|compatible/i.test(msg)) {
@@ -91,11 +104,8 @@ export function sliceGradient(r: LoadedReplica, x: Tensorlike, y: Tensorlike, we
     }
     throw err;
   } finally {
-    xs.dispose();
-    ys.dispose();
+    tf.dispose([xs, ys, ...(out ? [out] : [])]);
   }
-  if (weight !== 1) scaleInPlace(flat, weight);
-  return dataLoss;
 }
 
 /**

@@ -13,7 +13,7 @@ import { checkIdentical } from "../../driver/replicas";
 import { FitAborted, type FitContext } from "../../driver/fit-context";
 import { fetchWeightsOf, hostCopies, setModelWeights } from "../../driver/model-transfer";
 import { runSteps, type IssuedStep } from "../../driver/step-loop";
-import { straggler, computeEnd, workerStep } from "../../driver/step-records";
+import { straggler, computeEnd, stepOutcome, workerStep } from "../../driver/step-records";
 import { dataWiring } from "../../plan/wiring";
 import { checkpointing, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
 import { runElastic } from "../../driver/elastic-loop";
@@ -41,11 +41,11 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
   if (plan.elastic) {
     const load = async (w: WorkerHandle, attachments: Tensorlike[]): Promise<void> => void (await awaitAll(ctx)([loadOn(w, attachments)]));
     const r = await runElastic(ctx, o, dataset, plan.elastic.minWorkers, { fitStart: performance.now(), fitStartWall, startStep: resumed?.ckpt.body.step ?? 0 }, { load });
-    return finish(ctx, model, o, plan, r.history, r.members, r.callbackError, started, r.membership);
+    return finish(ctx, model, o, plan, r.history, r.members, r.stopped, started, r.membership);
   }
   const more = checkpointing(ctx, o, resumed, { strategy: "data", summary: plan.model, dataset, holders, weights: async () => (await fetchWeightsOf(ctx, [workers[0]!], "the weights to checkpoint"))[0]! });
-  const { history, callbackError } = await runSteps(ctx, o, dataset, (step, epoch, order, start, end) => issueStep(ctx, dataset, plan.feed, fitStartWall, { step, epoch, order, start, end }), more);
-  return finish(ctx, model, o, plan, history, workers, callbackError, started);
+  const { history, stopped } = await runSteps(ctx, o, dataset, (step, epoch, order, start, end) => issueStep(ctx, dataset, plan.feed, fitStartWall, { step, epoch, order, start, end }), more);
+  return finish(ctx, model, o, plan, history, workers, stopped, started);
 }
 
 /** Options that cannot work together are refused before anything is sent. */
@@ -70,7 +70,7 @@ function replicaLoader(ctx: FitContext, model: tf.LayersModel, dataset: Dataset,
   const replicaBatch = Math.ceil(o.batchSize / ctx.workers.length);
   return (w: WorkerHandle, attachments: Tensorlike[]) =>
     w.channel.request(
-      { type: "load", role: "replica", topology, optimizer: o.optimizer, loss: o.loss, replicaBatch, stepTimeoutMs: stepMs, ...data, ...slowdown(plan, w.rank), ...(plan.elastic ? { elastic: true } : {}) },
+      { type: "load", role: "replica", topology, optimizer: o.optimizer, loss: o.loss, metrics: o.metrics, replicaBatch, stepTimeoutMs: stepMs, ...data, ...slowdown(plan, w.rank), ...(plan.elastic ? { elastic: true } : {}) },
       "loaded",
       { timeoutMs: stepMs, waitingFor: "the model to load", attachments },
     );
@@ -115,6 +115,7 @@ function issueStep(ctx: FitContext, dataset: Dataset, feed: DataParallelPlan["fe
       loss: replies.reduce((a, r, i) => a + shares[i]! * r.msg.loss, 0),
       workers: replies.map((r, rank) => workerStep(r, workers[rank]!, fitStartWall)),
       straggler: straggler(replies.map((r, rank) => computeEnd(r, workers[rank]!))),
+      ...stepOutcome(replies, workers.map((w) => w.rank), shares),
     }),
   };
 }
@@ -127,15 +128,15 @@ async function finish(
   plan: DataParallelPlan & PlanMethods,
   history: StepRecord[],
   members: readonly WorkerHandle[],
-  callbackError: FitAborted | undefined,
+  stopped: FitAborted | undefined,
   started: number,
   membership?: MembershipChange[],
 ): Promise<RunRecord> {
   const all = awaitAll(ctx);
   const release = (): Promise<unknown> => all(members.map((w) => w.channel.request({ type: "release" }, "released", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: "release" })));
-  if (callbackError) {
+  if (stopped) {
     await release();
-    throw callbackError;
+    throw stopped;
   }
   await checkIdentical(ctx, members, "the model", history.length);
   const [weights] = await fetchWeightsOf(ctx, [members[0]!], "the trained weights");

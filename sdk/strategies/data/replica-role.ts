@@ -11,6 +11,7 @@ import { readWeights } from "../../worker/model-io";
 import type { HostIO, RoleEnv, RoleReply, StepReport, StepTimes, WorkerRole } from "../../worker/role";
 import { loadReplica, readValues, sliceGradient, slowDown, type LoadedReplica } from "../../worker/slice-gradient";
 import { makeUpdateRule } from "../../worker/update-rules";
+import { hasNonFinite, inputNonFinite, nonFiniteVariable, survivedStepError, type NonFinite } from "../../worker/step-health";
 import type { OptimizerState, UpdateRule } from "../../worker/update-rule";
 
 export type AllReduceFn = (data: Float32Array) => Promise<{ data: Float32Array; stats: AllReduceStats }>;
@@ -18,12 +19,32 @@ export type AllReduceFn = (data: Float32Array) => Promise<{ data: Float32Array; 
 export interface StepResult extends StepTimes {
   /** Time spent waiting on purpose (a slowdown), part of computeMs. */
   slowdownMs: number;
+  metrics?: Record<string, number>;
+  /** Where this replica found NaN or Infinity. */
+  nonFinite?: NonFinite;
+  /** No replica applied this step's update (one of them found a non-finite value, or failed). */
+  skipped?: boolean;
+}
+
+/** The slice's part of a step, before the replicas agree on it. */
+interface SliceOutcome {
+  loss: number;
+  metrics?: Record<string, number>;
+  nonFinite?: NonFinite;
+  failure?: unknown;
 }
 
 /**
  * One replica of synchronous data parallelism: computes the gradient of its slice, scales it
  * by the slice's share of the global batch, sums it with every other replica's by all-reduce,
  * and applies the same update as every other replica.
+ *
+ * The all-reduced buffer is [gradient | change of the model's state | flag]. The state
+ * (BatchNormalization's moving statistics) is averaged as Keras' MirroredStrategy does: each
+ * replica normalises with its own slice's statistics, and the moving statistics end the step as
+ * the weighted mean of the replicas'. The flag counts replicas whose slice held NaN or Infinity
+ * or whose computation threw: when it is not zero, every replica drops the update alike, so
+ * the replicas never differ and the ring is never left half-way.
  */
 export class DataReplica implements WorkerRole {
   private readonly update: UpdateRule;
@@ -31,8 +52,8 @@ export class DataReplica implements WorkerRole {
   private shard: { dataset: Dataset; shuffle: boolean; seed: number; epoch: number; order: Uint32Array | null } | null = null;
   /** Updates applied since the model was loaded. */
   private applied = 0;
-  /** Elastic training: the weights and optimizer state before the last update, to step back to. */
-  private before: { weights: Float32Array[]; state: OptimizerState } | null = null;
+  /** Elastic training: the weights, model state and optimizer state before the last update, to step back to. */
+  private before: { weights: Float32Array[]; model: Float32Array; state: OptimizerState } | null = null;
 
   private constructor(private readonly r: LoadedReplica, spec: MessageOf<"load">["optimizer"], private readonly slowdown: number, private readonly elastic: boolean) {
     this.update = makeUpdateRule(r.vars, spec);
@@ -52,7 +73,7 @@ export class DataReplica implements WorkerRole {
   step(msg: MessageOf<"step">, attachments: Tensorlike[], io: HostIO): Promise<StepReport> {
     const [x, y] = msg.range ? Object.values(this.readSlice(msg.epoch, msg.range.start, msg.range.end)) : attachments;
     if (!x || !y) throw new ProtocolError(`"step" ${msg.step} carries ${attachments.length} tensors, expected x and y`);
-    return this.train(msg.weight, x, y, (data) => io.allReduce(data));
+    return this.train(msg.weight, x, y, (data) => io.allReduce(data), msg.step);
   }
 
   /** Elastic training asks how many updates were applied, or to step back one. */
@@ -87,6 +108,7 @@ export class DataReplica implements WorkerRole {
       v.assign(t);
       t.dispose();
     });
+    this.r.state.set(this.before.model);
     await this.update.importState(this.before.state);
     this.before = null;
     this.applied = to;
@@ -102,21 +124,71 @@ export class DataReplica implements WorkerRole {
   }
 
   /** Computes the slice's gradient, weighted by its share, sums it with the others' and applies the update. */
-  async train(weight: number, x: Tensorlike, y: Tensorlike, allReduce: AllReduceFn): Promise<StepResult> {
+  async train(weight: number, x: Tensorlike, y: Tensorlike, allReduce: AllReduceFn, step = 0): Promise<StepResult> {
     const t0 = performance.now();
     const startedAt = wallClock();
-    const flat = new Float32Array(this.r.gradientLength);
-    let loss = 0;
-    if (x.shape[0]! > 0) loss = sliceGradient(this.r, x, y, weight, flat);
+    const n = this.r.gradientLength;
+    const flat = new Float32Array(n + this.r.state.length + 1);
+    const stateBefore = this.r.state.snapshot();
+    const slice = this.slice(weight, x, y, flat, stateBefore);
     const slowdownMs = await slowDown(this.slowdown, performance.now() - t0);
     const t1 = performance.now();
     const reduced = await allReduce(flat);
     const t2 = performance.now();
-    if (this.elastic) this.before = { weights: this.r.vars.map((v) => Float32Array.from(readValues(v))), state: await this.update.exportState() };
-    this.update.apply(reduced.data);
-    this.applied++;
+    // flat was moved to the communication thread; the sum comes back in its own buffer.
+    const skipped = reduced.data[reduced.data.length - 1] !== 0;
+    if (skipped) this.r.state.set(stateBefore);
+    else await this.apply(reduced.data, stateBefore);
     const t3 = performance.now();
-    return { loss, startedAt, computeMs: t1 - t0, commMs: reduced.stats.commMs, waitMs: reduced.stats.waitMs, applyMs: t3 - t2, slowdownMs };
+    if (slice.failure !== undefined) throw survivedStepError(slice.failure, step);
+    return {
+      loss: slice.loss,
+      startedAt,
+      computeMs: t1 - t0,
+      commMs: reduced.stats.commMs,
+      waitMs: reduced.stats.waitMs,
+      applyMs: t3 - t2,
+      slowdownMs,
+      ...(slice.metrics ? { metrics: slice.metrics } : {}),
+      ...(slice.nonFinite ? { nonFinite: slice.nonFinite } : {}),
+      ...(skipped ? { skipped } : {}),
+    };
+  }
+
+  /**
+   * Fills this replica's part of the buffer: its weighted gradient and change of state, or
+   * nothing but the flag when its slice cannot be learned from (non-finite) or it threw.
+   */
+  private slice(weight: number, x: Tensorlike, y: Tensorlike, flat: Float32Array, stateBefore: Float32Array): SliceOutcome {
+    const n = this.r.gradientLength;
+    let out: SliceOutcome = { loss: 0 };
+    try {
+      const input = inputNonFinite(x, y);
+      if (input) out = { loss: NaN, nonFinite: input };
+      else if (x.shape[0]! > 0) {
+        out = sliceGradient(this.r, x, y, weight, flat.subarray(0, n));
+        const variable = Number.isFinite(out.loss) ? (hasNonFinite(flat.subarray(0, n)) ? nonFiniteVariable(flat, this.r.names, this.r.sizes) : undefined) : undefined;
+        if (!Number.isFinite(out.loss)) out.nonFinite = { where: "loss" };
+        else if (variable !== undefined) out.nonFinite = { where: "gradient", variable };
+        else this.r.state.writeChange(stateBefore, weight, flat.subarray(n, flat.length - 1));
+      }
+    } catch (err) {
+      out = { loss: NaN, failure: err };
+    }
+    if (out.nonFinite || out.failure !== undefined) {
+      flat.fill(0);
+      flat[flat.length - 1] = 1;
+    }
+    return out;
+  }
+
+  /** The summed gradient through the optimizer, and the state to its replicas' mean. */
+  private async apply(reduced: Float32Array, stateBefore: Float32Array): Promise<void> {
+    const n = this.r.gradientLength;
+    if (this.elastic) this.before = { weights: this.r.vars.map((v) => Float32Array.from(readValues(v))), model: stateBefore, state: await this.update.exportState() };
+    this.update.apply(reduced.subarray(0, n));
+    this.r.state.set(stateBefore, reduced.subarray(n, reduced.length - 1));
+    this.applied++;
   }
 
   weights(): { tensors: Tensorlike[] } {

@@ -12,9 +12,11 @@ import { awaitAll, loadEverywhere, releaseAll } from "../../driver/await";
 import { checkIdentical } from "../../driver/replicas";
 import { fetchWeightsOf, hostCopies, setModelWeights } from "../../driver/model-transfer";
 import { runSteps, type IssuedStep } from "../../driver/step-loop";
+import { stepOutcome } from "../../driver/step-records";
 import type { FitContext, StepDone } from "../../driver/fit-context";
 import { checkpointing, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
 import { gridWiring } from "../../plan/wiring";
+import { modelOrder, stageVariables } from "./stage-weights";
 
 /**
  * Model, pipeline and hybrid parallelism, driven from here. Each step the global batch is split
@@ -35,17 +37,18 @@ export async function fitPipeline(ctx: FitContext, model: tf.LayersModel, datase
   const holders = plan.stagePlans.map((_, s) => ({ name: `stage ${s}`, from: workers[plan.ranks[0]![s]!]!, to: plan.ranks.map((row) => workers[row[s]!]!) }));
   if (resumed) await restoreOptimizers(ctx, resumed.ckpt, holders);
   // Replica 0's stages, in order, hold the whole model's weights in the model's order.
-  const more = checkpointing(ctx, o, resumed, { strategy: plan.strategy, summary: plan.model, dataset, holders, weights: async () => (await fetchWeightsOf(ctx, plan.ranks[0]!.map((r) => workers[r]!), "the weights to checkpoint")).flat() });
+  const weightsOf = async (why: string) => modelOrder(model, plan.stagePlans, await fetchWeightsOf(ctx, plan.ranks[0]!.map((r) => workers[r]!), why));
+  const more = checkpointing(ctx, o, resumed, { strategy: plan.strategy, summary: plan.model, dataset, holders, weights: () => weightsOf("the weights to checkpoint") });
   const fitStartWall = wallClock();
-  const { history, callbackError } = await runSteps(ctx, o, dataset, (step, epoch, order, start, end) => issueStep(ctx, dataset, plan, fitStartWall, { step, epoch, order, start, end }), more);
-  if (callbackError) {
+  const { history, stopped } = await runSteps(ctx, o, dataset, (step, epoch, order, start, end) => issueStep(ctx, dataset, plan, fitStartWall, { step, epoch, order, start, end }), more);
+  if (stopped) {
     await releaseAll(ctx);
-    throw callbackError;
+    throw stopped;
   }
   if (plan.replicas > 1) {
     for (let s = 0; s < S; s++) await checkIdentical(ctx, plan.ranks.map((row) => workers[row[s]!]!), `stage ${s}`, history.length);
   }
-  setModelWeights(model, (await fetchWeightsOf(ctx, plan.ranks[0]!.map((rank) => workers[rank]!), "the trained weights")).flat());
+  setModelWeights(model, await weightsOf("the trained weights"));
   await releaseAll(ctx);
   return { history, plan, workers: workers.map((w) => w.snapshot()), seed: o.seed, epochs: o.epochs, wallMs: performance.now() - started };
 }
@@ -56,7 +59,7 @@ async function loadStages(ctx: FitContext, model: tf.LayersModel, o: ResolvedFit
   const stepMs = ctx.spec.timeouts.stepMs;
   const topology = model.toJSON(null, false) as unknown as Record<string, unknown>;
   const microBatchSize = plan.batch?.microBatch ?? Math.ceil(o.batchSize / plan.replicas / plan.microBatches);
-  const stageWeights = plan.stagePlans.map((st) => hostCopies(model.layers.slice(st.from, st.to).flatMap((l) => l.getWeights())));
+  const stageWeights = plan.stagePlans.map((st) => hostCopies(stageVariables(model, st).map((v) => v.read())));
   const loaded = await loadEverywhere(() =>
     awaitAll(ctx)(
       ctx.workers.slice(0, plan.worldSize).map((w, rank) => {
@@ -69,6 +72,7 @@ async function loadStages(ctx: FitContext, model: tf.LayersModel, o: ResolvedFit
             topology,
             optimizer: o.optimizer,
             loss: o.loss,
+            metrics: o.metrics,
             stage: { index: s, count: S, from: st.from, to: st.to, actions: [...plan.schedule.actions[s]!], microBatches: plan.microBatches, microBatchSize },
             stageInputShape: st.inputShape,
             stepTimeoutMs: stepMs,
@@ -137,5 +141,7 @@ function summarizeStep(ctx: FitContext, plan: PipelinePlan, fitStartWall: number
   const loss = replies.reduce((a, rep) => a + rep.msg.loss, 0);
   // The pipeline is as slow as its slowest stage: that is who the others wait for.
   const slowest = recs.reduce((w, r) => (r.computeMs > w.computeMs ? r : w), recs[0]!);
-  return { loss, workers: recs, straggler: slowest.rank, bubble: measuredBubble(recs, S, plan.replicas) };
+  // Last stages weighted their metrics by micro-batch share already, as their loss.
+  const outcome = stepOutcome(replies, recs.map((r) => r.rank), replies.map(() => 1));
+  return { loss, workers: recs, straggler: slowest.rank, bubble: measuredBubble(recs, S, plan.replicas), ...outcome };
 }

@@ -17,11 +17,6 @@ export function stageTopology(topology: Record<string, unknown>, from: number, t
   for (const l of layers) {
     delete l.config.batch_input_shape;
     delete l.config.input_shape;
-    if (l.class_name === "BatchNormalization") {
-      throw new ModelError("BatchNormalization is not supported by the model, pipeline and hybrid strategies yet: its statistics would be per micro-batch and updated again by the recomputed forward pass", {
-        hint: 'train models with BatchNormalization with strategy("data")',
-      });
-    }
   }
   layers[0]!.config.batch_input_shape = [null, ...inputShape];
   return { ...topology, config: { ...cfg, name: `${cfg.name ?? "model"}_stage${index}`, layers } };

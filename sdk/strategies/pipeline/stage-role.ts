@@ -1,6 +1,4 @@
 import * as tf from "@tensorflow/tfjs";
-import { loadAddon } from "../../backends/native/addon";
-import { NativeBackend } from "../../backends/native/backend";
 import { ModelError, ProtocolError } from "../../errors/errors";
 import { formatBytes, optimizerSlots } from "../../plan/memory";
 import { summarizeModel } from "../../plan/model-summary";
@@ -10,48 +8,26 @@ import type { MessageOf } from "../../protocol/messages";
 import type { Tensorlike } from "../../protocol/tensor";
 import { wallClock } from "../../util/clock";
 import { buildModel, compiledLoss, createOptimizer, readWeights, tensorOf } from "../../worker/model-io";
-import type { HostIO, RoleEnv, StepTimes, WorkerRole } from "../../worker/role";
+import type { RoleEnv, StepTimes, WorkerRole } from "../../worker/role";
 import { makeUpdateRule } from "../../worker/update-rules";
 import type { OptimizerState, UpdateRule } from "../../worker/update-rule";
 import { seedDropout, stageTopology } from "./stage-model";
+import type { MetricSpec } from "../../config/metrics";
+import { hasNonFinite, inputNonFinite, labelTensor, metricValues, nonFiniteVariable, survivedStepError, type NonFinite } from "../../worker/step-health";
+import { ModelState } from "../../worker/model-state";
+import { agreeAcrossStages } from "./stage-agreement";
+import { accumulator, copyOut, type ActionTimings, type StageIO, type StageRun } from "./stage-run";
 
-/** How a stage reaches its neighbours and its replicas (the worker's host provides these). */
-export type StageIO = Pick<HostIO, "receive" | "send" | "allReduce">;
 
 export interface StageStepResult extends StepTimes {
   /** When each forward (F) and backward (B) of a micro-batch ran, in ms from the step's start. */
-  actions: Array<{ kind: "F" | "B"; micro: number; start: number; end: number }>;
+  actions: ActionTimings;
   inFlightMax: number;
+  nonFinite?: NonFinite;
+  skipped?: boolean;
 }
 
 type Stage = NonNullable<MessageOf<"load">["stage"]>;
-
-/** One step's bookkeeping on a stage, from its first action to its update. */
-interface StageRun {
-  msg: MessageOf<"step">;
-  micro: NonNullable<MessageOf<"step">["micro"]>;
-  io: StageIO;
-  xs: Tensorlike[];
-  ys: Tensorlike[];
-  first: boolean;
-  t0: number;
-  startedAt: number;
-  /** The accumulated gradient of the stage's variables, laid out flat. */
-  acc: Float32Array;
-  /** Inputs of micro-batches whose forward ran and whose backward has not. */
-  saved: Map<number, tf.Tensor>;
-  timings: StageStepResult["actions"];
-  loss: number;
-  waitMs: number;
-  inFlightMax: number;
-  add: (acc: Float32Array, g: tf.Tensor, offset: number) => void;
-}
-
-
-function copyOut(t: tf.Tensor): Float32Array {
-  const b = tf.backend();
-  return Float32Array.from(b instanceof NativeBackend ? b.values(t) : (t.dataSync() as Float32Array));
-}
 
 /**
  * One stage of a pipeline on a worker: runs its schedule's actions in order. F(m) runs the
@@ -68,6 +44,8 @@ export class StageRuntime implements WorkerRole {
   private readonly actions: readonly Action[];
   private readonly update: UpdateRule;
   private readonly last: boolean;
+  private readonly state: ModelState;
+  private readonly names: string[];
 
   private constructor(
     readonly model: tf.LayersModel,
@@ -77,8 +55,11 @@ export class StageRuntime implements WorkerRole {
     private readonly lossFn: ((a: tf.Tensor, b: tf.Tensor) => tf.Tensor) | null,
     private readonly compileOptimizer: tf.Optimizer,
     spec: MessageOf<"load">["optimizer"],
+    private readonly metrics: MetricSpec[],
   ) {
     this.vars = model.trainableWeights.map((w) => w.read() as tf.Variable);
+    this.names = model.trainableWeights.map((w) => w.originalName);
+    this.state = new ModelState(model);
     this.offsets = [];
     let off = 0;
     for (const v of this.vars) {
@@ -118,7 +99,7 @@ export class StageRuntime implements WorkerRole {
     const last = stage.index === stage.count - 1;
     const lossFn = last ? compiledLoss(model, msg.loss, optimizer) : null;
     const outputShape = summary.outputShape.slice(1).map((d) => d ?? 1);
-    return new StageRuntime(model, stage, inputShape, outputShape, lossFn, optimizer, msg.optimizer);
+    return new StageRuntime(model, stage, inputShape, outputShape, lossFn, optimizer, msg.optimizer, msg.metrics ?? []);
   }
 
   get paramCount(): number {
@@ -142,20 +123,59 @@ export class StageRuntime implements WorkerRole {
       for (const t of run.saved.values()) t.dispose();
     }
     const computeEnd = performance.now();
+    const n = this.gradientLength;
+    const nonFinite = run.failure !== undefined ? undefined : run.inputNonFinite ? { where: "input" as const } : this.nonFiniteOf(run);
+    const w0 = performance.now();
+    const dropped = await agreeAcrossStages(io, { step: msg.step, microBatches: this.stage.microBatches, index: this.stage.index, count: this.stage.count }, run.failure !== undefined || nonFinite ? 1 : 0);
+    const agreeMs = performance.now() - w0;
+    if (dropped > 0) run.acc.fill(0);
+    else this.state.writeChange(run.stateBefore, msg.weight, run.acc.subarray(n, n + this.state.length));
+    run.acc[run.acc.length - 1] = dropped > 0 ? 1 : 0;
     const reduced = await io.allReduce(run.acc);
     const a0 = performance.now();
-    this.update.apply(reduced.data);
+    const skipped = reduced.data[reduced.data.length - 1] !== 0;
+    if (skipped) this.state.set(run.stateBefore);
+    else {
+      this.update.apply(reduced.data.subarray(0, n));
+      this.state.set(run.stateBefore, reduced.data.subarray(n, n + this.state.length));
+    }
     const applyMs = performance.now() - a0;
+    if (run.failure !== undefined) throw survivedStepError(run.failure, msg.step);
     return {
       loss: run.loss,
       startedAt: run.startedAt,
       computeMs: computeEnd - run.t0 - run.waitMs,
       commMs: reduced.stats.commMs,
-      waitMs: run.waitMs + reduced.stats.waitMs,
+      waitMs: run.waitMs + agreeMs + reduced.stats.waitMs,
       applyMs,
       actions: run.timings,
       inFlightMax: run.inFlightMax,
+      ...(nonFinite ? { nonFinite } : {}),
+      ...(skipped ? { skipped } : {}),
+      ...(this.last && this.metrics.length ? { metrics: run.metrics } : {}),
     };
+  }
+
+  /** Where this stage saw NaN or Infinity: its share of the loss (last stage), else its gradient. */
+  private nonFiniteOf(run: StageRun): NonFinite | undefined {
+    if (this.last && !Number.isFinite(run.loss)) return { where: "loss" };
+    const grads = run.acc.subarray(0, this.gradientLength);
+    if (!hasNonFinite(grads)) return undefined;
+    return { where: "gradient", variable: nonFiniteVariable(grads, this.names, this.vars.map((v) => v.size)) ?? "?" };
+  }
+
+  /**
+   * Runs `compute` unless the stage already failed this step; a failure is kept and `fallback`
+   * (zeros of the right shape) stands in, so the schedule's messages all still flow.
+   */
+  private attempt<T>(run: StageRun, compute: () => T, fallback: () => T): T {
+    if (run.failure !== undefined) return fallback();
+    try {
+      return compute();
+    } catch (err) {
+      run.failure = err;
+      return fallback();
+    }
   }
 
   /** Checks the step carries what this stage needs and starts its bookkeeping. */
@@ -171,7 +191,15 @@ export class StageRuntime implements WorkerRole {
     if ((first && xs.length !== this.stage.microBatches) || (this.last && ys.length !== this.stage.microBatches)) {
       throw new ProtocolError(`step ${msg.step} for stage ${this.stage.index} carries ${attachments.length} tensors`);
     }
-    return { msg, micro, io, xs, ys, first, t0: performance.now(), startedAt: wallClock(), acc: new Float32Array(this.gradientLength), saved: new Map(), timings: [], loss: 0, waitMs: 0, inFlightMax: 0, add: accumulator() };
+    return {
+      msg, micro, io, xs, ys, first,
+      t0: performance.now(),
+      startedAt: wallClock(),
+      acc: new Float32Array(this.gradientLength + this.state.length + 1),
+      stateBefore: this.state.snapshot(),
+      inputNonFinite: inputNonFinite(...xs, ...ys) !== undefined,
+      saved: new Map(), timings: [], loss: 0, metrics: {}, waitMs: 0, inFlightMax: 0, add: accumulator(),
+    };
   }
 
   private async receive(run: StageRun, kind: "activation" | "gradient", m: number): Promise<Float32Array> {
@@ -187,10 +215,18 @@ export class StageRuntime implements WorkerRole {
     const x = run.first ? tensorOf(run.xs[m]!) : tf.tensor(await this.receive(run, "activation", m), [size, ...this.inputShape]);
     const start = performance.now() - run.t0;
     if (!this.last) {
-      seedDropout(this.model, run.msg.step, m);
-      const out = tf.tidy(() => this.model.apply(x, { training: true }) as tf.Tensor);
-      run.io.send("next", "activation", run.msg.step, m, copyOut(out));
-      out.dispose();
+      const data = this.attempt(
+        run,
+        () => {
+          seedDropout(this.model, run.msg.step, m);
+          const out = tf.tidy(() => this.model.apply(x, { training: true }) as tf.Tensor);
+          const values = copyOut(out);
+          out.dispose();
+          return values;
+        },
+        () => new Float32Array(size * this.outputShape.reduce((a, b) => a * b, 1)),
+      );
+      run.io.send("next", "activation", run.msg.step, m, data);
     }
     run.saved.set(m, x);
     run.inFlightMax = Math.max(run.inFlightMax, run.saved.size);
@@ -207,9 +243,27 @@ export class StageRuntime implements WorkerRole {
     const x = run.saved.get(m);
     if (!x) throw new ProtocolError(`stage ${this.stage.index} runs B${m} before F${m}`);
     const dy = this.last ? null : tf.tensor(await this.receive(run, "gradient", m), [size, ...this.outputShape]);
-    const y = this.last ? tensorOf(run.ys[m]!) : null;
+    const y = this.last ? labelTensor(run.ys[m]!) : null;
     const start = performance.now() - run.t0;
     const weight = run.micro.weights[m]!;
+    const inputGrad = this.attempt(
+      run,
+      () => this.gradients(run, m, x, dy, y, weight),
+      () => (run.first ? null : new Float32Array(size * this.inputShape.reduce((a, b) => a * b, 1))),
+    );
+    if (!run.first) run.io.send("prev", "gradient", run.msg.step, m, inputGrad!);
+    tf.dispose([x, ...(dy ? [dy] : []), ...(y ? [y] : [])]);
+    run.saved.delete(m);
+    run.timings.push({ kind: "B", micro: m, start, end: performance.now() - run.t0 });
+  }
+
+  /**
+   * Recomputes micro-batch m's forward pass under autograd and accumulates its gradients; returns
+   * the input's gradient (null on stage 0). The recomputation must not move the layers' state a
+   * second time (the forward pass did), so a stage before the last puts its state back after.
+   */
+  private gradients(run: StageRun, m: number, x: tf.Tensor, dy: tf.Tensor | null, y: tf.Tensor | null, weight: number): Float32Array | null {
+    const before = !this.last && this.state.length > 0 ? this.state.snapshot() : null;
     seedDropout(this.model, run.msg.step, m);
     const wrt: tf.Tensor[] = run.first ? [...this.vars] : [x, ...this.vars];
     let microLoss = 0;
@@ -221,6 +275,7 @@ export class StageRuntime implements WorkerRole {
           if (this.last) {
             const mean = tf.mean(this.lossFn!(y!, out)) as tf.Scalar;
             microLoss = mean.dataSync()[0]!;
+            for (const [k, v] of Object.entries(metricValues(this.metrics, y!, out) ?? {})) run.metrics[k] = (run.metrics[k] ?? 0) + weight * v;
             objective = tf.mul(mean, weight);
           } else {
             objective = tf.sum(tf.mul(out, dy!));
@@ -230,14 +285,13 @@ export class StageRuntime implements WorkerRole {
         }),
       wrt,
     );
+    if (before) this.state.set(before);
     run.loss += weight * microLoss;
     const varGrads = run.first ? grads : grads.slice(1);
     varGrads.forEach((g, i) => run.add(run.acc, g, this.offsets[i]!));
-    if (!run.first) run.io.send("prev", "gradient", run.msg.step, m, copyOut(grads[0]!));
+    const inputGrad = run.first ? null : copyOut(grads[0]!);
     tf.dispose([value, ...grads]);
-    tf.dispose([x, ...(dy ? [dy] : []), ...(y ? [y] : [])]);
-    run.saved.delete(m);
-    run.timings.push({ kind: "B", micro: m, start, end: performance.now() - run.t0 });
+    return inputGrad;
   }
 
   weights(): { tensors: Tensorlike[] } {
@@ -257,15 +311,4 @@ export class StageRuntime implements WorkerRole {
     this.update.dispose();
     this.compileOptimizer.dispose();
   }
-}
-
-/** acc[offset ..] += g: natively from the tensor's memory where possible. */
-function accumulator(): (acc: Float32Array, g: tf.Tensor, offset: number) => void {
-  const load = loadAddon();
-  return (acc, g, offset) => {
-    const b = tf.backend();
-    const values = b instanceof NativeBackend ? b.values(g) : (g.dataSync() as Float32Array);
-    if (load.ok) load.addon.accumulate(acc, values, offset);
-    else for (let i = 0; i < values.length; i++) acc[offset + i]! += values[i]!;
-  };
 }

@@ -7,7 +7,8 @@ import { pushRecord, roundRecord } from "./records";
 import { leadOf, mayStart } from "./ssp";
 import type { StepRecord, Departure, PushRecord } from "../../metrics/records";
 import type { PsPlan } from "../../plan/plans";
-import { awaitAll } from "../../driver/await";
+import { awaitAll, survived } from "../../driver/await";
+import { nonFiniteError } from "../../driver/non-finite";
 import { FitAborted, type FitContext, type StepDone } from "../../driver/fit-context";
 
 /** A worker's slice of one global batch: the unit of work handed out. */
@@ -43,7 +44,7 @@ type Event =
 /** Steps handed to a worker before its last one finished, so it never waits for data. */
 const AHEAD = 2;
 
-type AsyncResult = { history: StepRecord[]; pushes: PushRecord[]; departures: Departure[]; live: WorkerHandle[]; callbackError: FitAborted | undefined };
+type AsyncResult = { history: StepRecord[]; pushes: PushRecord[]; departures: Departure[]; live: WorkerHandle[]; stopped: FitAborted | undefined };
 
 /**
  * Asynchronous training: each free worker is handed the next slice of data (so a slow worker
@@ -86,7 +87,7 @@ class AsyncLoop {
   private readonly history: StepRecord[] = [];
   private round: PushRecord[] = [];
   private roundStart = 0;
-  private callbackError: FitAborted | undefined;
+  private stopped: FitAborted | undefined;
 
   constructor(
     private readonly ctx: FitContext,
@@ -114,7 +115,7 @@ class AsyncLoop {
 
   async run(): Promise<AsyncResult> {
     this.dispatch();
-    while (this.states.some((s) => s.running.length > 0) || (this.queue.length > 0 && !this.callbackError)) {
+    while (this.states.some((s) => s.running.length > 0) || (this.queue.length > 0 && !this.stopped)) {
       if (this.events.length === 0) {
         await this.ctx.guard(new Promise<void>((resolve) => (this.wake = resolve)));
         this.wake = null;
@@ -123,7 +124,7 @@ class AsyncLoop {
       this.dispatch();
     }
     this.closeRound();
-    return { history: this.history, pushes: this.pushes, departures: this.departures, live: this.states.filter((s) => !s.gone).map((s) => s.handle), callbackError: this.callbackError };
+    return { history: this.history, pushes: this.pushes, departures: this.departures, live: this.states.filter((s) => !s.gone).map((s) => s.handle), stopped: this.stopped };
   }
 
   private async handle(e: Event): Promise<void> {
@@ -134,9 +135,17 @@ class AsyncLoop {
         e.w.finished++;
         const slice = e.run.slice;
         this.record(pushRecord(e.reply, e.w.handle, this.t.fitStartWall, { clock: e.run.clock, epoch: slice.epoch, samples: slice.end - slice.start, lead: e.run.lead, endMs: performance.now() - this.t.fitStart }));
+        // A push of zeros for a non-finite slice: the fit stops (nonFinite "stop"; "skip" is refused under ps).
+        const found = e.reply.msg.nonFinite;
+        if (found) this.stopped ??= new FitAborted(nonFiniteError(e.run.clock, [{ rank: e.w.handle.rank, ...found }], this.o.optimizer.learningRate));
         return;
       }
       case "failed": {
+        if (survived(e.error)) {
+          e.w.running.splice(e.w.running.indexOf(e.run), 1);
+          this.stopped ??= new FitAborted(e.error);
+          return;
+        }
         // A failed step is usually the echo of a worker about to be declared lost; anything
         // else (a bad batch, a server's error, a timeout) ends the fit.
         if (e.w.gone || e.w.handle.lost) return;
@@ -156,7 +165,7 @@ class AsyncLoop {
   /** Hands every free worker its next slices, as far as the staleness bound allows. */
   private dispatch(): void {
     for (const w of this.states) {
-      while (!w.gone && !this.callbackError && this.queue.length > 0 && w.running.length < AHEAD && mayStart(w.next, this.finishedOf(), this.plan.staleness)) {
+      while (!w.gone && !this.stopped && this.queue.length > 0 && w.running.length < AHEAD && mayStart(w.next, this.finishedOf(), this.plan.staleness)) {
         const slice = this.queue.pop()!;
         const run: Running = { slice, clock: w.next++, lead: leadOf(w.next - 1, this.finishedOf()) };
         w.running.push(run);
@@ -191,7 +200,7 @@ class AsyncLoop {
     try {
       this.o.onStep?.(rec);
     } catch (err) {
-      this.callbackError ??= new FitAborted(err);
+      this.stopped ??= new FitAborted(err);
     }
   }
 

@@ -13,7 +13,7 @@ import type { RunRecord, PsRunRecord, PushRecord, StepRecord } from "../../metri
 import type { PlanMethods, PsPlan } from "../../plan/plans";
 import { checkpointing, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
 import { awaitAll, loadEverywhere } from "../../driver/await";
-import { computeEnd, straggler, workerStep } from "../../driver/step-records";
+import { computeEnd, stepOutcome, straggler, workerStep } from "../../driver/step-records";
 import { FitAborted, type FitContext } from "../../driver/fit-context";
 import { fetchWeightsOf, hostCopies } from "../../driver/model-transfer";
 import { runSteps } from "../../driver/step-loop";
@@ -36,9 +36,9 @@ export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel
   const more = checkpointing(ctx, o, resumed, { strategy: "ps", summary: plan.model, dataset, holders, weights: () => serverWeights(ctx, plan) });
   const t = { fitStartWall: wallClock(), fitStart: performance.now() };
   const result = plan.mode === "sync" ? await runSync(ctx, o, dataset, more, t) : await runAsync(ctx, o, dataset, plan, t);
-  if (result.callbackError) {
+  if (result.stopped) {
     await releaseLive(ctx, result.live);
-    throw result.callbackError;
+    throw result.stopped;
   }
   const psRecord: PsRunRecord = { mode: plan.mode, staleness: plan.mode === "sync" ? null : plan.staleness, pushes: result.pushes, departures: result.departures, serverVersions: await takeServerWeights(ctx, model, plan) };
   await releaseLive(ctx, workers.filter((w) => !w.lost));
@@ -54,11 +54,20 @@ function refuseWhatCannotWork(model: tf.LayersModel, given: ResolvedFitOptions, 
       }),
     );
   }
-  if (model.weights.length !== model.trainableWeights.length) {
-    const frozen = model.weights.filter((w) => !w.trainable).map((w) => w.name);
+  const stateful = model.layers.filter((l) => l.nonTrainableWeights.length > 0);
+  if (stateful.length > 0) {
+    const named = stateful.slice(0, 3).map((l) => `${l.name} (${l.getClassName()})`).join(", ");
     throw new FitAborted(
-      new ModelError(`the model has ${frozen.length} non-trainable weight(s) (${frozen.slice(0, 3).join(", ")}${frozen.length > 3 ? ", ..." : ""}); parameter servers hold only trainable ones`, {
-        hint: 'batch normalization keeps moving statistics on each worker; train this model with strategy("data"), or drop BatchNormalization',
+      new ModelError(`layer(s) ${named}${stateful.length > 3 ? ", ..." : ""} hold non-trainable weights (moving statistics, or frozen weights); meshtrain's parameter servers hold trainable weights only, so the workers' copies would drift apart`, {
+        hint: 'train this model with strategy("data") (moving statistics averaged every step, as Keras\' MirroredStrategy) or strategy("pipeline") / ("hybrid") (each stage owns its layers\' statistics)',
+        details: { layer: stateful[0]!.name },
+      }),
+    );
+  }
+  if (given.nonFinite === "skip") {
+    throw new FitAborted(
+      new ConfigError('nonFinite "skip" drops a step\'s update on every replica alike; parameter servers apply the other workers\' pushes, so a step cannot be dropped whole', {
+        hint: 'use nonFinite "stop" (the default) with parameter servers, or strategy("data") to skip such steps',
       }),
     );
   }
@@ -92,7 +101,7 @@ async function loadAll(ctx: FitContext, model: tf.LayersModel, o: ResolvedFitOpt
       ),
       ...ctx.workers.map((w) =>
         w.channel.request(
-          { type: "load", role: "ps-worker", topology, optimizer: o.optimizer, loss: o.loss, replicaBatch: Math.ceil(o.batchSize / n), stepTimeoutMs: stepMs, ps: { role: "worker", mode: plan.mode, shards }, ...slowdown(plan, w.rank) },
+          { type: "load", role: "ps-worker", topology, optimizer: o.optimizer, loss: o.loss, metrics: o.metrics, replicaBatch: Math.ceil(o.batchSize / n), stepTimeoutMs: stepMs, ps: { role: "worker", mode: plan.mode, shards }, ...slowdown(plan, w.rank) },
           "loaded",
           { ...loading, attachments: weights },
         ),
@@ -143,7 +152,7 @@ async function runSync(
   dataset: Dataset,
   more: Parameters<typeof runSteps>[4],
   t: { fitStartWall: number; fitStart: number },
-): Promise<{ history: StepRecord[]; pushes: PushRecord[]; departures: []; live: readonly WorkerHandle[]; callbackError: FitAborted | undefined }> {
+): Promise<{ history: StepRecord[]; pushes: PushRecord[]; departures: []; live: readonly WorkerHandle[]; stopped: FitAborted | undefined }> {
   const workers = ctx.workers;
   const n = workers.length;
   const pushes: PushRecord[] = [];
@@ -167,11 +176,12 @@ async function runSync(
           loss: replies.reduce((a, r, i) => a + shares[i]! * r.msg.loss, 0),
           workers: replies.map((r, rank) => workerStep(r, workers[rank]!, t.fitStartWall)),
           straggler: straggler(replies.map((r, rank) => computeEnd(r, workers[rank]!))),
+          ...stepOutcome(replies, workers.map((w) => w.rank), shares),
         };
       },
     };
   }, more);
-  return { history: result.history, pushes, departures: [], live: workers, callbackError: result.callbackError };
+  return { history: result.history, pushes, departures: [], live: workers, stopped: result.stopped };
 }
 
 /** Tells the servers and the workers still there that the fit is over. */
