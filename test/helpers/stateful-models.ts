@@ -24,11 +24,11 @@ export function mnistBatchNormCnn(seed = 1): tf.LayersModel {
   return tf.sequential({
     layers: [
       tf.layers.conv2d({ inputShape: [28, 28, 1], filters: 8, kernelSize: 3, useBias: false, kernelInitializer: tf.initializers.heNormal({ seed }) }),
-      tf.layers.batchNormalization(),
+      tf.layers.batchNormalization({ momentum: 0.9 }),
       tf.layers.activation({ activation: "relu" }),
       tf.layers.maxPooling2d({ poolSize: 2 }),
       tf.layers.conv2d({ filters: 16, kernelSize: 3, useBias: false, kernelInitializer: tf.initializers.heNormal({ seed: seed + 1 }) }),
-      tf.layers.batchNormalization(),
+      tf.layers.batchNormalization({ momentum: 0.9 }),
       tf.layers.activation({ activation: "relu" }),
       tf.layers.maxPooling2d({ poolSize: 2 }),
       tf.layers.flatten(),
