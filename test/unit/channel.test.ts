@@ -6,6 +6,15 @@ import { PROTOCOL_VERSION } from "../../sdk/protocol/version";
 import { Channel, type Incoming } from "../../sdk/transport/channel";
 import { inProcessLinkPair } from "../../sdk/transport/in-process-link";
 
+/** Waits until `ready()` holds (a message crossed the in-process link); a loaded machine may take more than a tick. */
+async function until(ready: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (!ready()) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
 function pair(chunkElements = 5) {
   const [a, b] = inProcessLinkPair("driver", "worker");
   const serverInbox: Incoming[] = [];
@@ -38,8 +47,8 @@ test("requests carry chunked tensors of any size and dtype, and replies find the
   const x = { data: Float32Array.from({ length: 23 }, (_, i) => i / 3), shape: [23] };
   const y = { data: Int32Array.from([7, -8]), shape: [2, 1] };
   const empty = { data: new Float32Array(0), shape: [0, 4] };
-  const reply = driver.request({ type: "step", step: 3, epoch: 0, weight: 0.25 }, "stepDone", { timeoutMs: 1000, waitingFor: "step 3", attachments: [x, empty, y] });
-  await new Promise((r) => setTimeout(r, 20));
+  const reply = driver.request({ type: "step", step: 3, epoch: 0, weight: 0.25 }, "stepDone", { timeoutMs: 5000, waitingFor: "step 3", attachments: [x, empty, y] });
+  await until(() => serverInbox.length > 0, "the request to arrive");
   assert.equal(serverInbox.length, 1);
   const got = serverInbox[0]!;
   assert.equal(got.msg.type, "step");
@@ -55,8 +64,8 @@ test("requests carry chunked tensors of any size and dtype, and replies find the
 
 test("an error reply rejects the request with the rebuilt class and the worker's rank", async () => {
   const { driver, worker, serverInbox } = pair();
-  const reply = driver.request({ type: "release" }, "released", { timeoutMs: 1000, waitingFor: "release" });
-  await new Promise((r) => setTimeout(r, 10));
+  const reply = driver.request({ type: "release" }, "released", { timeoutMs: 5000, waitingFor: "release" });
+  await until(() => serverInbox.length > 0, "the request to arrive");
   worker.replyError((serverInbox[0]!.msg as { id: number }).id, new StateError("nothing loaded"));
   await assert.rejects(reply, (e: unknown) => e instanceof StateError && (e as StateError).details.rank === 0);
 });
@@ -141,8 +150,8 @@ test("a message above the frame limit is refused before it is sent, and a 1009 c
 
 test("NaN and Infinity cross the wire as themselves, in records and metrics, and a string that looks like one stays a string", async () => {
   const { driver, worker, serverInbox } = pair();
-  const reply = driver.request({ type: "step", step: 1, epoch: 0, weight: 1 }, "stepDone", { timeoutMs: 1000, waitingFor: "step 1" });
-  await new Promise((r) => setTimeout(r, 10));
+  const reply = driver.request({ type: "step", step: 1, epoch: 0, weight: 1 }, "stepDone", { timeoutMs: 5000, waitingFor: "step 1" });
+  await until(() => serverInbox.length > 0, "the request to arrive");
   const re = (serverInbox[0]!.msg as { id: number }).id;
   worker.send({ type: "stepDone", re, step: 1, loss: NaN, metrics: { acc: Infinity, mse: -Infinity }, nonFinite: { where: "loss" }, skipped: true, computeMs: 1, commMs: 1, waitMs: 1, applyMs: 1, startedAt: 0 });
   const r = await reply;
