@@ -2,6 +2,7 @@ import type * as tf from "@tensorflow/tfjs";
 import type { ResolvedFitOptions } from "../config/fit-options";
 import type { Column, Dataset } from "../data/dataset";
 import { DataError, ModelError } from "../errors/errors";
+import { hasNonFinite } from "../worker/step-health";
 
 /**
  * The model and the dataset fit each other, checked before anything is sent: shapes, label
@@ -72,11 +73,9 @@ const finiteChecked = new WeakSet<Column>();
 
 /** NaN or Infinity in data held in memory: found here, once per dataset, rather than as a diverged step. */
 function checkFinite(dataset: Dataset, which: "x" | "y", c: Column): void {
-  if (finiteChecked.has(c) || c.data instanceof Int32Array) return;
+  if (finiteChecked.has(c)) return;
   const d = c.data;
-  let sum = 0;
-  for (let i = 0; i < d.length; i++) sum += d[i]!;
-  if (!Number.isFinite(sum)) {
+  if (hasNonFinite(d)) {
     const i = d.findIndex((v) => !Number.isFinite(v));
     const per = Math.max(1, c.sampleShape.reduce((a, b) => a * b, 1));
     throw new DataError(`sample ${Math.floor(i / per)} of dataset "${dataset.name}" holds ${d[i]} in ${which} (a [${c.sampleShape.join(", ")}] ${c.dtype} sample)`, {

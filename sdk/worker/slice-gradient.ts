@@ -9,7 +9,7 @@ import type { Tensorlike } from "../protocol/tensor";
 import type { MetricSpec } from "../config/metrics";
 import { buildModel, compiledLoss, createOptimizer, tensorOf } from "./model-io";
 import { ModelState } from "./model-state";
-import { labelTensor, metricValues } from "./step-health";
+import { inputNonFinite, labelTensor, metricValues, nonFiniteIn, type NonFinite } from "./step-health";
 
 /**
  * A tensor's values for an immediate copy. On the native backend this reads the backing array
@@ -106,6 +106,36 @@ export function sliceGradient(r: LoadedReplica, x: Tensorlike, y: Tensorlike, we
   } finally {
     tf.dispose([xs, ys, ...(out ? [out] : [])]);
   }
+}
+
+/** A slice's gradient as a step can use it, or why it cannot: non-finite (where), or what threw. */
+export interface SliceOutcome {
+  loss: number;
+  metrics?: Record<string, number>;
+  nonFinite?: NonFinite;
+  failure?: unknown;
+}
+
+/**
+ * sliceGradient for a step: `grads` holds the weighted gradient, or all zeros when the slice
+ * holds or yields NaN or Infinity or its computation threw. A worker still takes part in the
+ * step's communication with those zeros, so no peer waits, and says why.
+ */
+export function checkedSliceGradient(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weight: number, grads: Float32Array): SliceOutcome {
+  let out: SliceOutcome = { loss: 0 };
+  try {
+    const input = inputNonFinite(x, y);
+    if (input) out = { loss: NaN, nonFinite: input };
+    else if (x.shape[0]! > 0) {
+      out = sliceGradient(r, x, y, weight, grads);
+      const found = nonFiniteIn(out.loss, grads, r.names, r.sizes);
+      if (found) out.nonFinite = found;
+    }
+  } catch (err) {
+    out = { loss: NaN, failure: err };
+  }
+  if (out.nonFinite || out.failure !== undefined) grads.fill(0);
+  return out;
 }
 
 /**

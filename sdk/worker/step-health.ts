@@ -30,6 +30,13 @@ export function nonFiniteVariable(flat: Float32Array, names: readonly string[], 
   return undefined;
 }
 
+/** Where a computed slice went non-finite: its loss, else the first variable whose gradient did. */
+export function nonFiniteIn(loss: number, grads: Float32Array, names: readonly string[], sizes: readonly number[]): NonFinite | undefined {
+  if (!Number.isFinite(loss)) return { where: "loss" };
+  if (!hasNonFinite(grads)) return undefined;
+  return { where: "gradient", variable: nonFiniteVariable(grads, names, sizes) ?? "?" };
+}
+
 /** What a slice's inputs hold that no step can learn from. */
 export function inputNonFinite(...ts: Tensorlike[]): NonFinite | undefined {
   return ts.some((t) => hasNonFinite(t.data)) ? { where: "input" } : undefined;

@@ -67,14 +67,19 @@ export function slicedReference(
             return total;
           }, vars);
           stepLoss += share * dataLoss;
-          gradSum = gradSum.map((g, k) => tf.tidy(() => tf.add(g, tf.mul(grads[vars[k]!.name]!, share))));
+          const summed = gradSum.map((g, k) => tf.tidy(() => tf.add(g, tf.mul(grads[vars[k]!.name]!, share))));
+          tf.dispose(gradSum);
+          gradSum = summed;
           tf.dispose([xs, ys, value, ...Object.values(grads)]);
         }
         const replicaShare = slice / count;
-        stateSum = stateSum.map((acc, k) => tf.tidy(() => tf.add(acc, tf.mul(tf.sub(stateVars[k]!.read(), start0[k]!), replicaShare))));
+        const summed = stateSum.map((acc, k) => tf.tidy(() => tf.add(acc, tf.mul(tf.sub(stateVars[k]!.read(), start0[k]!), replicaShare))));
+        tf.dispose(stateSum);
+        stateSum = summed;
       }
-      stateVars.forEach((v, k) => v.write(tf.tidy(() => tf.add(start0[k]!, stateSum[k]!))));
+      stateVars.forEach((v, k) => tf.tidy(() => void v.write(tf.add(start0[k]!, stateSum[k]!))));
       opt.applyGradients(vars.map((v, k) => ({ name: v.name, tensor: gradSum[k]! })));
+      tf.dispose([...start0, ...stateSum, ...gradSum]);
       losses.push(stepLoss);
     }
   }

@@ -9,9 +9,9 @@ import type { Tensorlike } from "../../protocol/tensor";
 import { wallClock } from "../../util/clock";
 import { readWeights } from "../../worker/model-io";
 import type { HostIO, RoleEnv, RoleReply, StepReport, StepTimes, WorkerRole } from "../../worker/role";
-import { loadReplica, readValues, sliceGradient, slowDown, type LoadedReplica } from "../../worker/slice-gradient";
+import { checkedSliceGradient, loadReplica, readValues, slowDown, type LoadedReplica, type SliceOutcome } from "../../worker/slice-gradient";
 import { makeUpdateRule } from "../../worker/update-rules";
-import { hasNonFinite, inputNonFinite, nonFiniteVariable, survivedStepError, type NonFinite } from "../../worker/step-health";
+import { survivedStepError, type NonFinite } from "../../worker/step-health";
 import type { OptimizerState, UpdateRule } from "../../worker/update-rule";
 
 export type AllReduceFn = (data: Float32Array) => Promise<{ data: Float32Array; stats: AllReduceStats }>;
@@ -24,14 +24,6 @@ export interface StepResult extends StepTimes {
   nonFinite?: NonFinite;
   /** No replica applied this step's update (one of them found a non-finite value, or failed). */
   skipped?: boolean;
-}
-
-/** The slice's part of a step, before the replicas agree on it. */
-interface SliceOutcome {
-  loss: number;
-  metrics?: Record<string, number>;
-  nonFinite?: NonFinite;
-  failure?: unknown;
 }
 
 /**
@@ -161,24 +153,9 @@ export class DataReplica implements WorkerRole {
    */
   private slice(weight: number, x: Tensorlike, y: Tensorlike, flat: Float32Array, stateBefore: Float32Array): SliceOutcome {
     const n = this.r.gradientLength;
-    let out: SliceOutcome = { loss: 0 };
-    try {
-      const input = inputNonFinite(x, y);
-      if (input) out = { loss: NaN, nonFinite: input };
-      else if (x.shape[0]! > 0) {
-        out = sliceGradient(this.r, x, y, weight, flat.subarray(0, n));
-        const variable = Number.isFinite(out.loss) ? (hasNonFinite(flat.subarray(0, n)) ? nonFiniteVariable(flat, this.r.names, this.r.sizes) : undefined) : undefined;
-        if (!Number.isFinite(out.loss)) out.nonFinite = { where: "loss" };
-        else if (variable !== undefined) out.nonFinite = { where: "gradient", variable };
-        else this.r.state.writeChange(stateBefore, weight, flat.subarray(n, flat.length - 1));
-      }
-    } catch (err) {
-      out = { loss: NaN, failure: err };
-    }
-    if (out.nonFinite || out.failure !== undefined) {
-      flat.fill(0);
-      flat[flat.length - 1] = 1;
-    }
+    const out = checkedSliceGradient(this.r, x, y, weight, flat.subarray(0, n));
+    if (out.nonFinite || out.failure !== undefined) flat[flat.length - 1] = 1;
+    else if (x.shape[0]! > 0) this.r.state.writeChange(stateBefore, weight, flat.subarray(n, flat.length - 1));
     return out;
   }
 

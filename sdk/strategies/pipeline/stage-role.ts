@@ -13,7 +13,7 @@ import { makeUpdateRule } from "../../worker/update-rules";
 import type { OptimizerState, UpdateRule } from "../../worker/update-rule";
 import { seedDropout, stageTopology } from "./stage-model";
 import type { MetricSpec } from "../../config/metrics";
-import { hasNonFinite, inputNonFinite, labelTensor, metricValues, nonFiniteVariable, survivedStepError, type NonFinite } from "../../worker/step-health";
+import { inputNonFinite, labelTensor, metricValues, nonFiniteIn, survivedStepError, type NonFinite } from "../../worker/step-health";
 import { ModelState } from "../../worker/model-state";
 import { agreeAcrossStages } from "./stage-agreement";
 import { accumulator, copyOut, type ActionTimings, type StageIO, type StageRun } from "./stage-run";
@@ -46,6 +46,7 @@ export class StageRuntime implements WorkerRole {
   private readonly last: boolean;
   private readonly state: ModelState;
   private readonly names: string[];
+  private readonly sizes: number[];
 
   private constructor(
     readonly model: tf.LayersModel,
@@ -59,6 +60,7 @@ export class StageRuntime implements WorkerRole {
   ) {
     this.vars = model.trainableWeights.map((w) => w.read() as tf.Variable);
     this.names = model.trainableWeights.map((w) => w.originalName);
+    this.sizes = this.vars.map((v) => v.size);
     this.state = new ModelState(model);
     this.offsets = [];
     let off = 0;
@@ -158,10 +160,7 @@ export class StageRuntime implements WorkerRole {
 
   /** Where this stage saw NaN or Infinity: its share of the loss (last stage), else its gradient. */
   private nonFiniteOf(run: StageRun): NonFinite | undefined {
-    if (this.last && !Number.isFinite(run.loss)) return { where: "loss" };
-    const grads = run.acc.subarray(0, this.gradientLength);
-    if (!hasNonFinite(grads)) return undefined;
-    return { where: "gradient", variable: nonFiniteVariable(grads, this.names, this.vars.map((v) => v.size)) ?? "?" };
+    return nonFiniteIn(this.last ? run.loss : 0, run.acc.subarray(0, this.gradientLength), this.names, this.sizes);
   }
 
   /**

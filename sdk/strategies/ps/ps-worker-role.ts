@@ -6,9 +6,9 @@ import type { Tensorlike } from "../../protocol/tensor";
 import { wallClock } from "../../util/clock";
 import { readWeights } from "../../worker/model-io";
 import type { HostIO, RoleEnv, WorkerRole } from "../../worker/role";
-import { loadReplica, sliceGradient, slowDown, type LoadedReplica } from "../../worker/slice-gradient";
+import { checkedSliceGradient, loadReplica, slowDown, type LoadedReplica } from "../../worker/slice-gradient";
 import type { StepResult } from "../data/replica-role";
-import { hasNonFinite, inputNonFinite, nonFiniteVariable, survivedStepError, type NonFinite } from "../../worker/step-health";
+import { survivedStepError } from "../../worker/step-health";
 
 export interface PsStepResult extends StepResult {
   ps: { pulled: number[]; staleness: number; pullMs: number; pushMs: number };
@@ -70,7 +70,8 @@ export class PsReplica implements WorkerRole {
     this.assign(pulled.shards);
     const t2 = performance.now();
     const flat = new Float32Array(this.r.gradientLength);
-    const slice = this.slice(msg.weight, x, y, flat);
+    // Zeros for a non-finite or failed slice are still pushed: a sync server waits for every worker.
+    const slice = checkedSliceGradient(this.r, x, y, msg.weight, flat);
     const loss = slice.loss;
     const slowdownMs = await slowDown(this.slowdown, performance.now() - t2);
     const t3 = performance.now();
@@ -90,28 +91,6 @@ export class PsReplica implements WorkerRole {
       slowdownMs,
       ps: { pulled: pulled.versions, staleness: Math.max(0, ...pushed.staleness), pullMs: t1 - t0, pushMs: t4 - t3 },
     };
-  }
-
-  /**
-   * The slice's weighted gradient in `flat`; all zeros when the slice holds or yields NaN or
-   * Infinity, or its computation threw. The zeros are still pushed: a sync server waits for
-   * every worker's push, and the driver stops the fit (nonFinite "stop") with this step named.
-   */
-  private slice(weight: number, x: Tensorlike, y: Tensorlike, flat: Float32Array): { loss: number; metrics?: Record<string, number>; nonFinite?: NonFinite; failure?: unknown } {
-    let out: { loss: number; metrics?: Record<string, number>; nonFinite?: NonFinite; failure?: unknown } = { loss: 0 };
-    try {
-      const input = inputNonFinite(x, y);
-      if (input) out = { loss: NaN, nonFinite: input };
-      else if (x.shape[0]! > 0) {
-        out = sliceGradient(this.r, x, y, weight, flat);
-        if (!Number.isFinite(out.loss)) out.nonFinite = { where: "loss" };
-        else if (hasNonFinite(flat)) out.nonFinite = { where: "gradient", variable: nonFiniteVariable(flat, this.r.names, this.r.sizes) ?? "?" };
-      }
-    } catch (err) {
-      out = { loss: NaN, failure: err };
-    }
-    if (out.nonFinite || out.failure !== undefined) flat.fill(0);
-    return out;
   }
 
   /** Writes each server's shard into the model's variables. */
