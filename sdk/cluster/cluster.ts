@@ -22,6 +22,7 @@ import { checkShapes } from "../driver/input-checks";
 import { devicesOf } from "../driver/devices";
 import { FitAborted, type FitContext } from "../driver/fit-context";
 import { compileIfNot } from "../driver/model-transfer";
+import { asSequential, copyLayerWeights } from "../driver/chain-model";
 import { makePlan, planForFit } from "../strategies/make-plan";
 import { wiringKey, type Wiring } from "../plan/wiring";
 
@@ -130,19 +131,22 @@ export class Cluster {
         this.step = s;
       },
     };
+    let chain: tf.LayersModel | undefined;
     try {
       let plan: Plan;
       try {
         checkShapes(model, dataset, o);
         const devices = this.handles.map((h) => devicesOf(h));
         plan = planForFit(this.spec, summarizeModel(model), { batchSize: o.batchSize, optimizer: o.optimizer, devices }, o.plan);
+        chain = await asSequential(model);
       } catch (err) {
         throw new FitAborted(err);
       }
-      const record = await strategyOf(plan).fit(ctx, model, dataset, o, plan).finally(() => {
+      const record = await strategyOf(plan).fit(ctx, chain, dataset, o, plan).finally(() => {
         this.onDeparture = null;
         this.onJoin = null;
       });
+      if (chain !== model) copyLayerWeights(chain, model);
       this.state_ = "ready";
       watch.end();
       compileIfNot(model, o);
@@ -160,6 +164,8 @@ export class Cluster {
       // Workers may be mid-step or mid-all-reduce; only a fresh cluster is known to be consistent.
       this.fail(err as MeshtrainError);
       throw err;
+    } finally {
+      if (chain !== undefined && chain !== model) chain.dispose();
     }
   }
 

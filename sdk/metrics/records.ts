@@ -60,7 +60,11 @@ export interface StepRecord {
   metrics?: Record<string, number>;
   /** Where workers found NaN or Infinity in this step. */
   nonFinite?: NonFiniteReport[];
-  /** The step's update was dropped on every worker (fit option nonFinite "skip"). */
+  /**
+   * The step's update was dropped on every worker (fit option nonFinite "skip"). Async parameter
+   * servers drop single pushes: a round is skipped when all of its pushes were; its loss and
+   * metrics are those of the pushes applied.
+   */
   skipped?: boolean;
 }
 
@@ -95,6 +99,10 @@ export interface PushRecord {
   /** Time the servers held the pull back for other workers' pushes (sync). */
   waitMs: number;
   slowdownMs: number;
+  /** The model's compiled metrics over the slice. */
+  metrics?: Record<string, number>;
+  /** Where the worker found NaN or Infinity; the servers dropped the push. */
+  nonFinite?: NonFiniteReport;
 }
 
 /** A worker that left while the others carried on. */

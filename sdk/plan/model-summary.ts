@@ -1,4 +1,5 @@
 import type * as tf from "@tensorflow/tfjs";
+import { branchOf } from "./chain";
 import { forwardFlops } from "./flops";
 
 export interface LayerSummary {
@@ -27,6 +28,10 @@ export interface ModelSummary {
   flopsPerSample: number;
   /** The trainable variables in the order training sees them (model.trainableWeights), with their layer's index. */
   variables: Array<{ layer: number; name: string; shape: number[] }>;
+  /** The float non-trainable weights (BatchNormalization's moving statistics, frozen layers' weights), in model.nonTrainableWeights order. */
+  state: Array<{ layer: number; name: string; shape: number[] }>;
+  /** Why the layers do not form one chain (a branch, a merge), or null when they do: stages split chains only. */
+  branch: string | null;
 }
 
 function firstShape(shape: tf.Shape | tf.Shape[]): Array<number | null> {
@@ -35,9 +40,15 @@ function firstShape(shape: tf.Shape | tf.Shape[]): Array<number | null> {
   return [...(shape as tf.Shape)];
 }
 
+/**
+ * The layers are numbered as a Sequential model numbers them: a functional model's InputLayer
+ * holds nothing and is left out, so a chain built either way has the same plan.
+ */
 export function summarizeModel(model: tf.LayersModel): ModelSummary {
   let previous: Array<number | null> = [...(model.inputs[0]?.shape ?? [])];
-  const layers = model.layers.map((l) => {
+  const kept = model.layers.filter((l) => l.getClassName() !== "InputLayer");
+  const layerOf = new Map(kept.flatMap((l, i) => l.weights.map((w) => [w, i] as const)));
+  const layers = kept.map((l) => {
     const trainable = l.trainableWeights.reduce((n, w) => n + w.shape.reduce<number>((a, d) => a * (d ?? 1), 1), 0);
     let out: Array<number | null> = [];
     try {
@@ -68,6 +79,8 @@ export function summarizeModel(model: tf.LayersModel): ModelSummary {
     paramCount: layers.reduce((n, l) => n + l.params, 0),
     trainableParamCount: layers.reduce((n, l) => n + l.trainableParams, 0),
     flopsPerSample: layers.reduce((n, l) => n + l.flopsPerSample, 0),
-    variables: model.layers.flatMap((l, layer) => l.trainableWeights.map((w) => ({ layer, name: w.originalName ?? w.name, shape: w.shape.map((d) => d ?? 1) }))),
+    variables: kept.flatMap((l, layer) => l.trainableWeights.map((w) => ({ layer, name: w.originalName ?? w.name, shape: w.shape.map((d) => d ?? 1) }))),
+    state: model.nonTrainableWeights.filter((w) => w.dtype === "float32").map((w) => ({ layer: layerOf.get(w) ?? -1, name: w.originalName ?? w.name, shape: w.shape.map((d) => d ?? 1) })),
+    branch: branchOf(model),
   };
 }

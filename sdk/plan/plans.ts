@@ -71,9 +71,9 @@ export interface PlanOptions {
   reasons?: readonly string[];
 }
 
-/** One trainable variable as a server holds it. */
+/** One variable as a server holds it: trainable, or state (a float non-trainable weight). */
 export interface ShardVariable {
-  /** Its index in the model's trainable weights. */
+  /** Its index in the model's trainable weights (ModelSummary.variables), or in its state (ModelSummary.state). */
   readonly index: number;
   readonly name: string;
   readonly layer: number;
@@ -91,7 +91,8 @@ export interface PsPlan {
   /** Workers (the servers are not ranks). */
   readonly worldSize: number;
   readonly replicas: number;
-  readonly servers: ReadonlyArray<{ readonly index: number; readonly variables: readonly ShardVariable[]; readonly bytes: number }>;
+  /** Each server's trainable variables (it applies the optimizer to them) and state (it combines the workers' changes). */
+  readonly servers: ReadonlyArray<{ readonly index: number; readonly variables: readonly ShardVariable[]; readonly state: readonly ShardVariable[]; readonly bytes: number }>;
   readonly workers: ReadonlyArray<{ readonly rank: number; readonly slowdown: number; readonly layers: "all"; readonly params: number }>;
   readonly model: ModelSummary;
   /** Bytes of float32 gradients each worker pushes per step (and parameters it pulls). */

@@ -155,12 +155,16 @@ export const LoadSchema = z.strictObject({
       workers: z.number().int().positive().max(4096),
       /** The trainable variables it holds: their index in the model's trainable weights; values come as attachments. */
       variables: z.array(z.strictObject({ index: z.number().int().nonnegative(), shape: z.array(z.number().int().nonnegative()).max(8) })).max(65536),
+      /** The model state it holds (float non-trainable weights, by index in model.nonTrainableWeights); values follow the variables' as attachments. */
+      state: z.array(z.strictObject({ index: z.number().int().nonnegative(), shape: z.array(z.number().int().nonnegative()).max(8) })).max(65536).optional(),
     }),
     z.strictObject({
       role: z.literal("worker"),
       mode: z.enum(["async", "sync"]),
       /** For each server, in order, the indices of the trainable variables it holds. */
       shards: z.array(z.array(z.number().int().nonnegative()).max(65536)).min(1).max(1024),
+      /** For each server, in order, the indices of the state (float non-trainable weights) it holds. */
+      state: z.array(z.array(z.number().int().nonnegative()).max(65536)).max(1024).optional(),
     }),
   ]).optional(),
   /** A straggler made on purpose: after computing a step, wait (factor - 1) x the compute time. */

@@ -10,7 +10,8 @@ type LayerVariable = tf.LayersModel["weights"][number];
  */
 export class ModelState {
   private readonly vars: LayerVariable[];
-  private readonly sizes: number[];
+  /** Each state tensor's number of values, in order. */
+  readonly sizes: number[];
   readonly length: number;
 
   constructor(model: tf.LayersModel) {

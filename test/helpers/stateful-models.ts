@@ -37,3 +37,25 @@ export function mnistBatchNormCnn(seed = 1): tf.LayersModel {
     ],
   });
 }
+
+/** batchNormClassifier's layers wired with tf.model: a functional chain, seeded the same way. */
+export function functionalChain(inputs = 6, classes = 3, seed = 1): tf.LayersModel {
+  const input = tf.input({ shape: [inputs] });
+  let h = tf.layers.dense({ units: 8, useBias: false, kernelInitializer: tf.initializers.glorotUniform({ seed }) }).apply(input) as tf.SymbolicTensor;
+  h = tf.layers.batchNormalization({ momentum: 0.8 }).apply(h) as tf.SymbolicTensor;
+  h = tf.layers.activation({ activation: "relu" }).apply(h) as tf.SymbolicTensor;
+  h = tf.layers.dense({ units: 8, useBias: false, kernelInitializer: tf.initializers.glorotUniform({ seed: seed + 1 }) }).apply(h) as tf.SymbolicTensor;
+  h = tf.layers.batchNormalization({ momentum: 0.9 }).apply(h) as tf.SymbolicTensor;
+  h = tf.layers.activation({ activation: "relu" }).apply(h) as tf.SymbolicTensor;
+  const out = tf.layers.dense({ units: classes, activation: "softmax", kernelInitializer: tf.initializers.glorotUniform({ seed: seed + 2 }) }).apply(h) as tf.SymbolicTensor;
+  return tf.model({ inputs: input, outputs: out, name: "functional_chain" });
+}
+
+/** A functional model with a residual connection (a branch and a merge), seeded. */
+export function residualClassifier(inputs = 6, classes = 3, seed = 1): tf.LayersModel {
+  const input = tf.input({ shape: [inputs] });
+  const h = tf.layers.dense({ units: inputs, activation: "tanh", kernelInitializer: tf.initializers.glorotUniform({ seed }), name: "residual_dense" }).apply(input) as tf.SymbolicTensor;
+  const sum = tf.layers.add({ name: "residual_add" }).apply([input, h]) as tf.SymbolicTensor;
+  const out = tf.layers.dense({ units: classes, activation: "softmax", kernelInitializer: tf.initializers.glorotUniform({ seed: seed + 1 }) }).apply(sum) as tf.SymbolicTensor;
+  return tf.model({ inputs: input, outputs: out, name: "residual" });
+}

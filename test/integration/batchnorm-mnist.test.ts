@@ -8,7 +8,8 @@ import { mnistBatchNormCnn } from "../helpers/stateful-models";
 /**
  * A convolutional net with BatchNormalization and Dropout, as users bring them, on real MNIST
  * digits: trained by meshtrain it reaches the held-out accuracy model.fit reaches in one process
- * on the same data and options, within one point, under data parallelism and a 2-stage pipeline.
+ * on the same data and options, within one point, under data parallelism, sync parameter servers
+ * (which hold the moving statistics) and a 2-stage pipeline.
  * (Dropout masks differ between the runs, so equality is not expected; one point is.)
  */
 
@@ -44,6 +45,7 @@ test("model.fit in one process: the accuracy to reach", async () => {
 
 for (const setup of [
   { name: "data, 2 workers", build: () => cluster().workers(2).strategy("data") },
+  { name: "sync parameter servers, 2 workers, 1 server", build: () => cluster().workers(2).ps(1).strategy("ps", { mode: "sync" }) },
   { name: "pipeline, 2 stages", build: () => cluster().workers(2).strategy("pipeline", { stages: 2, microBatches: 2 }) },
 ]) {
   test(`${setup.name}: within one point of model.fit's held-out accuracy`, async (t) => {

@@ -78,3 +78,32 @@ for (const setup of [
     }
   });
 }
+
+/**
+ * Parameter servers hold the moving statistics too: sync servers move them by the mean of the
+ * workers' changes each step (the data-parallel reference of the same slices); an async server
+ * adds each push's change (with one worker: the one-process reference of the same batches).
+ */
+for (const setup of [
+  { name: "sync parameter servers (2 workers, 2 servers)", workers: 2, mode: "sync", replicas: 2 },
+  { name: "async parameter servers (1 worker, 2 servers)", workers: 1, mode: "async", replicas: 1 },
+] as const) {
+  test(`BatchNormalization under ${setup.name}: weights and moving statistics equal the reference`, async () => {
+    const c = await cluster().workers(setup.workers).ps(2).strategy("ps", { mode: setup.mode }).backend("cpu").launch();
+    try {
+      const distributed = batchNormClassifier();
+      const single = batchNormClassifier();
+      const o = { epochs: 2, batchSize: 8, optimizer: { name: "adam" as const, learningRate: 0.02, beta1: 0.9, beta2: 0.999 }, loss: "categoricalCrossentropy" as const, shuffle: true, seed: 8 };
+      const run = await c.fit(distributed, ds, o);
+      assert.ok(run.plan.strategy === "ps" && run.plan.servers.some((s) => s.state.length > 0), "a server holds the moving statistics");
+      const losses = slicedReference(single, ds, { ...o, replicas: setup.replicas });
+      const movingMean = distributed.nonTrainableWeights[0]!.read().dataSync();
+      assert.ok(movingMean.some((v) => v !== 0), "the moving mean moved from its initial zeros");
+      const diff = maxRelativeDifference(distributed, single);
+      assert.ok(diff < TOLERANCE, `relative difference ${diff} >= ${TOLERANCE}`);
+      if (setup.mode === "sync") run.history.forEach((s, i) => assert.ok(Math.abs(s.loss - losses[i]!) < TOLERANCE * Math.max(1, losses[i]!), `step ${i}: ${s.loss} vs ${losses[i]}`));
+    } finally {
+      await c.close();
+    }
+  });
+}

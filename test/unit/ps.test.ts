@@ -96,12 +96,17 @@ test("async rounds: samples and losses add up, and the slowest rank is the strag
   assert.deepEqual(r.workers.map((w) => [w.rank, w.computeMs]), [[0, 10], [1, 30]]);
 });
 
-function serverLoad(mode: "async" | "sync", workers: number, shapes: number[][], optimizer: OptimizerSpec): MessageOf<"load"> {
+function serverLoad(mode: "async" | "sync", workers: number, shapes: number[][], optimizer: OptimizerSpec, stateShapes: number[][] = []): MessageOf<"load"> {
   return {
     type: "load", v: PROTOCOL_VERSION, id: 1, role: "ps-server", topology: {}, optimizer, loss: "meanSquaredError",
-    ps: { role: "server", index: 0, mode, workers, variables: shapes.map((shape, index) => ({ index, shape })) },
-    attachments: shapes.map((shape) => ({ dtype: "float32" as const, shape })),
+    ps: { role: "server", index: 0, mode, workers, variables: shapes.map((shape, index) => ({ index, shape })), state: stateShapes.map((shape, index) => ({ index, shape })) },
+    attachments: [...shapes, ...stateShapes].map((shape) => ({ dtype: "float32" as const, shape })),
   };
+}
+
+/** A push as a worker sends it: gradient, state change, then the flag (1: drop it). */
+function pushOf(values: number[], flag = 0): Float32Array {
+  return Float32Array.from([...values, flag]);
 }
 
 test("a sync server applies one update from the sum of every worker's push, as TF.js's optimizer would", async () => {
@@ -116,9 +121,9 @@ test("a sync server applies one update from the sum of every worker's push, as T
     const g1 = Float32Array.from([0.2, 0.1 * step, -0.1, 0.5, 0.3]);
     const pulled = server.pull(step + 1);
     // Pushes may arrive in any order; the update is the same.
-    assert.deepEqual(server.push(1, step, step, g1), { version: step + 1, staleness: 0 });
+    assert.deepEqual(server.push(1, step, step, pushOf([...g1])), { version: step + 1, staleness: 0 });
     assert.equal(server.version, step);
-    assert.deepEqual(server.push(0, step, step, g0), { version: step + 1, staleness: 0 });
+    assert.deepEqual(server.push(0, step, step, pushOf([...g0])), { version: step + 1, staleness: 0 });
     assert.equal(server.version, step + 1);
     assert.equal((await pulled).version, step + 1);
     const sum = g0.map((v, i) => v + g1[i]!);
@@ -128,24 +133,61 @@ test("a sync server applies one update from the sum of every worker's push, as T
   const got = server.values();
   got.forEach((v, i) => assert.ok(Math.abs(v - want[i]!) < 1e-6, `value ${i}: ${v} vs ${want[i]}`));
   assert.ok(server.wasApplied(0, 2) && server.wasApplied(1, 2) && !server.wasApplied(0, 3));
-  assert.throws(() => server.push(0, 7, 3, new Float32Array(5)), (e: unknown) => e instanceof ProtocolError && /pushed for step 7 while parameter server 0 collects step 3/.test(e.message));
-  assert.throws(() => server.push(0, 3, 3, new Float32Array(4)), (e: unknown) => e instanceof ProtocolError && /pushed 4 values/.test(e.message));
+  assert.throws(() => server.push(0, 7, 3, new Float32Array(6)), (e: unknown) => e instanceof ProtocolError && /pushed for step 7 while parameter server 0 collects step 3/.test(e.message));
+  assert.throws(() => server.push(0, 3, 3, new Float32Array(5)), (e: unknown) => e instanceof ProtocolError && /pushed 5 values to parameter server 0, which takes 6 \(5 gradient, 0 state, 1 flag\)/.test(e.message));
   server.dispose();
 });
 
 test("an async server applies pushes as they come and counts the updates each one missed", () => {
   const optimizer: OptimizerSpec = { name: "sgd", learningRate: 0.5 };
   const server = ParamServer.load(serverLoad("async", 2, [[2]], optimizer), [{ data: Float32Array.from([1, 1]), shape: [2] }], 2000);
-  assert.deepEqual(server.push(0, 0, 0, Float32Array.from([1, 0])), { version: 1, staleness: 0 });
-  assert.deepEqual(server.push(1, 0, 0, Float32Array.from([0, 1])), { version: 2, staleness: 1 });
-  assert.deepEqual(server.push(0, 1, 1, Float32Array.from([1, 1])), { version: 3, staleness: 1 });
+  assert.deepEqual(server.push(0, 0, 0, pushOf([1, 0])), { version: 1, staleness: 0 });
+  assert.deepEqual(server.push(1, 0, 0, pushOf([0, 1])), { version: 2, staleness: 1 });
+  assert.deepEqual(server.push(0, 1, 1, pushOf([1, 1])), { version: 3, staleness: 1 });
   assert.deepEqual([...server.values()], [0, 0]);
   server.dispose();
 });
 
+test("servers hold model state: sync moves it by the sum of the workers' weighted changes, async adds each push's change", async () => {
+  const sgd: OptimizerSpec = { name: "sgd", learningRate: 1 };
+  const sync = ParamServer.load(serverLoad("sync", 2, [[1]], sgd, [[2]]), [{ data: Float32Array.from([1]), shape: [1] }, { data: Float32Array.from([0, 1]), shape: [2] }], 2000);
+  assert.deepEqual([...sync.values()], [1, 0, 1]);
+  // Weighted changes 0.25 x (0.4, -0.2) and 0.75 x (0.8, 0.2): the state moves to the workers' weighted mean.
+  sync.push(0, 0, 0, pushOf([0.5, 0.1, -0.05]));
+  sync.push(1, 0, 0, pushOf([0.25, 0.6, 0.15]));
+  const after = [...(await sync.pull(1)).data];
+  [0.25, 0.7, 1.1].forEach((want, i) => assert.ok(Math.abs(after[i]! - want) < 1e-6, `value ${i}: ${after[i]} vs ${want}`));
+  sync.dispose();
+  const async = ParamServer.load(serverLoad("async", 2, [[1]], sgd, [[1]]), [{ data: Float32Array.from([0]), shape: [1] }, { data: Float32Array.from([5]), shape: [1] }], 2000);
+  async.push(0, 0, 0, pushOf([1, 0.5]));
+  async.push(1, 0, 0, pushOf([1, -2]));
+  assert.deepEqual([...async.values()], [-2, 3.5]);
+  async.dispose();
+});
+
+test("a flagged push changes nothing: async drops it alone (handled, not counted as an update), sync drops its whole step", async () => {
+  const sgd: OptimizerSpec = { name: "momentum", learningRate: 0.1, momentum: 0.9, useNesterov: false };
+  const async = ParamServer.load(serverLoad("async", 2, [[1]], sgd, [[1]]), [{ data: Float32Array.from([1]), shape: [1] }, { data: Float32Array.from([2]), shape: [1] }], 2000);
+  assert.deepEqual(async.push(0, 0, 0, pushOf([0, 0], 1)), { version: 0, staleness: 0 });
+  assert.deepEqual([...async.values()], [1, 2]);
+  assert.ok(async.wasApplied(0, 0), "a dropped push is not handed out again");
+  async.dispose();
+  const sync = ParamServer.load(serverLoad("sync", 2, [[1]], sgd, [[1]]), [{ data: Float32Array.from([1]), shape: [1] }, { data: Float32Array.from([2]), shape: [1] }], 2000);
+  sync.push(0, 0, 0, pushOf([3, 0.5]));
+  sync.push(1, 0, 0, pushOf([0, 0], 1));
+  const pulled = await sync.pull(1);
+  assert.equal(pulled.version, 1, "the step ends, so the workers' next pulls are answered");
+  assert.deepEqual([...pulled.data], [1, 2]);
+  // The next step trains as if the dropped one never happened (momentum starts from zero).
+  sync.push(0, 1, 1, pushOf([1, 0]));
+  sync.push(1, 1, 1, pushOf([1, 0]));
+  assert.ok(Math.abs(sync.values()[0]! - (1 - 0.1 * 2)) < 1e-6);
+  sync.dispose();
+});
+
 test("a sync pull that waits too long names the workers whose pushes never came", async () => {
   const server = ParamServer.load(serverLoad("sync", 3, [[1]], { name: "sgd", learningRate: 0.1 }), [{ data: Float32Array.from([0]), shape: [1] }], 150);
-  server.push(1, 0, 0, Float32Array.from([1]));
+  server.push(1, 0, 0, pushOf([1]));
   await assert.rejects(server.pull(1), (e: unknown) => e instanceof TimeoutError && /waited 150 ms for the pushes of step 0 from worker rank\(s\) 0, 2/.test(e.message));
   server.dispose();
 });

@@ -1,4 +1,4 @@
-import { ConfigError } from "../../errors/errors";
+import { ConfigError, ModelError } from "../../errors/errors";
 import { replicaSlices } from "../../plan/batches";
 import { formatBytes, optimizerSlots } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
@@ -36,6 +36,12 @@ export function stageMemory(o: { memoryCapBytes?: number; devices?: readonly Pla
 }
 
 export function planPipelineWith(model: ModelSummary, o: PipelineOptions): PipelinePlan {
+  if (model.branch !== null) {
+    throw new ModelError(`"${model.name}" cannot be split into stages: ${model.branch}. Model, pipeline and hybrid strategies cut a chain of layers, each fed by the one before it`, {
+      hint: 'train this model with strategy("data") or strategy("ps"), which keep the whole model on every worker, or rebuild it as a chain (tf.sequential, or tf.model with one path)',
+      details: { strategy: o.kind },
+    });
+  }
   const S = o.stages;
   const R = o.replicas;
   const M = o.kind === "model" ? 1 : o.microBatches;

@@ -135,9 +135,9 @@ class AsyncLoop {
         e.w.finished++;
         const slice = e.run.slice;
         this.record(pushRecord(e.reply, e.w.handle, this.t.fitStartWall, { clock: e.run.clock, epoch: slice.epoch, samples: slice.end - slice.start, lead: e.run.lead, endMs: performance.now() - this.t.fitStart }));
-        // A push of zeros for a non-finite slice: the fit stops (nonFinite "stop"; "skip" is refused under ps).
+        // The servers dropped a push from a non-finite slice: the fit stops (nonFinite "stop") or goes on, recorded.
         const found = e.reply.msg.nonFinite;
-        if (found) this.stopped ??= new FitAborted(nonFiniteError(e.run.clock, [{ rank: e.w.handle.rank, ...found }], this.o.optimizer.learningRate));
+        if (found && this.o.nonFinite === "stop") this.stopped ??= new FitAborted(nonFiniteError(e.run.clock, [{ rank: e.w.handle.rank, ...found }], this.o.optimizer.learningRate));
         return;
       }
       case "failed": {

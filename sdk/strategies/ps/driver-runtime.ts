@@ -10,7 +10,7 @@ import { slowdown } from "../data/driver-runtime";
 import { runAsync } from "./async-loop";
 import { pushRecord } from "./records";
 import type { RunRecord, PsRunRecord, PushRecord, StepRecord } from "../../metrics/records";
-import type { PlanMethods, PsPlan } from "../../plan/plans";
+import type { PlanMethods, PsPlan, ShardVariable } from "../../plan/plans";
 import { checkpointing, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
 import { awaitAll, loadEverywhere } from "../../driver/await";
 import { computeEnd, stepOutcome, straggler, workerStep } from "../../driver/step-records";
@@ -45,7 +45,7 @@ export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel
   return { history: result.history, plan, workers: workers.map((w) => w.snapshot()), seed: o.seed, epochs: o.epochs, wallMs: performance.now() - started, ps: psRecord };
 }
 
-/** Async checkpoints, and models with non-trainable weights, are refused before anything is sent. */
+/** Async checkpoints, and state that is not float (which servers could not average), are refused before anything is sent. */
 function refuseWhatCannotWork(model: tf.LayersModel, given: ResolvedFitOptions, plan: PsPlan): void {
   if ((given.checkpoint || given.resumeFrom) && plan.mode === "async") {
     throw new FitAborted(
@@ -54,20 +54,12 @@ function refuseWhatCannotWork(model: tf.LayersModel, given: ResolvedFitOptions, 
       }),
     );
   }
-  const stateful = model.layers.filter((l) => l.nonTrainableWeights.length > 0);
-  if (stateful.length > 0) {
-    const named = stateful.slice(0, 3).map((l) => `${l.name} (${l.getClassName()})`).join(", ");
+  const odd = model.nonTrainableWeights.find((w) => w.dtype !== "float32");
+  if (odd) {
     throw new FitAborted(
-      new ModelError(`layer(s) ${named}${stateful.length > 3 ? ", ..." : ""} hold non-trainable weights (moving statistics, or frozen weights); meshtrain's parameter servers hold trainable weights only, so the workers' copies would drift apart`, {
-        hint: 'train this model with strategy("data") (moving statistics averaged every step, as Keras\' MirroredStrategy) or strategy("pipeline") / ("hybrid") (each stage owns its layers\' statistics)',
-        details: { layer: stateful[0]!.name },
-      }),
-    );
-  }
-  if (given.nonFinite === "skip") {
-    throw new FitAborted(
-      new ConfigError('nonFinite "skip" drops a step\'s update on every replica alike; parameter servers apply the other workers\' pushes, so a step cannot be dropped whole', {
-        hint: 'use nonFinite "stop" (the default) with parameter servers, or strategy("data") to skip such steps',
+      new ModelError(`non-trainable weight ${odd.originalName} is ${odd.dtype}; parameter servers hold the model's state as float32 and combine the workers' changes of it`, {
+        hint: 'train this model with strategy("data")',
+        details: { weight: odd.originalName },
       }),
     );
   }
@@ -80,7 +72,10 @@ async function loadAll(ctx: FitContext, model: tf.LayersModel, o: ResolvedFitOpt
   const topology = model.toJSON(null, false) as unknown as Record<string, unknown>;
   const weights = hostCopies(model.getWeights());
   const trainable = hostCopies(model.trainableWeights.map((w) => w.read()));
+  const state = hostCopies(model.nonTrainableWeights.map((w) => w.read()));
   const shards = plan.servers.map((s) => s.variables.map((v) => v.index));
+  const stateShards = plan.servers.map((s) => s.state.map((v) => v.index));
+  const described = (vs: readonly ShardVariable[]) => vs.map((v) => ({ index: v.index, shape: [...v.shape] }));
   const loading = { timeoutMs: stepMs, waitingFor: "the model to load" };
   const loaded = await loadEverywhere(() =>
     awaitAll(ctx)([
@@ -93,15 +88,15 @@ async function loadAll(ctx: FitContext, model: tf.LayersModel, o: ResolvedFitOpt
             optimizer: o.optimizer,
             loss: o.loss,
             stepTimeoutMs: stepMs,
-            ps: { role: "server", index: i, mode: plan.mode, workers: n, variables: plan.servers[i]!.variables.map((v) => ({ index: v.index, shape: [...v.shape] })) },
+            ps: { role: "server", index: i, mode: plan.mode, workers: n, variables: described(plan.servers[i]!.variables), state: described(plan.servers[i]!.state) },
           },
           "loaded",
-          { ...loading, waitingFor: "its shard of the parameters", attachments: plan.servers[i]!.variables.map((v) => trainable[v.index]!) },
+          { ...loading, waitingFor: "its shard of the parameters", attachments: [...plan.servers[i]!.variables.map((v) => trainable[v.index]!), ...plan.servers[i]!.state.map((v) => state[v.index]!)] },
         ),
       ),
       ...ctx.workers.map((w) =>
         w.channel.request(
-          { type: "load", role: "ps-worker", topology, optimizer: o.optimizer, loss: o.loss, metrics: o.metrics, replicaBatch: Math.ceil(o.batchSize / n), stepTimeoutMs: stepMs, ps: { role: "worker", mode: plan.mode, shards }, ...slowdown(plan, w.rank) },
+          { type: "load", role: "ps-worker", topology, optimizer: o.optimizer, loss: o.loss, metrics: o.metrics, replicaBatch: Math.ceil(o.batchSize / n), stepTimeoutMs: stepMs, ps: { role: "worker", mode: plan.mode, shards, state: stateShards }, ...slowdown(plan, w.rank) },
           "loaded",
           { ...loading, attachments: weights },
         ),
@@ -114,32 +109,38 @@ async function loadAll(ctx: FitContext, model: tf.LayersModel, o: ResolvedFitOpt
   }
 }
 
-/** Each server's flat shard cut back into its variables, placed by their index in the model. */
+/**
+ * Each server's flat shard cut back into its variables and state, placed by their index in
+ * model.weights (trainable weights first, then the non-trainable ones, as TF.js orders them).
+ */
 function unshard(plan: PsPlan, shards: readonly Float32Array[], place: (index: number, values: Float32Array, shape: readonly number[]) => void): void {
+  const stateAt = plan.model.variables.length;
   shards.forEach((flat, i) => {
     let off = 0;
-    for (const v of plan.servers[i]!.variables) {
+    const server = plan.servers[i]!;
+    for (const [v, at] of [...server.variables.map((v) => [v, v.index] as const), ...server.state.map((v) => [v, stateAt + v.index] as const)]) {
       const size = v.shape.reduce((a, d) => a * d, 1);
-      place(v.index, flat.subarray(off, off + size), v.shape);
+      place(at, flat.subarray(off, off + size), v.shape);
       off += size;
     }
   });
 }
 
-/** The servers' shards, as the model's (all trainable) weights in order. */
+/** The servers' shards, as the model's weights in order. */
 async function serverWeights(ctx: FitContext, plan: PsPlan): Promise<Tensorlike[]> {
   const shards = await fetchWeightsOf(ctx, ctx.servers, "its shard to checkpoint");
-  const out: Tensorlike[] = new Array(plan.model.variables.length);
+  const out: Tensorlike[] = new Array(plan.model.variables.length + plan.model.state.length);
   unshard(plan, shards.map((sh) => sh[0]!.data as Float32Array), (index, values, shape) => (out[index] = { data: values.slice(), shape: [...shape] }));
   return out;
 }
 
-/** The trained parameters are the servers': the driver's model takes them. Returns each server's version. */
+/** The trained parameters and state are the servers': the driver's model takes them. Returns each server's version. */
 async function takeServerWeights(ctx: FitContext, model: tf.LayersModel, plan: PsPlan): Promise<number[]> {
   const fetched = await awaitAll(ctx)(ctx.servers.map((s) => s.channel.request({ type: "fetchWeights" }, "weights", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: "its shard of the trained parameters" })));
+  const weights = model.weights;
   unshard(plan, fetched.map((f) => f.attachments[0]!.data as Float32Array), (index, values, shape) => {
     const t = tf.tensor(values, [...shape], "float32");
-    model.trainableWeights[index]!.write(t);
+    weights[index]!.write(t);
     t.dispose();
   });
   return fetched.map((f) => f.msg.version ?? 0);

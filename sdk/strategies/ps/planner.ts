@@ -8,13 +8,12 @@ import type { PlanOptions, PsPlan, ShardVariable } from "../../plan/plans";
 /**
  * Splits the variables among `servers` so each holds about the same bytes: largest first, each
  * to the server holding least so far (LPT; within 4/3 of the best possible split). Each server
- * keeps its variables in model order.
+ * keeps its variables in model order. `load` (bytes each server holds already) is updated.
  */
-export function shardByBytes(variables: ModelSummary["variables"], servers: number): ShardVariable[][] {
+export function shardByBytes(variables: ModelSummary["variables"], servers: number, load: number[] = new Array<number>(servers).fill(0)): ShardVariable[][] {
   const vars = variables.map((v, index) => ({ index, name: v.name, layer: v.layer, shape: [...v.shape], bytes: 4 * v.shape.reduce((a, d) => a * d, 1) }));
   const order = [...vars].sort((a, b) => b.bytes - a.bytes || a.index - b.index);
   const shards: ShardVariable[][] = Array.from({ length: servers }, () => []);
-  const load = new Array<number>(servers).fill(0);
   for (const v of order) {
     let best = 0;
     for (let s = 1; s < servers; s++) if (load[s]! < load[best]!) best = s;
@@ -30,14 +29,18 @@ export function planParameterServers(spec: ClusterSpec, model: ModelSummary, opt
   const n = workerCount(spec);
   const { batchSize } = options;
   if (batchSize !== undefined) checkBatch(batchSize, n);
-  const shards = shardByBytes(model.variables, Math.max(1, serverCount(spec)));
+  const count = Math.max(1, serverCount(spec));
+  const load = new Array<number>(count).fill(0);
+  const shards = shardByBytes(model.variables, count, load);
+  // State (moving statistics) after the trainable variables, onto whichever servers hold least.
+  const state = shardByBytes(model.state, count, load);
   return Object.freeze({
     strategy: "ps" as const,
     mode,
     staleness: st.name === "ps" && st.staleness !== undefined ? st.staleness : null,
     worldSize: n,
     replicas: n,
-    servers: Object.freeze(shards.map((variables, index) => Object.freeze({ index, variables: Object.freeze(variables), bytes: variables.reduce((a, v) => a + v.bytes, 0) }))),
+    servers: Object.freeze(shards.map((variables, index) => Object.freeze({ index, variables: Object.freeze(variables), state: Object.freeze(state[index]!), bytes: load[index]! }))),
     workers: Object.freeze(Array.from({ length: n }, (_, rank) => Object.freeze({ rank, slowdown: slowdownOf(spec, rank), layers: "all" as const, params: model.paramCount }))),
     model,
     gradientBytes: model.trainableParamCount * 4,
@@ -64,7 +67,7 @@ export function formatPsPlan(plan: PsPlan): string {
   ];
   if (plan.batch) lines.push(`global batch ${plan.batch.globalBatch} = ${plan.worldSize} x ${plan.batch.perReplica[0]} per worker${plan.mode === "async" ? " (in async mode each slice is its own update)" : ""}`);
   lines.push("server  bytes       variables");
-  for (const s of plan.servers) lines.push(`${String(s.index).padEnd(8)}${formatBytes(s.bytes).padEnd(12)}${s.variables.map((v) => v.name).join(", ")}`);
+  for (const s of plan.servers) lines.push(`${String(s.index).padEnd(8)}${formatBytes(s.bytes).padEnd(12)}${[...s.variables, ...s.state].map((v) => v.name).join(", ")}`);
   lines.push(...slowdownLines(plan.workers));
   lines.push("data: the driver hands each worker its slices; workers pull from and push to the servers directly");
   return lines.join("\n");
@@ -75,6 +78,9 @@ export function explainPsPlan(plan: PsPlan): string {
   const lines = [
     ...plan.reasons,
     `${plan.servers.length} server(s) hold the ${plan.model.variables.length} trainable variables, split by bytes (largest first, each to the least loaded server): ${sizes.join(" / ")}`,
+    ...(plan.model.state.length > 0
+      ? [`the ${plan.model.state.length} non-trainable weights (moving statistics) are held by servers too: each sync step they take the mean of the workers' changes; async servers add each push's change as it arrives`]
+      : []),
     `every worker holds the whole model; each step it pulls the parameters (${formatBytes(plan.gradientBytes)}), computes a gradient on its slice and pushes it back; the servers apply the optimizer`,
     modeLine(plan),
     ...slowdownLines(plan.workers),

@@ -16,21 +16,28 @@ export interface PsStepResult extends StepResult {
 
 /**
  * A worker under parameter servers: it holds the whole model but never updates it itself.
- * Each step it pulls every shard, computes its slice's gradient, and pushes each server the
- * part that server holds.
+ * Each step it pulls every shard (parameters and model state), computes its slice's gradient,
+ * and pushes each server the part that server holds: [gradient | weighted change of the state
+ * the forward pass made | flag], the flag set when the slice cannot be learned from.
  */
 export class PsReplica implements WorkerRole {
   /** Where each variable starts in the flat gradient. */
   private readonly offsets: number[];
+  /** Where each state tensor starts in the model's flat state, and its size. */
+  private readonly stateAt: Array<{ off: number; size: number }>;
 
   private constructor(
     private readonly r: LoadedReplica,
     /** For each server, the indices of the trainable variables it holds. */
     private readonly shards: number[][],
+    /** For each server, the indices of the state tensors it holds. */
+    private readonly stateShards: number[][],
     private readonly slowdown: number,
   ) {
     let off = 0;
     this.offsets = r.sizes.map((size) => (off += size) - size);
+    let at = 0;
+    this.stateAt = r.state.sizes.map((size) => ({ off: (at += size) - size, size }));
   }
 
   static async load(msg: MessageOf<"load">, weights: Tensorlike[], env: Pick<RoleEnv, "memoryCapBytes">): Promise<PsReplica> {
@@ -38,12 +45,13 @@ export class PsReplica implements WorkerRole {
     const ps = msg.ps;
     if (ps?.role !== "worker") throw new ProtocolError('a parameter-server worker was loaded without its "ps" part');
     const r = await loadReplica(msg, weights, memoryCapBytes);
-    const all = ps.shards.flat().sort((a, b) => a - b);
-    if (all.length !== r.vars.length || all.some((v, i) => v !== i)) {
+    const state = ps.state ?? ps.shards.map(() => []);
+    const problem = coverage(ps.shards, r.vars.length, "trainable variables") ?? coverage(state, r.state.sizes.length, "state tensors (float non-trainable weights)");
+    if (problem !== null || state.length !== ps.shards.length) {
       r.model.dispose();
-      throw new ProtocolError(`the servers' shards name variables [${all.join(", ")}]; this model has ${r.vars.length} trainable variables, each held by exactly one server`);
+      throw new ProtocolError(problem ?? `the servers' state lists ${state.length} servers; their shards ${ps.shards.length}`);
     }
-    return new PsReplica(r, ps.shards.map((s) => [...s]), msg.slowdown ?? 1);
+    return new PsReplica(r, ps.shards.map((s) => [...s]), state.map((s) => [...s]), msg.slowdown ?? 1);
   }
 
   get paramCount(): number {
@@ -67,20 +75,25 @@ export class PsReplica implements WorkerRole {
     const t0 = performance.now();
     const pulled = await links.pull(msg.ps?.minVersion);
     const t1 = performance.now();
-    this.assign(pulled.shards);
+    const before = this.assign(pulled.shards);
     const t2 = performance.now();
     const flat = new Float32Array(this.r.gradientLength);
-    // Zeros for a non-finite or failed slice are still pushed: a sync server waits for every worker.
+    // A flagged push of zeros for a non-finite or failed slice: a sync server waits for every worker.
     const slice = checkedSliceGradient(this.r, x, y, msg.weight, flat);
+    const flagged = slice.nonFinite !== undefined || slice.failure !== undefined;
+    const change = new Float32Array(before.length);
+    if (!flagged && x.shape[0]! > 0) this.r.state.writeChange(before, msg.weight, change);
     const loss = slice.loss;
     const slowdownMs = await slowDown(this.slowdown, performance.now() - t2);
     const t3 = performance.now();
-    const pushed = await links.push(clock, pulled.versions, this.split(flat));
+    const pushed = await links.push(clock, pulled.versions, this.split(flat, change, flagged));
     const t4 = performance.now();
     const waitMs = Math.max(0, ...pulled.waitedMs);
     if (slice.failure !== undefined) throw survivedStepError(slice.failure, msg.step);
     return {
       ...(slice.nonFinite ? { nonFinite: slice.nonFinite } : {}),
+      // The servers drop a flagged push: in sync mode with its whole step.
+      ...(flagged ? { skipped: true } : {}),
       ...(slice.metrics ? { metrics: slice.metrics } : {}),
       loss,
       startedAt,
@@ -93,8 +106,9 @@ export class PsReplica implements WorkerRole {
     };
   }
 
-  /** Writes each server's shard into the model's variables. */
-  private assign(shards: Float32Array[]): void {
+  /** Writes each server's shard into the model's variables and state; returns the whole state as pulled. */
+  private assign(shards: Float32Array[]): Float32Array {
+    const state = new Float32Array(this.r.state.length);
     this.shards.forEach((indices, s) => {
       const data = shards[s]!;
       let off = 0;
@@ -106,19 +120,34 @@ export class PsReplica implements WorkerRole {
         t.dispose();
         off += v.size;
       }
-      if (off !== data.length) throw new ProtocolError(`parameter server ${s} sent ${data.length} values; its variables hold ${off}`);
+      for (const i of this.stateShards[s]!) {
+        const { off: at, size } = this.stateAt[i]!;
+        if (off + size > data.length) throw new ProtocolError(`parameter server ${s} sent ${data.length} values; its variables and state need more`);
+        state.set(data.subarray(off, off + size), at);
+        off += size;
+      }
+      if (off !== data.length) throw new ProtocolError(`parameter server ${s} sent ${data.length} values; its variables and state hold ${off}`);
     });
+    this.r.state.set(state);
+    return state;
   }
 
-  /** The flat gradient cut into one buffer per server, each in its variables' order. */
-  private split(flat: Float32Array): Float32Array[] {
-    return this.shards.map((indices) => {
-      const out = new Float32Array(indices.reduce((a, i) => a + this.r.sizes[i]!, 0));
+  /** The flat gradient and state change cut into one push per server: [its gradient | its state's change | flag]. */
+  private split(flat: Float32Array, change: Float32Array, flagged: boolean): Float32Array[] {
+    return this.shards.map((indices, s) => {
+      const states = this.stateShards[s]!;
+      const out = new Float32Array(indices.reduce((a, i) => a + this.r.sizes[i]!, 0) + states.reduce((a, i) => a + this.stateAt[i]!.size, 0) + 1);
       let at = 0;
       for (const i of indices) {
         out.set(flat.subarray(this.offsets[i]!, this.offsets[i]! + this.r.sizes[i]!), at);
         at += this.r.sizes[i]!;
       }
+      for (const i of states) {
+        const { off, size } = this.stateAt[i]!;
+        out.set(change.subarray(off, off + size), at);
+        at += size;
+      }
+      out[at] = flagged ? 1 : 0;
       return out;
     });
   }
@@ -139,6 +168,13 @@ export class PsReplica implements WorkerRole {
     this.r.model.dispose();
     this.r.compileOptimizer.dispose();
   }
+}
+
+/** Why `shards` does not hold each of `count` indices exactly once, or null. */
+function coverage(shards: number[][], count: number, what: string): string | null {
+  const all = shards.flat().sort((a, b) => a - b);
+  if (all.length === count && all.every((v, i) => v === i)) return null;
+  return `the servers' shards name ${what} [${all.join(", ")}]; this model has ${count}, each held by exactly one server`;
 }
 
 function noState(): StateError {

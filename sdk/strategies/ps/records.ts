@@ -9,6 +9,8 @@ import type { StepDone } from "../../driver/fit-context";
  */
 export function roundRecord(step: number, pushes: readonly PushRecord[], startOfRoundMs: number): StepRecord {
   const samples = pushes.reduce((a, p) => a + p.samples, 0);
+  const applied = pushes.filter((p) => !p.nonFinite);
+  const learned = applied.reduce((a, p) => a + p.samples, 0);
   const byRank = new Map<number, WorkerStepRecord & { n: number }>();
   for (const p of pushes) {
     const w = byRank.get(p.rank) ?? { rank: p.rank, computeMs: 0, commMs: 0, waitMs: 0, applyMs: 0, startMs: p.startMs, slowdownMs: 0, n: 0 };
@@ -26,13 +28,23 @@ export function roundRecord(step: number, pushes: readonly PushRecord[], startOf
   return {
     step,
     epoch: pushes[pushes.length - 1]!.epoch,
-    loss: samples > 0 ? pushes.reduce((a, p) => a + p.samples * p.loss, 0) / samples : 0,
+    loss: learned > 0 ? applied.reduce((a, p) => a + p.samples * p.loss, 0) / learned : applied.length < pushes.length ? NaN : 0,
     samples,
+    ...metricsOf(applied, learned),
+    ...(applied.length < pushes.length ? { nonFinite: pushes.flatMap((p) => (p.nonFinite ? [p.nonFinite] : [])), ...(applied.length === 0 ? { skipped: true } : {}) } : {}),
     ms: endMs - startOfRoundMs,
     endMs,
     workers: workers.map(({ n: _n, ...w }) => w),
     straggler: slowest.rank,
   };
+}
+
+/** The compiled metrics of the applied pushes, weighted by their samples. */
+function metricsOf(pushes: readonly PushRecord[], samples: number): { metrics?: Record<string, number> } {
+  if (samples === 0 || !pushes.some((p) => p.metrics)) return {};
+  const metrics: Record<string, number> = {};
+  for (const p of pushes) for (const [k, v] of Object.entries(p.metrics ?? {})) metrics[k] = (metrics[k] ?? 0) + (p.samples * v) / samples;
+  return { metrics };
 }
 
 /** The driver's view of one finished push, from the worker's stepDone. */
@@ -55,6 +67,8 @@ export function pushRecord(r: StepDone, w: WorkerHandle, fitStartWall: number, a
     pushMs: ps.pushMs,
     waitMs: m.waitMs,
     slowdownMs: m.slowdownMs ?? 0,
+    ...(m.metrics ? { metrics: m.metrics } : {}),
+    ...(m.nonFinite ? { nonFinite: { rank: w.rank, ...m.nonFinite } } : {}),
   };
 }
 

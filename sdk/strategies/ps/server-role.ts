@@ -15,15 +15,22 @@ interface Waiter {
 }
 
 /**
- * One parameter server's shard: its variables, the optimizer over them, and the version (the
- * number of updates applied). Async: every push is applied when it arrives. Sync: the pushes
- * of one step are summed in rank order once all have arrived, and applied as one update.
+ * One parameter server's shard: its variables, the optimizer over them, the model state it holds
+ * (moving statistics), and the version (the number of updates applied). A push is
+ * [gradient | weighted change of the state | flag]. Async: every push is applied when it
+ * arrives, its state change added to the state. Sync: the pushes of one step are summed in rank
+ * order once all have arrived and applied as one update; the state moves by the sum of the
+ * workers' weighted changes (their mean). A push whose flag is set (its slice held or yielded
+ * NaN or Infinity, or its computation threw) is dropped in async mode and drops its whole
+ * step in sync mode, so no update built from it is ever applied.
  */
 export class ParamServer implements WorkerRole {
   private version_ = 0;
   private readonly update: UpdateRule;
-  /** Values in the shard. */
+  /** Trainable values in the shard. */
   readonly length: number;
+  /** Length of a push: gradient, state change, flag. */
+  private readonly pushLength: number;
   /** The all-reduce's add (native where built): the sum of a sync step is the same operation. */
   private readonly accumulate = bestAccumulate();
   /** Sync: the pushes of the current step, by rank. */
@@ -35,6 +42,8 @@ export class ParamServer implements WorkerRole {
   private constructor(
     readonly index: number,
     private readonly vars: tf.Variable[],
+    /** The state values it holds, flat, in order: never seen by the optimizer. */
+    private readonly state: Float32Array,
     spec: MessageOf<"load">["optimizer"],
     private readonly mode: "async" | "sync",
     private readonly workers: number,
@@ -42,19 +51,26 @@ export class ParamServer implements WorkerRole {
   ) {
     this.update = makeUpdateRule(vars, spec);
     this.length = vars.reduce((a, v) => a + v.size, 0);
+    this.pushLength = this.length + state.length + 1;
   }
 
   static load(msg: MessageOf<"load">, values: Tensorlike[], stepTimeoutMs: number): ParamServer {
     const ps = msg.ps;
     if (ps?.role !== "server") throw new ProtocolError('a parameter server was loaded without its "ps" part');
-    if (values.length !== ps.variables.length) throw new ProtocolError(`parameter server ${ps.index} got ${values.length} tensors for ${ps.variables.length} variables`);
-    const vars = ps.variables.map((v, i) => {
-      const got = values[i]!;
+    const stateSpec = ps.state ?? [];
+    if (values.length !== ps.variables.length + stateSpec.length) {
+      throw new ProtocolError(`parameter server ${ps.index} got ${values.length} tensors for ${ps.variables.length} variables and ${stateSpec.length} state tensors`);
+    }
+    const checked = (v: { index: number; shape: number[] }, got: Tensorlike, what: string): Float32Array => {
       const size = v.shape.reduce((a, d) => a * d, 1);
-      if (got.data.length !== size) throw new ProtocolError(`variable ${v.index} has shape [${v.shape.join(", ")}] but ${got.data.length} values came`);
-      return tf.variable(tf.tensor(got.data, [...v.shape], "float32"), true);
-    });
-    return new ParamServer(ps.index, vars, msg.optimizer, ps.mode, ps.workers, stepTimeoutMs);
+      if (got.data.length !== size || !(got.data instanceof Float32Array)) throw new ProtocolError(`${what} ${v.index} has shape [${v.shape.join(", ")}] but ${got.data.length} ${got.data.constructor.name} values came`);
+      return got.data;
+    };
+    const vars = ps.variables.map((v, i) => tf.variable(tf.tensor(checked(v, values[i]!, "variable"), [...v.shape], "float32"), true));
+    const parts = stateSpec.map((v, i) => checked(v, values[ps.variables.length + i]!, "state tensor"));
+    const state = new Float32Array(parts.reduce((a, p) => a + p.length, 0));
+    parts.reduce((off, p) => (state.set(p, off), off + p.length), 0);
+    return new ParamServer(ps.index, vars, state, msg.optimizer, ps.mode, ps.workers, stepTimeoutMs);
   }
 
   get version(): number {
@@ -127,12 +143,14 @@ export class ParamServer implements WorkerRole {
 
   /** Accepts a gradient computed on version `pulled`: applied now (async) or with its step's others (sync). */
   push(rank: number, clock: number, pulled: number, grad: Float32Array): { version: number; staleness: number } {
-    if (grad.length !== this.length) throw new ProtocolError(`worker rank ${rank} pushed ${grad.length} values to parameter server ${this.index}, which holds ${this.length}`);
+    if (grad.length !== this.pushLength) {
+      throw new ProtocolError(`worker rank ${rank} pushed ${grad.length} values to parameter server ${this.index}, which takes ${this.pushLength} (${this.length} gradient, ${this.state.length} state, 1 flag)`);
+    }
     if (pulled > this.version_) throw new ProtocolError(`worker rank ${rank} pushed a gradient computed on version ${pulled}; parameter server ${this.index} is at ${this.version_}`);
     if (this.mode === "async") {
       const staleness = this.version_ - pulled;
-      this.update.apply(grad);
-      this.version_++;
+      // A flagged push is handled (not handed out again) but changes nothing.
+      if (grad[this.pushLength - 1] === 0) this.applyOne(grad);
       this.applied.add(`${rank}/${clock}`);
       return { version: this.version_, staleness };
     }
@@ -146,21 +164,30 @@ export class ParamServer implements WorkerRole {
 
   private applyStep(clock: number): void {
     // Summed in rank order, whatever order they arrived in, so every run adds the same way.
-    const sum = new Float32Array(this.length);
+    const sum = new Float32Array(this.pushLength);
     for (let r = 0; r < this.workers; r++) {
       const g = this.pending.get(r)!;
       this.accumulate(sum, Buffer.from(g.buffer, g.byteOffset, g.byteLength), 0);
       this.applied.add(`${r}/${clock}`);
     }
     this.pending.clear();
-    this.update.apply(sum);
-    this.version_++;
+    // A flagged step still ends (the version moves on, so every worker's next pull is answered).
+    if (sum[this.pushLength - 1] === 0) this.applyOne(sum);
+    else this.version_++;
     for (const w of [...this.waiters]) {
       if (w.minVersion <= this.version_) {
         this.waiters.delete(w);
         w.resolve({ version: this.version_, data: this.values(), waitedMs: performance.now() - w.since });
       }
     }
+  }
+
+  /** One update: the gradient through the optimizer, the state moved by its change. */
+  private applyOne(push: Float32Array): void {
+    this.update.apply(push.subarray(0, this.length));
+    const change = push.subarray(this.length, this.length + this.state.length);
+    for (let i = 0; i < change.length; i++) this.state[i]! += change[i]!;
+    this.version_++;
   }
 
   /** The optimizer's state and the version, for checkpoints (sync mode resumes at that version). */
@@ -178,14 +205,15 @@ export class ParamServer implements WorkerRole {
     return this.applied.has(`${rank}/${clock}`);
   }
 
-  /** The shard's values, flat, in its variables' order (a copy). */
+  /** The shard's values, flat, in its variables' order, then its state (a copy). */
   values(): Float32Array {
-    const out = new Float32Array(this.length);
+    const out = new Float32Array(this.length + this.state.length);
     let off = 0;
     for (const v of this.vars) {
       out.set(readValues(v), off);
       off += v.size;
     }
+    out.set(this.state, off);
     return out;
   }
 
