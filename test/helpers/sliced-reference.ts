@@ -19,13 +19,14 @@ type LossFn = (a: tf.Tensor, b: tf.Tensor) => tf.Tensor;
  * MirroredStrategy). Data parallelism is replicas = workers, microBatches = 1; a pipeline is
  * replicas = 1; hybrid is both.
  *
+ * `replicas` may change per step (elastic runs: the replicas each step ran on).
  * Steps in `skipSteps` are left out (as nonFinite "skip" drops them). Written independently of
  * the worker's code. Trains `model` in place; returns each step's loss.
  */
 export function slicedReference(
   model: tf.LayersModel,
   ds: Dataset,
-  o: { epochs: number; batchSize: number; optimizer: OptimizerSpec; loss: LossName; shuffle?: boolean; seed?: number; replicas: number; microBatches?: number; skipSteps?: readonly number[] },
+  o: { epochs: number; batchSize: number; optimizer: OptimizerSpec; loss: LossName; shuffle?: boolean; seed?: number; replicas: number | ((step: number) => number); microBatches?: number; skipSteps?: readonly number[] },
 ): number[] {
   const opt = createOptimizer(o.optimizer);
   model.compile({ optimizer: opt, loss: o.loss });
@@ -49,7 +50,8 @@ export function slicedReference(
       let gradSum: tf.Tensor[] = vars.map((v) => tf.zerosLike(v));
       let stepLoss = 0;
       let from = start;
-      for (const slice of replicaSlices(count, o.replicas)) {
+      const replicas = typeof o.replicas === "number" ? o.replicas : o.replicas(epoch * perEpoch + i);
+      for (const slice of replicaSlices(count, replicas)) {
         stateVars.forEach((v, k) => v.write(start0[k]!));
         for (const n of replicaSlices(slice, o.microBatches ?? 1)) {
           if (n === 0) continue;

@@ -4,6 +4,8 @@ import * as tf from "@tensorflow/tfjs";
 import { cluster, datasets, StateError, WorkerLostError, type Dataset, type FitOptions } from "../../sdk/index";
 import { maxRelativeDifference, smallClassifier } from "../helpers/models";
 import { modelFitReference } from "../helpers/reference";
+import { slicedReference } from "../helpers/sliced-reference";
+import { batchNormClassifier } from "../helpers/stateful-models";
 
 /**
  * Elastic data parallelism: a worker that dies mid-fit is left behind and the others carry on
@@ -40,6 +42,25 @@ describe("elastic data parallelism", () => {
       assert.ok(run.history.slice(-3).every((s) => s.workers.every((w) => w.rank !== 1) && s.workers.length === 2), "the last steps ran on the two left");
       assert.ok(diff < 1e-4, `relative difference ${diff}`);
       await assert.rejects(c.fit(smallClassifier(6, 3), ds, options), StateError);
+    } finally {
+      await c.close();
+    }
+  });
+
+  test("BatchNormalization: a worker killed mid-fit leaves no replica apart; moving statistics equal the reference of the replicas each step ran on", async (t) => {
+    const c = await cluster().workers(3).strategy("data", { elastic: { minWorkers: 2 } }).timeouts({ stepMs: 30_000 }).heartbeat({ intervalMs: 200, timeoutMs: 1000 }).launch();
+    try {
+      const model = batchNormClassifier();
+      const o = { ...options, optimizer: { name: "adam" as const, learningRate: 0.01, beta1: 0.9, beta2: 0.999 } };
+      const run = await c.fit(model, ds, { ...o, onStep: (s) => void (s.step === 6 && c.kill(1)) });
+      assert.equal(run.membership.length, 1);
+      const counts = run.history.map((s) => s.workers.length);
+      t.diagnostic(`replicas per step: ${counts.join(" ")}`);
+      assert.ok(counts.includes(3) && counts.includes(2));
+      const ref = batchNormClassifier();
+      slicedReference(ref, ds, { epochs: 2, batchSize: 24, optimizer: o.optimizer, loss: "categoricalCrossentropy", seed: 5, replicas: (step) => counts[step]! });
+      const diff = maxRelativeDifference(model, ref);
+      assert.ok(diff < 1e-4, `relative difference ${diff}`);
     } finally {
       await c.close();
     }

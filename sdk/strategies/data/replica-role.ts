@@ -125,7 +125,15 @@ export class DataReplica implements WorkerRole {
     const slice = this.slice(weight, x, y, flat, stateBefore);
     const slowdownMs = await slowDown(this.slowdown, performance.now() - t0);
     const t1 = performance.now();
-    const reduced = await allReduce(flat);
+    let reduced: Awaited<ReturnType<AllReduceFn>>;
+    try {
+      reduced = await allReduce(flat);
+    } catch (err) {
+      // The forward pass moved the statistics; a step that never completed must leave none behind
+      // (an elastic survivor retries the step from here).
+      this.r.state.set(stateBefore);
+      throw err;
+    }
     const t2 = performance.now();
     // flat was moved to the communication thread; the sum comes back in its own buffer.
     const skipped = reduced.data[reduced.data.length - 1] !== 0;
