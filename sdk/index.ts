@@ -7,6 +7,7 @@
  */
 export { cluster, ClusterBuilder } from "./cluster/builder";
 export { Cluster, type ClusterState } from "./cluster/cluster";
+export { closeAll, liveClusters } from "./cluster/registry";
 export { datasets, Dataset, type Column, type DatasetSource, type LinearOptions, type MnistOptions, type SyntheticOptions } from "./data/index";
 export * from "./errors/errors";
 export { TrainingRun } from "./cluster/training-run";

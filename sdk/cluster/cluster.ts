@@ -1,6 +1,6 @@
 import type * as tf from "@tensorflow/tfjs";
 import type { Dataset } from "../data/dataset";
-import { ConfigError, StateError, type MeshtrainError } from "../errors/errors";
+import { AbortError, ConfigError, StateError, type MeshtrainError } from "../errors/errors";
 import { makeDisplayable } from "../viz/displayable";
 import { TrainingRun } from "./training-run";
 import { summarizeModel } from "../plan/model-summary";
@@ -24,16 +24,25 @@ import { FitAborted, type FitContext } from "../driver/fit-context";
 import { compileIfNot } from "../driver/model-transfer";
 import { asSequential, copyLayerWeights } from "../driver/chain-model";
 import { makePlan, planForFit } from "../strategies/make-plan";
+import { clusterHtml, clusterText, type ClusterParts } from "./cluster-text";
+import { FitStop } from "./fit-stop";
+import { configureLinks } from "./configure-links";
+import { refuseUnusable, type ClusterState } from "./usable";
+import { register, unregister, type LiveCluster } from "./registry";
 import { wiringKey, type Wiring } from "../plan/wiring";
 
-export type ClusterState = "ready" | "fitting" | "failed" | "closed";
+export type { ClusterState } from "./usable";
 
 /**
  * A running cluster: workers joined in one session with their ring connected. Made by
  * `cluster()...launch()`; trains with fit(); must be closed with close().
  */
-export class Cluster {
+export class Cluster implements LiveCluster {
   private handles: WorkerHandle[] = [];
+  private readonly launchedAt = Date.now();
+  /** The running fit's stop request, and the fit itself (close() waits for it to stop). */
+  private fitStop: FitStop | undefined;
+  private running: Promise<unknown> | undefined;
   /** Parameter servers (strategy "ps"). */
   private servers: WorkerHandle[] = [];
   /** While a fit that survives departures runs: where a lost worker is reported instead of failing the cluster. */
@@ -73,6 +82,7 @@ export class Cluster {
     c.token = launched.token;
     c.notes_ = launched.notes;
     for (const note of launched.notes) process.stderr.write(`meshtrain: ${note}\n`);
+    register(c);
     return c;
   }
 
@@ -108,32 +118,26 @@ export class Cluster {
    * Trains `model` on `dataset` with the cluster's strategy. When it resolves, `model` holds the
    * trained weights. A lost worker rejects with WorkerLostError naming it, and stops the cluster.
    */
-  async fit(model: tf.LayersModel, dataset: Dataset, options: FitOptions = {}): Promise<TrainingRun> {
+  fit(model: tf.LayersModel, dataset: Dataset, options: FitOptions = {}): Promise<TrainingRun> {
+    const running = this.fitOnce(model, dataset, options);
+    this.running = running.catch(() => undefined);
+    return running;
+  }
+
+  private async fitOnce(model: tf.LayersModel, dataset: Dataset, options: FitOptions): Promise<TrainingRun> {
     this.usable("fit");
     const resolved = resolveFitOptions(options, model);
     const watch = this.watch(resolved, dataset);
-    const o = { ...resolved, onStep: (r: StepRecord) => (watch.step(r), resolved.onStep?.(r)) };
+    const seen: StepRecord[] = [];
+    const o = { ...resolved, onStep: (r: StepRecord) => (seen.push(r), watch.step(r), resolved.onStep?.(r)) };
+    const stop = new FitStop(resolved.signal);
+    this.fitStop = stop;
+    const started = performance.now();
     this.state_ = "fitting";
-    const ctx: FitContext = {
-      spec: this.spec,
-      workers: this.handles,
-      servers: this.servers,
-      connect: (w, o) => this.connect(w, o),
-      survive: (handler) => {
-        this.onDeparture = handler;
-      },
-      admit: (handler) => {
-        this.onJoin = handler;
-      },
-      guard: (p) => this.losses.guard(p),
-      lossWithin: (ms) => this.losses.within(ms),
-      setStep: (s) => {
-        this.step = s;
-      },
-    };
+    const ctx = this.fitContext(stop);
     let chain: tf.LayersModel | undefined;
+    let plan: Plan | undefined;
     try {
-      let plan: Plan;
       try {
         checkShapes(model, dataset, o);
         const devices = this.handles.map((h) => devicesOf(h));
@@ -159,14 +163,39 @@ export class Cluster {
       if (this.losses.failure) throw this.losses.failure;
       if (err instanceof FitAborted) {
         this.state_ = "ready";
+        if (err.error instanceof AbortError && plan) err.error.run = new TrainingRun({ history: seen, plan, workers: this.workers, seed: o.seed, epochs: o.epochs, wallMs: performance.now() - started });
         throw err.error;
       }
       // Workers may be mid-step or mid-all-reduce; only a fresh cluster is known to be consistent.
       this.fail(err as MeshtrainError);
       throw err;
     } finally {
+      stop.dispose();
+      this.fitStop = undefined;
       if (chain !== undefined && chain !== model) chain.dispose();
     }
+  }
+
+  /** What a strategy's runtime gets from this cluster for one fit. */
+  private fitContext(stop: FitStop): FitContext {
+    return {
+      spec: this.spec,
+      workers: this.handles,
+      servers: this.servers,
+      connect: (w, o) => this.connect(w, o),
+      survive: (handler) => {
+        this.onDeparture = handler;
+      },
+      admit: (handler) => {
+        this.onJoin = handler;
+      },
+      guard: (p) => this.losses.guard(p),
+      lossWithin: (ms) => this.losses.within(ms),
+      setStep: (s) => {
+        this.step = s;
+      },
+      stopRequested: () => stop.requested,
+    };
   }
 
   /**
@@ -219,65 +248,50 @@ export class Cluster {
 
   /** Stops local workers (they exit) and releases remote ones. Safe to call more than once. */
   async close(): Promise<void> {
+    if (this.state_ === "fitting" && this.fitStop) {
+      // As an interrupt does: the fit stops after the step in flight and rejects with AbortError.
+      this.fitStop.request("fit aborted: cluster.close() was called during it");
+      await Promise.race([this.running, new Promise((resolve) => setTimeout(resolve, Math.min(this.spec.timeouts.stepMs, 30_000)).unref())]);
+    }
     if (this.state_ === "closed") return this.stopping;
     this.state_ = "closed";
+    unregister(this);
     this.stopping ??= this.stopAll("the driver closed the cluster");
     return this.stopping;
   }
 
   private workersHtml(): string {
-    const rows = this.workers
-      .map((w) => `<tr><td>${w.rank}</td><td>${w.address}</td><td>${w.info.backend}</td><td>${w.info.device}</td><td>${(w.info.memoryBytes / 2 ** 30).toFixed(1)} GiB</td><td>${w.info.pid}${w.local ? " (local)" : ""}</td></tr>`)
-      .join("");
-    const notes = this.notes_.map((n) => `<li>${n.replace(/</g, "&lt;")}</li>`).join("");
-    const servers = this.servers.map((s) => `<tr><td>server ${s.rank}</td><td>${s.address}</td><td>${s.info?.backend ?? "?"}</td><td>${s.info?.device ?? "?"}</td><td></td><td>${s.info?.pid ?? "?"}${s.process ? " (local)" : ""}</td></tr>`).join("");
-    return `<p><b>meshtrain cluster</b>: ${this.size} worker(s)${this.servers.length ? ` and ${this.servers.length} parameter server(s)` : ""}, strategy "${this.spec.strategy.name}", ${this.state_}</p><table><tr><th>rank</th><th>address</th><th>backend</th><th>device</th><th>memory</th><th>pid</th></tr>${rows}${servers}</table>${notes ? `<ul>${notes}</ul>` : ""}`;
+    return clusterHtml(this.describeParts());
   }
 
   toString(): string {
-    const lines = [`meshtrain cluster: ${this.size} worker(s), strategy "${this.spec.strategy.name}", ${this.state_}`];
-    for (const w of this.workers) {
-      lines.push(`  rank ${w.rank}  ${w.address}  ${w.info.backend} on ${w.info.device}  pid ${w.info.pid}${w.local ? " (local)" : ""}`);
-    }
-    for (const s of this.servers) lines.push(`  parameter server ${s.rank}  ${s.address}  pid ${s.info?.pid ?? "?"}${s.process ? " (local)" : ""}`);
-    return lines.join("\n");
+    return clusterText(this.describeParts());
   }
 
-  /**
-   * Sends every worker (or the `members` given) its links (all-reduce group, pipeline
-   * neighbours) and waits until all are up. `generation` marks an elastic membership.
-   */
+  /** One line for the registry of live clusters: size, strategy, age, state. */
+  describe(): string {
+    const age = Math.round((Date.now() - this.launchedAt) / 1000);
+    return `${this.size} worker(s)${this.servers.length ? ` and ${this.servers.length} server(s)` : ""}, strategy "${this.spec.strategy.name}", launched ${age >= 60 ? `${Math.floor(age / 60)} min ${age % 60} s` : `${age} s`} ago, ${this.state_}`;
+  }
+
+  private describeParts(): ClusterParts {
+    return { size: this.size, strategy: this.spec.strategy.name, state: this.state_, workers: this.workers, servers: this.servers, notes: this.notes_ };
+  }
+
+  /** Asks the running fit, if any, to stop at its next step boundary. */
+  interrupt(reason: string): boolean {
+    if (this.state_ !== "fitting" || !this.fitStop) return false;
+    this.fitStop.request(reason);
+    return true;
+  }
+
+  /** Connects the workers as `wiring` says, unless they already are. */
   private async connect(wiring: Wiring, o: { members?: readonly WorkerHandle[]; generation?: number } = {}): Promise<void> {
     const members = o.members ?? this.handles;
     const key = `${wiringKey(wiring)}/${members.map((h) => h.rank).join(",")}/${o.generation ?? ""}`;
     if (this.wired === key) return;
     this.wired = null;
-    const addresses = this.handles.map((h) => h.address);
-    const timeoutMs = this.spec.timeouts.connectMs;
-    await this.losses.guard(
-      Promise.all(
-        members.map((h) =>
-          h.channel.request(
-            {
-              type: "configure",
-              rank: h.rank,
-              worldSize: this.handles.length,
-              ring: wiring.groups.find((g) => g.includes(h.rank)) ?? [h.rank],
-              pipe: wiring.pipe[h.rank] ?? { prev: null, next: null },
-              addresses,
-              ...(wiring.servers ? { servers: this.servers.map((s) => s.address) } : {}),
-              ...(this.spec.tls ? { ca: this.spec.tls.ca } : {}),
-              ...(o.generation !== undefined ? { generation: o.generation } : {}),
-              chunkElements: this.spec.chunkElements,
-              connectTimeoutMs: timeoutMs,
-              stepTimeoutMs: this.spec.timeouts.stepMs,
-            },
-            "configured",
-            { timeoutMs: timeoutMs + 1000, waitingFor: "its links to the other workers" },
-          ),
-        ),
-      ),
-    );
+    await this.losses.guard(configureLinks(this.spec, this.handles, this.servers, wiring, members, o.generation));
     this.wired = key;
   }
 
@@ -291,30 +305,7 @@ export class Cluster {
   }
 
   private usable(what: string): void {
-    if (this.state_ === "closed") {
-      throw new StateError(`cannot ${what}: the cluster is closed`, { hint: "launch a new cluster with cluster()...launch()" });
-    }
-    if (this.state_ === "failed") {
-      throw new StateError(`cannot ${what}: the cluster stopped after an error: ${this.losses.failure?.summary ?? "unknown"}`, {
-        hint: "launch a new cluster with cluster()...launch()",
-        cause: this.losses.failure,
-      });
-    }
-    if (this.state_ === "fitting") {
-      throw new StateError(`cannot ${what}: a fit is already running on this cluster`, { hint: "await the running fit first" });
-    }
-    if (this.joined > 0 && this.departed.size === 0) {
-      throw new StateError(`cannot ${what}: workers joined during an earlier elastic fit, so this cluster is no longer the one that was launched`, {
-        hint: "launch a new cluster with cluster()...launch() for the next fit",
-      });
-    }
-    if (this.departed.size > 0) {
-      const ranks = [...this.departed.keys()].join(", ");
-      throw new StateError(`cannot ${what}: worker rank(s) ${ranks} left during an earlier fit, which finished without them`, {
-        hint: "launch a new cluster with cluster()...launch() to train with every worker again",
-        cause: [...this.departed.values()][0],
-      });
-    }
+    refuseUnusable(what, { state: this.state_, failure: this.losses.failure, joined: this.joined, departed: this.departed });
   }
 
   private workerLost(h: WorkerHandle, err: MeshtrainError): void {
@@ -331,6 +322,7 @@ export class Cluster {
     if (this.losses.failure || this.state_ === "closed") return;
     this.losses.fail(err);
     this.state_ = "failed";
+    unregister(this);
     this.stopping = this.stopAll(`cluster stopped: ${err.summary}`);
   }
 

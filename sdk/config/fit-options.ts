@@ -34,6 +34,11 @@ export interface FitOptions {
   /** Called after every step with its record. */
   onStep?: (record: StepRecord) => void;
   /**
+   * Stops the fit at the next step boundary when aborted: the workers finish the steps in flight
+   * and stay ready, and fit rejects with AbortError (code MT_ERR_ABORTED) carrying the run so far.
+   */
+  signal?: AbortSignal;
+  /**
    * Live feedback while training: in a notebook (with meshtrain/notebook loaded) a throughput
    * plot updated in place; elsewhere a progress bar with loss and samples/s on stderr (a line
    * every 25 steps when stderr is not a terminal). Default: on in a notebook and on a terminal.
@@ -66,6 +71,7 @@ const FitOptionsSchema = z.strictObject({
   shuffle: z.boolean().default(true),
   seed: z.number().int().min(0).max(2 ** 32 - 1).optional(),
   onStep: z.custom<(record: StepRecord) => void>((v) => typeof v === "function", "must be a function").optional(),
+  signal: z.custom<AbortSignal>((v) => v instanceof AbortSignal, "must be an AbortSignal (new AbortController().signal)").optional(),
   progress: z.boolean().optional(),
   plan: z
     .custom<PlanData>((v) => typeof v === "object" && v !== null && typeof (v as { strategy?: unknown }).strategy === "string" && typeof (v as { worldSize?: unknown }).worldSize === "number", "must be a plan from plan(model)")
@@ -87,6 +93,7 @@ export interface ResolvedFitOptions {
   shuffle: boolean;
   seed: number;
   onStep: ((record: StepRecord) => void) | undefined;
+  signal: AbortSignal | undefined;
   progress: boolean | undefined;
   plan: PlanData | undefined;
   checkpoint: { dir: string; every: number } | undefined;
@@ -116,6 +123,7 @@ export function resolveFitOptions(options: FitOptions, model?: tf.LayersModel): 
     shuffle: o.shuffle,
     seed: o.seed ?? Math.floor(Math.random() * 2 ** 31),
     onStep: o.onStep,
+    signal: o.signal,
     progress: o.progress,
     plan: o.plan,
     checkpoint: o.checkpoint,

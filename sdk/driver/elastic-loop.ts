@@ -8,7 +8,7 @@ import type { MembershipChange, StepRecord } from "../metrics/records";
 import { awaitAll, survived } from "./await";
 import { computeEnd, stepOutcome, straggler, workerStep } from "./step-records";
 import { nonFiniteStop } from "./non-finite";
-import { FitAborted, type FitContext, type StepDone } from "./fit-context";
+import { FitAborted, stopRequest, type FitContext, type StepDone } from "./fit-context";
 import type { Wiring } from "../plan/wiring";
 
 interface InFlight {
@@ -198,6 +198,7 @@ class ElasticLoop {
     } catch (err) {
       this.stopped ??= new FitAborted(err);
     }
+    this.stopped ??= stopRequest(this.ctx);
   }
 
   private async rewire(): Promise<void> {

@@ -26,6 +26,8 @@ export interface FitContext {
   /** Resolves with the cluster's loss of a worker: at once if it happened, else if it does within `ms`. */
   lossWithin(ms: number): Promise<MeshtrainError | undefined>;
   setStep(step: number | undefined): void;
+  /** Set once the fit was asked to stop (AbortSignal, interrupt, close()): loops stop at the next step boundary. */
+  stopRequested(): MeshtrainError | undefined;
 }
 
 /**
@@ -35,6 +37,17 @@ export interface FitContext {
  */
 export class FitAborted {
   constructor(readonly error: unknown) {}
+}
+
+/** The fit's stop request (AbortSignal, interrupt, close()) as a loop's reason to stop, if there is one. */
+export function stopRequest(ctx: Pick<FitContext, "stopRequested">): FitAborted | undefined {
+  const e = ctx.stopRequested();
+  return e ? new FitAborted(e) : undefined;
+}
+
+/** A stop asked for by the user, after which a checkpoint of the last whole step is still written. */
+export function askedToStop(stopped: FitAborted | undefined): boolean {
+  return stopped !== undefined && (stopped.error as { code?: unknown } | undefined)?.code === "MT_ERR_ABORTED";
 }
 
 /** A worker's reply to a step. */

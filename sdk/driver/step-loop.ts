@@ -3,7 +3,7 @@ import type { Dataset } from "../data/dataset";
 import type { StepRecord } from "../metrics/records";
 import { epochOrder, globalBatch, stepsPerEpoch } from "../plan/batches";
 import { awaitAll, survived } from "./await";
-import { FitAborted, type FitContext, type StepDone } from "./fit-context";
+import { askedToStop, FitAborted, stopRequest, type FitContext, type StepDone } from "./fit-context";
 import { nonFiniteStop } from "./non-finite";
 
 /** One step sent to the workers: its replies, and how to turn them into the step's record. */
@@ -21,7 +21,8 @@ const STEPS_IN_FLIGHT = 2;
  * step to the workers; replies become StepRecords (onStep is called with each). The loop stops
  * after the steps already sent, with every worker consistent, on an exception from onStep, a
  * step where a worker found NaN or Infinity (nonFinite "stop"), or a step a worker failed but
- * survived (an op that threw in a user's layer); the caller gets that reason as `stopped`.
+ * survived (an op that threw in a user's layer), or when the fit is asked to stop (its AbortSignal,
+ * an interrupt, close()); the caller gets that reason as `stopped`.
  */
 export function runSteps(ctx: FitContext, o: ResolvedFitOptions, dataset: Dataset, issue: IssueStep, more: LoopOptions = {}): Promise<{ history: StepRecord[]; stopped: FitAborted | undefined }> {
   return new StepLoop(ctx, o, dataset, issue, more).run();
@@ -65,6 +66,8 @@ class StepLoop {
         const order = epochOrder(this.dataset.size, this.o.shuffle, this.o.seed, epoch);
         for (let i = 0; i < perEpoch && !this.stopped; i++, this.step++) {
           if (this.step < startStep) continue;
+          this.stopped ??= stopRequest(this.ctx);
+          if (this.stopped) break;
           const every = this.more.checkpoint?.every;
           if (every && this.step > startStep && this.step % every === 0) await this.save();
           const [start, end] = globalBatch(this.dataset.size, this.o.batchSize, i);
@@ -104,12 +107,14 @@ class StepLoop {
     } catch (err) {
       this.stopped ??= new FitAborted(err);
     }
+    this.stopped ??= stopRequest(this.ctx);
   }
 
   /** A checkpoint of every step sent so far, with none in flight. */
   private async save(): Promise<void> {
     while (this.inFlight.length > 0) await this.record();
-    if (this.stopped || !this.more.checkpoint || this.step === this.saved) return;
+    // After an abort the workers are consistent at the last whole step: that is worth keeping.
+    if ((this.stopped && !askedToStop(this.stopped)) || !this.more.checkpoint || this.step === this.saved) return;
     this.ctx.setStep(this.step);
     await this.more.checkpoint.save(this.step);
     this.saved = this.step;

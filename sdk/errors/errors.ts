@@ -25,7 +25,8 @@ export type ErrorCode =
   | "MT_ERR_WORKER"
   | "MT_ERR_REPLICAS_DIVERGED"
   | "MT_ERR_CHECKPOINT"
-  | "MT_ERR_NON_FINITE";
+  | "MT_ERR_NON_FINITE"
+  | "MT_ERR_ABORTED";
 
 /** Who and where, when it is known. Never holds secrets (the token is never put here). */
 export interface ErrorDetails {
@@ -176,6 +177,17 @@ export class NonFiniteError extends MeshtrainError {
   constructor(summary: string, o?: Opts) { super("MT_ERR_NON_FINITE", summary, o); }
 }
 
+/**
+ * A fit stopped on request (its AbortSignal, Ctrl-C or a notebook interrupt, cluster.close()) at
+ * a step boundary: named "AbortError" as fetch's is. `run` is what was recorded up to there
+ * (a TrainingRun when Cluster.fit rejects with it).
+ */
+export class AbortError<Run = unknown> extends MeshtrainError {
+  static override readonly code = "MT_ERR_ABORTED" as const;
+  run: Run | undefined = undefined;
+  constructor(summary: string, o?: Opts) { super("MT_ERR_ABORTED", summary, o); }
+}
+
 type ErrorClass = new (summary: string, o?: Opts) => MeshtrainError;
 
 export const ERROR_CLASSES: Readonly<Record<ErrorCode, ErrorClass>> = Object.freeze({
@@ -195,6 +207,7 @@ export const ERROR_CLASSES: Readonly<Record<ErrorCode, ErrorClass>> = Object.fre
   MT_ERR_REPLICAS_DIVERGED: ReplicaDivergenceError,
   MT_ERR_CHECKPOINT: CheckpointError,
   MT_ERR_NON_FINITE: NonFiniteError,
+  MT_ERR_ABORTED: AbortError,
 });
 
 export function isErrorCode(value: string): value is ErrorCode {

@@ -90,6 +90,9 @@ export function runWorker(o: WorkerOptions): Promise<number> {
     });
     // A local worker lives only as long as the driver that started it.
     process.on("disconnect", () => finish(0));
+    // Ctrl-C in a terminal and a notebook's interrupt reach the driver's whole process group:
+    // the driver decides (stop the fit at a step boundary, or close the cluster), not this process.
+    if (o.exitWithDriver) process.on("SIGINT", () => undefined);
   });
 }
 

@@ -10,7 +10,7 @@ import type { RunRecord, StepRecord, MembershipChange } from "../../metrics/reco
 import type { PlanMethods, DataParallelPlan } from "../../plan/plans";
 import { awaitAll, loadEverywhere } from "../../driver/await";
 import { checkIdentical } from "../../driver/replicas";
-import { FitAborted, type FitContext } from "../../driver/fit-context";
+import { askedToStop, FitAborted, type FitContext } from "../../driver/fit-context";
 import { fetchWeightsOf, hostCopies, setModelWeights } from "../../driver/model-transfer";
 import { runSteps, type IssuedStep } from "../../driver/step-loop";
 import { straggler, computeEnd, stepOutcome, workerStep } from "../../driver/step-records";
@@ -134,7 +134,8 @@ async function finish(
 ): Promise<RunRecord> {
   const all = awaitAll(ctx);
   const release = (): Promise<unknown> => all(members.map((w) => w.channel.request({ type: "release" }, "released", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: "release" })));
-  if (stopped) {
+  // Asked to stop (AbortSignal, interrupt): the replicas agree at the last whole step, and the model takes those weights, as model.fit's would.
+  if (stopped && !askedToStop(stopped)) {
     await release();
     throw stopped;
   }
@@ -142,6 +143,7 @@ async function finish(
   const [weights] = await fetchWeightsOf(ctx, [members[0]!], "the trained weights");
   setModelWeights(model, weights!);
   await release();
+  if (stopped) throw stopped;
   return {
     history,
     plan,

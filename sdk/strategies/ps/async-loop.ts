@@ -9,7 +9,7 @@ import type { StepRecord, Departure, PushRecord } from "../../metrics/records";
 import type { PsPlan } from "../../plan/plans";
 import { awaitAll, survived } from "../../driver/await";
 import { nonFiniteError } from "../../driver/non-finite";
-import { FitAborted, type FitContext, type StepDone } from "../../driver/fit-context";
+import { FitAborted, stopRequest, type FitContext, type StepDone } from "../../driver/fit-context";
 
 /** A worker's slice of one global batch: the unit of work handed out. */
 interface Slice {
@@ -164,6 +164,7 @@ class AsyncLoop {
 
   /** Hands every free worker its next slices, as far as the staleness bound allows. */
   private dispatch(): void {
+    this.stopped ??= stopRequest(this.ctx);
     for (const w of this.states) {
       while (!w.gone && !this.stopped && this.queue.length > 0 && w.running.length < AHEAD && mayStart(w.next, this.finishedOf(), this.plan.staleness)) {
         const slice = this.queue.pop()!;

@@ -1,0 +1,30 @@
+import type { WorkerSnapshot } from "../config/worker-snapshot";
+import type { WorkerHandle } from "./worker-handle";
+
+/** What a cluster shows of itself in a notebook and on a terminal. */
+export interface ClusterParts {
+  size: number;
+  strategy: string;
+  state: string;
+  workers: readonly WorkerSnapshot[];
+  servers: readonly WorkerHandle[];
+  notes: readonly string[];
+}
+
+export function clusterHtml(c: ClusterParts): string {
+  const rows = c.workers
+    .map((w) => `<tr><td>${w.rank}</td><td>${w.address}</td><td>${w.info.backend}</td><td>${w.info.device}</td><td>${(w.info.memoryBytes / 2 ** 30).toFixed(1)} GiB</td><td>${w.info.pid}${w.local ? " (local)" : ""}</td></tr>`)
+    .join("");
+  const notes = c.notes.map((n) => `<li>${n.replace(/</g, "&lt;")}</li>`).join("");
+  const servers = c.servers.map((s) => `<tr><td>server ${s.rank}</td><td>${s.address}</td><td>${s.info?.backend ?? "?"}</td><td>${s.info?.device ?? "?"}</td><td></td><td>${s.info?.pid ?? "?"}${s.process ? " (local)" : ""}</td></tr>`).join("");
+  return `<p><b>meshtrain cluster</b>: ${c.size} worker(s)${c.servers.length ? ` and ${c.servers.length} parameter server(s)` : ""}, strategy "${c.strategy}", ${c.state}</p><table><tr><th>rank</th><th>address</th><th>backend</th><th>device</th><th>memory</th><th>pid</th></tr>${rows}${servers}</table>${notes ? `<ul>${notes}</ul>` : ""}`;
+}
+
+export function clusterText(c: ClusterParts): string {
+  const lines = [`meshtrain cluster: ${c.size} worker(s), strategy "${c.strategy}", ${c.state}`];
+  for (const w of c.workers) {
+    lines.push(`  rank ${w.rank}  ${w.address}  ${w.info.backend} on ${w.info.device}  pid ${w.info.pid}${w.local ? " (local)" : ""}`);
+  }
+  for (const s of c.servers) lines.push(`  parameter server ${s.rank}  ${s.address}  pid ${s.info?.pid ?? "?"}${s.process ? " (local)" : ""}`);
+  return lines.join("\n");
+}

@@ -1,0 +1,34 @@
+import type { ClusterSpec } from "../config/cluster-spec";
+import type { Wiring } from "../plan/wiring";
+import type { WorkerHandle } from "./worker-handle";
+
+/**
+ * Sends every member its links (all-reduce group, pipeline neighbours, parameter servers) and
+ * waits until all are up. `generation` marks an elastic membership.
+ */
+export async function configureLinks(spec: ClusterSpec, workers: readonly WorkerHandle[], servers: readonly WorkerHandle[], wiring: Wiring, members: readonly WorkerHandle[], generation: number | undefined): Promise<void> {
+  const addresses = workers.map((h) => h.address);
+  const timeoutMs = spec.timeouts.connectMs;
+  await Promise.all(
+    members.map((h) =>
+      h.channel.request(
+        {
+          type: "configure",
+          rank: h.rank,
+          worldSize: workers.length,
+          ring: wiring.groups.find((g) => g.includes(h.rank)) ?? [h.rank],
+          pipe: wiring.pipe[h.rank] ?? { prev: null, next: null },
+          addresses,
+          ...(wiring.servers ? { servers: servers.map((s) => s.address) } : {}),
+          ...(spec.tls ? { ca: spec.tls.ca } : {}),
+          ...(generation !== undefined ? { generation } : {}),
+          chunkElements: spec.chunkElements,
+          connectTimeoutMs: timeoutMs,
+          stepTimeoutMs: spec.timeouts.stepMs,
+        },
+        "configured",
+        { timeoutMs: timeoutMs + 1000, waitingFor: "its links to the other workers" },
+      ),
+    ),
+  );
+}

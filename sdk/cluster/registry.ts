@@ -1,0 +1,76 @@
+/**
+ * The live clusters of this process: so that re-running a notebook cell that launches one says
+ * what is still running, closeAll() closes every one, and an interrupt (Ctrl-C, a notebook's
+ * interrupt button, both a SIGINT to the whole process group) stops their fits at the next
+ * step boundary instead of killing their workers.
+ */
+export interface LiveCluster {
+  /** One line for people: size, strategy, age, state. */
+  describe(): string;
+  /** Asks a running fit to stop at its next step boundary; false when no fit runs. */
+  interrupt(reason: string): boolean;
+  close(): Promise<void>;
+}
+
+const live = new Set<LiveCluster>();
+/** A second interrupt within this long closes every cluster at once. */
+const SECOND_INTERRUPT_MS = 2000;
+let lastInterrupt = -Infinity;
+let listening = false;
+
+/**
+ * Inside a tslab kernel an interrupt must never end the process (the kernel dies with it) and
+ * its listener is better left in place (removing it from a cell is undone, see DESIGN.md).
+ */
+function inKernel(): boolean {
+  return process.argv.includes("kernel") && process.argv.some((a) => /tslab/.test(a));
+}
+
+export function register(c: LiveCluster): void {
+  if (live.size > 0) {
+    const lines = [...live].map((l, i) => `  ${i + 1}. ${l.describe()}`);
+    process.stderr.write(`meshtrain: this process still runs ${live.size} cluster(s) launched earlier:\n${lines.join("\n")}\n  close them with their close(), or all at once with closeAll() (import { closeAll } from "meshtrain")\n`);
+  }
+  live.add(c);
+  if (!listening) {
+    listening = true;
+    process.on("SIGINT", onInterrupt);
+  }
+}
+
+export function unregister(c: LiveCluster): void {
+  live.delete(c);
+  // In a script, Ctrl-C with no cluster left ends the process as Node's default does.
+  if (live.size === 0 && listening && !inKernel()) {
+    listening = false;
+    process.off("SIGINT", onInterrupt);
+  }
+}
+
+/** The clusters this process launched and has not closed. */
+export function liveClusters(): string[] {
+  return [...live].map((c) => c.describe());
+}
+
+/** Closes every cluster this process launched and has not closed (their local workers exit). */
+export async function closeAll(): Promise<void> {
+  await Promise.all([...live].map((c) => c.close()));
+}
+
+function onInterrupt(): void {
+  const now = performance.now();
+  const again = now - lastInterrupt < SECOND_INTERRUPT_MS;
+  lastInterrupt = now;
+  const kernel = inKernel();
+  if (!again) {
+    const stopping = [...live].filter((c) => c.interrupt("fit interrupted (SIGINT: Ctrl-C or the notebook's interrupt)"));
+    if (stopping.length > 0) {
+      process.stderr.write(`meshtrain: interrupted: stopping ${stopping.length === 1 ? "the fit" : `${stopping.length} fits`} after the step in flight; interrupt again within 2 s to close the cluster at once\n`);
+      return;
+    }
+    if (kernel) return;
+  }
+  process.stderr.write(`meshtrain: ${again ? "interrupted again" : "interrupted"}: closing ${live.size} cluster(s)\n`);
+  const closing = closeAll();
+  if (!kernel) void closing.finally(() => process.exit(130));
+}

@@ -1,0 +1,31 @@
+import { StateError, type MeshtrainError } from "../errors/errors";
+
+export type ClusterState = "ready" | "fitting" | "failed" | "closed";
+
+/** Refuses a fit (or add) on a cluster that cannot take one, saying why and what to do. */
+export function refuseUnusable(what: string, c: { state: ClusterState; failure: MeshtrainError | undefined; joined: number; departed: ReadonlyMap<number, MeshtrainError> }): void {
+  if (c.state === "closed") {
+    throw new StateError(`cannot ${what}: the cluster is closed`, { hint: "launch a new cluster with cluster()...launch()" });
+  }
+  if (c.state === "failed") {
+    throw new StateError(`cannot ${what}: the cluster stopped after an error: ${c.failure?.summary ?? "unknown"}`, {
+      hint: "launch a new cluster with cluster()...launch()",
+      cause: c.failure,
+    });
+  }
+  if (c.state === "fitting") {
+    throw new StateError(`cannot ${what}: a fit is already running on this cluster`, { hint: "await the running fit first" });
+  }
+  if (c.joined > 0 && c.departed.size === 0) {
+    throw new StateError(`cannot ${what}: workers joined during an earlier elastic fit, so this cluster is no longer the one that was launched`, {
+      hint: "launch a new cluster with cluster()...launch() for the next fit",
+    });
+  }
+  if (c.departed.size > 0) {
+    const ranks = [...c.departed.keys()].join(", ");
+    throw new StateError(`cannot ${what}: worker rank(s) ${ranks} left during an earlier fit, which finished without them`, {
+      hint: "launch a new cluster with cluster()...launch() to train with every worker again",
+      cause: [...c.departed.values()][0],
+    });
+  }
+}
