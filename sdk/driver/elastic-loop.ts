@@ -8,7 +8,7 @@ import type { MembershipChange, StepRecord } from "../metrics/records";
 import { awaitAll, survived } from "./await";
 import { computeEnd, stepOutcome, straggler, workerStep } from "./step-records";
 import { nonFiniteStop } from "./non-finite";
-import { FitAborted, stopRequest, type FitContext, type StepDone } from "./fit-context";
+import { FitAborted, stepSeen, type FitContext, type StepDone } from "./fit-context";
 import type { Wiring } from "../plan/wiring";
 
 interface InFlight {
@@ -193,12 +193,9 @@ class ElasticLoop {
     this.history.push(rec);
     this.stopped ??= nonFiniteStop(rec, this.o);
     this.ctx.setStep(f.step + 1);
-    try {
-      this.o.onStep?.(rec);
-    } catch (err) {
-      this.stopped ??= new FitAborted(err);
-    }
-    this.stopped ??= stopRequest(this.ctx);
+    // onStep sees every recorded step, also those after a reason to stop.
+    const stop = stepSeen(rec, this.o.onStep, this.ctx);
+    this.stopped ??= stop;
   }
 
   private async rewire(): Promise<void> {

@@ -1,9 +1,10 @@
 import type { WorkerHandle } from "../cluster/worker-handle";
 import type { ClusterSpec } from "../config/cluster-spec";
-import type { MeshtrainError } from "../errors/errors";
+import { AbortError, type MeshtrainError } from "../errors/errors";
 import type { MessageOf } from "../protocol/messages";
 import type { Incoming } from "../transport/channel";
 import type { Wiring } from "../plan/wiring";
+import type { StepRecord } from "../metrics/records";
 
 /** What a strategy's driver runtime gets from the cluster. */
 export interface FitContext {
@@ -45,9 +46,22 @@ export function stopRequest(ctx: Pick<FitContext, "stopRequested">): FitAborted 
   return e ? new FitAborted(e) : undefined;
 }
 
+/**
+ * What every loop does with a step (or async round) it recorded: onStep sees it; the loop stops
+ * there if onStep threw or the fit was asked to stop.
+ */
+export function stepSeen(rec: StepRecord, onStep: ((rec: StepRecord) => void) | undefined, ctx: Pick<FitContext, "stopRequested">): FitAborted | undefined {
+  try {
+    onStep?.(rec);
+  } catch (err) {
+    return new FitAborted(err);
+  }
+  return stopRequest(ctx);
+}
+
 /** A stop asked for by the user, after which a checkpoint of the last whole step is still written. */
 export function askedToStop(stopped: FitAborted | undefined): boolean {
-  return stopped !== undefined && (stopped.error as { code?: unknown } | undefined)?.code === "MT_ERR_ABORTED";
+  return stopped?.error instanceof AbortError;
 }
 
 /** A worker's reply to a step. */

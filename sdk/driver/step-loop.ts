@@ -3,7 +3,7 @@ import type { Dataset } from "../data/dataset";
 import type { StepRecord } from "../metrics/records";
 import { epochOrder, globalBatch, stepsPerEpoch } from "../plan/batches";
 import { awaitAll, survived } from "./await";
-import { askedToStop, FitAborted, stopRequest, type FitContext, type StepDone } from "./fit-context";
+import { askedToStop, FitAborted, stepSeen, stopRequest, type FitContext, type StepDone } from "./fit-context";
 import { nonFiniteStop } from "./non-finite";
 
 /** One step sent to the workers: its replies, and how to turn them into the step's record. */
@@ -102,12 +102,9 @@ class StepLoop {
     this.lastEnd = now;
     this.history.push(rec);
     this.stopped ??= nonFiniteStop(rec, this.o);
-    try {
-      this.o.onStep?.(rec);
-    } catch (err) {
-      this.stopped ??= new FitAborted(err);
-    }
-    this.stopped ??= stopRequest(this.ctx);
+    // onStep sees every recorded step, also those after a reason to stop.
+    const stop = stepSeen(rec, this.o.onStep, this.ctx);
+    this.stopped ??= stop;
   }
 
   /** A checkpoint of every step sent so far, with none in flight. */

@@ -9,7 +9,7 @@ import type { StepRecord, Departure, PushRecord } from "../../metrics/records";
 import type { PsPlan } from "../../plan/plans";
 import { awaitAll, survived } from "../../driver/await";
 import { nonFiniteError } from "../../driver/non-finite";
-import { FitAborted, stopRequest, type FitContext, type StepDone } from "../../driver/fit-context";
+import { FitAborted, stepSeen, stopRequest, type FitContext, type StepDone } from "../../driver/fit-context";
 
 /** A worker's slice of one global batch: the unit of work handed out. */
 interface Slice {
@@ -164,6 +164,7 @@ class AsyncLoop {
 
   /** Hands every free worker its next slices, as far as the staleness bound allows. */
   private dispatch(): void {
+    // Asked at every push, not only when a round closes: a round is n pushes long.
     this.stopped ??= stopRequest(this.ctx);
     for (const w of this.states) {
       while (!w.gone && !this.stopped && this.queue.length > 0 && w.running.length < AHEAD && mayStart(w.next, this.finishedOf(), this.plan.staleness)) {
@@ -198,11 +199,9 @@ class AsyncLoop {
     this.round = [];
     this.history.push(rec);
     this.ctx.setStep(this.history.length);
-    try {
-      this.o.onStep?.(rec);
-    } catch (err) {
-      this.stopped ??= new FitAborted(err);
-    }
+    // onStep sees every recorded step, also those after a reason to stop.
+    const stop = stepSeen(rec, this.o.onStep, this.ctx);
+    this.stopped ??= stop;
   }
 
   private async depart(w: WorkerState, error: MeshtrainError): Promise<void> {
