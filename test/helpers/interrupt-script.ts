@@ -12,8 +12,16 @@ async function main(): Promise<void> {
   const c = await cluster().workers(2).strategy("data").backend("cpu").launch();
   process.stdout.write(`pids ${c.workers.map((w) => w.info.pid).join(" ")}\n`);
   const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 4000, seed: 3 });
+  // When the interrupt reached this process: the steps after it are what the stop may take.
+  let lastStep = -1;
+  let told = false;
+  process.on("SIGINT", () => {
+    if (!told) process.stdout.write(`interrupt seen after step ${lastStep}\n`);
+    told = true;
+  });
   // Slow steps, so that the interrupt lands mid-fit.
   const onStep = (s: { step: number }): void => {
+    lastStep = s.step;
     process.stdout.write(`step ${s.step}\n`);
     const until = performance.now() + 40;
     while (performance.now() < until);

@@ -59,9 +59,11 @@ async function noneAlive(pids: number[]): Promise<boolean> {
 test("one Ctrl-C stops the fit after the step in flight; the workers survive it and train the next fit", async () => {
   const r = await runInterrupted(3, 1);
   assert.equal(r.code, 0, r.out);
-  const aborted = /aborted after (\d+) steps/.exec(r.out);
-  assert.ok(aborted, r.out);
-  assert.ok(Number(aborted[1]) >= 4 && Number(aborted[1]) <= 7, `stopped within a few steps of step 3: ${aborted[1]}`);
+  const aborted = Number(/aborted after (\d+) steps/.exec(r.out)?.[1]);
+  const seen = Number(/interrupt seen after step (\d+)/.exec(r.out)?.[1]);
+  assert.ok(Number.isInteger(aborted) && Number.isInteger(seen), r.out);
+  // Steps 0..seen were recorded when the interrupt arrived; at most the two in flight follow.
+  assert.ok(aborted >= seen + 1 && aborted <= seen + 3, `interrupt after step ${seen}, ${aborted} steps recorded`);
   assert.match(r.out, /stopping the fit after the step in flight/);
   assert.match(r.out, /second fit 4 steps/);
   assert.match(r.out, /closed/);
