@@ -5,13 +5,17 @@
  *   const run = await c.fit(model, datasets.mnist(), { epochs: 1, batchSize: 96 });
  *   await c.close();
  */
+import { quietCpuBanner } from "./backends/quiet-banner";
+
+quietCpuBanner();
+
 export { cluster, ClusterBuilder } from "./cluster/builder";
 export { Cluster, type ClusterState } from "./cluster/cluster";
 export { closeAll, liveClusters } from "./cluster/registry";
 export { datasets, Dataset, type Column, type DatasetSource, type LinearOptions, type MnistOptions, type SyntheticOptions } from "./data/index";
 export * from "./errors/errors";
 export { TrainingRun } from "./cluster/training-run";
-export type { RunRecord, StepRecord, WorkerStepRecord, PushRecord, Departure, PsRunRecord, MembershipChange } from "./metrics/records";
+export type { LogLine, RunRecord, StepRecord, WorkerStepRecord, PushRecord, Departure, PsRunRecord, MembershipChange } from "./metrics/records";
 export type { RunSummary, WorkerSummary } from "./metrics/summary";
 export type { CostReport } from "./metrics/cost";
 export type { StragglerSummary } from "./metrics/stragglers";

@@ -5,7 +5,7 @@ import { z } from "zod";
 import { ConfigError } from "../errors/errors";
 import { summarizeModel } from "../plan/model-summary";
 import { BACKEND_CHOICES, type BackendChoice } from "../config/backend";
-import { ClusterSpecSchema, crossCheck, DEFAULT_SPEC, HeartbeatSpecSchema, MAX_LOCAL_WORKERS, STRATEGY_NAMES, StrategySpecSchema, TimeoutsSpecSchema, WorkerUrlSchema, type ClusterSpec, type StrategyName, type WorkersSpec } from "../config/cluster-spec";
+import { ClusterSpecSchema, crossCheck, DEFAULT_SPEC, HeartbeatSpecSchema, MAX_LOCAL_WORKERS, STRATEGY_NAMES, StrategySpecSchema, TimeoutsSpecSchema, WORKER_OUTPUT_LEVELS, WorkerOutputSpecSchema, WorkerUrlSchema, type ClusterSpec, type WorkerOutputSpec, type StrategyName, type WorkersSpec } from "../config/cluster-spec";
 import { parseOrThrow } from "../config/zod-problem";
 import { planOptions, type PlanRequest } from "./plan-request";
 import { Cluster } from "./cluster";
@@ -163,10 +163,24 @@ export class ClusterBuilder {
     return this.with({ heartbeat: hb });
   }
 
-  /** Limits on waits, in ms: connectMs (start/reach a worker), stepMs (one training step). */
-  timeouts(options: { connectMs?: number; stepMs?: number }): ClusterBuilder {
+  /**
+   * Limits on waits, in ms: connectMs (start/reach a worker), stepMs (one training step), and
+   * stallMs: after this long without a finished step the driver prints who waits for whom.
+   */
+  timeouts(options: { connectMs?: number; stepMs?: number; stallMs?: number }): ClusterBuilder {
     const t = parseOrThrow(TimeoutsSpecSchema, { ...this.draft.timeouts, ...options }, "timeouts");
     return this.with({ timeouts: t });
+  }
+
+  /**
+   * What the workers print reaches this process with its rank as prefix (`[rank 1] ...`):
+   * "all" (default), "warnings" (their stderr only: warnings and errors) or "none". At most
+   * `linesPerSecond` lines per worker are shown (default 20; the rest are counted). Every line
+   * is kept in the run's `logs` whatever the level.
+   */
+  workerOutput(level: WorkerOutputSpec["level"], options: { linesPerSecond?: number } = {}): ClusterBuilder {
+    const o = parseOrThrow(WorkerOutputSpecSchema, { ...this.draft.workerOutput, ...options, level }, "workerOutput", `level is one of ${WORKER_OUTPUT_LEVELS.map((l) => `"${l}"`).join(", ")}; linesPerSecond a whole number from 1`);
+    return this.with({ workerOutput: o });
   }
 
   /** Wire limits: the largest WebSocket message accepted, and elements per tensor chunk. */

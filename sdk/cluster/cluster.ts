@@ -5,14 +5,11 @@ import { makeDisplayable } from "../viz/displayable";
 import { TrainingRun } from "./training-run";
 import { summarizeModel } from "../plan/model-summary";
 import { workerCount, type ClusterSpec } from "../config/cluster-spec";
-import { installedFitObserver, type FitWatch } from "../metrics/observer";
-import { stepsPerEpoch } from "../plan/batches";
-import { resolveFitOptions, type FitOptions, type ResolvedFitOptions } from "../config/fit-options";
-import { terminalWatch } from "../viz/terminal-progress";
+import { resolveFitOptions, type FitOptions } from "../config/fit-options";
 import type { WorkerSnapshot } from "../config/worker-snapshot";
 import { strategyOf } from "../strategies/registry";
 import { CLOSE } from "../transport/link";
-import { addWorker, startWorkers } from "./launch";
+import { addWorker, startWorkers, type LaunchHooks } from "./launch";
 import { LossWatch } from "./loss-watch";
 import { planOptions, type PlanRequest } from "./plan-request";
 import type { WorkerHandle } from "./worker-handle";
@@ -30,6 +27,9 @@ import { configureLinks } from "./configure-links";
 import { refuseUnusable, type ClusterState } from "./usable";
 import { register, unregister, type LiveCluster } from "./registry";
 import { wiringKey, type Wiring } from "../plan/wiring";
+import { FitWatchers } from "./fit-watch";
+import { WorkerOutput } from "./worker-output";
+import type { LogLine } from "../metrics/records";
 
 export type { ClusterState } from "./usable";
 
@@ -65,17 +65,18 @@ export class Cluster implements LiveCluster {
   /** How the workers are connected now (wiringKey), to reconnect only when a fit needs otherwise. */
   private wired: string | null = null;
 
+  /** Where the workers' output lines arrive, are shown and kept. */
+  private readonly output: WorkerOutput;
+
   private constructor(readonly spec: ClusterSpec) {
+    this.output = new WorkerOutput(spec.workerOutput);
     makeDisplayable(this, () => ({ "text/html": this.workersHtml(), "text/plain": this.toString() }), () => this.toString());
   }
 
   /** Use `cluster()...launch()`. */
   static async launch(spec: ClusterSpec): Promise<Cluster> {
     const c = new Cluster(spec);
-    const launched = await startWorkers(spec, {
-      stepNow: () => c.step,
-      onLost: (h, err) => c.workerLost(h, err),
-    });
+    const launched = await startWorkers(spec, c.hooks());
     c.handles = launched.handles;
     c.servers = launched.servers;
     c.session = launched.session;
@@ -84,6 +85,15 @@ export class Cluster implements LiveCluster {
     for (const note of launched.notes) process.stderr.write(`meshtrain: ${note}\n`);
     register(c);
     return c;
+  }
+
+  private hooks(): LaunchHooks {
+    return { stepNow: () => this.step, onLost: (h, err) => this.workerLost(h, err), output: this.output };
+  }
+
+  /** What the workers printed (the last 10,000 lines), each run's share also in its `logs`. */
+  get logs(): readonly LogLine[] {
+    return this.output.all();
   }
 
   get state(): ClusterState {
@@ -127,7 +137,7 @@ export class Cluster implements LiveCluster {
   private async fitOnce(model: tf.LayersModel, dataset: Dataset, options: FitOptions): Promise<TrainingRun> {
     this.usable("fit");
     const resolved = resolveFitOptions(options, model);
-    const watch = this.watch(resolved, dataset);
+    const watch = new FitWatchers(this.spec, resolved, dataset, { size: this.size, output: this.output, members: () => [...this.handles, ...this.servers], step: () => this.step });
     const seen: StepRecord[] = [];
     const o = { ...resolved, onStep: (r: StepRecord) => (seen.push(r), watch.step(r), resolved.onStep?.(r)) };
     const stop = new FitStop(resolved.signal);
@@ -154,16 +164,16 @@ export class Cluster implements LiveCluster {
       this.state_ = "ready";
       watch.end();
       compileIfNot(model, o);
-      return new TrainingRun({ ...record, training: { optimizer: o.optimizer, loss: o.loss, metrics: o.metrics.map((m) => m.name), origins: o.origins } });
-    } catch (err) {
-      watch.end(err);
+      return new TrainingRun({ ...record, logs: watch.logs(), training: { optimizer: o.optimizer, loss: o.loss, metrics: o.metrics.map((m) => m.name), origins: o.origins } });
+    } catch (caught) {
+      const err = watch.end(caught);
       if ((this.state_ as ClusterState) === "closed") {
         throw new StateError("the cluster was closed while fit was running", { cause: err });
       }
       if (this.losses.failure) throw this.losses.failure;
       if (err instanceof FitAborted) {
         this.state_ = "ready";
-        if (err.error instanceof AbortError && plan) err.error.run = new TrainingRun({ history: seen, plan, workers: this.workers, seed: o.seed, epochs: o.epochs, wallMs: performance.now() - started });
+        if (err.error instanceof AbortError && plan) err.error.run = new TrainingRun({ history: seen, plan, workers: this.workers, seed: o.seed, epochs: o.epochs, wallMs: performance.now() - started, logs: watch.logs() });
         throw err.error;
       }
       // Workers may be mid-step or mid-all-reduce; only a fresh cluster is known to be consistent.
@@ -230,7 +240,7 @@ export class Cluster implements LiveCluster {
     // One at a time, so that ranks follow the order of the calls.
     const added = this.adding.then(async () => {
       const rank = this.handles.length;
-      const h = await addWorker(this.spec, { session: this.session, token: this.token, rank, url, hooks: { stepNow: () => this.step, onLost: (x, err) => this.workerLost(x, err) } });
+      const h = await addWorker(this.spec, { session: this.session, token: this.token, rank, url, hooks: this.hooks() });
       this.handles.push(h);
       this.joined++;
       if (this.onJoin) this.onJoin(h);
@@ -293,15 +303,6 @@ export class Cluster implements LiveCluster {
     this.wired = null;
     await this.losses.guard(configureLinks(this.spec, this.handles, this.servers, wiring, members, o.generation));
     this.wired = key;
-  }
-
-  /** The notebook's live plot when it is loaded, else a terminal progress bar, else nothing. */
-  private watch(o: ResolvedFitOptions, dataset: Dataset): FitWatch {
-    const totalSteps = o.epochs * stepsPerEpoch(dataset.size, o.batchSize);
-    const observer = installedFitObserver();
-    if (o.progress !== false && observer) return observer.start({ totalSteps, workers: this.size, strategy: this.spec.strategy.name });
-    if (o.progress ?? Boolean(process.stderr.isTTY)) return terminalWatch(totalSteps);
-    return { step: () => undefined, end: () => undefined };
   }
 
   private usable(what: string): void {

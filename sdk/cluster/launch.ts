@@ -8,12 +8,15 @@ import { dial } from "../transport/ws-endpoint";
 import { wallClock } from "../util/clock";
 import { probeGpus } from "./gpus";
 import { LocalWorkerProcess } from "./local-process";
-import { WorkerHandle } from "./worker-handle";
+import { labelOf, WorkerHandle } from "./worker-handle";
+import type { WorkerOutput } from "./worker-output";
 import type { WorkerInfo } from "../protocol/messages";
 
 export interface LaunchHooks {
   stepNow(): number | undefined;
   onLost(handle: WorkerHandle, err: MeshtrainError): void;
+  /** Where every worker's output goes, local (its pipes) or not (its messages). */
+  output: WorkerOutput;
 }
 
 export interface Launched {
@@ -61,7 +64,8 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
       if (e.role === "ps") env.CUDA_VISIBLE_DEVICES = "-1";
       else if (gpus && !gpus.problem) env.CUDA_VISIBLE_DEVICES = gpus.indices[e.index % gpus.indices.length];
       else if (gpus) env.CUDA_VISIBLE_DEVICES = "-1";
-      const p = LocalWorkerProcess.start(env, moduleArgs(spec));
+      const label = labelOf(e.role, e.index);
+      const p = LocalWorkerProcess.start(env, moduleArgs(spec), (stream, text) => hooks.output.line(label, stream, text));
       processes.push(p);
       started.set(k, p);
     });
@@ -110,6 +114,7 @@ async function reach(
     maxFrameBytes: spec.maxFrameBytes,
     stepNow: o.hooks.stepNow,
     onLost: o.hooks.onLost,
+    output: o.hooks.output,
   });
 }
 
@@ -170,7 +175,9 @@ async function probeLink(spec: ClusterSpec, h: WorkerHandle): Promise<void> {
  * given, else reached there; authenticated, joined to the session, its link measured.
  */
 export async function addWorker(spec: ClusterSpec, o: { session: string; token: string; rank: number; url: string | undefined; hooks: LaunchHooks }): Promise<WorkerHandle> {
-  const proc = o.url === undefined ? LocalWorkerProcess.start({ ...process.env, MESHTRAIN_TOKEN: o.token, ...(spec.workers.kind === "local" && spec.workers.devices === "gpu" ? {} : { CUDA_VISIBLE_DEVICES: "-1" }) }, moduleArgs(spec)) : undefined;
+  const env = { ...process.env, MESHTRAIN_TOKEN: o.token, ...(spec.workers.kind === "local" && spec.workers.devices === "gpu" ? {} : { CUDA_VISIBLE_DEVICES: "-1" }) };
+  const label = labelOf("worker", o.rank);
+  const proc = o.url === undefined ? LocalWorkerProcess.start(env, moduleArgs(spec), (stream, text) => o.hooks.output.line(label, stream, text)) : undefined;
   try {
     const url = o.url ?? (await proc!.listening(spec.timeouts.connectMs, `local worker rank ${o.rank}`));
     const h = await reach(spec, { token: o.token, url, rank: o.rank, role: "worker", process: proc, hooks: o.hooks });

@@ -16,6 +16,8 @@ function installExitHook(): void {
   });
 }
 
+export type OnLine = (stream: "stdout" | "stderr", text: string) => void;
+
 export interface ExitInfo {
   code: number | null;
   signal: NodeJS.Signals | null;
@@ -28,7 +30,7 @@ export class LocalWorkerProcess {
   private readonly exited: Promise<ExitInfo>;
   readonly pid: number;
 
-  private constructor(readonly child: ChildProcess) {
+  private constructor(readonly child: ChildProcess, onLine: OnLine | undefined) {
     this.pid = child.pid ?? -1;
     live.add(child);
     this.exited = new Promise((resolve) => {
@@ -38,19 +40,28 @@ export class LocalWorkerProcess {
         resolve(this.exitInfo);
       });
     });
-    const keep = (chunk: Buffer): void => {
-      for (const line of chunk.toString("utf8").split("\n")) {
-        if (line.trim() === "") continue;
+    // Chunks end anywhere; a line is complete at its newline (the rest is flushed at exit).
+    const reader = (stream: "stdout" | "stderr"): ((chunk: Buffer) => void) => {
+      let partial = "";
+      const emit = (line: string): void => {
+        if (line.trim() === "") return;
         this.tail.push(line);
         if (this.tail.length > 20) this.tail.shift();
-        if (process.env.MESHTRAIN_DEBUG) process.stderr.write(`[worker ${this.pid}] ${line}\n`);
-      }
+        onLine?.(stream, line);
+      };
+      child[stream]?.on("end", () => emit(partial));
+      return (chunk) => {
+        const parts = (partial + chunk.toString("utf8")).split("\n");
+        partial = parts.pop() ?? "";
+        for (const line of parts) emit(line.replace(/\r$/, ""));
+      };
     };
-    child.stdout?.on("data", keep);
-    child.stderr?.on("data", keep);
+    child.stdout?.on("data", reader("stdout"));
+    child.stderr?.on("data", reader("stderr"));
   }
 
-  static start(env: NodeJS.ProcessEnv, extraArgs: string[] = []): LocalWorkerProcess {
+  /** `onLine`: each line the worker writes, as it arrives (the driver shows it with the worker's rank). */
+  static start(env: NodeJS.ProcessEnv, extraArgs: string[] = [], onLine?: OnLine): LocalWorkerProcess {
     installExitHook();
     const entry = path.join(__dirname, "..", "worker", "main.js");
     const child = fork(entry, ["--host", "127.0.0.1", "--port", "0", "--exit-with-driver", ...extraArgs], {
@@ -64,7 +75,7 @@ export class LocalWorkerProcess {
     child.unref();
     child.channel?.unref();
     for (const stream of [child.stdout, child.stderr]) (stream as unknown as { unref?: () => void } | null)?.unref?.();
-    return new LocalWorkerProcess(child);
+    return new LocalWorkerProcess(child, onLine);
   }
 
   get exit(): ExitInfo | null {

@@ -2,7 +2,7 @@ import * as fs from "node:fs";
 import type { WorkerSnapshot } from "../config/worker-snapshot";
 import { cost, type CostReport } from "../metrics/cost";
 import { epochHistory } from "../metrics/epochs";
-import type { Departure, EpochHistory, MembershipChange, PushRecord, RunRecord, StepRecord, TrainingSetup } from "../metrics/records";
+import type { Departure, EpochHistory, LogLine, MembershipChange, PushRecord, RunRecord, StepRecord, TrainingSetup } from "../metrics/records";
 import { summarize, type RunSummary } from "../metrics/summary";
 import type { Plan } from "../plan/plans";
 import { strategyOf } from "../strategies/registry";
@@ -50,6 +50,11 @@ export class TrainingRun {
   readonly byEpoch: EpochHistory;
   /** The optimizer, loss and metrics trained with, and where each came from. */
   readonly training: TrainingSetup | undefined;
+  /**
+   * What the workers printed during the fit, every line whatever the cluster's workerOutput
+   * level (the driver keeps its last 10,000 lines; a run's share is copied at its end).
+   */
+  readonly logs: readonly LogLine[];
   private readonly record: RunRecord;
 
   constructor(record: RunRecord) {
@@ -66,6 +71,7 @@ export class TrainingRun {
     this.membership = record.membership ?? [];
     this.byEpoch = epochHistory(record.history);
     this.training = record.training;
+    this.logs = record.logs ?? [];
     Object.defineProperty(this, "record", { enumerable: false });
     makeDisplayable(this, () => this.bundles(), () => this.toString());
   }

@@ -4,6 +4,16 @@ import type { WorkerSnapshot } from "../config/worker-snapshot";
 import { Channel } from "../transport/channel";
 import type { Link } from "../transport/link";
 import { describeExit, type LocalWorkerProcess } from "./local-process";
+import type { WorkerOutput } from "./worker-output";
+
+/** What a worker last said it was doing (its progress messages), for stall reports. */
+export interface WorkerProgress {
+  action: string;
+  waiting: boolean;
+  detail: string | undefined;
+  /** When the action started, on the driver's clock (performance.now()). */
+  since: number;
+}
 
 
 export interface HandleOptions {
@@ -18,6 +28,8 @@ export interface HandleOptions {
   /** The step the cluster is at, for error messages. */
   stepNow(): number | undefined;
   onLost(handle: WorkerHandle, err: MeshtrainError): void;
+  /** Where a worker started elsewhere sends its output lines. */
+  output: WorkerOutput;
 }
 
 /**
@@ -38,6 +50,10 @@ export class WorkerHandle {
   /** One-way latency of a message on the driver's link to it (half the measured round trip), ms. */
   linkLatencyMs = 0;
   lost: MeshtrainError | undefined;
+  /** Its last progress report, if it sent one. */
+  progress: WorkerProgress | undefined;
+  /** The last lines a worker started elsewhere sent (a local one's come from its process), for error messages. */
+  private readonly tail: string[] = [];
   private expectedClose = false;
   private markClosed: () => void = () => undefined;
   /** Resolves when the connection to the worker has closed, for whatever reason. */
@@ -54,7 +70,18 @@ export class WorkerHandle {
       chunkElements: o.chunkElements,
       maxFrameBytes: o.maxFrameBytes,
       maxAttachmentBytes: 4 * 1024 * 1024 * 1024,
-      onMessage: () => undefined,
+      onMessage: (incoming) => {
+        const m = incoming.msg;
+        if (m.type === "output") {
+          for (const line of m.lines) o.output.line(this.label, m.stream, line);
+          this.tail.push(...m.lines);
+          this.tail.splice(0, Math.max(0, this.tail.length - 20));
+          o.output.droppedAtWorker(this.label, m.dropped ?? 0);
+        } else if (m.type === "progress") {
+          const same = this.progress && this.progress.action === m.action && this.progress.waiting === m.waiting;
+          this.progress = { action: m.action, waiting: m.waiting, detail: m.detail, since: same ? this.progress!.since : performance.now() - m.forMs };
+        }
+      },
       onClose: (err) => {
         this.markClosed();
         void this.onChannelClosed(err);
@@ -67,6 +94,11 @@ export class WorkerHandle {
       if (this.expectedClose) return;
       this.markLost(this.lostError(`exited (${describeExit(exit)})`));
     });
+  }
+
+  /** The prefix of its output lines: "rank 1" or "server 0". */
+  get label(): string {
+    return labelOf(this.o.role, this.o.rank);
   }
 
   get name(): string {
@@ -93,7 +125,7 @@ export class WorkerHandle {
     const step = this.o.stepNow();
     const pid = this.process ? `, pid ${this.process.pid}` : "";
     const at = step !== undefined ? ` at step ${step}` : "";
-    const output = this.process?.output();
+    const output = this.process?.output() ?? this.tail.join("\n");
     return new WorkerLostError(`${this.name} (${this.address}${pid}) ${what}${at}`, {
       details: { ...(this.role === "ps" ? { server: this.rank } : { rank: this.rank }), address: this.address, ...(step !== undefined ? { step } : {}) },
       hint:
@@ -122,6 +154,10 @@ export class WorkerHandle {
     this.channel.fail(err);
     this.o.onLost(this, err);
   }
+}
+
+export function labelOf(role: "worker" | "ps", index: number): string {
+  return role === "ps" ? `server ${index}` : `rank ${index}`;
 }
 
 function delay(ms: number): Promise<undefined> {

@@ -111,6 +111,14 @@ export class RingAllReduce {
     });
   }
 
+  /** What the running all-reduce waits for, for stall reports; undefined when none runs. */
+  waitingFor(): string | undefined {
+    const op = this.op;
+    if (!op) return undefined;
+    const total = this.countExpected(op.data.length);
+    return `${op.expected.size} of ${total} chunks still to come from ${this.links.prevName}`;
+  }
+
   /** Every ring frame from the previous position comes through here, in arrival order. */
   receive(frame: DecodedFrame): void {
     if (this.failure) return;

@@ -112,6 +112,16 @@ export const TimeoutsSpecSchema = z.strictObject({
   connectMs: z.number().int().min(100).max(3_600_000),
   /** One training step on every worker, all-reduce included. Default 600000 ms. */
   stepMs: z.number().int().min(100).max(86_400_000),
+  /** A fit with no step finished for this long prints a stall report (who waits for whom). Default 30000 ms. */
+  stallMs: z.number().int().min(100).max(86_400_000).default(30_000),
+});
+
+export const WORKER_OUTPUT_LEVELS = ["all", "warnings", "none"] as const;
+export const WorkerOutputSpecSchema = z.strictObject({
+  /** What of the workers' output is shown: all of it, stderr only (warnings and errors), or none. run.logs keeps all. */
+  level: z.enum(WORKER_OUTPUT_LEVELS),
+  /** Lines shown per worker and second (bursts of five seconds' worth); the rest are counted. Default 20. */
+  linesPerSecond: z.number().int().min(1).max(100_000),
 });
 
 export const ClusterSpecSchema = z.strictObject({
@@ -122,6 +132,7 @@ export const ClusterSpecSchema = z.strictObject({
   strategy: StrategySpecSchema,
   heartbeat: HeartbeatSpecSchema,
   timeouts: TimeoutsSpecSchema,
+  workerOutput: WorkerOutputSpecSchema,
   /** Largest single WebSocket message either side accepts; tensors are chunked below it. Default 64 MiB. */
   maxFrameBytes: z.number().int().min(64 * 1024).max(1024 * 1024 * 1024),
   /** Elements per binary chunk for tensors and all-reduce traffic. Default 256 Ki elements (1 MiB). */
@@ -159,13 +170,15 @@ export type StrategySpec = z.infer<typeof StrategySpecSchema>;
 export type StrategyName = StrategySpec["name"];
 export type HeartbeatSpec = z.infer<typeof HeartbeatSpecSchema>;
 export type TimeoutsSpec = z.infer<typeof TimeoutsSpecSchema>;
+export type WorkerOutputSpec = z.infer<typeof WorkerOutputSpecSchema>;
 export type ClusterSpec = Readonly<z.infer<typeof ClusterSpecSchema>>;
 
 export const DEFAULT_SPEC: Omit<ClusterSpec, "workers"> = {
   backend: "auto",
   strategy: { name: "data", feed: "driver" },
   heartbeat: { intervalMs: 1000, timeoutMs: 10_000 },
-  timeouts: { connectMs: 60_000, stepMs: 600_000 },
+  timeouts: { connectMs: 60_000, stepMs: 600_000, stallMs: 30_000 },
+  workerOutput: { level: "all", linesPerSecond: 20 },
   maxFrameBytes: 64 * 1024 * 1024,
   chunkElements: 256 * 1024,
 };

@@ -158,6 +158,18 @@ export interface RunRecord {
   membership?: MembershipChange[];
   /** What the run trained with and where each came from (fit options, model.compile or the defaults). */
   training?: TrainingSetup;
+  /** What the workers printed during the fit. */
+  logs?: readonly LogLine[];
+}
+
+/** One line a worker (or parameter server) printed, as the driver received it. */
+export interface LogLine {
+  /** "rank 1" or "server 0": the prefix it was shown with. */
+  readonly from: string;
+  readonly stream: "stdout" | "stderr";
+  readonly text: string;
+  /** When the driver received it, in ms since the Unix epoch. */
+  readonly time: number;
 }
 
 export interface TrainingSetup {

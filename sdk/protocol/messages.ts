@@ -7,6 +7,7 @@ import { OptimizerSpecSchema } from "../config/optimizer";
 import { TensorSpecSchema } from "./tensor";
 import { PROTOCOL_VERSION } from "./version";
 import { WireErrorSchema } from "./wire-error";
+import { NoticeSchema, OutputSchema, ProgressSchema } from "./worker-reports";
 
 /**
  * Every control message, as one zod discriminated union on `type`. Each carries `v`
@@ -305,11 +306,6 @@ export const ReleaseSchema = z.strictObject({ type: z.literal("release"), v, id 
 export const ReleasedSchema = z.strictObject({ type: z.literal("released"), v, re: id });
 export const ShutdownSchema = z.strictObject({ type: z.literal("shutdown"), v });
 
-/** Worker -> driver remarks worth showing the user (once), e.g. a backend fallback. */
-export const NoticeSchema = z.strictObject({
-  type: z.literal("notice"), v, level: z.enum(["info", "warn"]), text: z.string().max(4096),
-});
-
 export const MessageSchema = z.discriminatedUnion("type", [
   ChallengeSchema, AuthSchema, WelcomeSchema, ErrorMessageSchema,
   JoinSchema, JoinedSchema, ConfigureSchema, ConfiguredSchema,
@@ -317,7 +313,7 @@ export const MessageSchema = z.discriminatedUnion("type", [
   FetchWeightsSchema, WeightsSchema, DigestSchema, DigestReplySchema, ProbeSchema, ProbedSchema,
   FetchStateSchema, StateSchema, SetStateSchema, StateSetSchema, RewindSchema, RewoundSchema,
   PullSchema, PulledSchema, PushSchema, PushedSchema, AppliedSchema, AppliedReplySchema,
-  ReleaseSchema, ReleasedSchema, ShutdownSchema, NoticeSchema,
+  ReleaseSchema, ReleasedSchema, ShutdownSchema, NoticeSchema, OutputSchema, ProgressSchema,
 ]);
 
 export type Message = z.infer<typeof MessageSchema>;

@@ -1,4 +1,5 @@
 import * as os from "node:os";
+import { quietCpuBanner } from "../backends/quiet-banner";
 import * as tf from "@tensorflow/tfjs";
 import { NATIVE_BACKEND } from "../backends/native/backend";
 import { registerNativeBackend } from "../backends/native/register";
@@ -52,6 +53,7 @@ async function tryBackend(name: BackendName, threads: number): Promise<string | 
       return (await tf.setBackend("wasm")) ? null : "the wasm backend did not initialise";
     }
     case "cpu":
+      quietCpuBanner();
       return (await tf.setBackend("cpu")) ? null : "the cpu backend did not initialise";
   }
 }

@@ -26,7 +26,9 @@ export type CommToCompute =
   | { kind: "generation"; n: number }
   /** The driver left or went silent: drop the model and any step in progress. */
   | { kind: "sessionEnded"; reason: string }
-  | { kind: "exit"; code: number; reason: string };
+  | { kind: "exit"; code: number; reason: string }
+  /** The output lines posted so far have been sent to the driver (or there is none to send them to). */
+  | { kind: "outputFlushed" };
 
 export type ComputeToComm =
   | { kind: "reply"; draft: Draft; attachments: Tensorlike[]; via?: number }
@@ -35,7 +37,13 @@ export type ComputeToComm =
   | { kind: "psPush"; seq: number; clock: number; pulled: number[]; shards: Float32Array[] }
   /** `generation`: the membership the step belongs to; the communication thread refuses another's. */
   | { kind: "allReduce"; seq: number; data: Float32Array; generation: number }
-  | { kind: "pipeSend"; to: "prev" | "next"; frameKind: "activation" | "gradient"; step: number; micro: number; data: Float32Array };
+  | { kind: "pipeSend"; to: "prev" | "next"; frameKind: "activation" | "gradient"; step: number; micro: number; data: Float32Array }
+  /** What the compute thread does now; `waiting`: it waits on another process. Reported to the driver as progress. */
+  | { kind: "activity"; text: string; waiting: boolean }
+  /** Lines this process wrote (a worker started elsewhere: the driver sees no pipe of it). */
+  | { kind: "output"; stream: "stdout" | "stderr"; lines: string[] }
+  /** Send the output lines now, and answer with outputFlushed (the process is about to exit). */
+  | { kind: "flushOutput" };
 
 /** Buffers to move (not copy) between threads; each attachment owns its whole ArrayBuffer. */
 export function transferList(tensors: readonly Tensorlike[]): ArrayBuffer[] {

@@ -21,8 +21,19 @@ export class HostLinks {
   private readonly psPending = new Map<number, { resolve(m: CommToCompute): void; reject(err: unknown): void }>();
   private psSeq = 0;
   stepTimeoutMs = 600_000;
+  /** The step being computed, as activity reports name it. */
+  step: number | undefined;
 
   constructor(private readonly post: (m: ComputeToComm, transfer?: ArrayBuffer[]) => void) {}
+
+  /** Tells the communication thread what this thread does now (the driver's stall reports show it). */
+  doing(text: string, waiting = false): void {
+    this.post({ kind: "activity", text, waiting });
+  }
+
+  private computing(): void {
+    if (this.step !== undefined) this.doing(`computing step ${this.step}`);
+  }
 
   /** The links as a role uses them during a step sent for membership `generation`. */
   io(generation: number): HostIO {
@@ -42,6 +53,7 @@ export class HostLinks {
         if (this.reduce?.seq !== m.seq) return true;
         const p = this.reduce;
         this.reduce = null;
+        this.computing();
         if (m.kind === "allReduced") p.resolve({ data: m.data, stats: m.stats });
         else p.reject(fromWireError(m.error));
         return true;
@@ -64,6 +76,7 @@ export class HostLinks {
         const p = this.psPending.get(m.seq);
         if (!p) return true;
         this.psPending.delete(m.seq);
+        this.computing();
         if (m.kind === "psFailed") p.reject(fromWireError(m.error));
         else p.resolve(m);
         return true;
@@ -94,6 +107,7 @@ export class HostLinks {
   private allReduce(data: Float32Array, generation: number): Promise<Reduced> {
     if (generation !== this.generation) return Promise.reject(new CollectiveError(`an all-reduce of membership ${generation} after the workers were re-formed as membership ${this.generation}: dropped`));
     const seq = this.reduceSeq++;
+    this.doing(`the all-reduce of step ${this.step ?? "?"}`, true);
     return new Promise((resolve, reject) => {
       this.reduce = { seq, resolve, reject };
       this.post({ kind: "allReduce", seq, data, generation }, [data.buffer as ArrayBuffer]);
@@ -129,6 +143,7 @@ export class HostLinks {
     if (this.pipeFailure) return Promise.reject(this.pipeFailure);
     const from = kind === "activation" ? "the previous stage" : "the next stage";
     const timeoutMs = this.stepTimeoutMs;
+    this.doing(`the ${kind} of micro-batch ${micro} of step ${step} from ${from}`, true);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.inbox.delete(key);
@@ -139,6 +154,7 @@ export class HostLinks {
       this.inbox.set(key, {
         take: (d) => {
           clearTimeout(timer);
+          this.computing();
           resolve(d);
         },
         fail: (e) => {
@@ -168,6 +184,7 @@ export class HostLinks {
   };
 
   private psRequest(m: Extract<ComputeToComm, { kind: "psPull" | "psPush" }>, transfer: ArrayBuffer[]): Promise<CommToCompute> {
+    this.doing(m.kind === "psPull" ? `the pull of the parameters for step ${this.step ?? "?"}` : `the push of step ${this.step ?? "?"}`, true);
     return new Promise((resolve, reject) => {
       this.psPending.set(m.seq, { resolve, reject });
       this.post(m, transfer);

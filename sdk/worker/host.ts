@@ -95,10 +95,12 @@ export class ComputeHost {
     if (!this.backend) throw new StateError('"load" arrived before "join"');
     this.drop("a new model was loaded");
     this.links.stepTimeoutMs = msg.stepTimeoutMs ?? this.links.stepTimeoutMs;
+    this.links.doing("loading the model");
     const make = this.roles[msg.role];
     if (!make) throw new ProtocolError(`"load" asks for role "${msg.role}"; this worker plays ${Object.keys(this.roles).join(", ")}`, { hint: "install the same meshtrain version on the driver and every worker" });
     this.role = await make(msg, attachments, { memoryCapBytes: this.memoryCapBytes, stepTimeoutMs: this.links.stepTimeoutMs });
     this.reply({ type: "loaded", re: msg.id, ...this.role.loaded });
+    this.links.doing("model loaded, waiting for a step");
   }
 
   private async step(msg: MessageOf<"step">, attachments: Tensorlike[]): Promise<void> {
@@ -106,7 +108,13 @@ export class ComputeHost {
     if (msg.generation !== undefined && msg.generation !== generation) {
       throw new CollectiveError(`step ${msg.step} was sent for membership ${msg.generation}; the workers have been re-formed as membership ${generation}, so it was dropped unrun`);
     }
-    const r = await this.need("step").step(msg, attachments, this.links.io(msg.generation ?? generation));
+    const role = this.need("step");
+    this.links.step = msg.step;
+    this.links.doing(`computing step ${msg.step}`);
+    const r = await role.step(msg, attachments, this.links.io(msg.generation ?? generation)).finally(() => {
+      this.links.step = undefined;
+      this.links.doing(`step ${msg.step} done, waiting for the next`);
+    });
     this.reply({ type: "stepDone", re: msg.id, step: msg.step, ...r });
   }
 
@@ -148,6 +156,7 @@ export class ComputeHost {
           return;
         case "release":
           this.drop("released");
+          this.links.doing("idle: the fit is over");
           this.reply({ type: "released", re: msg.id });
           return;
         default: {

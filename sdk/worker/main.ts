@@ -6,6 +6,7 @@ import type { CommConfig, CommToCompute } from "./bridge";
 import { workerRoles } from "../strategies/roles";
 import { ComputeHost } from "./host";
 import { loadModules } from "./modules";
+import { captureOutput, reportCrashes } from "./output-capture";
 
 export interface WorkerOptions {
   /** Interface to bind. Default 127.0.0.1: nothing outside this machine can connect. */
@@ -69,6 +70,11 @@ export function runWorker(o: WorkerOptions): Promise<number> {
     ...(o.tls ? { tls: { cert: o.tls.cert.toString("utf8"), key: o.tls.key.toString("utf8") } } : {}),
   };
   const comm = new Worker(path.join(__dirname, "comm-thread.js"), { workerData: config });
+  // A local worker's output reaches the driver through its pipes, native writes included.
+  if (!o.exitWithDriver) {
+    captureOutput(comm);
+    reportCrashes(comm);
+  }
   const compute = new ComputeHost(comm, workerRoles());
   return new Promise((resolve) => {
     const finish = (code: number): void => {
@@ -76,7 +82,8 @@ export function runWorker(o: WorkerOptions): Promise<number> {
     };
     comm.on("message", (m: CommToCompute) => {
       if (m.kind === "listening") {
-        process.stdout.write(`meshtrain worker ${VERSION} listening on ${m.url} (pid ${process.pid})\n`);
+        // A local worker's address goes to its driver alone: the line would be noise in the driver's output.
+        if (!o.exitWithDriver) process.stdout.write(`meshtrain worker ${VERSION} listening on ${m.url} (pid ${process.pid})\n`);
         process.send?.({ type: "listening", url: m.url, port: m.port });
       } else if (m.kind === "exit") {
         finish(m.code);

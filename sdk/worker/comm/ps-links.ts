@@ -15,6 +15,8 @@ export class PsLinks {
   servers: Channel[] = [];
   private readonly clients = new Map<number, Channel>();
   private nextClient = 1;
+  /** The servers that have not yet answered the pull or push in flight (one at a time per worker). */
+  private unanswered = new Set<number>();
 
   /** The session's rank, step timeout and heartbeat, read when a link is made or used. */
   constructor(private readonly session: { readonly rank: number; readonly stepTimeoutMs: number; readonly heartbeat: { intervalMs: number; timeoutMs: number } }) {}
@@ -78,7 +80,16 @@ export class PsLinks {
       toCompute({ kind: "psFailed", seq, error: toWireError(new ProtocolError("a pull or push before the parameter-server links were configured")) });
       return;
     }
+    const unanswered = new Set(requests.map((_, i) => i));
+    this.unanswered = unanswered;
+    requests.forEach((r, i) => r.then(() => unanswered.delete(i), () => undefined));
     Promise.all(requests).then(done, (err: unknown) => toCompute({ kind: "psFailed", seq, error: toWireError(err) }));
+  }
+
+  /** Who the pull or push in flight waits for, for stall reports. */
+  waitingFor(): string | undefined {
+    if (this.unanswered.size === 0) return undefined;
+    return `no answer yet from parameter server${this.unanswered.size > 1 ? "s" : ""} ${[...this.unanswered].join(", ")}`;
   }
 
   /** Closes this worker's links to the servers (links are re-formed). */

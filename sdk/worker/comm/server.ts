@@ -134,6 +134,16 @@ export class CommServer implements SessionHost {
       case "pipeSend":
         if (s && !s.ended) s.pipeSend(m.to, m.frameKind, m.step, m.micro, m.data);
         return;
+      case "activity":
+        s?.progress.set(m.text, m.waiting);
+        return;
+      case "output":
+        if (s && !s.ended) s.output.add(m.stream, m.lines);
+        return;
+      case "flushOutput":
+        s?.output.flush();
+        toCompute({ kind: "outputFlushed" });
+        return;
     }
   }
 

@@ -9,6 +9,8 @@ import { offerHandshake } from "../../transport/handshake";
 import { CLOSE, type Link } from "../../transport/link";
 import { dial } from "../../transport/ws-endpoint";
 import { transferList } from "../bridge";
+import { OutputRelay } from "./output-relay";
+import { ProgressReporter } from "./progress";
 import { PsLinks } from "./ps-links";
 import { channelTo, config, log, toCompute } from "./thread";
 
@@ -39,6 +41,10 @@ export class Session {
   private closeRing: (() => void) | null = null;
   private pipe: PipeEnds | null = null;
   readonly ps = new PsLinks(this);
+  readonly progress = new ProgressReporter(() => this.waitingFor());
+  readonly output = new OutputRelay(() => (this.ended ? undefined : this.channel));
+  /** The pipeline neighbours, named for stall reports. */
+  private pipeNames = "";
   /** Peers this worker waits for, by "rank/link". */
   private readonly waiting = new Map<string, (link: Link) => void>();
   ended = false;
@@ -64,6 +70,7 @@ export class Session {
         this.channel.startHeartbeat(msg.heartbeatIntervalMs, msg.heartbeatTimeoutMs, (ms) =>
           this.end(`the driver was silent for ${ms} ms`),
         );
+        this.progress.start(this.channel, msg.heartbeatIntervalMs);
         this.forward(incoming);
         return;
       case "configure":
@@ -143,6 +150,7 @@ export class Session {
     } else {
       this.ring = new RingAllReduce(noNeighbours, 0, 1, msg.chunkElements);
     }
+    this.pipeNames = [pipePrev === null ? "" : `previous stage ${name(pipePrev)}`, pipeNext === null ? "" : `next stage ${name(pipeNext)}`].filter(Boolean).join("; ");
     if (pipeToPrev || pipeFromNext) {
       this.pipe = new PipeEnds({
         prev: pipeToPrev ? { link: pipeToPrev, name: name(pipePrev!) } : null,
@@ -204,6 +212,11 @@ export class Session {
     return true;
   }
 
+  /** Who the compute thread's current wait is for, as far as the links can tell. */
+  private waitingFor(): string | undefined {
+    return this.ring?.waitingFor() ?? this.ps.waitingFor() ?? (this.pipe ? this.pipeNames : undefined);
+  }
+
   pipeSend(to: "prev" | "next", kind: "activation" | "gradient", step: number, micro: number, data: Float32Array): void {
     if (!this.pipe) {
       toCompute({ kind: "pipeFailed", error: toWireError(new ProtocolError("a pipeline tensor was sent before the pipeline links were configured")) });
@@ -241,6 +254,8 @@ export class Session {
   end(reason: string): void {
     if (this.ended) return;
     this.ended = true;
+    this.output.flush();
+    this.progress.stop();
     this.channel.stopHeartbeat();
     this.closePeers();
     this.ps.closeClients();
