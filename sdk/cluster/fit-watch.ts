@@ -30,6 +30,7 @@ export class FitWatchers {
     this.stall = new StallWatch({
       stallMs: spec.timeouts.stallMs,
       stepMs: spec.timeouts.stepMs,
+      heartbeatIntervalMs: spec.heartbeat.intervalMs,
       heartbeatTimeoutMs: spec.heartbeat.timeoutMs,
       members: parts.members,
       step: parts.step,
@@ -49,7 +50,7 @@ export class FitWatchers {
     this.parts.output.flush();
     this.display.end(error);
     if (!(error instanceof TimeoutError)) return error;
-    return new TimeoutError(`${error.summary}\n${this.stall.report()}`, { details: error.details, ...(error.hint ? { hint: error.hint } : {}), cause: error });
+    return new TimeoutError(`${error.summary}\n${this.stall.reportForTimeout()}`, { details: error.details, ...(error.hint ? { hint: error.hint } : {}), cause: error });
   }
 
   /** The workers' output lines received since the fit started. */

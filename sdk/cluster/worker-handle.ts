@@ -9,7 +9,7 @@ import type { WorkerOutput } from "./worker-output";
 /** What a worker last said it was doing (its progress messages), for stall reports. */
 export interface WorkerProgress {
   action: string;
-  waiting: boolean;
+  state: "busy" | "waiting" | "idle" | "failed";
   detail: string | undefined;
   /** When the action started, on the driver's clock (performance.now()). */
   since: number;
@@ -78,8 +78,8 @@ export class WorkerHandle {
           this.tail.splice(0, Math.max(0, this.tail.length - 20));
           o.output.droppedAtWorker(this.label, m.dropped ?? 0);
         } else if (m.type === "progress") {
-          const same = this.progress && this.progress.action === m.action && this.progress.waiting === m.waiting;
-          this.progress = { action: m.action, waiting: m.waiting, detail: m.detail, since: same ? this.progress!.since : performance.now() - m.forMs };
+          const same = this.progress && this.progress.action === m.action && this.progress.state === m.state;
+          this.progress = { action: m.action, state: m.state, detail: m.detail, since: same ? this.progress!.since : performance.now() - m.forMs };
         }
       },
       onClose: (err) => {

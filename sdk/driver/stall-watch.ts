@@ -3,6 +3,7 @@ import type { WorkerHandle } from "../cluster/worker-handle";
 export interface StallWatchOptions {
   stallMs: number;
   stepMs: number;
+  heartbeatIntervalMs: number;
   heartbeatTimeoutMs: number;
   /** The fit's workers and servers now (elastic membership changes). */
   members(): readonly WorkerHandle[];
@@ -22,6 +23,8 @@ export class StallWatch {
   private last = performance.now();
   private nextAt: number;
   private timer: NodeJS.Timeout | undefined;
+  /** The report of the last check while stalled: what a timeout's error carries (by then the ranks that timed out have moved on). */
+  private latest: string | undefined;
 
   constructor(private readonly o: StallWatchOptions) {
     this.nextAt = o.stallMs;
@@ -37,6 +40,7 @@ export class StallWatch {
   progressed(): void {
     this.last = performance.now();
     this.nextAt = this.o.stallMs;
+    this.latest = undefined;
   }
 
   stop(): void {
@@ -45,9 +49,19 @@ export class StallWatch {
   }
 
   private check(): void {
-    if (performance.now() - this.last < this.nextAt) return;
+    const stalledFor = performance.now() - this.last;
+    if (stalledFor < this.o.stallMs) return;
+    // A failed step ends the fit: the report to keep is the one from before it.
+    if (this.o.members().some((h) => h.progress?.state === "failed")) return;
+    this.latest = this.report();
+    if (stalledFor < this.nextAt) return;
     this.nextAt *= 2;
-    this.o.print(this.report());
+    this.o.print(this.latest);
+  }
+
+  /** For a step timeout's error: the report made while the fit was stalled, or one made now. */
+  reportForTimeout(): string {
+    return this.latest ?? this.report();
   }
 
   /** Who waits for whom, now. */
@@ -56,27 +70,37 @@ export class StallWatch {
     const step = this.o.step();
     const members = this.o.members();
     const workers = members.filter((h) => h.role === "worker" && !h.lost);
-    // Arrived: waiting on the others. A worker between steps has not arrived at the step the fit waits for.
-    const arrived = workers.filter((h) => h.progress?.waiting);
+    // Arrived: alive, and waiting on the others or done with every step it was sent. A worker
+    // with a step to do that is not waiting is computing (or has not started); a silent one's
+    // last report is stale.
+    const arrived = workers.filter((h) => !silent(h, this.o.heartbeatIntervalMs) && (h.progress?.state === "waiting" || h.channel.unanswered === 0));
     const missing = workers.filter((h) => !arrived.includes(h));
-    const op = mostCommon(arrived.map((h) => h.progress!.action)) ?? (step !== undefined ? `step ${step}` : "the next step");
+    const op = mostCommon(arrived.filter((h) => h.progress?.state === "waiting").map((h) => h.progress!.action)) ?? `the replies to step ${step ?? "?"}`;
     const lines = [
       `meshtrain: stalled: no step has finished for ${secs(now - this.last)}${step !== undefined ? ` (at step ${step})` : ""}; a report comes after ${secs(this.o.stallMs)} without progress, the step times out after ${secs(this.o.stepMs)}`,
       `  waiting: ${op}`,
       `  arrived: ${arrived.map((h) => h.label).join(", ") || "none"}`,
       `  missing: ${missing.map((h) => h.label).join(", ") || "none"}`,
-      ...members.map((h) => `  ${h.label}: ${describe(h, now, this.o.heartbeatTimeoutMs)}`),
+      ...members.map((h) => `  ${h.label}: ${describe(h, now, this.o)}`),
     ];
     return lines.join("\n");
   }
 }
 
-function describe(h: WorkerHandle, now: number, heartbeatTimeoutMs: number): string {
+/** Not heard from (not even a heartbeat answer) for two heartbeat intervals: frozen, or its host is swamped. */
+function silent(h: WorkerHandle, intervalMs: number): boolean {
+  return h.channel.silentForMs() > 2 * intervalMs;
+}
+
+function describe(h: WorkerHandle, now: number, o: Pick<StallWatchOptions, "heartbeatIntervalMs" | "heartbeatTimeoutMs">): string {
   if (h.lost) return `lost (${h.lost.summary})`;
   const p = h.progress;
-  const doing = p ? `${p.waiting ? "waiting for " : ""}${p.action} for ${secs(now - p.since)}${p.detail ? ` (${p.detail})` : ""}` : "no progress reported yet";
-  const silent = h.channel.silentForMs();
-  const heard = `last heard from ${secs(silent)} ago${silent > 2 * 1000 ? ` (lost after ${secs(heartbeatTimeoutMs)} of silence)` : ""}`;
+  const heard = `last heard from ${secs(h.channel.silentForMs())} ago`;
+  if (silent(h, o.heartbeatIntervalMs)) {
+    const last = p ? `${p.state === "waiting" ? "waiting for " : ""}${p.action}, since ${secs(now - p.since)} ago` : "none";
+    return `silent: ${heard} (frozen or swamped; lost after ${secs(o.heartbeatTimeoutMs)} of silence); its last report: ${last}`;
+  }
+  const doing = p ? `${p.state === "waiting" ? "waiting for " : ""}${p.action} for ${secs(now - p.since)}${p.detail ? ` (${p.detail})` : ""}` : "no progress reported yet";
   return `${doing}; ${heard}`;
 }
 

@@ -28,8 +28,11 @@ export const OutputSchema = z.strictObject({
 export const ProgressSchema = z.strictObject({
   type: z.literal("progress"), v,
   action: z.string().max(512),
-  /** The action waits on other processes (an all-reduce, a neighbouring stage, a server). */
-  waiting: z.boolean(),
+  /**
+   * busy: computing; waiting: on other processes (an all-reduce, a neighbouring stage, a
+   * server); idle: done with what it was sent; failed: its last step failed.
+   */
+  state: z.enum(["busy", "waiting", "idle", "failed"]),
   /** Who it waits for, when the worker knows, e.g. "a chunk from rank 1 (127.0.0.1:40111)". */
   detail: z.string().max(512).optional(),
   /** How long the action has run, when this was sent. */

@@ -86,6 +86,11 @@ export class Channel {
     return this.closedWith !== undefined;
   }
 
+  /** Requests sent and not yet answered. */
+  get unanswered(): number {
+    return this.pending.size;
+  }
+
   /** Milliseconds since anything (message or pong) arrived from the other end. */
   silentForMs(): number {
     return this.liveness.silentForMs();

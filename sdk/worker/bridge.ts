@@ -38,12 +38,14 @@ export type ComputeToComm =
   /** `generation`: the membership the step belongs to; the communication thread refuses another's. */
   | { kind: "allReduce"; seq: number; data: Float32Array; generation: number }
   | { kind: "pipeSend"; to: "prev" | "next"; frameKind: "activation" | "gradient"; step: number; micro: number; data: Float32Array }
-  /** What the compute thread does now; `waiting`: it waits on another process. Reported to the driver as progress. */
-  | { kind: "activity"; text: string; waiting: boolean }
+  /** What the compute thread does now, reported to the driver as progress. */
+  | { kind: "activity"; text: string; state: ActivityState }
   /** Lines this process wrote (a worker started elsewhere: the driver sees no pipe of it). */
   | { kind: "output"; stream: "stdout" | "stderr"; lines: string[] }
   /** Send the output lines now, and answer with outputFlushed (the process is about to exit). */
   | { kind: "flushOutput" };
+
+export type ActivityState = "busy" | "waiting" | "idle" | "failed";
 
 /** Buffers to move (not copy) between threads; each attachment owns its whole ArrayBuffer. */
 export function transferList(tensors: readonly Tensorlike[]): ArrayBuffer[] {

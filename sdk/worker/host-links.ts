@@ -1,6 +1,6 @@
 import { CollectiveError, TimeoutError } from "../errors/errors";
 import { fromWireError } from "../protocol/wire-error";
-import type { CommToCompute, ComputeToComm } from "./bridge";
+import type { ActivityState, CommToCompute, ComputeToComm } from "./bridge";
 import type { HostIO, ServerLinks } from "./role";
 
 type Reduced = Awaited<ReturnType<HostIO["allReduce"]>>;
@@ -27,8 +27,8 @@ export class HostLinks {
   constructor(private readonly post: (m: ComputeToComm, transfer?: ArrayBuffer[]) => void) {}
 
   /** Tells the communication thread what this thread does now (the driver's stall reports show it). */
-  doing(text: string, waiting = false): void {
-    this.post({ kind: "activity", text, waiting });
+  doing(text: string, state: ActivityState = "busy"): void {
+    this.post({ kind: "activity", text, state });
   }
 
   private computing(): void {
@@ -53,9 +53,10 @@ export class HostLinks {
         if (this.reduce?.seq !== m.seq) return true;
         const p = this.reduce;
         this.reduce = null;
-        this.computing();
-        if (m.kind === "allReduced") p.resolve({ data: m.data, stats: m.stats });
-        else p.reject(fromWireError(m.error));
+        if (m.kind === "allReduced") {
+          this.computing();
+          p.resolve({ data: m.data, stats: m.stats });
+        } else p.reject(fromWireError(m.error));
         return true;
       }
       case "generation":
@@ -76,9 +77,11 @@ export class HostLinks {
         const p = this.psPending.get(m.seq);
         if (!p) return true;
         this.psPending.delete(m.seq);
-        this.computing();
         if (m.kind === "psFailed") p.reject(fromWireError(m.error));
-        else p.resolve(m);
+        else {
+          this.computing();
+          p.resolve(m);
+        }
         return true;
       }
       default:
@@ -107,7 +110,7 @@ export class HostLinks {
   private allReduce(data: Float32Array, generation: number): Promise<Reduced> {
     if (generation !== this.generation) return Promise.reject(new CollectiveError(`an all-reduce of membership ${generation} after the workers were re-formed as membership ${this.generation}: dropped`));
     const seq = this.reduceSeq++;
-    this.doing(`the all-reduce of step ${this.step ?? "?"}`, true);
+    this.doing(`the all-reduce of step ${this.step ?? "?"}`, "waiting");
     return new Promise((resolve, reject) => {
       this.reduce = { seq, resolve, reject };
       this.post({ kind: "allReduce", seq, data, generation }, [data.buffer as ArrayBuffer]);
@@ -143,7 +146,7 @@ export class HostLinks {
     if (this.pipeFailure) return Promise.reject(this.pipeFailure);
     const from = kind === "activation" ? "the previous stage" : "the next stage";
     const timeoutMs = this.stepTimeoutMs;
-    this.doing(`the ${kind} of micro-batch ${micro} of step ${step} from ${from}`, true);
+    this.doing(`the ${kind} of micro-batch ${micro} of step ${step} from ${from}`, "waiting");
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.inbox.delete(key);
@@ -184,7 +187,7 @@ export class HostLinks {
   };
 
   private psRequest(m: Extract<ComputeToComm, { kind: "psPull" | "psPush" }>, transfer: ArrayBuffer[]): Promise<CommToCompute> {
-    this.doing(m.kind === "psPull" ? `the pull of the parameters for step ${this.step ?? "?"}` : `the push of step ${this.step ?? "?"}`, true);
+    this.doing(m.kind === "psPull" ? `the pull of the parameters for step ${this.step ?? "?"}` : `the push of step ${this.step ?? "?"}`, "waiting");
     return new Promise((resolve, reject) => {
       this.psPending.set(m.seq, { resolve, reject });
       this.post(m, transfer);

@@ -100,7 +100,7 @@ export class ComputeHost {
     if (!make) throw new ProtocolError(`"load" asks for role "${msg.role}"; this worker plays ${Object.keys(this.roles).join(", ")}`, { hint: "install the same meshtrain version on the driver and every worker" });
     this.role = await make(msg, attachments, { memoryCapBytes: this.memoryCapBytes, stepTimeoutMs: this.links.stepTimeoutMs });
     this.reply({ type: "loaded", re: msg.id, ...this.role.loaded });
-    this.links.doing("model loaded, waiting for a step");
+    this.links.doing(msg.role === "ps-server" ? "serving the workers' pulls and pushes" : "model loaded, waiting for a step", "idle");
   }
 
   private async step(msg: MessageOf<"step">, attachments: Tensorlike[]): Promise<void> {
@@ -111,10 +111,13 @@ export class ComputeHost {
     const role = this.need("step");
     this.links.step = msg.step;
     this.links.doing(`computing step ${msg.step}`);
-    const r = await role.step(msg, attachments, this.links.io(msg.generation ?? generation)).finally(() => {
-      this.links.step = undefined;
-      this.links.doing(`step ${msg.step} done, waiting for the next`);
-    });
+    const r = await role.step(msg, attachments, this.links.io(msg.generation ?? generation)).then(
+      (done) => (this.links.doing(`step ${msg.step} done, waiting for the next`, "idle"), done),
+      (err: unknown) => {
+        this.links.doing(`step ${msg.step} failed`, "failed");
+        throw err;
+      },
+    ).finally(() => (this.links.step = undefined));
     this.reply({ type: "stepDone", re: msg.id, step: msg.step, ...r });
   }
 
@@ -156,7 +159,7 @@ export class ComputeHost {
           return;
         case "release":
           this.drop("released");
-          this.links.doing("idle: the fit is over");
+          this.links.doing("the fit is over", "idle");
           this.reply({ type: "released", re: msg.id });
           return;
         default: {

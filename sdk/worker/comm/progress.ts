@@ -1,4 +1,5 @@
 import type { Channel } from "../../transport/channel";
+import type { ActivityState } from "../bridge";
 
 /**
  * What the worker is doing, as the driver's stall reports show it: the compute thread says what
@@ -8,23 +9,30 @@ import type { Channel } from "../../transport/channel";
  */
 export class ProgressReporter {
   private action = "joined, no model loaded";
-  private waiting = false;
+  private state: ActivityState = "idle";
   private since = performance.now();
   private lastSent = "";
+  private lastSentAt = -Infinity;
   private timer: NodeJS.Timeout | undefined;
+  private channel: Channel | undefined;
+  private intervalMs = 1000;
 
   /** `detail`: who a waiting action waits for, asked of the links when a report is made. */
   constructor(private readonly detail: () => string | undefined) {}
 
-  set(action: string, waiting: boolean): void {
-    if (action === this.action && waiting === this.waiting) return;
+  set(action: string, state: ActivityState): void {
+    if (action === this.action && state === this.state) return;
     this.action = action;
-    this.waiting = waiting;
+    this.state = state;
     this.since = performance.now();
+    // At once when the last report is an interval old; else the next tick sends the latest.
+    if (this.channel && performance.now() - this.lastSentAt >= this.intervalMs) this.report(this.channel);
   }
 
   start(channel: Channel, intervalMs: number): void {
     this.stop();
+    this.channel = channel;
+    this.intervalMs = intervalMs;
     this.timer = setInterval(() => this.report(channel), intervalMs);
     this.timer.unref();
   }
@@ -32,14 +40,16 @@ export class ProgressReporter {
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+    this.channel = undefined;
   }
 
   private report(channel: Channel): void {
     if (channel.closed) return;
-    const detail = this.waiting ? this.detail() : undefined;
-    const key = `${this.action}|${this.waiting}|${detail ?? ""}|${this.since}`;
+    const detail = this.state === "waiting" ? this.detail() : undefined;
+    const key = `${this.action}|${this.state}|${detail ?? ""}|${this.since}`;
     if (key === this.lastSent) return;
     this.lastSent = key;
-    channel.send({ type: "progress", action: this.action, waiting: this.waiting, ...(detail ? { detail } : {}), forMs: performance.now() - this.since });
+    this.lastSentAt = performance.now();
+    channel.send({ type: "progress", action: this.action, state: this.state, ...(detail ? { detail } : {}), forMs: performance.now() - this.since });
   }
 }

@@ -135,7 +135,7 @@ export class CommServer implements SessionHost {
         if (s && !s.ended) s.pipeSend(m.to, m.frameKind, m.step, m.micro, m.data);
         return;
       case "activity":
-        s?.progress.set(m.text, m.waiting);
+        s?.progress.set(m.text, m.state);
         return;
       case "output":
         if (s && !s.ended) s.output.add(m.stream, m.lines);
