@@ -16,9 +16,10 @@ import time
 import nbclient
 import nbformat
 from nbclient.exceptions import CellExecutionError, CellTimeoutError
-from nbconvert import HTMLExporter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "jupyter"))
+from export_html import export  # noqa: E402
 KERNEL = "meshtrain-tslab"
 
 
@@ -52,7 +53,6 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     with open(a.plotly, encoding="utf8") as f:
         plotly_js = f.read()
-    exporter = HTMLExporter(template_name="meshtrain", extra_template_basedirs=[os.path.join(ROOT, "jupyter", "nbconvert", "templates")])
     failed = 0
     for path in a.notebooks:
         name = os.path.splitext(os.path.basename(path))[0]
@@ -72,7 +72,7 @@ def main():
             failed += 1
             print(f"FAILED {name} ({time.time() - start:.0f} s)\n{explain(index, cell, err)}\n", flush=True)
         nbformat.write(nb, os.path.join(a.out, f"{name}.ipynb"))
-        html, _ = exporter.from_notebook_node(nb, resources={"meshtrain_plotly_js": plotly_js})
+        html = export(nb, plotly_js)
         with open(os.path.join(a.out, f"{name}.html"), "w", encoding="utf8") as f:
             f.write(html)
     sys.exit(1 if failed else 0)

@@ -7,6 +7,8 @@ import { BACKEND_CHOICES, type BackendChoice } from "../config/backend";
 import { VERSION } from "../version";
 import { DEFAULT_WORKER_OPTIONS, runWorker } from "../worker/main";
 import { runDemo } from "./demo";
+import { quietCpuBanner } from "../backends/quiet-banner";
+import { exportNotebook, installKernel, KERNEL_NAME } from "./jupyter";
 import { buildDemoModel, DEMO_MODELS, type DemoModel } from "./models";
 
 function int(min: number): (v: string) => number {
@@ -22,6 +24,8 @@ function positive(v: string): number {
   if (!(n > 0) || !Number.isFinite(n)) throw new InvalidArgumentError(`expected a positive number, got "${v}"`);
   return n;
 }
+
+quietCpuBanner();
 
 const program = new Command()
   .name("meshtrain")
@@ -90,6 +94,29 @@ program
   .action((o: { workers: number; batchSize: number; model: DemoModel }) => {
     const plan = cluster().workers(o.workers).strategy("data").plan(buildDemoModel(o.model), { batchSize: o.batchSize });
     process.stdout.write(`${String(plan)}\n`);
+  });
+
+const kernel = program.command("kernel").description("the Jupyter kernel for notebooks that use meshtrain");
+kernel
+  .command("install")
+  .description("register the kernel with Jupyter (for this user, or under --prefix); notebooks in any folder can then import meshtrain")
+  .option("--name <name>", "the kernel's name in Jupyter", KERNEL_NAME)
+  .option("--prefix <dir>", "install under <dir>/share/jupyter (a virtualenv or conda prefix) instead of the user's Jupyter folder")
+  .action((o: { name: string; prefix?: string }) => {
+    const dir = installKernel(o);
+    process.stdout.write(`installed the Jupyter kernel "${o.name}" in ${dir}\npick "TypeScript (meshtrain)" in Jupyter; remove it with: jupyter kernelspec uninstall ${o.name}\n`);
+  });
+
+program
+  .command("export")
+  .description("write a notebook as one HTML file, with its placement diagrams and Plotly figures drawn")
+  .argument("<notebook>", "the .ipynb file")
+  .option("--out <file>", "the HTML file (default: the notebook's name with .html)")
+  .option("--execute", "run the notebook first, on the meshtrain kernel", false)
+  .option("--kernel <name>", "the kernel to run it on", KERNEL_NAME)
+  .option("--timeout <seconds>", "the longest a cell may run (with --execute)", int(1), 600)
+  .action((notebook: string, o: { out?: string; execute: boolean; kernel: string; timeout: number }) => {
+    process.stdout.write(`${exportNotebook(notebook, { ...o, timeoutSeconds: o.timeout })}\n`);
   });
 
 program.parseAsync(process.argv).catch((err: unknown) => {

@@ -1,0 +1,94 @@
+import assert from "node:assert/strict";
+import { spawnSync, type SpawnSyncReturns } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { before, test } from "node:test";
+import { chromium } from "playwright-core";
+import { chromiumPath, ensureDebianPackages, jupyterReady } from "../helpers/system-deps";
+
+/**
+ * meshtrain as a user installs it: `npm pack`'s tarball installed into an empty folder, the
+ * kernel registered with `meshtrain kernel install`, and a notebook in that folder and one in a
+ * folder with no node_modules each executed and exported with `meshtrain export --execute`: both
+ * import meshtrain and train; the failing cell's error names its type, message and hint (not
+ * nbclient's empty "<Error>"); no TF.js banner; and the HTML, opened in Chromium, draws the
+ * placement diagram and the Plotly figures.
+ */
+
+const ROOT = path.join(__dirname, "..", "..", "..");
+
+before(() => {
+  ensureDebianPackages("Jupyter (nbclient, nbconvert)", ["jupyter-client", "jupyter-nbconvert", "python3-nbclient", "python3-ipykernel"], jupyterReady);
+  ensureDebianPackages("Chromium", ["chromium"], () => chromiumPath() !== null);
+});
+
+function run(cmd: string, args: string[], o: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs: number }): SpawnSyncReturns<string> {
+  const r = spawnSync(cmd, args, { cwd: o.cwd, env: { ...process.env, ...o.env }, encoding: "utf8", timeout: o.timeoutMs });
+  assert.equal(r.status, 0, `${cmd} ${args.join(" ")} in ${o.cwd} failed (${r.status ?? r.signal}):\n${r.stdout}\n${r.stderr}`);
+  return r;
+}
+
+const CELLS = [
+  'import * as tf from "@tensorflow/tfjs";\nimport { cluster, datasets } from "meshtrain";\nimport { show } from "meshtrain/notebook";\nconst c = await cluster().workers(2).strategy("data").launch();\nc',
+  'const model = tf.sequential({ layers: [tf.layers.dense({ units: 16, inputShape: [6], activation: "relu" }), tf.layers.dense({ units: 3, activation: "softmax" })] });\nc.plan(model, { batchSize: 32 })',
+  "const run = await c.fit(model, datasets.synthetic({ inputShape: [6], classes: 3, size: 2048, seed: 1 }), { epochs: 2, batchSize: 32 });\nrun",
+  "run.throughput()",
+  "await c.close();\nconsole.log(`trained ${run.history.length} steps`);",
+  'await cluster().workers(2).strategy("pipeline", { stages: 5 }).launch();',
+];
+
+function notebook(): string {
+  const cells = CELLS.map((source) => ({ cell_type: "code", execution_count: null, metadata: {}, outputs: [], source }));
+  return JSON.stringify({ cells, metadata: {}, nbformat: 4, nbformat_minor: 5 }, null, 1);
+}
+
+test("installed from its tarball into an empty folder, the kernel runs notebooks in any folder and the export draws their figures", { timeout: 15 * 60_000 }, async () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "meshtrain-anywhere-"));
+  try {
+    // The tarball of what is built now (npm test builds first), as `npm publish` would send it.
+    const packed = run("npm", ["pack", "--ignore-scripts", "--pack-destination", tmp], { cwd: ROOT, timeoutMs: 120_000 }).stdout.trim().split("\n").pop()!;
+    const project = path.join(tmp, "project");
+    fs.mkdirSync(project);
+    fs.writeFileSync(path.join(project, "package.json"), JSON.stringify({ name: "anywhere", private: true }));
+    run("npm", ["install", "--no-audit", "--no-fund", path.join(tmp, packed)], { cwd: project, timeoutMs: 8 * 60_000 });
+    const bin = path.join(project, "node_modules", ".bin", "meshtrain");
+    const env = { JUPYTER_DATA_DIR: path.join(tmp, "jupyter") };
+    run(bin, ["kernel", "install"], { cwd: project, env, timeoutMs: 30_000 });
+    const spec = JSON.parse(fs.readFileSync(path.join(tmp, "jupyter", "kernels", "meshtrain-tslab", "kernel.json"), "utf8")) as { argv: string[]; interrupt_mode: string };
+    assert.equal(spec.argv[1], fs.realpathSync(path.join(project, "node_modules", "meshtrain", "dist", "kernel-ext", "kernel-main.js")));
+    assert.ok(path.isAbsolute(spec.argv[0]!) && fs.existsSync(spec.argv[0]!), `node at ${spec.argv[0]}`);
+    assert.equal(spec.interrupt_mode, "signal");
+
+    const elsewhere = path.join(tmp, "elsewhere", "notes");
+    fs.mkdirSync(elsewhere, { recursive: true });
+    for (const dir of [project, elsewhere]) {
+      fs.writeFileSync(path.join(dir, "train.ipynb"), notebook());
+      const r = run(bin, ["export", "train.ipynb", "--execute", "--timeout", "300"], { cwd: dir, env, timeoutMs: 6 * 60_000 });
+      assert.match(r.stderr, /ConfigError: pipeline: stages\(5\) != workers\(2\): each stage runs on its own worker\nhelp: use 2 stages/, `${dir}: the failing cell's error`);
+      const html = fs.readFileSync(path.join(dir, "train.html"), "utf8");
+      assert.match(html, /trained 128 steps/, `${dir}: the notebook trained`);
+      assert.match(html, /help: use 2 stages/, `${dir}: the error's hint is in the page`);
+      assert.doesNotMatch(html, /Hi, looks like you are running TensorFlow\.js/, `${dir}: TF.js's banner`);
+      await checkDrawn(path.join(dir, "train.html"));
+    }
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+});
+
+/** In Chromium: the placement diagram has its shapes, and every Plotly output was drawn. */
+async function checkDrawn(html: string): Promise<void> {
+  const browser = await chromium.launch({ executablePath: chromiumPath()!, args: ["--no-sandbox", "--disable-gpu", "--no-first-run"] });
+  try {
+    const page = await browser.newPage();
+    await page.goto(`file://${html}`);
+    await page.waitForSelector(".meshtrain-plotly .main-svg", { timeout: 30_000 });
+    const plotly = await page.$$eval(".meshtrain-plotly", (els) => els.map((el) => el.querySelectorAll(".main-svg").length > 0));
+    assert.ok(plotly.length >= 2 && plotly.every(Boolean), `Plotly outputs drawn: ${JSON.stringify(plotly)}`);
+    const shapes = await page.$$eval(".jp-RenderedSVG svg", (els) => els.map((el) => el.querySelectorAll("rect, path, line, text").length));
+    assert.ok(shapes.length >= 1 && shapes.every((n) => n > 10), `placement diagram shapes: ${JSON.stringify(shapes)}`);
+  } finally {
+    await browser.close();
+  }
+}
