@@ -4,13 +4,19 @@ import { smallClassifier } from "./models";
 
 /**
  * A user's training script, for the Ctrl-C tests: it prints its workers' pids, then each step;
- * the test sends SIGINT to its whole process group, as a terminal does. With "again" in argv it
- * expects a second interrupt to end it.
+ * the test sends SIGINT to its whole process group, as a terminal does. With "idle" in argv it
+ * trains nothing and waits for the interrupt (which should close the cluster and end it).
  */
 async function main(): Promise<void> {
   tf.enableProdMode();
   const c = await cluster().workers(2).strategy("data").backend("cpu").launch();
   process.stdout.write(`pids ${c.workers.map((w) => w.info.pid).join(" ")}\n`);
+  if (process.argv.includes("idle")) {
+    process.stdout.write("step idle\n");
+    await new Promise((resolve) => setTimeout(resolve, 30_000));
+    process.stdout.write("still running after 30 s\n");
+    return;
+  }
   const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 4000, seed: 3 });
   // When the interrupt reached this process: the steps after it are what the stop may take.
   let lastStep = -1;

@@ -19,8 +19,8 @@ interface Ran {
 }
 
 /** Runs the script in its own process group; at `step N` sends SIGINT to the group `times` times. */
-function runInterrupted(atStep: number, times: number): Promise<Ran> {
-  const child = spawn(process.execPath, [SCRIPT], { detached: true, stdio: ["ignore", "pipe", "pipe"] });
+function runInterrupted(atStep: number | "idle", times: number): Promise<Ran> {
+  const child = spawn(process.execPath, [SCRIPT, ...(atStep === "idle" ? ["idle"] : [])], { detached: true, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   let sent = false;
   child.stdout.on("data", (d: Buffer) => {
@@ -76,5 +76,14 @@ test("a second Ctrl-C within 2 s closes the cluster at once and ends the script 
   assert.equal(r.code, 130, r.out);
   assert.match(r.out, /interrupted again: closing 1 cluster/);
   assert.doesNotMatch(r.out, /second fit/);
+  assert.ok(await noneAlive(r.pids), "no worker process is left");
+});
+
+test("one Ctrl-C with no fit running closes the cluster and ends the script with 130, as Node's default would; no worker is left", async () => {
+  const r = await runInterrupted("idle", 1);
+  assert.equal(r.code, 130, r.out);
+  assert.match(r.out, /meshtrain: interrupted: closing 1 cluster/);
+  assert.doesNotMatch(r.out, /still running/);
+  assert.equal(r.pids.length, 2);
   assert.ok(await noneAlive(r.pids), "no worker process is left");
 });
