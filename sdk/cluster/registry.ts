@@ -23,7 +23,10 @@ let listening = false;
  * its listener is better left in place (removing it from a cell is undone, see DESIGN.md).
  */
 function inKernel(): boolean {
-  return process.argv.includes("kernel") && process.argv.some((a) => /tslab/.test(a));
+  // tslab started directly (bin/tslab kernel) or through meshtrain's launcher (kernel-main.js):
+  // either way its executor is loaded in this process.
+  const tslabLoaded = Object.keys(require.cache).some((f) => /tslab[\\/]dist[\\/]executor\.js$/.test(f));
+  return tslabLoaded || (process.argv.includes("kernel") && process.argv.some((a) => /tslab/.test(a)));
 }
 
 export function register(c: LiveCluster): void {
