@@ -1,6 +1,7 @@
 import { fork, type ChildProcess } from "node:child_process";
 import * as path from "node:path";
 import { LaunchError } from "../errors/errors";
+import { LineSplitter } from "../util/lines";
 
 /** Every local worker this process started and has not seen exit; killed when this process exits. */
 const live = new Set<ChildProcess>();
@@ -40,21 +41,15 @@ export class LocalWorkerProcess {
         resolve(this.exitInfo);
       });
     });
-    // Chunks end anywhere; a line is complete at its newline (the rest is flushed at exit).
     const reader = (stream: "stdout" | "stderr"): ((chunk: Buffer) => void) => {
-      let partial = "";
+      const lines = new LineSplitter();
       const emit = (line: string): void => {
-        if (line.trim() === "") return;
         this.tail.push(line);
         if (this.tail.length > 20) this.tail.shift();
         onLine?.(stream, line);
       };
-      child[stream]?.on("end", () => emit(partial));
-      return (chunk) => {
-        const parts = (partial + chunk.toString("utf8")).split("\n");
-        partial = parts.pop() ?? "";
-        for (const line of parts) emit(line.replace(/\r$/, ""));
-      };
+      child[stream]?.on("end", () => lines.end().forEach(emit));
+      return (chunk) => lines.push(chunk.toString("utf8")).forEach(emit);
     };
     child.stdout?.on("data", reader("stdout"));
     child.stderr?.on("data", reader("stderr"));

@@ -28,7 +28,7 @@ export interface HandleOptions {
   /** The step the cluster is at, for error messages. */
   stepNow(): number | undefined;
   onLost(handle: WorkerHandle, err: MeshtrainError): void;
-  /** Where a worker started elsewhere sends its output lines. */
+  /** Where the workers' output lines go (a local worker's through its pipes, another's as messages); lost-worker errors quote its last ones. */
   output: WorkerOutput;
 }
 
@@ -52,8 +52,6 @@ export class WorkerHandle {
   lost: MeshtrainError | undefined;
   /** Its last progress report, if it sent one. */
   progress: WorkerProgress | undefined;
-  /** The last lines a worker started elsewhere sent (a local one's come from its process), for error messages. */
-  private readonly tail: string[] = [];
   private expectedClose = false;
   private markClosed: () => void = () => undefined;
   /** Resolves when the connection to the worker has closed, for whatever reason. */
@@ -74,8 +72,6 @@ export class WorkerHandle {
         const m = incoming.msg;
         if (m.type === "output") {
           for (const line of m.lines) o.output.line(this.label, m.stream, line);
-          this.tail.push(...m.lines);
-          this.tail.splice(0, Math.max(0, this.tail.length - 20));
           o.output.droppedAtWorker(this.label, m.dropped ?? 0);
         } else if (m.type === "progress") {
           const same = this.progress && this.progress.action === m.action && this.progress.state === m.state;
@@ -125,7 +121,7 @@ export class WorkerHandle {
     const step = this.o.stepNow();
     const pid = this.process ? `, pid ${this.process.pid}` : "";
     const at = step !== undefined ? ` at step ${step}` : "";
-    const output = this.process?.output() ?? this.tail.join("\n");
+    const output = this.o.output.lastLines(this.label, 20).join("\n");
     return new WorkerLostError(`${this.name} (${this.address}${pid}) ${what}${at}`, {
       details: { ...(this.role === "ps" ? { server: this.rank } : { rank: this.rank }), address: this.address, ...(step !== undefined ? { step } : {}) },
       hint:

@@ -61,6 +61,13 @@ export class WorkerOutput {
     return this.kept.slice(Math.max(0, mark - first));
   }
 
+  /** The last `n` lines kept from `from`, oldest first. */
+  lastLines(from: string, n: number): string[] {
+    const out: string[] = [];
+    for (let i = this.kept.length - 1; i >= 0 && out.length < n; i--) if (this.kept[i]!.from === from) out.push(this.kept[i]!.text);
+    return out.reverse();
+  }
+
   /** Every line still kept (the last 10,000). */
   all(): readonly LogLine[] {
     return this.kept;

@@ -1,4 +1,5 @@
 import type { Worker } from "node:worker_threads";
+import { LineSplitter } from "../util/lines";
 import type { CommToCompute, ComputeToComm } from "./bridge";
 
 type Stream = "stdout" | "stderr";
@@ -14,12 +15,10 @@ export function captureOutput(comm: Worker): void {
   for (const stream of ["stdout", "stderr"] as const) {
     const target = process[stream];
     const original = target.write.bind(target) as (chunk: unknown, ...rest: unknown[]) => boolean;
-    let partial = "";
+    const splitter = new LineSplitter();
     target.write = ((chunk: unknown, ...rest: unknown[]): boolean => {
       const text = typeof chunk === "string" ? chunk : Buffer.isBuffer(chunk) || chunk instanceof Uint8Array ? Buffer.from(chunk).toString("utf8") : String(chunk);
-      const parts = (partial + text).split("\n");
-      partial = parts.pop() ?? "";
-      const lines = parts.map((l) => l.replace(/\r$/, "")).filter((l) => l.trim() !== "");
+      const lines = splitter.push(text);
       if (lines.length > 0) post(comm, { kind: "output", stream: stream as Stream, lines });
       return original(chunk, ...rest);
     }) as typeof target.write;
