@@ -22,7 +22,7 @@ export const OutputSchema = z.strictObject({
 });
 
 /**
- * Worker -> driver, at most once per heartbeat interval and only when it changed: what the
+ * Worker -> driver, at most twice per heartbeat interval and only when it changed: what the
  * worker is doing, for how long, and (waiting) what it waits for. Stall reports are made of these.
  */
 export const ProgressSchema = z.strictObject({

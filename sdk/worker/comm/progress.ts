@@ -4,7 +4,8 @@ import type { ActivityState } from "../bridge";
 /**
  * What the worker is doing, as the driver's stall reports show it: the compute thread says what
  * it starts, the communication thread adds who a wait is for (it holds the links), and the
- * driver hears of a change at most once per heartbeat interval. A frozen worker sends nothing,
+ * driver hears of a change at once if its last report is an interval old, else at the next
+ * tick (at most twice per interval). A frozen worker sends nothing,
  * so its last report is what it was doing when it froze.
  */
 export class ProgressReporter {
