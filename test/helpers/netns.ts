@@ -24,9 +24,22 @@ export interface Host {
   outer: string;
 }
 
+export interface HostsOptions {
+  /** The first three octets of the hosts' /24; hosts get .2, .3, ... (10.231.0). */
+  subnet?: string;
+  /**
+   * Put the bridge in a namespace of its own instead of the test's, with no address: the hosts
+   * reach only each other, and this machine's routes are untouched (for addresses its own network
+   * might use). Run a driver there with `spawnIn`.
+   */
+  isolated?: boolean;
+}
+
 export interface Hosts {
   hosts: Host[];
   cut(host: Host): void;
+  /** Starts a command inside the host's namespace (pipes for stdout and stderr). */
+  spawnIn(host: Host, command: string, args: string[], o: { cwd?: string; env?: NodeJS.ProcessEnv; detached?: boolean }): ChildProcess;
   /** Starts `meshtrain worker` inside the host's namespace, listening on its address. */
   worker(host: Host, token: string): Promise<{ url: string; child: ChildProcess; output(): string }>;
   destroy(): void;
@@ -41,29 +54,36 @@ export function netnsMissing(): string | null {
   return null;
 }
 
-export function makeHosts(count: number): Hosts {
+export function makeHosts(count: number, o: HostsOptions = {}): Hosts {
   const tag = String(process.pid % 100000);
+  const subnet = o.subnet ?? "10.231.0";
   const bridge = `mtbr${tag}`;
+  // Where the bridge and the hosts' outer veth ends live: the test's namespace, or one of their own.
+  const sw = o.isolated ? `mt${tag}sw` : null;
+  const outside = (args: string[]): string[] => (sw ? ["-n", sw, ...args] : args);
   const hosts: Host[] = [];
   const children: ChildProcess[] = [];
   const destroy = (): void => {
     for (const c of children) c.kill("SIGKILL");
     for (const h of hosts) ip(["netns", "del", h.name]);
-    ip(["link", "del", bridge]);
+    if (sw) ip(["netns", "del", sw]);
+    else ip(["link", "del", bridge]);
   };
   try {
-    must(["link", "add", bridge, "type", "bridge"]);
-    must(["addr", "add", "10.231.0.1/24", "dev", bridge]);
-    must(["link", "set", bridge, "up"]);
+    if (sw) must(["netns", "add", sw]);
+    must(outside(["link", "add", bridge, "type", "bridge"]));
+    if (!sw) must(["addr", "add", `${subnet}.1/24`, "dev", bridge]);
+    must(outside(["link", "set", bridge, "up"]));
     for (let i = 0; i < count; i++) {
-      const h: Host = { name: `mt${tag}h${i}`, address: `10.231.0.${i + 2}`, outer: `mt${tag}o${i}` };
+      const h: Host = { name: `mt${tag}h${i}`, address: `${subnet}.${i + 2}`, outer: `mt${tag}o${i}` };
       const inner = `mt${tag}i${i}`;
       must(["netns", "add", h.name]);
       hosts.push(h);
       must(["link", "add", h.outer, "type", "veth", "peer", "name", inner]);
       must(["link", "set", inner, "netns", h.name]);
-      must(["link", "set", h.outer, "master", bridge]);
-      must(["link", "set", h.outer, "up"]);
+      if (sw) must(["link", "set", h.outer, "netns", sw]);
+      must(outside(["link", "set", h.outer, "master", bridge]));
+      must(outside(["link", "set", h.outer, "up"]));
       must(["netns", "exec", h.name, "ip", "addr", "add", `${h.address}/24`, "dev", inner]);
       must(["netns", "exec", h.name, "ip", "link", "set", inner, "up"]);
       must(["netns", "exec", h.name, "ip", "link", "set", "lo", "up"]);
@@ -72,16 +92,18 @@ export function makeHosts(count: number): Hosts {
     destroy();
     throw err;
   }
+  const spawnIn: Hosts["spawnIn"] = (h, command, args, so) => {
+    const child = spawn("ip", ["netns", "exec", h.name, command, ...args], { cwd: so.cwd, env: { ...process.env, ...so.env }, detached: so.detached, stdio: ["ignore", "pipe", "pipe"] });
+    children.push(child);
+    return child;
+  };
   return {
     hosts,
-    cut: (h) => must(["link", "set", h.outer, "down"]),
+    cut: (h) => must(outside(["link", "set", h.outer, "down"])),
+    spawnIn,
     worker: (h, token) =>
       new Promise((resolve, reject) => {
-        const child = spawn("ip", ["netns", "exec", h.name, process.execPath, CLI, "worker", "--host", h.address, "--port", "7070"], {
-          env: { ...process.env, MESHTRAIN_TOKEN: token },
-          stdio: ["ignore", "pipe", "pipe"],
-        });
-        children.push(child);
+        const child = spawnIn(h, process.execPath, [CLI, "worker", "--host", h.address, "--port", "7070"], { env: { MESHTRAIN_TOKEN: token } });
         let out = "";
         const timer = setTimeout(() => reject(new Error(`worker on ${h.address} did not start: ${out}`)), 30_000);
         const onData = (d: Buffer): void => {
