@@ -5,11 +5,13 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { before, test } from "node:test";
 import { chromium } from "playwright-core";
+import { blocksRun } from "../helpers/readme";
 import { chromiumPath, ensureDebianPackages, jupyterReady } from "../helpers/system-deps";
 
 /**
- * meshtrain as a user installs it: `npm pack`'s tarball installed into an empty folder, the
- * kernel registered with `meshtrain kernel install`, and a notebook in that folder and one in a
+ * meshtrain as a user installs it: `npm pack`'s tarball installed into an empty folder by the
+ * README's commands as written (install, approve and rebuild the native kernels, register the
+ * kernel, export a notebook), and a notebook in that folder and one in a
  * folder with no node_modules each executed and exported with `meshtrain export --execute`: both
  * import meshtrain and train; the failing cell's error names its type, message and hint (not
  * nbclient's empty "<Error>"); no TF.js banner; and the HTML, opened in Chromium, draws the
@@ -51,10 +53,20 @@ test("installed from its tarball into an empty folder, the kernel runs notebooks
     const project = path.join(tmp, "project");
     fs.mkdirSync(project);
     fs.writeFileSync(path.join(project, "package.json"), JSON.stringify({ name: "anywhere", private: true }));
-    run("npm", ["install", "--no-audit", "--no-fund", path.join(tmp, packed)], { cwd: project, timeoutMs: 8 * 60_000 });
-    const bin = path.join(project, "node_modules", ".bin", "meshtrain");
+    fs.writeFileSync(path.join(project, "train.ipynb"), notebook());
+    // The README's commands as written, with this tarball's path for its placeholder.
+    const readme = blocksRun("tarball");
+    assert.equal(readme.length, 1);
+    const placeholder = /\/path\/to\/(meshtrain-[\d.]+\.tgz)/.exec(readme[0]!.code)!;
+    assert.equal(placeholder[1], packed, "the README names the tarball npm pack makes");
     const env = { JUPYTER_DATA_DIR: path.join(tmp, "jupyter") };
-    run(bin, ["kernel", "install"], { cwd: project, env, timeoutMs: 30_000 });
+    const commands = readme[0]!.code.replace(placeholder[0], path.join(tmp, packed));
+    const r = run("sh", ["-ec", commands], { cwd: project, env, timeoutMs: 12 * 60_000 });
+    checkExport(project, r.stderr);
+    await checkDrawn(path.join(project, "train.html"));
+    const status = JSON.parse(fs.readFileSync(path.join(project, "node_modules", "meshtrain", "native", "build", "status.json"), "utf8")) as { ok: boolean; reason?: string };
+    assert.ok(status.ok, `the README's rebuild built the native kernels: ${status.reason}`);
+    const bin = path.join(project, "node_modules", ".bin", "meshtrain");
     const spec = JSON.parse(fs.readFileSync(path.join(tmp, "jupyter", "kernels", "meshtrain-tslab", "kernel.json"), "utf8")) as { argv: string[]; interrupt_mode: string };
     assert.equal(spec.argv[1], fs.realpathSync(path.join(project, "node_modules", "meshtrain", "dist", "kernel-ext", "kernel-main.js")));
     assert.ok(path.isAbsolute(spec.argv[0]!) && fs.existsSync(spec.argv[0]!), `node at ${spec.argv[0]}`);
@@ -62,20 +74,23 @@ test("installed from its tarball into an empty folder, the kernel runs notebooks
 
     const elsewhere = path.join(tmp, "elsewhere", "notes");
     fs.mkdirSync(elsewhere, { recursive: true });
-    for (const dir of [project, elsewhere]) {
-      fs.writeFileSync(path.join(dir, "train.ipynb"), notebook());
-      const r = run(bin, ["export", "train.ipynb", "--execute", "--timeout", "300"], { cwd: dir, env, timeoutMs: 6 * 60_000 });
-      assert.match(r.stderr, /ConfigError: pipeline: stages\(5\) != workers\(2\): each stage runs on its own worker\nhelp: use 2 stages/, `${dir}: the failing cell's error`);
-      const html = fs.readFileSync(path.join(dir, "train.html"), "utf8");
-      assert.match(html, /trained 128 steps/, `${dir}: the notebook trained`);
-      assert.match(html, /help: use 2 stages/, `${dir}: the error's hint is in the page`);
-      assert.doesNotMatch(html, /Hi, looks like you are running TensorFlow\.js/, `${dir}: TF.js's banner`);
-      await checkDrawn(path.join(dir, "train.html"));
-    }
+    fs.writeFileSync(path.join(elsewhere, "train.ipynb"), notebook());
+    const e = run(bin, ["export", "train.ipynb", "--execute", "--timeout", "300"], { cwd: elsewhere, env, timeoutMs: 6 * 60_000 });
+    checkExport(elsewhere, e.stderr);
+    await checkDrawn(path.join(elsewhere, "train.html"));
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
 });
+
+/** The executed notebook trained, its failing cell's error and hint reached nbclient and the page, and no banner. */
+function checkExport(dir: string, stderr: string): void {
+  assert.match(stderr, /ConfigError: pipeline: stages\(5\) != workers\(2\): each stage runs on its own worker\nhelp: use 2 stages/, `${dir}: the failing cell's error`);
+  const html = fs.readFileSync(path.join(dir, "train.html"), "utf8");
+  assert.match(html, /trained 128 steps/, `${dir}: the notebook trained`);
+  assert.match(html, /help: use 2 stages/, `${dir}: the error's hint is in the page`);
+  assert.doesNotMatch(html, /Hi, looks like you are running TensorFlow\.js/, `${dir}: TF.js's banner`);
+}
 
 /** In Chromium: the placement diagram has its shapes, and every Plotly output was drawn. */
 async function checkDrawn(html: string): Promise<void> {
