@@ -69,6 +69,23 @@ export class ClusterBuilder {
   }
 
   /**
+   * Workers that join this driver: launch() listens on `host:port` (127.0.0.1 and 7071 unless
+   * given; port 0 picks one) and waits up to `timeoutMs` (600 s) for `workers` of them, started
+   * anywhere with `meshtrain worker --join ws://<this host>:<port>`. Ranks come from each
+   * worker's environment (Slurm, torchrun, TF_CONFIG...) or `--rank`, else the order of arrival.
+   * Needs .token().
+   */
+  join(options: { workers: number; host?: string; port?: number; timeoutMs?: number }): ClusterBuilder {
+    const o = parseOrThrow(
+      z.strictObject({ workers: z.number().int().min(1).max(1024), host: z.string().min(1).max(256).default("127.0.0.1"), port: z.number().int().min(0).max(65535).default(7071), timeoutMs: z.number().int().min(100).max(86_400_000).default(600_000) }),
+      options,
+      "join(options)",
+      'pass { workers: n }, and host: "0.0.0.0" for workers on other machines',
+    );
+    return this.with({ workers: { kind: "join", count: o.workers, host: o.host, port: o.port, timeoutMs: o.timeoutMs } });
+  }
+
+  /**
    * Parameter servers for strategy("ps"): `n` server processes on this machine, or the addresses
    * of servers already running elsewhere (`meshtrain worker`, reachable by every worker).
    */
@@ -194,7 +211,7 @@ export class ClusterBuilder {
   spec(): ClusterSpec {
     if (this.draft.workers === undefined) {
       throw new ConfigError("the cluster has no workers", {
-        hint: 'say where to run: .workers(n) for local CPU workers, .gpus(n), or .connect(["ws://host:7070", ...])',
+        hint: 'say where to run: .workers(n) for local CPU workers, .gpus(n), .connect(["ws://host:7070", ...]) or .join({ workers: n })',
       });
     }
     const spec = parseOrThrow(ClusterSpecSchema, this.draft, "cluster spec");
@@ -221,7 +238,7 @@ export class ClusterBuilder {
 
   toString(): string {
     const w = this.draft.workers;
-    const where = !w ? "no workers yet" : w.kind === "local" ? `${w.count} local ${w.devices} worker(s)` : `${w.urls.length} remote worker(s)`;
+    const where = !w ? "no workers yet" : w.kind === "local" ? `${w.count} local ${w.devices} worker(s)` : w.kind === "join" ? `${w.count} joining worker(s) at ${w.host}:${w.port}` : `${w.urls.length} remote worker(s)`;
     return `cluster(): ${where}, strategy "${this.draft.strategy.name}", backend "${this.draft.backend}"`;
   }
 }

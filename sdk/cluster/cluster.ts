@@ -10,6 +10,7 @@ import type { WorkerSnapshot } from "../config/worker-snapshot";
 import { strategyOf } from "../strategies/registry";
 import { CLOSE } from "../transport/link";
 import { addWorker, startWorkers, type LaunchHooks } from "./launch";
+import type { JoinListener } from "./join-listener";
 import { LossWatch } from "./loss-watch";
 import { planOptions, type PlanRequest } from "./plan-request";
 import type { WorkerHandle } from "./worker-handle";
@@ -52,6 +53,7 @@ export class Cluster implements LiveCluster {
   private session = "";
   private adding: Promise<void> = Promise.resolve();
   private token = "";
+  private joins: JoinListener | undefined;
   /** Ranks that joined during a fit (add()). */
   private joined = 0;
   /** Ranks that left during a fit that carried on without them. */
@@ -82,6 +84,7 @@ export class Cluster implements LiveCluster {
     c.session = launched.session;
     c.token = launched.token;
     c.notes_ = launched.notes;
+    c.joins = launched.joins;
     for (const note of launched.notes) process.stderr.write(`meshtrain: ${note}\n`);
     register(c);
     return c;
@@ -234,13 +237,13 @@ export class Cluster implements LiveCluster {
         }),
       );
     }
-    if (url === undefined && this.spec.workers.kind !== "local") {
-      return Promise.reject(new ConfigError("add() without an address starts a local worker, but this cluster's workers run elsewhere", { hint: 'pass the new worker\'s address: add("ws://host:7070")' }));
+    if (url === undefined && this.spec.workers.kind === "remote") {
+      return Promise.reject(new ConfigError("add() without an address starts a local worker (or, after join(), takes the next that joins), but this cluster's workers run elsewhere", { hint: 'pass the new worker\'s address: add("ws://host:7070")' }));
     }
     // One at a time, so that ranks follow the order of the calls.
     const added = this.adding.then(async () => {
       const rank = this.handles.length;
-      const h = await addWorker(this.spec, { session: this.session, token: this.token, rank, url, hooks: this.hooks() });
+      const h = await addWorker(this.spec, { session: this.session, token: this.token, rank, url, hooks: this.hooks(), joins: this.joins });
       this.handles.push(h);
       this.joined++;
       if (this.onJoin) this.onJoin(h);
@@ -328,6 +331,7 @@ export class Cluster implements LiveCluster {
   }
 
   private async stopAll(reason: string): Promise<void> {
+    await this.joins?.close();
     await Promise.all(
       [...this.handles, ...this.servers].map(async (h) => {
         h.expectClose();

@@ -7,6 +7,7 @@ import { offerHandshake } from "../transport/handshake";
 import { dial } from "../transport/ws-endpoint";
 import { wallClock } from "../util/clock";
 import { probeGpus } from "./gpus";
+import { JoinListener } from "./join-listener";
 import { LocalWorkerProcess } from "./local-process";
 import { labelOf, WorkerHandle } from "./worker-handle";
 import type { WorkerOutput } from "./worker-output";
@@ -28,6 +29,8 @@ export interface Launched {
   token: string;
   /** Plain-words remarks for the user: fallbacks and their reasons. */
   notes: string[];
+  /** Where workers join (join()): open for add() while the cluster lives; closing it ends them. */
+  joins: JoinListener | undefined;
 }
 
 /**
@@ -40,15 +43,10 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
   const notes: string[] = [];
   const processes: LocalWorkerProcess[] = [];
   const handles: WorkerHandle[] = [];
+  let joins: JoinListener | undefined;
   try {
-    // Workers first, then parameter servers: the same program, given different parts at load.
-    const roles: Array<{ role: "worker" | "ps"; index: number; url?: string }> = [];
+    const roles = await rolesOf(spec, token, (j) => (joins = j));
     const localWorkers = spec.workers.kind === "local" ? spec.workers.count : 0;
-    if (spec.workers.kind === "local") for (let r = 0; r < spec.workers.count; r++) roles.push({ role: "worker", index: r });
-    else spec.workers.urls.forEach((u, r) => roles.push({ role: "worker", index: r, url: u.replace(/\/$/, "") }));
-    const sv = spec.servers;
-    if (sv?.kind === "local") for (let i = 0; i < sv.count; i++) roles.push({ role: "ps", index: i });
-    else if (sv) sv.urls.forEach((u, i) => roles.push({ role: "ps", index: i, url: u.replace(/\/$/, "") }));
     const nameOf = (e: (typeof roles)[number]): string => (e.role === "ps" ? `parameter server ${e.index}` : `worker rank ${e.index}`);
 
     const gpus = spec.workers.kind === "local" && spec.workers.devices === "gpu" ? probeGpus() : null;
@@ -81,8 +79,9 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
     for (const j of joined) for (const note of j.notes) if (!notes.includes(note)) notes.push(note);
     for (const h of handles) await probeLink(spec, h);
     for (const h of handles) h.startHeartbeat(spec.heartbeat.intervalMs, spec.heartbeat.timeoutMs);
-    return { handles: handles.filter((h) => h.role === "worker"), servers: handles.filter((h) => h.role === "ps"), session, token, notes };
+    return { handles: handles.filter((h) => h.role === "worker"), servers: handles.filter((h) => h.role === "ps"), session, token, notes, joins };
   } catch (err) {
+    await joins?.close();
     for (const h of handles) {
       h.expectClose();
       h.channel.close();
@@ -90,6 +89,30 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
     await Promise.all(processes.map((p) => p.stop(1000)));
     throw err;
   }
+}
+
+type Role = { role: "worker" | "ps"; index: number; url?: string };
+
+/**
+ * Who to start or reach: workers (local, listed, or joining now: `opened` gets the listener at
+ * once, so that a failed wait still closes it), then parameter servers, the same program given
+ * different parts at load.
+ */
+async function rolesOf(spec: ClusterSpec, token: string, opened: (j: JoinListener) => void): Promise<Role[]> {
+  const roles: Role[] = [];
+  const w = spec.workers;
+  if (w.kind === "local") for (let r = 0; r < w.count; r++) roles.push({ role: "worker", index: r });
+  else if (w.kind === "remote") w.urls.forEach((u, r) => roles.push({ role: "worker", index: r, url: u.replace(/\/$/, "") }));
+  else {
+    const joins = await JoinListener.open({ host: w.host, port: w.port, token, expected: w.count, handshakeTimeoutMs: 10_000 });
+    opened(joins);
+    process.stderr.write(`meshtrain: waiting up to ${Math.round(w.timeoutMs / 1000)} s for ${w.count} worker(s) to join: meshtrain worker --join ${joinAddress(joins.url)}\n`);
+    for (const j of await joins.waitForAll(w.timeoutMs)) roles.push({ role: "worker", index: j.rank, url: j.url });
+  }
+  const sv = spec.servers;
+  if (sv?.kind === "local") for (let i = 0; i < sv.count; i++) roles.push({ role: "ps", index: i });
+  else if (sv) sv.urls.forEach((u, i) => roles.push({ role: "ps", index: i, url: u.replace(/\/$/, "") }));
+  return roles;
 }
 
 /** Connects to a worker (or server), proves the token, and makes the driver's handle for it. */
@@ -174,12 +197,13 @@ async function probeLink(spec: ClusterSpec, h: WorkerHandle): Promise<void> {
  * One more worker for a running cluster (elastic training): started here when `url` is not
  * given, else reached there; authenticated, joined to the session, its link measured.
  */
-export async function addWorker(spec: ClusterSpec, o: { session: string; token: string; rank: number; url: string | undefined; hooks: LaunchHooks }): Promise<WorkerHandle> {
+export async function addWorker(spec: ClusterSpec, o: { session: string; token: string; rank: number; url: string | undefined; hooks: LaunchHooks; joins: JoinListener | undefined }): Promise<WorkerHandle> {
   const env = { ...process.env, MESHTRAIN_TOKEN: o.token, ...(spec.workers.kind === "local" && spec.workers.devices === "gpu" ? {} : { CUDA_VISIBLE_DEVICES: "-1" }) };
   const label = labelOf("worker", o.rank);
-  const proc = o.url === undefined ? LocalWorkerProcess.start(env, moduleArgs(spec), (stream, text) => o.hooks.output.line(label, stream, text)) : undefined;
+  const proc = o.url === undefined && !o.joins ? LocalWorkerProcess.start(env, moduleArgs(spec), (stream, text) => o.hooks.output.line(label, stream, text)) : undefined;
   try {
-    const url = o.url ?? (await proc!.listening(spec.timeouts.connectMs, `local worker rank ${o.rank}`));
+    const joined = o.url === undefined && o.joins ? await o.joins.next(o.rank, spec.timeouts.connectMs) : undefined;
+    const url = o.url ?? joined?.url ?? (await proc!.listening(spec.timeouts.connectMs, `local worker rank ${o.rank}`));
     const h = await reach(spec, { token: o.token, url, rank: o.rank, role: "worker", process: proc, hooks: o.hooks });
     try {
       await joinSession(spec, o.session, h, proc ? Math.max(1, Math.floor(os.availableParallelism() / 2)) : 0);
@@ -195,6 +219,11 @@ export async function addWorker(spec: ClusterSpec, o: { session: string; token: 
     await proc?.stop(1000);
     throw err;
   }
+}
+
+/** The join address as workers elsewhere would dial it: a wildcard host shown as this machine's name. */
+function joinAddress(url: string): string {
+  return url.replace(/\/\/(0\.0\.0\.0|\[::\])(?=:)/, `//${os.hostname()}`);
 }
 
 /** The worker arguments that make it import the builder's modules() at start. */

@@ -26,6 +26,16 @@ export const WorkersSpecSchema = z.discriminatedUnion("kind", [
     /** Workers already running (`meshtrain worker`), in rank order. */
     urls: z.array(WorkerUrlSchema).min(1).max(1024),
   }),
+  z.strictObject({
+    kind: z.literal("join"),
+    /** Workers that join (`meshtrain worker --join <address>`) before launch() resolves. */
+    count: z.number().int().min(1).max(1024),
+    /** Where the driver listens for them: loopback unless a host is given. */
+    host: z.string().min(1).max(256),
+    port: z.number().int().min(0).max(65535),
+    /** How long launch() waits for all of them. */
+    timeoutMs: z.number().int().min(100).max(86_400_000),
+  }),
 ]);
 
 const stagesField = z.number().int().min(2).max(1024);
@@ -185,7 +195,7 @@ export const DEFAULT_SPEC: Omit<ClusterSpec, "workers"> = {
 
 /** Number of workers the spec describes. */
 export function workerCount(spec: ClusterSpec): number {
-  return spec.workers.kind === "local" ? spec.workers.count : spec.workers.urls.length;
+  return spec.workers.kind === "remote" ? spec.workers.urls.length : spec.workers.count;
 }
 
 /** Number of parameter servers the spec describes (0 without .ps()). */
@@ -216,10 +226,10 @@ function checkLinks(spec: ClusterSpec): void {
       { hint: "raise timeoutMs or lower intervalMs, e.g. .heartbeat({ intervalMs: 1000, timeoutMs: 10000 })" },
     );
   }
-  if (spec.workers.kind === "remote" && spec.token === undefined) {
+  if (spec.workers.kind !== "local" && spec.token === undefined) {
     throw new ConfigError(
-      `connect() to ${spec.workers.urls.length} remote worker(s) needs the cluster token: remote workers refuse drivers that cannot prove it`,
-      { hint: "add .token(secret) with the token the workers were started with (meshtrain worker --token ...)" },
+      `${spec.workers.kind === "join" ? "join()" : "connect()"} to ${workerCount(spec)} worker(s) started elsewhere needs the cluster token: every connection proves it`,
+      { hint: "add .token(secret) with the token the workers get (MESHTRAIN_TOKEN or --token-file)" },
     );
   }
   if (spec.workers.kind === "remote") {
@@ -236,8 +246,8 @@ function checkLinks(spec: ClusterSpec): void {
   }
   if (spec.tls) {
     const urls = [...(spec.workers.kind === "remote" ? spec.workers.urls : []), ...(spec.servers?.kind === "remote" ? spec.servers.urls : [])];
-    if (spec.workers.kind === "local" || spec.servers?.kind === "local") {
-      throw new ConfigError("tls() is for workers started elsewhere with --tls-cert and --tls-key; local workers talk over loopback and have no certificate", {
+    if (spec.workers.kind !== "remote" || spec.servers?.kind === "local") {
+      throw new ConfigError("tls() is for workers reached with connect() that were started with --tls-cert and --tls-key; local and joining workers have no certificate", {
         hint: 'use .connect(["wss://host:7070", ...]).tls({ ca }), or drop .tls() for local workers',
       });
     }
@@ -288,7 +298,7 @@ function checkServers(spec: ClusterSpec): void {
   if (st.name === "ps" && st.mode === "sync" && st.staleness !== undefined) {
     throw new ConfigError(`strategy("ps", { mode: "sync", staleness: ${st.staleness} }): a staleness bound is for mode "async"; sync workers are never ahead of each other`, { hint: 'use mode "async" with staleness k (stale-synchronous parallel), or drop staleness' });
   }
-  if (spec.servers?.kind === "local" && spec.workers.kind === "remote") {
+  if (spec.servers?.kind === "local" && spec.workers.kind !== "local") {
     throw new ConfigError(`.ps(${spec.servers.count}) starts parameter servers on this machine, which remote workers cannot reach (they listen on 127.0.0.1)`, {
       hint: 'start servers with `meshtrain worker --host <address>` where the workers can reach them and pass their addresses: .ps(["ws://host:7070", ...])',
     });
@@ -310,7 +320,7 @@ function checkExtras(spec: ClusterSpec): void {
       throw new ConfigError(`slowdown() slows a worker's whole step, which strategies "data" and "ps" run; strategy "${st.name}" splits steps into stages`, { hint: 'use strategy("data") or strategy("ps") for straggler experiments' });
     }
   }
-  if (spec.modules?.length && spec.workers.kind === "remote") {
+  if (spec.modules?.length && spec.workers.kind !== "local") {
     throw new ConfigError("modules() makes local workers import files at start; workers started elsewhere import their own", {
       hint: `drop .modules() and start each remote worker with meshtrain worker --module <file> (${spec.modules.join(", ")}), the file on that machine`,
     });

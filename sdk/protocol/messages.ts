@@ -52,7 +52,8 @@ export const ChallengeSchema = z.strictObject({
 });
 export const AuthSchema = z.strictObject({
   type: z.literal("auth"), v, nonce: hex64, mac: hex64,
-  role: z.enum(["driver", "peer"]),
+  /** joining: a worker started with --join, authenticating to a driver's join listener. */
+  role: z.enum(["driver", "peer", "joining"]),
   /** Peers say which session and rank they belong to; checked against what the driver configured. */
   peer: z.strictObject({
     session: z.string().max(128),

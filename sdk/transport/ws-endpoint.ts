@@ -139,6 +139,8 @@ export interface ListenOptions {
   maxFrameBytes: number;
   maxConnections: number;
   tls?: { cert: Buffer; key: Buffer };
+  /** false: neither the listening socket nor its connections keep this process running (a driver's). Default true. */
+  keepProcessAlive?: boolean;
   onLink(link: Link): void;
 }
 
@@ -160,6 +162,7 @@ export function listen(options: ListenOptions): Promise<Listener> {
     clientTracking: true,
   });
   wss.on("connection", (ws, req) => {
+    if (options.keepProcessAlive === false) req.socket.unref();
     const address = `${req.socket.remoteAddress ?? "?"}:${req.socket.remotePort ?? "?"}`;
     options.onLink(new WsLink(ws, address));
   });
@@ -172,6 +175,7 @@ export function listen(options: ListenOptions): Promise<Listener> {
         }),
       );
     });
+    if (options.keepProcessAlive === false) server.unref();
     server.listen(options.port, options.host, () => {
       const addr = server.address();
       const port = typeof addr === "object" && addr !== null ? addr.port : options.port;

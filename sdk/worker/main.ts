@@ -7,6 +7,8 @@ import { workerRoles } from "../strategies/roles";
 import { ComputeHost } from "./host";
 import { loadModules } from "./modules";
 import { captureOutput, reportCrashes } from "./output-capture";
+import { joinDriver, type JoinTarget } from "./join-driver";
+import { CLOSE } from "../transport/link";
 
 export interface WorkerOptions {
   /** Interface to bind. Default 127.0.0.1: nothing outside this machine can connect. */
@@ -21,6 +23,8 @@ export interface WorkerOptions {
   tls?: { cert: Buffer; key: Buffer };
   /** Files to import before serving (custom layers); see modules.ts. */
   modules?: readonly string[];
+  /** Join this driver (`--join`) instead of waiting to be reached; exit when it is gone. */
+  join?: JoinTarget;
 }
 
 export const DEFAULT_WORKER_OPTIONS: Omit<WorkerOptions, "token"> = {
@@ -65,7 +69,8 @@ export function runWorker(o: WorkerOptions): Promise<number> {
     maxFrameBytes: o.maxFrameBytes,
     maxConnections: 256,
     handshakeTimeoutMs: 10_000,
-    exitWithDriver: o.exitWithDriver,
+    // A joined worker belongs to its driver's job: it ends with the driver's session.
+    exitWithDriver: o.exitWithDriver || o.join !== undefined,
     version: VERSION,
     ...(o.tls ? { tls: { cert: o.tls.cert.toString("utf8"), key: o.tls.key.toString("utf8") } } : {}),
   };
@@ -82,8 +87,9 @@ export function runWorker(o: WorkerOptions): Promise<number> {
     };
     comm.on("message", (m: CommToCompute) => {
       if (m.kind === "listening") {
+        if (o.join) joinThenWatch(o, o.join, m.url, finish);
         // A local worker's address goes to its driver alone: the line would be noise in the driver's output.
-        if (!o.exitWithDriver) process.stdout.write(`meshtrain worker ${VERSION} listening on ${m.url} (pid ${process.pid})\n`);
+        else if (!o.exitWithDriver) process.stdout.write(`meshtrain worker ${VERSION} listening on ${m.url} (pid ${process.pid})\n`);
         process.send?.({ type: "listening", url: m.url, port: m.port });
       } else if (m.kind === "exit") {
         finish(m.code);
@@ -101,6 +107,30 @@ export function runWorker(o: WorkerOptions): Promise<number> {
     // the driver decides (stop the fit at a step boundary, or close the cluster), not this process.
     if (o.exitWithDriver) process.on("SIGINT", () => undefined);
   });
+}
+
+/** Joins the driver once listening; the worker exits when its lifeline closes (0 if the driver closed it, 1 if it vanished). */
+function joinThenWatch(o: WorkerOptions, target: JoinTarget, ownUrl: string, finish: (code: number) => void): void {
+  joinDriver(target, { token: o.token!, ownUrl, maxFrameBytes: o.maxFrameBytes }).then(
+    ({ assigned, lifeline }) => {
+      process.stdout.write(`meshtrain worker ${VERSION} joined ${target.url} as rank ${assigned.rank} of ${assigned.worldSize} (listening on ${ownUrl}, pid ${process.pid})\n`);
+      lifeline.setHandlers({
+        text: () => undefined,
+        binary: () => undefined,
+        pong: () => undefined,
+        close: (code, reason) => {
+          const clean = code === CLOSE.normal;
+          if (!clean) process.stderr.write(`meshtrain worker: the driver at ${target.url} went away (code ${code}${reason ? `, ${reason}` : ""}); exiting\n`);
+          finish(clean ? 0 : 1);
+        },
+      });
+    },
+    (err: unknown) => {
+      // meshtrain's errors carry their hint in the message.
+      process.stderr.write(`meshtrain worker: could not join ${target.url}: ${err instanceof Error ? err.message : String(err)}\n`);
+      finish(3);
+    },
+  );
 }
 
 function flag(argv: string[], name: string): string | undefined {

@@ -46,7 +46,8 @@ export class CommServer implements SessionHost {
       (auth) => {
         this.limiter.succeeded(host);
         if (auth.role === "driver") this.onDriver(link);
-        else this.onPeer(link, auth);
+        else if (auth.role === "peer") this.onPeer(link, auth);
+        else link.close(CLOSE.protocolError, "a worker joins a driver's join address, not another worker");
       },
       (err: MeshtrainError) => {
         log(`refused a connection from ${link.address}: ${err.summary}`);
