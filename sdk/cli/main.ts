@@ -7,9 +7,25 @@ import { BACKEND_CHOICES, type BackendChoice } from "../config/backend";
 import { VERSION } from "../version";
 import { DEFAULT_WORKER_OPTIONS, runWorker } from "../worker/main";
 import { runDemo } from "./demo";
+import { joinTarget, readToken } from "./join-options";
+import { describeRankEnv, detectRankEnv } from "../launchers/rank-env";
 import { quietCpuBanner } from "../backends/quiet-banner";
 import { exportNotebook, installKernel, KERNEL_NAME } from "./jupyter";
 import { buildDemoModel, DEMO_MODELS, type DemoModel } from "./models";
+
+interface WorkerCliOptions {
+  host: string;
+  port: number;
+  token?: string;
+  tokenFile?: string;
+  maxFrameBytes: number;
+  tlsCert?: string;
+  tlsKey?: string;
+  module: string[];
+  join?: string;
+  rank?: number;
+  joinTimeout: number;
+}
 
 function int(min: number): (v: string) => number {
   return (v) => {
@@ -58,17 +74,32 @@ program
   .option("--tls-cert <file>", "serve wss:// with this PEM certificate (with --tls-key)")
   .option("--tls-key <file>", "the PEM private key of --tls-cert")
   .option("--module <file>", "import this JavaScript file at start, e.g. one registering custom layers (repeatable)", (v: string, prev: string[]) => [...prev, v], [] as string[])
-  .action(async (o: { host: string; port: number; token?: string; maxFrameBytes: number; tlsCert?: string; tlsKey?: string; module: string[] }) => {
+  .option("--token-file <file>", "read the cluster token from this file")
+  .option("--join <address>", "join the driver listening there (cluster().join()) and exit when it is gone; listens on the interface that reaches it, on a free port, unless --host/--port say otherwise")
+  .option("--rank <n>", "with --join: this worker's rank (default: from TF_CONFIG, RANK, SLURM_PROCID, JOB_COMPLETION_INDEX or OMPI_COMM_WORLD_RANK, else the order of arrival)", int(0))
+  .option("--join-timeout <seconds>", "with --join: how long to wait for the driver to answer and give a rank", int(1), 600)
+  .action(async (o: WorkerCliOptions, cmd: Command) => {
+    const given = (name: string): boolean => cmd.getOptionValueSource(name) === "cli";
+    if (o.join !== undefined && (o.tlsCert || o.tlsKey)) throw new ConfigError("--join with --tls-cert: joined workers talk plain ws:// (authenticated by the token) for now", { hint: "drop --tls-cert/--tls-key, or start the worker without --join and reach it with connect([\"wss://...\"]).tls({ ca })" });
+    const joining = o.join === undefined ? undefined : await joinTarget({ join: o.join, rank: o.rank, joinTimeout: o.joinTimeout, host: o.host, hostGiven: given("host") });
     const code = await runWorker({
       modules: o.module,
-      host: o.host,
-      port: o.port,
-      token: o.token ?? process.env.MESHTRAIN_TOKEN,
+      host: joining?.host ?? o.host,
+      port: joining && !given("port") ? 0 : o.port,
+      token: readToken(o),
       maxFrameBytes: o.maxFrameBytes,
       exitWithDriver: false,
       ...readTls(o.tlsCert, o.tlsKey),
+      ...(joining ? { join: joining.target } : {}),
     });
     process.exit(code);
+  });
+
+program
+  .command("env")
+  .description("print the rank and world size this process's environment gives (TF_CONFIG, torchrun, Slurm, Kubernetes, Open MPI)")
+  .action(() => {
+    process.stdout.write(`${describeRankEnv(detectRankEnv())}\n`);
   });
 
 program
