@@ -247,7 +247,7 @@ function checkLinks(spec: ClusterSpec): void {
   if (spec.tls) {
     const urls = [...(spec.workers.kind === "remote" ? spec.workers.urls : []), ...(spec.servers?.kind === "remote" ? spec.servers.urls : [])];
     if (spec.workers.kind !== "remote" || spec.servers?.kind === "local") {
-      throw new ConfigError("tls() is for workers reached with connect() that were started with --tls-cert and --tls-key; local and joining workers have no certificate", {
+      throw new ConfigError("tls() is for workers reached with connect() that were started with --tls-cert and --tls-key; local workers talk over loopback and joining workers over plain ws://, neither with a certificate", {
         hint: 'use .connect(["wss://host:7070", ...]).tls({ ca }), or drop .tls() for local workers',
       });
     }

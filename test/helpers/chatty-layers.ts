@@ -41,8 +41,10 @@ export class Doomed extends tf.layers.Layer {
         process.stderr.write(`doomed: giving up at call ${calls}\n`);
         process.exit(3);
       }
+      // The call number now: another call may come before the timer fires.
+      const at = calls;
       setTimeout(() => {
-        throw new Error(`doomed: an uncaught failure at call ${calls}`);
+        throw new Error(`doomed: an uncaught failure at call ${at}`);
       }, 0);
     }
     return tf.clone(Array.isArray(inputs) ? inputs[0]! : inputs);
