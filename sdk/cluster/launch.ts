@@ -43,9 +43,10 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
   const notes: string[] = [];
   const processes: LocalWorkerProcess[] = [];
   const handles: WorkerHandle[] = [];
-  let joins: JoinListener | undefined;
+  const w = spec.workers;
+  const joins = w.kind === "join" ? await JoinListener.open({ host: w.host, port: w.port, token, expected: w.count, handshakeTimeoutMs: 10_000 }) : undefined;
   try {
-    const roles = await rolesOf(spec, token, (j) => (joins = j));
+    const roles = await rolesOf(spec, joins);
     const localWorkers = spec.workers.kind === "local" ? spec.workers.count : 0;
     const nameOf = (e: (typeof roles)[number]): string => (e.role === "ps" ? `parameter server ${e.index}` : `worker rank ${e.index}`);
 
@@ -94,18 +95,15 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
 type Role = { role: "worker" | "ps"; index: number; url?: string };
 
 /**
- * Who to start or reach: workers (local, listed, or joining now: `opened` gets the listener at
- * once, so that a failed wait still closes it), then parameter servers, the same program given
- * different parts at load.
+ * Who to start or reach: workers (local, listed, or joining `joins` now), then parameter servers,
+ * the same program given different parts at load.
  */
-async function rolesOf(spec: ClusterSpec, token: string, opened: (j: JoinListener) => void): Promise<Role[]> {
+async function rolesOf(spec: ClusterSpec, joins: JoinListener | undefined): Promise<Role[]> {
   const roles: Role[] = [];
   const w = spec.workers;
   if (w.kind === "local") for (let r = 0; r < w.count; r++) roles.push({ role: "worker", index: r });
   else if (w.kind === "remote") w.urls.forEach((u, r) => roles.push({ role: "worker", index: r, url: u.replace(/\/$/, "") }));
-  else {
-    const joins = await JoinListener.open({ host: w.host, port: w.port, token, expected: w.count, handshakeTimeoutMs: 10_000 });
-    opened(joins);
+  else if (joins) {
     process.stderr.write(`meshtrain: waiting up to ${Math.round(w.timeoutMs / 1000)} s for ${w.count} worker(s) to join: meshtrain worker --join ${joinAddress(joins.url)}\n`);
     for (const j of await joins.waitForAll(w.timeoutMs)) roles.push({ role: "worker", index: j.rank, url: j.url });
   }

@@ -1,9 +1,10 @@
 import { AuthError, ProtocolError, TimeoutError } from "../errors/errors";
-import { fromWireJson, toWireJson } from "../protocol/json";
+import { toWireJson } from "../protocol/json";
 import { MessageSchema, type MessageOf } from "../protocol/messages";
 import { PROTOCOL_VERSION } from "../protocol/version";
 import { mac, macEquals, newNonce } from "./auth";
 import { CLOSE, type Link } from "./link";
+import { nextFrame, parseSmallJson } from "./next-frame";
 
 /** Handshake frames are small; anything bigger before authentication is refused. */
 const MAX_HANDSHAKE_FRAME = 4096;
@@ -14,64 +15,31 @@ export type AuthMessage = MessageOf<"auth">;
  * Waits for one text frame of the expected type. Binary frames, other types, oversized or
  * malformed frames before authentication end the connection.
  */
-function nextFrame<T extends "challenge" | "auth" | "welcome">(
-  link: Link,
-  type: T,
-  timeoutMs: number,
-  who: string,
-): Promise<MessageOf<T>> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      reject(
-        new TimeoutError(`handshake with ${who} timed out after ${timeoutMs} ms waiting for "${type}"`, {
-          details: { address: link.address, waitingFor: `${type} from ${who}` },
-          hint: "check that both sides run meshtrain with the same protocol version and that nothing proxies the connection",
-        }),
-      );
-    }, timeoutMs);
-    const done = (fn: () => void): void => {
-      clearTimeout(timer);
-      // Hold whatever arrives next until the link's next owner takes it.
-      link.setHandlers(null);
-      fn();
-    };
-    link.setHandlers({
-      text: (text) => {
-        try {
-          const msg = parseHandshakeFrame(text, type, who, link.address);
-          done(() => resolve(msg));
-        } catch (err) {
-          done(() => reject(err));
-        }
-      },
-      binary: () => done(() => reject(new ProtocolError(`binary frame from ${who} before authentication`))),
-      close: (code, reason) =>
-        done(() =>
-          reject(
-            code === CLOSE.authFailed
-              ? new AuthError(`${who} refused the cluster token${reason ? `: ${reason}` : ""}`, {
-                  details: { address: link.address },
-                  hint: "use the token the worker was started with (meshtrain worker --token, or MESHTRAIN_TOKEN)",
-                })
-              : new ProtocolError(`${who} closed the connection during the handshake (code ${code}${reason ? `, ${reason}` : ""})`, {
-                  details: { address: link.address },
-                }),
-          ),
-        ),
-      pong: () => undefined,
-    });
+function handshakeFrame<T extends "challenge" | "auth" | "welcome">(link: Link, type: T, timeoutMs: number, who: string): Promise<MessageOf<T>> {
+  return nextFrame(link, {
+    timeoutMs,
+    parse: (text) => parseHandshakeFrame(text, type, who, link.address),
+    onTimeout: () =>
+      new TimeoutError(`handshake with ${who} timed out after ${timeoutMs} ms waiting for "${type}"`, {
+        details: { address: link.address, waitingFor: `${type} from ${who}` },
+        hint: "check that both sides run meshtrain with the same protocol version and that nothing proxies the connection",
+      }),
+    onBinary: () => new ProtocolError(`binary frame from ${who} before authentication`),
+    onClose: (code, reason) =>
+      code === CLOSE.authFailed
+        ? new AuthError(`${who} refused the cluster token${reason ? `: ${reason}` : ""}`, {
+            details: { address: link.address },
+            hint: "use the token the worker was started with (meshtrain worker --token, or MESHTRAIN_TOKEN)",
+          })
+        : new ProtocolError(`${who} closed the connection during the handshake (code ${code}${reason ? `, ${reason}` : ""})`, {
+            details: { address: link.address },
+          }),
   });
 }
 
 /** A handshake frame checked: size, JSON, protocol version, schema, a refusal, the type expected. Throws what is wrong. */
 function parseHandshakeFrame<T extends "challenge" | "auth" | "welcome">(text: string, type: T, who: string, address: string): MessageOf<T> {
-  if (text.length > MAX_HANDSHAKE_FRAME) throw new ProtocolError(`handshake frame of ${text.length} bytes from ${who} is too large`);
-  let parsed: unknown;
-  try {
-    parsed = fromWireJson(text);
-  } catch {
-    throw new ProtocolError(`handshake frame from ${who} is not JSON`);
-  }
+  const parsed = parseSmallJson(text, MAX_HANDSHAKE_FRAME, "handshake", who);
   const version = (parsed as { v?: unknown } | null)?.v;
   if (version !== undefined && version !== PROTOCOL_VERSION) {
     throw new ProtocolError(`${who} speaks protocol version ${String(version)}, this side speaks ${PROTOCOL_VERSION}`, {
@@ -110,7 +78,7 @@ export async function acceptHandshake(link: Link, o: ServerHandshakeOptions): Pr
   send(link, { type: "challenge", nonce, server: o.server });
   let auth: AuthMessage;
   try {
-    auth = await nextFrame(link, "auth", o.timeoutMs, who);
+    auth = await handshakeFrame(link, "auth", o.timeoutMs, who);
   } catch (err) {
     const code = err instanceof TimeoutError ? CLOSE.handshakeTimeout : CLOSE.protocolError;
     link.close(code, "handshake failed");
@@ -137,7 +105,7 @@ export interface ClientHandshakeOptions {
 
 /** Driver or peer side. Resolves with the worker's challenge once both sides proved the token. */
 export async function offerHandshake(link: Link, o: ClientHandshakeOptions): Promise<MessageOf<"challenge">> {
-  const challenge = await nextFrame(link, "challenge", o.timeoutMs, o.who);
+  const challenge = await handshakeFrame(link, "challenge", o.timeoutMs, o.who);
   const nonce = newNonce();
   send(link, {
     type: "auth",
@@ -146,7 +114,7 @@ export async function offerHandshake(link: Link, o: ClientHandshakeOptions): Pro
     role: o.role,
     ...(o.peer ? { peer: o.peer } : {}),
   });
-  const welcome = await nextFrame(link, "welcome", o.timeoutMs, o.who);
+  const welcome = await handshakeFrame(link, "welcome", o.timeoutMs, o.who);
   if (!macEquals(welcome.mac, mac(o.token, "server", challenge.nonce, nonce))) {
     link.close(CLOSE.authFailed, "server proof failed");
     throw new AuthError(`${o.who} at ${link.address} could not prove it knows the cluster token`, {

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { CLI } from "./processes";
+import { watchOutput } from "./watch-output";
 
 /** A `meshtrain worker --join` process, as a launcher on another host would start it. */
 export interface Joiner {
@@ -17,29 +18,13 @@ export function startJoiner(driver: string, o: { token: string; env?: NodeJS.Pro
     env: { ...process.env, MESHTRAIN_TOKEN: o.token, ...o.env },
     stdio: ["ignore", "pipe", "pipe"],
   });
-  let out = "";
-  const listeners: Array<() => void> = [];
-  const onData = (d: Buffer): void => {
-    out += d.toString();
-    for (const l of listeners) l();
-  };
-  child.stdout!.on("data", onData);
-  child.stderr!.on("data", onData);
+  const watched = watchOutput(child);
   const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? "?")));
   return {
     child,
-    output: () => out,
+    output: watched.output,
     exited,
-    joined: () =>
-      new Promise((resolve, reject) => {
-        const check = (): void => {
-          const m = / as rank (\d+) of \d+/.exec(out);
-          if (m) resolve(Number(m[1]));
-        };
-        listeners.push(check);
-        check();
-        void exited.then((code) => reject(new Error(`the joining worker exited (${code}) before it had a rank:\n${out}`)));
-      }),
+    joined: () => watched.match(/ as rank (\d+) of \d+/, 120_000, "a joining worker given its rank").then((m) => Number(m[1])),
     kill: () => child.kill("SIGKILL"),
   };
 }

@@ -1,5 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { CLI } from "./processes";
+import { watchOutput } from "./watch-output";
 
 /**
  * Separate hosts made with Linux network namespaces: each host a namespace with its own address
@@ -101,26 +102,12 @@ export function makeHosts(count: number, o: HostsOptions = {}): Hosts {
     hosts,
     cut: (h) => must(outside(["link", "set", h.outer, "down"])),
     spawnIn,
-    worker: (h, token) =>
-      new Promise((resolve, reject) => {
-        const child = spawnIn(h, process.execPath, [CLI, "worker", "--host", h.address, "--port", "7070"], { env: { MESHTRAIN_TOKEN: token } });
-        let out = "";
-        const timer = setTimeout(() => reject(new Error(`worker on ${h.address} did not start: ${out}`)), 30_000);
-        const onData = (d: Buffer): void => {
-          out += d.toString();
-          const m = /listening on (ws:\/\/[^\s]+)/.exec(out);
-          if (m) {
-            clearTimeout(timer);
-            resolve({ url: m[1]!, child, output: () => out });
-          }
-        };
-        child.stdout!.on("data", onData);
-        child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
-        child.once("exit", (code) => {
-          clearTimeout(timer);
-          reject(new Error(`worker on ${h.address} exited with ${code}: ${out}`));
-        });
-      }),
+    worker: async (h, token) => {
+      const child = spawnIn(h, process.execPath, [CLI, "worker", "--host", h.address, "--port", "7070"], { env: { MESHTRAIN_TOKEN: token } });
+      const watched = watchOutput(child);
+      const m = await watched.match(/listening on (ws:\/\/[^\s]+)/, 30_000, `the worker on ${h.address} starting`);
+      return { url: m[1]!, child, output: watched.output };
+    },
     destroy,
   };
 }

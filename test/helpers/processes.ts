@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { watchOutput } from "./watch-output";
 
 export const CLI = path.join(__dirname, "..", "..", "sdk", "cli", "main.js");
 
@@ -36,32 +37,16 @@ export function startCliWorker(token: string, args: string[] = []): Promise<CliW
     env: { ...process.env, MESHTRAIN_TOKEN: token },
     stdio: ["ignore", "pipe", "pipe"],
   });
-  let out = "";
-  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
-  child.stderr!.on("data", (d: Buffer) => (out += d.toString()));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker did not start: ${out}`)), 30_000);
-    const check = (): void => {
-      const m = /listening on (wss?:\/\/[^\s]+)/.exec(out);
-      if (!m) return;
-      clearTimeout(timer);
-      child.stdout!.off("data", check);
-      resolve({
-        url: m[1]!,
-        child,
-        output: () => out,
-        stop: () =>
-          new Promise((done) => {
-            if (child.exitCode !== null || child.signalCode !== null) return done();
-            child.once("exit", () => done());
-            child.kill("SIGKILL");
-          }),
-      });
-    };
-    child.stdout!.on("data", check);
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`worker exited with ${code}: ${out}`));
-    });
-  });
+  const watched = watchOutput(child);
+  return watched.match(/listening on (wss?:\/\/[^\s]+)/, 30_000, "a meshtrain worker starting").then((m) => ({
+    url: m[1]!,
+    child,
+    output: watched.output,
+    stop: () =>
+      new Promise<void>((done) => {
+        if (child.exitCode !== null || child.signalCode !== null) return done();
+        child.once("exit", () => done());
+        child.kill("SIGKILL");
+      }),
+  }));
 }

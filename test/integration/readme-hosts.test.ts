@@ -6,6 +6,7 @@ import { after, before, describe, test } from "node:test";
 import { blocksRun, scratchDir, writeScript, type ReadmeBlock } from "../helpers/readme";
 import { makeHosts, netnsMissing, type Host, type Hosts } from "../helpers/netns";
 import { runInGroup } from "../helpers/run-block";
+import { watchOutput } from "../helpers/watch-output";
 
 /**
  * "Running workers on other machines" as written: hosts with the README's addresses (network
@@ -29,25 +30,10 @@ function addresses(b: ReadmeBlock): string[] {
 }
 
 /** Runs a README worker block with sh on a host; resolves once it listens. */
-function startWorker(net: Hosts, h: Host, b: ReadmeBlock, cwd: string): Promise<ChildProcess> {
+async function startWorker(net: Hosts, h: Host, b: ReadmeBlock, cwd: string): Promise<ChildProcess> {
   const child = net.spawnIn(h, "sh", ["-c", b.code], { cwd, env: { MESHTRAIN_TOKEN: TOKEN }, detached: true });
-  let out = "";
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the README's worker command did not listen on ${h.address} within 60 s:\n${out}`)), 60_000);
-    const onData = (d: Buffer): void => {
-      out += d.toString();
-      if (/listening on wss?:\/\/0\.0\.0\.0:7070/.test(out)) {
-        clearTimeout(timer);
-        resolve(child);
-      }
-    };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", onData);
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`the README's worker command on ${h.address} exited with ${code}:\n${out}`));
-    });
-  });
+  await watchOutput(child).match(/listening on wss?:\/\/0\.0\.0\.0:7070/, 60_000, `the README's worker command on ${h.address}`);
+  return child;
 }
 
 function stopWorkers(children: ChildProcess[]): void {
