@@ -124,6 +124,20 @@ describe("joins that fail say who and why", () => {
     assert.ok(twins.some((j) => /two workers claim rank 1/.test(j.output())), "a refused worker says why");
   });
 
+  test("a rank or world size the cluster does not have: a LaunchError naming the worker and where its rank came from", async () => {
+    const big = await joinCluster(2, "data");
+    const third = startJoiner(big.url, { token: TOKEN, env: { RANK: "0", WORLD_SIZE: "3" } });
+    const err = await big.outcome;
+    assert.ok(err instanceof LaunchError, String(err));
+    assert.match(err.message, /worker rank 0 \(.*\) was started as one of 3 \(torchrun \(RANK, WORLD_SIZE\)\), but the cluster waits for 2/);
+    const far = await joinCluster(2, "data");
+    const fifth = startJoiner(far.url, { token: TOKEN, args: ["--rank", "5"] });
+    const err2 = await far.outcome;
+    assert.ok(err2 instanceof LaunchError, String(err2));
+    assert.match(err2.message, /claims rank 5 \(--rank\), but the cluster waits for ranks 0 to 1/);
+    for (const code of await allExited([third, fifth], 15_000)) assert.notEqual(code, 0);
+  });
+
   test("a wrong token: an AuthError on the driver, and the worker says it was refused", async () => {
     const { outcome, url } = await joinCluster(1, "data");
     const stranger = startJoiner(url, { token: "another-token-0123456789abcdef" });
