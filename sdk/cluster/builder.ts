@@ -12,6 +12,8 @@ import { Cluster } from "./cluster";
 import { parseBytes } from "../config/bytes";
 import type { Plan } from "../plan/plans";
 import { makePlan } from "../strategies/make-plan";
+import { spmdPlace, type FromEnvOptions } from "../launchers/spmd";
+import { serveAsMember } from "../launchers/spmd-member";
 
 interface Draft extends Omit<ClusterSpec, "workers"> {
   readonly workers: WorkersSpec | undefined;
@@ -83,6 +85,29 @@ export class ClusterBuilder {
       'pass { workers: n }, and host: "0.0.0.0" for workers on other machines',
     );
     return this.with({ workers: { kind: "join", count: o.workers, host: o.host, port: o.port, timeoutMs: o.timeoutMs } });
+  }
+
+  /**
+   * The same script run on every node (`srun -n 4 node train.js`, torchrun-style RANK /
+   * WORLD_SIZE / MASTER_ADDR, TF_CONFIG, mpirun with MESHTRAIN_DRIVER): rank 0 becomes the
+   * driver, listening on its host (`driver` or the environment's) at `port` (7071), and starts
+   * its own worker; on every other rank launch() makes the process that rank's worker, which
+   * joins rank 0 and ends the process when the driver is done, so code after launch() runs
+   * on rank 0 alone. The token comes from .token() or MESHTRAIN_TOKEN.
+   */
+  fromEnv(options: FromEnvOptions & { timeoutMs?: number } = {}): ClusterBuilder {
+    const o = parseOrThrow(
+      z.strictObject({ driver: z.string().min(1).max(300).optional(), port: z.number().int().min(1).max(65535).optional(), workers: z.number().int().min(1).max(1024).optional(), timeoutMs: z.number().int().min(100).max(86_400_000).default(600_000) }),
+      options,
+      "fromEnv(options)",
+      'pass { driver: "host", port: 7071, workers: n, timeoutMs }, each optional',
+    );
+    const place = spmdPlace(process.env, o);
+    const envToken = process.env.MESHTRAIN_TOKEN;
+    return this.with({
+      workers: { kind: "join", count: place.worldSize, host: place.driverHost, port: place.port, timeoutMs: o.timeoutMs, launcher: { kind: "spmd", rank: place.rank, source: place.source } },
+      ...(this.draft.token === undefined && envToken ? { token: envToken } : {}),
+    });
   }
 
   /**
@@ -232,6 +257,10 @@ export class ClusterBuilder {
       spec = this.spec();
     } catch (err) {
       return Promise.reject(err);
+    }
+    const w = spec.workers;
+    if (w.kind === "join" && w.launcher?.kind === "spmd" && w.launcher.rank > 0) {
+      return serveAsMember(spec, { rank: w.launcher.rank, source: w.launcher.source, worldSize: w.count, host: w.host, port: w.port, timeoutMs: w.timeoutMs });
     }
     return Cluster.launch(spec);
   }

@@ -49,6 +49,8 @@ export class JoinListener {
   private wake: (() => void) | null = null;
   /** Set once the first group has its ranks: later arrivals wait for add(). */
   private assigned = false;
+  /** What started the workers (ssh, Slurm, fromEnv's own worker): stopped with the listener. */
+  private launcher: { stop(): Promise<void> } | undefined;
 
   private constructor(private readonly o: JoinListenerOptions) {}
 
@@ -168,6 +170,16 @@ export class JoinListener {
     a.link.close(CLOSE.normal, "join refused");
   }
 
+  /** The launcher that starts this cluster's workers; close() stops it after ending the lifelines. */
+  attach(launcher: { stop(): Promise<void> }): void {
+    this.launcher = launcher;
+  }
+
+  /** A launcher's news that the workers will not all come (a job cancelled, an ssh that failed): the wait fails with it now. */
+  abort(err: MeshtrainError): void {
+    this.fail(err);
+  }
+
   /** Fails the join: every waiting worker is told why and let go. */
   private fail(err: MeshtrainError, cause?: Arrival): void {
     if (cause) this.refuse(cause, err);
@@ -182,5 +194,6 @@ export class JoinListener {
     for (const link of this.lifelines) link.close(CLOSE.normal, "the driver closed the cluster");
     this.lifelines.clear();
     await this.listener?.close();
+    await this.launcher?.stop();
   }
 }

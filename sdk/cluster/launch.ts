@@ -8,6 +8,7 @@ import { dial } from "../transport/ws-endpoint";
 import { wallClock } from "../util/clock";
 import { probeGpus } from "./gpus";
 import { JoinListener } from "./join-listener";
+import { makeLauncher } from "../launchers/make-launcher";
 import { LocalWorkerProcess } from "./local-process";
 import { labelOf, WorkerHandle } from "./worker-handle";
 import type { WorkerOutput } from "./worker-output";
@@ -46,6 +47,12 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
   const w = spec.workers;
   const joins = w.kind === "join" ? await JoinListener.open({ host: w.host, port: w.port, token, expected: w.count, handshakeTimeoutMs: 10_000 }) : undefined;
   try {
+    if (joins && w.kind === "join" && w.launcher) {
+      const launcher = makeLauncher(w.launcher);
+      joins.attach(launcher);
+      await launcher.start({ joinUrl: joins.url, token, joinTimeoutS: Math.ceil(w.timeoutMs / 1000), abort: (err) => joins.abort(err) });
+      notes.push(...launcher.notes());
+    }
     const roles = await rolesOf(spec, joins);
     const localWorkers = spec.workers.kind === "local" ? spec.workers.count : 0;
     const nameOf = (e: (typeof roles)[number]): string => (e.role === "ps" ? `parameter server ${e.index}` : `worker rank ${e.index}`);

@@ -55,11 +55,17 @@ export class LocalWorkerProcess {
     child.stderr?.on("data", reader("stderr"));
   }
 
-  /** `onLine`: each line the worker writes, as it arrives (the driver shows it with the worker's rank). */
-  static start(env: NodeJS.ProcessEnv, extraArgs: string[] = [], onLine?: OnLine): LocalWorkerProcess {
+  /**
+   * `onLine`: each line the worker writes, as it arrives (the driver shows it with the worker's
+   * rank). `o.host`: the interface it listens on (loopback); `o.joins`: it joins the driver at
+   * that address instead of being reached, its output then reaching the driver as a joined
+   * worker's does (so `onLine` is not given).
+   */
+  static start(env: NodeJS.ProcessEnv, extraArgs: string[] = [], onLine?: OnLine, o: { host?: string; joins?: string[] } = {}): LocalWorkerProcess {
     installExitHook();
     const entry = path.join(__dirname, "..", "worker", "main.js");
-    const child = fork(entry, ["--host", "127.0.0.1", "--port", "0", "--exit-with-driver", ...extraArgs], {
+    const how = o.joins ? o.joins : ["--exit-with-driver"];
+    const child = fork(entry, ["--host", o.host ?? "127.0.0.1", "--port", "0", ...how, ...extraArgs], {
       env,
       // The driver may run under tsx, ts-node or a notebook kernel; workers are plain node.
       execArgv: [],

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ConfigError } from "../errors/errors";
 import { BACKEND_CHOICES } from "./backend";
+import { LauncherSpecSchema } from "./launcher-spec";
 
 /**
  * The frozen description of a cluster. The fluent builder produces it; planners read it; the
@@ -35,6 +36,8 @@ export const WorkersSpecSchema = z.discriminatedUnion("kind", [
     port: z.number().int().min(0).max(65535),
     /** How long launch() waits for all of them. */
     timeoutMs: z.number().int().min(100).max(86_400_000),
+    /** Who starts them, when the driver does (fromEnv, ssh, Slurm); absent when the user does. */
+    launcher: LauncherSpecSchema.optional(),
   }),
 ]);
 

@@ -1,4 +1,5 @@
 import { ConfigError } from "../errors/errors";
+import { firstHost } from "./hostlist";
 
 /**
  * A process's place in a job, as the tool that started it says: TF_CONFIG, torchrun, Slurm,
@@ -9,9 +10,11 @@ export interface RankEnv {
   /** Unknown for Kubernetes Indexed Jobs, whose pods are not told the job's size. */
   worldSize: number | undefined;
   localRank: number | undefined;
-  /** Where rank 0 is, when the environment says (torchrun's MASTER_ADDR / MASTER_PORT, TF_CONFIG's first worker). */
+  /**
+   * The host of rank 0, when the environment says: torchrun's MASTER_ADDR, TF_CONFIG's first
+   * worker, the first node of Slurm's step (or job) node list. fromEnv() makes it the driver.
+   */
   driverHost: string | undefined;
-  driverPort: number | undefined;
   source: string;
 }
 
@@ -39,8 +42,8 @@ function fromTfConfig(env: Env): RankEnv | null {
   if (!Array.isArray(workers) || typeof index !== "number" || !Number.isInteger(index) || index < 0 || index >= workers.length || parsed.task?.type !== "worker") {
     throw new ConfigError("TF_CONFIG needs cluster.worker (a list of host:port) and task { type: \"worker\", index } within it", { hint: "meshtrain reads the worker list and this task's index; chief, ps and evaluator tasks are not used" });
   }
-  const [host, port] = String(workers[0]).split(/:(?=\d+$)/);
-  return { rank: index, worldSize: workers.length, localRank: undefined, driverHost: host, driverPort: port === undefined ? undefined : Number(port), source: "TF_CONFIG" };
+  const [host] = String(workers[0]).split(/:(?=\d+$)/);
+  return { rank: index, worldSize: workers.length, localRank: undefined, driverHost: host, source: "TF_CONFIG" };
 }
 
 function fromVars(env: Env, source: string, rankVar: string, sizeVar: string | null, localVar: string | null): RankEnv | null {
@@ -48,7 +51,7 @@ function fromVars(env: Env, source: string, rankVar: string, sizeVar: string | n
   if (rank === undefined) return null;
   const worldSize = sizeVar ? int(env, sizeVar, source) : undefined;
   if (worldSize !== undefined && rank >= worldSize) throw new ConfigError(`${rankVar}=${rank} is not below ${sizeVar}=${worldSize}`, { hint: `ranks run from 0 to ${sizeVar} - 1` });
-  return { rank, worldSize, localRank: localVar ? int(env, localVar, source) : undefined, driverHost: undefined, driverPort: undefined, source };
+  return { rank, worldSize, localRank: localVar ? int(env, localVar, source) : undefined, driverHost: undefined, source };
 }
 
 /** The first environment that places this process, or null when none does. */
@@ -56,12 +59,10 @@ export function detectRankEnv(env: Env = process.env): RankEnv | null {
   const tf = fromTfConfig(env);
   if (tf) return tf;
   const torch = fromVars(env, "torchrun (RANK, WORLD_SIZE)", "RANK", "WORLD_SIZE", "LOCAL_RANK");
-  if (torch) {
-    const port = int(env, "MASTER_PORT", torch.source);
-    return { ...torch, driverHost: env.MASTER_ADDR || undefined, driverPort: port };
-  }
+  if (torch) return { ...torch, driverHost: env.MASTER_ADDR || undefined };
   const slurm = fromVars(env, "Slurm (SLURM_PROCID, SLURM_NTASKS)", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID");
-  if (slurm) return slurm;
+  // A step's own node list first: a step may run on part of the job's nodes.
+  if (slurm) return { ...slurm, driverHost: firstHost(env.SLURM_STEP_NODELIST || env.SLURM_JOB_NODELIST || "") };
   const k8s = fromVars(env, "Kubernetes Indexed Job (JOB_COMPLETION_INDEX)", "JOB_COMPLETION_INDEX", null, null);
   if (k8s) return k8s;
   return fromVars(env, "Open MPI (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE)", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK");
@@ -73,7 +74,7 @@ export function describeRankEnv(r: RankEnv | null): string {
   const lines = [
     `rank ${r.rank} of ${r.worldSize ?? "an unknown number"} (from ${r.source})`,
     ...(r.localRank !== undefined ? [`local rank ${r.localRank}`] : []),
-    ...(r.driverHost !== undefined ? [`rank 0 at ${r.driverHost}${r.driverPort !== undefined ? `:${r.driverPort}` : ""}`] : []),
+    ...(r.driverHost !== undefined ? [`rank 0 on ${r.driverHost} (the driver, with cluster().fromEnv())`] : []),
   ];
   return lines.join("\n");
 }

@@ -39,13 +39,36 @@ export async function localAddressTowards(url: string): Promise<string> {
 }
 
 /**
+ * Dials the driver until it answers or the join timeout passes: processes a launcher starts
+ * together (srun, torchrun-style scripts) may reach rank 0 before it listens, as torchrun's
+ * agents retry their rendezvous. Said once on stderr, so a wrong address is visible early.
+ */
+async function dialPatiently(target: JoinTarget, maxFrameBytes: number): Promise<Link> {
+  const deadline = Date.now() + target.timeoutMs;
+  let pause = 200;
+  let told = false;
+  for (;;) {
+    try {
+      return await dial(target.url, { maxFrameBytes, timeoutMs: Math.max(1000, Math.min(deadline - Date.now(), 60_000)) });
+    } catch (err) {
+      const left = deadline - Date.now();
+      if (left <= pause) throw err;
+      if (!told) process.stderr.write(`meshtrain worker: the driver at ${target.url} does not answer yet (${err instanceof Error ? err.message : String(err)}); retrying for up to ${Math.round(left / 1000)} s\n`);
+      told = true;
+      await new Promise((resolve) => setTimeout(resolve, pause));
+      pause = Math.min(pause * 2, 2000);
+    }
+  }
+}
+
+/**
  * Connects out to the driver, proves the token both ways, says who this worker is and where it
  * listens, and waits for its rank (the driver answers once every expected worker is in). The
  * returned link is the lifeline: it closes when the driver closes the cluster or dies.
  */
 export async function joinDriver(target: JoinTarget, o: { token: string; ownUrl: string; maxFrameBytes: number }): Promise<{ assigned: JoinAssigned; lifeline: Link }> {
   const who = `the driver at ${target.url}`;
-  const link = await dial(target.url, { maxFrameBytes: o.maxFrameBytes, timeoutMs: Math.min(target.timeoutMs, 60_000) });
+  const link = await dialPatiently(target, o.maxFrameBytes);
   try {
     await offerHandshake(link, { token: o.token, timeoutMs: 10_000, role: "joining", who });
     sendJoinFrame(link, {

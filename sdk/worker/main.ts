@@ -142,6 +142,15 @@ function flags(argv: string[], name: string): string[] {
   return argv.flatMap((a, i) => (a === name && argv[i + 1] !== undefined ? [argv[i + 1]!] : []));
 }
 
+/** `--join <url> --rank <r> --rank-source <why>`: a local worker that joins (fromEnv()'s rank 0). */
+function joinFlags(argv: string[]): { join?: JoinTarget } {
+  const url = flag(argv, "--join");
+  if (url === undefined) return {};
+  const rank = flag(argv, "--rank");
+  const claim = rank === undefined ? null : { rank: Number(rank), source: flag(argv, "--rank-source") ?? "--rank" };
+  return { join: { url, claim, timeoutMs: Number(flag(argv, "--join-timeout") ?? 600) * 1000 } };
+}
+
 /** Entry point for local workers, which the launcher forks with an IPC channel. */
 if (require.main === module) {
   const argv = process.argv.slice(2);
@@ -152,6 +161,7 @@ if (require.main === module) {
     maxFrameBytes: Number(flag(argv, "--max-frame-bytes") ?? DEFAULT_WORKER_OPTIONS.maxFrameBytes),
     exitWithDriver: argv.includes("--exit-with-driver"),
     modules: flags(argv, "--module"),
+    ...joinFlags(argv),
   };
   runWorker(options).then(
     (code) => process.exit(code),

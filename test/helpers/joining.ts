@@ -14,7 +14,12 @@ export interface Joiner {
 }
 
 export function startJoiner(driver: string, o: { token: string; env?: NodeJS.ProcessEnv; args?: string[] }): Joiner {
-  const child = spawn(process.execPath, [CLI, "worker", "--join", driver, ...(o.args ?? [])], {
+  return startNode([CLI, "worker", "--join", driver, ...(o.args ?? [])], o);
+}
+
+/** `node <args>` with the token and `env` in its environment: a joiner, or one rank of a script run on every node. */
+export function startNode(args: string[], o: { token: string; env?: NodeJS.ProcessEnv }): Joiner {
+  const child = spawn(process.execPath, args, {
     env: { ...process.env, MESHTRAIN_TOKEN: o.token, ...o.env },
     stdio: ["ignore", "pipe", "pipe"],
   });

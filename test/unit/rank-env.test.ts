@@ -7,17 +7,17 @@ import { describeRankEnv, detectRankEnv } from "../../sdk/launchers/rank-env";
 
 test("TF_CONFIG: task.index among cluster.worker, rank 0's address from the first worker", () => {
   const r = detectRankEnv({ TF_CONFIG: JSON.stringify({ cluster: { worker: ["10.0.0.1:2222", "10.0.0.2:2222", "10.0.0.3:2222"] }, task: { type: "worker", index: 2 } }) });
-  assert.deepEqual(r, { rank: 2, worldSize: 3, localRank: undefined, driverHost: "10.0.0.1", driverPort: 2222, source: "TF_CONFIG" });
+  assert.deepEqual(r, { rank: 2, worldSize: 3, localRank: undefined, driverHost: "10.0.0.1", source: "TF_CONFIG" });
   assert.throws(() => detectRankEnv({ TF_CONFIG: "{" }), ConfigError);
   assert.throws(() => detectRankEnv({ TF_CONFIG: JSON.stringify({ cluster: { worker: ["a:1"] }, task: { type: "worker", index: 1 } }) }), /task \{ type: "worker", index \} within it/);
 });
 
 test("torchrun, Slurm, Kubernetes Indexed Jobs and Open MPI, first found first", () => {
   assert.deepEqual(detectRankEnv({ RANK: "1", WORLD_SIZE: "4", LOCAL_RANK: "1", MASTER_ADDR: "head", MASTER_PORT: "29500", SLURM_PROCID: "3" }), {
-    rank: 1, worldSize: 4, localRank: 1, driverHost: "head", driverPort: 29500, source: "torchrun (RANK, WORLD_SIZE)",
+    rank: 1, worldSize: 4, localRank: 1, driverHost: "head", source: "torchrun (RANK, WORLD_SIZE)",
   });
-  assert.deepEqual(detectRankEnv({ SLURM_PROCID: "3", SLURM_NTASKS: "4", SLURM_LOCALID: "1" }), { rank: 3, worldSize: 4, localRank: 1, driverHost: undefined, driverPort: undefined, source: "Slurm (SLURM_PROCID, SLURM_NTASKS)" });
-  assert.deepEqual(detectRankEnv({ JOB_COMPLETION_INDEX: "5" }), { rank: 5, worldSize: undefined, localRank: undefined, driverHost: undefined, driverPort: undefined, source: "Kubernetes Indexed Job (JOB_COMPLETION_INDEX)" });
+  assert.deepEqual(detectRankEnv({ SLURM_PROCID: "3", SLURM_NTASKS: "4", SLURM_LOCALID: "1" }), { rank: 3, worldSize: 4, localRank: 1, driverHost: undefined, source: "Slurm (SLURM_PROCID, SLURM_NTASKS)" });
+  assert.deepEqual(detectRankEnv({ JOB_COMPLETION_INDEX: "5" }), { rank: 5, worldSize: undefined, localRank: undefined, driverHost: undefined, source: "Kubernetes Indexed Job (JOB_COMPLETION_INDEX)" });
   assert.equal(detectRankEnv({ OMPI_COMM_WORLD_RANK: "0", OMPI_COMM_WORLD_SIZE: "2" })?.worldSize, 2);
   assert.equal(detectRankEnv({ PATH: "/usr/bin" }), null);
 });

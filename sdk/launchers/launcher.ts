@@ -1,0 +1,24 @@
+import type { MeshtrainError } from "../errors/errors";
+
+/** What a launcher is given to start workers that join the driver. */
+export interface LaunchContext {
+  /** The address they join (the listener's, as they dial it). */
+  joinUrl: string;
+  token: string;
+  /** Seconds a worker waits for the driver to answer and give it a rank. */
+  joinTimeoutS: number;
+  /** Ends the wait for the workers at once with this error: they will not all come. */
+  abort(err: MeshtrainError): void;
+}
+
+/**
+ * Starts the workers of a join() cluster somewhere (this machine, ssh hosts, a Slurm job) and
+ * ends them again: stop() is called when the cluster closes or its launch fails, and the
+ * driver's exit ends them too (each launcher says how).
+ */
+export interface Launcher {
+  start(ctx: LaunchContext): Promise<void>;
+  /** For cluster.notes: where the workers run (a job id and its nodes, the hosts). */
+  notes(): string[];
+  stop(): Promise<void>;
+}
