@@ -8,6 +8,8 @@ import { VERSION } from "../version";
 import { DEFAULT_WORKER_OPTIONS, runWorker } from "../worker/main";
 import { runDemo } from "./demo";
 import { joinTarget, readToken } from "./join-options";
+import { exitWhenStdinCloses, tokenFromStdin } from "./stdin-token";
+import { runPreflight } from "./preflight";
 import { describeRankEnv, detectRankEnv } from "../launchers/rank-env";
 import { quietCpuBanner } from "../backends/quiet-banner";
 import { exportNotebook, installKernel, KERNEL_NAME } from "./jupyter";
@@ -25,6 +27,7 @@ interface WorkerCliOptions {
   join?: string;
   rank?: number;
   joinTimeout: number;
+  tokenStdin?: boolean;
 }
 
 function int(min: number): (v: string) => number {
@@ -75,6 +78,7 @@ program
   .option("--tls-key <file>", "the PEM private key of --tls-cert")
   .option("--module <file>", "import this JavaScript file at start, e.g. one registering custom layers (repeatable)", (v: string, prev: string[]) => [...prev, v], [] as string[])
   .option("--token-file <file>", "read the cluster token from this file")
+  .option("--token-stdin", "read the cluster token from the first line of stdin, and exit when stdin closes (how launchers start workers over ssh)")
   .option("--join <address>", "join the driver listening there (cluster().join()) and exit when it is gone; listens on the interface that reaches it, on a free port, unless --host/--port say otherwise")
   .option("--rank <n>", "with --join: this worker's rank (default: from TF_CONFIG, RANK, SLURM_PROCID, JOB_COMPLETION_INDEX or OMPI_COMM_WORLD_RANK, else the order of arrival)", int(0))
   .option("--join-timeout <seconds>", "with --join: how long to wait for the driver to answer and give a rank", int(1), 600)
@@ -82,17 +86,27 @@ program
     const given = (name: string): boolean => cmd.getOptionValueSource(name) === "cli";
     if (o.join !== undefined && (o.tlsCert || o.tlsKey)) throw new ConfigError("--join with --tls-cert: joined workers talk plain ws:// (authenticated by the token) for now", { hint: "drop --tls-cert/--tls-key, or start the worker without --join and reach it with connect([\"wss://...\"]).tls({ ca })" });
     const joining = o.join === undefined ? undefined : await joinTarget({ join: o.join, rank: o.rank, joinTimeout: o.joinTimeout, host: o.host, hostGiven: given("host") });
+    const token = o.tokenStdin ? await tokenFromStdin(30_000) : readToken(o);
+    if (o.tokenStdin) exitWhenStdinCloses();
     const code = await runWorker({
       modules: o.module,
       host: joining?.host ?? o.host,
       port: joining && !given("port") ? 0 : o.port,
-      token: readToken(o),
+      token,
       maxFrameBytes: o.maxFrameBytes,
       exitWithDriver: false,
       ...readTls(o.tlsCert, o.tlsKey),
       ...(joining ? { join: joining.target } : {}),
     });
     process.exit(code);
+  });
+
+program
+  .command("preflight")
+  .description("what a launcher checks on a host before starting workers there: this meshtrain's and node's versions, and whether the driver's address is reachable (one JSON line)")
+  .requiredOption("--reach <address>", "the driver's join address, ws://host:port")
+  .action(async (o: { reach: string }) => {
+    process.stdout.write(`${JSON.stringify(await runPreflight(o.reach))}\n`);
   });
 
 program

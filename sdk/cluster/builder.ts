@@ -14,6 +14,7 @@ import type { Plan } from "../plan/plans";
 import { makePlan } from "../strategies/make-plan";
 import { spmdPlace, type FromEnvOptions } from "../launchers/spmd";
 import { serveAsMember } from "../launchers/spmd-member";
+import { SSH_HOST_PATTERN } from "../config/launcher-spec";
 
 interface Draft extends Omit<ClusterSpec, "workers"> {
   readonly workers: WorkersSpec | undefined;
@@ -108,6 +109,27 @@ export class ClusterBuilder {
       workers: { kind: "join", count: place.worldSize, host: place.driverHost, port: place.port, timeoutMs: o.timeoutMs, launcher: { kind: "spmd", rank: place.rank, source: place.source } },
       ...(this.draft.token === undefined && envToken ? { token: envToken } : {}),
     });
+  }
+
+  /**
+   * Workers started on other machines through this machine's ssh client (its keys, config and
+   * known hosts; BatchMode, so never a password prompt): `workersPerHost` (1) on each host, ranks
+   * in host order. A preflight checks every host first (ssh works, node and meshtrain of the
+   * driver's version, the driver reachable back) and fails once naming each host that failed.
+   * Each worker gets the token on its stdin and exits when that closes: on close(), when the
+   * driver exits or dies. `command` runs meshtrain there (default: this node and meshtrain's
+   * paths); `sshArgs` go to every ssh; `driverHost` is where hosts reach this driver.
+   */
+  ssh(hosts: readonly string[], options: { workersPerHost?: number; command?: string; sshArgs?: readonly string[]; driverHost?: string; port?: number; timeoutMs?: number } = {}): ClusterBuilder {
+    const list = parseOrThrow(z.array(z.string().regex(SSH_HOST_PATTERN, "must be host, user@host or user@host:port")).min(1).max(256), hosts, "ssh(hosts)", 'pass host names as ssh takes them, e.g. ["node1", "alice@node2:2222"]');
+    const o = parseOrThrow(
+      z.strictObject({ workersPerHost: z.number().int().min(1).max(64).default(1), command: z.string().min(1).max(2000).optional(), sshArgs: z.array(z.string().max(2000)).max(64).default([]), driverHost: z.string().min(1).max(256).optional(), port: z.number().int().min(0).max(65535).default(0), timeoutMs: z.number().int().min(100).max(86_400_000).default(120_000) }),
+      options,
+      "ssh(hosts, options)",
+      "options are workersPerHost, command, sshArgs, driverHost, port and timeoutMs, each optional",
+    );
+    const launcher = { kind: "ssh" as const, hosts: list, workersPerHost: o.workersPerHost, sshArgs: o.sshArgs, ...(o.command ? { command: o.command } : {}), ...(o.driverHost ? { driverHost: o.driverHost } : {}) };
+    return this.with({ workers: { kind: "join", count: list.length * o.workersPerHost, host: o.driverHost ?? "127.0.0.1", port: o.port, timeoutMs: o.timeoutMs, launcher } });
   }
 
   /**

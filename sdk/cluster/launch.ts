@@ -45,10 +45,10 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
   const processes: LocalWorkerProcess[] = [];
   const handles: WorkerHandle[] = [];
   const w = spec.workers;
-  const joins = w.kind === "join" ? await JoinListener.open({ host: w.host, port: w.port, token, expected: w.count, handshakeTimeoutMs: 10_000 }) : undefined;
+  const launcher = w.kind === "join" && w.launcher ? makeLauncher(w.launcher) : undefined;
+  const joins = w.kind === "join" ? await JoinListener.open({ host: (await launcher?.listenHost?.()) ?? w.host, port: w.port, token, expected: w.count, handshakeTimeoutMs: 10_000 }) : undefined;
   try {
-    if (joins && w.kind === "join" && w.launcher) {
-      const launcher = makeLauncher(w.launcher);
+    if (joins && w.kind === "join" && launcher) {
       joins.attach(launcher);
       await launcher.start({ joinUrl: joins.url, token, joinTimeoutS: Math.ceil(w.timeoutMs / 1000), abort: (err) => joins.abort(err) });
       notes.push(...launcher.notes());

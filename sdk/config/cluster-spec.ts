@@ -229,10 +229,12 @@ function checkLinks(spec: ClusterSpec): void {
       { hint: "raise timeoutMs or lower intervalMs, e.g. .heartbeat({ intervalMs: 1000, timeoutMs: 10000 })" },
     );
   }
-  if (spec.workers.kind !== "local" && spec.token === undefined) {
+  // Launchers that hand each worker the token themselves (ssh, on its stdin) make one like local clusters do.
+  const handsToken = spec.workers.kind === "join" && spec.workers.launcher?.kind === "ssh";
+  if (spec.workers.kind !== "local" && !handsToken && spec.token === undefined) {
     throw new ConfigError(
-      `${spec.workers.kind === "join" ? "join()" : "connect()"} to ${workerCount(spec)} worker(s) started elsewhere needs the cluster token: every connection proves it`,
-      { hint: "add .token(secret) with the token the workers get (MESHTRAIN_TOKEN or --token-file)" },
+      `${spec.workers.kind === "join" ? (spec.workers.launcher?.kind === "spmd" ? "fromEnv()" : "join()") : "connect()"} to ${workerCount(spec)} worker(s) started elsewhere needs the cluster token: every connection proves it`,
+      { hint: "add .token(secret) with the token the workers get, or set MESHTRAIN_TOKEN (for fromEnv(), on every rank)" },
     );
   }
   if (spec.workers.kind === "remote") {

@@ -1,5 +1,8 @@
 import { z } from "zod";
 
+/** An ssh() host: "host", "user@host" or "user@host:port" (ssh's own config applies to the name). */
+export const SSH_HOST_PATTERN = /^(?:[A-Za-z0-9._-]+@)?(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+
 /**
  * Who starts the workers that join (join()'s workers): nobody (the user starts them), the
  * job itself (fromEnv()), ssh or Slurm. Each is stopped when the cluster closes.
@@ -12,6 +15,20 @@ export const LauncherSpecSchema = z.discriminatedUnion("kind", [
     /** The environment variables the rank came from, for messages. */
     source: z.string().min(1).max(200),
   }),
+  z.strictObject({
+    /** ssh(hosts): workers started through the system's ssh client, workersPerHost on each host in order. */
+    kind: z.literal("ssh"),
+    hosts: z.array(z.string().regex(SSH_HOST_PATTERN, "must be host, user@host or user@host:port")).min(1).max(256),
+    workersPerHost: z.number().int().min(1).max(64),
+    /** What runs meshtrain on a host (a shell command line); default: the driver's node and meshtrain paths. */
+    command: z.string().min(1).max(2000).optional(),
+    /** Extra arguments for every ssh command (-i key, -F config, -J jump host). */
+    sshArgs: z.array(z.string().max(2000)).max(64),
+    /** The address the hosts reach the driver at; default: the interface that routes to them. */
+    driverHost: z.string().min(1).max(256).optional(),
+  }),
 ]);
+
+export type SshLauncherSpec = Extract<LauncherSpec, { kind: "ssh" }>;
 
 export type LauncherSpec = z.infer<typeof LauncherSpecSchema>;

@@ -17,6 +17,8 @@ export interface LaunchContext {
  * driver's exit ends them too (each launcher says how).
  */
 export interface Launcher {
+  /** Where the driver listens for these workers, when the launcher knows better than the spec (the interface towards its hosts). */
+  listenHost?(): Promise<string>;
   start(ctx: LaunchContext): Promise<void>;
   /** For cluster.notes: where the workers run (a job id and its nodes, the hosts). */
   notes(): string[];

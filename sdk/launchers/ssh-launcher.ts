@@ -1,0 +1,128 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import * as path from "node:path";
+import { LaunchError } from "../errors/errors";
+import type { SshLauncherSpec } from "../config/launcher-spec";
+import { VERSION } from "../version";
+import { localAddressTowards } from "../worker/join-driver";
+import { keepTail } from "./child-tail";
+import type { LaunchContext, Launcher } from "./launcher";
+import { judgePreflight, type PreflightRun } from "./preflight-report";
+import { parseSshTarget, resolvedHostName, shellQuote, sshArgv, type SshTarget } from "./ssh-target";
+
+const NODE_MAJOR = 20;
+
+/** Every ssh client this process started and has not seen exit: killed when it exits, so the remote workers see stdin close. */
+const live = new Set<ChildProcess>();
+let hooked = false;
+
+interface Started {
+  child: ChildProcess;
+  rank: number;
+  target: SshTarget;
+  output: () => string;
+}
+
+/**
+ * ssh(hosts): a preflight on every host, then workers started through the system's ssh client,
+ * each joining the driver with its rank (host order, then workersPerHost), the token on its
+ * stdin. A worker exits when its stdin closes, so ending the ssh client ends it: on close(),
+ * on the driver's exit, and when the driver dies (its end of the pipe closes).
+ */
+export class SshLauncher implements Launcher {
+  private readonly targets: SshTarget[];
+  private towards: string[] = [];
+  private readonly started: Started[] = [];
+  private stopping = false;
+
+  constructor(private readonly spec: SshLauncherSpec) {
+    this.targets = spec.hosts.map(parseSshTarget);
+  }
+
+  /** The command that runs meshtrain on a host: the driver's own node and meshtrain paths unless given (as ipyparallel's launchers assume). */
+  private command(): string {
+    return this.spec.command ?? [process.execPath, path.join(__dirname, "..", "cli", "main.js")].map(shellQuote).join(" ");
+  }
+
+  /** Where the driver listens: the given host, else the interface that routes to the hosts (every interface if they differ). */
+  async listenHost(): Promise<string> {
+    const names = await Promise.all(this.targets.map((t) => resolvedHostName(t, this.spec.sshArgs)));
+    this.towards = await Promise.all(names.map((n) => localAddressTowards(`ws://${n.includes(":") ? `[${n}]` : n}:22`).catch(() => "0.0.0.0")));
+    if (this.spec.driverHost) return this.spec.driverHost;
+    return new Set(this.towards).size === 1 && this.towards[0] !== "0.0.0.0" ? this.towards[0]! : "0.0.0.0";
+  }
+
+  private urlFor(i: number, port: string): string {
+    const host = this.spec.driverHost ?? this.towards[i]!;
+    return `ws://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  }
+
+  async start(ctx: LaunchContext): Promise<void> {
+    if (!hooked) {
+      hooked = true;
+      process.once("exit", () => live.forEach((c) => c.kill("SIGKILL")));
+    }
+    const port = new URL(ctx.joinUrl).port;
+    const problems = (await Promise.all(this.targets.map((t, i) => this.preflight(t, this.urlFor(i, port))))).flatMap((p, i) => (p ? [`${this.targets[i]!.label}: ${p}`] : []));
+    if (problems.length > 0) {
+      throw new LaunchError(`ssh preflight failed on ${problems.length} of ${this.targets.length} host(s):\n  ${problems.join("\n  ")}`, { details: { waitingFor: "every host's preflight" }, hint: "fix those hosts (or leave them out) and launch again; nothing was started" });
+    }
+    this.targets.forEach((t, i) => {
+      for (let k = 0; k < this.spec.workersPerHost; k++) this.startWorker(ctx, t, i * this.spec.workersPerHost + k, this.urlFor(i, port));
+    });
+  }
+
+  private preflight(t: SshTarget, url: string): Promise<string | null> {
+    return new Promise((resolve) => {
+      const child = spawn("ssh", sshArgv(t, this.spec.sshArgs, `${this.command()} preflight --reach ${shellQuote(url)}`), { stdio: ["ignore", "pipe", "pipe"] });
+      const run: PreflightRun = { code: null, stdout: "", stderr: "" };
+      child.stdout.on("data", (c: Buffer) => (run.stdout += c.toString("utf8")));
+      child.stderr.on("data", (c: Buffer) => (run.stderr += c.toString("utf8")));
+      const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+      child.once("error", (err) => {
+        clearTimeout(timer);
+        resolve(`cannot run ssh here (${err.message}): install an OpenSSH client`);
+      });
+      child.once("close", (code, signal) => {
+        clearTimeout(timer);
+        resolve(signal === "SIGKILL" ? "no answer within 30 s" : judgePreflight({ ...run, code }, { command: this.command(), version: VERSION, nodeMajor: NODE_MAJOR, driverUrl: url }));
+      });
+    });
+  }
+
+  private startWorker(ctx: LaunchContext, t: SshTarget, rank: number, url: string): void {
+    const remote = `${this.command()} worker --join ${shellQuote(url)} --rank ${rank} --token-stdin --join-timeout ${ctx.joinTimeoutS}`;
+    // Its own process group: a notebook's interrupt (SIGINT to the kernel's group) must not end the workers.
+    const child = spawn("ssh", sshArgv(t, this.spec.sshArgs, remote), { stdio: ["pipe", "pipe", "pipe"], detached: true });
+    live.add(child);
+    const output = keepTail(child);
+    child.stdin.on("error", () => undefined);
+    child.stdin.write(`${ctx.token}\n`);
+    child.unref();
+    for (const s of [child.stdin, child.stdout, child.stderr]) (s as unknown as { unref?: () => void }).unref?.();
+    this.started.push({ child, rank, target: t, output });
+    child.once("exit", (code, signal) => {
+      live.delete(child);
+      if (this.stopping) return;
+      ctx.abort(new LaunchError(`the worker for rank ${rank} on ${t.label} ended (ssh ${signal ? `killed by ${signal}` : `exit code ${code}`}) before the cluster closed`, { details: { rank }, hint: `its output:\n${output() || "(none)"}` }));
+    });
+  }
+
+  notes(): string[] {
+    return [`ssh: ${this.started.length} worker(s) on ${this.targets.map((t) => t.label).join(", ")}`];
+  }
+
+  /** Closes every worker's stdin (it exits), then ends ssh clients still running after 5 s. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await Promise.all(
+      this.started.map(async ({ child }) => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        const exited = new Promise((resolve) => child.once("exit", resolve));
+        child.stdin?.end();
+        const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
+        await exited;
+        clearTimeout(timer);
+      }),
+    );
+  }
+}

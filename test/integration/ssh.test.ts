@@ -1,0 +1,85 @@
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { after, before, describe, test } from "node:test";
+import * as tf from "@tensorflow/tfjs";
+import { cluster, datasets, LaunchError } from "../../sdk/index";
+import { maxRelativeDifference, smallClassifier } from "../helpers/models";
+import { isAlive, waitFor } from "../helpers/processes";
+import { modelFitReference } from "../helpers/reference";
+import { processesMatching, SSHD, startSshHosts, type SshHosts } from "../helpers/sshd";
+import { ensureDebianPackages } from "../helpers/system-deps";
+import { watchOutput } from "../helpers/watch-output";
+
+/**
+ * cluster().ssh(hosts): workers started through the system's ssh client on hosts that are
+ * network namespaces, each with a real sshd. Training equals model.fit; no worker outlives
+ * close() or a driver killed outright; a preflight that fails names every failing host and why,
+ * and starts nothing.
+ */
+
+tf.enableProdMode();
+
+describe("workers started over ssh", () => {
+  let net: SshHosts;
+  let a: string;
+  let b: string;
+  before(async () => {
+    ensureDebianPackages("openssh-server", ["openssh-server"], () => fs.existsSync(SSHD));
+    net = await startSshHosts(2, "10.232.0");
+    [a, b] = net.hosts.map((h) => h.address) as [string, string];
+  });
+  after(() => net?.destroy());
+
+  test("two hosts, a worker on each: data parallelism equals model.fit; close() ends every remote process", async () => {
+    const c = await cluster().ssh([a, `root@${b}:22`], { workersPerHost: 1, sshArgs: net.sshArgs }).backend("cpu").launch();
+    let pids: number[] = [];
+    try {
+      assert.deepEqual(c.workers.map((w) => new URL(w.address).hostname), [a, b], "rank 0 on the first host, rank 1 on the second");
+      assert.ok(c.notes.some((n) => n === `ssh: 2 worker(s) on ${a}, root@${b}:22`), c.notes.join("\n"));
+      pids = c.workers.map((w) => w.info.pid);
+      assert.equal(processesMatching("--token-stdin").length, 4, "an ssh client here and a worker there for each rank");
+      const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 96, seed: 5 });
+      const [m, ref] = [smallClassifier(6, 3), smallClassifier(6, 3)];
+      await c.fit(m, ds, { epochs: 2, batchSize: 24, shuffle: false, optimizer: "sgd", progress: false });
+      await modelFitReference(ref, ds, { epochs: 2, batchSize: 24, optimizer: { name: "sgd", learningRate: 0.01 }, shuffle: false });
+      assert.ok(maxRelativeDifference(m, ref) < 1e-4, `relative difference ${maxRelativeDifference(m, ref)}`);
+    } finally {
+      await c.close();
+    }
+    await waitFor("the remote workers and their ssh clients to end", () => pids.every((p) => !isAlive(p)) && processesMatching("--token-stdin").length === 0, 15_000);
+  });
+
+  test("two workers on one host; a driver killed outright: its ssh clients end, so the remote workers see stdin close and exit", async () => {
+    const script = path.join(__dirname, "..", "helpers", "ssh-driver-script.js");
+    const driver = spawn(process.execPath, [script, JSON.stringify([b]), JSON.stringify(net.sshArgs), "2"], { stdio: ["ignore", "pipe", "pipe"] });
+    try {
+      const m = await watchOutput(driver).match(/launched (\d+) (\d+)/, 60_000, "the ssh driver launching");
+      const pids = [Number(m[1]), Number(m[2])];
+      driver.kill("SIGKILL");
+      await waitFor(`remote workers ${pids.join(", ")} to exit after their driver died`, () => pids.every((p) => !isAlive(p)) && processesMatching("--token-stdin").length === 0, 20_000);
+    } finally {
+      driver.kill("SIGKILL");
+    }
+  });
+
+  test("the preflight fails once, naming each failing host and why, and starts nothing", async () => {
+    const launching = cluster().ssh([a, "10.232.0.9", `${b}:2222`], { sshArgs: [...net.sshArgs, "-o", "ConnectTimeout=3"] }).backend("cpu").launch();
+    await assert.rejects(launching, (e: unknown) => {
+      assert.ok(e instanceof LaunchError, String(e));
+      assert.match(e.message, /ssh preflight failed on 2 of 3 host\(s\)/);
+      assert.match(e.message, /10\.232\.0\.9: unreachable over ssh \(ssh: connect to host 10\.232\.0\.9 port 22: (No route to host|Connection timed out)\)/);
+      assert.match(e.message, new RegExp(`${b}:2222: unreachable over ssh \\(ssh: connect to host ${b} port 2222: Connection refused\\)`));
+      assert.doesNotMatch(e.message, new RegExp(`\\n  ${a}:`), "the good host is not blamed");
+      return true;
+    });
+    assert.equal(processesMatching("--token-stdin").length, 0);
+    const missing = cluster().ssh([a], { sshArgs: net.sshArgs, command: `${process.execPath} /nowhere/meshtrain/cli/main.js` }).launch();
+    await assert.rejects(missing, /ssh preflight failed on 1 of 1 host\(s\):\n {2}10\.232\.0\.2: meshtrain is missing there \(\/nowhere\/meshtrain\/cli\/main\.js\)/);
+    const noNode = cluster().ssh([a], { sshArgs: net.sshArgs, command: "/opt/no-node/bin/node x.js" }).launch();
+    await assert.rejects(noNode, /10\.232\.0\.2: cannot run \/opt\/no-node\/bin\/node x\.js there \(.*(not found|No such file or directory)\)/);
+    const unreachableDriver = cluster().ssh([a], { sshArgs: net.sshArgs, driverHost: "127.0.0.1" }).launch();
+    await assert.rejects(unreachableDriver, /10\.232\.0\.2: the driver's address ws:\/\/127\.0\.0\.1:\d+ is not reachable from there \(ECONNREFUSED\)/);
+  });
+});
