@@ -14,7 +14,7 @@ import type { Plan } from "../plan/plans";
 import { makePlan } from "../strategies/make-plan";
 import { spmdPlace, type FromEnvOptions } from "../launchers/spmd";
 import { serveAsMember } from "../launchers/spmd-member";
-import { SSH_HOST_PATTERN } from "../config/launcher-spec";
+import { defined, FromEnvOptionsSchema, SlurmOptionsSchema, SshHostsSchema, SshOptionsSchema, type SlurmOptions, type SshOptions } from "./launcher-options";
 
 interface Draft extends Omit<ClusterSpec, "workers"> {
   readonly workers: WorkersSpec | undefined;
@@ -97,12 +97,7 @@ export class ClusterBuilder {
    * on rank 0 alone. The token comes from .token() or MESHTRAIN_TOKEN.
    */
   fromEnv(options: FromEnvOptions & { timeoutMs?: number } = {}): ClusterBuilder {
-    const o = parseOrThrow(
-      z.strictObject({ driver: z.string().min(1).max(300).optional(), port: z.number().int().min(1).max(65535).optional(), workers: z.number().int().min(1).max(1024).optional(), timeoutMs: z.number().int().min(100).max(86_400_000).default(600_000) }),
-      options,
-      "fromEnv(options)",
-      'pass { driver: "host", port: 7071, workers: n, timeoutMs }, each optional',
-    );
+    const o = parseOrThrow(FromEnvOptionsSchema, options, "fromEnv(options)", 'pass { driver: "host", port: 7071, workers: n, timeoutMs }, each optional');
     const place = spmdPlace(process.env, o);
     const envToken = process.env.MESHTRAIN_TOKEN;
     return this.with({
@@ -120,16 +115,22 @@ export class ClusterBuilder {
    * driver exits or dies. `command` runs meshtrain there (default: this node and meshtrain's
    * paths); `sshArgs` go to every ssh; `driverHost` is where hosts reach this driver.
    */
-  ssh(hosts: readonly string[], options: { workersPerHost?: number; command?: string; sshArgs?: readonly string[]; driverHost?: string; port?: number; timeoutMs?: number } = {}): ClusterBuilder {
-    const list = parseOrThrow(z.array(z.string().regex(SSH_HOST_PATTERN, "must be host, user@host or user@host:port")).min(1).max(256), hosts, "ssh(hosts)", 'pass host names as ssh takes them, e.g. ["node1", "alice@node2:2222"]');
-    const o = parseOrThrow(
-      z.strictObject({ workersPerHost: z.number().int().min(1).max(64).default(1), command: z.string().min(1).max(2000).optional(), sshArgs: z.array(z.string().max(2000)).max(64).default([]), driverHost: z.string().min(1).max(256).optional(), port: z.number().int().min(0).max(65535).default(0), timeoutMs: z.number().int().min(100).max(86_400_000).default(120_000) }),
-      options,
-      "ssh(hosts, options)",
-      "options are workersPerHost, command, sshArgs, driverHost, port and timeoutMs, each optional",
-    );
-    const launcher = { kind: "ssh" as const, hosts: list, workersPerHost: o.workersPerHost, sshArgs: o.sshArgs, ...(o.command ? { command: o.command } : {}), ...(o.driverHost ? { driverHost: o.driverHost } : {}) };
-    return this.with({ workers: { kind: "join", count: list.length * o.workersPerHost, host: o.driverHost ?? "127.0.0.1", port: o.port, timeoutMs: o.timeoutMs, launcher } });
+  ssh(hosts: readonly string[], options: SshOptions = {}): ClusterBuilder {
+    const list = parseOrThrow(SshHostsSchema, hosts, "ssh(hosts)", 'pass host names as ssh takes them, e.g. ["node1", "alice@node2:2222"]');
+    const { port, timeoutMs, ...o } = parseOrThrow(SshOptionsSchema, options, "ssh(hosts, options)", "options are workersPerHost, command, sshArgs, driverHost, port and timeoutMs, each optional");
+    return this.with({ workers: { kind: "join", count: list.length * o.workersPerHost, host: o.driverHost ?? "127.0.0.1", port, timeoutMs, launcher: defined({ kind: "ssh" as const, hosts: list, ...o }) } });
+  }
+
+  /**
+   * Workers as a Slurm batch job, submitted from this machine (a login node): `nodes` x
+   * `tasksPerNode` (1) workers started by srun, ranked by SLURM_PROCID, with the partition, time
+   * limit, account and any other sbatch `args` given. launch() waits for them (a job pending
+   * past `timeoutMs`, 600 s, is cancelled and reported with Slurm's reason); cluster.notes show
+   * the job id and its nodes. close(), the driver's exit and an interrupt cancel the job.
+   */
+  slurm(options: SlurmOptions): ClusterBuilder {
+    const { port, timeoutMs, ...o } = parseOrThrow(SlurmOptionsSchema, options, "slurm(options)", 'pass { nodes: 2 }, and partition, time, account, tasksPerNode, args as your cluster needs');
+    return this.with({ workers: { kind: "join", count: o.nodes * o.tasksPerNode, host: o.driverHost ?? "127.0.0.1", port, timeoutMs, launcher: defined({ kind: "slurm" as const, ...o }) } });
   }
 
   /**

@@ -9,6 +9,8 @@ import { wallClock } from "../util/clock";
 import { probeGpus } from "./gpus";
 import { JoinListener } from "./join-listener";
 import { makeLauncher } from "../launchers/make-launcher";
+import type { Launcher } from "../launchers/launcher";
+import { interruptibly } from "./launch-interrupt";
 import { LocalWorkerProcess } from "./local-process";
 import { labelOf, WorkerHandle } from "./worker-handle";
 import type { WorkerOutput } from "./worker-output";
@@ -48,12 +50,8 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
   const launcher = w.kind === "join" && w.launcher ? makeLauncher(w.launcher) : undefined;
   const joins = w.kind === "join" ? await JoinListener.open({ host: (await launcher?.listenHost?.()) ?? w.host, port: w.port, token, expected: w.count, handshakeTimeoutMs: 10_000 }) : undefined;
   try {
-    if (joins && w.kind === "join" && launcher) {
-      joins.attach(launcher);
-      await launcher.start({ joinUrl: joins.url, token, joinTimeoutS: Math.ceil(w.timeoutMs / 1000), abort: (err) => joins.abort(err) });
-      notes.push(...launcher.notes());
-    }
-    const roles = await rolesOf(spec, joins);
+    const roles = await interruptibly(joins, () => launchThenRoles(spec, joins, launcher, token));
+    if (launcher) notes.push(...(await launcher.notes()));
     const localWorkers = spec.workers.kind === "local" ? spec.workers.count : 0;
     const nameOf = (e: (typeof roles)[number]): string => (e.role === "ps" ? `parameter server ${e.index}` : `worker rank ${e.index}`);
 
@@ -101,18 +99,29 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
 
 type Role = { role: "worker" | "ps"; index: number; url?: string };
 
+/** Has the launcher, if any, start the workers that join `joins`; then who to start or reach. */
+async function launchThenRoles(spec: ClusterSpec, joins: JoinListener | undefined, launcher: Launcher | undefined, token: string): Promise<Role[]> {
+  const w = spec.workers;
+  if (joins && launcher) {
+    joins.attach(launcher);
+    await launcher.start({ joinUrl: joins.url, token, timeoutMs: w.kind === "join" ? w.timeoutMs : 0, joinTimeoutS: w.kind === "join" ? Math.ceil(w.timeoutMs / 1000) : 0, abort: (err) => joins.abort(err) });
+  }
+  return rolesOf(spec, joins, launcher !== undefined);
+}
+
 /**
  * Who to start or reach: workers (local, listed, or joining `joins` now), then parameter servers,
  * the same program given different parts at load.
  */
-async function rolesOf(spec: ClusterSpec, joins: JoinListener | undefined): Promise<Role[]> {
+async function rolesOf(spec: ClusterSpec, joins: JoinListener | undefined, launched: boolean): Promise<Role[]> {
   const roles: Role[] = [];
   const w = spec.workers;
   if (w.kind === "local") for (let r = 0; r < w.count; r++) roles.push({ role: "worker", index: r });
   else if (w.kind === "remote") w.urls.forEach((u, r) => roles.push({ role: "worker", index: r, url: u.replace(/\/$/, "") }));
   else if (joins) {
-    process.stderr.write(`meshtrain: waiting up to ${Math.round(w.timeoutMs / 1000)} s for ${w.count} worker(s) to join: meshtrain worker --join ${joinAddress(joins.url)}\n`);
-    for (const j of await joins.waitForAll(w.timeoutMs)) roles.push({ role: "worker", index: j.rank, url: j.url });
+    if (!launched) process.stderr.write(`meshtrain: waiting up to ${Math.round(w.timeoutMs / 1000)} s for ${w.count} worker(s) to join: meshtrain worker --join ${joinAddress(joins.url)}\n`);
+    // A launcher watches its own workers (a pending job, an ssh that failed) to the same deadline and says why in its words; this wait is the backstop.
+    for (const j of await joins.waitForAll(w.timeoutMs + (launched ? 15_000 : 0))) roles.push({ role: "worker", index: j.rank, url: j.url });
   }
   const sv = spec.servers;
   if (sv?.kind === "local") for (let i = 0; i < sv.count; i++) roles.push({ role: "ps", index: i });

@@ -10,6 +10,8 @@ export interface LiveCluster {
   /** Asks a running fit to stop at its next step boundary; false when no fit runs. */
   interrupt(reason: string): boolean;
   close(): Promise<void>;
+  /** A launch still waiting for its workers: an interrupt cancels it rather than a fit. */
+  launching?: boolean;
 }
 
 const live = new Set<LiveCluster>();
@@ -30,9 +32,11 @@ function inKernel(): boolean {
 }
 
 export function register(c: LiveCluster): void {
-  if (live.size > 0) {
-    const lines = [...live].map((l, i) => `  ${i + 1}. ${l.describe()}`);
-    process.stderr.write(`meshtrain: this process still runs ${live.size} cluster(s) launched earlier:\n${lines.join("\n")}\n  close them with their close(), or all at once with closeAll() (import { closeAll } from "meshtrain")\n`);
+  // A waiting launch says nothing: the cluster it becomes registers (and says) next.
+  const earlier = [...live].filter((l) => !l.launching);
+  if (earlier.length > 0 && !c.launching) {
+    const lines = earlier.map((l, i) => `  ${i + 1}. ${l.describe()}`);
+    process.stderr.write(`meshtrain: this process still runs ${earlier.length} cluster(s) launched earlier:\n${lines.join("\n")}\n  close them with their close(), or all at once with closeAll() (import { closeAll } from "meshtrain")\n`);
   }
   live.add(c);
   if (!listening) {
@@ -68,7 +72,9 @@ function onInterrupt(): void {
   if (!again) {
     const stopping = [...live].filter((c) => c.interrupt("fit interrupted (SIGINT: Ctrl-C or the notebook's interrupt)"));
     if (stopping.length > 0) {
-      process.stderr.write(`meshtrain: interrupted: stopping ${stopping.length === 1 ? "the fit" : `${stopping.length} fits`} after the step in flight; interrupt again within 2 s to close the cluster at once\n`);
+      const fits = stopping.filter((c) => !c.launching).length;
+      const parts = [...(fits > 0 ? [`stopping ${fits === 1 ? "the fit" : `${fits} fits`} after the step in flight`] : []), ...(fits < stopping.length ? ["cancelling the launch waiting for workers"] : [])];
+      process.stderr.write(`meshtrain: interrupted: ${parts.join("; ")}; interrupt again within 2 s to close the cluster at once\n`);
       return;
     }
     if (kernel) return;

@@ -229,8 +229,8 @@ function checkLinks(spec: ClusterSpec): void {
       { hint: "raise timeoutMs or lower intervalMs, e.g. .heartbeat({ intervalMs: 1000, timeoutMs: 10000 })" },
     );
   }
-  // Launchers that hand each worker the token themselves (ssh, on its stdin) make one like local clusters do.
-  const handsToken = spec.workers.kind === "join" && spec.workers.launcher?.kind === "ssh";
+  // Launchers that hand each worker the token themselves (ssh on its stdin, Slurm in the job environment) make one like local clusters do.
+  const handsToken = spec.workers.kind === "join" && (spec.workers.launcher?.kind === "ssh" || spec.workers.launcher?.kind === "slurm");
   if (spec.workers.kind !== "local" && !handsToken && spec.token === undefined) {
     throw new ConfigError(
       `${spec.workers.kind === "join" ? (spec.workers.launcher?.kind === "spmd" ? "fromEnv()" : "join()") : "connect()"} to ${workerCount(spec)} worker(s) started elsewhere needs the cluster token: every connection proves it`,

@@ -27,8 +27,25 @@ export const LauncherSpecSchema = z.discriminatedUnion("kind", [
     /** The address the hosts reach the driver at; default: the interface that routes to them. */
     driverHost: z.string().min(1).max(256).optional(),
   }),
+  z.strictObject({
+    /** slurm(): the workers as one batch job (sbatch, then srun inside it). */
+    kind: z.literal("slurm"),
+    nodes: z.number().int().min(1).max(4096),
+    tasksPerNode: z.number().int().min(1).max(256),
+    partition: z.string().min(1).max(200).optional(),
+    /** Slurm's time limit, e.g. "00:30:00". */
+    time: z.string().min(1).max(50).optional(),
+    account: z.string().min(1).max(200).optional(),
+    /** More sbatch arguments, e.g. ["--cpus-per-task=4", "--mem=8G"]. */
+    args: z.array(z.string().max(2000)).max(64),
+    command: z.string().min(1).max(2000).optional(),
+    driverHost: z.string().min(1).max(256).optional(),
+    /** Where the job's output file goes (the current directory). */
+    outputDir: z.string().min(1).max(4096).optional(),
+  }),
 ]);
 
+export type SlurmLauncherSpec = Extract<LauncherSpec, { kind: "slurm" }>;
 export type SshLauncherSpec = Extract<LauncherSpec, { kind: "ssh" }>;
 
 export type LauncherSpec = z.infer<typeof LauncherSpecSchema>;

@@ -5,6 +5,8 @@ export interface LaunchContext {
   /** The address they join (the listener's, as they dial it). */
   joinUrl: string;
   token: string;
+  /** How long the driver waits for every worker to join. */
+  timeoutMs: number;
   /** Seconds a worker waits for the driver to answer and give it a rank. */
   joinTimeoutS: number;
   /** Ends the wait for the workers at once with this error: they will not all come. */
@@ -20,7 +22,7 @@ export interface Launcher {
   /** Where the driver listens for these workers, when the launcher knows better than the spec (the interface towards its hosts). */
   listenHost?(): Promise<string>;
   start(ctx: LaunchContext): Promise<void>;
-  /** For cluster.notes: where the workers run (a job id and its nodes, the hosts). */
-  notes(): string[];
+  /** For cluster.notes, once every worker has joined: where they run (a job id and its nodes, the hosts). */
+  notes(): Promise<string[]>;
   stop(): Promise<void>;
 }

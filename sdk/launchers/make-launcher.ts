@@ -2,6 +2,7 @@ import type { LauncherSpec } from "../config/launcher-spec";
 import type { Launcher } from "./launcher";
 import { SpmdLauncher } from "./spmd-launcher";
 import { SshLauncher } from "./ssh-launcher";
+import { SlurmLauncher } from "./slurm-launcher";
 
 /** The launcher a join() cluster's spec asks for; fromEnv's ranks other than 0 never get here. */
 export function makeLauncher(spec: LauncherSpec): Launcher {
@@ -10,5 +11,7 @@ export function makeLauncher(spec: LauncherSpec): Launcher {
       return new SpmdLauncher(spec.source);
     case "ssh":
       return new SshLauncher(spec);
+    case "slurm":
+      return new SlurmLauncher(spec);
   }
 }

@@ -25,7 +25,7 @@ export class SpmdLauncher implements Launcher {
     });
   }
 
-  notes(): string[] {
+  async notes(): Promise<string[]> {
     return [];
   }
 

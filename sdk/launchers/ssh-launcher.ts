@@ -107,7 +107,7 @@ export class SshLauncher implements Launcher {
     });
   }
 
-  notes(): string[] {
+  async notes(): Promise<string[]> {
     return [`ssh: ${this.started.length} worker(s) on ${this.targets.map((t) => t.label).join(", ")}`];
   }
 

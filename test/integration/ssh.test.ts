@@ -52,8 +52,8 @@ describe("workers started over ssh", () => {
   });
 
   test("two workers on one host; a driver killed outright: its ssh clients end, so the remote workers see stdin close and exit", async () => {
-    const script = path.join(__dirname, "..", "helpers", "ssh-driver-script.js");
-    const driver = spawn(process.execPath, [script, JSON.stringify([b]), JSON.stringify(net.sshArgs), "2"], { stdio: ["ignore", "pipe", "pipe"] });
+    const script = path.join(__dirname, "..", "helpers", "launcher-driver-script.js");
+    const driver = spawn(process.execPath, [script, JSON.stringify({ ssh: { hosts: [b], sshArgs: net.sshArgs, workersPerHost: 2 } })], { stdio: ["ignore", "pipe", "pipe"] });
     try {
       const m = await watchOutput(driver).match(/launched (\d+) (\d+)/, 60_000, "the ssh driver launching");
       const pids = [Number(m[1]), Number(m[2])];

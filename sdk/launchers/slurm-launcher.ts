@@ -1,0 +1,113 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { LaunchError, TimeoutError } from "../errors/errors";
+import type { SlurmLauncherSpec } from "../config/launcher-spec";
+import { localAddressTowards } from "../worker/join-driver";
+import type { LaunchContext, Launcher } from "./launcher";
+import { cancelJob, cancelJobNow, controllerHost, ENDED_STATES, jobStatus, submitJob, type JobStatus } from "./slurm-job";
+import { shellQuote } from "./ssh-target";
+
+/** Every job this process submitted and has not seen end: cancelled when it exits. */
+const jobs = new Set<string>();
+let hooked = false;
+
+/**
+ * slurm(): the workers as one batch job, `srun` starting nodes x tasksPerNode of them; each
+ * takes its rank from SLURM_PROCID and joins the driver. The job is watched while they join: a
+ * job that ends first, or stays pending past the timeout (cancelled then), fails the launch
+ * with Slurm's state and reason. close(), the driver's exit and an interrupt cancel it.
+ */
+export class SlurmLauncher implements Launcher {
+  private id: string | undefined;
+  private status: JobStatus | null = null;
+  private poller: NodeJS.Timeout | undefined;
+  private done = false;
+  private readonly outputFile: string;
+
+  constructor(private readonly spec: SlurmLauncherSpec) {
+    this.outputFile = path.resolve(spec.outputDir ?? ".", "meshtrain-slurm-%j.out");
+  }
+
+  async listenHost(): Promise<string> {
+    if (this.spec.driverHost) return this.spec.driverHost;
+    const controller = await controllerHost();
+    return controller ? localAddressTowards(`ws://${controller}:1`).catch(() => "0.0.0.0") : "0.0.0.0";
+  }
+
+  private command(): string {
+    return this.spec.command ?? [process.execPath, path.join(__dirname, "..", "cli", "main.js")].map(shellQuote).join(" ");
+  }
+
+  private sbatchArgs(): string[] {
+    const s = this.spec;
+    return [
+      "--job-name=meshtrain",
+      `--nodes=${s.nodes}`,
+      `--ntasks-per-node=${s.tasksPerNode}`,
+      `--output=${this.outputFile}`,
+      ...(s.partition ? [`--partition=${s.partition}`] : []),
+      ...(s.time ? [`--time=${s.time}`] : []),
+      ...(s.account ? [`--account=${s.account}`] : []),
+      ...s.args,
+    ];
+  }
+
+  async start(ctx: LaunchContext): Promise<void> {
+    const url = ctx.joinUrl.replace(/\/\/(0\.0\.0\.0|\[::\])(?=:)/, `//${(await this.listenHost().catch(() => "")) || "localhost"}`);
+    // --kill-on-bad-exit: one worker failing ends the step, so the job does not sit half-dead.
+    const script = `#!/bin/sh\nexec srun --kill-on-bad-exit=1 ${this.command()} worker --join ${shellQuote(url)} --join-timeout ${ctx.joinTimeoutS}\n`;
+    this.id = await submitJob(script, this.sbatchArgs(), { ...process.env, MESHTRAIN_TOKEN: ctx.token });
+    jobs.add(this.id);
+    if (!hooked) {
+      hooked = true;
+      process.once("exit", () => jobs.forEach(cancelJobNow));
+    }
+    const deadline = Date.now() + ctx.timeoutMs;
+    const poll = async (): Promise<void> => {
+      if (this.done) return;
+      this.status = (await jobStatus(this.id!)) ?? this.status;
+      const s = this.status;
+      if (!this.done && s && ENDED_STATES.has(s.state)) {
+        jobs.delete(this.id!);
+        this.done = true;
+        return ctx.abort(new LaunchError(`Slurm job ${this.id} ended (${s.state}, exit code ${s.exitCode}${s.reason && s.reason !== "None" ? `, ${s.reason}` : ""}) before all its workers joined`, { hint: `its output (${this.outputPath()}):\n${this.outputTail()}` }));
+      }
+      if (!this.done && s?.state === "PENDING" && Date.now() >= deadline) {
+        this.done = true;
+        await cancelJob(this.id!);
+        jobs.delete(this.id!);
+        return ctx.abort(new TimeoutError(`Slurm job ${this.id} was still pending after ${Math.round(ctx.timeoutMs / 1000)} s (reason: ${s.reason}); it was cancelled`, { details: { waitingFor: `Slurm job ${this.id} to start` }, hint: "ask for fewer nodes or less time, another partition (sinfo shows them), or raise timeoutMs" }));
+      }
+      this.poller = setTimeout(() => void poll(), 1000);
+      this.poller.unref();
+    };
+    await poll();
+  }
+
+  private outputPath(): string {
+    return this.outputFile.replace("%j", this.id ?? "%j");
+  }
+
+  private outputTail(): string {
+    try {
+      return fs.readFileSync(this.outputPath(), "utf8").trim().split("\n").slice(-20).join("\n") || "(empty)";
+    } catch {
+      return "(not readable from the driver's machine)";
+    }
+  }
+
+  /** Called once every worker has joined: the job runs, and its node list is known. */
+  async notes(): Promise<string[]> {
+    clearTimeout(this.poller);
+    this.status = (await jobStatus(this.id!)) ?? this.status;
+    return [`Slurm job ${this.id} on ${this.status?.nodes || "(node list unknown)"}, output in ${this.outputPath()}`];
+  }
+
+  async stop(): Promise<void> {
+    this.done = true;
+    clearTimeout(this.poller);
+    if (this.id === undefined || !jobs.has(this.id)) return;
+    jobs.delete(this.id);
+    await cancelJob(this.id);
+  }
+}
