@@ -4,13 +4,13 @@ import * as net from "node:net";
 import * as path from "node:path";
 import { describe, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
-import { AuthError, cluster, datasets, LaunchError, TimeoutError, type Cluster } from "../../sdk/index";
+import { AuthError, cluster, datasets, LaunchError, TimeoutError } from "../../sdk/index";
 import { offerHandshake } from "../../sdk/transport/handshake";
 import { readJoinFrame, sendJoinFrame } from "../../sdk/transport/join-frames";
 import { dial } from "../../sdk/transport/ws-endpoint";
 import { allExited, startJoiner, type Joiner } from "../helpers/joining";
-import { maxRelativeDifference, smallClassifier } from "../helpers/models";
-import { modelFitReference } from "../helpers/reference";
+import { smallClassifier } from "../helpers/models";
+import { fitsLikeModelFit } from "../helpers/fit-check";
 
 /**
  * Workers that join the driver (`meshtrain worker --join`), as a launcher on other hosts starts
@@ -40,15 +40,6 @@ async function joinCluster(n: number, strategy: "data" | "pipeline", o: { timeou
   return { launching, outcome, url: `ws://127.0.0.1:${port}` };
 }
 
-/** Two epochs of SGD on the cluster equal model.fit's on the same batches (relative difference below 1e-4). */
-async function fitsLikeModelFit(c: Cluster, size: number): Promise<void> {
-  const ds = datasets.synthetic({ inputShape: [6], classes: 3, size, seed: size });
-  const [a, b] = [smallClassifier(6, 3), smallClassifier(6, 3)];
-  await c.fit(a, ds, { epochs: 2, batchSize: 24, shuffle: false, optimizer: "sgd", progress: false });
-  await modelFitReference(b, ds, { epochs: 2, batchSize: 24, optimizer: { name: "sgd", learningRate: 0.01 }, shuffle: false });
-  assert.ok(maxRelativeDifference(a, b) < 1e-4, `relative difference ${maxRelativeDifference(a, b)}`);
-}
-
 describe("workers that join the driver", () => {
   test("ranks from Slurm's environment, --rank and arrival; data parallelism equals model.fit; all exit when the cluster closes", async () => {
     const { launching, url } = await joinCluster(3, "data");
@@ -59,7 +50,7 @@ describe("workers that join the driver", () => {
     try {
       assert.deepEqual(await Promise.all([flag, any, slurm].map((j) => j.joined())), [0, 1, 2]);
       assert.deepEqual(c.workers.map((w) => w.info.pid), [flag, any, slurm].map((j) => j.child.pid));
-      await fitsLikeModelFit(c, 144);
+      await fitsLikeModelFit(c, { size: 144, seed: 144 });
     } finally {
       await c.close();
     }
@@ -71,7 +62,7 @@ describe("workers that join the driver", () => {
     const joiners = [0, 1].map((r) => startJoiner(url, { token: TOKEN, env: { RANK: String(r), WORLD_SIZE: "2" } }));
     const c = await launching;
     try {
-      await fitsLikeModelFit(c, 96);
+      await fitsLikeModelFit(c, { size: 96, seed: 96 });
     } finally {
       await c.close();
     }
