@@ -14,7 +14,8 @@ import type { Plan } from "../plan/plans";
 import { makePlan } from "../strategies/make-plan";
 import { spmdPlace, type FromEnvOptions } from "../launchers/spmd";
 import { serveAsMember } from "../launchers/spmd-member";
-import { defined, FromEnvOptionsSchema, SlurmOptionsSchema, SshHostsSchema, SshOptionsSchema, type SlurmOptions, type SshOptions } from "./launcher-options";
+import { defined, FromEnvOptionsSchema, SlurmOptionsSchema, SshOptionsSchema, type SlurmOptions, type SshOptions } from "./launcher-options";
+import { SshHostsSchema } from "../config/launcher-spec";
 
 interface Draft extends Omit<ClusterSpec, "workers"> {
   readonly workers: WorkersSpec | undefined;

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import * as os from "node:os";
-import type { MeshtrainError } from "../errors/errors";
-import type { ClusterSpec } from "../config/cluster-spec";
+import { TimeoutError, type MeshtrainError } from "../errors/errors";
+import type { ClusterSpec, WorkersSpec } from "../config/cluster-spec";
 import { newToken } from "../transport/auth";
 import { offerHandshake } from "../transport/handshake";
 import { dial } from "../transport/ws-endpoint";
@@ -47,10 +47,10 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
   const processes: LocalWorkerProcess[] = [];
   const handles: WorkerHandle[] = [];
   const w = spec.workers;
-  const launcher = w.kind === "join" && w.launcher ? makeLauncher(w.launcher) : undefined;
+  const launcher = w.kind === "join" && w.launcher ? makeLauncher(w.launcher, w.timeoutMs) : undefined;
   const joins = w.kind === "join" ? await JoinListener.open({ host: (await launcher?.listenHost?.()) ?? w.host, port: w.port, token, expected: w.count, handshakeTimeoutMs: 10_000 }) : undefined;
   try {
-    const roles = await interruptibly(joins, () => launchThenRoles(spec, joins, launcher, token));
+    const roles = await interruptibly(joins, () => (w.kind === "join" && launcher ? launchThenRoles(spec, w, joins!, launcher, token) : rolesOf(spec, joins)));
     if (launcher) notes.push(...(await launcher.notes()));
     const localWorkers = spec.workers.kind === "local" ? spec.workers.count : 0;
     const nameOf = (e: (typeof roles)[number]): string => (e.role === "ps" ? `parameter server ${e.index}` : `worker rank ${e.index}`);
@@ -99,29 +99,32 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
 
 type Role = { role: "worker" | "ps"; index: number; url?: string };
 
-/** Has the launcher, if any, start the workers that join `joins`; then who to start or reach. */
-async function launchThenRoles(spec: ClusterSpec, joins: JoinListener | undefined, launcher: Launcher | undefined, token: string): Promise<Role[]> {
-  const w = spec.workers;
-  if (joins && launcher) {
-    joins.attach(launcher);
-    await launcher.start({ joinUrl: joins.url, token, timeoutMs: w.kind === "join" ? w.timeoutMs : 0, joinTimeoutS: w.kind === "join" ? Math.ceil(w.timeoutMs / 1000) : 0, abort: (err) => joins.abort(err) });
+/**
+ * Has the launcher start the workers that join `joins`, then waits for them; a wait that runs
+ * out gets the launcher's account of why when it has one (a Slurm job still pending).
+ */
+async function launchThenRoles(spec: ClusterSpec, w: Extract<WorkersSpec, { kind: "join" }>, joins: JoinListener, launcher: Launcher, token: string): Promise<Role[]> {
+  joins.attach(launcher);
+  await launcher.start({ joinUrl: joinAddress(joins.url), token, joinTimeoutS: Math.ceil(w.timeoutMs / 1000), abort: (err) => joins.abort(err) });
+  try {
+    return await rolesOf(spec, joins, true);
+  } catch (err) {
+    throw (err instanceof TimeoutError && (await launcher.late?.())) || err;
   }
-  return rolesOf(spec, joins, launcher !== undefined);
 }
 
 /**
  * Who to start or reach: workers (local, listed, or joining `joins` now), then parameter servers,
  * the same program given different parts at load.
  */
-async function rolesOf(spec: ClusterSpec, joins: JoinListener | undefined, launched: boolean): Promise<Role[]> {
+async function rolesOf(spec: ClusterSpec, joins: JoinListener | undefined, launched = false): Promise<Role[]> {
   const roles: Role[] = [];
   const w = spec.workers;
   if (w.kind === "local") for (let r = 0; r < w.count; r++) roles.push({ role: "worker", index: r });
   else if (w.kind === "remote") w.urls.forEach((u, r) => roles.push({ role: "worker", index: r, url: u.replace(/\/$/, "") }));
   else if (joins) {
     if (!launched) process.stderr.write(`meshtrain: waiting up to ${Math.round(w.timeoutMs / 1000)} s for ${w.count} worker(s) to join: meshtrain worker --join ${joinAddress(joins.url)}\n`);
-    // A launcher watches its own workers (a pending job, an ssh that failed) to the same deadline and says why in its words; this wait is the backstop.
-    for (const j of await joins.waitForAll(w.timeoutMs + (launched ? 15_000 : 0))) roles.push({ role: "worker", index: j.rank, url: j.url });
+    for (const j of await joins.waitForAll(w.timeoutMs)) roles.push({ role: "worker", index: j.rank, url: j.url });
   }
   const sv = spec.servers;
   if (sv?.kind === "local") for (let i = 0; i < sv.count; i++) roles.push({ role: "ps", index: i });

@@ -1,23 +1,10 @@
 import { fork, type ChildProcess } from "node:child_process";
 import * as path from "node:path";
 import { LaunchError } from "../errors/errors";
-import { LineSplitter } from "../util/lines";
+import { followLines, type OnLine } from "../util/child-lines";
+import { killOnExit } from "../util/kill-on-exit";
 
-/** Every local worker this process started and has not seen exit; killed when this process exits. */
-const live = new Set<ChildProcess>();
-let exitHookInstalled = false;
-
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  // Workers also exit on their own when the IPC channel to this process closes (a killed
-  // driver or a restarted kernel); this covers a normal exit that forgot close().
-  process.once("exit", () => {
-    for (const child of live) child.kill("SIGKILL");
-  });
-}
-
-export type OnLine = (stream: "stdout" | "stderr", text: string) => void;
+export type { OnLine };
 
 export interface ExitInfo {
   code: number | null;
@@ -26,33 +13,23 @@ export interface ExitInfo {
 
 /** A worker process started on this machine, with the tail of its output for error messages. */
 export class LocalWorkerProcess {
-  private readonly tail: string[] = [];
+  private readonly tail: () => string;
   private exitInfo: ExitInfo | null = null;
   private readonly exited: Promise<ExitInfo>;
   readonly pid: number;
 
   private constructor(readonly child: ChildProcess, onLine: OnLine | undefined) {
     this.pid = child.pid ?? -1;
-    live.add(child);
+    // Workers also exit on their own when the IPC channel to this process closes (a killed
+    // driver or a restarted kernel); this covers a normal exit that forgot close().
+    killOnExit(child);
     this.exited = new Promise((resolve) => {
       child.once("exit", (code, signal) => {
-        live.delete(child);
         this.exitInfo = { code, signal };
         resolve(this.exitInfo);
       });
     });
-    const reader = (stream: "stdout" | "stderr"): ((chunk: Buffer) => void) => {
-      const lines = new LineSplitter();
-      const emit = (line: string): void => {
-        this.tail.push(line);
-        if (this.tail.length > 20) this.tail.shift();
-        onLine?.(stream, line);
-      };
-      child[stream]?.on("end", () => lines.end().forEach(emit));
-      return (chunk) => lines.push(chunk.toString("utf8")).forEach(emit);
-    };
-    child.stdout?.on("data", reader("stdout"));
-    child.stderr?.on("data", reader("stderr"));
+    this.tail = followLines(child, onLine);
   }
 
   /**
@@ -62,7 +39,6 @@ export class LocalWorkerProcess {
    * worker's does (so `onLine` is not given).
    */
   static start(env: NodeJS.ProcessEnv, extraArgs: string[] = [], onLine?: OnLine, o: { host?: string; joins?: string[] } = {}): LocalWorkerProcess {
-    installExitHook();
     const entry = path.join(__dirname, "..", "worker", "main.js");
     const how = o.joins ? o.joins : ["--exit-with-driver"];
     const child = fork(entry, ["--host", o.host ?? "127.0.0.1", "--port", "0", ...how, ...extraArgs], {
@@ -88,7 +64,7 @@ export class LocalWorkerProcess {
   }
 
   output(): string {
-    return this.tail.join("\n");
+    return this.tail();
   }
 
   /** Resolves with the worker's URL once it listens; rejects if it exits or takes too long. */

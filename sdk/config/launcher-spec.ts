@@ -3,6 +3,41 @@ import { z } from "zod";
 /** An ssh() host: "host", "user@host" or "user@host:port" (ssh's own config applies to the name). */
 export const SSH_HOST_PATTERN = /^(?:[A-Za-z0-9._-]+@)?(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 
+const command = z.string().min(1).max(2000).optional();
+const driverHost = z.string().min(1).max(256).optional();
+
+export const SshHostsSchema = z.array(z.string().regex(SSH_HOST_PATTERN, "must be host, user@host or user@host:port")).min(1).max(256);
+
+/** ssh(hosts): workers started through the system's ssh client, workersPerHost on each host in order. */
+export const SshLauncherSpecSchema = z.strictObject({
+  kind: z.literal("ssh"),
+  hosts: SshHostsSchema,
+  workersPerHost: z.number().int().min(1).max(64),
+  /** What runs meshtrain on a host (a shell command line); default: the driver's node and meshtrain paths. */
+  command,
+  /** Extra arguments for every ssh command (-i key, -F config, -J jump host). */
+  sshArgs: z.array(z.string().max(2000)).max(64),
+  /** The address the hosts reach the driver at; default: the interface that routes to them. */
+  driverHost,
+});
+
+/** slurm(): the workers as one batch job (sbatch, then srun inside it). */
+export const SlurmLauncherSpecSchema = z.strictObject({
+  kind: z.literal("slurm"),
+  nodes: z.number().int().min(1).max(4096),
+  tasksPerNode: z.number().int().min(1).max(256),
+  partition: z.string().min(1).max(200).optional(),
+  /** Slurm's time limit, e.g. "00:30:00". */
+  time: z.string().min(1).max(50).optional(),
+  account: z.string().min(1).max(200).optional(),
+  /** More sbatch arguments, e.g. ["--cpus-per-task=4", "--mem=8G"]. */
+  args: z.array(z.string().max(2000)).max(64),
+  command,
+  driverHost,
+  /** Where the job's output file goes (the current directory). */
+  outputDir: z.string().min(1).max(4096).optional(),
+});
+
 /**
  * Who starts the workers that join (join()'s workers): nobody (the user starts them), the
  * job itself (fromEnv()), ssh or Slurm. Each is stopped when the cluster closes.
@@ -15,37 +50,11 @@ export const LauncherSpecSchema = z.discriminatedUnion("kind", [
     /** The environment variables the rank came from, for messages. */
     source: z.string().min(1).max(200),
   }),
-  z.strictObject({
-    /** ssh(hosts): workers started through the system's ssh client, workersPerHost on each host in order. */
-    kind: z.literal("ssh"),
-    hosts: z.array(z.string().regex(SSH_HOST_PATTERN, "must be host, user@host or user@host:port")).min(1).max(256),
-    workersPerHost: z.number().int().min(1).max(64),
-    /** What runs meshtrain on a host (a shell command line); default: the driver's node and meshtrain paths. */
-    command: z.string().min(1).max(2000).optional(),
-    /** Extra arguments for every ssh command (-i key, -F config, -J jump host). */
-    sshArgs: z.array(z.string().max(2000)).max(64),
-    /** The address the hosts reach the driver at; default: the interface that routes to them. */
-    driverHost: z.string().min(1).max(256).optional(),
-  }),
-  z.strictObject({
-    /** slurm(): the workers as one batch job (sbatch, then srun inside it). */
-    kind: z.literal("slurm"),
-    nodes: z.number().int().min(1).max(4096),
-    tasksPerNode: z.number().int().min(1).max(256),
-    partition: z.string().min(1).max(200).optional(),
-    /** Slurm's time limit, e.g. "00:30:00". */
-    time: z.string().min(1).max(50).optional(),
-    account: z.string().min(1).max(200).optional(),
-    /** More sbatch arguments, e.g. ["--cpus-per-task=4", "--mem=8G"]. */
-    args: z.array(z.string().max(2000)).max(64),
-    command: z.string().min(1).max(2000).optional(),
-    driverHost: z.string().min(1).max(256).optional(),
-    /** Where the job's output file goes (the current directory). */
-    outputDir: z.string().min(1).max(4096).optional(),
-  }),
+  SshLauncherSpecSchema,
+  SlurmLauncherSpecSchema,
 ]);
 
-export type SlurmLauncherSpec = Extract<LauncherSpec, { kind: "slurm" }>;
-export type SshLauncherSpec = Extract<LauncherSpec, { kind: "ssh" }>;
+export type SlurmLauncherSpec = z.infer<typeof SlurmLauncherSpecSchema>;
+export type SshLauncherSpec = z.infer<typeof SshLauncherSpecSchema>;
 
 export type LauncherSpec = z.infer<typeof LauncherSpecSchema>;

@@ -5,13 +5,13 @@ import { SshLauncher } from "./ssh-launcher";
 import { SlurmLauncher } from "./slurm-launcher";
 
 /** The launcher a join() cluster's spec asks for; fromEnv's ranks other than 0 never get here. */
-export function makeLauncher(spec: LauncherSpec): Launcher {
+export function makeLauncher(spec: LauncherSpec, timeoutMs: number): Launcher {
   switch (spec.kind) {
     case "spmd":
       return new SpmdLauncher(spec.source);
     case "ssh":
       return new SshLauncher(spec);
     case "slurm":
-      return new SlurmLauncher(spec);
+      return new SlurmLauncher(spec, timeoutMs);
   }
 }

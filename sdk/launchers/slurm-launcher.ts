@@ -1,10 +1,11 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { LaunchError, TimeoutError } from "../errors/errors";
+import { LaunchError, TimeoutError, type MeshtrainError } from "../errors/errors";
 import type { SlurmLauncherSpec } from "../config/launcher-spec";
 import { localAddressTowards } from "../worker/join-driver";
 import type { LaunchContext, Launcher } from "./launcher";
 import { cancelJob, cancelJobNow, controllerHost, ENDED_STATES, jobStatus, submitJob, type JobStatus } from "./slurm-job";
+import { meshtrainCommand } from "./remote-command";
 import { shellQuote } from "./ssh-target";
 
 /** Every job this process submitted and has not seen end: cancelled when it exits. */
@@ -14,7 +15,7 @@ let hooked = false;
 /**
  * slurm(): the workers as one batch job, `srun` starting nodes x tasksPerNode of them; each
  * takes its rank from SLURM_PROCID and joins the driver. The job is watched while they join: a
- * job that ends first, or stays pending past the timeout (cancelled then), fails the launch
+ * job that ends first, or is still pending when the wait runs out (cancelled then), fails the launch
  * with Slurm's state and reason. close(), the driver's exit and an interrupt cancel it.
  */
 export class SlurmLauncher implements Launcher {
@@ -24,7 +25,8 @@ export class SlurmLauncher implements Launcher {
   private done = false;
   private readonly outputFile: string;
 
-  constructor(private readonly spec: SlurmLauncherSpec) {
+  /** `timeoutMs`: how long the driver waits for the workers to join (for the message of a job still pending). */
+  constructor(private readonly spec: SlurmLauncherSpec, private readonly timeoutMs: number) {
     this.outputFile = path.resolve(spec.outputDir ?? ".", "meshtrain-slurm-%j.out");
   }
 
@@ -32,10 +34,6 @@ export class SlurmLauncher implements Launcher {
     if (this.spec.driverHost) return this.spec.driverHost;
     const controller = await controllerHost();
     return controller ? localAddressTowards(`ws://${controller}:1`).catch(() => "0.0.0.0") : "0.0.0.0";
-  }
-
-  private command(): string {
-    return this.spec.command ?? [process.execPath, path.join(__dirname, "..", "cli", "main.js")].map(shellQuote).join(" ");
   }
 
   private sbatchArgs(): string[] {
@@ -53,16 +51,14 @@ export class SlurmLauncher implements Launcher {
   }
 
   async start(ctx: LaunchContext): Promise<void> {
-    const url = ctx.joinUrl.replace(/\/\/(0\.0\.0\.0|\[::\])(?=:)/, `//${(await this.listenHost().catch(() => "")) || "localhost"}`);
     // --kill-on-bad-exit: one worker failing ends the step, so the job does not sit half-dead.
-    const script = `#!/bin/sh\nexec srun --kill-on-bad-exit=1 ${this.command()} worker --join ${shellQuote(url)} --join-timeout ${ctx.joinTimeoutS}\n`;
+    const script = `#!/bin/sh\nexec srun --kill-on-bad-exit=1 ${meshtrainCommand(this.spec.command)} worker --join ${shellQuote(ctx.joinUrl)} --join-timeout ${ctx.joinTimeoutS}\n`;
     this.id = await submitJob(script, this.sbatchArgs(), { ...process.env, MESHTRAIN_TOKEN: ctx.token });
     jobs.add(this.id);
     if (!hooked) {
       hooked = true;
       process.once("exit", () => jobs.forEach(cancelJobNow));
     }
-    const deadline = Date.now() + ctx.timeoutMs;
     const poll = async (): Promise<void> => {
       if (this.done) return;
       this.status = (await jobStatus(this.id!)) ?? this.status;
@@ -72,16 +68,18 @@ export class SlurmLauncher implements Launcher {
         this.done = true;
         return ctx.abort(new LaunchError(`Slurm job ${this.id} ended (${s.state}, exit code ${s.exitCode}${s.reason && s.reason !== "None" ? `, ${s.reason}` : ""}) before all its workers joined`, { hint: `its output (${this.outputPath()}):\n${this.outputTail()}` }));
       }
-      if (!this.done && s?.state === "PENDING" && Date.now() >= deadline) {
-        this.done = true;
-        await cancelJob(this.id!);
-        jobs.delete(this.id!);
-        return ctx.abort(new TimeoutError(`Slurm job ${this.id} was still pending after ${Math.round(ctx.timeoutMs / 1000)} s (reason: ${s.reason}); it was cancelled`, { details: { waitingFor: `Slurm job ${this.id} to start` }, hint: "ask for fewer nodes or less time, another partition (sinfo shows them), or raise timeoutMs" }));
-      }
       this.poller = setTimeout(() => void poll(), 1000);
       this.poller.unref();
     };
     await poll();
+  }
+
+  /** A job still pending when the join's time ran out: cancelled, and reported with Slurm's reason. */
+  async late(): Promise<MeshtrainError | undefined> {
+    const s = (await jobStatus(this.id!)) ?? this.status;
+    if (s?.state !== "PENDING") return undefined;
+    await this.stop();
+    return new TimeoutError(`Slurm job ${this.id} was still pending after ${Math.round(this.timeoutMs / 1000)} s (reason: ${s.reason}); it was cancelled`, { details: { waitingFor: `Slurm job ${this.id} to start` }, hint: "ask for fewer nodes or less time, another partition (sinfo shows them), or raise timeoutMs" });
   }
 
   private outputPath(): string {

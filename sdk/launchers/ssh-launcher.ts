@@ -1,19 +1,16 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import * as path from "node:path";
 import { LaunchError } from "../errors/errors";
 import type { SshLauncherSpec } from "../config/launcher-spec";
 import { VERSION } from "../version";
 import { localAddressTowards } from "../worker/join-driver";
-import { keepTail } from "./child-tail";
+import { followLines } from "../util/child-lines";
+import { killOnExit } from "../util/kill-on-exit";
+import { meshtrainCommand } from "./remote-command";
 import type { LaunchContext, Launcher } from "./launcher";
 import { judgePreflight, type PreflightRun } from "./preflight-report";
 import { parseSshTarget, resolvedHostName, shellQuote, sshArgv, type SshTarget } from "./ssh-target";
 
 const NODE_MAJOR = 20;
-
-/** Every ssh client this process started and has not seen exit: killed when it exits, so the remote workers see stdin close. */
-const live = new Set<ChildProcess>();
-let hooked = false;
 
 interface Started {
   child: ChildProcess;
@@ -38,36 +35,32 @@ export class SshLauncher implements Launcher {
     this.targets = spec.hosts.map(parseSshTarget);
   }
 
-  /** The command that runs meshtrain on a host: the driver's own node and meshtrain paths unless given (as ipyparallel's launchers assume). */
   private command(): string {
-    return this.spec.command ?? [process.execPath, path.join(__dirname, "..", "cli", "main.js")].map(shellQuote).join(" ");
+    return meshtrainCommand(this.spec.command);
   }
 
   /** Where the driver listens: the given host, else the interface that routes to the hosts (every interface if they differ). */
   async listenHost(): Promise<string> {
+    if (this.spec.driverHost) return this.spec.driverHost;
     const names = await Promise.all(this.targets.map((t) => resolvedHostName(t, this.spec.sshArgs)));
     this.towards = await Promise.all(names.map((n) => localAddressTowards(`ws://${n.includes(":") ? `[${n}]` : n}:22`).catch(() => "0.0.0.0")));
-    if (this.spec.driverHost) return this.spec.driverHost;
     return new Set(this.towards).size === 1 && this.towards[0] !== "0.0.0.0" ? this.towards[0]! : "0.0.0.0";
   }
 
-  private urlFor(i: number, port: string): string {
-    const host = this.spec.driverHost ?? this.towards[i]!;
-    return `ws://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  /** Where host `i` dials the driver: the address on the interface that routes to it, else the listener's own. */
+  private urlFor(i: number, joinUrl: string): string {
+    const host = this.towards[i];
+    if (host === undefined || host === "0.0.0.0") return joinUrl;
+    return `ws://${host.includes(":") ? `[${host}]` : host}:${new URL(joinUrl).port}`;
   }
 
   async start(ctx: LaunchContext): Promise<void> {
-    if (!hooked) {
-      hooked = true;
-      process.once("exit", () => live.forEach((c) => c.kill("SIGKILL")));
-    }
-    const port = new URL(ctx.joinUrl).port;
-    const problems = (await Promise.all(this.targets.map((t, i) => this.preflight(t, this.urlFor(i, port))))).flatMap((p, i) => (p ? [`${this.targets[i]!.label}: ${p}`] : []));
+    const problems = (await Promise.all(this.targets.map((t, i) => this.preflight(t, this.urlFor(i, ctx.joinUrl))))).flatMap((p, i) => (p ? [`${this.targets[i]!.label}: ${p}`] : []));
     if (problems.length > 0) {
       throw new LaunchError(`ssh preflight failed on ${problems.length} of ${this.targets.length} host(s):\n  ${problems.join("\n  ")}`, { details: { waitingFor: "every host's preflight" }, hint: "fix those hosts (or leave them out) and launch again; nothing was started" });
     }
     this.targets.forEach((t, i) => {
-      for (let k = 0; k < this.spec.workersPerHost; k++) this.startWorker(ctx, t, i * this.spec.workersPerHost + k, this.urlFor(i, port));
+      for (let k = 0; k < this.spec.workersPerHost; k++) this.startWorker(ctx, t, i * this.spec.workersPerHost + k, this.urlFor(i, ctx.joinUrl));
     });
   }
 
@@ -93,15 +86,15 @@ export class SshLauncher implements Launcher {
     const remote = `${this.command()} worker --join ${shellQuote(url)} --rank ${rank} --token-stdin --join-timeout ${ctx.joinTimeoutS}`;
     // Its own process group: a notebook's interrupt (SIGINT to the kernel's group) must not end the workers.
     const child = spawn("ssh", sshArgv(t, this.spec.sshArgs, remote), { stdio: ["pipe", "pipe", "pipe"], detached: true });
-    live.add(child);
-    const output = keepTail(child);
+    killOnExit(child);
+    // Its lines are not shown as they come: a joined worker's output reaches the driver through its connection.
+    const output = followLines(child);
     child.stdin.on("error", () => undefined);
     child.stdin.write(`${ctx.token}\n`);
     child.unref();
     for (const s of [child.stdin, child.stdout, child.stderr]) (s as unknown as { unref?: () => void }).unref?.();
     this.started.push({ child, rank, target: t, output });
     child.once("exit", (code, signal) => {
-      live.delete(child);
       if (this.stopping) return;
       ctx.abort(new LaunchError(`the worker for rank ${rank} on ${t.label} ended (ssh ${signal ? `killed by ${signal}` : `exit code ${code}`}) before the cluster closed`, { details: { rank }, hint: `its output:\n${output() || "(none)"}` }));
     });

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
+import * as net from "node:net";
 import * as path from "node:path";
 import { watchOutput } from "./watch-output";
 
@@ -14,6 +15,30 @@ export function isAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** A port free on 127.0.0.1 now, for a listener the test tells its processes about. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Pids of processes whose command line contains `text` (network namespaces here share one pid space). */
+export function processesMatching(text: string): number[] {
+  const pids: number[] = [];
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      if (fs.readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0").join(" ").includes(text)) pids.push(Number(entry));
+    } catch {
+      // It exited while we looked.
+    }
+  }
+  return pids;
 }
 
 export async function waitFor(what: string, cond: () => boolean, timeoutMs: number): Promise<void> {

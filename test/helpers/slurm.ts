@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { waitFor } from "./processes";
+import { processesMatching, waitFor } from "./processes";
 import { ensureDebianPackages } from "./system-deps";
 
 /**
@@ -85,13 +85,7 @@ export async function startSlurm(): Promise<TestSlurm> {
       if (pid > 0) sh("kill", ["-9", String(pid)]);
     }
     // Step daemons outlive a slurmd killed outright.
-    for (const pid of fs.readdirSync("/proc").filter((e) => /^\d+$/.test(e))) {
-      try {
-        if (fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "slurmstepd") process.kill(Number(pid), "SIGKILL");
-      } catch {
-        // Gone already, or not ours to signal.
-      }
-    }
+    for (const pid of processesMatching("slurmstepd")) sh("kill", ["-9", String(pid)]);
     if (startedMunge && fs.existsSync("/run/munge/munged.pid")) sh("kill", [fs.readFileSync("/run/munge/munged.pid", "utf8").trim()]);
     fs.writeFileSync("/etc/hosts", fs.readFileSync("/etc/hosts", "utf8").split("\n").filter((l) => l !== HOSTS_LINE).join("\n"));
     fs.rmSync(dir, { recursive: true, force: true });

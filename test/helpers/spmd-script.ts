@@ -1,7 +1,6 @@
 import * as tf from "@tensorflow/tfjs";
-import { cluster, datasets } from "../../sdk/index";
-import { maxRelativeDifference, smallClassifier } from "./models";
-import { modelFitReference } from "./reference";
+import { cluster } from "../../sdk/index";
+import { differenceFromModelFit } from "./fit-check";
 
 /**
  * One rank of a script run the same way on every node (`srun node spmd-script.js <port>
@@ -17,11 +16,7 @@ async function main(): Promise<void> {
   const c = await (strategy === "pipeline" ? b.strategy("pipeline", { microBatches: 2 }) : b.strategy("data")).launch();
   process.stdout.write(`driver: workers ${JSON.stringify(c.workers.map((w) => w.info.pid))}\n`);
   if (hold) await new Promise((resolve) => setTimeout(resolve, 120_000));
-  const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 96, seed: 7 });
-  const [a, ref] = [smallClassifier(6, 3), smallClassifier(6, 3)];
-  await c.fit(a, ds, { epochs: 2, batchSize: 24, shuffle: false, optimizer: "sgd", progress: false });
-  await modelFitReference(ref, ds, { epochs: 2, batchSize: 24, optimizer: { name: "sgd", learningRate: 0.01 }, shuffle: false });
-  process.stdout.write(`result ${JSON.stringify({ size: c.size, difference: maxRelativeDifference(a, ref) })}\n`);
+  process.stdout.write(`result ${JSON.stringify({ size: c.size, difference: await differenceFromModelFit(c, { size: 96, seed: 7 }) })}\n`);
   await c.close();
 }
 

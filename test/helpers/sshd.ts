@@ -74,17 +74,3 @@ export async function startSshHosts(n: number, subnet: string): Promise<SshHosts
     destroy,
   };
 }
-
-/** Pids of processes whose command line contains `text` (every namespace here shares one pid space). */
-export function processesMatching(text: string): number[] {
-  const pids: number[] = [];
-  for (const entry of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    try {
-      if (fs.readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0").join(" ").includes(text)) pids.push(Number(entry));
-    } catch {
-      // It exited while we looked.
-    }
-  }
-  return pids;
-}

@@ -1,9 +1,8 @@
 import assert from "node:assert/strict";
-import * as net from "node:net";
 import * as path from "node:path";
 import { describe, test } from "node:test";
 import { allExited, startNode, type Joiner } from "../helpers/joining";
-import { isAlive, waitFor } from "../helpers/processes";
+import { freePort, isAlive, waitFor } from "../helpers/processes";
 
 /**
  * cluster().fromEnv(): one script run on every node, torchrun-style. Three real processes on
@@ -14,15 +13,6 @@ import { isAlive, waitFor } from "../helpers/processes";
 
 const TOKEN = "spmd-test-token-0123456789abcdef";
 const SCRIPT = path.join(__dirname, "..", "helpers", "spmd-script.js");
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function rank(r: number, n: number, port: number, args: string[], env: NodeJS.ProcessEnv): Joiner {
   return startNode([SCRIPT, String(port), ...args], { token: TOKEN, env: { ...env, MESHTRAIN_DRIVER: "", RANK: undefined, WORLD_SIZE: undefined, SLURM_PROCID: undefined, TF_CONFIG: undefined, ...rankVars(r, n, env) } });

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import * as net from "node:net";
 import * as path from "node:path";
 import { describe, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
@@ -11,6 +10,7 @@ import { dial } from "../../sdk/transport/ws-endpoint";
 import { allExited, startJoiner, type Joiner } from "../helpers/joining";
 import { smallClassifier } from "../helpers/models";
 import { fitsLikeModelFit } from "../helpers/fit-check";
+import { freePort } from "../helpers/processes";
 
 /**
  * Workers that join the driver (`meshtrain worker --join`), as a launcher on other hosts starts
@@ -21,15 +21,6 @@ import { fitsLikeModelFit } from "../helpers/fit-check";
 
 tf.enableProdMode();
 const TOKEN = "join-test-token-0123456789abcdef";
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** A launch that waits for `n` joining workers on a free port; `outcome` settles it at once (for the failure tests). */
 async function joinCluster(n: number, strategy: "data" | "pipeline", o: { timeoutMs?: number; elastic?: boolean } = {}) {

@@ -5,9 +5,8 @@ import { after, before, describe, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { cluster, LaunchError, TimeoutError } from "../../sdk/index";
 import { fitsLikeModelFit } from "../helpers/fit-check";
-import { waitFor } from "../helpers/processes";
+import { processesMatching, waitFor } from "../helpers/processes";
 import { startSlurm, type TestSlurm } from "../helpers/slurm";
-import { processesMatching } from "../helpers/sshd";
 import { watchOutput } from "../helpers/watch-output";
 
 /**

@@ -6,8 +6,8 @@ import { after, before, describe, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { cluster, LaunchError } from "../../sdk/index";
 import { fitsLikeModelFit } from "../helpers/fit-check";
-import { isAlive, waitFor } from "../helpers/processes";
-import { processesMatching, SSHD, startSshHosts, type SshHosts } from "../helpers/sshd";
+import { isAlive, processesMatching, waitFor } from "../helpers/processes";
+import { SSHD, startSshHosts, type SshHosts } from "../helpers/sshd";
 import { ensureDebianPackages } from "../helpers/system-deps";
 import { watchOutput } from "../helpers/watch-output";
 
