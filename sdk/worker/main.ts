@@ -69,8 +69,9 @@ export function runWorker(o: WorkerOptions): Promise<number> {
     maxFrameBytes: o.maxFrameBytes,
     maxConnections: 256,
     handshakeTimeoutMs: 10_000,
-    // A joined worker belongs to its driver's job: it ends with the driver's session.
-    exitWithDriver: o.exitWithDriver || o.join !== undefined,
+    // A joined worker ends when its lifeline to the driver closes (joinThenWatch), with 0 for a
+    // close and 1 for a driver that vanished; its session ending too must not race that with a 0.
+    exitWithDriver: o.exitWithDriver && o.join === undefined,
     version: VERSION,
     ...(o.tls ? { tls: { cert: o.tls.cert.toString("utf8"), key: o.tls.key.toString("utf8") } } : {}),
   };
