@@ -12,6 +12,8 @@ export interface DemoOptions {
   backend: BackendChoice;
   model: DemoModel;
   learningRate: number;
+  /** Wait for `workers` workers to join here instead of starting them (e.g. pods in Kubernetes). */
+  join?: { host: string; port: number; token: string; timeoutMs: number };
 }
 
 /**
@@ -28,8 +30,10 @@ export async function runDemo(o: DemoOptions): Promise<{ accuracy: number; sampl
     process.stdout.write(`${line}\n`);
   };
   out(`meshtrain demo: ${o.model.toUpperCase()} on MNIST (${train.size} training digits, ${test.size} held out)`);
-  out(`starting ${o.workers} local worker(s), strategy "data", backend "${o.backend}"...`);
-  const builder = cluster().workers(o.workers).backend(o.backend).strategy("data");
+  const j = o.join;
+  const workers = j === undefined ? cluster().workers(o.workers).backend(o.backend) : cluster().join({ workers: o.workers, host: j.host, port: j.port, timeoutMs: j.timeoutMs }).token(j.token);
+  out(j === undefined ? `starting ${o.workers} local worker(s), strategy "data", backend "${o.backend}"...` : `waiting for ${o.workers} worker(s) to join at ws://${j.host}:${j.port}, strategy "data"...`);
+  const builder = workers.strategy("data");
   const model = buildDemoModel(o.model);
   const c = await builder.launch();
   try {

@@ -3,13 +3,14 @@ import * as fs from "node:fs";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { cluster } from "../cluster/builder";
 import { ConfigError, isMeshtrainError } from "../errors/errors";
-import { BACKEND_CHOICES, type BackendChoice } from "../config/backend";
+import { BACKEND_CHOICES } from "../config/backend";
 import { VERSION } from "../version";
 import { DEFAULT_WORKER_OPTIONS, runWorker } from "../worker/main";
-import { runDemo } from "./demo";
+import { runDemo, type DemoOptions } from "./demo";
 import { joinTarget, readToken } from "./join-options";
 import { exitWhenStdinCloses, tokenFromStdin } from "./stdin-token";
 import { runPreflight } from "./preflight";
+import { writeK8s, type K8sCliOptions } from "./k8s";
 import { describeRankEnv, detectRankEnv } from "../launchers/rank-env";
 import { quietCpuBanner } from "../backends/quiet-banner";
 import { exportNotebook, installKernel, KERNEL_NAME } from "./jupyter";
@@ -116,6 +117,21 @@ program
     process.stdout.write(`${describeRankEnv(detectRankEnv())}\n`);
   });
 
+interface DemoCliOptions extends Omit<DemoOptions, "join"> {
+  joinPort?: number;
+  host: string;
+  tokenFile?: string;
+  joinTimeout: number;
+}
+
+/** --join-port's listener, with the token it needs (checked now, before MNIST loads). */
+function demoJoin(o: DemoCliOptions): Pick<DemoOptions, "join"> {
+  if (o.joinPort === undefined) return {};
+  const token = readToken({ tokenFile: o.tokenFile });
+  if (token === undefined) throw new ConfigError("demo --join-port needs the cluster token the workers were given", { hint: "pass --token-file <file> or set MESHTRAIN_TOKEN" });
+  return { join: { host: o.host, port: o.joinPort, token, timeoutMs: o.joinTimeout * 1000 } };
+}
+
 program
   .command("demo")
   .description("train a model on MNIST with a local cluster of CPU workers, then test it on held-out digits")
@@ -125,8 +141,12 @@ program
   .option("--learning-rate <lr>", "Adam's learning rate", positive, 0.001)
   .addOption(new Option("--backend <name>", "TF.js backend on the workers").choices(BACKEND_CHOICES).default("auto"))
   .addOption(new Option("--model <name>", "model to train").choices(DEMO_MODELS).default("cnn"))
-  .action(async (o: { workers: number; epochs: number; batchSize: number; learningRate: number; backend: BackendChoice; model: DemoModel }) => {
-    const result = await runDemo(o);
+  .option("--join-port <port>", "wait for --workers workers to join on this port (meshtrain worker --join) instead of starting them, as the driver pod `meshtrain k8s` writes does; the token from --token-file or MESHTRAIN_TOKEN", int(0))
+  .option("--host <address>", "with --join-port: the interface to listen on (0.0.0.0 for other machines)", "127.0.0.1")
+  .option("--token-file <file>", "with --join-port: read the cluster token from this file")
+  .option("--join-timeout <seconds>", "with --join-port: how long to wait for the workers", int(1), 600)
+  .action(async (o: DemoCliOptions) => {
+    const result = await runDemo({ ...o, ...demoJoin(o) });
     process.exit(result.accuracy >= 0.9 ? 0 : 1);
   });
 
@@ -139,6 +159,28 @@ program
   .action((o: { workers: number; batchSize: number; model: DemoModel }) => {
     const plan = cluster().workers(o.workers).strategy("data").plan(buildDemoModel(o.model), { batchSize: o.batchSize });
     process.stdout.write(`${String(plan)}\n`);
+  });
+
+program
+  .command("k8s")
+  .description("write Kubernetes manifests for a run inside a cluster: a Secret with a fresh token, a headless Service for the driver, the driver Job, and an Indexed Job of workers that join it; pods sized by the plan's memory estimate")
+  .requiredOption("--workers <n>", "worker pods", int(1))
+  .requiredOption("--image <image>", "a container image with node >= 20 and meshtrain installed")
+  .option("--name <name>", "prefix of every object's name", "meshtrain")
+  .option("--namespace <namespace>", "the objects' namespace (default: the one kubectl apply uses)")
+  .option("--port <port>", "the driver's join port", int(1), 7071)
+  .option("--model <name|model.json>", `the model the plan sizes the pods for: a demo model (${DEMO_MODELS.join(", ")}), which the default driver trains, or your model's model.json (with --driver-command)`, "cnn")
+  .option("--batch-size <n>", "global batch, for the demo and the memory estimate", int(1), 64)
+  .addOption(new Option("--optimizer <name>", "for the memory estimate's optimizer state").choices(["sgd", "momentum", "adam", "rmsprop"]).default("adam"))
+  .option("--cpu <cores>", "cores each pod requests", "1")
+  .option("--memory <quantity>", "each worker pod's memory, e.g. 2Gi (default: from the plan's estimate)")
+  .option("--driver-memory <quantity>", "the driver pod's memory (default: from the plan's estimate)")
+  .option("--meshtrain <command>", "how the image runs meshtrain", "meshtrain")
+  .option("--driver-command <command>", "the driver container's command, e.g. \"node train.js\" (default: meshtrain demo waiting for the workers); it gets MESHTRAIN_WORKERS, MESHTRAIN_PORT and MESHTRAIN_TOKEN")
+  .option("--token-file <file>", "put this token in the Secret instead of a fresh one")
+  .option("--out <file>", "write the manifests here (mode 0600) instead of stdout")
+  .action(async (o: K8sCliOptions) => {
+    await writeK8s(o);
   });
 
 const kernel = program.command("kernel").description("the Jupyter kernel for notebooks that use meshtrain");

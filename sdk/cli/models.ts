@@ -1,4 +1,6 @@
+import * as fs from "node:fs";
 import * as tf from "@tensorflow/tfjs";
+import { ConfigError } from "../errors/errors";
 
 /**
  * The models the CLI's demo and plan commands and the benchmarks build: ordinary single-device
@@ -35,5 +37,24 @@ export function buildDemoModel(name: DemoModel, seed = 42): tf.LayersModel {
           tf.layers.dense({ units: 10, activation: "softmax", kernelInitializer: init(3) }),
         ],
       });
+  }
+}
+
+/**
+ * A demo model by name, or the topology in a TF.js/Keras model.json (what model.save() writes;
+ * weights are not needed to size a run).
+ */
+export async function modelFromArg(arg: string): Promise<tf.LayersModel> {
+  if ((DEMO_MODELS as readonly string[]).includes(arg)) return buildDemoModel(arg as DemoModel);
+  let json: unknown;
+  try {
+    json = JSON.parse(fs.readFileSync(arg, "utf8"));
+  } catch (err) {
+    throw new ConfigError(`--model ${arg}: neither a demo model (${DEMO_MODELS.join(", ")}) nor a readable model.json (${err instanceof Error ? err.message : String(err)})`, { hint: "name a demo model, or the model.json that model.save() wrote for your model" });
+  }
+  try {
+    return await tf.models.modelFromJSON(json as tf.io.ModelJSON);
+  } catch (err) {
+    throw new ConfigError(`--model ${arg}: TF.js cannot build a model from it (${err instanceof Error ? err.message : String(err)})`, { hint: "give a TF.js LayersModel's model.json; custom layers need registering, which this command cannot do" });
   }
 }

@@ -1,0 +1,103 @@
+import * as fs from "node:fs";
+import type * as tf from "@tensorflow/tfjs";
+import { stringify } from "yaml";
+import { cluster } from "../cluster/builder";
+import { newToken } from "../transport/auth";
+import { VERSION } from "../version";
+import { k8sManifests, type K8sRun, type KubeObject } from "../launchers/k8s-manifests";
+import { checkQuantity, podMemory } from "../launchers/k8s-resources";
+import { ConfigError } from "../errors/errors";
+import type { MemoryEstimate } from "../plan/memory";
+import { DEMO_MODELS, modelFromArg } from "./models";
+import { readToken } from "./join-options";
+
+export interface K8sCliOptions {
+  workers: number;
+  image: string;
+  name: string;
+  namespace?: string;
+  port: number;
+  /** A demo model's name, or a model.json to size the pods for. */
+  model: string;
+  batchSize: number;
+  optimizer: "sgd" | "momentum" | "adam" | "rmsprop";
+  cpu: string;
+  memory?: string;
+  driverMemory?: string;
+  meshtrain: string;
+  driverCommand?: string;
+  tokenFile?: string;
+  out?: string;
+}
+
+function words(line: string): string[] {
+  return line.trim().split(/\s+/).filter((w) => w !== "");
+}
+
+/** A data-parallel replica's memory estimate on `workers` workers (the plan splits the batch). */
+function replicaMemory(model: tf.LayersModel, workers: number, token: string, o: K8sCliOptions): MemoryEstimate {
+  const plan = cluster().join({ workers }).token(token).strategy("data").plan(model, { batchSize: o.batchSize, optimizer: o.optimizer });
+  if (plan.strategy !== "data") throw new Error(`a data-parallel cluster planned "${plan.strategy}"`);
+  return plan.memory;
+}
+
+/** The run `meshtrain k8s` describes: the plan's memory estimate sizes the pods. */
+export async function k8sRun(o: K8sCliOptions): Promise<K8sRun> {
+  const demoModel = (DEMO_MODELS as readonly string[]).includes(o.model);
+  if (!demoModel && o.driverCommand === undefined) {
+    throw new ConfigError(`--model ${o.model} sizes the pods, but the default driver trains a demo model`, { hint: 'add --driver-command "node train.js" (your script, in the image) to run your model' });
+  }
+  checkQuantity("--cpu", o.cpu, "cpu");
+  for (const [flag, v] of [["--memory", o.memory], ["--driver-memory", o.driverMemory]] as const) if (v !== undefined) checkQuantity(flag, v, "memory");
+  const token = (o.tokenFile !== undefined ? readToken({ tokenFile: o.tokenFile }) : undefined) ?? newToken();
+  const model = await modelFromArg(o.model);
+  const perWorker = replicaMemory(model, o.workers, token, o);
+  // The driver holds the whole model and, in the demo, evaluates with it; its dataset is on top.
+  const driver = replicaMemory(model, 1, token, o);
+  model.dispose();
+  const meshtrain = words(o.meshtrain);
+  const demo = [...meshtrain, "demo", "--workers", String(o.workers), "--join-port", String(o.port), "--host", "0.0.0.0", "--model", o.model, "--batch-size", String(o.batchSize)];
+  return {
+    name: o.name,
+    ...(o.namespace !== undefined ? { namespace: o.namespace } : {}),
+    image: o.image,
+    workers: o.workers,
+    port: o.port,
+    token,
+    meshtrain,
+    driverCommand: o.driverCommand !== undefined ? words(o.driverCommand) : demo,
+    cpu: o.cpu,
+    memory: podMemory(perWorker, o.memory, "per worker"),
+    driverMemory: podMemory(driver, o.driverMemory, "for the driver"),
+  };
+}
+
+/** The manifests as one YAML stream, with a header saying how to apply them. */
+export function manifestsYaml(objects: readonly KubeObject[], r: K8sRun): string {
+  const header = [
+    `# meshtrain ${VERSION}: ${r.workers} worker(s) joining the driver ${r.name}-driver:${r.port}, image ${r.image}`,
+    "# holds a fresh cluster token in a Secret: keep this file private.",
+    "# apply: kubectl apply -f <this file>; follow: kubectl logs -f job/" + `${r.name}-driver`,
+  ];
+  return `${header.join("\n")}\n${objects.map((o) => stringify(o, { lineWidth: 0 })).join("---\n")}`;
+}
+
+/** `meshtrain k8s`: writes the manifests (to --out, else stdout) and says what to do next on stderr. */
+export async function writeK8s(o: K8sCliOptions): Promise<void> {
+  const r = await k8sRun(o);
+  const text = manifestsYaml(k8sManifests(r), r);
+  if (o.out === undefined) process.stdout.write(text);
+  else fs.writeFileSync(o.out, text, { mode: 0o600 });
+  const target = o.out ?? "-";
+  process.stderr.write(
+    [
+      `meshtrain k8s: a Secret, a headless Service, the driver Job and an Indexed Job of ${r.workers} worker(s)${o.out !== undefined ? ` in ${o.out}` : ""}`,
+      `  worker pods: ${r.memory.reason}; cpu ${r.cpu}`,
+      `  driver pod: ${r.driverMemory.reason}`,
+      `  run:    kubectl apply -f ${target}`,
+      `  watch:  kubectl logs -f job/${r.name}-driver`,
+      `  remove: kubectl delete job,service,secret -l app.kubernetes.io/instance=${r.name}`,
+      "",
+    ].join("\n"),
+  );
+}

@@ -1,0 +1,107 @@
+import { ConfigError } from "../errors/errors";
+import { VERSION } from "../version";
+import type { PodMemory } from "./k8s-resources";
+
+/** Where the token Secret is mounted in every pod; workers read it with --token-file. */
+export const TOKEN_DIR = "/var/run/meshtrain";
+export const TOKEN_KEY = "token";
+
+/** What `meshtrain k8s` puts into the manifests. */
+export interface K8sRun {
+  /** Prefix of every object's name (a DNS label: lowercase letters, digits and "-"). */
+  name: string;
+  /** Omitted: the objects take the namespace `kubectl apply -n` gives. */
+  namespace?: string;
+  image: string;
+  workers: number;
+  /** The driver's join port (the headless Service's). */
+  port: number;
+  token: string;
+  /** How the image runs meshtrain, e.g. ["meshtrain"] or ["npx", "meshtrain"]. */
+  meshtrain: readonly string[];
+  /** The driver container's command line; it gets MESHTRAIN_WORKERS, MESHTRAIN_PORT and MESHTRAIN_TOKEN. */
+  driverCommand: readonly string[];
+  /** Cores each worker asks for (requests only: a CPU limit would throttle the native kernels' threads). */
+  cpu: string;
+  memory: PodMemory;
+  driverMemory: PodMemory;
+}
+
+/** One Kubernetes object as plain data, ready for YAML. */
+export interface KubeObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels: Record<string, string>; annotations?: Record<string, string> };
+  [field: string]: unknown;
+}
+
+/** Job pod names are `<job>-<index>-<random>` and label values stop at 63, so names stay short. */
+const NAME = /^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$/;
+
+function checkRun(r: K8sRun): void {
+  if (!NAME.test(r.name)) throw new ConfigError(`--name ${JSON.stringify(r.name)} is not a usable Kubernetes name`, { hint: "use up to 40 lowercase letters, digits and '-', starting with a letter, e.g. mnist-run" });
+  if (r.namespace !== undefined && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(r.namespace)) throw new ConfigError(`--namespace ${JSON.stringify(r.namespace)} is not a Kubernetes namespace name`, { hint: "lowercase letters, digits and '-', e.g. ml-team" });
+  if (r.image.trim() === "" || /\s/.test(r.image)) throw new ConfigError(`--image ${JSON.stringify(r.image)} is not an image reference`, { hint: "name an image with meshtrain installed, e.g. registry.example.com/team/meshtrain:0.1.0" });
+}
+
+/**
+ * The objects for a run inside a Kubernetes cluster: a Secret with the token, a headless Service
+ * that names the driver pod, the driver as a one-pod Job, and the workers as an Indexed Job whose
+ * pods join the driver with their JOB_COMPLETION_INDEX as rank. Pure data; the CLI writes it.
+ */
+export function k8sManifests(r: K8sRun): KubeObject[] {
+  checkRun(r);
+  const labels = (role?: "driver" | "worker"): Record<string, string> => ({ "app.kubernetes.io/name": "meshtrain", "app.kubernetes.io/instance": r.name, "app.kubernetes.io/version": VERSION, ...(role !== undefined ? { "meshtrain/role": role } : {}) });
+  const meta = (name: string, role?: "driver" | "worker", annotations?: Record<string, string>): KubeObject["metadata"] => ({
+    name,
+    ...(r.namespace !== undefined ? { namespace: r.namespace } : {}),
+    labels: labels(role),
+    ...(annotations !== undefined ? { annotations } : {}),
+  });
+  const secret = `${r.name}-token`;
+  const driver = `${r.name}-driver`;
+  const tokenVolume = { name: "token", secret: { secretName: secret } };
+  const tokenMount = { name: "token", mountPath: TOKEN_DIR, readOnly: true };
+  const resources = (m: PodMemory, cpu: string): Record<string, unknown> => ({ requests: { cpu, memory: m.request }, limits: { memory: m.limit } });
+  const job = (name: string, role: "driver" | "worker", spec: Record<string, unknown>, container: Record<string, unknown>, m: PodMemory): KubeObject => ({
+    apiVersion: "batch/v1",
+    kind: "Job",
+    metadata: meta(name, role, { "meshtrain/memory": m.reason }),
+    spec: {
+      ...spec,
+      // A lost pod fails the run rather than rejoining a run that has moved on.
+      backoffLimit: 0,
+      template: {
+        metadata: { labels: labels(role) },
+        spec: { restartPolicy: "Never", containers: [{ name: role, image: r.image, ...container }], volumes: [tokenVolume] },
+      },
+    },
+  });
+  return [
+    { apiVersion: "v1", kind: "Secret", metadata: meta(secret), type: "Opaque", stringData: { [TOKEN_KEY]: r.token } },
+    {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: meta(driver, "driver"),
+      // Headless: the name resolves to the driver pod itself, before it is ready, so workers that
+      // start first find it as soon as it runs (they retry dialing until their join timeout).
+      spec: { clusterIP: "None", publishNotReadyAddresses: true, selector: { "app.kubernetes.io/instance": r.name, "meshtrain/role": "driver" }, ports: [{ name: "join", port: r.port, targetPort: r.port, protocol: "TCP" }] },
+    },
+    job(driver, "driver", { completions: 1, parallelism: 1 }, {
+      command: [...r.driverCommand],
+      env: [
+        { name: "MESHTRAIN_WORKERS", value: String(r.workers) },
+        { name: "MESHTRAIN_PORT", value: String(r.port) },
+        { name: "MESHTRAIN_TOKEN", valueFrom: { secretKeyRef: { name: secret, key: TOKEN_KEY } } },
+      ],
+      ports: [{ name: "join", containerPort: r.port, protocol: "TCP" }],
+      resources: resources(r.driverMemory, r.cpu),
+      volumeMounts: [tokenMount],
+    }, r.driverMemory),
+    job(`${r.name}-workers`, "worker", { completionMode: "Indexed", completions: r.workers, parallelism: r.workers }, {
+      command: [...r.meshtrain, "worker", "--join", `ws://${driver}:${r.port}`, "--token-file", `${TOKEN_DIR}/${TOKEN_KEY}`],
+      resources: resources(r.memory, r.cpu),
+      volumeMounts: [tokenMount],
+    }, r.memory),
+  ];
+}
