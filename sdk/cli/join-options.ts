@@ -3,7 +3,7 @@ import { ConfigError } from "../errors/errors";
 import { detectRankEnv } from "../launchers/rank-env";
 import type { RankClaim } from "../protocol/join";
 import { WorkerUrlSchema } from "../config/cluster-spec";
-import { localAddressTowards, type JoinTarget } from "../worker/join-driver";
+import { addressTowardsDriver, type JoinTarget } from "../worker/join-driver";
 
 /** The token from --token-file, else --token, else MESHTRAIN_TOKEN (a file or the environment keep it out of `ps`). */
 export function readToken(o: { token?: string; tokenFile?: string }): string | undefined {
@@ -27,8 +27,10 @@ export function rankClaim(rank: number | undefined): RankClaim | null {
  * on (the one that routes to the driver, unless --host was given).
  */
 export async function joinTarget(o: { join: string; rank?: number; joinTimeout: number; host: string; hostGiven: boolean }): Promise<{ target: JoinTarget; host: string }> {
-  const url = WorkerUrlSchema.safeParse(o.join);
-  if (!url.success || o.join.startsWith("wss:")) throw new ConfigError(`--join ${o.join}: expected the driver's join address, ws://host:port`, { hint: "the driver prints it when join() waits, e.g. ws://10.0.0.1:7071" });
-  const target = { url: o.join.replace(/\/$/, ""), claim: rankClaim(o.rank), timeoutMs: o.joinTimeout * 1000 };
-  return { target, host: o.hostGiven ? o.host : await localAddressTowards(target.url) };
+  if (!WorkerUrlSchema.safeParse(o.join).success || o.join.startsWith("wss:")) throw new ConfigError(`--join ${o.join}: expected the driver's join address, ws://host:port`, { hint: "the driver prints it when join() waits, e.g. ws://10.0.0.1:7071" });
+  const url = o.join.replace(/\/$/, "");
+  const started = Date.now();
+  const host = o.hostGiven ? o.host : await addressTowardsDriver(url, o.joinTimeout * 1000);
+  // One --join-timeout for the whole join: what resolving the name took is not given again.
+  return { target: { url, claim: rankClaim(o.rank), timeoutMs: Math.max(1000, o.joinTimeout * 1000 - (Date.now() - started)) }, host };
 }

@@ -1,5 +1,5 @@
 import type { ClusterSpec } from "../config/cluster-spec";
-import { localAddressTowards } from "../worker/join-driver";
+import { addressTowardsDriver } from "../worker/join-driver";
 import { runWorker } from "../worker/main";
 
 /**
@@ -12,7 +12,7 @@ export async function serveAsMember(spec: ClusterSpec, place: { rank: number; so
   const host = place.host.includes(":") ? `[${place.host}]` : place.host;
   const url = `ws://${host}:${place.port}`;
   const code = await runWorker({
-    host: await localAddressTowards(url),
+    host: await addressTowardsDriver(url, place.timeoutMs),
     port: 0,
     token: spec.token,
     maxFrameBytes: spec.maxFrameBytes,

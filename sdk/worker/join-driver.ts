@@ -1,13 +1,14 @@
 import * as dgram from "node:dgram";
 import * as dns from "node:dns/promises";
 import * as os from "node:os";
-import { ProtocolError } from "../errors/errors";
+import { isMeshtrainError, ProtocolError, TimeoutError } from "../errors/errors";
 import type { JoinAssigned, RankClaim } from "../protocol/join";
 import { fromWireError } from "../protocol/wire-error";
 import { offerHandshake } from "../transport/handshake";
 import { readJoinFrame, sendJoinFrame } from "../transport/join-frames";
 import type { Link } from "../transport/link";
 import { dial } from "../transport/ws-endpoint";
+import { patiently } from "../util/patiently";
 import { VERSION } from "../version";
 
 /** `meshtrain worker --join <url>`: where the driver listens, this worker's rank if its environment says, how long to wait. */
@@ -38,27 +39,37 @@ export async function localAddressTowards(url: string): Promise<string> {
   }
 }
 
+/** Dials the driver until it answers or the join timeout passes (rank 0 may not listen yet). */
+function dialPatiently(target: JoinTarget, maxFrameBytes: number): Promise<Link> {
+  const why = (err: unknown): string => (isMeshtrainError(err) ? err.summary : err instanceof Error ? err.message : String(err));
+  return patiently(target.timeoutMs, (left) => dial(target.url, { maxFrameBytes, timeoutMs: Math.max(1000, Math.min(left, 60_000)) }), {
+    waiting: (err, left) => process.stderr.write(`meshtrain worker: the driver at ${target.url} does not answer yet (${why(err)}); retrying for up to ${Math.round(left / 1000)} s\n`),
+    // The dial's own hint is about reaching a worker; here the driver is what is missing.
+    gaveUp: (err) =>
+      new TimeoutError(`the driver at ${target.url} did not answer within ${Math.round(target.timeoutMs / 1000)} s (last: ${why(err)})`, {
+        hint: "start the driver first (join() and fromEnv() print this address while they wait), check the host and port, or raise --join-timeout",
+        cause: err,
+      }),
+  });
+}
+
 /**
- * Dials the driver until it answers or the join timeout passes: processes a launcher starts
- * together (srun, torchrun-style scripts) may reach rank 0 before it listens, as torchrun's
- * agents retry their rendezvous. Said once on stderr, so a wrong address is visible early.
+ * localAddressTowards, waiting while the driver's name does not resolve yet: a Kubernetes
+ * headless Service has no address until the driver's pod exists, and the workers' pods may start
+ * first.
  */
-async function dialPatiently(target: JoinTarget, maxFrameBytes: number): Promise<Link> {
-  const deadline = Date.now() + target.timeoutMs;
-  let pause = 200;
-  let told = false;
-  for (;;) {
-    try {
-      return await dial(target.url, { maxFrameBytes, timeoutMs: Math.max(1000, Math.min(deadline - Date.now(), 60_000)) });
-    } catch (err) {
-      const left = deadline - Date.now();
-      if (left <= pause) throw err;
-      if (!told) process.stderr.write(`meshtrain worker: the driver at ${target.url} does not answer yet (${err instanceof Error ? err.message : String(err)}); retrying for up to ${Math.round(left / 1000)} s\n`);
-      told = true;
-      await new Promise((resolve) => setTimeout(resolve, pause));
-      pause = Math.min(pause * 2, 2000);
-    }
-  }
+export function addressTowardsDriver(url: string, timeoutMs: number): Promise<string> {
+  const host = new URL(url).hostname;
+  const code = (err: unknown): string | undefined => (err as NodeJS.ErrnoException).code;
+  return patiently(timeoutMs, () => localAddressTowards(url), {
+    retryable: (err) => code(err) === "ENOTFOUND" || code(err) === "EAI_AGAIN",
+    waiting: (err, left) => process.stderr.write(`meshtrain worker: the driver's host ${host} does not resolve yet (${code(err)}); retrying for up to ${Math.round(left / 1000)} s\n`),
+    gaveUp: (err) =>
+      new TimeoutError(`the driver's host ${host} did not resolve within ${Math.round(timeoutMs / 1000)} s (${code(err)})`, {
+        hint: "check the name in --join (in Kubernetes: the driver's Service, and that its pod was scheduled), or raise --join-timeout",
+        cause: err,
+      }),
+  });
 }
 
 /**

@@ -1,6 +1,6 @@
 import * as path from "node:path";
 import { Worker } from "node:worker_threads";
-import { ConfigError } from "../errors/errors";
+import { ConfigError, isMeshtrainError } from "../errors/errors";
 import { VERSION } from "../version";
 import type { CommConfig, CommToCompute } from "./bridge";
 import { workerRoles } from "../strategies/roles";
@@ -128,7 +128,7 @@ function joinThenWatch(o: WorkerOptions, target: JoinTarget, ownUrl: string, fin
     },
     (err: unknown) => {
       // meshtrain's errors carry their hint in the message.
-      process.stderr.write(`meshtrain worker: could not join ${target.url}: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.stderr.write(`meshtrain worker: could not join ${target.url}: ${isMeshtrainError(err) ? `${err.message} [${err.code}]` : err instanceof Error ? err.message : String(err)}\n`);
       finish(3);
     },
   );

@@ -38,10 +38,10 @@ function bytesOf(quantity: string): number {
  * The driver pod and the worker pods (one per completion index) as the kubelet would run them,
  * here: each Secret volume written to a folder under `dir` (mounted paths in the command line
  * point there), secretKeyRef variables filled in, JOB_COMPLETION_INDEX set for each index as the
- * Job controller sets it, and the driver's Service name resolving to 127.0.0.1, as the headless
- * Service resolves to the driver pod's address.
+ * Job controller sets it. The command lines keep the driver Service's name: the test makes it
+ * resolve (to 127.0.0.1) once the driver runs, as a headless Service resolves to its pod.
  */
-export function localPods(objects: readonly Manifest[], dir: string): { driver: LocalPod; workers: LocalPod[] } {
+export function localPods(objects: readonly Manifest[], dir: string): { service: string; driver: LocalPod; workers: LocalPod[] } {
   const secrets = new Map(objects.filter((o) => o.kind === "Secret").map((o) => [o.metadata.name, o.stringData ?? {}]));
   const service = objects.find((o) => o.kind === "Service")!.metadata.name;
   const jobs = objects.filter((o) => o.kind === "Job");
@@ -55,7 +55,7 @@ export function localPods(objects: readonly Manifest[], dir: string): { driver: 
       for (const [key, value] of Object.entries(secret)) fs.writeFileSync(path.join(local, key), value, { mode: 0o600 });
       return { from: m.mountPath, to: local };
     });
-    const argv = c.command.map((a) => mounts.reduce((s, m) => s.split(m.from).join(m.to), a).replace(`ws://${service}:`, "ws://127.0.0.1:"));
+    const argv = c.command.map((a) => mounts.reduce((s, m) => s.split(m.from).join(m.to), a));
     const env: Record<string, string> = { ...extra };
     for (const e of c.env ?? []) env[e.name] = e.value ?? secrets.get(e.valueFrom!.secretKeyRef.name)![e.valueFrom!.secretKeyRef.key]!;
     return { argv, env, memoryRequestBytes: bytesOf(c.resources.requests.memory) };
@@ -63,6 +63,7 @@ export function localPods(objects: readonly Manifest[], dir: string): { driver: 
   const driverJob = jobs.find((j) => j.metadata.name === service)!;
   const workerJob = jobs.find((j) => j !== driverJob)!;
   return {
+    service,
     driver: pod(driverJob, {}),
     workers: Array.from({ length: workerJob.spec!.completions! }, (_, i) => pod(workerJob, { JOB_COMPLETION_INDEX: String(i) })),
   };

@@ -1,5 +1,6 @@
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
+import { addHostsLine } from "./etc-hosts";
 import * as os from "node:os";
 import * as path from "node:path";
 import { processesMatching, waitFor } from "./processes";
@@ -76,8 +77,7 @@ export async function startSlurm(): Promise<TestSlurm> {
   for (const d of ["state", "spool/mtn1", "spool/mtn2"]) fs.mkdirSync(path.join(dir, d), { recursive: true });
   fs.writeFileSync(conf, slurmConf(dir));
   const startedMunge = startMunge();
-  const hosts = fs.readFileSync("/etc/hosts", "utf8");
-  if (!hosts.includes(HOSTS_LINE)) fs.appendFileSync("/etc/hosts", `${hosts.endsWith("\n") ? "" : "\n"}${HOSTS_LINE}\n`);
+  const removeHosts = addHostsLine(HOSTS_LINE);
   process.env.SLURM_CONF = conf;
   const stop = (): void => {
     for (const f of fs.readdirSync(dir).filter((n) => n.endsWith(".pid"))) {
@@ -87,7 +87,7 @@ export async function startSlurm(): Promise<TestSlurm> {
     // Step daemons outlive a slurmd killed outright.
     for (const pid of processesMatching("slurmstepd")) sh("kill", ["-9", String(pid)]);
     if (startedMunge && fs.existsSync("/run/munge/munged.pid")) sh("kill", [fs.readFileSync("/run/munge/munged.pid", "utf8").trim()]);
-    fs.writeFileSync("/etc/hosts", fs.readFileSync("/etc/hosts", "utf8").split("\n").filter((l) => l !== HOSTS_LINE).join("\n"));
+    removeHosts();
     fs.rmSync(dir, { recursive: true, force: true });
   };
   try {

@@ -96,6 +96,14 @@ describe("joins that fail say who and why", () => {
     assert.match(one.output(), /could not join/);
   });
 
+  test("a driver that never appears: the worker retries, then exits 3 with a TimeoutError naming the address it dialed and what to do", async () => {
+    const port = await freePort();
+    const lone = startJoiner(`ws://127.0.0.1:${port}`, { token: TOKEN, args: ["--join-timeout", "2"] });
+    assert.deepEqual(await allExited([lone], 15_000), [3]);
+    assert.match(lone.output(), /does not answer yet/);
+    assert.match(lone.output(), new RegExp(`the driver at ws://127\\.0\\.0\\.1:${port} did not answer within 2 s \\(last: .*ECONNREFUSED.*\\)\nhelp: start the driver first.*\\[MT_ERR_TIMEOUT\\]`));
+  });
+
   test("two workers claiming one rank: a LaunchError naming both", async () => {
     const { outcome, url } = await joinCluster(2, "data");
     const twins = [startJoiner(url, { token: TOKEN, args: ["--rank", "1"] }), startJoiner(url, { token: TOKEN, env: { OMPI_COMM_WORLD_RANK: "1", OMPI_COMM_WORLD_SIZE: "2" } })];

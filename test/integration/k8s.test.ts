@@ -1,4 +1,5 @@
-import { test } from "node:test";
+import { test, type TestContext } from "node:test";
+import { randomBytes } from "node:crypto";
 import assert from "node:assert/strict";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
@@ -7,6 +8,7 @@ import * as path from "node:path";
 import { CLI, freePort, isAlive, processesMatching, waitFor } from "../helpers/processes";
 import { watchOutput, type WatchedOutput } from "../helpers/watch-output";
 import { localPods, parseManifests, type LocalPod } from "../helpers/k8s-pods";
+import { addHostsLine } from "../helpers/etc-hosts";
 
 const DRIVER_SCRIPT = path.join(__dirname, "..", "helpers", "k8s-driver-script.js");
 
@@ -43,16 +45,23 @@ async function generate(args: string[]): Promise<{ dir: string; port: number; po
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "mt-k8s-"));
   const port = await freePort();
   const file = path.join(dir, "run.yaml");
-  const r = spawnSync(process.execPath, [CLI, "k8s", "--workers", "2", "--image", "local/meshtrain:test", "--port", String(port), "--meshtrain", `${process.execPath} ${CLI}`, "--out", file, ...args], { encoding: "utf8" });
+  // A name no other run here uses: the test puts it in /etc/hosts.
+  const name = `mtk8s-${randomBytes(4).toString("hex")}`;
+  const r = spawnSync(process.execPath, [CLI, "k8s", "--workers", "2", "--image", "local/meshtrain:test", "--name", name, "--port", String(port), "--meshtrain", `${process.execPath} ${CLI}`, "--out", file, ...args], { encoding: "utf8" });
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stderr, /kubectl apply -f /);
   return { dir, port, file, pods: localPods(parseManifests(fs.readFileSync(file, "utf8")), dir) };
 }
 
-/** Worker 1 first, then the driver, then worker 0: pods start in any order, and joiners retry. */
-async function startPods(pods: ReturnType<typeof localPods>): Promise<{ driver: Running; workers: Running[] }> {
+/**
+ * Worker 1 first, while the driver's Service name resolves to nothing (no driver pod yet), then
+ * the driver with its name resolving, then worker 0: pods start in any order, and joiners wait
+ * for the name and then for the driver to listen. `t.after` takes the name out of /etc/hosts.
+ */
+async function startPods(t: TestContext, pods: ReturnType<typeof localPods>): Promise<{ driver: Running; workers: Running[] }> {
   const w1 = run(pods.workers[1]!);
-  await w1.out.match(/retrying|joined/, 30_000, "worker 1 dialing the absent driver");
+  await w1.out.match(new RegExp(`the driver's host ${pods.service} does not resolve yet`), 30_000, "worker 1 waiting for the driver's name");
+  t.after(addHostsLine(`127.0.0.1 ${pods.service}`));
   const driver = run(pods.driver);
   const w0 = run(pods.workers[0]!);
   return { driver, workers: [w0, w1] };
@@ -61,7 +70,7 @@ async function startPods(pods: ReturnType<typeof localPods>): Promise<{ driver: 
 test("meshtrain k8s's pods, run here as the kubelet would: the workers join the driver's Service with their completion index as rank, train as model.fit does, and exit 0 with the driver", async (t) => {
   const { file, port, pods } = await generate(["--driver-command", `${process.execPath} ${DRIVER_SCRIPT}`]);
   assert.equal(fs.statSync(file).mode & 0o777, 0o600, "the manifests hold the token: only the owner may read them");
-  const { driver, workers } = await startPods(pods);
+  const { driver, workers } = await startPods(t, pods);
   assert.equal(await driver.exit, 0, driver.out.output());
   assert.equal(driver.out.output().match(/ranks (.*)/)?.[1], workers.map((w) => w.child.pid).join(" "), "rank i is the pod with JOB_COMPLETION_INDEX i");
   const difference = Number(driver.out.output().match(/difference (\S+)/)?.[1]);
@@ -70,14 +79,14 @@ test("meshtrain k8s's pods, run here as the kubelet would: the workers join the 
     assert.equal(await w.exit, 0, w.out.output());
     assert.match(w.out.output(), new RegExp(`as rank ${i} of 2`));
   }
-  await waitFor("no process left", () => processesMatching(`127.0.0.1:${port}`).filter(isAlive).length === 0, 10_000);
+  await waitFor("no process left", () => processesMatching(`${pods.service}:${port}`).filter(isAlive).length === 0, 10_000);
   t.diagnostic(`relative difference from model.fit: ${difference.toExponential(2)}`);
 });
 
 test("the default driver pod trains the MNIST demo on the joined workers, and no pod grows past the memory it requested", async (t) => {
   const { pods } = await generate(["--batch-size", "64"]);
   assert.equal(pods.driver.argv[2], "demo");
-  const { driver, workers } = await startPods(pods);
+  const { driver, workers } = await startPods(t, pods);
   assert.equal(await driver.exit, 0, `the demo exits 0 when held-out accuracy reaches 90%:\n${driver.out.output()}`);
   const accuracy = Number(driver.out.output().match(/held-out accuracy: ([\d.]+)%/)?.[1]);
   assert.ok(accuracy >= 90, `accuracy ${accuracy}`);
