@@ -4,8 +4,9 @@ import { stringify } from "yaml";
 import { cluster } from "../cluster/builder";
 import { newToken } from "../transport/auth";
 import { VERSION } from "../version";
-import { k8sManifests, type K8sRun, type KubeObject } from "../launchers/k8s-manifests";
-import { checkQuantity, podMemory } from "../launchers/k8s-resources";
+import { k8sManifests, runProblems, type K8sRun, type KubeObject } from "../launchers/k8s-manifests";
+import { throwProblems, type OptionProblem } from "../launchers/option-problems";
+import { podMemory, quantityProblem } from "../launchers/k8s-resources";
 import { ConfigError } from "../errors/errors";
 import type { MemoryEstimate } from "../plan/memory";
 import { DEMO_MODELS, modelFromArg } from "./models";
@@ -47,8 +48,11 @@ export async function k8sRun(o: K8sCliOptions): Promise<K8sRun> {
   if (!demoModel && o.driverCommand === undefined) {
     throw new ConfigError(`--model ${o.model} sizes the pods, but the default driver trains a demo model`, { hint: 'add --driver-command "node train.js" (your script, in the image) to run your model' });
   }
-  checkQuantity("--cpu", o.cpu, "cpu");
-  for (const [flag, v] of [["--memory", o.memory], ["--driver-memory", o.driverMemory]] as const) if (v !== undefined) checkQuantity(flag, v, "memory");
+  throwProblems([
+    ...runProblems(o),
+    quantityProblem("--cpu", o.cpu, "cpu"),
+    ...([["--memory", o.memory], ["--driver-memory", o.driverMemory]] as const).map(([flag, v]) => (v === undefined ? null : quantityProblem(flag, v, "memory"))),
+  ].filter((p): p is OptionProblem => p !== null));
   const token = (o.tokenFile !== undefined ? readToken({ tokenFile: o.tokenFile }) : undefined) ?? newToken();
   const model = await modelFromArg(o.model);
   const perWorker = replicaMemory(model, o.workers, token, o);

@@ -1,4 +1,4 @@
-import { ConfigError } from "../errors/errors";
+import { throwProblems, type OptionProblem } from "./option-problems";
 import { VERSION } from "../version";
 import type { PodMemory } from "./k8s-resources";
 
@@ -38,10 +38,13 @@ export interface KubeObject {
 /** Job pod names are `<job>-<index>-<random>` and label values stop at 63, so names stay short. */
 const NAME = /^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$/;
 
-function checkRun(r: K8sRun): void {
-  if (!NAME.test(r.name)) throw new ConfigError(`--name ${JSON.stringify(r.name)} is not a usable Kubernetes name`, { hint: "use up to 40 lowercase letters, digits and '-', starting with a letter, e.g. mnist-run" });
-  if (r.namespace !== undefined && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(r.namespace)) throw new ConfigError(`--namespace ${JSON.stringify(r.namespace)} is not a Kubernetes namespace name`, { hint: "lowercase letters, digits and '-', e.g. ml-team" });
-  if (r.image.trim() === "" || /\s/.test(r.image)) throw new ConfigError(`--image ${JSON.stringify(r.image)} is not an image reference`, { hint: "name an image with meshtrain installed, e.g. registry.example.com/team/meshtrain:0.1.0" });
+/** What Kubernetes would reject in the run's names. */
+export function runProblems(r: Pick<K8sRun, "name" | "namespace" | "image">): OptionProblem[] {
+  const problems: OptionProblem[] = [];
+  if (!NAME.test(r.name)) problems.push({ summary: `--name ${JSON.stringify(r.name)} is not a usable Kubernetes name`, hint: "use up to 40 lowercase letters, digits and '-', starting with a letter, e.g. mnist-run" });
+  if (r.namespace !== undefined && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(r.namespace)) problems.push({ summary: `--namespace ${JSON.stringify(r.namespace)} is not a namespace name`, hint: "lowercase letters, digits and '-', e.g. ml-team" });
+  if (r.image.trim() === "" || /\s/.test(r.image)) problems.push({ summary: `--image ${JSON.stringify(r.image)} is not an image reference`, hint: "name an image with meshtrain installed, e.g. registry.example.com/team/meshtrain:0.1.0" });
+  return problems;
 }
 
 /**
@@ -50,7 +53,7 @@ function checkRun(r: K8sRun): void {
  * pods join the driver with their JOB_COMPLETION_INDEX as rank. Pure data; the CLI writes it.
  */
 export function k8sManifests(r: K8sRun): KubeObject[] {
-  checkRun(r);
+  throwProblems(runProblems(r));
   const labels = (role?: "driver" | "worker"): Record<string, string> => ({ "app.kubernetes.io/name": "meshtrain", "app.kubernetes.io/instance": r.name, "app.kubernetes.io/version": VERSION, ...(role !== undefined ? { "meshtrain/role": role } : {}) });
   const meta = (name: string, role?: "driver" | "worker", annotations?: Record<string, string>): KubeObject["metadata"] => ({
     name,

@@ -1,5 +1,5 @@
-import { ConfigError } from "../errors/errors";
 import type { MemoryEstimate } from "../plan/memory";
+import type { OptionProblem } from "./option-problems";
 
 /**
  * What a meshtrain process holds besides its model: Node, TF.js, the native kernels' threads and
@@ -49,11 +49,9 @@ export function podMemory(estimate: MemoryEstimate, given: string | undefined, w
   };
 }
 
-/** A Kubernetes quantity from the command line, checked here: the API server would reject it only at apply. */
-export function checkQuantity(flag: string, value: string, kind: "memory" | "cpu"): string {
+/** A Kubernetes quantity from the command line, checked here (the API server would reject it only at apply): the problem, or null. */
+export function quantityProblem(flag: string, value: string, kind: "memory" | "cpu"): OptionProblem | null {
   const ok = kind === "memory" ? /^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$/.test(value) : /^([0-9]+(\.[0-9]+)?|[0-9]+m)$/.test(value);
-  if (!ok || Number.parseFloat(value) <= 0) {
-    throw new ConfigError(`${flag} ${JSON.stringify(value)} is not a Kubernetes ${kind} quantity`, { hint: kind === "memory" ? "e.g. 2Gi or 512Mi" : 'cores, e.g. 2, 0.5 or 500m' });
-  }
-  return value;
+  if (ok && Number.parseFloat(value) > 0) return null;
+  return { summary: `${flag} ${JSON.stringify(value)} is not a Kubernetes ${kind} quantity`, hint: kind === "memory" ? "e.g. 2Gi or 512Mi" : "cores, e.g. 2, 0.5 or 500m" };
 }

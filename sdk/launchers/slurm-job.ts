@@ -38,10 +38,18 @@ export function submitJob(script: string, args: string[], env: NodeJS.ProcessEnv
       clearTimeout(timer);
       const id = /^(\d+)/.exec(out.trim())?.[1];
       if (code === 0 && id) resolve(id);
-      else reject(new LaunchError(`sbatch refused the job (exit ${code}): ${err.trim() || out.trim() || "no message"}`, { hint: "check the slurm() options (partition, account, time, args) against `sinfo` and your cluster's rules" }));
+      else reject(new LaunchError(`sbatch refused the job (exit ${code}): ${err.trim() || out.trim() || "no message"}`, { hint: sbatchHint(err) }));
     });
     child.stdin.end(script);
   });
+}
+
+/** What to do about sbatch's refusal: a machine that is not a Slurm client is not an options problem. */
+function sbatchHint(stderr: string): string {
+  if (/configuration source|Unable to contact slurm controller|slurm\.conf/i.test(stderr)) {
+    return "this machine has no Slurm configuration, or cannot reach its controller: launch from a login node of the cluster (or set SLURM_CONF to its slurm.conf); `sinfo` works there";
+  }
+  return "check the slurm() options (partition, account, time, args) against `sinfo` and your cluster's rules";
 }
 
 /** The job's state, or null when Slurm no longer knows it (purged after MinJobAge) or cannot be asked. */

@@ -6,7 +6,7 @@ import { Job } from "kubernetes-models/batch/v1/Job";
 import { ConfigError } from "../../sdk/errors/errors";
 import { k8sRun, manifestsYaml, type K8sCliOptions } from "../../sdk/cli/k8s";
 import { k8sManifests, type KubeObject } from "../../sdk/launchers/k8s-manifests";
-import { checkQuantity, podMemory, RUNTIME_BYTES } from "../../sdk/launchers/k8s-resources";
+import { podMemory, quantityProblem, RUNTIME_BYTES } from "../../sdk/launchers/k8s-resources";
 import { kubeTypeErrors } from "../helpers/kube-types";
 import { parseManifests } from "../helpers/k8s-pods";
 
@@ -102,7 +102,9 @@ test("meshtrain k8s refuses what Kubernetes would reject, before writing anythin
   await refuses({ model: "/no/such/model.json", driverCommand: "node train.js" }, /model\.json/);
   await refuses({ model: "/no/such/model.json" }, /--driver-command/);
   await refuses({ batchSize: 63, workers: 2 }, /63/);
-  assert.equal(checkQuantity("--cpu", "500m", "cpu"), "500m");
+  assert.equal(quantityProblem("--cpu", "500m", "cpu"), null);
+  assert.equal(quantityProblem("--memory", "1.5Gi", "memory"), null);
+  await assert.rejects(objects({ name: "MNIST_run", memory: "2GB" }), (e: unknown) => e instanceof ConfigError && /2 problems with the options:\n {2}--name "MNIST_run" .*\n {2}--memory "2GB"/.test(e.message));
 });
 
 test("the YAML stream parses back into the same objects, after a header that says how to apply it", async () => {
