@@ -21,6 +21,8 @@ export interface Prediction {
   bubble: number;
   /** What the numbers rest on, in words. */
   basis: string;
+  /** Data parallelism on several workers: the same global batch on one worker, to compare with. */
+  oneWorker?: Pick<Prediction, "stepMs" | "computeMs" | "commMs" | "samplesPerSecond" | "bubble" | "basis">;
 }
 
 /** Kernels TF.js runs per layer per sample pass, roughly: forward ~3, backward ~6. */

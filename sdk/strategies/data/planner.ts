@@ -5,6 +5,7 @@ import type { ModelSummary } from "../../plan/model-summary";
 import { predictData } from "../../plan/predict";
 import type { DataParallelPlan, PlanOptions } from "../../plan/plans";
 import { speedsOf } from "../../plan/speeds";
+import { predictedSlowerThanOne } from "../../plan/slower-than-one";
 import { slowdownOf, workerCount, type ClusterSpec } from "../../config/cluster-spec";
 
 export function planDataParallel(spec: ClusterSpec, model: ModelSummary, options: PlanOptions = {}): DataParallelPlan {
@@ -15,10 +16,11 @@ export function planDataParallel(spec: ClusterSpec, model: ModelSummary, options
   const gradientBytes = model.trainableParamCount * 4;
   const memory = estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer: options.optimizer });
   const speeds = speedsOf(options.devices);
-  const prediction =
-    speeds && batchSize !== undefined
-      ? predictData({ flopsPerSample: model.flopsPerSample, layers: model.layers.length, gradientBytes, globalBatch: batchSize, replicas: n }, speeds)
-      : null;
+  const predict = (replicas: number) => (speeds && batchSize !== undefined ? predictData({ flopsPerSample: model.flopsPerSample, layers: model.layers.length, gradientBytes, globalBatch: batchSize, replicas }, speeds) : null);
+  const many = predict(n);
+  // The same batch on one worker: what explain() and toString() hold the cluster up against.
+  const one = n > 1 ? predict(1) : null;
+  const prediction = many && one ? { ...many, oneWorker: one } : many;
   return Object.freeze({
     strategy: "data" as const,
     feed: spec.strategy.name === "data" ? spec.strategy.feed : "driver",
@@ -84,7 +86,11 @@ export function formatDataPlan(plan: DataParallelPlan): string {
   lines.push(`memory per replica (estimate): ${parts.join(", ")}`);
   lines.push(...slowdownLines(plan.workers));
   if (plan.elastic) lines.push(`elastic: a lost worker's slice goes to the others while at least ${plan.elastic.minWorkers} remain; workers added with cluster.add() join at a step boundary`);
-  if (plan.prediction) lines.push(`predicted: ${plan.prediction.stepMs.toFixed(1)} ms per step, ${plan.prediction.samplesPerSecond.toFixed(0)} samples/s`);
+  const p = plan.prediction;
+  if (p) {
+    const slower = p.oneWorker && p.oneWorker.samplesPerSecond > p.samplesPerSecond ? `: SLOWER than one worker (${p.oneWorker.samplesPerSecond.toFixed(0)} samples/s); explain() says why` : "";
+    lines.push(`predicted: ${p.stepMs.toFixed(1)} ms per step, ${p.samplesPerSecond.toFixed(0)} samples/s${slower}`);
+  }
   return lines.join("\n");
 }
 
@@ -104,6 +110,8 @@ export function explainDataPlan(plan: DataParallelPlan): string {
   if (plan.prediction) {
     const p = plan.prediction;
     lines.push(`predicted step ${p.stepMs.toFixed(1)} ms (${p.computeMs.toFixed(1)} ms forward and backward, ${p.commMs.toFixed(1)} ms all-reduce), ${p.samplesPerSecond.toFixed(0)} samples/s, from ${p.basis}`);
+    const slower = p.oneWorker ? predictedSlowerThanOne({ workers: n, gradientBytes: plan.gradientBytes, prediction: p, one: p.oneWorker }) : null;
+    if (slower) lines.push(slower);
   }
   return lines.join("\n");
 }

@@ -1,0 +1,53 @@
+import { formatBytes } from "./memory";
+import type { Prediction } from "./predict";
+
+/** What to change when communication outweighs the compute the workers split. */
+const REMEDY = "use fewer workers, a larger batch per step, or a model with fewer parameters per unit of compute";
+
+/**
+ * The plan's warning: `prediction` (N replicas) against `one` (the same global batch on one
+ * worker, no all-reduce). Null when N workers are predicted to be faster.
+ */
+export function predictedSlowerThanOne(o: { workers: number; gradientBytes: number; prediction: Prediction; one: Prediction }): string | null {
+  const { prediction: p, one } = o;
+  if (o.workers < 2 || p.samplesPerSecond >= one.samplesPerSecond) return null;
+  return (
+    `predicted SLOWER than one worker: ${p.samplesPerSecond.toFixed(0)} samples/s on ${o.workers} workers against ${one.samplesPerSecond.toFixed(0)} on one, ` +
+    `because each step's all-reduce of ${formatBytes(o.gradientBytes)} (${p.commMs.toFixed(1)} ms) costs more than splitting the batch saves ` +
+    `(${one.computeMs.toFixed(1)} ms of compute on one worker, ${p.computeMs.toFixed(1)} ms on each of ${o.workers}); ${REMEDY}`
+  );
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? 0 : s.length % 2 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+}
+
+/**
+ * The run's warning, from what its steps measured, against what one worker would take for the
+ * same global batch: `oneWorkerMs`, the plan's prediction from the speeds the workers measured
+ * when they joined, when there is one; else `workers` times a replica's measured compute (a
+ * generous figure where workers share cores, since each then computed slower than it would alone).
+ * Null when the cluster was faster, or with fewer than 3 steps measured after warm-up.
+ */
+export function measuredSlowerThanOne(o: {
+  workers: number;
+  gradientBytes: number;
+  measuredSteps: number;
+  medianStepMs: number;
+  ranks: ReadonlyArray<{ computeMs: number; commMs: number; waitMs: number }>;
+  oneWorkerMs?: number;
+}): string | null {
+  if (o.workers < 2 || o.measuredSteps < 3 || o.ranks.length === 0) return null;
+  const compute = median(o.ranks.map((r) => r.computeMs));
+  const alone = o.oneWorkerMs ?? o.workers * compute;
+  if (!(alone > 0) || o.medianStepMs <= alone) return null;
+  const comm = median(o.ranks.map((r) => r.commMs));
+  const wait = median(o.ranks.map((r) => r.waitMs));
+  const basis = o.oneWorkerMs !== undefined ? "predicted from the speeds the workers measured when they joined" : `${o.workers} x ${compute.toFixed(1)} ms`;
+  return (
+    `SLOWER than one worker would be: a step took ${o.medianStepMs.toFixed(1)} ms (median): ${compute.toFixed(1)} ms computing on each worker, ` +
+    `${comm.toFixed(1)} ms all-reducing ${formatBytes(o.gradientBytes)} and ${wait.toFixed(1)} ms waiting; one worker would take about ${alone.toFixed(1)} ms ` +
+    `for the whole batch (${basis}) and send nothing. Communication per step outweighs the compute it splits${o.oneWorkerMs !== undefined && o.workers * compute > alone ? ", and the workers computed slower than one would alone (sharing cores?)" : ""}: ${REMEDY}`
+  );
+}
