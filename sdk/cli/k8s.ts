@@ -9,7 +9,7 @@ import { throwProblems, type OptionProblem } from "../launchers/option-problems"
 import { podMemory, quantityProblem } from "../launchers/k8s-resources";
 import { ConfigError } from "../errors/errors";
 import type { MemoryEstimate } from "../plan/memory";
-import { DEMO_MODELS, modelFromArg } from "./models";
+import { isDemoModel, modelFromArg } from "./models";
 import { readToken } from "./join-options";
 
 export interface K8sCliOptions {
@@ -44,8 +44,7 @@ function replicaMemory(model: tf.LayersModel, workers: number, token: string, o:
 
 /** The run `meshtrain k8s` describes: the plan's memory estimate sizes the pods. */
 export async function k8sRun(o: K8sCliOptions): Promise<K8sRun> {
-  const demoModel = (DEMO_MODELS as readonly string[]).includes(o.model);
-  if (!demoModel && o.driverCommand === undefined) {
+  if (!isDemoModel(o.model) && o.driverCommand === undefined) {
     throw new ConfigError(`--model ${o.model} sizes the pods, but the default driver trains a demo model`, { hint: 'add --driver-command "node train.js" (your script, in the image) to run your model' });
   }
   throwProblems([

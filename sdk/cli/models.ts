@@ -40,12 +40,16 @@ export function buildDemoModel(name: DemoModel, seed = 42): tf.LayersModel {
   }
 }
 
+export function isDemoModel(name: string): name is DemoModel {
+  return (DEMO_MODELS as readonly string[]).includes(name);
+}
+
 /**
  * A demo model by name, or the topology in a TF.js/Keras model.json (what model.save() writes;
  * weights are not needed to size a run).
  */
 export async function modelFromArg(arg: string): Promise<tf.LayersModel> {
-  if ((DEMO_MODELS as readonly string[]).includes(arg)) return buildDemoModel(arg as DemoModel);
+  if (isDemoModel(arg)) return buildDemoModel(arg);
   let json: unknown;
   try {
     json = JSON.parse(fs.readFileSync(arg, "utf8"));

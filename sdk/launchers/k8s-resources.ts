@@ -1,4 +1,4 @@
-import type { MemoryEstimate } from "../plan/memory";
+import { memoryTotal, type MemoryEstimate } from "../plan/memory";
 import type { OptionProblem } from "./option-problems";
 
 /**
@@ -38,7 +38,7 @@ function quantity(bytes: number): number {
  * replaces the estimate.
  */
 export function podMemory(estimate: MemoryEstimate, given: string | undefined, whose: "per worker" | "for the driver"): PodMemory {
-  const model = estimate.paramsBytes + estimate.gradientBytes + (estimate.optimizerBytes ?? 0) + (estimate.activationBytes ?? 0);
+  const model = memoryTotal(estimate);
   if (given !== undefined) return { request: given, limit: given, reason: `memory ${given}, as given (--memory); the plan estimated ${mib(model)} of model state ${whose}` };
   const request = quantity(RUNTIME_BYTES + ESTIMATE_HEADROOM * model);
   const parts = `params ${mib(estimate.paramsBytes)}, gradients ${mib(estimate.gradientBytes)}, optimizer ${estimate.optimizerBytes === null ? "unknown" : mib(estimate.optimizerBytes)}, activations ${estimate.activationBytes === null ? "unknown" : mib(estimate.activationBytes)}`;

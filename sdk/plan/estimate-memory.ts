@@ -1,7 +1,7 @@
 import type * as tf from "@tensorflow/tfjs";
 import { ConfigError } from "../errors/errors";
 import { OptimizerSpecSchema, type OptimizerInput } from "../config/optimizer";
-import { estimateReplicaMemory, type MemoryEstimate } from "./memory";
+import { estimateReplicaMemory, memoryTotal, type MemoryEstimate } from "./memory";
 import { summarizeModel } from "./model-summary";
 
 export interface MemoryEstimateWithTotal extends MemoryEstimate {
@@ -26,5 +26,5 @@ export function estimateMemory(model: tf.LayersModel, options: { batchSize?: num
     optimizer = parsed.data;
   }
   const e = estimateReplicaMemory(summarizeModel(model), { batchSize: options.batchSize, optimizer });
-  return { ...e, totalBytes: e.paramsBytes + e.gradientBytes + (e.optimizerBytes ?? 0) + (e.activationBytes ?? 0) };
+  return { ...e, totalBytes: memoryTotal(e) };
 }

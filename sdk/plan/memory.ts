@@ -11,6 +11,11 @@ export interface MemoryEstimate {
   activationBytes: number | null;
 }
 
+/** Every category of the estimate together (unknown ones count as 0). */
+export function memoryTotal(e: MemoryEstimate): number {
+  return e.paramsBytes + e.gradientBytes + (e.optimizerBytes ?? 0) + (e.activationBytes ?? 0);
+}
+
 export function optimizerSlots(spec: OptimizerSpec): number {
   switch (spec.name) {
     case "sgd":

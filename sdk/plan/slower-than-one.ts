@@ -1,3 +1,4 @@
+import { median } from "../metrics/throughput";
 import { formatBytes } from "./memory";
 import type { Prediction } from "./predict";
 
@@ -23,11 +24,6 @@ export function predictedSlowerThanOne(o: { workers: number; gradientBytes: numb
     `because each step's all-reduce of ${formatBytes(o.gradientBytes)} (${p.commMs.toFixed(1)} ms) costs more than splitting the batch saves ` +
     `(${one.computeMs.toFixed(1)} ms of compute on one worker, ${p.computeMs.toFixed(1)} ms on each of ${o.workers}); ${REMEDY}`
   );
-}
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? 0 : s.length % 2 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 }
 
 /**

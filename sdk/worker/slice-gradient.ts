@@ -2,7 +2,7 @@ import * as tf from "@tensorflow/tfjs";
 import { loadAddon } from "../backends/native/addon";
 import { NativeBackend } from "../backends/native/backend";
 import { DataError, ModelError } from "../errors/errors";
-import { estimateReplicaMemory, formatBytes } from "../plan/memory";
+import { estimateReplicaMemory, formatBytes, memoryTotal } from "../plan/memory";
 import { summarizeModel } from "../plan/model-summary";
 import type { MessageOf } from "../protocol/messages";
 import type { Tensorlike } from "../protocol/tensor";
@@ -48,7 +48,7 @@ export async function loadReplica(msg: MessageOf<"load">, weights: Tensorlike[],
   const model = await buildModel(msg.topology, weights);
   if (memoryCapBytes !== null) {
     const e = estimateReplicaMemory(summarizeModel(model), { batchSize: msg.replicaBatch, optimizer: msg.optimizer });
-    const need = e.paramsBytes + e.gradientBytes + (e.optimizerBytes ?? 0) + (e.activationBytes ?? 0);
+    const need = memoryTotal(e);
     if (need > memoryCapBytes) {
       model.dispose();
       throw new ModelError(

@@ -1,5 +1,5 @@
 import { ConfigError, MeshtrainError } from "../../errors/errors";
-import { estimateReplicaMemory, formatBytes } from "../../plan/memory";
+import { estimateReplicaMemory, formatBytes, memoryTotal } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
 import { workerCount, type ClusterSpec } from "../../config/cluster-spec";
 import { planDataParallel } from "../data/planner";
@@ -25,7 +25,7 @@ export function planAuto(spec: ClusterSpec, model: ModelSummary, o: PlanOptions)
   const minCap = Math.min(...caps);
   const tightest = caps.indexOf(minCap);
   const e = estimateReplicaMemory(model, { batchSize: Math.ceil(batch / n), optimizer: o.optimizer });
-  const whole = e.paramsBytes + e.gradientBytes + (e.optimizerBytes ?? 0) + (e.activationBytes ?? 0);
+  const whole = memoryTotal(e);
   const wholeText = `the whole model needs ${formatBytes(whole)} per replica (${formatBytes(e.paramsBytes)} parameters, ${formatBytes(e.gradientBytes)} gradients, ${formatBytes(e.optimizerBytes ?? 0)} optimizer state, ${formatBytes(e.activationBytes ?? 0)} activations for ${Math.ceil(batch / n)} samples)${batchNote}`;
   if (whole <= minCap) {
     const room = Number.isFinite(minCap) ? `every worker may use at least ${formatBytes(minCap)}` : "no worker reported a memory limit";

@@ -1,6 +1,6 @@
 import { ConfigError } from "../../errors/errors";
 import { replicaSlices } from "../../plan/batches";
-import { estimateReplicaMemory, formatBytes } from "../../plan/memory";
+import { estimateReplicaMemory, formatBytes, memoryTotal } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
 import { predictData } from "../../plan/predict";
 import type { DataParallelPlan, PlanOptions } from "../../plan/plans";
@@ -97,7 +97,7 @@ export function formatDataPlan(plan: DataParallelPlan): string {
 export function explainDataPlan(plan: DataParallelPlan): string {
   const m = plan.memory;
   const n = plan.worldSize;
-  const total = m.paramsBytes + m.gradientBytes + (m.optimizerBytes ?? 0) + (m.activationBytes ?? 0);
+  const total = memoryTotal(m);
   const slice = plan.batch ? `${plan.batch.perReplica[0]} samples` : "its slice";
   const lines = [
     ...plan.reasons,
