@@ -1,20 +1,23 @@
-import { ringOverLinks } from "../../sdk/collectives/ring-over-links";
-import { RingAllReduce } from "../../sdk/collectives/ring-allreduce";
+import type { AllReducer } from "../../sdk/collectives/all-reducer";
+import { nativeDataPlane } from "../../sdk/collectives/data-plane";
+import { connectDataRing } from "../../sdk/collectives/data-ring-setup";
+import { ringOverLinks, watchedRing, type RingLinks } from "../../sdk/collectives/ring-over-links";
 import { acceptHandshake, offerHandshake } from "../../sdk/transport/handshake";
 import type { Link } from "../../sdk/transport/link";
 import { dial, listen } from "../../sdk/transport/ws-endpoint";
 
 /**
- * One rank of meshtrain's all-reduce benchmark: the same transport (authenticated WebSocket
- * links), frames and RingAllReduce the workers use, in a process of its own. Prints one JSON
- * line per size with its median time.
+ * One rank of meshtrain's all-reduce benchmark: the same links and ring the workers use, in a
+ * process of its own, over the native data plane (TCP, reduced in C) or the WebSocket path.
+ * Prints one JSON line per size with its median time.
  *
- * usage: node ring-rank.js <rank> <world> <basePort> <sizesInBytes,...> <iters> <chunkElements>
+ * usage: node ring-rank.js <rank> <world> <basePort> <sizesInBytes,...> <iters> <chunkElements> <native|websocket>
  */
 const [rank, world, basePort] = process.argv.slice(2, 5).map(Number) as [number, number, number];
 const sizes = process.argv[5]!.split(",").map(Number);
 const iters = Number(process.argv[6]);
 const chunkElements = Number(process.argv[7] ?? 262144);
+const path = process.argv[8] === "websocket" ? "websocket" : "native";
 const token = process.env.MESHTRAIN_TOKEN ?? "benchmark-token-0123456789";
 const MAX = 256 * 1024 * 1024;
 
@@ -27,6 +30,13 @@ async function dialWithRetry(url: string): Promise<Link> {
       await new Promise((r) => setTimeout(r, 50));
     }
   }
+}
+
+async function nativeRing(links: RingLinks, prev: number, next: number): Promise<{ ring: AllReducer; close(): void }> {
+  const plane = nativeDataPlane();
+  if (!plane.ok) throw new Error(`no native data plane: ${plane.reason}`);
+  const ring = await connectDataRing({ ...links, addon: plane.addon, listenHost: "127.0.0.1", prevHost: "127.0.0.1", rank, prevRank: prev, nextRank: next, token, timeoutMs: 10_000 });
+  return watchedRing(links, ring);
 }
 
 async function main(): Promise<void> {
@@ -43,19 +53,21 @@ async function main(): Promise<void> {
   const fromPrev = await dialWithRetry(`ws://127.0.0.1:${basePort + prev}`);
   await offerHandshake(fromPrev, { token, timeoutMs: 10_000, role: "peer", peer: { session: "bench", rank, link: "ring" }, who: `rank ${prev}` });
   const toNext = await fromNext;
-  const { ring, close } = ringOverLinks({
+  const next = (rank + 1) % world;
+  const links: RingLinks = {
     fromPrev,
     toNext,
     prevName: `rank ${prev}`,
-    nextName: `rank ${(rank + 1) % world}`,
+    nextName: `rank ${next}`,
     position: rank,
     size: world,
     chunkElements,
     heartbeat: { intervalMs: 1000, timeoutMs: 30_000 },
-  });
+  };
+  const { ring, close } = path === "websocket" ? ringOverLinks(links) : await nativeRing(links, prev, next);
   let seq = 0;
   const sync = new Float32Array(1);
-  const once = (r: RingAllReduce, data: Float32Array): Promise<unknown> => r.run(data, seq++, 60_000);
+  const once = (r: AllReducer, data: Float32Array): Promise<unknown> => r.run(data, seq++, 60_000);
   for (const bytes of sizes) {
     const data = new Float32Array(bytes / 4).fill(1);
     for (let i = 0; i < 3; i++) await once(ring, data);
@@ -69,7 +81,7 @@ async function main(): Promise<void> {
     }
     times.sort((a, b) => a - b);
     const median = times.length % 2 ? times[(times.length - 1) / 2]! : (times[times.length / 2 - 1]! + times[times.length / 2]!) / 2;
-    process.stdout.write(`${JSON.stringify({ peer: "meshtrain", rank, ranks: world, bytes, seconds: median / 1000 })}\n`);
+    process.stdout.write(`${JSON.stringify({ peer: path === "native" ? "meshtrain" : "meshtrain-ws", rank, ranks: world, bytes, seconds: median / 1000 })}\n`);
   }
   // The neighbours may still be finishing the last operation: give them time before closing.
   setTimeout(() => {

@@ -1,9 +1,11 @@
 import * as path from "node:path";
+import { nativeDataPlane } from "../../sdk/collectives/data-plane";
 import { fmt, machine, median, PEERS, pinnedEnv, ports, PYTHON, QUICK, runRanks, torchMissing, writeResults, type Json } from "../common";
 
 /**
- * All-reduce bus bandwidth: meshtrain's ring over authenticated WebSockets, PyTorch's gloo, and
- * the raw-TCP ceiling (bytes only), interleaved, medians of several rounds.
+ * All-reduce bus bandwidth: meshtrain's ring over its native data plane and over its WebSocket
+ * path, PyTorch's gloo, and the raw-TCP ceiling of a Node transport (bytes only), interleaved,
+ * medians of several rounds.
  * busbw = bytes / time x 2(N-1)/N, the definition NCCL's tests use.
  */
 
@@ -14,7 +16,7 @@ const ROUNDS = QUICK ? 1 : 3;
 const ITERS = QUICK ? 3 : 7;
 const here = __dirname;
 
-type Peer = "meshtrain" | "gloo" | "raw-tcp";
+type Peer = "meshtrain" | "meshtrain-ws" | "gloo" | "raw-tcp";
 
 function job(peer: Peer, n: number): Promise<Json[]> {
   const base = ports(n);
@@ -22,7 +24,8 @@ function job(peer: Peer, n: number): Promise<Json[]> {
   return runRanks(n, (r) => {
     switch (peer) {
       case "meshtrain":
-        return [process.execPath, [path.join(here, "ring-rank.js"), String(r), String(n), String(base), sizes, String(ITERS)], pinnedEnv()];
+      case "meshtrain-ws":
+        return [process.execPath, [path.join(here, "ring-rank.js"), String(r), String(n), String(base), sizes, String(ITERS), "262144", peer === "meshtrain" ? "native" : "websocket"], pinnedEnv()];
       case "raw-tcp":
         return [process.execPath, [path.join(here, "tcp-rank.js"), String(r), String(n), String(base), sizes, String(ITERS)], pinnedEnv()];
       case "gloo":
@@ -33,7 +36,8 @@ function job(peer: Peer, n: number): Promise<Json[]> {
 
 async function main(): Promise<void> {
   const missing = torchMissing();
-  const peers: Peer[] = missing ? ["meshtrain", "raw-tcp"] : ["meshtrain", "gloo", "raw-tcp"];
+  const plane = nativeDataPlane();
+  const peers: Peer[] = [...(plane.ok ? (["meshtrain"] as const) : []), "meshtrain-ws", ...(missing ? [] : (["gloo"] as const)), "raw-tcp"];
   // seconds[peer][n][bytes] = one value per round: the slowest rank's median
   const seconds: Record<string, number[]> = {};
   for (let round = 0; round < ROUNDS; round++) {
@@ -50,8 +54,8 @@ async function main(): Promise<void> {
   }
   const rows: Json[] = [];
   const lines = [
-    `| ranks | size | meshtrain busbw GB/s | gloo busbw GB/s | raw TCP busbw GB/s | meshtrain / gloo | target |`,
-    `|---|---|---|---|---|---|---|`,
+    `| ranks | size | meshtrain native busbw GB/s | meshtrain WebSocket busbw GB/s | gloo busbw GB/s | raw Node TCP busbw GB/s | native / gloo | target |`,
+    `|---|---|---|---|---|---|---|---|`,
   ];
   for (const n of RANKS) {
     for (const bytes of SIZES) {
@@ -59,13 +63,15 @@ async function main(): Promise<void> {
         const s = median(seconds[`${peer}/${n}/${bytes}`] ?? []);
         return ((bytes / s) * (2 * (n - 1))) / n / 1e9;
       };
-      const m = bus("meshtrain");
+      const m = plane.ok ? bus("meshtrain") : NaN;
+      const w = bus("meshtrain-ws");
       const g = missing ? NaN : bus("gloo");
       const t = bus("raw-tcp");
-      const target = bytes === MiB ? 1.5 : 1.0;
-      rows.push({ ranks: n, bytes, meshtrainBusbw: m, glooBusbw: g, rawTcpBusbw: t, ratio: m / g, target, seconds: { meshtrain: seconds[`meshtrain/${n}/${bytes}`], gloo: seconds[`gloo/${n}/${bytes}`], rawTcp: seconds[`raw-tcp/${n}/${bytes}`] } });
-      const verdict = Number.isFinite(g) ? (m / g >= target ? `>= ${target}x: reached` : `>= ${target}x: not reached`) : "-";
-      lines.push(`| ${n} | ${bytes / MiB} MiB | ${fmt(m)} | ${fmt(g)} | ${fmt(t)} | ${fmt(m / g)} | ${verdict} |`);
+      const target = 1.0;
+      const s = (peer: Peer): number[] | undefined => seconds[`${peer}/${n}/${bytes}`];
+      rows.push({ ranks: n, bytes, meshtrainBusbw: m, websocketBusbw: w, glooBusbw: g, rawTcpBusbw: t, ratio: m / g, target, seconds: { meshtrain: s("meshtrain"), websocket: s("meshtrain-ws"), gloo: s("gloo"), rawTcp: s("raw-tcp") } });
+      const verdict = Number.isFinite(g) && Number.isFinite(m) ? (m / g >= target ? `>= ${target}x: reached` : `>= ${target}x: not reached`) : "-";
+      lines.push(`| ${n} | ${bytes / MiB} MiB | ${fmt(m)} | ${fmt(w)} | ${fmt(g)} | ${fmt(t)} | ${fmt(m / g)} | ${verdict} |`);
     }
   }
   const md = [
@@ -74,7 +80,9 @@ async function main(): Promise<void> {
     ...lines,
     "",
     ...(missing ? [`gloo: not measured: ${missing}.`] : []),
-    "raw TCP: the bytes of a ring all-reduce over plain Node sockets, no framing and no reduction: the ceiling for a Node transport here.",
+    ...(plane.ok ? [] : [`native data plane: not measured: ${plane.reason}.`]),
+    "native: the data plane workers use by default (TCP sockets driven by the native addon on a thread of its own, reducing in place); WebSocket: the path under TLS or without the addon.",
+    "raw Node TCP: the bytes of a ring all-reduce over plain Node sockets, no framing and no reduction: the ceiling for a transport written in JavaScript.",
     "Command: `npm run bench:allreduce`. One thread per rank; all ranks on this machine over loopback.",
   ].join("\n");
   writeResults("allreduce", { machine: machine(), quick: QUICK, rows }, md);

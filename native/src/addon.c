@@ -252,6 +252,7 @@ static napi_value init(napi_env env, napi_value exports) {
   EXPORT("accumulate", accumulate);
   EXPORT("accumulateBytes", accumulate_bytes);
   EXPORT("scale", scale);
+  mt_register_data_plane(env, exports);
   return exports;
 }
 

@@ -1,6 +1,7 @@
 import { CollectiveError, ProtocolError, type MeshtrainError } from "../errors/errors";
 import { decodeFrame } from "../protocol/frame";
 import { CLOSE, type Link } from "../transport/link";
+import type { AllReducer } from "./all-reducer";
 import { watchPeer } from "./peer-watch";
 import { RingAllReduce } from "./ring-allreduce";
 
@@ -22,16 +23,33 @@ export interface RingLinks {
  * a frame that is not a ring chunk, or a silent neighbour fails the ring with a typed error
  * naming the neighbour.
  */
-export function ringOverLinks(o: RingLinks): { ring: RingAllReduce; close(): void } {
+export function ringOverLinks(o: RingLinks): { ring: AllReducer; close(): void } {
   const ring = new RingAllReduce(
     { sendToNext: (header, body) => o.toNext.sendParts(header, body), prevName: o.prevName, nextName: o.nextName },
     o.position,
     o.size,
     o.chunkElements,
   );
+  return { ring, close: watchRing(o, ring, (buf) => ring.receive(decodeFrame(buf))) };
+}
+
+/**
+ * A ring whose bytes travel elsewhere (the native data plane) keeps its WebSocket links for
+ * heartbeats alone: a neighbour that dies or goes silent fails it as it would the other ring.
+ */
+export function watchedRing(o: RingLinks, ring: AllReducer): { ring: AllReducer; close(): void } {
+  return {
+    ring,
+    close: watchRing(o, ring, () => {
+      throw new ProtocolError(`a binary frame from ${o.prevName} on a ring link that only carries heartbeats`);
+    }),
+  };
+}
+
+function watchRing(o: RingLinks, ring: AllReducer, fromPrev: (buf: Buffer) => void): () => void {
   const fail = (err: MeshtrainError): void => ring.fail(err);
   const watches = [
-    watchPeer(o.fromPrev, { what: "ring", name: o.prevName, heartbeat: o.heartbeat, fail, onBinary: (buf) => ring.receive(decodeFrame(buf)) }),
+    watchPeer(o.fromPrev, { what: "ring", name: o.prevName, heartbeat: o.heartbeat, fail, onBinary: fromPrev }),
     watchPeer(o.toNext, {
       what: "ring",
       name: o.nextName,
@@ -42,13 +60,10 @@ export function ringOverLinks(o: RingLinks): { ring: RingAllReduce; close(): voi
       },
     }),
   ];
-  return {
-    ring,
-    close: () => {
-      for (const w of watches) w.stop();
-      o.fromPrev.close(CLOSE.normal, "session over");
-      o.toNext.close(CLOSE.normal, "session over");
-      ring.fail(new CollectiveError("the ring was closed"));
-    },
+  return () => {
+    for (const w of watches) w.stop();
+    o.fromPrev.close(CLOSE.normal, "session over");
+    o.toNext.close(CLOSE.normal, "session over");
+    ring.fail(new CollectiveError("the ring was closed"));
   };
 }

@@ -42,6 +42,8 @@ export const WorkerInfoSchema = z.strictObject({
   kernelOverheadUs: z.number().nonnegative(),
   /** Plain-words remarks, e.g. why a faster backend was not used. */
   notes: z.array(z.string().max(1024)).max(32),
+  /** Whether this worker can carry all-reduces over the native data plane, and if not, why. */
+  dataPlane: z.strictObject({ native: z.boolean(), why: z.string().max(1024).optional() }).optional(),
 });
 export type WorkerInfo = z.infer<typeof WorkerInfoSchema>;
 
@@ -108,9 +110,16 @@ export const ConfigureSchema = z.strictObject({
   /** PEM certificate(s) to trust when dialling other workers over wss:// (public, not a secret). */
   ca: z.string().max(256 * 1024).optional(),
   chunkElements: z.number().int().positive(),
+  /** Where the all-reduce's bytes travel: the native data plane (TCP) or the WebSocket ring links. Default "websocket". */
+  dataPlane: z.enum(["native", "websocket"]).optional(),
   connectTimeoutMs: z.number().int().positive(),
   stepTimeoutMs: z.number().int().positive(),
 });
+/**
+ * On a ring link between two workers, once, before its heartbeats (configure with dataPlane
+ * "native"): the port this worker's native data plane listens on for the position after it.
+ */
+export const DataPortSchema = z.strictObject({ type: z.literal("dataPort"), v, port: z.number().int().min(1).max(65535) });
 export const ConfiguredSchema = z.strictObject({ type: z.literal("configured"), v, re: id });
 
 export const LoadSchema = z.strictObject({

@@ -30,6 +30,14 @@ export interface NativeAddon {
   accumulate(dst: Float32Array, src: Float32Array, dstOffset: number): void;
   accumulateBytes(dst: Float32Array, src: Uint8Array, dstOffset: number): void;
   scale(x: Float32Array, alpha: number): void;
+  /** The native data plane (native/src/dp_*.c); see sdk/collectives/data-plane.ts. */
+  dataPlaneProblem(): string | null;
+  dataListen(host: string): { fd: number; port: number };
+  dataAccept(listenFd: number, token: string, expectRank: number, timeoutMs: number, who: string): Promise<number>;
+  dataDial(host: string, port: number, token: string, myRank: number, timeoutMs: number, who: string): Promise<number>;
+  dataAllReduce(prevFd: number, nextFd: number, data: Float32Array, position: number, size: number, chunkElements: number, seq: number, timeoutMs: number, prevName: string, nextName: string): Promise<{ waitMs: number; commMs: number; bytesSent: number }>;
+  dataShutdown(fd: number): void;
+  dataClose(fd: number): void;
 }
 
 /** Op codes shared with native/src/kernels.h. */

@@ -1,6 +1,6 @@
+import type { AllReducer } from "../../collectives/all-reducer";
 import { RingAllReduce, type RingNeighbours } from "../../collectives/ring-allreduce";
 import { PipeEnds } from "../../collectives/pipe-links";
-import { ringOverLinks } from "../../collectives/ring-over-links";
 import { CollectiveError, ConfigError, ProtocolError } from "../../errors/errors";
 import type { MessageOf } from "../../protocol/messages";
 import { toWireError } from "../../protocol/wire-error";
@@ -12,6 +12,7 @@ import { transferList } from "../bridge";
 import { OutputRelay } from "./output-relay";
 import { ProgressReporter } from "./progress";
 import { PsLinks } from "./ps-links";
+import { wireRing } from "./ring-wiring";
 import { channelTo, config, log, toCompute } from "./thread";
 
 const noNeighbours: RingNeighbours = {
@@ -35,7 +36,7 @@ export interface SessionHost {
 export class Session {
   id: string | undefined;
   rank = -1;
-  ring: RingAllReduce | null = null;
+  ring: AllReducer | null = null;
   stepTimeoutMs = 600_000;
   heartbeat = { intervalMs: 1000, timeoutMs: 10_000 };
   private closeRing: (() => void) | null = null;
@@ -144,7 +145,12 @@ export class Session {
     ]);
     this.ps.servers = servers;
     if (ringFromPrev && ringToNext) {
-      const wired = ringOverLinks({ fromPrev: ringFromPrev, toNext: ringToNext, prevName: name(ringPrev!), nextName: name(ringNext!), position: pos, size: g, chunkElements: msg.chunkElements, heartbeat: this.heartbeat });
+      const links = { fromPrev: ringFromPrev, toNext: ringToNext, prevName: name(ringPrev!), nextName: name(ringNext!), position: pos, size: g, chunkElements: msg.chunkElements, heartbeat: this.heartbeat };
+      const wired = await wireRing(msg, links, { rank: msg.rank, prev: ringPrev!, next: ringNext! }).catch((err: unknown) => {
+        ringFromPrev.close(CLOSE.normal, "data plane failed");
+        ringToNext.close(CLOSE.normal, "data plane failed");
+        throw err;
+      });
       this.ring = wired.ring;
       this.closeRing = wired.close;
     } else {

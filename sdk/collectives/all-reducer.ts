@@ -1,0 +1,12 @@
+import type { MeshtrainError } from "../errors/errors";
+import type { AllReduceStats } from "./ring-allreduce";
+
+/** A ring all-reduce, whichever data plane carries it (RingAllReduce over WebSockets, NativeRing over TCP). */
+export interface AllReducer {
+  /** Sums `data` in place across the ring. `seq` must grow by one per call. */
+  run(data: Float32Array, seq: number, timeoutMs: number): Promise<AllReduceStats>;
+  /** Fails the running operation and every later one with `err`. */
+  fail(err: MeshtrainError): void;
+  /** What the running all-reduce waits for, for stall reports; undefined when none runs. */
+  waitingFor(): string | undefined;
+}

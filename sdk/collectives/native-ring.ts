@@ -1,0 +1,84 @@
+import type { NativeAddon } from "../backends/native/addon";
+import { CollectiveError, type MeshtrainError } from "../errors/errors";
+import type { AllReducer } from "./all-reducer";
+import { dataPlaneError } from "./data-plane";
+import type { AllReduceStats } from "./ring-allreduce";
+
+export interface NativeRingOptions {
+  /** The data link this position dialled: the previous position's bytes arrive on it. */
+  prevFd: number;
+  /** The data link the next position dialled: this position sends on it. */
+  nextFd: number;
+  prevName: string;
+  nextName: string;
+  position: number;
+  size: number;
+  chunkElements: number;
+}
+
+/**
+ * A ring all-reduce whose bytes move over the native data plane: the addon reads the previous
+ * position's socket and writes the next one's on a thread of its own, adding into the array in
+ * place, so nothing is copied through JavaScript. The WebSocket links stay open beside it for
+ * heartbeats: a neighbour that dies or goes silent fails the ring from there (fail()), which
+ * shuts the sockets down and so wakes the native thread.
+ */
+export class NativeRing implements AllReducer {
+  private running: { seq: number } | null = null;
+  private lastSeq = -1;
+  private failure: MeshtrainError | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly addon: NativeAddon,
+    private readonly o: NativeRingOptions,
+  ) {}
+
+  run(data: Float32Array, seq: number, timeoutMs: number): Promise<AllReduceStats> {
+    if (this.failure) return Promise.reject(this.failure);
+    if (this.running) return Promise.reject(new CollectiveError(`all-reduce ${seq} started while ${this.running.seq} is still running`));
+    if (seq <= this.lastSeq) return Promise.reject(new CollectiveError(`all-reduce sequence went backwards: ${seq} after ${this.lastSeq}`));
+    this.lastSeq = seq;
+    if (this.o.size === 1 || data.length === 0) return Promise.resolve({ waitMs: 0, commMs: 0, bytesSent: 0 });
+    this.running = { seq };
+    const o = this.o;
+    return this.addon.dataAllReduce(o.prevFd, o.nextFd, data, o.position, o.size, o.chunkElements, seq, timeoutMs, o.prevName, o.nextName).then(
+      (stats) => {
+        this.settled();
+        if (this.failure) throw this.failure;
+        return stats;
+      },
+      (err: unknown) => {
+        this.settled();
+        // A failure from the heartbeats (a dead neighbour) is the cause; the closed socket only its echo.
+        throw this.failure ?? dataPlaneError(err, { step: seq, waitingFor: `all-reduce data from ${o.prevName}` });
+      },
+    );
+  }
+
+  fail(err: MeshtrainError): void {
+    if (!this.failure) this.failure = err;
+    if (this.closed) return;
+    this.closed = true;
+    this.addon.dataShutdown(this.o.prevFd);
+    this.addon.dataShutdown(this.o.nextFd);
+    if (!this.running) this.release();
+  }
+
+  waitingFor(): string | undefined {
+    return this.running ? `all-reduce ${this.running.seq}: data from ${this.o.prevName} over the native data plane` : undefined;
+  }
+
+  private settled(): void {
+    this.running = null;
+    if (this.closed) this.release();
+  }
+
+  /** The descriptors are closed only once no native thread uses them, so a number is never reused under it. */
+  private release(): void {
+    this.addon.dataClose(this.o.prevFd);
+    this.addon.dataClose(this.o.nextFd);
+    this.o.prevFd = -1;
+    this.o.nextFd = -1;
+  }
+}
