@@ -249,6 +249,17 @@ export class ClusterBuilder {
     return this.with({ workerOutput: o });
   }
 
+  /**
+   * Where the all-reduce's bytes travel. "auto" (the default): the native data plane (plain TCP
+   * sockets driven by the native addon, reducing in C) when every worker has it and TLS is off,
+   * else the WebSocket links. "native" insists (a ConfigError says which worker cannot);
+   * "websocket" keeps every byte on the control plane's links. Runs say which path ran.
+   */
+  dataPlane(path: "auto" | "native" | "websocket"): ClusterBuilder {
+    const p = parseOrThrow(ClusterSpecSchema.shape.dataPlane.unwrap(), path, "dataPlane(path)", 'pass "auto", "native" or "websocket"');
+    return this.with({ dataPlane: p });
+  }
+
   /** Wire limits: the largest WebSocket message accepted, and elements per tensor chunk. */
   limits(options: { maxFrameBytes?: number; chunkElements?: number }): ClusterBuilder {
     const merged = { maxFrameBytes: this.draft.maxFrameBytes, chunkElements: this.draft.chunkElements, ...options };

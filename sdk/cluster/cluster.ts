@@ -24,6 +24,7 @@ import { asSequential, copyLayerWeights } from "../driver/chain-model";
 import { makePlan, planForFit } from "../strategies/make-plan";
 import { clusterHtml, clusterText, type ClusterParts } from "./cluster-text";
 import { FitStop } from "./fit-stop";
+import type { DataPlaneChoice } from "./data-plane-choice";
 import { configureLinks } from "./configure-links";
 import { refuseUnusable, type ClusterState } from "./usable";
 import { register, unregister, type LiveCluster } from "./registry";
@@ -66,6 +67,8 @@ export class Cluster implements LiveCluster {
   private notes_: string[] = [];
   /** How the workers are connected now (wiringKey), to reconnect only when a fit needs otherwise. */
   private wired: string | null = null;
+  /** Where the current wiring's all-reduces travel, if it has any. */
+  private dataPlane: DataPlaneChoice | undefined;
 
   /** Where the workers' output lines arrive, are shown and kept. */
   private readonly output: WorkerOutput;
@@ -167,7 +170,7 @@ export class Cluster implements LiveCluster {
       this.state_ = "ready";
       watch.end();
       compileIfNot(model, o);
-      return new TrainingRun({ ...record, logs: watch.logs(), training: { optimizer: o.optimizer, loss: o.loss, metrics: o.metrics.map((m) => m.name), origins: o.origins } });
+      return new TrainingRun({ ...record, ...(this.dataPlane ? { dataPlane: this.dataPlane } : {}), logs: watch.logs(), training: { optimizer: o.optimizer, loss: o.loss, metrics: o.metrics.map((m) => m.name), origins: o.origins } });
     } catch (caught) {
       const err = watch.end(caught);
       if ((this.state_ as ClusterState) === "closed") {
@@ -304,7 +307,7 @@ export class Cluster implements LiveCluster {
     const key = `${wiringKey(wiring)}/${members.map((h) => h.rank).join(",")}/${o.generation ?? ""}`;
     if (this.wired === key) return;
     this.wired = null;
-    await this.losses.guard(configureLinks(this.spec, this.handles, this.servers, wiring, members, o.generation));
+    this.dataPlane = await this.losses.guard(configureLinks(this.spec, this.handles, this.servers, wiring, members, o.generation));
     this.wired = key;
   }
 

@@ -161,6 +161,11 @@ export const ClusterSpecSchema = z.strictObject({
    * their own with `meshtrain worker --module <file>`: code never travels over the wire.
    */
   modules: z.array(z.string().min(1).max(4096)).max(64).optional(),
+  /**
+   * Where all-reduce bytes travel: "native" (TCP sockets driven by the native addon), "websocket"
+   * (the control plane's links), or "auto" (native when every worker has it and TLS is off). Default "auto".
+   */
+  dataPlane: z.enum(["auto", "native", "websocket"]).optional(),
   /** wss:// workers: the PEM certificate authority (or self-signed certificate) to trust besides the system's. */
   tls: z.strictObject({ ca: z.string().min(1).max(256 * 1024) }).optional(),
   /** Parameter-server processes for strategy "ps": started on this machine, or already running elsewhere. */

@@ -160,6 +160,8 @@ export interface RunRecord {
   training?: TrainingSetup;
   /** What the workers printed during the fit. */
   logs?: readonly LogLine[];
+  /** Where the all-reduces travelled, and why there. */
+  dataPlane?: { path: "native" | "websocket"; why: string };
 }
 
 /** One line a worker (or parameter server) printed, as the driver received it. */

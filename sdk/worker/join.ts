@@ -1,5 +1,6 @@
 import * as os from "node:os";
 import type { MessageOf, WorkerInfo } from "../protocol/messages";
+import { nativeDataPlane } from "../collectives/data-plane";
 import { VERSION } from "../version";
 import { selectBackend, type BackendReport } from "./backend";
 import { calibrate } from "./calibrate";
@@ -9,6 +10,7 @@ export async function joinWorker(msg: MessageOf<"join">): Promise<{ backend: Bac
   const backend = await selectBackend(msg.backend, msg.threads === 0 ? os.availableParallelism() : msg.threads);
   const cap = msg.memoryCapBytes ?? null;
   const speed = calibrate();
+  const plane = nativeDataPlane();
   return {
     backend,
     info: {
@@ -23,6 +25,7 @@ export async function joinWorker(msg: MessageOf<"join">): Promise<{ backend: Bac
       gflops: speed.gflops,
       kernelOverheadUs: speed.kernelOverheadUs,
       notes: backend.notes,
+      dataPlane: plane.ok ? { native: true } : { native: false, why: plane.reason },
     },
   };
 }

@@ -18,7 +18,7 @@ const TOLERANCE = 1e-4;
 
 async function compare(
   c: Cluster,
-  o: { epochs: number; batchSize: number; optimizer: OptimizerSpec; shuffle: boolean; seed: number; l2?: number; size: number },
+  o: { epochs: number; batchSize: number; optimizer: OptimizerSpec; shuffle: boolean; seed: number; l2?: number; size: number; plane?: "native" | "websocket" },
 ): Promise<void> {
   const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: o.size, seed: 3 });
   const distributed = smallClassifier(6, 3, { l2: o.l2 });
@@ -28,6 +28,7 @@ async function compare(
   const steps: StepRecord[] = [];
   const { epochs, batchSize, optimizer, shuffle, seed } = o;
   const run = await c.fit(distributed, ds, { epochs, batchSize, optimizer, shuffle, seed, loss: "categoricalCrossentropy", onStep: (s) => steps.push(s) });
+  assert.equal(run.dataPlane?.path, c.size > 1 ? o.plane : undefined, `the all-reduce ran over ${run.dataPlane?.path}: ${run.dataPlane?.why}`);
   const refLosses = await modelFitReference(single, ds, o);
   assert.ok(weightsMoved(before, distributed), "training changed the weights");
   const diff = maxRelativeDifference(distributed, single);
@@ -44,30 +45,32 @@ async function compare(
   assert.equal(last.workers.length, c.size);
 }
 
-for (const n of [2, 3]) {
-  describe(`${n} worker processes over WebSockets`, () => {
+// Both data planes: the native one (TCP, reduced in C) that runs by default, and the WebSocket
+// links that run under TLS or without the addon.
+for (const [n, plane] of [[2, "native"], [3, "native"], [2, "websocket"], [3, "websocket"]] as const) {
+  describe(`${n} worker processes, all-reduce over the ${plane} data plane`, () => {
     let c: Cluster;
     before(async () => {
-      c = await cluster().workers(n).strategy("data").backend("cpu").launch();
+      c = await cluster().workers(n).strategy("data").backend("cpu").dataPlane(plane).launch();
     });
     after(async () => {
       await c?.close();
     });
 
     test("SGD equals model.fit on the same batches", async () => {
-      await compare(c, { epochs: 2, batchSize: 4 * n, optimizer: { name: "sgd", learningRate: 0.3 }, shuffle: false, seed: 0, size: 29 });
+      await compare(c, { epochs: 2, batchSize: 4 * n, optimizer: { name: "sgd", learningRate: 0.3 }, shuffle: false, seed: 0, size: 29, plane });
     });
 
     test("Adam equals model.fit on the same batches", async () => {
-      await compare(c, { epochs: 2, batchSize: 4 * n, optimizer: { name: "adam", learningRate: 0.02, beta1: 0.9, beta2: 0.999 }, shuffle: false, seed: 0, size: 29 });
+      await compare(c, { epochs: 2, batchSize: 4 * n, optimizer: { name: "adam", learningRate: 0.02, beta1: 0.9, beta2: 0.999 }, shuffle: false, seed: 0, size: 29, plane });
     });
 
     test("seeded shuffling equals model.fit on the same permutation", async () => {
-      await compare(c, { epochs: 2, batchSize: 2 * n, optimizer: { name: "momentum", learningRate: 0.1, momentum: 0.9, useNesterov: false }, shuffle: true, seed: 11, size: 17 });
+      await compare(c, { epochs: 2, batchSize: 2 * n, optimizer: { name: "momentum", learningRate: 0.1, momentum: 0.9, useNesterov: false }, shuffle: true, seed: 11, size: 17, plane });
     });
 
     test("a regularizer's gradient is counted once, not once per replica", async () => {
-      await compare(c, { epochs: 1, batchSize: 3 * n, optimizer: { name: "rmsprop", learningRate: 0.01, decay: 0.9, momentum: 0, centered: false }, shuffle: false, seed: 0, l2: 0.05, size: 20 });
+      await compare(c, { epochs: 1, batchSize: 3 * n, optimizer: { name: "rmsprop", learningRate: 0.01, decay: 0.9, momentum: 0, centered: false }, shuffle: false, seed: 0, l2: 0.05, size: 20, plane });
     });
   });
 }
@@ -103,12 +106,12 @@ test("workers that read their own shards (feed: workers) train exactly as when t
   }
 });
 
-test("on the default backend (native kernels) data parallelism still equals stock model.fit", async () => {
+test("by default (native kernels, native data plane) data parallelism still equals stock model.fit", async () => {
   const c = await cluster().workers(2).launch();
   try {
     assert.ok(c.workers.every((w) => w.info.backend === "native"), c.workers.map((w) => w.info.backend).join(","));
-    await compare(c, { epochs: 2, batchSize: 8, optimizer: { name: "sgd", learningRate: 0.3 }, shuffle: false, seed: 0, size: 29 });
-    await compare(c, { epochs: 2, batchSize: 8, optimizer: { name: "adam", learningRate: 0.02, beta1: 0.9, beta2: 0.999 }, shuffle: true, seed: 9, size: 29 });
+    await compare(c, { epochs: 2, batchSize: 8, optimizer: { name: "sgd", learningRate: 0.3 }, shuffle: false, seed: 0, size: 29, plane: "native" });
+    await compare(c, { epochs: 2, batchSize: 8, optimizer: { name: "adam", learningRate: 0.02, beta1: 0.9, beta2: 0.999 }, shuffle: true, seed: 9, size: 29, plane: "native" });
   } finally {
     await c.close();
   }

@@ -1,0 +1,46 @@
+import type { DataPlanePath } from "../collectives/data-plane";
+import type { ClusterSpec } from "../config/cluster-spec";
+import { ConfigError } from "../errors/errors";
+import type { WorkerHandle } from "./worker-handle";
+
+/** Where a cluster's all-reduces travel, and why there: a run's notes say both. */
+export interface DataPlaneChoice {
+  path: DataPlanePath;
+  why: string;
+}
+
+/**
+ * The native data plane when every ring member has it, TLS is off and the user did not ask for
+ * WebSockets; otherwise the WebSocket path, with the reason. Asking for "native" where it cannot
+ * run is a ConfigError naming the worker, never a silent fallback.
+ */
+export function chooseDataPlane(spec: ClusterSpec, members: readonly WorkerHandle[]): DataPlaneChoice {
+  const asked = spec.dataPlane ?? "auto";
+  if (asked === "websocket") return { path: "websocket", why: 'asked for with .dataPlane("websocket")' };
+  if (spec.tls) {
+    if (asked === "native") {
+      throw new ConfigError("the native data plane does not encrypt, and this cluster uses TLS", {
+        hint: 'drop .dataPlane("native"): with .tls() the all-reduce stays on the encrypted WebSocket links',
+      });
+    }
+    return { path: "websocket", why: "TLS is on: tensors stay on the encrypted WebSocket links" };
+  }
+  const lacking = members.filter((h) => h.info?.dataPlane?.native !== true);
+  if (lacking.length > 0) {
+    const said = lacking.map((h) => `rank ${h.rank} (${h.address}): ${h.info?.dataPlane?.why ?? "a meshtrain without the native data plane"}`).join("; ");
+    if (asked === "native") {
+      throw new ConfigError(`.dataPlane("native") was asked for, but not every worker can run it: ${said}`, {
+        hint: 'run npm install where the addon is missing (it needs a C compiler and OpenBLAS), or use .dataPlane("auto")',
+      });
+    }
+    return { path: "websocket", why: `not every worker has the native data plane: ${said}` };
+  }
+  return { path: "native", why: "every worker has the native addon and TLS is off" };
+}
+
+/** The sentence a run's notes give it. */
+export function dataPlaneLine(c: DataPlaneChoice): string {
+  return c.path === "native"
+    ? `all-reduce over the native data plane (TCP, reduced in C off the JavaScript thread): ${c.why}`
+    : `all-reduce over the WebSocket links (reduced in JavaScript): ${c.why}`;
+}
