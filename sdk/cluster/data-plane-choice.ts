@@ -14,7 +14,7 @@ export interface DataPlaneChoice {
  * WebSockets; otherwise the WebSocket path, with the reason. Asking for "native" where it cannot
  * run is a ConfigError naming the worker, never a silent fallback.
  */
-export function chooseDataPlane(spec: ClusterSpec, members: readonly WorkerHandle[]): DataPlaneChoice {
+export function chooseDataPlane(spec: ClusterSpec, members: ReadonlyArray<Pick<WorkerHandle, "rank" | "address" | "info">>): DataPlaneChoice {
   const asked = spec.dataPlane ?? "auto";
   if (asked === "websocket") return { path: "websocket", why: 'asked for with .dataPlane("websocket")' };
   if (spec.tls) {

@@ -161,10 +161,7 @@ export const ClusterSpecSchema = z.strictObject({
    * their own with `meshtrain worker --module <file>`: code never travels over the wire.
    */
   modules: z.array(z.string().min(1).max(4096)).max(64).optional(),
-  /**
-   * Where all-reduce bytes travel: "native" (TCP sockets driven by the native addon), "websocket"
-   * (the control plane's links), or "auto" (native when every worker has it and TLS is off). Default "auto".
-   */
+  /** Where all-reduce bytes travel: "native" (TCP, the addon), "websocket", or "auto" (the default; see builder.dataPlane). */
   dataPlane: z.enum(["auto", "native", "websocket"]).optional(),
   /** wss:// workers: the PEM certificate authority (or self-signed certificate) to trust besides the system's. */
   tls: z.strictObject({ ca: z.string().min(1).max(256 * 1024) }).optional(),
@@ -333,6 +330,11 @@ function checkExtras(spec: ClusterSpec): void {
   if (spec.modules?.length && spec.workers.kind !== "local") {
     throw new ConfigError("modules() makes local workers import files at start; workers started elsewhere import their own", {
       hint: `drop .modules() and start each remote worker with meshtrain worker --module <file> (${spec.modules.join(", ")}), the file on that machine`,
+    });
+  }
+  if (spec.tls && spec.dataPlane === "native") {
+    throw new ConfigError("the native data plane does not encrypt, and this cluster uses TLS", {
+      hint: 'drop .dataPlane("native"): with .tls() the all-reduce stays on the encrypted WebSocket links',
     });
   }
   const chunkBytes = spec.chunkElements * 4 + 32;

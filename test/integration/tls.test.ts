@@ -43,13 +43,20 @@ describe("TLS between the driver and the workers, and between the workers", () =
       const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 96, seed: 5 });
       const distributed = smallClassifier(6, 3);
       const single = smallClassifier(6, 3);
-      await c.fit(distributed, ds, { epochs: 2, batchSize: 16, optimizer: "sgd", shuffle: false });
+      const run = await c.fit(distributed, ds, { epochs: 2, batchSize: 16, optimizer: "sgd", shuffle: false });
+      // The native data plane does not encrypt: under TLS every tensor stays on the wss:// links, and the run says so.
+      assert.equal(run.dataPlane?.path, "websocket");
+      assert.match(run.toString(), /all-reduce over the WebSocket links .*TLS is on/);
       await modelFitReference(single, ds, { epochs: 2, batchSize: 16, optimizer: { name: "sgd", learningRate: 0.01 }, shuffle: false });
       const diff = maxRelativeDifference(distributed, single);
       assert.ok(diff < 1e-4, `relative difference ${diff}`);
     } finally {
       await c.close();
     }
+  });
+
+  test('.dataPlane("native") under TLS is refused before anything starts, saying why', () => {
+    assert.throws(() => cluster().connect(workers.map((w) => w.url)).token(TOKEN).tls({ ca: cert }).dataPlane("native").spec(), /the native data plane does not encrypt, and this cluster uses TLS/);
   });
 
   test("a driver that does not trust the certificate is refused, and told to pass it", async () => {
