@@ -1,6 +1,7 @@
 import type { AllReducer } from "../../sdk/collectives/all-reducer";
 import { nativeDataPlane } from "../../sdk/collectives/data-plane";
 import { connectDataRing } from "../../sdk/collectives/data-ring-setup";
+import { NativeRing } from "../../sdk/collectives/native-ring";
 import { ringOverLinks, watchedRing, type RingLinks } from "../../sdk/collectives/ring-over-links";
 import { acceptHandshake, offerHandshake } from "../../sdk/transport/handshake";
 import type { Link } from "../../sdk/transport/link";
@@ -36,7 +37,7 @@ async function nativeRing(links: RingLinks, prev: number, next: number): Promise
   const plane = nativeDataPlane();
   if (!plane.ok) throw new Error(`no native data plane: ${plane.reason}`);
   const ring = await connectDataRing({ ...links, addon: plane.addon, listenHost: "127.0.0.1", prevHost: "127.0.0.1", rank, prevRank: prev, nextRank: next, token, timeoutMs: 10_000 });
-  return watchedRing(links, ring);
+  return watchedRing(links, new NativeRing(plane.addon, ring));
 }
 
 async function main(): Promise<void> {

@@ -16,7 +16,7 @@ async function main(): Promise<void> {
   const steps = Number(stepsArg);
   tf.enableProdMode();
   const data = datasets.synthetic({ inputShape: [28, 28, 1], classes: 10, size: batch * steps, seed: 1 });
-  const c = await cluster().workers(workers).strategy("data").launch();
+  const c = await cluster().workers(workers).strategy("data", { feed: process.env.FEED === "workers" ? "workers" : "driver" }).launch();
   try {
     const run = await c.fit(buildDemoModel(model), data, { epochs: 1, batchSize: batch, optimizer: { name: "sgd", learningRate: 0.01 }, shuffle: false });
     const s = run.summary();

@@ -6,7 +6,7 @@ import { PROTOCOL_VERSION } from "../protocol/version";
 import type { Link } from "../transport/link";
 import { nextFrame, parseSmallJson } from "../transport/next-frame";
 import { dataPlaneError } from "./data-plane";
-import { NativeRing } from "./native-ring";
+import type { NativeRingOptions } from "./native-ring";
 
 export interface DataRingSetup {
   addon: NativeAddon;
@@ -35,7 +35,7 @@ export interface DataRingSetup {
  * position's port and accepts the next one's; both connections prove the cluster token
  * (native/src/dp_net.c) before a tensor byte crosses them.
  */
-export async function connectDataRing(o: DataRingSetup): Promise<NativeRing> {
+export async function connectDataRing(o: DataRingSetup): Promise<NativeRingOptions> {
   const listener = o.addon.dataListen(o.listenHost);
   try {
     o.toNext.sendText(toWireJson({ type: "dataPort", v: PROTOCOL_VERSION, port: listener.port }));
@@ -61,7 +61,7 @@ export async function connectDataRing(o: DataRingSetup): Promise<NativeRing> {
       const why = prev.status === "rejected" ? prev.reason : (next as PromiseRejectedResult).reason;
       throw dataPlaneError(why, { rank: o.rank, waitingFor: `data links with ${o.prevName} and ${o.nextName}` }, hint);
     }
-    return new NativeRing(o.addon, { prevFd: prev.value, nextFd: next.value, prevName: o.prevName, nextName: o.nextName, position: o.position, size: o.size, chunkElements: o.chunkElements });
+    return { prevFd: prev.value, nextFd: next.value, prevName: o.prevName, nextName: o.nextName, position: o.position, size: o.size, chunkElements: o.chunkElements };
   } finally {
     o.addon.dataClose(listener.fd);
   }

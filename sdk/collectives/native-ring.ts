@@ -4,6 +4,9 @@ import type { AllReducer } from "./all-reducer";
 import { dataPlaneError } from "./data-plane";
 import type { AllReduceStats } from "./ring-allreduce";
 
+/** How long a ring whose socket was closed under it waits to hear why (a failure from the heartbeats). */
+const CAUSE_WAIT_MS = 250;
+
 export interface NativeRingOptions {
   /** The data link this position dialled: the previous position's bytes arrive on it. */
   prevFd: number;
@@ -28,6 +31,7 @@ export class NativeRing implements AllReducer {
   private lastSeq = -1;
   private failure: MeshtrainError | null = null;
   private closed = false;
+  private onFailure: ((err: MeshtrainError) => void) | null = null;
 
   constructor(
     private readonly addon: NativeAddon,
@@ -48,16 +52,33 @@ export class NativeRing implements AllReducer {
         if (this.failure) throw this.failure;
         return stats;
       },
-      (err: unknown) => {
+      async (err: unknown) => {
         this.settled();
-        // A failure from the heartbeats (a dead neighbour) is the cause; the closed socket only its echo.
-        throw this.failure ?? dataPlaneError(err, { step: seq, waitingFor: `all-reduce data from ${o.prevName}` });
+        // A failure from the heartbeats (a dead neighbour) is the cause; the closed socket only its
+        // echo, which may come first when the heartbeats are watched on another thread.
+        const cause = this.failure ?? ((err as { code?: string }).code === "closed" ? await this.causeWithin(CAUSE_WAIT_MS) : undefined);
+        throw cause ?? dataPlaneError(err, { step: seq, waitingFor: `all-reduce data from ${o.prevName}` });
       },
     );
   }
 
+  private causeWithin(ms: number): Promise<MeshtrainError | undefined> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.onFailure = null;
+        resolve(undefined);
+      }, ms);
+      this.onFailure = (e) => {
+        clearTimeout(timer);
+        this.onFailure = null;
+        resolve(e);
+      };
+    });
+  }
+
   fail(err: MeshtrainError): void {
     if (!this.failure) this.failure = err;
+    this.onFailure?.(err);
     if (this.closed) return;
     this.closed = true;
     this.addon.dataShutdown(this.o.prevFd);

@@ -1,3 +1,4 @@
+import type { NativeRingOptions } from "../collectives/native-ring";
 import type { AllReduceStats } from "../collectives/ring-allreduce";
 import type { Message } from "../protocol/messages";
 import type { WireError } from "../protocol/wire-error";
@@ -24,6 +25,13 @@ export type CommToCompute =
   | { kind: "psFailed"; seq: number; error: WireError }
   /** Elastic training: the links were re-formed for this membership; steps sent for another are stale. */
   | { kind: "generation"; n: number }
+  /**
+   * The ring's native data links, connected: this thread runs the all-reduce on them itself (no
+   * hop through the communication thread). The descriptors are this process's; this thread closes them.
+   */
+  | { kind: "nativeRing"; ring: NativeRingOptions }
+  /** The native ring failed (a neighbour's heartbeats) or was closed; its sockets are already shut down. */
+  | { kind: "nativeRingFailed"; error: WireError }
   /** The driver left or went silent: drop the model and any step in progress. */
   | { kind: "sessionEnded"; reason: string }
   | { kind: "exit"; code: number; reason: string }

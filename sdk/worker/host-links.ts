@@ -1,4 +1,6 @@
-import { CollectiveError, TimeoutError } from "../errors/errors";
+import { nativeDataPlane } from "../collectives/data-plane";
+import { NativeRing } from "../collectives/native-ring";
+import { CollectiveError, ProtocolError, TimeoutError } from "../errors/errors";
 import { fromWireError } from "../protocol/wire-error";
 import type { ActivityState, CommToCompute, ComputeToComm } from "./bridge";
 import type { HostIO, ServerLinks } from "./role";
@@ -13,6 +15,8 @@ type Reduced = Awaited<ReturnType<HostIO["allReduce"]>>;
 export class HostLinks {
   private reduce: { seq: number; resolve(r: Reduced): void; reject(err: unknown): void } | null = null;
   private reduceSeq = 0;
+  /** The ring's native data links, when the communication thread connected them: all-reduces run here, on them. */
+  private native: NativeRing | null = null;
   /** Elastic training: the current membership; all-reduces of steps sent for an earlier one are refused unrun. */
   generation = 0;
   /** Pipeline tensors from neighbouring stages, by "kind/step/micro": arrived, or awaited. */
@@ -59,6 +63,17 @@ export class HostLinks {
         } else p.reject(fromWireError(m.error));
         return true;
       }
+      case "nativeRing": {
+        this.native?.fail(new CollectiveError("the ring was re-formed"));
+        const plane = nativeDataPlane();
+        if (!plane.ok) throw new ProtocolError(`the communication thread connected a native ring, but this thread cannot run it: ${plane.reason}`);
+        this.native = new NativeRing(plane.addon, m.ring);
+        return true;
+      }
+      case "nativeRingFailed":
+        this.native?.fail(fromWireError(m.error));
+        this.native = null;
+        return true;
       case "generation":
         // A new membership is a new ring, counting its all-reduces from 0 on every member
         // (a joiner has done none; survivors may have started different numbers before the loss).
@@ -111,6 +126,12 @@ export class HostLinks {
     if (generation !== this.generation) return Promise.reject(new CollectiveError(`an all-reduce of membership ${generation} after the workers were re-formed as membership ${this.generation}: dropped`));
     const seq = this.reduceSeq++;
     this.doing(`the all-reduce of step ${this.step ?? "?"}`, "waiting");
+    if (this.native) {
+      return this.native.run(data, seq, this.stepTimeoutMs).then((stats) => {
+        this.computing();
+        return { data, stats };
+      });
+    }
     return new Promise((resolve, reject) => {
       this.reduce = { seq, resolve, reject };
       this.post({ kind: "allReduce", seq, data, generation }, [data.buffer as ArrayBuffer]);

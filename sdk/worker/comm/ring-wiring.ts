@@ -4,12 +4,13 @@ import { connectDataRing, hostOf } from "../../collectives/data-ring-setup";
 import { ringOverLinks, watchedRing, type RingLinks } from "../../collectives/ring-over-links";
 import { ConfigError } from "../../errors/errors";
 import type { MessageOf } from "../../protocol/messages";
+import { ComputeSideRing } from "./compute-side-ring";
 import { config } from "./thread";
 
 /**
  * The ring a configure asks for, over the WebSocket links already connected: its bytes on those
- * links, or (dataPlane "native") on native data links connected beside them, the WebSocket
- * links then carrying heartbeats only.
+ * links, or (dataPlane "native") on native data links connected beside them, which the compute
+ * thread drives itself, the WebSocket links then carrying heartbeats only.
  */
 export async function wireRing(msg: MessageOf<"configure">, links: RingLinks, ranks: { rank: number; prev: number; next: number }): Promise<{ ring: AllReducer; close(): void }> {
   if (msg.dataPlane !== "native") return ringOverLinks(links);
@@ -37,5 +38,5 @@ export async function wireRing(msg: MessageOf<"configure">, links: RingLinks, ra
     token: config.token,
     timeoutMs: msg.connectTimeoutMs,
   });
-  return watchedRing(links, native);
+  return watchedRing(links, new ComputeSideRing(plane.addon, native));
 }
