@@ -15,7 +15,8 @@ for (const part of parts) {
   const r = spawnSync(process.execPath, [path.join(__dirname, part, "run.js"), ...extra], { stdio: "inherit" });
   if (r.status !== 0) failed = true;
 }
-const sections = parts
+spawnSync(process.execPath, [path.join(__dirname, "targets.js")], { stdio: "inherit" });
+const sections = ["targets", ...parts]
   .map((p) => path.join(RESULTS, `${p}.md`))
   .filter((f) => fs.existsSync(f))
   .map((f) => fs.readFileSync(f, "utf8").trim());

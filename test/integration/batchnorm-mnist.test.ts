@@ -10,7 +10,9 @@ import { mnistBatchNormCnn } from "../helpers/stateful-models";
  * digits: trained by meshtrain it reaches the held-out accuracy model.fit reaches in one process
  * on the same data and options, within one point, under data parallelism, sync parameter servers
  * (which hold the moving statistics) and a 2-stage pipeline.
- * (Dropout masks differ between the runs, so equality is not expected; one point is.)
+ * (Dropout masks differ between the runs, so equality is not expected; one point is. One run of
+ * model.fit varies by about a point with its shuffle and dropout, so the accuracy to reach is the
+ * median of three, each made repeatable by seeding the Math.random both draw from.)
  */
 
 tf.enableProdMode();
@@ -35,11 +37,38 @@ function compiled(): tf.LayersModel {
 
 let reference = 0;
 
-test("model.fit in one process: the accuracy to reach", async () => {
-  const m = compiled();
+/** Math.random replaced by a seeded generator (mulberry32) for the duration of `fn`. */
+async function withSeededRandom<T>(seed: number, fn: () => Promise<T>): Promise<T> {
+  const original = Math.random;
+  let s = seed >>> 0;
+  Math.random = () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  try {
+    return await fn();
+  } finally {
+    Math.random = original;
+  }
+}
+
+test("model.fit in one process: the accuracy to reach (the median of three seeded runs)", async (t) => {
   const { x, y } = train.toTensors();
-  await m.fit(x, y, { ...options, shuffle: true, verbose: 0 });
-  reference = accuracy(m);
+  const runs: number[] = [];
+  for (const seed of [1, 2, 3]) {
+    runs.push(
+      await withSeededRandom(seed, async () => {
+        const m = compiled();
+        await m.fit(x, y, { ...options, shuffle: true, verbose: 0 });
+        return accuracy(m);
+      }),
+    );
+  }
+  reference = [...runs].sort((a, b) => a - b)[1]!;
+  t.diagnostic(`model.fit: ${runs.map((r) => r.toFixed(2)).join(", ")}%; median ${reference.toFixed(2)}%`);
   assert.ok(reference > 90, `model.fit reached ${reference.toFixed(1)}%`);
 });
 

@@ -1,0 +1,35 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { fmt, RESULTS } from "./common";
+
+/**
+ * The speed targets of issue 15, each a ratio read from the benchmarks' own results (every
+ * side measured in the same run), marked reached or missed: bench/results/targets.md. Run by
+ * `npm run bench` after the benchmarks; a target whose benchmark has not run says so.
+ */
+
+type Row = Record<string, unknown>;
+
+function rows(part: string): Row[] | null {
+  const file = path.join(RESULTS, `${part}.json`);
+  return fs.existsSync(file) ? ((JSON.parse(fs.readFileSync(file, "utf8")) as { rows: Row[] }).rows ?? null) : null;
+}
+
+function line(what: string, ratio: number | undefined, target: number, within?: number): string {
+  if (ratio === undefined || !Number.isFinite(ratio)) return `| ${what} | - | ${within ? `within ±${within * 100}%` : `>= ${target}x`} | not measured |`;
+  const ok = within ? Math.abs(ratio - 1) <= within : ratio >= target;
+  return `| ${what} | ${fmt(ratio)} | ${within ? `within ±${within * 100}%` : `>= ${target}x`} | ${ok ? "reached" : "missed"} |`;
+}
+
+const MiB = 1024 * 1024;
+const out = ["### Targets (issue 15), as measured", "", "| what | ratio | target | |", "|---|---|---|---|"];
+for (const r of rows("allreduce") ?? []) out.push(line(`all-reduce busbw, ${String(r.ranks)} ranks, ${Number(r.bytes) / MiB} MiB: native / gloo`, r.ratio as number, 1));
+for (const r of (rows("scaling") ?? []).filter((x) => x.workers === 2)) out.push(line(`data-parallel samples/s, ${String(r.model)}, 2 workers: meshtrain / DDP`, r.ratio as number, 1));
+for (const [model, target] of [["mlp", 0.9], ["cnn", 1.0]] as const) {
+  const r = (rows("train") ?? []).find((x) => x.model === model && x.runtime === "meshtrain native");
+  out.push(line(`replica step samples/s, ${model}: meshtrain native / PyTorch OpenBLAS`, r?.ratioToPyTorchOpenBLAS as number | undefined, target));
+}
+for (const r of (rows("pipeline") ?? []).filter((x) => x.table === "strategies")) out.push(line(`plan's predicted samples/s, ${String(r.config)}: measured / predicted`, r.ratio as number, 1, 0.25));
+out.push("", "Every ratio comes from one run in which both sides were measured; see each benchmark's table for the numbers behind it.");
+fs.writeFileSync(path.join(RESULTS, "targets.md"), `${out.join("\n")}\n`);
+process.stderr.write(`wrote ${path.join(RESULTS, "targets.md")}\n`);
