@@ -24,7 +24,7 @@ import { asSequential, copyLayerWeights } from "../driver/chain-model";
 import { makePlan, planForFit } from "../strategies/make-plan";
 import { clusterHtml, clusterText, type ClusterParts } from "./cluster-text";
 import { FitStop } from "./fit-stop";
-import type { DataPlaneChoice } from "./data-plane-choice";
+import type { DataPlaneChoice } from "../collectives/data-plane";
 import { configureLinks } from "./configure-links";
 import { refuseUnusable, type ClusterState } from "./usable";
 import { register, unregister, type LiveCluster } from "./registry";

@@ -1,6 +1,7 @@
 import type { ClusterSpec } from "../config/cluster-spec";
 import type { Wiring } from "../plan/wiring";
-import { chooseDataPlane, type DataPlaneChoice } from "./data-plane-choice";
+import type { DataPlaneChoice } from "../collectives/data-plane";
+import { chooseDataPlane } from "./data-plane-choice";
 import type { WorkerHandle } from "./worker-handle";
 
 /**

@@ -1,13 +1,7 @@
-import type { DataPlanePath } from "../collectives/data-plane";
+import type { DataPlaneChoice } from "../collectives/data-plane";
 import type { ClusterSpec } from "../config/cluster-spec";
 import { ConfigError } from "../errors/errors";
 import type { WorkerHandle } from "./worker-handle";
-
-/** Where a cluster's all-reduces travel, and why there: a run's notes say both. */
-export interface DataPlaneChoice {
-  path: DataPlanePath;
-  why: string;
-}
 
 /**
  * The native data plane when every ring member has it, TLS is off and the user did not ask for

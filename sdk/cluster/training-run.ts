@@ -1,5 +1,6 @@
 import * as fs from "node:fs";
 import type { WorkerSnapshot } from "../config/worker-snapshot";
+import type { DataPlaneChoice } from "../collectives/data-plane";
 import { dataPlaneLine } from "./data-plane-choice";
 import { cost, type CostReport } from "../metrics/cost";
 import { epochHistory } from "../metrics/epochs";
@@ -52,7 +53,7 @@ export class TrainingRun {
   /** The optimizer, loss and metrics trained with, and where each came from. */
   readonly training: TrainingSetup | undefined;
   /** Where the all-reduces travelled ("native" data plane or "websocket" links) and why; undefined without any. */
-  readonly dataPlane: { readonly path: "native" | "websocket"; readonly why: string } | undefined;
+  readonly dataPlane: DataPlaneChoice | undefined;
   /**
    * What the workers printed during the fit, every line whatever the cluster's workerOutput
    * level (the driver keeps its last 10,000 lines; a run's share is copied at its end).

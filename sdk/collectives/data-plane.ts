@@ -8,6 +8,12 @@ import { AuthError, CollectiveError, ProtocolError, TimeoutError, type ErrorDeta
  */
 export type DataPlanePath = "native" | "websocket";
 
+/** Where a cluster's all-reduces travel, and why there: a run's notes say both. */
+export interface DataPlaneChoice {
+  readonly path: DataPlanePath;
+  readonly why: string;
+}
+
 /** The addon's data-plane functions, or why this process has none. */
 export function nativeDataPlane(): { ok: true; addon: NativeAddon } | { ok: false; reason: string } {
   const load = loadAddon();

@@ -1,3 +1,4 @@
+import type { DataPlaneChoice } from "../collectives/data-plane";
 import type { Origin } from "../config/compiled";
 import type { LossName } from "../config/loss";
 import type { OptimizerSpec } from "../config/optimizer";
@@ -161,7 +162,7 @@ export interface RunRecord {
   /** What the workers printed during the fit. */
   logs?: readonly LogLine[];
   /** Where the all-reduces travelled, and why there. */
-  dataPlane?: { path: "native" | "websocket"; why: string };
+  dataPlane?: DataPlaneChoice;
 }
 
 /** One line a worker (or parameter server) printed, as the driver received it. */

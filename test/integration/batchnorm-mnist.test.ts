@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { cluster, datasets } from "../../sdk/index";
+import { rng } from "../../sdk/data/random";
 import { nativeAvailable } from "../helpers/backends";
 import { mnistBatchNormCnn } from "../helpers/stateful-models";
 
@@ -37,17 +38,10 @@ function compiled(): tf.LayersModel {
 
 let reference = 0;
 
-/** Math.random replaced by a seeded generator (mulberry32) for the duration of `fn`. */
+/** Math.random replaced by the SDK's seeded generator for the duration of `fn`. */
 async function withSeededRandom<T>(seed: number, fn: () => Promise<T>): Promise<T> {
   const original = Math.random;
-  let s = seed >>> 0;
-  Math.random = () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  Math.random = rng(seed);
   try {
     return await fn();
   } finally {
