@@ -217,6 +217,21 @@ static napi_value scale(napi_env env, napi_callback_info info) {
   return undef(env);
 }
 
+/* allFinite(x): whether no value is NaN or Infinity, by their exponent bits (all ones), which
+ * the compiler checks a vector at a time: a step's gradient is checked every step. */
+static napi_value all_finite(napi_env env, napi_callback_info info) {
+  call c = begin(env, info, 1);
+  size_t n = 0;
+  const uint32_t *x = (const uint32_t *)typed(&c, 0, napi_float32_array, 0, &n);
+  uint32_t bad = 0;
+  if (!c.failed) {
+    for (size_t i = 0; i < n; i++) bad |= (uint32_t)((x[i] & 0x7f800000u) == 0x7f800000u);
+  }
+  napi_value v;
+  napi_get_boolean(env, bad == 0, &v);
+  return c.failed ? undef(env) : v;
+}
+
 #define EXPORT(name, fn)                                          \
   do {                                                           \
     napi_value f;                                                \
@@ -252,6 +267,7 @@ static napi_value init(napi_env env, napi_value exports) {
   EXPORT("accumulate", accumulate);
   EXPORT("accumulateBytes", accumulate_bytes);
   EXPORT("scale", scale);
+  EXPORT("allFinite", all_finite);
   mt_register_data_plane(env, exports);
   return exports;
 }

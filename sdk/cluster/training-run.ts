@@ -2,6 +2,7 @@ import * as fs from "node:fs";
 import type { WorkerSnapshot } from "../config/worker-snapshot";
 import type { DataPlaneChoice } from "../collectives/data-plane";
 import { dataPlaneLine } from "./data-plane-choice";
+import { replicaStepLine, type ReplicaStepChoice } from "../metrics/replica-step";
 import { cost, type CostReport } from "../metrics/cost";
 import { epochHistory } from "../metrics/epochs";
 import type { Departure, EpochHistory, LogLine, MembershipChange, PushRecord, RunRecord, StepRecord, TrainingSetup } from "../metrics/records";
@@ -54,6 +55,8 @@ export class TrainingRun {
   readonly training: TrainingSetup | undefined;
   /** Where the all-reduces travelled ("native" data plane or "websocket" links) and why; undefined without any. */
   readonly dataPlane: DataPlaneChoice | undefined;
+  /** How the replicas computed their gradients: the native step, or autodiff and why. */
+  readonly replicaStep: ReplicaStepChoice | undefined;
   /**
    * What the workers printed during the fit, every line whatever the cluster's workerOutput
    * level (the driver keeps its last 10,000 lines; a run's share is copied at its end).
@@ -76,6 +79,7 @@ export class TrainingRun {
     this.byEpoch = epochHistory(record.history);
     this.training = record.training;
     this.dataPlane = record.dataPlane;
+    this.replicaStep = record.replicaStep;
     this.logs = record.logs ?? [];
     Object.defineProperty(this, "record", { enumerable: false });
     makeDisplayable(this, () => this.bundles(), () => this.toString());
@@ -192,6 +196,7 @@ export class TrainingRun {
     if (Object.keys(h.history).length > 1) {
       h.epoch.forEach((e, i) => lines.push(`epoch ${e + 1}: ${Object.entries(h.history).map(([k, v]) => `${k} ${v[i]!.toFixed(4)}`).join(", ")}`));
     }
+    if (this.replicaStep) lines.push(replicaStepLine(this.replicaStep));
     if (this.dataPlane) lines.push(dataPlaneLine(this.dataPlane));
     const skipped = this.history.filter((r) => r.skipped).map((r) => r.step);
     if (skipped.length) lines.push(`${skipped.length} step(s) skipped for NaN or Infinity (nonFinite "skip"): ${skipped.slice(0, 10).join(", ")}${skipped.length > 10 ? ", ..." : ""}`);

@@ -1,3 +1,4 @@
+import type { ReplicaStepChoice } from "./replica-step";
 import type { DataPlaneChoice } from "../collectives/data-plane";
 import type { Origin } from "../config/compiled";
 import type { LossName } from "../config/loss";
@@ -163,6 +164,8 @@ export interface RunRecord {
   logs?: readonly LogLine[];
   /** Where the all-reduces travelled, and why there. */
   dataPlane?: DataPlaneChoice;
+  /** How the replicas computed their gradients (data and ps strategies). */
+  replicaStep?: ReplicaStepChoice;
 }
 
 /** One line a worker (or parameter server) printed, as the driver received it. */

@@ -191,6 +191,8 @@ export const LoadedSchema = z.strictObject({
   paramCount: z.number().int().nonnegative(),
   /** Elements in the flat gradient buffer that is all-reduced each step. */
   gradientLength: z.number().int().nonnegative(),
+  /** How a replica computes its gradient: the native step, or autodiff and why. */
+  replicaStep: z.strictObject({ native: z.boolean(), why: z.string().max(2000).optional() }).optional(),
 });
 
 export const StepSchema = z.strictObject({

@@ -1,3 +1,4 @@
+import type { ReplicaStepChoice } from "../metrics/replica-step";
 import type { AllReduceStats } from "../collectives/ring-allreduce";
 import type { Message, MessageOf } from "../protocol/messages";
 import type { Tensorlike } from "../protocol/tensor";
@@ -48,7 +49,7 @@ export interface RoleReply {
  */
 export interface WorkerRole {
   /** What the load reply says about what was built. */
-  readonly loaded: { paramCount: number; gradientLength: number; datasetSize?: number };
+  readonly loaded: { paramCount: number; gradientLength: number; datasetSize?: number; replicaStep?: ReplicaStepChoice };
   step(msg: MessageOf<"step">, attachments: Tensorlike[], io: HostIO): Promise<StepReport>;
   /** The weights it holds (a parameter server: its shard, and the updates it applied). */
   weights(): { tensors: Tensorlike[]; version?: number };

@@ -1,6 +1,9 @@
 import * as tf from "@tensorflow/tfjs";
 import { loadAddon } from "../backends/native/addon";
 import { NativeBackend } from "../backends/native/backend";
+import { NativeStep } from "../backends/native/step/native-step";
+import type { LossName } from "../config/loss";
+import type { ReplicaStepChoice } from "../metrics/replica-step";
 import { DataError, ModelError } from "../errors/errors";
 import { estimateReplicaMemory, formatBytes, memoryTotal } from "../plan/memory";
 import { summarizeModel } from "../plan/model-summary";
@@ -41,6 +44,8 @@ export interface LoadedReplica {
   /** Non-trainable state (BatchNormalization's moving statistics), which replicas average. */
   state: ModelState;
   metrics: MetricSpec[];
+  /** The step compiled to native kernels, or why the model trains by TF.js's autodiff. */
+  step: { native: NativeStep; why?: undefined } | { native: null; why: string };
 }
 
 /** Builds the model, refusing it first when this worker's memory cap is below its estimate. */
@@ -62,7 +67,21 @@ export async function loadReplica(msg: MessageOf<"load">, weights: Tensorlike[],
   const vars = model.trainableWeights.map((w) => w.read() as tf.Variable);
   const sizes = vars.map((v) => v.size);
   const names = model.trainableWeights.map((w) => w.originalName);
-  return { model, compileOptimizer, lossFn, vars, names, sizes, gradientLength: sizes.reduce((a, b) => a + b, 0), state: new ModelState(model), metrics: msg.metrics ?? [] };
+  return { model, compileOptimizer, lossFn, vars, names, sizes, gradientLength: sizes.reduce((a, b) => a + b, 0), state: new ModelState(model), metrics: msg.metrics ?? [], step: compileNativeStep(model, msg.loss, vars) };
+}
+
+/** What the driver is told of how this replica computes its gradient. */
+export function replicaStepReport(r: LoadedReplica): ReplicaStepChoice {
+  return r.step.native ? { native: true } : { native: false, why: r.step.why };
+}
+
+/** The native step where the worker runs the native backend and the model compiles to one. */
+function compileNativeStep(model: tf.LayersModel, loss: LossName, vars: tf.Variable[]): LoadedReplica["step"] {
+  const backend = tf.backend();
+  if (!(backend instanceof NativeBackend)) return { native: null, why: `the ${tf.getBackend()} backend has no native step` };
+  if (process.env.MESHTRAIN_NATIVE_STEP === "0") return { native: null, why: "MESHTRAIN_NATIVE_STEP=0 turned it off" };
+  const c = NativeStep.compile(backend, model, loss, vars);
+  return "step" in c ? { native: c.step } : { native: null, why: c.why };
 }
 
 /**
@@ -70,6 +89,32 @@ export async function loadReplica(msg: MessageOf<"load">, weights: Tensorlike[],
  * variables in order; returns the slice's mean loss and compiled metrics.
  */
 export function sliceGradient(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array): { loss: number; metrics?: Record<string, number> } {
+  try {
+    return r.step.native ? nativeSlice(r, r.step.native, x, y, weight, flat) : autodiffSlice(r, x, y, weight, flat);
+  } catch (err) {
+    const msg = (err as Error).message;
+    if (/shape|rank|compatible/i.test(msg)) {
+      throw new DataError(`a batch of x [${x.shape.join(", ")}] and y [${y.shape.join(", ")}] does not fit the model: ${msg.split("\n")[0]}`, {
+        hint: "check that the dataset's sample shapes match the model's input and output shapes",
+      });
+    }
+    throw err;
+  }
+}
+
+function nativeSlice(r: LoadedReplica, step: NativeStep, x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array): { loss: number; metrics?: Record<string, number> } {
+  const { loss, out } = step.run(x, y, weight, flat);
+  if (r.metrics.length === 0) return { loss };
+  const ys = labelTensor(y);
+  const outs = tf.tensor(out, [x.shape[0]!, ...step.outShape], "float32");
+  try {
+    return { loss, metrics: metricValues(r.metrics, ys, outs)! };
+  } finally {
+    tf.dispose([ys, outs]);
+  }
+}
+
+function autodiffSlice(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array): { loss: number; metrics?: Record<string, number> } {
   const xs = tensorOf(x);
   const ys = labelTensor(y);
   let dataLoss = 0;
@@ -95,14 +140,6 @@ export function sliceGradient(r: LoadedReplica, x: Tensorlike, y: Tensorlike, we
     if (weight !== 1) scaleInPlace(flat, weight);
     const metrics = metricValues(r.metrics, ys, out!);
     return { loss: dataLoss, ...(metrics ? { metrics } : {}) };
-  } catch (err) {
-    const msg = (err as Error).message;
-    if (/shape|rank|compatible/i.test(msg)) {
-      throw new DataError(`a batch of x [${x.shape.join(", ")}] and y [${y.shape.join(", ")}] does not fit the model: ${msg.split("\n")[0]}`, {
-        hint: "check that the dataset's sample shapes match the model's input and output shapes",
-      });
-    }
-    throw err;
   } finally {
     tf.dispose([xs, ys, ...(out ? [out] : [])]);
   }

@@ -1,5 +1,6 @@
 import * as tf from "@tensorflow/tfjs";
 import type { MetricSpec } from "../config/metrics";
+import { loadAddon } from "../backends/native/addon";
 import { WorkerError } from "../errors/errors";
 import type { Tensorlike } from "../protocol/tensor";
 
@@ -15,6 +16,9 @@ export interface NonFinite {
  */
 export function hasNonFinite(data: Float32Array | Int32Array): boolean {
   if (data instanceof Int32Array) return false;
+  // The native check reads exponent bits a vector at a time; a large gradient is checked every step.
+  const load = data.length >= 4096 ? loadAddon() : null;
+  if (load?.ok) return !load.addon.allFinite(data);
   let sum = 0;
   for (let i = 0; i < data.length; i++) sum += data[i]!;
   return !Number.isFinite(sum);

@@ -18,7 +18,7 @@ const TOLERANCE = 1e-4;
 
 async function compare(
   c: Cluster,
-  o: { epochs: number; batchSize: number; optimizer: OptimizerSpec; shuffle: boolean; seed: number; l2?: number; size: number; plane?: "native" | "websocket" },
+  o: { epochs: number; batchSize: number; optimizer: OptimizerSpec; shuffle: boolean; seed: number; l2?: number; size: number; plane?: "native" | "websocket"; nativeStep?: boolean },
 ): Promise<void> {
   const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: o.size, seed: 3 });
   const distributed = smallClassifier(6, 3, { l2: o.l2 });
@@ -29,6 +29,7 @@ async function compare(
   const { epochs, batchSize, optimizer, shuffle, seed } = o;
   const run = await c.fit(distributed, ds, { epochs, batchSize, optimizer, shuffle, seed, loss: "categoricalCrossentropy", onStep: (s) => steps.push(s) });
   assert.equal(run.dataPlane?.path, c.size > 1 ? o.plane : undefined, `the all-reduce ran over ${run.dataPlane?.path}: ${run.dataPlane?.why}`);
+  if (o.nativeStep !== undefined) assert.equal(run.replicaStep?.native, o.nativeStep, `replica step: ${run.replicaStep?.why ?? "native"}`);
   const refLosses = await modelFitReference(single, ds, o);
   assert.ok(weightsMoved(before, distributed), "training changed the weights");
   const diff = maxRelativeDifference(distributed, single);
@@ -106,12 +107,14 @@ test("workers that read their own shards (feed: workers) train exactly as when t
   }
 });
 
-test("by default (native kernels, native data plane) data parallelism still equals stock model.fit", async () => {
+test("by default (native kernels and step, native data plane) data parallelism still equals stock model.fit", async () => {
   const c = await cluster().workers(2).launch();
   try {
     assert.ok(c.workers.every((w) => w.info.backend === "native"), c.workers.map((w) => w.info.backend).join(","));
-    await compare(c, { epochs: 2, batchSize: 8, optimizer: { name: "sgd", learningRate: 0.3 }, shuffle: false, seed: 0, size: 29, plane: "native" });
-    await compare(c, { epochs: 2, batchSize: 8, optimizer: { name: "adam", learningRate: 0.02, beta1: 0.9, beta2: 0.999 }, shuffle: true, seed: 9, size: 29, plane: "native" });
+    await compare(c, { epochs: 2, batchSize: 8, optimizer: { name: "sgd", learningRate: 0.3 }, shuffle: false, seed: 0, size: 29, plane: "native", nativeStep: true });
+    await compare(c, { epochs: 2, batchSize: 8, optimizer: { name: "adam", learningRate: 0.02, beta1: 0.9, beta2: 0.999 }, shuffle: true, seed: 9, size: 29, plane: "native", nativeStep: true });
+    // An L2 regularizer is left to autodiff, on the same native kernels
+    await compare(c, { epochs: 1, batchSize: 8, optimizer: { name: "sgd", learningRate: 0.3 }, shuffle: false, seed: 0, size: 29, plane: "native", l2: 0.01, nativeStep: false });
   } finally {
     await c.close();
   }

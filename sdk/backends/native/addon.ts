@@ -30,6 +30,8 @@ export interface NativeAddon {
   accumulate(dst: Float32Array, src: Float32Array, dstOffset: number): void;
   accumulateBytes(dst: Float32Array, src: Uint8Array, dstOffset: number): void;
   scale(x: Float32Array, alpha: number): void;
+  /** Whether no value is NaN or Infinity. */
+  allFinite(x: Float32Array): boolean;
   /** The native data plane (native/src/dp_*.c); see sdk/collectives/data-plane.ts. */
   dataPlaneProblem(): string | null;
   dataListen(host: string): { fd: number; port: number };

@@ -9,6 +9,7 @@ import type { Tensorlike } from "../../protocol/tensor";
 import type { RunRecord, StepRecord, MembershipChange } from "../../metrics/records";
 import type { PlanMethods, DataParallelPlan } from "../../plan/plans";
 import { awaitAll, loadEverywhere } from "../../driver/await";
+import { replicaStepOf } from "../../metrics/replica-step";
 import { checkIdentical } from "../../driver/replicas";
 import { askedToStop, FitAborted, type FitContext } from "../../driver/fit-context";
 import { fetchWeightsOf, hostCopies, setModelWeights } from "../../driver/model-transfer";
@@ -34,18 +35,20 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
   if (!plan.elastic) await ctx.connect(dataWiring(workers.length));
   const loadOn = replicaLoader(ctx, model, dataset, o, plan);
   const weights = hostCopies(model.getWeights());
-  checkLoaded(await loadEverywhere(() => awaitAll(ctx)(workers.map((w) => loadOn(w, weights)))), dataset, plan);
+  const loaded = await loadEverywhere(() => awaitAll(ctx)(workers.map((w) => loadOn(w, weights))));
+  checkLoaded(loaded, dataset, plan);
+  const replicaStep = replicaStepOf(loaded.map((l) => l.msg.replicaStep));
   const holders = [{ name: "replica", from: workers[0]!, to: workers }];
   if (resumed) await restoreOptimizers(ctx, resumed.ckpt, holders);
   const fitStartWall = wallClock();
   if (plan.elastic) {
     const load = async (w: WorkerHandle, attachments: Tensorlike[]): Promise<void> => void (await awaitAll(ctx)([loadOn(w, attachments)]));
     const r = await runElastic(ctx, o, dataset, plan.elastic.minWorkers, { fitStart: performance.now(), fitStartWall, startStep: resumed?.ckpt.body.step ?? 0 }, { load });
-    return finish(ctx, model, o, plan, r.history, r.members, r.stopped, started, r.membership);
+    return { ...(await finish(ctx, model, o, plan, r.history, r.members, r.stopped, started, r.membership)), ...(replicaStep ? { replicaStep } : {}) };
   }
   const more = checkpointing(ctx, o, resumed, { strategy: "data", summary: plan.model, dataset, holders, weights: async () => (await fetchWeightsOf(ctx, [workers[0]!], "the weights to checkpoint"))[0]! });
   const { history, stopped } = await runSteps(ctx, o, dataset, (step, epoch, order, start, end) => issueStep(ctx, dataset, plan.feed, fitStartWall, { step, epoch, order, start, end }), more);
-  return finish(ctx, model, o, plan, history, workers, stopped, started);
+  return { ...(await finish(ctx, model, o, plan, history, workers, stopped, started)), ...(replicaStep ? { replicaStep } : {}) };
 }
 
 /** Options that cannot work together are refused before anything is sent. */

@@ -9,7 +9,7 @@ import type { Tensorlike } from "../../protocol/tensor";
 import { wallClock } from "../../util/clock";
 import { readWeights } from "../../worker/model-io";
 import type { HostIO, RoleEnv, RoleReply, StepReport, StepTimes, WorkerRole } from "../../worker/role";
-import { checkedSliceGradient, loadReplica, readValues, slowDown, type LoadedReplica, type SliceOutcome } from "../../worker/slice-gradient";
+import { checkedSliceGradient, loadReplica, readValues, replicaStepReport, slowDown, type LoadedReplica, type SliceOutcome } from "../../worker/slice-gradient";
 import { makeUpdateRule } from "../../worker/update-rules";
 import { survivedStepError, type NonFinite } from "../../worker/step-health";
 import type { OptimizerState, UpdateRule } from "../../worker/update-rule";
@@ -58,7 +58,7 @@ export class DataReplica implements WorkerRole {
   }
 
   get loaded(): WorkerRole["loaded"] {
-    return { paramCount: this.paramCount, gradientLength: this.gradientLength, ...(this.shard ? { datasetSize: this.shard.dataset.size } : {}) };
+    return { paramCount: this.paramCount, gradientLength: this.gradientLength, replicaStep: replicaStepReport(this.r), ...(this.shard ? { datasetSize: this.shard.dataset.size } : {}) };
   }
 
   /** A step of the driver's: its slice comes attached (in-graph) or is read from the worker's own copy (between-graph). */

@@ -13,6 +13,7 @@ import type { RunRecord, PsRunRecord, PushRecord, StepRecord } from "../../metri
 import type { PlanMethods, PsPlan, ShardVariable } from "../../plan/plans";
 import { checkpointing, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
 import { awaitAll, loadEverywhere } from "../../driver/await";
+import { replicaStepOf, type ReplicaStepChoice } from "../../metrics/replica-step";
 import { computeEnd, stepOutcome, straggler, workerStep } from "../../driver/step-records";
 import { FitAborted, type FitContext } from "../../driver/fit-context";
 import { fetchWeightsOf, hostCopies } from "../../driver/model-transfer";
@@ -30,7 +31,7 @@ export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel
   const { resumed, options: o } = resumeIfAsked(given, "ps", model, plan.model, dataset);
   const workers = ctx.workers;
   await ctx.connect(serverWiring(workers.length));
-  await loadAll(ctx, model, o, plan);
+  const replicaStep = await loadAll(ctx, model, o, plan);
   const holders = ctx.servers.map((sv, i) => ({ name: `server ${i}`, from: sv, to: [sv] }));
   if (resumed) await restoreOptimizers(ctx, resumed.ckpt, holders);
   const more = checkpointing(ctx, o, resumed, { strategy: "ps", summary: plan.model, dataset, holders, weights: () => serverWeights(ctx, plan) });
@@ -42,7 +43,7 @@ export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel
   }
   const psRecord: PsRunRecord = { mode: plan.mode, staleness: plan.mode === "sync" ? null : plan.staleness, pushes: result.pushes, departures: result.departures, serverVersions: await takeServerWeights(ctx, model, plan) };
   await releaseLive(ctx, workers.filter((w) => !w.lost));
-  return { history: result.history, plan, workers: workers.map((w) => w.snapshot()), seed: o.seed, epochs: o.epochs, wallMs: performance.now() - started, ps: psRecord };
+  return { history: result.history, plan, workers: workers.map((w) => w.snapshot()), seed: o.seed, epochs: o.epochs, wallMs: performance.now() - started, ps: psRecord, ...(replicaStep ? { replicaStep } : {}) };
 }
 
 /** Async checkpoints, and state that is not float (which servers could not average), are refused before anything is sent. */
@@ -66,7 +67,7 @@ function refuseWhatCannotWork(model: tf.LayersModel, given: ResolvedFitOptions, 
 }
 
 /** Each server gets its shard of the trainable variables; each worker the whole model. */
-async function loadAll(ctx: FitContext, model: tf.LayersModel, o: ResolvedFitOptions, plan: PsPlan): Promise<void> {
+async function loadAll(ctx: FitContext, model: tf.LayersModel, o: ResolvedFitOptions, plan: PsPlan): Promise<ReplicaStepChoice | undefined> {
   const n = ctx.workers.length;
   const stepMs = ctx.spec.timeouts.stepMs;
   const topology = model.toJSON(null, false) as unknown as Record<string, unknown>;
@@ -107,6 +108,7 @@ async function loadAll(ctx: FitContext, model: tf.LayersModel, o: ResolvedFitOpt
   if (lengths.size !== 1 || !lengths.has(plan.model.trainableParamCount)) {
     throw new ModelError(`workers built gradients of ${[...lengths].join(", ")} elements; the driver's model has ${plan.model.trainableParamCount} trainable parameters`);
   }
+  return replicaStepOf(loaded.slice(ctx.servers.length).map((l) => l.msg.replicaStep));
 }
 
 /**

@@ -6,7 +6,7 @@ import type { Tensorlike } from "../../protocol/tensor";
 import { wallClock } from "../../util/clock";
 import { readWeights } from "../../worker/model-io";
 import type { HostIO, RoleEnv, WorkerRole } from "../../worker/role";
-import { checkedSliceGradient, loadReplica, slowDown, type LoadedReplica } from "../../worker/slice-gradient";
+import { checkedSliceGradient, loadReplica, replicaStepReport, slowDown, type LoadedReplica } from "../../worker/slice-gradient";
 import type { StepResult } from "../data/replica-role";
 import { survivedStepError } from "../../worker/step-health";
 
@@ -63,7 +63,7 @@ export class PsReplica implements WorkerRole {
   }
 
   get loaded(): WorkerRole["loaded"] {
-    return { paramCount: this.paramCount, gradientLength: this.gradientLength };
+    return { paramCount: this.paramCount, gradientLength: this.gradientLength, replicaStep: replicaStepReport(this.r) };
   }
 
   async step(msg: MessageOf<"step">, attachments: Tensorlike[], io: HostIO): Promise<PsStepResult> {

@@ -1,0 +1,105 @@
+import type * as tf from "@tensorflow/tfjs";
+import type { LossName } from "../../../config/loss";
+import type { Tensorlike } from "../../../protocol/tensor";
+import type { NativeBackend } from "../backend";
+import { compileStep } from "./compile";
+import { labelsPerRow, lossAndGradient, type StepLoss } from "./loss";
+import { sizeOf, type StepContext, type StepOp } from "./op";
+
+/** A batch size's arrays: [input, each op's output] and dL/d of each. */
+interface Buffers {
+  values: Float32Array[];
+  grads: Float32Array[];
+}
+
+/** Buffers kept for this many batch sizes (a run sees its batch size and its last batch's). */
+const KEPT_BATCH_SIZES = 4;
+
+/**
+ * The replica step of a compiled model: forward, loss and backward by meshtrain's native
+ * kernels on arrays it keeps, with no TF.js tensor made and no autodiff tape recorded. The
+ * gradient is written straight into the flat buffer the all-reduce sends. Equal to TF.js's
+ * gradient up to float32 rounding (test/unit/native-step.test.ts).
+ */
+export class NativeStep {
+  private readonly buffers = new Map<number, Buffers>();
+  private readonly ctx: StepContext;
+  private readonly cols: number;
+  /** needInput[i]: op i must compute dL/d(its input), because an op before it holds trainable variables. */
+  private readonly needInput: boolean[];
+
+  private constructor(backend: NativeBackend, private readonly ops: StepOp[], private readonly loss: StepLoss, private readonly inShape: number[], private readonly eps: number) {
+    this.ctx = { addon: backend.addon, scratch: (n) => backend.scratch(n), values: (v) => backend.values(v) };
+    const out = ops[ops.length - 1]?.outShape ?? inShape;
+    this.cols = out[out.length - 1] ?? 1;
+    let before = false;
+    this.needInput = ops.map((op) => {
+      const need = before;
+      before ||= op.trainable;
+      return need;
+    });
+  }
+
+  /** The model's native step, or why it has none (it then trains by TF.js's autodiff). */
+  static compile(backend: NativeBackend, model: tf.LayersModel, loss: LossName, vars: readonly tf.Variable[]): { step: NativeStep } | { why: string } {
+    const plan = compileStep(model, loss, vars);
+    if (!plan.ok) return { why: plan.why };
+    return { step: new NativeStep(backend, plan.ops, plan.loss, plan.inShape, Math.fround(backend.epsilon())) };
+  }
+
+  get outShape(): readonly number[] {
+    return this.ops[this.ops.length - 1]?.outShape ?? this.inShape;
+  }
+
+  /**
+   * weight x dL/dvars of the slice's mean loss into `grads` (laid out as the variables), and the
+   * mean loss; `out` is the model's output for the slice, valid until the next call.
+   */
+  run(x: Tensorlike, y: Tensorlike, weight: number, grads: Float32Array): { loss: number; out: Float32Array } {
+    const batch = x.shape[0]!;
+    this.check(x, y, batch);
+    const b = this.buffersFor(batch);
+    const vals = b.values.slice();
+    vals[0] = x.data instanceof Float32Array ? x.data : Float32Array.from(x.data);
+    this.ops.forEach((op, i) => {
+      if (op.alias) vals[i + 1] = vals[i]!;
+      else op.forward(this.ctx, vals[i]!, vals[i + 1]!, batch);
+    });
+    const out = vals[this.ops.length]!;
+    const target = y.data instanceof Float32Array ? y.data : Float32Array.from(y.data);
+    const loss = lossAndGradient(this.loss, out, target, b.grads[this.ops.length]!, out.length / this.cols, this.cols, this.eps, weight);
+    for (let i = this.ops.length - 1; i >= 0; i--) {
+      const op = this.ops[i]!;
+      if (!op.alias) op.backward(this.ctx, vals[i]!, vals[i + 1]!, b.grads[i + 1]!, this.needInput[i] ? b.grads[i]! : null, batch, grads);
+    }
+    return { loss, out };
+  }
+
+  private check(x: Tensorlike, y: Tensorlike, batch: number): void {
+    const xs = x.shape.slice(1);
+    if (xs.length !== this.inShape.length || xs.some((d, i) => d !== this.inShape[i])) {
+      throw new Error(`the model takes samples of shape [${this.inShape.join(", ")}], not [${xs.join(", ")}]`);
+    }
+    const want = batch * (sizeOf(this.outShape) / this.cols) * labelsPerRow(this.loss, this.cols);
+    if (y.shape[0] !== batch || sizeOf(y.shape) !== want) {
+      throw new Error(`the ${this.loss} loss takes targets of shape [${batch}, ${this.outShape.join(", ")}]${this.loss === "sparseCategoricalCrossentropy" ? " (or one class index per sample)" : ""}, not [${y.shape.join(", ")}]`);
+    }
+  }
+
+  private buffersFor(batch: number): Buffers {
+    let b = this.buffers.get(batch);
+    if (b) return b;
+    if (this.buffers.size >= KEPT_BATCH_SIZES) this.buffers.delete(this.buffers.keys().next().value!);
+    // values[0] is the batch's input, set by run; an alias op's arrays are its input's
+    const values: Float32Array[] = [new Float32Array(0)];
+    const grads: Float32Array[] = [new Float32Array(batch * sizeOf(this.inShape))];
+    this.ops.forEach((op, i) => {
+      const n = batch * sizeOf(op.outShape);
+      values.push(op.alias ? values[i]! : new Float32Array(n));
+      grads.push(op.alias ? grads[i]! : new Float32Array(n));
+    });
+    b = { values, grads };
+    this.buffers.set(batch, b);
+    return b;
+  }
+}

@@ -1,0 +1,48 @@
+import type * as tf from "@tensorflow/tfjs";
+import type { NativeAddon } from "../addon";
+
+/** What every op of a compiled step may use: the kernels, and a scratch buffer it does not keep. */
+export interface StepContext {
+  addon: NativeAddon;
+  scratch(length: number): Float32Array;
+  /** A variable's values, read in place (the update may have moved them since the last step). */
+  values(v: tf.Variable): Float32Array;
+}
+
+/** Where one trainable variable's gradient goes in the flat gradient, or null for a frozen one. */
+export interface GradientSlot {
+  variable: tf.Variable;
+  offset: number | null;
+}
+
+/**
+ * One layer of a compiled replica step. Shapes are per sample; a batch's arrays are the caller's.
+ * An op that only renames its input's shape (Flatten, Reshape) is an alias and computes nothing.
+ */
+export interface StepOp {
+  readonly layer: string;
+  readonly outShape: readonly number[];
+  readonly alias: boolean;
+  /** Whether the op holds trainable variables (so the ops before it need their input gradients). */
+  readonly trainable: boolean;
+  forward(ctx: StepContext, x: Float32Array, out: Float32Array, batch: number): void;
+  /**
+   * Writes its variables' gradients into `grads` and, when dx is given, dL/dx. `dy` holds
+   * dL/d(out) and may be overwritten.
+   */
+  backward(ctx: StepContext, x: Float32Array, out: Float32Array, dy: Float32Array, dx: Float32Array | null, batch: number, grads: Float32Array): void;
+}
+
+export function sizeOf(shape: readonly number[]): number {
+  return shape.reduce((a, b) => a * b, 1);
+}
+
+/** Where a trainable slot's gradient goes: its view of the flat gradient. */
+export function gradientView(slot: GradientSlot & { offset: number }, grads: Float32Array): Float32Array {
+  return grads.subarray(slot.offset, slot.offset + slot.variable.size);
+}
+
+/** The slot, when it takes a gradient. */
+export function trained(slot: GradientSlot | null): (GradientSlot & { offset: number }) | null {
+  return slot && slot.offset !== null ? (slot as GradientSlot & { offset: number }) : null;
+}
