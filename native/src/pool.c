@@ -19,24 +19,38 @@ void mt_max_pool(const float *x, float *out, const int32_t *p) {
       }
 }
 
+/* Channels whose window winners are tracked at once. */
+#define POOL_BLOCK 256
+
 void mt_max_pool_grad(const float *dy, const float *x, float *dx, const int32_t *p) {
   geom g = read_geom(p);
   memset(dx, 0, sizeof(float) * (int64_t)g.N * g.H * g.W * g.C);
+  /* A block of channels' winners at once, channels innermost as they lie in memory (a walk per
+   * channel strides through the image and ran several times slower). */
+  float best[POOL_BLOCK];
+  int64_t at[POOL_BLOCK];
   for (int n = 0; n < g.N; n++)
     for (int oh = 0; oh < g.OH; oh++)
       for (int ow = 0; ow < g.OW; ow++) {
         const float *d = dy + out_at(&g, n, oh, ow, g.C);
-        for (int c = 0; c < g.C; c++) {
-          float best = -INFINITY;
-          int64_t at = -1;
+        for (int c0 = 0; c0 < g.C; c0 += POOL_BLOCK) {
+          int cn = g.C - c0 < POOL_BLOCK ? g.C - c0 : POOL_BLOCK;
+          for (int c = 0; c < cn; c++) {
+            best[c] = -INFINITY;
+            at[c] = -1;
+          }
           FOR_EACH_TAP(&g, oh, ow) {
-            int64_t idx = pixel_at(&g, n, ih, iw) + c;
-            if (x[idx] > best) {
-              best = x[idx];
-              at = idx;
+            int64_t base = pixel_at(&g, n, ih, iw) + c0;
+            const float *xi = x + base;
+            for (int c = 0; c < cn; c++) {
+              if (xi[c] > best[c]) {
+                best[c] = xi[c];
+                at[c] = base + c;
+              }
             }
           }
-          if (at >= 0) dx[at] += d[c];
+          for (int c = 0; c < cn; c++)
+            if (at[c] >= 0) dx[at[c]] += d[c0 + c];
         }
       }
 }
