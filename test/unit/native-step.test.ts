@@ -23,7 +23,8 @@ type Act = "linear" | "relu" | "sigmoid" | "tanh" | "softmax";
 interface Spec {
   input: number[];
   convs: Array<{ filters: number; kernel: number; stride: number; same: boolean; act: Act; pool: "max" | "avg" | null; poolSame: boolean; bias: boolean }>;
-  dense: Array<{ units: number; act: Act; bias: boolean }>;
+  /** separate: the activation as an Activation layer after a linear Dense. */
+  dense: Array<{ units: number; act: Act; bias: boolean; separate: boolean }>;
   loss: "categoricalCrossentropy" | "sparseCategoricalCrossentropy" | "meanSquaredError";
   classes: number;
   batch: number;
@@ -39,7 +40,10 @@ function build(s: Spec): tf.LayersModel {
     if (c.pool === "avg") layers.push(tf.layers.averagePooling2d({ poolSize: 2, padding: c.poolSame ? "same" : "valid" }));
   }
   if (s.input.length > 1) layers.push(tf.layers.flatten());
-  for (const d of s.dense) layers.push(tf.layers.dense({ units: d.units, activation: d.act, useBias: d.bias, biasInitializer: "randomNormal" }));
+  for (const d of s.dense) {
+    layers.push(tf.layers.dense({ units: d.units, activation: d.separate ? "linear" : d.act, useBias: d.bias, biasInitializer: "randomNormal" }));
+    if (d.separate) layers.push(tf.layers.activation({ activation: d.act }));
+  }
   layers.push(tf.layers.dense({ units: s.classes, activation: s.loss === "meanSquaredError" ? "linear" : "softmax" }));
   return tf.sequential({ layers });
 }
@@ -104,7 +108,7 @@ const act = fc.constantFrom<Act>("linear", "relu", "sigmoid", "tanh");
 const specs = fc.record({
   image: fc.boolean(),
   convs: fc.array(fc.record({ filters: fc.integer({ min: 1, max: 5 }), kernel: fc.integer({ min: 1, max: 3 }), stride: fc.integer({ min: 1, max: 2 }), same: fc.boolean(), act, pool: fc.constantFrom<"max" | "avg" | null>("max", "avg", null), poolSame: fc.boolean(), bias: fc.boolean() }), { maxLength: 2 }),
-  dense: fc.array(fc.record({ units: fc.integer({ min: 1, max: 9 }), act, bias: fc.boolean() }), { maxLength: 3 }),
+  dense: fc.array(fc.record({ units: fc.integer({ min: 1, max: 9 }), act, bias: fc.boolean(), separate: fc.boolean() }), { maxLength: 3 }),
   loss: fc.constantFrom<Spec["loss"]>("categoricalCrossentropy", "sparseCategoricalCrossentropy", "meanSquaredError"),
   classes: fc.integer({ min: 2, max: 6 }),
   batch: fc.integer({ min: 1, max: 7 }),
@@ -113,7 +117,7 @@ const specs = fc.record({
 }).map(({ image, convs, ...rest }): Spec => ({ ...rest, input: image ? [9, 8, 2] : [11], convs: image ? convs : [] }));
 
 describe("native replica step against TF.js autodiff", () => {
-  test("random chains of Conv2D, pooling, Flatten and Dense, every loss: same loss and gradient", async () => {
+  test("random chains of Conv2D, pooling, Flatten, Dense and Activation, every loss: same loss and gradient", async () => {
     await fc.assert(fc.asyncProperty(specs, compare), { numRuns: 200, seed: 7 });
   });
 

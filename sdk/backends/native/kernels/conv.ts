@@ -19,7 +19,7 @@ function channelsLast(attrs: Attrs): boolean {
 }
 
 /** Enough column buffer for several images, so each GEMM is large, but bounded (16 MiB). */
-function scratchFor(backend: NativeBackend, c: Info): Float32Array {
+export function scratchFor(backend: { scratch(length: number): Float32Array }, c: Info): Float32Array {
   const perImage = c.outHeight * c.outWidth * c.filterHeight * c.filterWidth * c.inChannels;
   const cap = Math.max(perImage, Math.floor((16 * 1024 * 1024) / 4));
   return backend.scratch(Math.max(1, Math.min(perImage * c.batchSize, cap)));

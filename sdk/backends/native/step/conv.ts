@@ -1,9 +1,9 @@
 import * as tf from "@tensorflow/tfjs";
 import { REDUCE } from "../addon";
 import { convInfo, poolInfo } from "../../geometry";
-import { convParams } from "../kernels/conv";
+import { convParams, scratchFor } from "../kernels/conv";
 import { activationBackward, biasThenActivate, type StepActivation } from "./activation";
-import { gradientView, sizeOf, trained, type GradientSlot, type StepContext, type StepOp } from "./op";
+import { gradientView, trained, type GradientSlot, type StepContext, type StepOp } from "./op";
 
 export interface WindowConfig {
   kernel: [number, number];
@@ -24,12 +24,6 @@ class Geometry {
     }
     return g;
   }
-}
-
-/** Column buffer for the convolution kernels: several images at a time, at most 16 MiB. */
-function scratchFor(ctx: StepContext, c: tf.backend_util.Conv2DInfo): Float32Array {
-  const perImage = c.outHeight * c.outWidth * c.filterHeight * c.filterWidth * c.inChannels;
-  return ctx.scratch(Math.max(1, Math.min(perImage * c.batchSize, Math.max(perImage, (16 * 1024 * 1024) / 4))));
 }
 
 /** Conv2D, channels last, dilation 1: out = act(conv(x, filter) + b). */
@@ -85,8 +79,4 @@ export class PoolOp implements StepOp {
     if (this.kind === "max") ctx.addon.maxPoolGrad(dy, x, dx, params);
     else ctx.addon.avgPoolGrad(dy, dx, params);
   }
-}
-
-export function outputSize(op: StepOp, batch: number): number {
-  return batch * sizeOf(op.outShape);
 }
