@@ -32,19 +32,25 @@ interface Spec {
   seed: number;
 }
 
+/** Seeded initializers, so a failure replays exactly from fast-check's seed and path. */
 function build(s: Spec): tf.LayersModel {
+  let k = 0;
+  const init = (): { kernelInitializer: ReturnType<typeof tf.initializers.glorotUniform>; biasInitializer: ReturnType<typeof tf.initializers.randomNormal> } => ({
+    kernelInitializer: tf.initializers.glorotUniform({ seed: s.seed + k++ }),
+    biasInitializer: tf.initializers.randomNormal({ seed: s.seed + k++ }),
+  });
   const layers: tf.layers.Layer[] = [tf.layers.inputLayer({ inputShape: s.input })];
   for (const c of s.convs) {
-    layers.push(tf.layers.conv2d({ filters: c.filters, kernelSize: c.kernel, strides: c.stride, padding: c.same ? "same" : "valid", activation: c.act, useBias: c.bias, biasInitializer: "randomNormal" }));
+    layers.push(tf.layers.conv2d({ filters: c.filters, kernelSize: c.kernel, strides: c.stride, padding: c.same ? "same" : "valid", activation: c.act, useBias: c.bias, ...init() }));
     if (c.pool === "max") layers.push(tf.layers.maxPooling2d({ poolSize: 2, padding: c.poolSame ? "same" : "valid" }));
     if (c.pool === "avg") layers.push(tf.layers.averagePooling2d({ poolSize: 2, padding: c.poolSame ? "same" : "valid" }));
   }
   if (s.input.length > 1) layers.push(tf.layers.flatten());
   for (const d of s.dense) {
-    layers.push(tf.layers.dense({ units: d.units, activation: d.separate ? "linear" : d.act, useBias: d.bias, biasInitializer: "randomNormal" }));
+    layers.push(tf.layers.dense({ units: d.units, activation: d.separate ? "linear" : d.act, useBias: d.bias, ...init() }));
     if (d.separate) layers.push(tf.layers.activation({ activation: d.act }));
   }
-  layers.push(tf.layers.dense({ units: s.classes, activation: s.loss === "meanSquaredError" ? "linear" : "softmax" }));
+  layers.push(tf.layers.dense({ units: s.classes, activation: s.loss === "meanSquaredError" ? "linear" : "softmax", ...init() }));
   return tf.sequential({ layers });
 }
 
@@ -95,12 +101,14 @@ async function compare(s: Spec): Promise<void> {
   try {
     assert.equal(ref.r.step.native, null);
     assert.ok(native.r.step.native, `the model compiled: ${native.r.step.why ?? ""}`);
-    assert.ok(ref.g.some((v) => v !== 0), "the reference gradient is not all zeros");
     assertSameGradient(native, ref, JSON.stringify(s));
   } finally {
     tf.setBackend("cpu");
     [model, ref.r.model, native.r.model].forEach((m) => m.dispose());
   }
+  // A slice can have no gradient at all (dead relus, and a batch holding each class once): it
+  // proves nothing, so it does not count as one of the runs.
+  fc.pre(ref.g.some((v) => v !== 0));
 }
 
 const act = fc.constantFrom<Act>("linear", "relu", "sigmoid", "tanh");
