@@ -75,6 +75,16 @@ static void put_number(napi_env env, napi_value obj, const char *name, double v)
   napi_set_named_property(env, obj, name, x);
 }
 
+/* A job's strings, its hold on the array, and itself. */
+static void free_job(napi_env env, job *j) {
+  if (j->data_ref) napi_delete_reference(env, j->data_ref);
+  free(j->host);
+  free(j->token);
+  free(j->who);
+  free(j->who2);
+  free(j);
+}
+
 static void complete(napi_env env, napi_status status, void *p) {
   job *j = p;
   if (status != napi_ok && j->err.code == DP_OK) dp_fail(&j->err, DP_SYSTEM, "the data plane's work was cancelled");
@@ -91,24 +101,14 @@ static void complete(napi_env env, napi_status status, void *p) {
     napi_create_int32(env, j->result_fd, &fd);
     napi_resolve_deferred(env, j->deferred, fd);
   }
-  if (j->data_ref) napi_delete_reference(env, j->data_ref);
   napi_delete_async_work(env, j->work);
-  free(j->host);
-  free(j->token);
-  free(j->who);
-  free(j->who2);
-  free(j);
+  free_job(env, j);
 }
 
 static napi_value start(call *c, job *j) {
   napi_value promise, name;
   if (c->failed) {
-    if (j->data_ref) napi_delete_reference(c->env, j->data_ref);
-    free(j->host);
-    free(j->token);
-    free(j->who);
-    free(j->who2);
-    free(j);
+    free_job(c->env, j);
     return undef(c->env);
   }
   napi_create_promise(c->env, &j->deferred, &promise);

@@ -11,14 +11,8 @@ import type { WorkerHandle } from "./worker-handle";
 export function chooseDataPlane(spec: ClusterSpec, members: ReadonlyArray<Pick<WorkerHandle, "rank" | "address" | "info">>): DataPlaneChoice {
   const asked = spec.dataPlane ?? "auto";
   if (asked === "websocket") return { path: "websocket", why: 'asked for with .dataPlane("websocket")' };
-  if (spec.tls) {
-    if (asked === "native") {
-      throw new ConfigError("the native data plane does not encrypt, and this cluster uses TLS", {
-        hint: 'drop .dataPlane("native"): with .tls() the all-reduce stays on the encrypted WebSocket links',
-      });
-    }
-    return { path: "websocket", why: "TLS is on: tensors stay on the encrypted WebSocket links" };
-  }
+  // TLS with "native" was refused when the spec was built (config/cluster-spec.ts).
+  if (spec.tls) return { path: "websocket", why: "TLS is on: tensors stay on the encrypted WebSocket links" };
   const lacking = members.filter((h) => h.info?.dataPlane?.native !== true);
   if (lacking.length > 0) {
     const said = lacking.map((h) => `rank ${h.rank} (${h.address}): ${h.info?.dataPlane?.why ?? "a meshtrain without the native data plane"}`).join("; ");

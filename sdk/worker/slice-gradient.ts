@@ -1,7 +1,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { loadAddon } from "../backends/native/addon";
 import { NativeBackend } from "../backends/native/backend";
-import { NativeStep } from "../backends/native/step/native-step";
+import { NativeStep, type StepChoice } from "../backends/native/step/native-step";
 import type { LossName } from "../config/loss";
 import type { ReplicaStepChoice } from "../metrics/replica-step";
 import { DataError, ModelError } from "../errors/errors";
@@ -45,7 +45,7 @@ export interface LoadedReplica {
   state: ModelState;
   metrics: MetricSpec[];
   /** The step compiled to native kernels, or why the model trains by TF.js's autodiff. */
-  step: { native: NativeStep; why?: undefined } | { native: null; why: string };
+  step: StepChoice;
 }
 
 /** Builds the model, refusing it first when this worker's memory cap is below its estimate. */
@@ -76,12 +76,11 @@ export function replicaStepReport(r: LoadedReplica): ReplicaStepChoice {
 }
 
 /** The native step where the worker runs the native backend and the model compiles to one. */
-function compileNativeStep(model: tf.LayersModel, loss: LossName, vars: tf.Variable[]): LoadedReplica["step"] {
+function compileNativeStep(model: tf.LayersModel, loss: LossName, vars: tf.Variable[]): StepChoice {
   const backend = tf.backend();
   if (!(backend instanceof NativeBackend)) return { native: null, why: `the ${tf.getBackend()} backend has no native step` };
   if (process.env.MESHTRAIN_NATIVE_STEP === "0") return { native: null, why: "MESHTRAIN_NATIVE_STEP=0 turned it off" };
-  const c = NativeStep.compile(backend, model, loss, vars);
-  return "step" in c ? { native: c.step } : { native: null, why: c.why };
+  return NativeStep.compile(backend, model, loss, vars);
 }
 
 /**

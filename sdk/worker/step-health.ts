@@ -11,8 +11,9 @@ export interface NonFinite {
 }
 
 /**
- * Whether any value is NaN or Infinity, in one pass: a float64 sum of float32 values cannot
- * overflow, so it is non-finite exactly when an element is.
+ * Whether any value is NaN or Infinity, in one pass: the addon's exponent-bit scan for large
+ * arrays, else a float64 sum (of float32 values it cannot overflow, so it is non-finite exactly
+ * when an element is).
  */
 export function hasNonFinite(data: Float32Array | Int32Array): boolean {
   if (data instanceof Int32Array) return false;

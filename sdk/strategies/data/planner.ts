@@ -88,7 +88,7 @@ export function formatDataPlan(plan: DataParallelPlan): string {
   if (plan.elastic) lines.push(`elastic: a lost worker's slice goes to the others while at least ${plan.elastic.minWorkers} remain; workers added with cluster.add() join at a step boundary`);
   const p = plan.prediction;
   if (p) {
-    const slower = p.oneWorker && p.oneWorker.samplesPerSecond > p.samplesPerSecond ? `: SLOWER than one worker (${p.oneWorker.samplesPerSecond.toFixed(0)} samples/s); explain() says why` : "";
+    const slower = p.oneWorker && predictedSlowerThanOne({ workers: plan.worldSize, gradientBytes: plan.gradientBytes, prediction: p, one: p.oneWorker }) ? `: SLOWER than one worker (${p.oneWorker.samplesPerSecond.toFixed(0)} samples/s); explain() says why` : "";
     lines.push(`predicted: ${p.stepMs.toFixed(1)} ms per step, ${p.samplesPerSecond.toFixed(0)} samples/s${slower}`);
   }
   return lines.join("\n");

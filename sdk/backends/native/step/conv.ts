@@ -35,7 +35,7 @@ export class ConvOp implements StepOp {
   constructor(readonly layer: string, inShape: readonly number[], readonly outShape: readonly number[], cfg: WindowConfig, private readonly filter: GradientSlot, private readonly bias: GradientSlot | null, private readonly act: StepActivation) {
     const filterShape = filter.variable.shape;
     this.geometry = new Geometry((batch) => convInfo([batch, ...inShape], filterShape, { strides: cfg.strides, pad: cfg.padding, dilations: 1 }));
-    this.trainable = filter.offset !== null || (bias !== null && bias.offset !== null);
+    this.trainable = trained(filter) !== null || trained(bias) !== null;
   }
 
   forward(ctx: StepContext, x: Float32Array, out: Float32Array, batch: number): void {

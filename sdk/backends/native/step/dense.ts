@@ -13,7 +13,7 @@ export class DenseOp implements StepOp {
   constructor(readonly layer: string, inShape: readonly number[], readonly outShape: readonly number[], private readonly kernel: GradientSlot, private readonly bias: GradientSlot | null, private readonly act: StepActivation) {
     this.inUnits = inShape[inShape.length - 1]!;
     this.rowsPerSample = sizeOf(inShape) / this.inUnits;
-    this.trainable = kernel.offset !== null || (bias !== null && bias.offset !== null);
+    this.trainable = trained(kernel) !== null || trained(bias) !== null;
   }
 
   private get units(): number {

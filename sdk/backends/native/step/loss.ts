@@ -42,36 +42,33 @@ function meanSquared(p: Float32Array, t: Float32Array, dp: Float32Array, rows: n
 function crossentropy(p: Float32Array, t: Float32Array, dp: Float32Array, rows: number, cols: number, eps: number, scale: number, sparse: boolean): number {
   const hi = Math.fround(1 - eps);
   const g = Math.fround(scale / rows);
-  const q = new Float64Array(cols);
+  const clip = (v: number): number => Math.min(Math.max(v, eps), hi);
+  // This row's predictions as the loss takes them (sparse: clipped first), its targets, and dL/d(p / sum p)
+  const pre = new Float64Array(cols);
+  const y = new Float64Array(cols);
   const dq = new Float64Array(cols);
   let total = 0;
   for (let r = 0; r < rows; r++) {
     const o = r * cols;
-    const label = sparse ? Math.floor(t[r]!) : -1;
-    const target = (c: number): number => (sparse ? (c === label ? 1 : 0) : t[o + c]!);
-    const pre = (c: number): number => (sparse ? Math.min(Math.max(p[o + c]!, eps), hi) : p[o + c]!);
     let s = 0;
-    for (let c = 0; c < cols; c++) s += pre(c);
+    for (let c = 0; c < cols; c++) {
+      pre[c] = sparse ? clip(p[o + c]!) : p[o + c]!;
+      y[c] = sparse ? (c === Math.floor(t[r]!) ? 1 : 0) : t[o + c]!;
+      s += pre[c]!;
+    }
     const sum = Math.fround(s);
     let dot = 0;
     for (let c = 0; c < cols; c++) {
-      const v = Math.fround(pre(c) / sum);
-      const clipped = Math.min(Math.max(v, eps), hi);
-      const y = target(c);
-      total -= y * Math.log(clipped);
+      const v = Math.fround(pre[c]! / sum);
+      total -= y[c]! * Math.log(clip(v));
       // clipByValue passes the gradient where eps <= v <= 1 - eps, and nothing elsewhere
-      dq[c] = v >= eps && v <= hi ? (-y / clipped) * g : 0;
-      q[c] = pre(c);
-      dot += dq[c]! * q[c]!;
+      dq[c] = v >= eps && v <= hi ? (-y[c]! / clip(v)) * g : 0;
+      dot += dq[c]! * pre[c]!;
     }
-    // d(p_c / sum)/dp: dq_c / sum - sum_k dq_k p_k / sum^2
+    // d(p_c / sum)/dp: dq_c / sum - sum_k dq_k p_k / sum^2; a sparse target's first clip passes it only inside the range
     for (let c = 0; c < cols; c++) {
-      let d = dq[c]! / sum - dot / (sum * sum);
-      if (sparse) {
-        const raw = p[o + c]!;
-        if (!(raw >= eps && raw <= hi)) d = 0;
-      }
-      dp[o + c] = Math.fround(d);
+      const inside = !sparse || (p[o + c]! >= eps && p[o + c]! <= hi);
+      dp[o + c] = inside ? Math.fround(dq[c]! / sum - dot / (sum * sum)) : 0;
     }
   }
   return total / rows;

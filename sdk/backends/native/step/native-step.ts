@@ -12,6 +12,9 @@ interface Buffers {
   grads: Float32Array[];
 }
 
+/** A model's native step, or why it trains by TF.js's autodiff. */
+export type StepChoice = { native: NativeStep; why?: undefined } | { native: null; why: string };
+
 /** Buffers kept for this many batch sizes (a run sees its batch size and its last batch's). */
 const KEPT_BATCH_SIZES = 4;
 
@@ -41,10 +44,10 @@ export class NativeStep {
   }
 
   /** The model's native step, or why it has none (it then trains by TF.js's autodiff). */
-  static compile(backend: NativeBackend, model: tf.LayersModel, loss: LossName, vars: readonly tf.Variable[]): { step: NativeStep } | { why: string } {
+  static compile(backend: NativeBackend, model: tf.LayersModel, loss: LossName, vars: readonly tf.Variable[]): StepChoice {
     const plan = compileStep(model, loss, vars);
-    if (!plan.ok) return { why: plan.why };
-    return { step: new NativeStep(backend, plan.ops, plan.loss, plan.inShape, Math.fround(backend.epsilon())) };
+    if (!plan.ok) return { native: null, why: plan.why };
+    return { native: new NativeStep(backend, plan.ops, plan.loss, plan.inShape, Math.fround(backend.epsilon())) };
   }
 
   get outShape(): readonly number[] {
