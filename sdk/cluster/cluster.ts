@@ -8,7 +8,6 @@ import { workerCount, type ClusterSpec } from "../config/cluster-spec";
 import { resolveFitOptions, type FitOptions } from "../config/fit-options";
 import type { WorkerSnapshot } from "../config/worker-snapshot";
 import { strategyOf } from "../strategies/registry";
-import { CLOSE } from "../transport/link";
 import { addWorker, startWorkers, type LaunchHooks } from "./launch";
 import type { JoinListener } from "./join-listener";
 import { LossWatch } from "./loss-watch";
@@ -31,6 +30,9 @@ import { register, unregister, type LiveCluster } from "./registry";
 import { wiringKey, type Wiring } from "../plan/wiring";
 import { FitWatchers } from "./fit-watch";
 import { WorkerOutput } from "./worker-output";
+import { ModelProfiles } from "./model-profiles";
+import { stopMembers } from "./stop-members";
+import type { ModelProfile } from "../plan/profile";
 import type { LogLine } from "../metrics/records";
 
 export type { ClusterState } from "./usable";
@@ -65,6 +67,7 @@ export class Cluster implements LiveCluster {
   private step: number | undefined;
   private stopping: Promise<void> | undefined;
   private notes_: string[] = [];
+  private readonly profiles = new ModelProfiles();
   /** How the workers are connected now (wiringKey), to reconnect only when a fit needs otherwise. */
   private wired: string | null = null;
   /** Where the current wiring's all-reduces travel, if it has any. */
@@ -124,10 +127,16 @@ export class Cluster implements LiveCluster {
     return workerCount(this.spec);
   }
 
-  /** The plan this cluster's strategy makes for `model`, with its workers' devices (no messages are sent). */
+  /** The plan this cluster's strategy makes for `model`, with its workers' devices and the model's profile if profile() took one (no messages are sent). */
   plan(model: tf.LayersModel, options: PlanRequest = {}): Plan {
-    const devices = this.handles.map((h) => devicesOf(h));
-    return makePlan(this.spec, summarizeModel(model), { ...planOptions(options), devices });
+    const o = planOptions(options), profile = this.profiles.find(model, o.batchSize);
+    return makePlan(this.spec, summarizeModel(model), { ...o, devices: this.handles.map((h) => devicesOf(h)), ...(profile ? { profile } : {}) });
+  }
+
+  /** Times `model`'s layers and replica step on the slowest worker at `batchSize` (and an eighth of it), so that plan() and fit() predict from measured times. fit() does this itself. */
+  async profile(model: tf.LayersModel, options: Omit<FitOptions, "epochs"> & { batchSize: number }): Promise<ModelProfile> {
+    const o = resolveFitOptions(options, model);
+    return this.profiles.take(this.handles, model, { batchSize: options.batchSize, loss: o.loss, optimizer: o.optimizer });
   }
 
   /**
@@ -156,8 +165,8 @@ export class Cluster implements LiveCluster {
     try {
       try {
         checkShapes(model, dataset, o);
-        const devices = this.handles.map((h) => devicesOf(h));
-        plan = planForFit(this.spec, summarizeModel(model), { batchSize: o.batchSize, optimizer: o.optimizer, devices }, o.plan);
+        const profile = o.plan || this.spec.strategy.name === "ps" ? undefined : await this.profiles.forFit(this.handles, model, o);
+        plan = planForFit(this.spec, summarizeModel(model), { batchSize: o.batchSize, optimizer: o.optimizer, devices: this.handles.map((h) => devicesOf(h)), ...(profile ? { profile } : {}) }, o.plan);
         chain = await asSequential(model);
       } catch (err) {
         throw new FitAborted(err);
@@ -333,17 +342,8 @@ export class Cluster implements LiveCluster {
     this.stopping = this.stopAll(`cluster stopped: ${err.summary}`);
   }
 
-  private async stopAll(reason: string): Promise<void> {
-    await this.joins?.close();
-    await Promise.all(
-      [...this.handles, ...this.servers].map(async (h) => {
-        h.expectClose();
-        if (!h.channel.closed) h.channel.close(CLOSE.normal, reason.slice(0, 100));
-        // Local workers exit when their driver's session ends; insist if one does not. A remote
-        // one is free for the next driver once the closing handshake is done.
-        if (h.process) await h.process.stop(3000);
-        else await Promise.race([h.closed, new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
-      }),
-    );
+  private stopAll(reason: string): Promise<void> {
+    return stopMembers(this.joins, [...this.handles, ...this.servers], reason);
   }
+
 }

@@ -11,5 +11,6 @@ export function devicesOf(w: WorkerHandle): PlanDevice {
     kernelOverheadUs: w.info?.kernelOverheadUs ?? 0,
     linkBytesPerSecond: w.linkBytesPerSecond,
     linkLatencyMs: w.linkLatencyMs,
+    ...(w.info ? { host: w.info.hostname, cpus: w.info.cpus } : {}),
   };
 }

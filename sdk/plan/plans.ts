@@ -1,3 +1,4 @@
+import type { ModelProfile } from "./profile";
 import type { OptimizerSpec } from "../config/optimizer";
 import type { MemoryEstimate } from "./memory";
 import type { ModelSummary } from "./model-summary";
@@ -58,6 +59,9 @@ export interface PlanDevice {
   linkBytesPerSecond?: number;
   /** The driver's link to it: one-way latency of a message, ms. */
   linkLatencyMs?: number;
+  /** The machine it runs on and that machine's cores: workers beyond the cores share them. */
+  host?: string;
+  cpus?: number;
 }
 
 export interface PlanOptions {
@@ -69,6 +73,8 @@ export interface PlanOptions {
   devices?: readonly PlanDevice[];
   /** Why this strategy was chosen (strategy "auto" says). */
   reasons?: readonly string[];
+  /** The model's layers and replica step timed on a worker: predictions rest on it instead of FLOPs. */
+  profile?: ModelProfile;
 }
 
 /** One variable as a server holds it: trainable, or state (a float non-trainable weight). */

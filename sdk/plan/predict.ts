@@ -1,3 +1,4 @@
+import { atBatch, layersMs, type ModelProfile } from "./profile";
 import { simulate, type Schedule } from "./schedules";
 
 /** What a plan's step time is predicted from: measured on the workers and links. */
@@ -10,6 +11,8 @@ export interface Speeds {
   linkBytesPerSecond: number;
   /** The slowest link's one-way latency per message, through both ends' threads, seconds. */
   latencySeconds: number;
+  /** Workers per core on the most crowded machine (at least 1): computing at once, each takes that much longer. */
+  coreSharing: number;
 }
 
 export interface Prediction {
@@ -26,6 +29,12 @@ export interface Prediction {
 }
 
 /** Kernels TF.js runs per layer per sample pass, roughly: forward ~3, backward ~6. */
+/** Bytes of one sample's input and label, which the driver sends when it feeds the data. */
+export function sampleBytes(model: { inputShape: ReadonlyArray<number | null>; outputShape: ReadonlyArray<number | null> }): number {
+  const per = (shape: ReadonlyArray<number | null>): number => shape.slice(1).reduce<number>((a, d) => a * (d ?? 1), 1);
+  return 4 * (per(model.inputShape) + per(model.outputShape));
+}
+
 const KERNELS_FWD = 3;
 const KERNELS_BWD = 6;
 
@@ -34,18 +43,26 @@ function allReduceMs(bytes: number, members: number, s: Speeds): number {
   return members > 1 ? (((2 * (members - 1)) / members) * (bytes / s.linkBytesPerSecond) + 2 * (members - 1) * s.latencySeconds) * 1000 : 0;
 }
 
-/** Every step the driver sends the step and waits for the replies: a round trip. */
-function stepOverheadMs(s: Speeds): number {
-  return 2 * s.latencySeconds * 1000;
+/**
+ * Every step the driver sends the step and waits for the replies (a round trip), and with the
+ * data fed by the driver, sends every sample's input and label over its links one after another.
+ */
+function stepOverheadMs(s: Speeds, feedBytes: number): number {
+  return (2 * s.latencySeconds + feedBytes / s.linkBytesPerSecond) * 1000;
 }
 
-/** Data parallelism: one replica's forward and backward on its slice, then a ring all-reduce. */
-export function predictData(o: { flopsPerSample: number; layers: number; gradientBytes: number; globalBatch: number; replicas: number }, s: Speeds): Prediction {
+/**
+ * Data parallelism: one replica's step on its slice (timed on a worker when a profile was
+ * taken, else from FLOPs and kernel counts), then a ring all-reduce.
+ */
+export function predictData(o: { flopsPerSample: number; layers: number; gradientBytes: number; globalBatch: number; replicas: number; feedBytes: number; profile?: ModelProfile }, s: Speeds): Prediction {
   const perReplica = o.globalBatch / o.replicas;
-  const computeMs = ((3 * o.flopsPerSample * perReplica) / s.flopsPerSecond + o.layers * (KERNELS_FWD + KERNELS_BWD) * s.kernelSeconds) * 1000;
+  const timed = o.profile && o.profile.replicaStepMs.length === o.profile.batches.length ? atBatch(o.profile.batches, o.profile.replicaStepMs, perReplica) : NaN;
+  const alone = Number.isFinite(timed) ? timed : ((3 * o.flopsPerSample * perReplica) / s.flopsPerSecond + o.layers * (KERNELS_FWD + KERNELS_BWD) * s.kernelSeconds) * 1000;
+  const computeMs = alone * (o.replicas > 1 ? s.coreSharing : 1);
   const commMs = allReduceMs(o.gradientBytes, o.replicas, s);
-  const stepMs = computeMs + commMs + stepOverheadMs(s);
-  return { stepMs, computeMs, commMs, bubble: 0, samplesPerSecond: (o.globalBatch / stepMs) * 1000, basis: basis(s) };
+  const stepMs = computeMs + commMs + stepOverheadMs(s, o.feedBytes);
+  return { stepMs, computeMs, commMs, bubble: 0, samplesPerSecond: (o.globalBatch / stepMs) * 1000, basis: basis(s, Number.isFinite(timed) ? o.profile : undefined) };
 }
 
 /**
@@ -55,38 +72,53 @@ export function predictData(o: { flopsPerSample: number; layers: number; gradien
  */
 export function predictPipeline(
   o: {
-    stages: ReadonlyArray<{ flopsPerSample: number; layers: number; gradientBytes: number; outputElementsPerSample: number }>;
+    stages: ReadonlyArray<{ from: number; to: number; flopsPerSample: number; layers: number; gradientBytes: number; outputElementsPerSample: number }>;
     schedule: Schedule;
     microBatchSize: number;
     globalBatch: number;
     replicas: number;
+    feedBytes: number;
+    profile?: ModelProfile;
   },
   s: Speeds,
 ): Prediction {
   const mb = o.microBatchSize;
-  const fwd = o.stages.map((st) => (st.flopsPerSample * mb) / s.flopsPerSecond + st.layers * KERNELS_FWD * s.kernelSeconds);
+  const own = stageSeconds(o.stages, mb, s, o.profile);
   const send = o.stages.map((st) => (st.outputElementsPerSample * 4 * mb) / s.linkBytesPerSecond + s.latencySeconds);
   const last = o.stages.length - 1;
-  // The last stage's forward is done inside its backward; other stages recompute in backward.
+  // The last stage's forward is done inside its backward; other stages recompute it there.
   const cost = (stage: number, kind: "F" | "B"): number =>
-    kind === "F"
-      ? (stage === last ? 0 : fwd[stage]!) + (stage < last ? send[stage]! : 0)
-      : 3 * fwd[stage]! + (o.stages[stage]!.layers * KERNELS_BWD - o.stages[stage]!.layers * KERNELS_FWD) * s.kernelSeconds + (stage > 0 ? send[stage - 1]! : 0);
+    kind === "F" ? (stage === last ? 0 : own[stage]!.forward + send[stage]!) : own[stage]!.forward + own[stage]!.backward + (stage > 0 ? send[stage - 1]! : 0);
   const timed = simulate(o.schedule, (stage, a) => cost(stage, a.kind) * 1000);
   const makespan = Math.max(...timed.flat().map((a) => a.end));
   const busy = timed.flat().reduce((n, a) => n + a.end - a.start, 0);
   const commMs = Math.max(...o.stages.map((st) => allReduceMs(st.gradientBytes, o.replicas, s)));
-  const stepMs = makespan + commMs + stepOverheadMs(s);
+  const stepMs = makespan + commMs + stepOverheadMs(s, o.feedBytes);
   return {
     stepMs,
     computeMs: makespan,
     commMs,
     bubble: makespan > 0 ? 1 - busy / (o.stages.length * makespan) : 0,
     samplesPerSecond: (o.globalBatch / stepMs) * 1000,
-    basis: basis(s),
+    basis: basis(s, o.profile),
   };
 }
 
-function basis(s: Speeds): string {
-  return `${(s.flopsPerSecond / 1e9).toFixed(1)} GFLOP/s matrix speed, ${(s.kernelSeconds * 1e6).toFixed(1)} us per TF.js kernel, ${(s.linkBytesPerSecond / 1e6).toFixed(0)} MB/s links with ${(s.latencySeconds * 1e3).toFixed(2)} ms latency (measured when the workers joined)`;
+/** Each stage's forward, and its backward alone, for one micro-batch, in seconds: timed on a worker, or from FLOPs and kernel counts. */
+function stageSeconds(stages: ReadonlyArray<{ from: number; to: number; flopsPerSample: number; layers: number }>, mb: number, s: Speeds, profile: ModelProfile | undefined): Array<{ forward: number; backward: number }> {
+  return stages.map((st) => {
+    const flops = (st.flopsPerSample * mb) / s.flopsPerSecond;
+    const t = profile ? layersMs(profile, st.from, st.to, mb) : undefined;
+    const forward = t ? t.forwardMs / 1000 : flops + st.layers * KERNELS_FWD * s.kernelSeconds;
+    const backward = t ? t.backwardMs / 1000 : 2 * flops + st.layers * KERNELS_BWD * s.kernelSeconds;
+    return { forward: forward * s.coreSharing, backward: backward * s.coreSharing };
+  });
+}
+
+function basis(s: Speeds, profile: ModelProfile | undefined): string {
+  const compute = profile
+    ? `the model's layers and step timed on ${profile.timedOn} at batches ${profile.batches.join(" and ")}`
+    : `${(s.flopsPerSecond / 1e9).toFixed(1)} GFLOP/s matrix speed and ${(s.kernelSeconds * 1e6).toFixed(1)} us per TF.js kernel (the model's FLOPs; no profile was taken)`;
+  const sharing = s.coreSharing > 1 ? `, ${s.coreSharing.toFixed(1)} workers per core` : "";
+  return `${compute}, ${(s.linkBytesPerSecond / 1e6).toFixed(0)} MB/s links with ${(s.latencySeconds * 1e3).toFixed(2)} ms latency (measured when the workers joined)${sharing}`;
 }

@@ -6,6 +6,8 @@ export interface MeasuredDevice {
   kernelOverheadUs?: number;
   linkBytesPerSecond?: number;
   linkLatencyMs?: number;
+  host?: string;
+  cpus?: number;
 }
 
 /**
@@ -20,5 +22,21 @@ export function speedsOf(devices: readonly MeasuredDevice[] | undefined): Speeds
   const kernelUs = Math.max(...devices.map((d) => d.kernelOverheadUs ?? -1));
   const latencyMs = Math.max(...devices.map((d) => d.linkLatencyMs ?? -1));
   if (!(gflops > 0) || !(link > 0) || kernelUs < 0 || latencyMs < 0) return undefined;
-  return { flopsPerSecond: gflops * 1e9, kernelSeconds: kernelUs / 1e6, linkBytesPerSecond: link, latencySeconds: latencyMs / 1e3 };
+  return { flopsPerSecond: gflops * 1e9, kernelSeconds: kernelUs / 1e6, linkBytesPerSecond: link, latencySeconds: latencyMs / 1e3, coreSharing: coreSharing(devices) };
+}
+
+/**
+ * How many workers share each core on the most crowded machine (at least 1): workers computing
+ * at once on fewer cores than themselves each take that much longer. Workers that did not say
+ * their machine count as machines of their own.
+ */
+function coreSharing(devices: readonly MeasuredDevice[]): number {
+  const perHost = new Map<string, { workers: number; cpus: number }>();
+  for (const d of devices) {
+    if (d.host === undefined || !(d.cpus! > 0)) continue;
+    const h = perHost.get(d.host) ?? { workers: 0, cpus: d.cpus! };
+    h.workers++;
+    perHost.set(d.host, h);
+  }
+  return Math.max(1, ...[...perHost.values()].map((h) => h.workers / h.cpus));
 }

@@ -8,6 +8,7 @@ import { TensorSpecSchema } from "./tensor";
 import { PROTOCOL_VERSION } from "./version";
 import { WireErrorSchema } from "./wire-error";
 import { NoticeSchema, OutputSchema, ProgressSchema } from "./worker-reports";
+import { ProfiledSchema, ProfileSchema } from "./profile-messages";
 
 /**
  * Every control message, as one zod discriminated union on `type`. Each carries `v`
@@ -326,6 +327,7 @@ export const MessageSchema = z.discriminatedUnion("type", [
   FetchStateSchema, StateSchema, SetStateSchema, StateSetSchema, RewindSchema, RewoundSchema,
   PullSchema, PulledSchema, PushSchema, PushedSchema, AppliedSchema, AppliedReplySchema,
   ReleaseSchema, ReleasedSchema, ShutdownSchema, NoticeSchema, OutputSchema, ProgressSchema,
+  ProfileSchema, ProfiledSchema,
 ]);
 
 export type Message = z.infer<typeof MessageSchema>;

@@ -187,11 +187,7 @@ export class Channel {
     if (this.closedWith) return false;
     this.closedWith = err;
     this.stopHeartbeat();
-    for (const [id, p] of this.pending) {
-      if (p.timer) clearTimeout(p.timer);
-      this.pending.delete(id);
-      p.reject(err);
-    }
+    for (const id of [...this.pending.keys()]) this.takePending(id)?.reject(err);
     return true;
   }
 
@@ -211,6 +207,14 @@ export class Channel {
     if (this.finish(err)) this.o.onClose(err);
   }
 
+  /** The request `re` answers, no longer pending. */
+  private takePending(re: number | undefined): PendingRequest | undefined {
+    const p = re === undefined ? undefined : this.pending.get(re);
+    if (p?.timer) clearTimeout(p.timer);
+    if (p) this.pending.delete(re!);
+    return p;
+  }
+
   private refuse(re: number | undefined, err: MeshtrainError): void {
     this.replyError(re, err);
     this.o.onInvalid?.(err);
@@ -225,8 +229,10 @@ export class Channel {
       this.refuse(undefined, new ProtocolError(`message from ${this.o.peerName} is not valid JSON (${text.length} bytes)`));
       return;
     }
-    const loose = raw as { id?: unknown; v?: unknown } | null;
+    const loose = raw as { id?: unknown; re?: unknown; v?: unknown } | null;
     const re = typeof loose?.id === "number" ? loose.id : undefined;
+    // A reply that fails its schema still ends the request it answers, instead of leaving it to time out.
+    const answers = typeof loose?.re === "number" ? loose.re : undefined;
     if (loose?.v !== PROTOCOL_VERSION) {
       this.refuse(re, new ProtocolError(`message from ${this.o.peerName} has protocol version ${String(loose?.v)}, expected ${PROTOCOL_VERSION}`, {
         hint: "install the same meshtrain version on the driver and every worker",
@@ -237,7 +243,9 @@ export class Channel {
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       const where = issue && issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
-      this.refuse(re, new ProtocolError(`invalid message from ${this.o.peerName}: ${where}${issue?.message ?? "unknown problem"}`));
+      const err = new ProtocolError(`invalid message from ${this.o.peerName}: ${where}${issue?.message ?? "unknown problem"}`);
+      this.takePending(answers)?.reject(err);
+      this.refuse(re, err);
       return;
     }
     if (this.assembly) {
@@ -277,7 +285,7 @@ export class Channel {
       frame = decodeFrame(buf);
     } catch (err) {
       if (a) this.assembly = null;
-      this.refuse(a ? seqOf(a.msg) : undefined, err as MeshtrainError);
+      this.refuse(a ? (a.msg as { id?: number }).id : undefined, err as MeshtrainError);
       return;
     }
     const h = frame.header;
@@ -298,7 +306,7 @@ export class Channel {
                   : null;
     if (problem !== null) {
       this.assembly = null;
-      this.refuse(a ? seqOf(a.msg) : undefined, new ProtocolError(`unexpected binary frame from ${this.o.peerName}: ${problem}`));
+      this.refuse(a ? (a.msg as { id?: number }).id : undefined, new ProtocolError(`unexpected binary frame from ${this.o.peerName}: ${problem}`));
       return;
     }
     const asm = a!;
@@ -317,17 +325,12 @@ export class Channel {
   private deliver(incoming: Incoming): void {
     const msg = incoming.msg;
     const re = (msg as { re?: number }).re;
-    if (re !== undefined) {
-      const p = this.pending.get(re);
-      if (p) {
-        this.pending.delete(re);
-        if (p.timer) clearTimeout(p.timer);
-        if (msg.type === "error") p.reject(fromWireError(msg.error, this.o.details));
-        else if (msg.type !== p.expect) {
-          p.reject(new ProtocolError(`${this.o.peerName} answered with "${msg.type}", expected "${p.expect}"`, { details: this.o.details }));
-        } else p.resolve(incoming);
-        return;
-      }
+    const p = this.takePending(re);
+    if (p) {
+      if (msg.type === "error") p.reject(fromWireError(msg.error, this.o.details));
+      else if (msg.type !== p.expect) p.reject(new ProtocolError(`${this.o.peerName} answered with "${msg.type}", expected "${p.expect}"`, { details: this.o.details }));
+      else p.resolve(incoming);
+      return;
     }
     if (msg.type === "error" && re === undefined) this.lastWord = fromWireError(msg.error, this.o.details);
     try {
@@ -337,10 +340,6 @@ export class Channel {
       this.replyError(id, err);
     }
   }
-}
-
-function seqOf(msg: Message): number | undefined {
-  return (msg as { id?: number }).id;
 }
 
 function hasAttachmentField(type: MessageType): boolean {

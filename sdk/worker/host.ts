@@ -9,6 +9,7 @@ import type { BackendReport } from "./backend";
 import { transferList, type CommToCompute, type ComputeToComm } from "./bridge";
 import { HostLinks } from "./host-links";
 import { joinWorker } from "./join";
+import { profileModel } from "./profile";
 import { weightsDigest } from "./model-io";
 import type { RoleFactory, RoleReply, WorkerRole } from "./role";
 
@@ -146,6 +147,11 @@ export class ComputeHost {
           return;
         case "probe":
           this.reply({ type: "probed", re: msg.id, clock: wallClock() });
+          return;
+        case "profile":
+          this.links.doing("timing the model's layers for the plan");
+          this.reply({ type: "profiled", re: msg.id, ...(await profileModel(msg, this.memoryCapBytes)) });
+          this.links.doing("profiled the model, waiting", "idle");
           return;
         case "fetchState": {
           const state = await this.need("fetchState").exportState();

@@ -7,10 +7,10 @@ import type { Tensorlike } from "../protocol/tensor";
 import { loadedModules } from "./modules";
 
 /**
- * Builds a model from TF.js topology JSON and weights. Only layer classes registered with TF.js
+ * Builds a model from TF.js topology JSON and weights ("initial": its initializers' own, to time it). Only layer classes registered with TF.js
  * can be built: nothing that arrives over the wire is ever run as code.
  */
-export async function buildModel(topology: Record<string, unknown>, weights: readonly Tensorlike[]): Promise<tf.LayersModel> {
+export async function buildModel(topology: Record<string, unknown>, weights: readonly Tensorlike[] | "initial"): Promise<tf.LayersModel> {
   let model: tf.LayersModel;
   try {
     model = await tf.models.modelFromJSON(topology as unknown as Parameters<typeof tf.models.modelFromJSON>[0]);
@@ -25,6 +25,7 @@ export async function buildModel(topology: Record<string, unknown>, weights: rea
       details: unknownClass ? { className: unknownClass[2]! } : {},
     });
   }
+  if (weights === "initial") return model;
   if (model.weights.length !== weights.length) {
     throw new ModelError(`the model has ${model.weights.length} weights but ${weights.length} were sent`);
   }

@@ -173,3 +173,13 @@ test("the wire JSON codec keeps finite numbers and strings as JSON does", async 
   assert.deepEqual(back.o, { $num: "not a number" });
   assert.equal(toWireJson({ x: 1 }), JSON.stringify({ x: 1 }));
 });
+
+test("a reply that fails its schema ends the request it answers with a ProtocolError, instead of leaving it to time out", async () => {
+  const { b, driver, serverInbox } = pair();
+  const reply = driver.request({ type: "digest" }, "digestReply", { timeoutMs: 60_000, waitingFor: "a digest" });
+  await until(() => serverInbox.length > 0, "the request to arrive");
+  const id = (serverInbox[0]!.msg as { id: number }).id;
+  b.sendText(JSON.stringify({ type: "digestReply", v: PROTOCOL_VERSION, re: id, digest: "not hex" }));
+  await assert.rejects(reply, (e: unknown) => e instanceof ProtocolError && /invalid message from worker rank 0: digest/.test(e.summary));
+  assert.equal(driver.unanswered, 0);
+});

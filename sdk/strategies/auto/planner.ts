@@ -51,6 +51,7 @@ export function planAuto(spec: ClusterSpec, model: ModelSummary, o: PlanOptions)
         batchSize: batch,
         ...(o.optimizer ? { optimizer: o.optimizer } : {}),
         ...(o.devices ? { devices: o.devices } : {}),
+        ...(o.profile ? { profile: o.profile } : {}),
         ...(spec.memoryCapBytes !== undefined ? { memoryCapBytes: spec.memoryCapBytes } : {}),
       });
       const biggest = Math.max(...plan.stagePlans.map((st) => st.stateBytes + st.activationBytes));

@@ -2,7 +2,7 @@ import { ConfigError } from "../../errors/errors";
 import { replicaSlices } from "../../plan/batches";
 import { estimateReplicaMemory, formatBytes, memoryTotal } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
-import { predictData } from "../../plan/predict";
+import { predictData, sampleBytes } from "../../plan/predict";
 import type { DataParallelPlan, PlanOptions } from "../../plan/plans";
 import { speedsOf } from "../../plan/speeds";
 import { predictedSlowerThanOne } from "../../plan/slower-than-one";
@@ -16,14 +16,17 @@ export function planDataParallel(spec: ClusterSpec, model: ModelSummary, options
   const gradientBytes = model.trainableParamCount * 4;
   const memory = estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer: options.optimizer });
   const speeds = speedsOf(options.devices);
-  const predict = (replicas: number) => (speeds && batchSize !== undefined ? predictData({ flopsPerSample: model.flopsPerSample, layers: model.layers.length, gradientBytes, globalBatch: batchSize, replicas }, speeds) : null);
+  const feed = spec.strategy.name === "data" ? spec.strategy.feed : "driver";
+  const feedBytes = feed === "driver" && batchSize !== undefined ? batchSize * sampleBytes(model) : 0;
+  const predict = (replicas: number) =>
+    speeds && batchSize !== undefined ? predictData({ flopsPerSample: model.flopsPerSample, layers: model.layers.length, gradientBytes, globalBatch: batchSize, replicas, feedBytes, ...(options.profile ? { profile: options.profile } : {}) }, speeds) : null;
   const many = predict(n);
   // The same batch on one worker: what explain() and toString() hold the cluster up against.
   const one = n > 1 ? predict(1) : null;
   const prediction = many && one ? { ...many, oneWorker: one } : many;
   return Object.freeze({
     strategy: "data" as const,
-    feed: spec.strategy.name === "data" ? spec.strategy.feed : "driver",
+    feed,
     elastic: spec.strategy.name === "data" && spec.strategy.elastic ? Object.freeze({ minWorkers: spec.strategy.elastic.minWorkers }) : null,
     worldSize: n,
     replicas: n,

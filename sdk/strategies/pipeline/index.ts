@@ -11,8 +11,8 @@ import type { ModelSummary } from "../../plan/model-summary";
 import type { RunRecord } from "../../metrics/records";
 import type { RunSummary } from "../../metrics/summary";
 
-function extras(o: PlanOptions): Pick<PipelineOptions, "batchSize" | "optimizer" | "devices"> {
-  return { ...(o.batchSize !== undefined ? { batchSize: o.batchSize } : {}), ...(o.optimizer ? { optimizer: o.optimizer } : {}), ...(o.devices ? { devices: o.devices } : {}) };
+function extras(o: PlanOptions): Pick<PipelineOptions, "batchSize" | "optimizer" | "devices" | "profile"> {
+  return { ...(o.batchSize !== undefined ? { batchSize: o.batchSize } : {}), ...(o.optimizer ? { optimizer: o.optimizer } : {}), ...(o.devices ? { devices: o.devices } : {}), ...(o.profile ? { profile: o.profile } : {}) };
 }
 
 /** The same stages, replicas, schedule and placement as `plan`, for other options (a fit's batch). */

@@ -3,7 +3,8 @@ import { replicaSlices } from "../../plan/batches";
 import { formatBytes, optimizerSlots } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
 import { partition, type PartitionRequest } from "../../plan/partition";
-import { predictPipeline, type Prediction } from "../../plan/predict";
+import { predictPipeline, sampleBytes, type Prediction } from "../../plan/predict";
+import type { ModelProfile } from "../../plan/profile";
 import type { PipelineKind, PipelinePlan, PlanDevice, StagePlan } from "../../plan/plans";
 import { speedsOf } from "../../plan/speeds";
 import { formatSchedule, makeSchedule, maxInFlight, type Schedule, type ScheduleName } from "../../plan/schedules";
@@ -19,6 +20,8 @@ export interface PipelineOptions {
   batchSize?: number;
   optimizer?: OptimizerSpec;
   devices?: readonly PlanDevice[];
+  /** The model's layers timed on a worker: the prediction rests on it instead of FLOPs. */
+  profile?: ModelProfile;
   memoryCapBytes?: number;
   /** Stages whose layer ranges were set with plan.place(); the partitioner splits the rest around them. */
   pinned?: ReadonlyMap<number, readonly [number, number]>;
@@ -74,7 +77,7 @@ export function planPipelineWith(model: ModelSummary, o: PipelineOptions): Pipel
     inFlight: maxInFlight(schedule, s),
   }));
   checkStageMemory(stagePlans, request.memoryBytes);
-  const prediction = predictStages(model, stagePlans, schedule, micro, batch, R, o.devices);
+  const prediction = predictStages(model, stagePlans, { schedule, micro, batch, R }, o);
   return {
     strategy: o.kind,
     worldSize: S * R,
@@ -123,16 +126,19 @@ function checkStageMemory(stagePlans: readonly StagePlan[], memoryBytes: (stage:
 }
 
 /** Step time and throughput from the cost model, when the workers' speeds and the batch are known. */
-function predictStages(model: ModelSummary, stagePlans: readonly StagePlan[], schedule: Schedule, micro: number, batch: PipelinePlan["batch"], R: number, devices: readonly PlanDevice[] | undefined): Prediction | null {
-  const speeds = speedsOf(devices);
-  if (!speeds || !batch) return null;
+function predictStages(model: ModelSummary, stagePlans: readonly StagePlan[], p: { schedule: Schedule; micro: number; batch: PipelinePlan["batch"]; R: number }, o: Pick<PipelineOptions, "devices" | "profile">): Prediction | null {
+  const speeds = speedsOf(o.devices);
+  if (!speeds || !p.batch) return null;
   const stages = stagePlans.map((st) => ({
+    from: st.from,
+    to: st.to,
     flopsPerSample: st.flopsPerSample,
     layers: st.to - st.from,
     gradientBytes: model.layers.slice(st.from, st.to).reduce((n, l) => n + l.trainableParams, 0) * 4,
     outputElementsPerSample: st.outputShape.reduce((a, d) => a * d, 1),
   }));
-  return predictPipeline({ stages, schedule, microBatchSize: micro, globalBatch: batch.globalBatch, replicas: R }, speeds);
+  const feedBytes = p.batch.globalBatch * sampleBytes(model);
+  return predictPipeline({ stages, schedule: p.schedule, microBatchSize: p.micro, globalBatch: p.batch.globalBatch, replicas: p.R, feedBytes, ...(o.profile ? { profile: o.profile } : {}) }, speeds);
 }
 
 /** The options a pipeline-family cluster spec implies. */

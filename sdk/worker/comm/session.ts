@@ -90,6 +90,7 @@ export class Session {
       case "fetchWeights":
       case "digest":
       case "probe":
+      case "profile":
       case "release":
         if (this.id === undefined) throw new ProtocolError(`"${msg.type}" before "join"`);
         this.forward(incoming);

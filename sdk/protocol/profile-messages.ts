@@ -1,0 +1,33 @@
+import { z } from "zod";
+import { LOSS_NAMES } from "../config/loss";
+import { OptimizerSpecSchema } from "../config/optimizer";
+import { PROTOCOL_VERSION } from "./version";
+
+/**
+ * Driver -> one worker, before a plan predicts: time this model's layers and its replica step
+ * on your backend, at these batch sizes (PipeDream's profiling step). The topology is built with
+ * tf.models.modelFromJSON, as a load's is, never evaluated as code; the weights are the
+ * initializers' own, since only the time matters.
+ */
+const v = z.literal(PROTOCOL_VERSION);
+const id = z.number().int().nonnegative().max(2 ** 32 - 1);
+const times = z.array(z.number().finite().nonnegative()).max(8);
+
+export const ProfileSchema = z.strictObject({
+  type: z.literal("profile"), v, id,
+  topology: z.record(z.string(), z.unknown()),
+  optimizer: OptimizerSpecSchema,
+  loss: z.enum(LOSS_NAMES),
+  /** Batch sizes to time at, ascending: the plan interpolates between them. */
+  batches: z.array(z.number().int().positive().max(1 << 20)).min(1).max(8),
+});
+
+export const ProfiledSchema = z.strictObject({
+  type: z.literal("profiled"), v, re: id,
+  batches: z.array(z.number().int().positive()).max(8),
+  /** Per layer (numbered as plans number them), ms at each batch: its forward, and its backward alone. */
+  layers: z.array(z.strictObject({ forwardMs: times, backwardMs: times })).max(4096),
+  /** A whole replica step (forward, loss, backward, update) at each batch, as a data-parallel replica runs it. */
+  replicaStepMs: times,
+  replicaStep: z.strictObject({ native: z.boolean(), why: z.string().max(2000).optional() }),
+});

@@ -1,0 +1,122 @@
+import * as os from "node:os";
+import * as tf from "@tensorflow/tfjs";
+import { ModelError } from "../errors/errors";
+import { estimateReplicaMemory, formatBytes, memoryTotal } from "../plan/memory";
+import { summarizeModel } from "../plan/model-summary";
+import type { LossName } from "../config/loss";
+import type { MessageOf } from "../protocol/messages";
+import type { Tensorlike } from "../protocol/tensor";
+import { DataReplica } from "../strategies/data/replica-role";
+import { buildModel, readWeights } from "./model-io";
+
+type Profiled = Omit<MessageOf<"profiled">, "type" | "v" | "re">;
+
+/**
+ * Each timing is repeated after a warm-up until it has run this long (at least MIN_REPEATS times,
+ * at most MAX_REPEATS), and the fastest counts: the undisturbed time, as calibrate() takes, since
+ * one short timing on a shared machine is mostly noise.
+ */
+const SPAN_MS = 30;
+const MIN_REPEATS = 3;
+const MAX_REPEATS = 20;
+
+async function fastest(run: () => unknown): Promise<number> {
+  await run();
+  let best = Infinity;
+  const t0 = performance.now();
+  for (let i = 0; i < MAX_REPEATS && (i < MIN_REPEATS || performance.now() - t0 < SPAN_MS); i++) {
+    const t = performance.now();
+    await run();
+    best = Math.min(best, performance.now() - t);
+  }
+  return best;
+}
+
+/**
+ * Times every layer's forward and backward pass alone at each batch size, as a pipeline stage
+ * runs them (TF.js autodiff; the gradient of the layer's input too, except for the first layer,
+ * whose input needs none), and a data-parallel replica's whole step.
+ */
+export async function profileModel(msg: MessageOf<"profile">, memoryCapBytes: number | null): Promise<Profiled> {
+  const model = await buildModel(msg.topology, "initial");
+  try {
+    refuseIfTooBig(model, msg, memoryCapBytes);
+    const layers = model.layers.filter((l) => l.getClassName() !== "InputLayer");
+    const times = layers.map(() => ({ forwardMs: [] as number[], backwardMs: [] as number[] }));
+    const inShape = model.inputs[0]!.shape.slice(1) as number[];
+    for (const b of msg.batches) {
+      let h = tf.randomNormal([b, ...inShape]);
+      for (const [i, l] of layers.entries()) {
+        const input = h;
+        const forwardMs = await fastest(() => tf.tidy(() => void (l.apply(input) as tf.Tensor).dataSync()));
+        const both = await fastest(() => tf.tidy(() => backward(l, input, i > 0)));
+        times[i]!.forwardMs.push(forwardMs);
+        times[i]!.backwardMs.push(Math.max(0, both - forwardMs));
+        h = tf.tidy(() => l.apply(input) as tf.Tensor);
+        input.dispose();
+      }
+      h.dispose();
+    }
+    const step = await replicaStepTimes(msg, model);
+    return { batches: msg.batches, layers: times, ...step };
+  } finally {
+    model.dispose();
+  }
+}
+
+/** A model whose step would not fit this worker's memory is not timed here (a pipeline's plan then predicts from FLOPs). */
+function refuseIfTooBig(model: tf.LayersModel, msg: MessageOf<"profile">, memoryCapBytes: number | null): void {
+  const batch = Math.max(...msg.batches);
+  const need = memoryTotal(estimateReplicaMemory(summarizeModel(model), { batchSize: batch, optimizer: msg.optimizer }));
+  const cap = Math.min(memoryCapBytes ?? Infinity, os.totalmem());
+  if (need > cap) {
+    throw new ModelError(`the whole model needs ${formatBytes(need)} for a step of ${batch} samples, above the ${formatBytes(cap)} this worker may use, so it was not timed here`);
+  }
+}
+
+/** The layer's forward and backward: gradients of its weights, and of its input when a layer before needs it. */
+function backward(l: tf.layers.Layer, input: tf.Tensor, inputGradient: boolean): void {
+  const x = inputGradient ? tf.variable(input, true) : input;
+  try {
+    const uses = l.trainableWeights.length > 0 || inputGradient;
+    if (!uses) return void (l.apply(x) as tf.Tensor).dataSync();
+    const r = tf.variableGrads(() => (l.apply(x) as tf.Tensor).sum() as tf.Scalar);
+    for (const g of Object.values(r.grads)) g.dataSync();
+  } finally {
+    if (x !== input) x.dispose();
+  }
+}
+
+/** A replica's step at each batch, on random inputs and labels of the loss's kind. */
+async function replicaStepTimes(msg: MessageOf<"profile">, model: tf.LayersModel): Promise<Pick<Profiled, "replicaStepMs" | "replicaStep">> {
+  const replica = await DataReplica.load({ type: "load", v: msg.v, id: msg.id, role: "replica", topology: msg.topology, optimizer: msg.optimizer, loss: msg.loss, attachments: [] }, readWeights(model));
+  try {
+    const alone = (data: Float32Array) => Promise.resolve({ data, stats: { waitMs: 0, commMs: 0, bytesSent: 0 } });
+    const inShape = model.inputs[0]!.shape.slice(1) as number[];
+    const outShape = model.outputs[0]!.shape.slice(1) as number[];
+    const replicaStepMs: number[] = [];
+    for (const b of msg.batches) {
+      const x: Tensorlike = { data: Float32Array.from({ length: b * size(inShape) }, () => Math.random()), shape: [b, ...inShape] };
+      const y = labels(msg.loss, b, outShape);
+      const best = await fastest(() => replica.train(1, x, y, alone));
+      replicaStepMs.push(best);
+    }
+    return { replicaStepMs, replicaStep: replica.loaded.replicaStep ?? { native: false, why: "the replica did not say" } };
+  } finally {
+    replica.dispose();
+  }
+}
+
+function size(shape: readonly number[]): number {
+  return shape.reduce((a, d) => a * d, 1);
+}
+
+/** Labels of the shape and kind the loss takes: one class per row for the crossentropies, values in [0, 1) otherwise. */
+function labels(loss: LossName, b: number, outShape: readonly number[]): Tensorlike {
+  const classes = outShape[outShape.length - 1] ?? 1;
+  if (loss === "sparseCategoricalCrossentropy") return { data: Float32Array.from({ length: b }, (_, i) => i % classes), shape: [b, 1] };
+  const data = new Float32Array(b * size(outShape));
+  if (loss === "categoricalCrossentropy") for (let r = 0; r < data.length / classes; r++) data[r * classes + (r % classes)] = 1;
+  else for (let i = 0; i < data.length; i++) data[i] = Math.random();
+  return { data, shape: [b, ...outShape] };
+}

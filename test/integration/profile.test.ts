@@ -1,0 +1,40 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import * as tf from "@tensorflow/tfjs";
+import { cluster, datasets } from "../../sdk/index";
+import { summarizeModel } from "../../sdk/plan/model-summary";
+
+function model(): tf.LayersModel {
+  return tf.sequential({
+    layers: [
+      tf.layers.conv2d({ inputShape: [8, 8, 1], filters: 4, kernelSize: 3, activation: "relu" }),
+      tf.layers.flatten(),
+      tf.layers.dense({ units: 16, activation: "relu" }),
+      tf.layers.dense({ units: 3, activation: "softmax" }),
+    ],
+  });
+}
+
+test("a worker times the model's layers and replica step, and plan() and fit() predict from that profile", { timeout: 180_000 }, async () => {
+  const c = await cluster().workers(2).strategy("data").launch();
+  try {
+    const m = model();
+    assert.match(c.plan(m, { batchSize: 32 }).prediction!.basis, /no profile was taken/);
+    const p = await c.profile(m, { batchSize: 32, loss: "categoricalCrossentropy" });
+    assert.deepEqual(p.batches, [4, 32]);
+    assert.equal(p.layers.length, summarizeModel(m).layers.length);
+    for (const l of p.layers) for (const t of [...l.forwardMs, ...l.backwardMs]) assert.ok(Number.isFinite(t) && t >= 0, `layer time ${t}`);
+    assert.equal(p.replicaStepMs.length, 2);
+    assert.ok(p.replicaStepMs.every((t) => Number.isFinite(t) && t > 0));
+    assert.deepEqual(p.replicaStep, { native: true });
+    assert.match(c.plan(m, { batchSize: 32 }).prediction!.basis, /timed on rank \d \(native\) at batches 4 and 32/);
+    // Another batch was not timed: that plan says so rather than reuse a profile that does not fit it.
+    assert.match(c.plan(m, { batchSize: 16 }).prediction!.basis, /no profile was taken/);
+    const data = datasets.synthetic({ inputShape: [8, 8, 1], classes: 3, size: 64, seed: 3 });
+    const run = await c.fit(m, data, { epochs: 1, batchSize: 16, loss: "categoricalCrossentropy", optimizer: { name: "sgd", learningRate: 0.01 } });
+    assert.match(run.plan.prediction!.basis, /timed on rank \d \(native\) at batches 2 and 16/);
+    assert.equal(run.history.length, 4);
+  } finally {
+    await c.close();
+  }
+});
