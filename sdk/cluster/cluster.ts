@@ -165,7 +165,7 @@ export class Cluster implements LiveCluster {
     try {
       try {
         checkShapes(model, dataset, o);
-        const profile = o.plan || this.spec.strategy.name === "ps" ? undefined : await this.profiles.forFit(this.handles, model, o);
+        const profile = o.plan || this.spec.strategy.name === "ps" ? undefined : await this.profiles.forFit(this.handles, model, o, (ms) => this.losses.within(ms));
         plan = planForFit(this.spec, summarizeModel(model), { batchSize: o.batchSize, optimizer: o.optimizer, devices: this.handles.map((h) => devicesOf(h)), ...(profile ? { profile } : {}) }, o.plan);
         chain = await asSequential(model);
       } catch (err) {

@@ -2,8 +2,15 @@ import type * as tf from "@tensorflow/tfjs";
 import type { LossName } from "../config/loss";
 import type { OptimizerSpec } from "../config/optimizer";
 import { profileBatches, type ModelProfile } from "../plan/profile";
-import { MeshtrainError, StateError } from "../errors/errors";
+import * as tfjs from "@tensorflow/tfjs";
+import { MeshtrainError, StateError, WorkerLostError } from "../errors/errors";
 import type { WorkerHandle } from "./worker-handle";
+
+/** A worker's connection closing during the profile is its exit's echo: how long to wait for the exit itself. */
+const LOSS_WAIT_MS = 1000;
+
+/** Layer classes TF.js registered when meshtrain loaded it: the built-ins, before any user's own. */
+const BUILT_IN = new Set(Object.keys(tfjs.serialization.SerializationMap.getMap().classNameMap));
 
 /** Timing a model is a few of its steps; a model that takes longer than this is planned from FLOPs. */
 const PROFILE_TIMEOUT_MS = 60_000;
@@ -22,14 +29,20 @@ export class ModelProfiles {
   }
 
   /**
-   * The profile a fit's plan predicts from: a model the workers cannot time (its replica step
-   * fails on random data, or timing takes too long) is planned from its FLOPs, and the driver
-   * says why; the fit itself goes on and meets any real problem where it belongs.
+   * The profile a fit's plan predicts from. A model the workers cannot time (its replica step
+   * fails on random data, or it would not fit one worker) is planned from its FLOPs, and the
+   * driver says why; so is a model with layers of the user's own classes, whose code (it may
+   * print, count its calls or fail) runs only when the user trains. A worker lost meanwhile
+   * fails the fit as it would during a step, with the cause `lossWithin` reports.
    */
-  async forFit(handles: readonly WorkerHandle[], model: tf.LayersModel, o: { batchSize: number; loss: LossName; optimizer: OptimizerSpec }): Promise<ModelProfile | undefined> {
+  async forFit(handles: readonly WorkerHandle[], model: tf.LayersModel, o: { batchSize: number; loss: LossName; optimizer: OptimizerSpec }, lossWithin: (ms: number) => Promise<MeshtrainError | undefined>): Promise<ModelProfile | undefined> {
+    if (model.layers.some((l) => !BUILT_IN.has(l.getClassName()))) return undefined;
     try {
       return await this.take(handles, model, o);
     } catch (err) {
+      const lost = await lossWithin(LOSS_WAIT_MS);
+      if (lost) throw lost;
+      if (err instanceof WorkerLostError) throw err;
       process.stderr.write(`meshtrain: the plan predicts from the model's FLOPs: timing it on a worker failed: ${err instanceof MeshtrainError ? err.summary : String(err)}\n`);
       return undefined;
     }

@@ -217,9 +217,11 @@ describe("slowdown under data parallelism", () => {
       const share = w1.map((w) => (w.slowdownMs ?? 0) / w.computeMs).sort((a, b) => a - b)[Math.floor(w1.length / 2)]!;
       assert.ok(share > 0.5, `rank 1 spent ${share} of its compute slowed down`);
       assert.ok(run.history.every((s) => s.workers.find((w) => w.rank === 0)!.slowdownMs === undefined));
-      // Synchronous: the slowed rank is the straggler of (almost) every step.
-      const last = run.history.filter((s) => s.straggler === 1).length;
-      assert.ok(last >= run.history.length - 2, `rank 1 was last in ${last} of ${run.history.length} steps`);
+      // Synchronous: the slowed rank is the straggler of (almost) every step once both are warm
+      // (the first steps of a worker the plan's profile did not run on are its JIT warm-up).
+      const steady = run.history.slice(3);
+      const last = steady.filter((s) => s.straggler === 1).length;
+      assert.ok(last >= steady.length - 1, `rank 1 was last in ${last} of the ${steady.length} steps after the first 3`);
     } finally {
       await c.close();
     }
