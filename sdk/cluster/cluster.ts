@@ -345,5 +345,4 @@ export class Cluster implements LiveCluster {
   private stopAll(reason: string): Promise<void> {
     return stopMembers(this.joins, [...this.handles, ...this.servers], reason);
   }
-
 }

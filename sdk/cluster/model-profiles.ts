@@ -1,8 +1,7 @@
-import type * as tf from "@tensorflow/tfjs";
+import * as tf from "@tensorflow/tfjs";
 import type { LossName } from "../config/loss";
 import type { OptimizerSpec } from "../config/optimizer";
 import { profileBatches, type ModelProfile } from "../plan/profile";
-import * as tfjs from "@tensorflow/tfjs";
 import { MeshtrainError, StateError, WorkerLostError } from "../errors/errors";
 import type { WorkerHandle } from "./worker-handle";
 
@@ -10,7 +9,7 @@ import type { WorkerHandle } from "./worker-handle";
 const LOSS_WAIT_MS = 1000;
 
 /** Layer classes TF.js registered when meshtrain loaded it: the built-ins, before any user's own. */
-const BUILT_IN = new Set(Object.keys(tfjs.serialization.SerializationMap.getMap().classNameMap));
+const BUILT_IN = new Set(Object.keys(tf.serialization.SerializationMap.getMap().classNameMap));
 
 /** Timing a model is a few of its steps; a model that takes longer than this is planned from FLOPs. */
 const PROFILE_TIMEOUT_MS = 60_000;
@@ -25,7 +24,7 @@ export class ModelProfiles {
 
   /** A profile already taken for this model and batch, if any. */
   find(model: tf.LayersModel, batchSize: number | undefined): ModelProfile | undefined {
-    return batchSize === undefined ? undefined : this.kept.get(key(model, batchSize));
+    return batchSize === undefined ? undefined : this.kept.get(key(topologyOf(model), batchSize));
   }
 
   /**
@@ -50,14 +49,15 @@ export class ModelProfiles {
 
   /** Times the model on the slowest worker at the batch and an eighth of it (once per model and batch). */
   async take(handles: readonly WorkerHandle[], model: tf.LayersModel, o: { batchSize: number; loss: LossName; optimizer: OptimizerSpec }): Promise<ModelProfile> {
-    const k = key(model, o.batchSize);
+    const topology = topologyOf(model);
+    const k = key(topology, o.batchSize);
     const had = this.kept.get(k);
     if (had) return had;
     const slowest = [...handles].sort((a, b) => (a.info?.gflops ?? 0) - (b.info?.gflops ?? 0))[0];
     if (!slowest) throw new StateError("the cluster has no worker to time the model on");
     const batches = profileBatches(o.batchSize);
     const r = await slowest.channel.request(
-      { type: "profile", topology: model.toJSON(null, false) as unknown as Record<string, unknown>, optimizer: o.optimizer, loss: o.loss, batches },
+      { type: "profile", topology, optimizer: o.optimizer, loss: o.loss, batches },
       "profiled",
       { timeoutMs: PROFILE_TIMEOUT_MS, waitingFor: "the model's layer and step times" },
     );
@@ -68,6 +68,10 @@ export class ModelProfiles {
   }
 }
 
-function key(model: tf.LayersModel, batchSize: number): string {
-  return `${batchSize}/${JSON.stringify(model.toJSON(null, false))}`;
+function topologyOf(model: tf.LayersModel): Record<string, unknown> {
+  return model.toJSON(null, false) as unknown as Record<string, unknown>;
+}
+
+function key(topology: Record<string, unknown>, batchSize: number): string {
+  return `${batchSize}/${JSON.stringify(topology)}`;
 }

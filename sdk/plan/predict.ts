@@ -28,13 +28,13 @@ export interface Prediction {
   oneWorker?: Pick<Prediction, "stepMs" | "computeMs" | "commMs" | "samplesPerSecond" | "bubble" | "basis">;
 }
 
-/** Kernels TF.js runs per layer per sample pass, roughly: forward ~3, backward ~6. */
 /** Bytes of one sample's input and label, which the driver sends when it feeds the data. */
 export function sampleBytes(model: { inputShape: ReadonlyArray<number | null>; outputShape: ReadonlyArray<number | null> }): number {
   const per = (shape: ReadonlyArray<number | null>): number => shape.slice(1).reduce<number>((a, d) => a * (d ?? 1), 1);
   return 4 * (per(model.inputShape) + per(model.outputShape));
 }
 
+/** Kernels TF.js runs per layer per sample pass, roughly: forward ~3, backward ~6. */
 const KERNELS_FWD = 3;
 const KERNELS_BWD = 6;
 
@@ -57,7 +57,8 @@ function stepOverheadMs(s: Speeds, feedBytes: number): number {
  */
 export function predictData(o: { flopsPerSample: number; layers: number; gradientBytes: number; globalBatch: number; replicas: number; feedBytes: number; profile?: ModelProfile }, s: Speeds): Prediction {
   const perReplica = o.globalBatch / o.replicas;
-  const timed = o.profile && o.profile.replicaStepMs.length === o.profile.batches.length ? atBatch(o.profile.batches, o.profile.replicaStepMs, perReplica) : NaN;
+  // NaN without a profile, or with one whose replica step was not timed at every batch.
+  const timed = o.profile ? atBatch(o.profile.batches, o.profile.replicaStepMs, perReplica) : NaN;
   const alone = Number.isFinite(timed) ? timed : ((3 * o.flopsPerSample * perReplica) / s.flopsPerSecond + o.layers * (KERNELS_FWD + KERNELS_BWD) * s.kernelSeconds) * 1000;
   const computeMs = alone * (o.replicas > 1 ? s.coreSharing : 1);
   const commMs = allReduceMs(o.gradientBytes, o.replicas, s);

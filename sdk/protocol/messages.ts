@@ -5,10 +5,10 @@ import { LOSS_NAMES } from "../config/loss";
 import { MetricSpecSchema } from "../config/metrics";
 import { OptimizerSpecSchema } from "../config/optimizer";
 import { TensorSpecSchema } from "./tensor";
-import { PROTOCOL_VERSION } from "./version";
 import { WireErrorSchema } from "./wire-error";
 import { NoticeSchema, OutputSchema, ProgressSchema } from "./worker-reports";
-import { ProfiledSchema, ProfileSchema } from "./profile-messages";
+import { id, v } from "./fields";
+import { ProfiledSchema, ProfileSchema, ReplicaStepSchema } from "./profile-messages";
 
 /**
  * Every control message, as one zod discriminated union on `type`. Each carries `v`
@@ -17,8 +17,6 @@ import { ProfiledSchema, ProfileSchema } from "./profile-messages";
  * those tensors (kind "attachment", seq = the message id), in order.
  */
 
-const v = z.literal(PROTOCOL_VERSION);
-const id = z.number().int().nonnegative().max(2 ** 32 - 1);
 const hex64 = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex digits");
 const ms = z.number().finite().nonnegative();
 const attachments = z.array(TensorSpecSchema).max(4096);
@@ -193,7 +191,7 @@ export const LoadedSchema = z.strictObject({
   /** Elements in the flat gradient buffer that is all-reduced each step. */
   gradientLength: z.number().int().nonnegative(),
   /** How a replica computes its gradient: the native step, or autodiff and why. */
-  replicaStep: z.strictObject({ native: z.boolean(), why: z.string().max(2000).optional() }).optional(),
+  replicaStep: ReplicaStepSchema.optional(),
 });
 
 export const StepSchema = z.strictObject({

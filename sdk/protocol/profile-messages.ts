@@ -1,7 +1,12 @@
 import { z } from "zod";
 import { LOSS_NAMES } from "../config/loss";
 import { OptimizerSpecSchema } from "../config/optimizer";
-import { PROTOCOL_VERSION } from "./version";
+import { id, v } from "./fields";
+
+const times = z.array(z.number().finite().nonnegative()).max(8);
+
+/** How a replica computes its gradient: the native step, or autodiff and why (a load's reply says it too). */
+export const ReplicaStepSchema = z.strictObject({ native: z.boolean(), why: z.string().max(2000).optional() });
 
 /**
  * Driver -> one worker, before a plan predicts: time this model's layers and its replica step
@@ -9,10 +14,6 @@ import { PROTOCOL_VERSION } from "./version";
  * tf.models.modelFromJSON, as a load's is, never evaluated as code; the weights are the
  * initializers' own, since only the time matters.
  */
-const v = z.literal(PROTOCOL_VERSION);
-const id = z.number().int().nonnegative().max(2 ** 32 - 1);
-const times = z.array(z.number().finite().nonnegative()).max(8);
-
 export const ProfileSchema = z.strictObject({
   type: z.literal("profile"), v, id,
   topology: z.record(z.string(), z.unknown()),
@@ -29,5 +30,5 @@ export const ProfiledSchema = z.strictObject({
   layers: z.array(z.strictObject({ forwardMs: times, backwardMs: times })).max(4096),
   /** A whole replica step (forward, loss, backward, update) at each batch, as a data-parallel replica runs it. */
   replicaStepMs: times,
-  replicaStep: z.strictObject({ native: z.boolean(), why: z.string().max(2000).optional() }),
+  replicaStep: ReplicaStepSchema,
 });

@@ -7,7 +7,8 @@ import type { LossName } from "../config/loss";
 import type { MessageOf } from "../protocol/messages";
 import type { Tensorlike } from "../protocol/tensor";
 import { DataReplica } from "../strategies/data/replica-role";
-import { buildModel, readWeights } from "./model-io";
+import { elementCount } from "../protocol/tensor";
+import { buildModel } from "./model-io";
 
 type Profiled = Omit<MessageOf<"profiled">, "type" | "v" | "re">;
 
@@ -38,6 +39,14 @@ async function fastest(run: () => unknown): Promise<number> {
  * whose input needs none), and a data-parallel replica's whole step.
  */
 export async function profileModel(msg: MessageOf<"profile">, memoryCapBytes: number | null): Promise<Profiled> {
+  const { layers, shapes } = await layerTimes(msg, memoryCapBytes);
+  // One model at a time: the replica builds its own once the layers' model is gone.
+  return { batches: msg.batches, layers, ...(await replicaStepTimes(msg, shapes)) };
+}
+
+type SampleShapes = { inShape: number[]; outShape: number[] };
+
+async function layerTimes(msg: MessageOf<"profile">, memoryCapBytes: number | null): Promise<{ layers: Profiled["layers"]; shapes: SampleShapes }> {
   const model = await buildModel(msg.topology, "initial");
   try {
     refuseIfTooBig(model, msg, memoryCapBytes);
@@ -57,8 +66,7 @@ export async function profileModel(msg: MessageOf<"profile">, memoryCapBytes: nu
       }
       h.dispose();
     }
-    const step = await replicaStepTimes(msg, model);
-    return { batches: msg.batches, layers: times, ...step };
+    return { layers: times, shapes: { inShape, outShape: model.outputs[0]!.shape.slice(1) as number[] } };
   } finally {
     model.dispose();
   }
@@ -88,15 +96,13 @@ function backward(l: tf.layers.Layer, input: tf.Tensor, inputGradient: boolean):
 }
 
 /** A replica's step at each batch, on random inputs and labels of the loss's kind. */
-async function replicaStepTimes(msg: MessageOf<"profile">, model: tf.LayersModel): Promise<Pick<Profiled, "replicaStepMs" | "replicaStep">> {
-  const replica = await DataReplica.load({ type: "load", v: msg.v, id: msg.id, role: "replica", topology: msg.topology, optimizer: msg.optimizer, loss: msg.loss, attachments: [] }, readWeights(model));
+async function replicaStepTimes(msg: MessageOf<"profile">, { inShape, outShape }: SampleShapes): Promise<Pick<Profiled, "replicaStepMs" | "replicaStep">> {
+  const replica = await DataReplica.load({ type: "load", v: msg.v, id: msg.id, role: "replica", topology: msg.topology, optimizer: msg.optimizer, loss: msg.loss, attachments: [] }, "initial");
   try {
     const alone = (data: Float32Array) => Promise.resolve({ data, stats: { waitMs: 0, commMs: 0, bytesSent: 0 } });
-    const inShape = model.inputs[0]!.shape.slice(1) as number[];
-    const outShape = model.outputs[0]!.shape.slice(1) as number[];
     const replicaStepMs: number[] = [];
     for (const b of msg.batches) {
-      const x: Tensorlike = { data: Float32Array.from({ length: b * size(inShape) }, () => Math.random()), shape: [b, ...inShape] };
+      const x: Tensorlike = { data: Float32Array.from({ length: b * elementCount(inShape) }, () => Math.random()), shape: [b, ...inShape] };
       const y = labels(msg.loss, b, outShape);
       const best = await fastest(() => replica.train(1, x, y, alone));
       replicaStepMs.push(best);
@@ -107,15 +113,11 @@ async function replicaStepTimes(msg: MessageOf<"profile">, model: tf.LayersModel
   }
 }
 
-function size(shape: readonly number[]): number {
-  return shape.reduce((a, d) => a * d, 1);
-}
-
 /** Labels of the shape and kind the loss takes: one class per row for the crossentropies, values in [0, 1) otherwise. */
 function labels(loss: LossName, b: number, outShape: readonly number[]): Tensorlike {
   const classes = outShape[outShape.length - 1] ?? 1;
   if (loss === "sparseCategoricalCrossentropy") return { data: Float32Array.from({ length: b }, (_, i) => i % classes), shape: [b, 1] };
-  const data = new Float32Array(b * size(outShape));
+  const data = new Float32Array(b * elementCount(outShape));
   if (loss === "categoricalCrossentropy") for (let r = 0; r < data.length / classes; r++) data[r * classes + (r % classes)] = 1;
   else for (let i = 0; i < data.length; i++) data[i] = Math.random();
   return { data, shape: [b, ...outShape] };

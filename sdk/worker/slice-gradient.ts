@@ -49,7 +49,7 @@ export interface LoadedReplica {
 }
 
 /** Builds the model, refusing it first when this worker's memory cap is below its estimate. */
-export async function loadReplica(msg: MessageOf<"load">, weights: Tensorlike[], memoryCapBytes: number | null): Promise<LoadedReplica> {
+export async function loadReplica(msg: MessageOf<"load">, weights: Tensorlike[] | "initial", memoryCapBytes: number | null): Promise<LoadedReplica> {
   const model = await buildModel(msg.topology, weights);
   if (memoryCapBytes !== null) {
     const e = estimateReplicaMemory(summarizeModel(model), { batchSize: msg.replicaBatch, optimizer: msg.optimizer });

@@ -51,7 +51,7 @@ export class DataReplica implements WorkerRole {
     this.update = makeUpdateRule(r.vars, spec);
   }
 
-  static async load(msg: MessageOf<"load">, weights: Tensorlike[], env: Partial<RoleEnv> = {}): Promise<DataReplica> {
+  static async load(msg: MessageOf<"load">, weights: Tensorlike[] | "initial", env: Partial<RoleEnv> = {}): Promise<DataReplica> {
     const replica = new DataReplica(await loadReplica(msg, weights, env.memoryCapBytes ?? null), msg.optimizer, msg.slowdown ?? 1, msg.elastic ?? false);
     if (msg.data) replica.shard = { dataset: loadSource(msg.data.source), shuffle: msg.data.shuffle, seed: msg.data.seed, epoch: -1, order: null };
     return replica;
