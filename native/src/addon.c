@@ -269,6 +269,7 @@ static napi_value init(napi_env env, napi_value exports) {
   EXPORT("scale", scale);
   EXPORT("allFinite", all_finite);
   mt_register_data_plane(env, exports);
+  mt_register_half(env, exports);
   return exports;
 }
 

@@ -16,5 +16,7 @@ napi_value mt_bind_avg_pool_grad(napi_env env, napi_callback_info info);
 
 /* The data plane's functions (dp_bind.c), added to the exports. */
 void mt_register_data_plane(napi_env env, napi_value exports);
+/* The 16-bit codec's functions (half_bind.c). */
+void mt_register_half(napi_env env, napi_value exports);
 
 #endif

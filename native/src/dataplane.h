@@ -56,9 +56,12 @@ typedef struct {
   uint64_t seq;
   int timeout_ms;
   const char *prev_name, *next_name;
+  int format;            /* HALF_NONE, or the 16-bit format (half.h) of the leading elements */
+  size_t packed;         /* how many leading elements travel in it; the rest as float32 */
 } dp_ring;
 
-/* Sums data[0..n) in place across the ring: reduce-scatter then all-gather, pipelined by chunk. */
+/* Sums data[0..n) in place across the ring: reduce-scatter then all-gather, pipelined by chunk.
+ * With a 16-bit format, data[0..packed) travels in it and every position ends with the same bits. */
 int dp_allreduce(const dp_ring *r, float *data, size_t n, dp_stats *st, dp_error *e);
 
 #endif

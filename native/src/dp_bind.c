@@ -19,7 +19,8 @@ typedef struct {
   int kind;
   char *host, *token, *who, *who2;
   int fd_a, fd_b, port, rank, timeout_ms, position, size;
-  size_t chunk, n;
+  size_t chunk, n, packed;
+  int format;
   uint64_t seq;
   float *data;
   int result_fd;
@@ -64,7 +65,7 @@ static void execute(napi_env env, void *p) {
   if (j->kind == JOB_ACCEPT) j->result_fd = dp_accept(j->fd_a, j->token, j->rank, j->timeout_ms, j->who, &j->err);
   else if (j->kind == JOB_DIAL) j->result_fd = dp_dial(j->host, j->port, j->token, j->rank, j->timeout_ms, j->who, &j->err);
   else {
-    dp_ring r = {j->fd_a, j->fd_b, j->position, j->size, j->chunk, j->seq, j->timeout_ms, j->who, j->who2};
+    dp_ring r = {j->fd_a, j->fd_b, j->position, j->size, j->chunk, j->seq, j->timeout_ms, j->who, j->who2, j->format, j->packed};
     dp_allreduce(&r, j->data, j->n, &j->st, &j->err);
   }
 }
@@ -173,9 +174,10 @@ static napi_value dial(napi_env env, napi_callback_info info) {
   return start(&c, j);
 }
 
-/* dataAllReduce(prevFd, nextFd, data, position, size, chunk, seq, timeoutMs, prevName, nextName) -> Promise<stats> */
+/* dataAllReduce(prevFd, nextFd, data, position, size, chunk, seq, timeoutMs, prevName, nextName,
+ * format, packed) -> Promise<stats>: data[0..packed) travels as format (0 none, 1 fp16, 2 bf16). */
 static napi_value all_reduce(napi_env env, napi_callback_info info) {
-  call c = begin(env, info, 10);
+  call c = begin(env, info, 12);
   job *j = calloc(1, sizeof *j);
   j->kind = JOB_ALLREDUCE;
   j->fd_a = (int)num(&c, 0);
@@ -188,7 +190,10 @@ static napi_value all_reduce(napi_env env, napi_callback_info info) {
   j->timeout_ms = (int)num(&c, 7);
   j->who = str(&c, 8);
   j->who2 = str(&c, 9);
+  j->format = (int)num(&c, 10);
+  j->packed = (size_t)num(&c, 11);
   if (!c.failed && (j->position < 0 || j->position >= j->size)) fail(&c, "meshtrain native: ring position outside the ring");
+  if (!c.failed && (j->format < 0 || j->format > 2 || j->packed > j->n)) fail(&c, "meshtrain native: 16-bit format or count outside the data");
   if (!c.failed) napi_create_reference(env, c.argv[2], 1, &j->data_ref);
   return start(&c, j);
 }

@@ -7,17 +7,21 @@
  * steps overlap chunk by chunk instead of waiting for whole segments, and every segment's sum is
  * computed once, in ring order (the same additions, in the same order, as the WebSocket path).
  *
- * Each operation starts with a 24-byte header ("MTAR", version, seq, element count) checked
- * against this position's own; after it the stream is raw little-endian floats. */
+ * Each operation starts with a 32-byte header ("MTAR", version, format, seq, element count,
+ * 16-bit count) checked against this position's own; after it, each segment's leading elements
+ * (those below the 16-bit count) as little-endian 16-bit values, the rest as float32. A 16-bit
+ * segment is rounded once more by its owner when its sum is complete, so the all-gather hands
+ * every position the same bits. */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include "dataplane.h"
+#include "half.h"
 
-#define HEADER 24
-#define VERSION 1u
+#define HEADER 32
+#define VERSION 2u
 
 typedef struct {
   size_t off, len; /* in elements */
@@ -31,11 +35,8 @@ static span segment(size_t n, int parts, int idx) {
 
 static int mod(int a, int n) { return ((a % n) + n) % n; }
 
-static void header(unsigned char *h, uint64_t seq, uint64_t n) {
-  memcpy(h, "MTAR", 4);
-  for (int i = 0; i < 4; i++) h[4 + i] = (unsigned char)(VERSION >> (8 * i));
-  for (int i = 0; i < 8; i++) h[8 + i] = (unsigned char)(seq >> (8 * i));
-  for (int i = 0; i < 8; i++) h[16 + i] = (unsigned char)(n >> (8 * i));
+static void put_u64(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
 }
 
 static uint64_t get_u64(const unsigned char *p) {
@@ -44,9 +45,26 @@ static uint64_t get_u64(const unsigned char *p) {
   return v;
 }
 
-/* Plain IEEE additions (no flush-to-zero), which the compiler vectorises. */
-static void add(float *restrict dst, const float *restrict src, size_t k) {
-  for (size_t i = 0; i < k; i++) dst[i] += src[i];
+static void header(unsigned char *h, const dp_ring *r, uint64_t n) {
+  memcpy(h, "MTAR", 4);
+  h[4] = (unsigned char)VERSION;
+  h[5] = (unsigned char)(VERSION >> 8);
+  h[6] = (unsigned char)r->format;
+  h[7] = 0;
+  put_u64(h + 8, r->seq);
+  put_u64(h + 16, n);
+  put_u64(h + 24, r->format ? r->packed : 0);
+}
+
+static const char *format_name(int f) { return f == HALF_FP16 ? "fp16" : f == HALF_BF16 ? "bf16" : "float32"; }
+
+/* Plain IEEE additions (no flush-to-zero), which the compiler vectorises; src at any alignment. */
+static void add(float *restrict dst, const unsigned char *restrict src, size_t k) {
+  for (size_t i = 0; i < k; i++) {
+    float v;
+    memcpy(&v, src + 4 * i, 4);
+    dst[i] += v;
+  }
 }
 
 typedef struct {
@@ -58,13 +76,15 @@ typedef struct {
   unsigned char hout[HEADER];
   size_t hout_sent;
   int sg;
-  size_t sent; /* bytes of segment sseg(sg) */
+  size_t sent; /* wire bytes of segment sseg(sg) */
+  unsigned char *stage; /* 16-bit values encoded for sending */
+  size_t stage_cap, stage_len, stage_pos;
   /* receiving */
   unsigned char hin[HEADER];
   size_t hin_got;
   int rg;
-  size_t rbytes;  /* bytes of segment rseg(rg) received */
-  size_t done;    /* bytes of it added (reduce-scatter) or stored (all-gather) */
+  size_t rbytes;  /* wire bytes of segment rseg(rg) received */
+  size_t done;    /* wire bytes of it added (reduce-scatter) or stored (all-gather) */
   unsigned char *tmp;
   size_t tmp_cap, tmp_fill;
   size_t chunk_bytes;
@@ -75,9 +95,21 @@ typedef struct {
 static span send_seg(const ring_op *o, int g) { return segment(o->n, o->r->size, mod(o->r->position - g, o->r->size)); }
 static span recv_seg(const ring_op *o, int g) { return segment(o->n, o->r->size, mod(o->r->position - g - 1, o->r->size)); }
 
+/* A segment on the wire: its first k16 elements as 16-bit values, the rest as float32. */
+static size_t k16_of(const ring_op *o, span s) {
+  size_t p = o->r->format ? o->r->packed : 0;
+  return p <= s.off ? 0 : p - s.off < s.len ? p - s.off : s.len;
+}
+static size_t wire_len(const ring_op *o, span s) { return 2 * k16_of(o, s) + 4 * (s.len - k16_of(o, s)); }
+/* Whole elements held by the first b wire bytes of a segment. */
+static size_t elems_in(const ring_op *o, span s, size_t b) {
+  size_t k = k16_of(o, s);
+  return b <= 2 * k ? b / 2 : k + (b - 2 * k) / 4;
+}
+
 /* Bytes of the current send segment that are final enough to send. */
 static size_t sendable(const ring_op *o) {
-  size_t all = send_seg(o, o->sg).len * 4;
+  size_t all = wire_len(o, send_seg(o, o->sg));
   if (o->sg == 0 || o->rg > o->sg - 1) return all;
   return o->rg == o->sg - 1 ? o->done : 0;
 }
@@ -86,7 +118,8 @@ static size_t sendable(const ring_op *o) {
  * cost more than they overlap. */
 static size_t send_ready(const ring_op *o) {
   if (o->sg >= o->steps) return 0;
-  size_t ready = sendable(o), all = send_seg(o, o->sg).len * 4;
+  if (o->stage_pos < o->stage_len) return o->stage_len - o->stage_pos;
+  size_t ready = sendable(o), all = wire_len(o, send_seg(o, o->sg));
   if (ready <= o->sent) return 0;
   if (ready < all && ready - o->sent < o->chunk_bytes) return 0;
   return ready - o->sent;
@@ -95,6 +128,39 @@ static size_t send_ready(const ring_op *o) {
 static void skip_empty(ring_op *o) {
   while (o->sg < o->steps && send_seg(o, o->sg).len == 0) o->sg++;
   while (o->rg < o->steps && recv_seg(o, o->rg).len == 0) o->rg++;
+}
+
+static int check_header(ring_op *o, dp_error *e) {
+  const dp_ring *r = o->r;
+  const unsigned char *h = o->hin;
+  if (memcmp(h, "MTAR", 4) != 0) return dp_fail(e, DP_PROTOCOL, "%s sent bytes that are not an all-reduce frame of meshtrain's data plane", r->prev_name), -1;
+  if ((h[4] | h[5] << 8) != VERSION) return dp_fail(e, DP_PROTOCOL, "%s speaks version %d of the data plane's all-reduce, this worker version %u: run one meshtrain version on every worker", r->prev_name, h[4] | h[5] << 8, VERSION), -1;
+  if (get_u64(h + 8) != r->seq) return dp_fail(e, DP_PROTOCOL, "%s is at all-reduce %llu where this position is at %llu", r->prev_name, (unsigned long long)get_u64(h + 8), (unsigned long long)r->seq), -1;
+  if (get_u64(h + 16) != o->n) return dp_fail(e, DP_PROTOCOL, "%s all-reduces %llu elements where this position has %zu: the replicas' gradients differ in size", r->prev_name, (unsigned long long)get_u64(h + 16), o->n), -1;
+  if (h[6] != r->format || get_u64(h + 24) != (r->format ? r->packed : 0)) return dp_fail(e, DP_PROTOCOL, "%s sends %llu elements as %s where this position sends %zu as %s: the replicas' compression differs", r->prev_name, (unsigned long long)get_u64(h + 24), format_name(h[6]), r->format ? r->packed : 0, format_name(r->format)), -1;
+  return 1;
+}
+
+/* Adds (reduce-scatter) or stores (all-gather) the whole elements in tmp; the owner of a
+ * segment, at the last reduce-scatter step, rounds its 16-bit part to the format. */
+static void consume(ring_op *o, span s, int store) {
+  size_t k = k16_of(o, s), el = elems_in(o, s, o->done), pos = 0;
+  if (el < k) {
+    size_t m = o->tmp_fill / 2 < k - el ? o->tmp_fill / 2 : k - el;
+    int mode = store ? 0 : o->rg == o->r->size - 2 ? 2 : 1;
+    half_decode(o->r->format, o->tmp, o->data + s.off + el, m, mode);
+    pos = 2 * m;
+    el += m;
+  }
+  if (el >= k) {
+    size_t m = (o->tmp_fill - pos) / 4 < s.len - el ? (o->tmp_fill - pos) / 4 : s.len - el;
+    if (store) memcpy(o->data + s.off + el, o->tmp + pos, 4 * m);
+    else add(o->data + s.off + el, o->tmp + pos, m);
+    pos += 4 * m;
+  }
+  o->done += pos;
+  o->tmp_fill -= pos;
+  memmove(o->tmp, o->tmp + pos, o->tmp_fill);
 }
 
 /* One recv() call; >0 progress, 0 would block, -1 error. */
@@ -106,20 +172,14 @@ static int recv_some(ring_op *o, dp_error *e) {
     if (k <= 0) goto io;
     if (o->first_byte == 0) o->first_byte = dp_now_ms();
     o->hin_got += (size_t)k;
-    if (o->hin_got == HEADER) {
-      unsigned char want[HEADER];
-      header(want, r->seq, o->n);
-      if (memcmp(o->hin, want, 8) != 0) return dp_fail(e, DP_PROTOCOL, "%s sent bytes that are not an all-reduce frame of meshtrain's data plane", r->prev_name), -1;
-      if (get_u64(o->hin + 8) != r->seq) return dp_fail(e, DP_PROTOCOL, "%s is at all-reduce %llu where this position is at %llu", r->prev_name, (unsigned long long)get_u64(o->hin + 8), (unsigned long long)r->seq), -1;
-      if (get_u64(o->hin + 16) != o->n) return dp_fail(e, DP_PROTOCOL, "%s all-reduces %llu elements where this position has %zu: the replicas' gradients differ in size", r->prev_name, (unsigned long long)get_u64(o->hin + 16), o->n), -1;
-    }
-    return 1;
+    return o->hin_got == HEADER ? check_header(o, e) : 1;
   }
   span s = recv_seg(o, o->rg);
-  size_t left = s.len * 4 - o->rbytes;
+  size_t all = wire_len(o, s), left = all - o->rbytes, k16 = k16_of(o, s);
   int store = o->rg >= r->size - 1;
-  if (store) {
-    k = recv(r->prev_fd, (unsigned char *)(o->data + s.off) + o->rbytes, left, 0);
+  if (store && o->tmp_fill == 0 && o->rbytes >= 2 * k16) {
+    /* float32 values of an all-gather go straight to their place */
+    k = recv(r->prev_fd, (unsigned char *)(o->data + s.off + k16) + (o->rbytes - 2 * k16), left, 0);
     if (k <= 0) goto io;
     o->rbytes += (size_t)k;
     o->done = o->rbytes;
@@ -129,13 +189,9 @@ static int recv_some(ring_op *o, dp_error *e) {
     if (k <= 0) goto io;
     o->rbytes += (size_t)k;
     o->tmp_fill += (size_t)k;
-    size_t whole = o->tmp_fill / 4;
-    add(o->data + s.off + o->done / 4, (const float *)o->tmp, whole);
-    o->done += whole * 4;
-    o->tmp_fill -= whole * 4;
-    memmove(o->tmp, o->tmp + whole * 4, o->tmp_fill);
+    consume(o, s, store);
   }
-  if (o->rbytes == s.len * 4) {
+  if (o->rbytes == all) {
     o->rg++;
     o->rbytes = o->done = 0;
   }
@@ -144,6 +200,16 @@ io:
   if (k == 0) return dp_fail(e, DP_CLOSED, "%s closed the data link during all-reduce %llu", r->prev_name, (unsigned long long)r->seq), -1;
   if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
   return dp_fail(e, DP_CLOSED, "the data link from %s failed: %s", r->prev_name, strerror(errno)), -1;
+}
+
+/* Encodes the next ready 16-bit values of the send segment into the stage. */
+static void restage(ring_op *o, span s, size_t ready) {
+  size_t k = k16_of(o, s), el = o->sent / 2, upto = elems_in(o, s, o->sent + ready);
+  size_t m = (upto < k ? upto : k) - el;
+  if (m > o->stage_cap / 2) m = o->stage_cap / 2;
+  half_encode(o->r->format, o->data + s.off + el, o->stage, m);
+  o->stage_len = 2 * m;
+  o->stage_pos = 0;
 }
 
 /* One send() call; >0 progress, 0 nothing to send or would block, -1 error. */
@@ -159,9 +225,16 @@ static int send_some(ring_op *o, dp_error *e) {
   size_t ready = send_ready(o);
   if (ready == 0) return 0;
   span s = send_seg(o, o->sg);
-  size_t all = s.len * 4;
-  k = send(r->next_fd, (const unsigned char *)(o->data + s.off) + o->sent, ready, MSG_NOSIGNAL);
-  if (k < 0) goto io;
+  size_t all = wire_len(o, s), k16 = k16_of(o, s);
+  if (o->sent < 2 * k16) {
+    if (o->stage_pos == o->stage_len) restage(o, s, ready);
+    k = send(r->next_fd, o->stage + o->stage_pos, o->stage_len - o->stage_pos, MSG_NOSIGNAL);
+    if (k < 0) goto io;
+    o->stage_pos += (size_t)k;
+  } else {
+    k = send(r->next_fd, (const unsigned char *)(o->data + s.off + k16) + (o->sent - 2 * k16), ready, MSG_NOSIGNAL);
+    if (k < 0) goto io;
+  }
   o->sent += (size_t)k;
   o->bytes_sent += (double)k;
   if (o->sent == all) {
@@ -192,8 +265,13 @@ int dp_allreduce(const dp_ring *r, float *data, size_t n, dp_stats *st, dp_error
   o.chunk_bytes = (r->chunk ? r->chunk : 262144) * 4;
   o.tmp_cap = o.chunk_bytes;
   o.tmp = malloc(o.tmp_cap);
-  if (!o.tmp) return dp_fail(e, DP_SYSTEM, "out of memory for a %zu-byte receive buffer", o.tmp_cap), -1;
-  header(o.hout, r->seq, n);
+  o.stage_cap = r->format ? o.chunk_bytes / 2 : 0;
+  o.stage = r->format ? malloc(o.stage_cap) : NULL;
+  if (!o.tmp || (r->format && !o.stage)) {
+    free(o.tmp);
+    return dp_fail(e, DP_SYSTEM, "out of memory for a %zu-byte receive buffer", o.tmp_cap), -1;
+  }
+  header(o.hout, r, n);
   int rc = 0;
   for (;;) {
     skip_empty(&o);
@@ -235,6 +313,7 @@ int dp_allreduce(const dp_ring *r, float *data, size_t n, dp_stats *st, dp_error
     }
   }
   free(o.tmp);
+  free(o.stage);
   double end = dp_now_ms();
   double first = o.first_byte ? o.first_byte : end;
   st->wait_ms = first - start;

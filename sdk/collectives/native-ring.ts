@@ -1,6 +1,7 @@
 import type { NativeAddon } from "../backends/native/addon";
 import { CollectiveError, type MeshtrainError } from "../errors/errors";
 import type { AllReducer } from "./all-reducer";
+import { FORMAT_CODE, type WireFormat } from "./half-codec";
 import { dataPlaneError } from "./data-plane";
 import type { AllReduceStats } from "./ring-allreduce";
 
@@ -38,7 +39,7 @@ export class NativeRing implements AllReducer {
     private readonly o: NativeRingOptions,
   ) {}
 
-  run(data: Float32Array, seq: number, timeoutMs: number): Promise<AllReduceStats> {
+  run(data: Float32Array, seq: number, timeoutMs: number, wire?: WireFormat): Promise<AllReduceStats> {
     if (this.failure) return Promise.reject(this.failure);
     if (this.running) return Promise.reject(new CollectiveError(`all-reduce ${seq} started while ${this.running.seq} is still running`));
     if (seq <= this.lastSeq) return Promise.reject(new CollectiveError(`all-reduce sequence went backwards: ${seq} after ${this.lastSeq}`));
@@ -46,7 +47,7 @@ export class NativeRing implements AllReducer {
     if (this.o.size === 1 || data.length === 0) return Promise.resolve({ waitMs: 0, commMs: 0, bytesSent: 0 });
     this.running = { seq };
     const o = this.o;
-    return this.addon.dataAllReduce(o.prevFd, o.nextFd, data, o.position, o.size, o.chunkElements, seq, timeoutMs, o.prevName, o.nextName).then(
+    return this.addon.dataAllReduce(o.prevFd, o.nextFd, data, o.position, o.size, o.chunkElements, seq, timeoutMs, o.prevName, o.nextName, wire ? FORMAT_CODE[wire.compression] : 0, wire ? wire.packed : 0).then(
       (stats) => {
         this.settled();
         if (this.failure) throw this.failure;

@@ -1,6 +1,7 @@
 import { CollectiveError, ProtocolError, TimeoutError, type MeshtrainError } from "../errors/errors";
-import { ELEMENT_BYTES, HEADER_BYTES, writeHeader, type DecodedFrame } from "../protocol/frame";
+import { ELEMENT_BYTES, HEADER_BYTES, writeHeader, type DecodedFrame, type FrameDType } from "../protocol/frame";
 import { bestAccumulate, type Accumulate } from "./accumulate";
+import { bestHalfCodec, DECODE, FORMAT_CODE, type HalfCodec, type WireFormat } from "./half-codec";
 import { chunkOffsets, mod, segmentBounds } from "./segments";
 
 /**
@@ -12,6 +13,10 @@ import { chunkOffsets, mod, segmentBounds } from "./segments";
  * (p-k-1); after N-1 steps it holds the full sum of segment (p+1). At all-gather step k it
  * sends segment (p+1-k) and stores the received segment (p-k). Every position ends with
  * the same bytes, because every segment's sum is computed once and then copied.
+ *
+ * Compressed (a WireFormat), chunks of the packed values travel as 16-bit floats, and each
+ * segment's owner rounds its finished sum to them before the all-gather: the same additions
+ * and roundings, in the same order, as the native data plane's ring.
  */
 
 const RS = 0;
@@ -39,6 +44,9 @@ export interface AllReduceStats {
 interface Op {
   seq: number;
   data: Float32Array;
+  /** Values below this index travel as 16-bit floats of `format` (a FORMAT_CODE). */
+  packed: number;
+  format: number;
   started: number;
   firstFrameAt: number | undefined;
   expected: Map<string, [phase: number, k: number, offset: number, length: number]>;
@@ -66,10 +74,11 @@ export class RingAllReduce {
     readonly size: number,
     private readonly chunkElements: number,
     private readonly accumulate: Accumulate = bestAccumulate(),
+    private readonly codec: HalfCodec = bestHalfCodec(),
   ) {}
 
   /** Sums `data` in place across the ring. `seq` must grow by one per call (the step number works). */
-  run(data: Float32Array, seq: number, timeoutMs: number): Promise<AllReduceStats> {
+  run(data: Float32Array, seq: number, timeoutMs: number, wire?: WireFormat): Promise<AllReduceStats> {
     if (this.failure) return Promise.reject(this.failure);
     if (this.op) return Promise.reject(new CollectiveError(`all-reduce ${seq} started while ${this.op.seq} is still running`));
     if (seq <= this.lastSeq) {
@@ -78,13 +87,16 @@ export class RingAllReduce {
     this.lastSeq = seq;
     const started = performance.now();
     if (this.size === 1 || data.length === 0) return Promise.resolve({ waitMs: 0, commMs: 0, bytesSent: 0 });
+    const packed = wire ? Math.min(wire.packed, data.length) : 0;
     return new Promise((resolve, reject) => {
       const op: Op = {
         seq,
         data,
+        packed,
+        format: wire ? FORMAT_CODE[wire.compression] : 0,
         started,
         firstFrameAt: undefined,
-        expected: this.expectedChunks(data.length),
+        expected: this.expectedChunks(data.length, packed),
         sends: [],
         inFlight: new Map(),
         deferred: 0,
@@ -92,10 +104,11 @@ export class RingAllReduce {
         resolve,
         reject,
         timer: setTimeout(() => {
-          const got = this.countExpected(data.length) - op.expected.size;
+          const total = this.expectedChunks(data.length, packed).size;
+          const got = total - op.expected.size;
           this.abort(
             new TimeoutError(
-              `all-reduce ${seq}: position ${this.position} waited ${timeoutMs} ms for data from ${this.links.prevName} (received ${got} of ${this.countExpected(data.length)} chunks)`,
+              `all-reduce ${seq}: position ${this.position} waited ${timeoutMs} ms for data from ${this.links.prevName} (received ${got} of ${total} chunks)`,
               { details: { step: seq, waitingFor: `all-reduce chunks from ${this.links.prevName}` }, hint: "a worker is stuck or much slower than the others; see the driver's error for which" },
             ),
           );
@@ -103,7 +116,7 @@ export class RingAllReduce {
       };
       this.op = op;
       const [s, e] = segmentBounds(data.length, this.size, this.position);
-      for (const off of chunkOffsets(s, e, this.chunkElements)) this.send(op, RS, 0, off, Math.min(this.chunkElements, e - off));
+      for (const [off, length] of this.pieces(s, e, packed)) this.send(op, RS, 0, off, length);
       const early = this.early;
       this.early = [];
       for (const f of early) this.receive(f);
@@ -115,7 +128,7 @@ export class RingAllReduce {
   waitingFor(): string | undefined {
     const op = this.op;
     if (!op) return undefined;
-    const total = this.countExpected(op.data.length);
+    const total = this.expectedChunks(op.data.length, op.packed).size;
     return `${op.expected.size} of ${total} chunks still to come from ${this.links.prevName}`;
   }
 
@@ -137,10 +150,10 @@ export class RingAllReduce {
     const k = h.tensor & 0xffff;
     const key = `${phase}:${k}:${h.offset}`;
     const want = op.expected.get(key);
-    if (h.kind !== "ring" || h.dtype !== "float32" || h.total !== op.data.length || !want || want[3] !== h.length) {
+    if (h.kind !== "ring" || h.dtype !== this.dtypeAt(op, h.offset) || h.total !== op.data.length || !want || want[3] !== h.length) {
       this.abort(
         new ProtocolError(
-          `unexpected ring frame from ${this.links.prevName}: phase ${phase} step ${k} offset ${h.offset} length ${h.length} total ${h.total} (all-reduce ${op.seq} of ${op.data.length} elements)`,
+          `unexpected ring frame from ${this.links.prevName}: phase ${phase} step ${k} offset ${h.offset} length ${h.length} ${h.dtype} total ${h.total} (all-reduce ${op.seq} of ${op.data.length} elements, ${op.packed} of them 16-bit)`,
         ),
       );
       return;
@@ -149,15 +162,18 @@ export class RingAllReduce {
     const bytes = frame.bytes;
     const off = h.offset;
     const last = this.size - 2;
+    const half = off < op.packed;
     if (phase === RS) {
-      this.accumulate(op.data, bytes, off);
+      if (half) this.codec.decode(op.format, bytes, op.data, off, k === last ? DECODE.addRound : DECODE.add);
+      else this.accumulate(op.data, bytes, off);
       if (k < last) this.send(op, RS, k + 1, off, h.length);
       else this.send(op, AG, 0, off, h.length);
       this.maybeFinish(op);
       return;
     }
     const store = (): void => {
-      new Uint8Array(op.data.buffer, op.data.byteOffset + off * ELEMENT_BYTES, bytes.length).set(bytes);
+      if (half) this.codec.decode(op.format, bytes, op.data, off, DECODE.store);
+      else new Uint8Array(op.data.buffer, op.data.byteOffset + off * ELEMENT_BYTES, bytes.length).set(bytes);
       if (k < last) this.send(op, AG, k + 1, off, h.length);
     };
     // This chunk's memory was sent at reduce-scatter step k, straight from the buffer; it may
@@ -195,13 +211,20 @@ export class RingAllReduce {
 
   private send(op: Op, phase: number, k: number, offset: number, length: number): void {
     const header = Buffer.allocUnsafe(HEADER_BYTES);
-    writeHeader(header, { kind: "ring", dtype: "float32", seq: op.seq, tensor: (phase << 16) | k, offset, length, total: op.data.length });
-    const body = new Uint8Array(op.data.buffer, op.data.byteOffset + offset * ELEMENT_BYTES, length * ELEMENT_BYTES);
+    const dtype = this.dtypeAt(op, offset);
+    writeHeader(header, { kind: "ring", dtype, seq: op.seq, tensor: (phase << 16) | k, offset, length, total: op.data.length });
+    const half = dtype !== "float32";
+    let body: Uint8Array;
+    if (half) {
+      // A copy: the chunk's memory may be overwritten while it is on its way.
+      body = new Uint8Array(2 * length);
+      this.codec.encode(op.format, op.data.subarray(offset, offset + length), body);
+    } else body = new Uint8Array(op.data.buffer, op.data.byteOffset + offset * ELEMENT_BYTES, length * ELEMENT_BYTES);
     op.bytesSent += HEADER_BYTES + body.byteLength;
     const sent = this.links.sendToNext(header, body).catch((e: unknown) => {
       this.abort(new CollectiveError(`all-reduce ${op.seq}: sending to ${this.links.nextName} failed: ${(e as Error).message}`, { details: { step: op.seq } }));
     });
-    if (phase === RS) {
+    if (phase === RS && !half) {
       op.inFlight.set(offset, sent);
       void sent.then(() => {
         if (op.inFlight.get(offset) === sent) op.inFlight.delete(offset);
@@ -222,22 +245,30 @@ export class RingAllReduce {
     });
   }
 
-  private expectedChunks(length: number): Op["expected"] {
+  private dtypeAt(op: Op, offset: number): FrameDType {
+    if (offset >= op.packed) return "float32";
+    return op.format === FORMAT_CODE.fp16 ? "float16" : "bfloat16";
+  }
+
+  /** Chunks of segment [s, e): at most chunkElements each, split where the 16-bit values end. */
+  private pieces(s: number, e: number, packed: number): Array<[offset: number, length: number]> {
+    const out: Array<[number, number]> = [];
+    for (const [a, b] of [[s, Math.min(e, Math.max(s, packed))], [Math.max(s, packed), e]] as const) {
+      for (const off of chunkOffsets(a, b, this.chunkElements)) out.push([off, Math.min(this.chunkElements, b - off)]);
+    }
+    return out;
+  }
+
+  private expectedChunks(length: number, packed: number): Op["expected"] {
     const m: Op["expected"] = new Map();
     const n = this.size;
     const p = this.position;
     for (let k = 0; k <= n - 2; k++) {
       for (const [phase, seg] of [[RS, mod(p - k - 1, n)], [AG, mod(p - k, n)]] as const) {
         const [s, e] = segmentBounds(length, n, seg);
-        for (const off of chunkOffsets(s, e, this.chunkElements)) {
-          m.set(`${phase}:${k}:${off}`, [phase, k, off, Math.min(this.chunkElements, e - off)]);
-        }
+        for (const [off, len] of this.pieces(s, e, packed)) m.set(`${phase}:${k}:${off}`, [phase, k, off, len]);
       }
     }
     return m;
-  }
-
-  private countExpected(length: number): number {
-    return this.expectedChunks(length).size;
   }
 }

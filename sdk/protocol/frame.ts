@@ -1,4 +1,5 @@
 import { ProtocolError } from "../errors/errors";
+import { jsHalfCodec, FORMAT_CODE, DECODE } from "../collectives/half-codec";
 import { CODE_DTYPE, DTYPE_CODE, type DType, type TensorData } from "./tensor";
 
 /**
@@ -16,6 +17,18 @@ export const FRAME_MAGIC = 0x3146544d; // "MTF1" read little-endian
 export const HEADER_BYTES = 32;
 export const ELEMENT_BYTES = 4;
 
+/**
+ * What a frame's elements are: a tensor's own dtype, or 16-bit floats a compressed all-reduce
+ * sends (2 bytes each; a frame of them decodes to float32).
+ */
+export type FrameDType = DType | "float16" | "bfloat16";
+const FRAME_DTYPE_CODE: Readonly<Record<FrameDType, number>> = { ...DTYPE_CODE, float16: 3, bfloat16: 4 };
+const CODE_FRAME_DTYPE: Readonly<Record<number, FrameDType>> = { ...CODE_DTYPE, 3: "float16", 4: "bfloat16" };
+
+export function elementBytes(dtype: FrameDType): number {
+  return dtype === "float16" || dtype === "bfloat16" ? 2 : ELEMENT_BYTES;
+}
+
 /** attachment: a control message's tensor; ring: an all-reduce chunk; activation / gradient: a micro-batch between pipeline stages. */
 export const FRAME_KIND = { attachment: 1, ring: 2, activation: 3, gradient: 4 } as const;
 export type FrameKind = keyof typeof FRAME_KIND;
@@ -23,7 +36,7 @@ const KIND_NAME: Readonly<Record<number, FrameKind>> = { 1: "attachment", 2: "ri
 
 export interface FrameHeader {
   kind: FrameKind;
-  dtype: DType;
+  dtype: FrameDType;
   seq: number;
   tensor: number;
   offset: number;
@@ -51,7 +64,7 @@ export function encodeFrame(header: FrameHeader, data: TensorData, from = 0): Bu
 export function writeHeader(out: Buffer, h: FrameHeader): void {
   out.writeUInt32LE(FRAME_MAGIC, 0);
   out.writeUInt8(frameKindCode(h.kind), 4);
-  out.writeUInt8(DTYPE_CODE[h.dtype], 5);
+  out.writeUInt8(FRAME_DTYPE_CODE[h.dtype], 5);
   out.writeUInt16LE(0, 6);
   out.writeUInt32LE(h.seq >>> 0, 8);
   out.writeUInt32LE(h.tensor >>> 0, 12);
@@ -76,7 +89,7 @@ export function decodeFrame(buf: Buffer): DecodedFrame {
   }
   const kind = KIND_NAME[buf.readUInt8(4)];
   if (kind === undefined) throw new ProtocolError(`binary frame has unknown kind ${buf.readUInt8(4)}`);
-  const dtype = CODE_DTYPE[buf.readUInt8(5)];
+  const dtype = CODE_FRAME_DTYPE[buf.readUInt8(5)];
   if (dtype === undefined) throw new ProtocolError(`binary frame has unknown dtype code ${buf.readUInt8(5)}`);
   const header: FrameHeader = {
     kind,
@@ -88,9 +101,10 @@ export function decodeFrame(buf: Buffer): DecodedFrame {
     total: buf.readUInt32LE(24),
   };
   const payloadBytes = buf.length - HEADER_BYTES;
-  if (payloadBytes !== header.length * ELEMENT_BYTES) {
+  const width = elementBytes(dtype);
+  if (payloadBytes !== header.length * width) {
     throw new ProtocolError(
-      `binary frame says ${header.length} elements (${header.length * ELEMENT_BYTES} bytes) but carries ${payloadBytes} bytes`,
+      `binary frame says ${header.length} ${dtype} elements (${header.length * width} bytes) but carries ${payloadBytes} bytes`,
     );
   }
   if (header.offset + header.length > header.total) {
@@ -110,8 +124,13 @@ export function decodeFrame(buf: Buffer): DecodedFrame {
   };
 }
 
-function viewPayload(buf: Buffer, dtype: DType, length: number): TensorData {
+function viewPayload(buf: Buffer, dtype: FrameDType, length: number): TensorData {
   const start = buf.byteOffset + HEADER_BYTES;
+  if (dtype === "float16" || dtype === "bfloat16") {
+    const out = new Float32Array(length);
+    jsHalfCodec.decode(dtype === "float16" ? FORMAT_CODE.fp16 : FORMAT_CODE.bf16, buf.subarray(HEADER_BYTES), out, 0, DECODE.store);
+    return out;
+  }
   const Ctor = dtype === "float32" ? Float32Array : Int32Array;
   if (start % ELEMENT_BYTES === 0) return new Ctor(buf.buffer as ArrayBuffer, start, length);
   // Typed arrays need aligned memory; a frame sliced from a socket chunk may not be.

@@ -1,3 +1,4 @@
+import type { WireFormat } from "../collectives/half-codec";
 import type { NativeRingOptions } from "../collectives/native-ring";
 import type { AllReduceStats } from "../collectives/ring-allreduce";
 import type { Message } from "../protocol/messages";
@@ -42,9 +43,9 @@ export type ComputeToComm =
   | { kind: "reply"; draft: Draft; attachments: Tensorlike[]; via?: number }
   | { kind: "replyError"; re: number | undefined; error: WireError; via?: number }
   | { kind: "psPull"; seq: number; minVersion: number | undefined }
-  | { kind: "psPush"; seq: number; clock: number; pulled: number[]; shards: Float32Array[] }
+  | { kind: "psPush"; seq: number; clock: number; pulled: number[]; shards: Float32Array[]; wires?: WireFormat[] }
   /** `generation`: the membership the step belongs to; the communication thread refuses another's. */
-  | { kind: "allReduce"; seq: number; data: Float32Array; generation: number }
+  | { kind: "allReduce"; seq: number; data: Float32Array; generation: number; wire?: WireFormat }
   | { kind: "pipeSend"; to: "prev" | "next"; frameKind: "activation" | "gradient"; step: number; micro: number; data: Float32Array }
   /** What the compute thread does now, reported to the driver as progress. */
   | { kind: "activity"; text: string; state: ActivityState }

@@ -1,4 +1,5 @@
 import { nativeDataPlane } from "../collectives/data-plane";
+import type { WireFormat } from "../collectives/half-codec";
 import { NativeRing } from "../collectives/native-ring";
 import { CollectiveError, ProtocolError, TimeoutError } from "../errors/errors";
 import { fromWireError } from "../protocol/wire-error";
@@ -42,7 +43,7 @@ export class HostLinks {
   /** The links as a role uses them during a step sent for membership `generation`. */
   io(generation: number): HostIO {
     return {
-      allReduce: (data) => this.allReduce(data, generation),
+      allReduce: (data, wire) => this.allReduce(data, generation, wire),
       receive: this.receive,
       send: this.send,
       servers: this.servers,
@@ -122,19 +123,19 @@ export class HostLinks {
     this.psPending.clear();
   }
 
-  private allReduce(data: Float32Array, generation: number): Promise<Reduced> {
+  private allReduce(data: Float32Array, generation: number, wire?: WireFormat): Promise<Reduced> {
     if (generation !== this.generation) return Promise.reject(new CollectiveError(`an all-reduce of membership ${generation} after the workers were re-formed as membership ${this.generation}: dropped`));
     const seq = this.reduceSeq++;
     this.doing(`the all-reduce of step ${this.step ?? "?"}`, "waiting");
     if (this.native) {
-      return this.native.run(data, seq, this.stepTimeoutMs).then((stats) => {
+      return this.native.run(data, seq, this.stepTimeoutMs, wire).then((stats) => {
         this.computing();
         return { data, stats };
       });
     }
     return new Promise((resolve, reject) => {
       this.reduce = { seq, resolve, reject };
-      this.post({ kind: "allReduce", seq, data, generation }, [data.buffer as ArrayBuffer]);
+      this.post({ kind: "allReduce", seq, data, generation, ...(wire ? { wire } : {}) }, [data.buffer as ArrayBuffer]);
     });
   }
 
@@ -200,8 +201,8 @@ export class HostLinks {
         const r = m as Extract<CommToCompute, { kind: "psPulled" }>;
         return { shards: r.shards, versions: r.versions, waitedMs: r.waitedMs };
       }),
-    push: (clock, pulled, shards) =>
-      this.psRequest({ kind: "psPush", seq: this.psSeq++, clock, pulled, shards }, shards.map((s) => s.buffer as ArrayBuffer)).then((m) => {
+    push: (clock, pulled, shards, wires) =>
+      this.psRequest({ kind: "psPush", seq: this.psSeq++, clock, pulled, shards, ...(wires ? { wires } : {}) }, shards.map((s) => s.buffer as ArrayBuffer)).then((m) => {
         const r = m as Extract<CommToCompute, { kind: "psPushed" }>;
         return { versions: r.versions, staleness: r.staleness };
       }),

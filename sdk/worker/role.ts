@@ -1,3 +1,4 @@
+import type { WireFormat } from "../collectives/half-codec";
 import type { ReplicaStepChoice } from "../metrics/replica-step";
 import type { AllReduceStats } from "../collectives/ring-allreduce";
 import type { Message, MessageOf } from "../protocol/messages";
@@ -10,13 +11,16 @@ export interface ServerLinks {
   /** Each server's shard (one flat tensor), its version, and how long the server held the pull back. */
   pull(minVersion: number | undefined): Promise<{ shards: Float32Array[]; versions: number[]; waitedMs: number[] }>;
   /** One flat gradient per server; the versions after, and how stale each server found it. */
-  push(clock: number, pulled: number[], shards: Float32Array[]): Promise<{ versions: number[]; staleness: number[] }>;
+  push(clock: number, pulled: number[], shards: Float32Array[], wires?: WireFormat[]): Promise<{ versions: number[]; staleness: number[] }>;
 }
 
 /** The worker's links, which the host's communication thread holds, as a role may use them during a step. */
 export interface HostIO {
-  /** Sums `data` with this worker's all-reduce group (the step's membership, in elastic training). */
-  allReduce(data: Float32Array): Promise<{ data: Float32Array; stats: AllReduceStats }>;
+  /**
+   * Sums `data` with this worker's all-reduce group (the step's membership, in elastic
+   * training); with `wire`, its leading values travel compressed (see AllReducer.run).
+   */
+  allReduce(data: Float32Array, wire?: WireFormat): Promise<{ data: Float32Array; stats: AllReduceStats }>;
   /** The activation (from the stage before) or gradient (from the stage after) of a micro-batch. */
   receive(kind: "activation" | "gradient", step: number, micro: number): Promise<Float32Array>;
   send(to: "prev" | "next", kind: "activation" | "gradient", step: number, micro: number, data: Float32Array): void;

@@ -73,12 +73,14 @@ export function dialAsPeer(port: number, token: string, rank: number): Promise<{
   });
 }
 
-/** An all-reduce operation's header as the C side writes it ("MTAR", version 1, seq, elements). */
-export function opHeader(seq: number, elements: number): Buffer {
-  const h = Buffer.alloc(24);
+/** An all-reduce operation's header as the C side writes it ("MTAR", version 2, format, seq, elements, 16-bit count). */
+export function opHeader(seq: number, elements: number, format = 0, packed = 0): Buffer {
+  const h = Buffer.alloc(32);
   h.write("MTAR", 0, "latin1");
-  h.writeUInt32LE(1, 4);
+  h.writeUInt16LE(2, 4);
+  h.writeUInt8(format, 6);
   h.writeBigUInt64LE(BigInt(seq), 8);
   h.writeBigUInt64LE(BigInt(elements), 16);
+  h.writeBigUInt64LE(BigInt(packed), 24);
   return h;
 }

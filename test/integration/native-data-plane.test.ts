@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import * as net from "node:net";
 import { test } from "node:test";
 import fc from "fast-check";
+import { FORMAT_CODE, roundTo, type Compression } from "../../sdk/collectives/half-codec";
 import { NativeRing } from "../../sdk/collectives/native-ring";
 import { AuthError, CollectiveError, ProtocolError, TimeoutError } from "../../sdk/errors/errors";
 import { inProcessRing } from "../helpers/in-process-ring";
@@ -48,14 +49,64 @@ test("sums equal the WebSocket path's ring bit for bit, for any length, ring siz
   }
 });
 
+test("compressed sums (fp16, bf16) equal the WebSocket path's bit for bit, on every position, within the format's rounding", async () => {
+  for (const [n, chunk] of [[2, 1], [2, 300], [3, 7]] as const) {
+    const rings = await nativeRings(n, chunk);
+    let seq = 0;
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.integer({ min: 0, max: 3000 }), fc.double({ min: 0, max: 1, noNaN: true }), fc.constantFrom<Compression>("fp16", "bf16"), fc.integer({ min: 0, max: 2 ** 31 - 1 }), async (length, share, compression, seed) => {
+          const packed = Math.round(share * length);
+          const inputs = Array.from({ length: n }, (_, p) => Float32Array.from({ length }, (_, i) => Math.sin(seed + p * 7919 + i * 0.37) * 10 ** ((i % 9) - 6)));
+          const native = inputs.map((x) => x.slice());
+          const js = inputs.map((x) => x.slice());
+          const s = seq++;
+          await Promise.all(rings.map((r, p) => r.run(native[p]!, s, 10_000, { compression, packed })));
+          const reference = inProcessRing(n, chunk).rings;
+          await Promise.all(reference.map((r, p) => r.run(js[p]!, 0, 10_000, { compression, packed })));
+          for (let p = 0; p < n; p++) {
+            assert.deepEqual(Buffer.from(native[p]!.buffer), Buffer.from(js[p]!.buffer), `position ${p} of ${n}, ${compression}, ${packed} of ${length} packed, chunk ${chunk}`);
+            assert.deepEqual(Buffer.from(native[p]!.buffer), Buffer.from(native[0]!.buffer), `position ${p} differs from position 0`);
+          }
+          // Each hop rounds a partial sum once, and the owner once more: n roundings at most.
+          const unit = compression === "fp16" ? 2 ** -11 : 2 ** -8;
+          const tiny = compression === "fp16" ? 2 ** -24 : 0;
+          for (let i = 0; i < length; i += 13) {
+            const sum = inputs.reduce((acc, x) => acc + x[i]!, 0);
+            const magnitude = inputs.reduce((acc, x) => acc + Math.abs(x[i]!), 0);
+            const bound = i < packed ? n * (unit * magnitude + tiny) : 1e-6 * magnitude;
+            assert.ok(Math.abs(native[0]![i]! - sum) <= bound, `element ${i} (${i < packed ? compression : "float32"}): ${native[0]![i]} vs ${sum}`);
+            if (i < packed) assert.equal(roundTo(FORMAT_CODE[compression], native[0]![i]!), native[0]![i]!, `element ${i} is a ${compression} value`);
+          }
+        }),
+        { numRuns: 12 },
+      );
+    } finally {
+      for (const r of rings) r.fail(new CollectiveError("test over"));
+    }
+  }
+});
+
+test("a compressed all-reduce sends half the bytes", async () => {
+  const rings = await nativeRings(3, 262144);
+  try {
+    const data = [0, 1, 2].map((p) => new Float32Array(4 * 1024 * 1024).fill(p + 1));
+    const stats = await Promise.all(rings.map((r, p) => r.run(data[p]!, 0, 30_000, { compression: "bf16", packed: data[p]!.length })));
+    for (const d of data) assert.ok(d.every((v) => v === 6));
+    assert.equal(stats.reduce((acc, s) => acc + s.bytesSent, 0), 2 * 2 * 8 * 1024 * 1024 + 3 * 32);
+  } finally {
+    for (const r of rings) r.fail(new CollectiveError("test over"));
+  }
+});
+
 test("a big all-reduce (16 MiB) on 3 positions sums every element", async () => {
   const rings = await nativeRings(3, 262144);
   try {
     const data = [0, 1, 2].map((p) => new Float32Array(4 * 1024 * 1024).fill(p + 1));
     const stats = await Promise.all(rings.map((r, p) => r.run(data[p]!, 0, 30_000)));
     for (const d of data) assert.ok(d.every((v) => v === 6));
-    // Every ring step moves every segment once: 2(N-1) x the array's bytes in all, plus a 24-byte header per position.
-    assert.equal(stats.reduce((acc, s) => acc + s.bytesSent, 0), 2 * 2 * 16 * 1024 * 1024 + 3 * 24);
+    // Every ring step moves every segment once: 2(N-1) x the array's bytes in all, plus a 32-byte header per position.
+    assert.equal(stats.reduce((acc, s) => acc + s.bytesSent, 0), 2 * 2 * 16 * 1024 * 1024 + 3 * 32);
   } finally {
     for (const r of rings) r.fail(new CollectiveError("test over"));
   }
@@ -129,9 +180,10 @@ async function ringWithFakePeer(): Promise<{ ring: NativeRing; prev: net.Socket;
 
 test("after authentication, a peer out of step or sending garbage fails the operation with a typed error", async () => {
   const cases: Array<[Buffer, RegExp]> = [
-    [randomBytes(24), /rank 1 \(fake\) sent bytes that are not an all-reduce frame/],
+    [randomBytes(32), /rank 1 \(fake\) sent bytes that are not an all-reduce frame/],
     [opHeader(5, 8), /rank 1 \(fake\) is at all-reduce 5 where this position is at 0/],
     [opHeader(0, 7), /all-reduces 7 elements where this position has 8: the replicas' gradients differ in size/],
+    [opHeader(0, 8, 1, 8), /sends 8 elements as fp16 where this position sends 0 as float32: the replicas' compression differs/],
   ];
   for (const [bytes, message] of cases) {
     const { ring, prev, next } = await ringWithFakePeer();
@@ -175,10 +227,11 @@ test("a peer that hangs up, goes silent, or is failed by the heartbeats ends the
 
 test("fuzz: any bytes from an authenticated peer end in a typed error or a sum, never a crash", async () => {
   await fc.assert(
-    fc.asyncProperty(fc.uint8Array({ minLength: 0, maxLength: 200 }), fc.boolean(), async (bytes, withHeader) => {
+    fc.asyncProperty(fc.uint8Array({ minLength: 0, maxLength: 200 }), fc.boolean(), fc.boolean(), async (bytes, withHeader, compressed) => {
       const { ring, prev, next } = await ringWithFakePeer();
-      prev.end(Buffer.concat([withHeader ? opHeader(0, 16) : Buffer.alloc(0), Buffer.from(bytes)]));
-      const outcome = await ring.run(new Float32Array(16), 0, 2000).then(
+      // Compressed: 9 of the 16 values as fp16, so frames mix 2- and 4-byte values.
+      prev.end(Buffer.concat([withHeader ? opHeader(0, 16, compressed ? 1 : 0, compressed ? 9 : 0) : Buffer.alloc(0), Buffer.from(bytes)]));
+      const outcome = await ring.run(new Float32Array(16), 0, 2000, compressed ? { compression: "fp16", packed: 9 } : undefined).then(
         () => "summed",
         (err: unknown) => err,
       );

@@ -63,7 +63,9 @@ test("malformed frames are ProtocolErrors that say which field is wrong", () => 
     ["magic", Buffer.concat([Buffer.from([0, 0, 0, 0]), good.subarray(4)]), /magic/],
     ["kind", (() => { const b = Buffer.from(good); b[4] = 9; return b; })(), /unknown kind 9/],
     ["dtype", (() => { const b = Buffer.from(good); b[5] = 7; return b; })(), /unknown dtype code 7/],
-    ["length", good.subarray(0, good.length - 4), /says 3 elements .* carries 8 bytes/],
+    ["length", good.subarray(0, good.length - 4), /says 3 float32 elements .* carries 8 bytes/],
+    // A compressed ring chunk: 2 bytes per element, so 3 of them cannot come in 8 bytes.
+    ["half length", (() => { const b = Buffer.from(good.subarray(0, good.length - 4)); b[5] = 3; return b; })(), /says 3 float16 elements \(6 bytes\) but carries 8 bytes/],
     ["bounds", (() => { const b = Buffer.from(good); b.writeUInt32LE(5, 16); return b; })(), /beyond its tensor of 3/],
   ];
   for (const [name, buf, pattern] of cases) {

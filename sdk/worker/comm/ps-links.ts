@@ -1,3 +1,5 @@
+import type { WireFormat } from "../../collectives/half-codec";
+import { packValues } from "../../collectives/half-pack";
 import { ProtocolError, WorkerLostError } from "../../errors/errors";
 import { toWireError } from "../../protocol/wire-error";
 import { CLOSE, type Link } from "../../transport/link";
@@ -61,16 +63,18 @@ export class PsLinks {
     );
   }
 
-  psPush(seq: number, clock: number, pulled: number[], shards: Float32Array[]): void {
+  /** With `wires`, each shard's leading values go as 16-bit floats (see half-pack). */
+  psPush(seq: number, clock: number, pulled: number[], shards: Float32Array[], wires?: WireFormat[]): void {
     this.onServers(
       seq,
-      this.servers.map((ch, i) =>
-        ch.request({ type: "push", rank: this.session.rank, clock, pulled: pulled[i] ?? 0 }, "pushed", {
+      this.servers.map((ch, i) => {
+        const wire = wires?.[i];
+        return ch.request({ type: "push", rank: this.session.rank, clock, pulled: pulled[i] ?? 0, ...(wire ? { compression: wire.compression } : {}) }, "pushed", {
           timeoutMs: this.session.stepTimeoutMs,
           waitingFor: `the acknowledgement of step ${clock}'s push`,
-          attachments: [{ data: shards[i]!, shape: [shards[i]!.length] }],
-        }),
-      ),
+          attachments: wire ? packValues(shards[i]!, wire) : [{ data: shards[i]!, shape: [shards[i]!.length] }],
+        });
+      }),
       (replies) => toCompute({ kind: "psPushed", seq, versions: replies.map((r) => r.msg.version), staleness: replies.map((r) => r.msg.staleness) }),
     );
   }

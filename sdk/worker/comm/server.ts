@@ -125,11 +125,11 @@ export class CommServer implements SessionHost {
         else toCompute({ kind: "psFailed", seq: m.seq, error: toWireError(new CollectiveError("no driver session")) });
         return;
       case "psPush":
-        if (s && !s.ended) s.ps.psPush(m.seq, m.clock, m.pulled, m.shards);
+        if (s && !s.ended) s.ps.psPush(m.seq, m.clock, m.pulled, m.shards, m.wires);
         else toCompute({ kind: "psFailed", seq: m.seq, error: toWireError(new CollectiveError("no driver session")) });
         return;
       case "allReduce":
-        if (s && !s.ended) s.allReduce(m.seq, m.data, m.generation);
+        if (s && !s.ended) s.allReduce(m.seq, m.data, m.generation, m.wire);
         else toCompute({ kind: "allReduceFailed", seq: m.seq, error: toWireError(new CollectiveError("no driver session")) });
         return;
       case "pipeSend":

@@ -1,4 +1,5 @@
 import type { AllReducer } from "../../collectives/all-reducer";
+import type { WireFormat } from "../../collectives/half-codec";
 import { RingAllReduce, type RingNeighbours } from "../../collectives/ring-allreduce";
 import { PipeEnds } from "../../collectives/pipe-links";
 import { CollectiveError, ConfigError, ProtocolError } from "../../errors/errors";
@@ -232,7 +233,7 @@ export class Session {
     this.pipe.send(to, kind, step, micro, data).catch((err: unknown) => toCompute({ kind: "pipeFailed", error: toWireError(err) }));
   }
 
-  allReduce(seq: number, data: Float32Array, generation: number): void {
+  allReduce(seq: number, data: Float32Array, generation: number, wire?: WireFormat): void {
     if (generation !== this.generation) {
       toCompute({ kind: "allReduceFailed", seq, error: toWireError(new CollectiveError(`an all-reduce of membership ${generation} reached the ring of membership ${this.generation}: dropped`)) });
       return;
@@ -242,7 +243,7 @@ export class Session {
       toCompute({ kind: "allReduceFailed", seq, error: toWireError(new ProtocolError("all-reduce before the ring was configured")) });
       return;
     }
-    ring.run(data, seq, this.stepTimeoutMs).then(
+    ring.run(data, seq, this.stepTimeoutMs, wire).then(
       (stats) => toCompute({ kind: "allReduced", seq, data, stats }, [data.buffer as ArrayBuffer]),
       (err: unknown) => toCompute({ kind: "allReduceFailed", seq, error: toWireError(err) }),
     );
