@@ -1,3 +1,4 @@
+import type { Compression } from "../collectives/half-codec";
 import type * as tf from "@tensorflow/tfjs";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -25,11 +26,11 @@ const count = z.number().int().min(1).max(MAX_LOCAL_WORKERS);
 
 /** Each strategy's options (see the README's strategy table for meanings and defaults). */
 export interface StrategyOptionsMap {
-  data: { feed?: "driver" | "workers"; elastic?: { minWorkers: number } };
+  data: { feed?: "driver" | "workers"; elastic?: { minWorkers: number }; compression?: Compression };
   model: { stages?: number };
   pipeline: { stages?: number; microBatches?: number; schedule?: "gpipe" | "1f1b" };
   hybrid: { stages: number; replicas?: number; microBatches?: number; schedule?: "gpipe" | "1f1b" };
-  ps: { mode?: "async" | "sync"; staleness?: number };
+  ps: { mode?: "async" | "sync"; staleness?: number; compression?: Compression };
   auto: { microBatches?: number; schedule?: "gpipe" | "1f1b" };
 }
 

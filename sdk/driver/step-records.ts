@@ -19,6 +19,7 @@ export function workerStep(r: StepDone, w: WorkerHandle, fitStartWall: number): 
     waitMs: m.waitMs,
     applyMs: m.applyMs,
     ...(m.slowdownMs ? { slowdownMs: m.slowdownMs } : {}),
+    ...(m.sentBytes !== undefined ? { sentBytes: m.sentBytes } : {}),
     startMs: m.startedAt - w.clockOffsetMs - fitStartWall,
   };
 }

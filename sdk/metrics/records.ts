@@ -36,6 +36,8 @@ export interface WorkerStepRecord {
   inFlightMax?: number;
   /** A straggler made on purpose (.slowdown()): time it waited after computing, part of computeMs. */
   slowdownMs?: number;
+  /** Bytes this worker sent in the step's all-reduce (data) or push (ps), headers included. */
+  sentBytes?: number;
 }
 
 export interface StepRecord {
@@ -73,7 +75,7 @@ export interface StepRecord {
 /** One worker's finding of a non-finite value: in its input batch, its loss, or a variable's gradient. */
 export interface NonFiniteReport {
   rank: number;
-  where: "input" | "loss" | "gradient";
+  where: "input" | "loss" | "gradient" | "compression";
   variable?: string;
 }
 

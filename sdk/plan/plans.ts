@@ -1,3 +1,4 @@
+import type { Compression } from "../collectives/half-codec";
 import type { ModelProfile } from "./profile";
 import type { OptimizerSpec } from "../config/optimizer";
 import type { MemoryEstimate } from "./memory";
@@ -27,9 +28,11 @@ export interface DataParallelPlan {
   readonly model: ModelSummary;
   /** Bytes of the flat float32 gradient buffer all-reduced each step. */
   readonly gradientBytes: number;
+  /** The gradient's values travel as 16-bit floats with error feedback; null: as float32. */
+  readonly compression: Compression | null;
   readonly allReduce: {
     readonly algorithm: "ring";
-    /** Bytes each rank sends per step: 2(N-1)/N x gradientBytes (reduce-scatter + all-gather). */
+    /** Bytes each rank sends per step: 2(N-1)/N x the gradient's bytes on the wire (reduce-scatter + all-gather). */
     readonly bytesSentPerRank: number;
   };
   /** Shard sizes of a full global batch, when the plan was made for a batch size. */
@@ -103,6 +106,8 @@ export interface PsPlan {
   readonly model: ModelSummary;
   /** Bytes of float32 gradients each worker pushes per step (and parameters it pulls). */
   readonly gradientBytes: number;
+  /** Pushes carry the gradient as 16-bit floats with error feedback (pulls stay float32); null: float32. */
+  readonly compression: Compression | null;
   /** Each worker's slice of a full global batch. */
   readonly batch: { readonly globalBatch: number; readonly perReplica: readonly number[] } | null;
   /** What each worker holds (estimate). */

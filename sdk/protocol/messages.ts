@@ -4,6 +4,7 @@ import { BACKEND_CHOICES } from "../config/backend";
 import { LOSS_NAMES } from "../config/loss";
 import { MetricSpecSchema } from "../config/metrics";
 import { OptimizerSpecSchema } from "../config/optimizer";
+import { COMPRESSIONS } from "../collectives/half-codec";
 import { TensorSpecSchema } from "./tensor";
 import { WireErrorSchema } from "./wire-error";
 import { NoticeSchema, OutputSchema, ProgressSchema } from "./worker-reports";
@@ -181,6 +182,8 @@ export const LoadSchema = z.strictObject({
   slowdown: z.number().min(1).max(1000).optional(),
   /** Elastic data parallelism: keep the state before each update, to step back after a peer dies. */
   elastic: z.boolean().optional(),
+  /** Gradients all-reduced (data) or pushed (ps) as 16-bit floats, with error feedback. */
+  compression: z.enum(COMPRESSIONS).optional(),
   attachments,
 });
 export const LoadedSchema = z.strictObject({
@@ -221,7 +224,7 @@ export const StepDoneSchema = z.strictObject({
   /** The compiled metrics over the same samples, by their history names. */
   metrics: z.record(z.string().max(64), measured).optional(),
   /** This worker found NaN or Infinity in the step: in its input batch, its loss, or the gradient of a variable. */
-  nonFinite: z.strictObject({ where: z.enum(["input", "loss", "gradient"]), variable: z.string().max(256).optional() }).optional(),
+  nonFinite: z.strictObject({ where: z.enum(["input", "loss", "gradient", "compression"]), variable: z.string().max(256).optional() }).optional(),
   /** The step's update was not applied, on this worker nor on any other (a worker found a non-finite value). */
   skipped: z.boolean().optional(),
   computeMs: ms, commMs: ms, waitMs: ms, applyMs: ms,
@@ -232,6 +235,8 @@ export const StepDoneSchema = z.strictObject({
   inFlightMax: z.number().int().nonnegative().optional(),
   /** Time spent waiting on purpose (a slowdown), part of computeMs. */
   slowdownMs: ms.optional(),
+  /** Bytes this worker sent in the step's all-reduce or push (headers included). */
+  sentBytes: z.number().nonnegative().optional(),
   /** Strategy "ps": the version pulled from each server, the most updates the push missed, and the time to pull and push. */
   ps: z.strictObject({
     pulled: z.array(z.number().int().nonnegative()).max(1024),
@@ -281,6 +286,8 @@ export const PushSchema = z.strictObject({
   rank: z.number().int().nonnegative(),
   clock: z.number().int().nonnegative(),
   pulled: z.number().int().nonnegative(),
+  /** The gradient's values come as 16-bit floats, packed two to an int32, then the rest as float32. */
+  compression: z.enum(COMPRESSIONS).optional(),
   attachments,
 });
 export const PushedSchema = z.strictObject({

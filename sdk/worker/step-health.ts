@@ -6,7 +6,8 @@ import type { Tensorlike } from "../protocol/tensor";
 
 /** Where a worker found NaN or Infinity in a step (the stepDone's nonFinite). */
 export interface NonFinite {
-  where: "input" | "loss" | "gradient";
+  /** "compression": the gradients, each finite, summed to a value the 16-bit format cannot hold. */
+  where: "input" | "loss" | "gradient" | "compression";
   variable?: string;
 }
 

@@ -1,3 +1,4 @@
+import type { Compression } from "../../collectives/half-codec";
 import { ConfigError } from "../../errors/errors";
 import { replicaSlices } from "../../plan/batches";
 import { estimateReplicaMemory, formatBytes, memoryTotal } from "../../plan/memory";
@@ -14,12 +15,15 @@ export function planDataParallel(spec: ClusterSpec, model: ModelSummary, options
   if (batchSize !== undefined) checkBatch(batchSize, n);
   const ring = Array.from({ length: n }, (_, r) => r);
   const gradientBytes = model.trainableParamCount * 4;
+  const compression = spec.strategy.name === "data" ? spec.strategy.compression ?? null : null;
+  // What the ring moves: 16-bit values halve the gradient's bytes (the float32 state and flag are a few values).
+  const wireBytes = compression ? gradientBytes / 2 : gradientBytes;
   const memory = estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer: options.optimizer });
   const speeds = speedsOf(options.devices);
   const feed = spec.strategy.name === "data" ? spec.strategy.feed : "driver";
   const feedBytes = feed === "driver" && batchSize !== undefined ? batchSize * sampleBytes(model) : 0;
   const predict = (replicas: number) =>
-    speeds && batchSize !== undefined ? predictData({ flopsPerSample: model.flopsPerSample, layers: model.layers.length, gradientBytes, globalBatch: batchSize, replicas, feedBytes, ...(options.profile ? { profile: options.profile } : {}) }, speeds) : null;
+    speeds && batchSize !== undefined ? predictData({ flopsPerSample: model.flopsPerSample, layers: model.layers.length, gradientBytes: wireBytes, globalBatch: batchSize, replicas, feedBytes, ...(options.profile ? { profile: options.profile } : {}) }, speeds) : null;
   const many = predict(n);
   // The same batch on one worker: what explain() and toString() hold the cluster up against.
   const one = n > 1 ? predict(1) : null;
@@ -34,7 +38,8 @@ export function planDataParallel(spec: ClusterSpec, model: ModelSummary, options
     workers: Object.freeze(ring.map((rank, pos) => Object.freeze({ rank, replica: rank, ringPosition: pos, layers: "all" as const, params: model.paramCount, slowdown: slowdownOf(spec, rank) }))),
     model,
     gradientBytes,
-    allReduce: Object.freeze({ algorithm: "ring" as const, bytesSentPerRank: n > 1 ? Math.round((2 * (n - 1) * gradientBytes) / n) : 0 }),
+    compression,
+    allReduce: Object.freeze({ algorithm: "ring" as const, bytesSentPerRank: n > 1 ? Math.round((2 * (n - 1) * wireBytes) / n) : 0 }),
     batch: batchSize === undefined ? null : Object.freeze({ globalBatch: batchSize, perReplica: Object.freeze(replicaSlices(batchSize, n)) }),
     memory: Object.freeze(memory),
     devices: options.devices ? Object.freeze(options.devices.map((d) => Object.freeze({ ...d }))) : null,
@@ -80,7 +85,8 @@ export function formatDataPlan(plan: DataParallelPlan): string {
     lines.push(`${String(w.rank).padEnd(6)}${String(w.replica).padEnd(9)}${String(w.ringPosition).padEnd(10)}all layers  ${slice}`);
   }
   if (plan.worldSize > 1) {
-    lines.push(`all-reduce: ring (reduce-scatter + all-gather); each rank sends ${kib(plan.allReduce.bytesSentPerRank)} per step`);
+    const wire = plan.compression ? `, gradients as ${plan.compression} with error feedback` : "";
+    lines.push(`all-reduce: ring (reduce-scatter + all-gather)${wire}; each rank sends ${kib(plan.allReduce.bytesSentPerRank)} per step`);
   }
   const m = plan.memory;
   const parts = [`parameters ${formatBytes(m.paramsBytes)}`, `gradients ${formatBytes(m.gradientBytes)}`];
@@ -106,8 +112,9 @@ export function explainDataPlan(plan: DataParallelPlan): string {
     ...plan.reasons,
     `every one of the ${n} workers holds the whole model: ${formatBytes(total)} per replica (estimate${m.activationBytes === null ? ", without activations: no batch size given" : ""})`,
     n > 1
-      ? `each step every replica computes gradients on ${slice} and a ring all-reduce sums ${formatBytes(plan.gradientBytes)} of gradients; each rank sends 2(N-1)/N of that`
+      ? `each step every replica computes gradients on ${slice} and a ring all-reduce sums ${formatBytes(plan.gradientBytes)} of gradients; each rank sends 2(N-1)/N of that${plan.compression ? ", halved" : ""}`
       : "one worker: no all-reduce",
+    ...(plan.compression && n > 1 ? [compressionLine(plan.compression)] : []),
   ];
   lines.push(...slowdownLines(plan.workers));
   if (plan.prediction) {
@@ -117,6 +124,12 @@ export function explainDataPlan(plan: DataParallelPlan): string {
     if (slower) lines.push(slower);
   }
   return lines.join("\n");
+}
+
+/** What compression costs and keeps, said where a plan is explained. */
+export function compressionLine(c: Compression): string {
+  const kept = c === "fp16" ? "11 significant bits, values up to 65504 (a step whose gradient or sum exceeds it is dropped)" : "8 significant bits, float32's range";
+  return `compression ${c}: gradients travel as 16-bit floats (${kept}); each worker carries its rounding error to its next step (error feedback), and converting costs CPU time on both ends of every hop`;
 }
 
 /** Stragglers made on purpose, said plainly wherever a plan is shown. */

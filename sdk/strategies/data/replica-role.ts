@@ -1,5 +1,6 @@
 import * as tf from "@tensorflow/tfjs";
 import type { AllReduceStats } from "../../collectives/ring-allreduce";
+import type { WireFormat } from "../../collectives/half-codec";
 import type { Dataset } from "../../data/dataset";
 import { loadSource } from "../../data/index";
 import { ProtocolError, StateError } from "../../errors/errors";
@@ -11,14 +12,17 @@ import { readWeights } from "../../worker/model-io";
 import type { HostIO, RoleEnv, RoleReply, StepReport, StepTimes, WorkerRole } from "../../worker/role";
 import { checkedSliceGradient, loadReplica, readValues, replicaStepReport, slowDown, type LoadedReplica, type SliceOutcome } from "../../worker/slice-gradient";
 import { makeUpdateRule } from "../../worker/update-rules";
-import { survivedStepError, type NonFinite } from "../../worker/step-health";
+import { hasNonFinite, nonFiniteVariable, survivedStepError, type NonFinite } from "../../worker/step-health";
+import { ErrorFeedback } from "../../worker/error-feedback";
 import type { OptimizerState, UpdateRule } from "../../worker/update-rule";
 
-export type AllReduceFn = (data: Float32Array) => Promise<{ data: Float32Array; stats: AllReduceStats }>;
+export type AllReduceFn = (data: Float32Array, wire?: WireFormat) => Promise<{ data: Float32Array; stats: AllReduceStats }>;
 
 export interface StepResult extends StepTimes {
   /** Time spent waiting on purpose (a slowdown), part of computeMs. */
   slowdownMs: number;
+  /** Bytes this replica sent in the all-reduce. */
+  sentBytes: number;
   metrics?: Record<string, number>;
   /** Where this replica found NaN or Infinity. */
   nonFinite?: NonFinite;
@@ -37,6 +41,11 @@ export interface StepResult extends StepTimes {
  * the weighted mean of the replicas'. The flag counts replicas whose slice held NaN or Infinity
  * or whose computation threw: when it is not zero, every replica drops the update alike, so
  * the replicas never differ and the ring is never left half-way.
+ *
+ * With compression, the gradient travels as 16-bit floats with error feedback; state and flag
+ * stay float32 (a count in fp16 is exact only up to 2048). A compressed sum that overflowed is
+ * the same Infinity on every replica (the ring hands all of them the same bits), so all of
+ * them drop that step alike, as for the flag.
  */
 export class DataReplica implements WorkerRole {
   private readonly update: UpdateRule;
@@ -46,13 +55,20 @@ export class DataReplica implements WorkerRole {
   private applied = 0;
   /** Elastic training: the weights, model state and optimizer state before the last update, to step back to. */
   private before: { weights: Float32Array[]; model: Float32Array; state: OptimizerState } | null = null;
+  private readonly feedback: ErrorFeedback | null;
+  private readonly slowdown: number;
+  private readonly elastic: boolean;
 
-  private constructor(private readonly r: LoadedReplica, spec: MessageOf<"load">["optimizer"], private readonly slowdown: number, private readonly elastic: boolean) {
-    this.update = makeUpdateRule(r.vars, spec);
+  private constructor(private readonly r: LoadedReplica, msg: MessageOf<"load">) {
+    this.update = makeUpdateRule(r.vars, msg.optimizer);
+    this.slowdown = msg.slowdown ?? 1;
+    this.elastic = msg.elastic ?? false;
+    this.feedback = msg.compression ? new ErrorFeedback(msg.compression, r.gradientLength) : null;
   }
 
+
   static async load(msg: MessageOf<"load">, weights: Tensorlike[] | "initial", env: Partial<RoleEnv> = {}): Promise<DataReplica> {
-    const replica = new DataReplica(await loadReplica(msg, weights, env.memoryCapBytes ?? null), msg.optimizer, msg.slowdown ?? 1, msg.elastic ?? false);
+    const replica = new DataReplica(await loadReplica(msg, weights, env.memoryCapBytes ?? null), msg);
     if (msg.data) replica.shard = { dataset: loadSource(msg.data.source), shuffle: msg.data.shuffle, seed: msg.data.seed, epoch: -1, order: null };
     return replica;
   }
@@ -65,7 +81,7 @@ export class DataReplica implements WorkerRole {
   step(msg: MessageOf<"step">, attachments: Tensorlike[], io: HostIO): Promise<StepReport> {
     const [x, y] = msg.range ? Object.values(this.readSlice(msg.epoch, msg.range.start, msg.range.end)) : attachments;
     if (!x || !y) throw new ProtocolError(`"step" ${msg.step} carries ${attachments.length} tensors, expected x and y`);
-    return this.train(msg.weight, x, y, (data) => io.allReduce(data), msg.step);
+    return this.train(msg.weight, x, y, (data, wire) => io.allReduce(data, wire), msg.step);
   }
 
   /** Elastic training asks how many updates were applied, or to step back one. */
@@ -102,6 +118,8 @@ export class DataReplica implements WorkerRole {
     });
     this.r.state.set(this.before.model);
     await this.update.importState(this.before.state);
+    // The residual belongs to the update stepped back from.
+    this.feedback?.clear();
     this.before = null;
     this.applied = to;
     return this.applied;
@@ -123,11 +141,12 @@ export class DataReplica implements WorkerRole {
     const flat = new Float32Array(n + this.r.state.length + 1);
     const stateBefore = this.r.state.snapshot();
     const slice = this.slice(weight, x, y, flat, stateBefore);
+    if (this.feedback && flat[flat.length - 1] === 0) this.feedback.compress(flat.subarray(0, n));
     const slowdownMs = await slowDown(this.slowdown, performance.now() - t0);
     const t1 = performance.now();
     let reduced: Awaited<ReturnType<AllReduceFn>>;
     try {
-      reduced = await allReduce(flat);
+      reduced = await allReduce(flat, this.feedback?.wire(n));
     } catch (err) {
       // The forward pass moved the statistics; a step that never completed must leave none behind
       // (an elastic survivor retries the step from here).
@@ -136,9 +155,12 @@ export class DataReplica implements WorkerRole {
     }
     const t2 = performance.now();
     // flat was moved to the communication thread; the sum comes back in its own buffer.
-    const skipped = reduced.data[reduced.data.length - 1] !== 0;
-    if (skipped) this.r.state.set(stateBefore);
-    else await this.apply(reduced.data, stateBefore);
+    const overflow = this.overflowed(reduced.data);
+    const skipped = reduced.data[reduced.data.length - 1] !== 0 || overflow !== undefined;
+    if (skipped) {
+      this.r.state.set(stateBefore);
+      this.feedback?.clear();
+    } else await this.apply(reduced.data, stateBefore);
     const t3 = performance.now();
     if (slice.failure !== undefined) throw survivedStepError(slice.failure, step);
     return {
@@ -149,8 +171,9 @@ export class DataReplica implements WorkerRole {
       waitMs: reduced.stats.waitMs,
       applyMs: t3 - t2,
       slowdownMs,
+      sentBytes: reduced.stats.bytesSent,
       ...(slice.metrics ? { metrics: slice.metrics } : {}),
-      ...(slice.nonFinite ? { nonFinite: slice.nonFinite } : {}),
+      ...(slice.nonFinite ?? overflow ? { nonFinite: slice.nonFinite ?? overflow } : {}),
       ...(skipped ? { skipped } : {}),
     };
   }
@@ -165,6 +188,13 @@ export class DataReplica implements WorkerRole {
     if (out.nonFinite || out.failure !== undefined) flat[flat.length - 1] = 1;
     else if (x.shape[0]! > 0) this.r.state.writeChange(stateBefore, weight, flat.subarray(n, flat.length - 1));
     return out;
+  }
+
+  /** Where a compressed sum of finite gradients overflowed the 16-bit format, if it did. */
+  private overflowed(reduced: Float32Array): NonFinite | undefined {
+    const n = this.r.gradientLength;
+    if (!this.feedback || reduced[reduced.length - 1] !== 0 || !hasNonFinite(reduced.subarray(0, n))) return undefined;
+    return { where: "compression", variable: nonFiniteVariable(reduced.subarray(0, n), this.r.names, this.r.sizes) ?? "?" };
   }
 
   /** The summed gradient through the optimizer, and the state to its replicas' mean. */

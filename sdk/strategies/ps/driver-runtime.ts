@@ -97,7 +97,7 @@ async function loadAll(ctx: FitContext, model: tf.LayersModel, o: ResolvedFitOpt
       ),
       ...ctx.workers.map((w) =>
         w.channel.request(
-          { type: "load", role: "ps-worker", topology, optimizer: o.optimizer, loss: o.loss, metrics: o.metrics, replicaBatch: Math.ceil(o.batchSize / n), stepTimeoutMs: stepMs, ps: { role: "worker", mode: plan.mode, shards, state: stateShards }, ...slowdown(plan, w.rank) },
+          { type: "load", role: "ps-worker", topology, optimizer: o.optimizer, loss: o.loss, metrics: o.metrics, replicaBatch: Math.ceil(o.batchSize / n), stepTimeoutMs: stepMs, ps: { role: "worker", mode: plan.mode, shards, state: stateShards }, ...slowdown(plan, w.rank), ...(plan.compression ? { compression: plan.compression } : {}) },
           "loaded",
           { ...loading, attachments: weights },
         ),

@@ -2,7 +2,7 @@ import { replicaSlices } from "../../plan/batches";
 import { estimateReplicaMemory, formatBytes } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
 import { serverCount, slowdownOf, workerCount, type ClusterSpec } from "../../config/cluster-spec";
-import { checkBatch, slowdownLines } from "../data/planner";
+import { checkBatch, compressionLine, slowdownLines } from "../data/planner";
 import type { PlanOptions, PsPlan, ShardVariable } from "../../plan/plans";
 
 /**
@@ -44,6 +44,7 @@ export function planParameterServers(spec: ClusterSpec, model: ModelSummary, opt
     workers: Object.freeze(Array.from({ length: n }, (_, rank) => Object.freeze({ rank, slowdown: slowdownOf(spec, rank), layers: "all" as const, params: model.paramCount }))),
     model,
     gradientBytes: model.trainableParamCount * 4,
+    compression: st.name === "ps" ? st.compression ?? null : null,
     batch: batchSize === undefined ? null : Object.freeze({ globalBatch: batchSize, perReplica: Object.freeze(replicaSlices(batchSize, n)) }),
     memory: Object.freeze(estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer: options.optimizer })),
     devices: options.devices ? Object.freeze(options.devices.map((d) => Object.freeze({ ...d }))) : null,
@@ -62,7 +63,7 @@ function modeLine(plan: PsPlan): string {
 export function formatPsPlan(plan: PsPlan): string {
   const lines = [
     `parameter-server plan: ${plan.worldSize} worker(s), ${plan.servers.length} server(s), ${plan.mode}`,
-    `model "${plan.model.name}": ${plan.model.layers.length} layers, ${plan.model.paramCount.toLocaleString("en-US")} parameters, ${formatBytes(plan.gradientBytes)} pulled and pushed per worker step`,
+    `model "${plan.model.name}": ${plan.model.layers.length} layers, ${plan.model.paramCount.toLocaleString("en-US")} parameters, ${formatBytes(plan.gradientBytes)} pulled and ${plan.compression ? `${formatBytes(plan.gradientBytes / 2)} (${plan.compression}, error feedback)` : formatBytes(plan.gradientBytes)} pushed per worker step`,
     modeLine(plan),
   ];
   if (plan.batch) lines.push(`global batch ${plan.batch.globalBatch} = ${plan.worldSize} x ${plan.batch.perReplica[0]} per worker${plan.mode === "async" ? " (in async mode each slice is its own update)" : ""}`);
@@ -83,6 +84,7 @@ export function explainPsPlan(plan: PsPlan): string {
       : []),
     `every worker holds the whole model; each step it pulls the parameters (${formatBytes(plan.gradientBytes)}), computes a gradient on its slice and pushes it back; the servers apply the optimizer`,
     modeLine(plan),
+    ...(plan.compression ? [compressionLine(plan.compression)] : []),
     ...slowdownLines(plan.workers),
   ];
   return lines.join("\n");

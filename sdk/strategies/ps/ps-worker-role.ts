@@ -8,7 +8,9 @@ import { readWeights } from "../../worker/model-io";
 import type { HostIO, RoleEnv, WorkerRole } from "../../worker/role";
 import { checkedSliceGradient, loadReplica, replicaStepReport, slowDown, type LoadedReplica } from "../../worker/slice-gradient";
 import type { StepResult } from "../data/replica-role";
-import { survivedStepError } from "../../worker/step-health";
+import { hasNonFinite, nonFiniteVariable, survivedStepError, type NonFinite } from "../../worker/step-health";
+import { ErrorFeedback } from "../../worker/error-feedback";
+import type { WireFormat } from "../../collectives/half-codec";
 
 export interface PsStepResult extends StepResult {
   ps: { pulled: number[]; staleness: number; pullMs: number; pushMs: number };
@@ -18,13 +20,16 @@ export interface PsStepResult extends StepResult {
  * A worker under parameter servers: it holds the whole model but never updates it itself.
  * Each step it pulls every shard (parameters and model state), computes its slice's gradient,
  * and pushes each server the part that server holds: [gradient | weighted change of the state
- * the forward pass made | flag], the flag set when the slice cannot be learned from.
+ * the forward pass made | flag], the flag set when the slice cannot be learned from. With
+ * compression, each push's gradient goes as 16-bit floats with error feedback; a gradient value
+ * too large for fp16 flags the push instead of sending Infinity to the servers.
  */
 export class PsReplica implements WorkerRole {
   /** Where each variable starts in the flat gradient. */
   private readonly offsets: number[];
   /** Where each state tensor starts in the model's flat state, and its size. */
   private readonly stateAt: Array<{ off: number; size: number }>;
+  private readonly feedback: ErrorFeedback | null;
 
   private constructor(
     private readonly r: LoadedReplica,
@@ -33,7 +38,9 @@ export class PsReplica implements WorkerRole {
     /** For each server, the indices of the state tensors it holds. */
     private readonly stateShards: number[][],
     private readonly slowdown: number,
+    compression: MessageOf<"load">["compression"],
   ) {
+    this.feedback = compression ? new ErrorFeedback(compression, r.gradientLength) : null;
     let off = 0;
     this.offsets = r.sizes.map((size) => (off += size) - size);
     let at = 0;
@@ -51,7 +58,7 @@ export class PsReplica implements WorkerRole {
       r.model.dispose();
       throw new ProtocolError(problem ?? `the servers' state lists ${state.length} servers; their shards ${ps.shards.length}`);
     }
-    return new PsReplica(r, ps.shards.map((s) => [...s]), state.map((s) => [...s]), msg.slowdown ?? 1);
+    return new PsReplica(r, ps.shards.map((s) => [...s]), state.map((s) => [...s]), msg.slowdown ?? 1, msg.compression);
   }
 
   get paramCount(): number {
@@ -80,18 +87,23 @@ export class PsReplica implements WorkerRole {
     const flat = new Float32Array(this.r.gradientLength);
     // A flagged push of zeros for a non-finite or failed slice: a sync server waits for every worker.
     const slice = checkedSliceGradient(this.r, x, y, msg.weight, flat);
-    const flagged = slice.nonFinite !== undefined || slice.failure !== undefined;
+    const overflow = slice.nonFinite === undefined && slice.failure === undefined ? this.compress(flat) : undefined;
+    const nonFinite = slice.nonFinite ?? overflow;
+    const flagged = nonFinite !== undefined || slice.failure !== undefined;
     const change = new Float32Array(before.length);
     if (!flagged && x.shape[0]! > 0) this.r.state.writeChange(before, msg.weight, change);
     const loss = slice.loss;
     const slowdownMs = await slowDown(this.slowdown, performance.now() - t2);
     const t3 = performance.now();
-    const pushed = await links.push(clock, pulled.versions, this.split(flat, change, flagged));
+    const shards = this.split(flat, change, flagged);
+    const wires = this.wires();
+    const sentBytes = shards.reduce((n, s, i) => n + 4 * (wires ? Math.ceil(wires[i]!.packed / 2) + s.length - wires[i]!.packed : s.length), 0);
+    const pushed = await links.push(clock, pulled.versions, shards, wires);
     const t4 = performance.now();
     const waitMs = Math.max(0, ...pulled.waitedMs);
     if (slice.failure !== undefined) throw survivedStepError(slice.failure, msg.step);
     return {
-      ...(slice.nonFinite ? { nonFinite: slice.nonFinite } : {}),
+      ...(nonFinite ? { nonFinite } : {}),
       // The servers drop a flagged push: in sync mode with its whole step.
       ...(flagged ? { skipped: true } : {}),
       ...(slice.metrics ? { metrics: slice.metrics } : {}),
@@ -102,8 +114,25 @@ export class PsReplica implements WorkerRole {
       waitMs,
       applyMs: 0,
       slowdownMs,
+      sentBytes,
       ps: { pulled: pulled.versions, staleness: Math.max(0, ...pushed.staleness), pullMs: t1 - t0, pushMs: t4 - t3 },
     };
+  }
+
+  /** Rounds the gradient to 16 bits with error feedback; where a value overflowed, says so (and forgets the residual). */
+  private compress(flat: Float32Array): NonFinite | undefined {
+    if (!this.feedback) return undefined;
+    this.feedback.compress(flat);
+    if (!hasNonFinite(flat)) return undefined;
+    this.feedback.clear();
+    return { where: "compression", variable: nonFiniteVariable(flat, this.r.names, this.r.sizes) ?? "?" };
+  }
+
+  /** Each server's push: its gradient's values in 16 bits, the rest (state change, flag) in 32. */
+  private wires(): WireFormat[] | undefined {
+    const f = this.feedback;
+    if (!f) return undefined;
+    return this.shards.map((indices) => f.wire(indices.reduce((a, i) => a + this.r.sizes[i]!, 0)));
   }
 
   /** Writes each server's shard into the model's variables and state; returns the whole state as pulled. */

@@ -6,6 +6,7 @@ import { makeUpdateRule } from "../../worker/update-rules";
 import type { OptimizerState, UpdateRule } from "../../worker/update-rule";
 import { readValues } from "../../worker/slice-gradient";
 import { bestAccumulate } from "../../collectives/accumulate";
+import { unpackValues } from "../../collectives/half-pack";
 import type { RoleEnv, RoleReply, StepReport, WorkerRole } from "../../worker/role";
 
 interface Waiter {
@@ -97,9 +98,10 @@ export class ParamServer implements WorkerRole {
         return this.pull(msg.minVersion).then((r) => ({ draft: { type: "pulled", re: msg.id, version: r.version, waitedMs: r.waitedMs }, attachments: [{ data: r.data, shape: [r.data.length] }] }));
       case "push": {
         const grad = attachments[0];
-        if (!grad || attachments.length !== 1 || !(grad.data instanceof Float32Array)) return Promise.reject(new ProtocolError(`a push carries ${attachments.length} tensors; expected one float32 gradient`));
+        if (!msg.compression && (!grad || attachments.length !== 1 || !(grad.data instanceof Float32Array))) return Promise.reject(new ProtocolError(`a push carries ${attachments.length} tensors; expected one float32 gradient`));
         try {
-          const r = this.push(msg.rank, msg.clock, msg.pulled, grad.data);
+          const values = msg.compression ? unpackValues(attachments, this.pushLength, { compression: msg.compression, packed: this.length }) : (grad!.data as Float32Array);
+          const r = this.push(msg.rank, msg.clock, msg.pulled, values);
           return Promise.resolve({ draft: { type: "pushed", re: msg.id, version: r.version, staleness: r.staleness } });
         } catch (err) {
           return Promise.reject(err);
