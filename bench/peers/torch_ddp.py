@@ -1,7 +1,9 @@
 """PyTorch DistributedDataParallel peer (gloo, CPU) for the data-parallel scaling benchmark.
 One process per rank; rank 0 prints samples/s of the global batch after warm-up.
 
-usage: python3 torch_ddp.py --rank R --world N --port P --model mlp|cnn --batch 64 --steps 100 --warmup 10
+usage: python3 torch_ddp.py --rank R --world N --port P --model mlp|cnn --batch 64 --steps 100 --warmup 10 [--compress fp16]
+--compress fp16: DDP's fp16_compress_hook (gradients all-reduced as float16, no error feedback;
+its bf16 hook needs NCCL, so CPU runs have fp16 only)
 """
 import argparse
 import json
@@ -24,11 +26,15 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=64, help="per rank")
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--compress", default="none", choices=["none", "fp16"])
     a = p.parse_args()
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{a.port}", rank=a.rank, world_size=a.world)
     torch.manual_seed(0)
     model = DDP(build(a.model))
+    if a.compress == "fp16":
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+        model.register_comm_hook(None, default_hooks.fp16_compress_hook)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
     x = torch.rand(a.batch, 1, 28, 28)
@@ -43,7 +49,7 @@ def main() -> None:
     dist.barrier()
     elapsed = time.perf_counter() - start
     if a.rank == 0:
-        print(json.dumps({"peer": "pytorch-ddp", "model": a.model, "world": a.world, "batch_per_rank": a.batch, "samples_per_second": a.steps * a.batch * a.world / elapsed}), flush=True)
+        print(json.dumps({"peer": "pytorch-ddp", "model": a.model, "compress": a.compress, "world": a.world, "batch_per_rank": a.batch, "samples_per_second": a.steps * a.batch * a.world / elapsed}), flush=True)
     dist.destroy_process_group()
 
 
