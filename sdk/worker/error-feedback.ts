@@ -20,9 +20,12 @@ export class ErrorFeedback {
     this.format = FORMAT_CODE[compression];
   }
 
-  /** Rounds `gradient` in place to values the format holds exactly, carrying the error to the next call. */
-  compress(gradient: Float32Array): void {
-    this.codec.feedback(this.format, gradient, this.residual);
+  /**
+   * Rounds `gradient` in place to values the format holds exactly, carrying the error to the
+   * next call; `offset`: where it lies in the whole gradient (a bucket of it).
+   */
+  compress(gradient: Float32Array, offset = 0): void {
+    this.codec.feedback(this.format, gradient, this.residual.subarray(offset, offset + gradient.length));
   }
 
   /**

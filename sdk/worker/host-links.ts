@@ -4,7 +4,8 @@ import { NativeRing } from "../collectives/native-ring";
 import { CollectiveError, ProtocolError, TimeoutError } from "../errors/errors";
 import { fromWireError } from "../protocol/wire-error";
 import type { ActivityState, CommToCompute, ComputeToComm } from "./bridge";
-import type { HostIO, ServerLinks } from "./role";
+import type { HostIO, OverlapRing, ServerLinks } from "./role";
+import type { AllReduceStats } from "../collectives/ring-allreduce";
 
 type Reduced = Awaited<ReturnType<HostIO["allReduce"]>>;
 
@@ -44,6 +45,7 @@ export class HostLinks {
   io(generation: number): HostIO {
     return {
       allReduce: (data, wire) => this.allReduce(data, generation, wire),
+      overlap: () => this.overlap(generation),
       receive: this.receive,
       send: this.send,
       servers: this.servers,
@@ -137,6 +139,29 @@ export class HostLinks {
       this.reduce = { seq, resolve, reject };
       this.post({ kind: "allReduce", seq, data, generation, ...(wire ? { wire } : {}) }, [data.buffer as ArrayBuffer]);
     });
+  }
+
+  /** The native ring's all-reduces chained, each part after the one before, every one numbered as allReduce numbers them. */
+  private overlap(generation: number): OverlapRing | null {
+    const ring = this.native;
+    if (!ring || generation !== this.generation) return null;
+    let chain: Promise<unknown> = Promise.resolve();
+    const parts: Array<Promise<AllReduceStats>> = [];
+    return {
+      start: (part, wire) => {
+        const seq = this.reduceSeq++;
+        const p = chain.then(() => ring.run(part, seq, this.stepTimeoutMs, wire));
+        // Handled here, so a failed part never goes unobserved; done() reports it.
+        chain = p.catch(() => undefined);
+        parts.push(p);
+      },
+      done: async () => {
+        this.doing(`the all-reduce of step ${this.step ?? "?"}`, "waiting");
+        const all = await Promise.all(parts);
+        this.computing();
+        return all;
+      },
+    };
   }
 
   private deliver(key: string, data: Float32Array): void {

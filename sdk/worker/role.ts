@@ -21,10 +21,24 @@ export interface HostIO {
    * training); with `wire`, its leading values travel compressed (see AllReducer.run).
    */
   allReduce(data: Float32Array, wire?: WireFormat): Promise<{ data: Float32Array; stats: AllReduceStats }>;
+  /**
+   * Buckets of one buffer all-reduced while the step still computes, where the ring runs on
+   * this thread's native data plane; null where it does not (the WebSocket path moves the
+   * whole buffer to the communication thread).
+   */
+  overlap(): OverlapRing | null;
   /** The activation (from the stage before) or gradient (from the stage after) of a micro-batch. */
   receive(kind: "activation" | "gradient", step: number, micro: number): Promise<Float32Array>;
   send(to: "prev" | "next", kind: "activation" | "gradient", step: number, micro: number, data: Float32Array): void;
   servers: ServerLinks;
+}
+
+/** All-reduces of parts of one buffer, one after another in the order started, while the caller goes on. */
+export interface OverlapRing {
+  /** Starts summing `part` (a view of the buffer, not written again until done) after the parts started before. */
+  start(part: Float32Array, wire?: WireFormat): void;
+  /** Every part started so far, summed; each one's stats. */
+  done(): Promise<AllReduceStats[]>;
 }
 
 /** What every role measures of a step, in ms (startedAt: its wall clock when the step began). */

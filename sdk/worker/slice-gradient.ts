@@ -87,9 +87,9 @@ function compileNativeStep(model: tf.LayersModel, loss: LossName, vars: tf.Varia
  * Writes weight x grad(mean loss over the slice + regularizers) into `flat`, laid out as the
  * variables in order; returns the slice's mean loss and compiled metrics.
  */
-export function sliceGradient(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array): { loss: number; metrics?: Record<string, number> } {
+export function sliceGradient(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array, ready?: (from: number) => void): { loss: number; metrics?: Record<string, number> } {
   try {
-    return r.step.native ? nativeSlice(r, r.step.native, x, y, weight, flat) : autodiffSlice(r, x, y, weight, flat);
+    return r.step.native ? nativeSlice(r, r.step.native, x, y, weight, flat, ready) : autodiffSlice(r, x, y, weight, flat);
   } catch (err) {
     const msg = (err as Error).message;
     if (/shape|rank|compatible/i.test(msg)) {
@@ -101,8 +101,8 @@ export function sliceGradient(r: LoadedReplica, x: Tensorlike, y: Tensorlike, we
   }
 }
 
-function nativeSlice(r: LoadedReplica, step: NativeStep, x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array): { loss: number; metrics?: Record<string, number> } {
-  const { loss, out } = step.run(x, y, weight, flat);
+function nativeSlice(r: LoadedReplica, step: NativeStep, x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array, ready?: (from: number) => void): { loss: number; metrics?: Record<string, number> } {
+  const { loss, out } = step.run(x, y, weight, flat, ready);
   if (r.metrics.length === 0) return { loss };
   const ys = labelTensor(y);
   const outs = tf.tensor(out, [x.shape[0]!, ...step.outShape], "float32");
@@ -155,22 +155,24 @@ export interface SliceOutcome {
 /**
  * sliceGradient for a step: `grads` holds the weighted gradient, or all zeros when the slice
  * holds or yields NaN or Infinity or its computation threw. A worker still takes part in the
- * step's communication with those zeros, so no peer waits, and says why.
+ * step's communication with those zeros, so no peer waits, and says why. With `ready` (buckets
+ * sent during the backward pass), parts of `grads` may be in flight: only the loss is checked
+ * here, and the buckets check and zero their own parts.
  */
-export function checkedSliceGradient(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weight: number, grads: Float32Array): SliceOutcome {
+export function checkedSliceGradient(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weight: number, grads: Float32Array, ready?: (from: number) => void): SliceOutcome {
   let out: SliceOutcome = { loss: 0 };
   try {
     const input = inputNonFinite(x, y);
     if (input) out = { loss: NaN, nonFinite: input };
     else if (x.shape[0]! > 0) {
-      out = sliceGradient(r, x, y, weight, grads);
-      const found = nonFiniteIn(out.loss, grads, r.names, r.sizes);
+      out = sliceGradient(r, x, y, weight, grads, ready);
+      const found = ready ? (Number.isFinite(out.loss) ? undefined : ({ where: "loss" } as const)) : nonFiniteIn(out.loss, grads, r.names, r.sizes);
       if (found) out.nonFinite = found;
     }
   } catch (err) {
     out = { loss: NaN, failure: err };
   }
-  if (out.nonFinite || out.failure !== undefined) grads.fill(0);
+  if (!ready && (out.nonFinite || out.failure !== undefined)) grads.fill(0);
   return out;
 }
 

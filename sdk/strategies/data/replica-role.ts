@@ -14,6 +14,8 @@ import { checkedSliceGradient, loadReplica, readValues, replicaStepReport, slowD
 import { makeUpdateRule } from "../../worker/update-rules";
 import { hasNonFinite, nonFiniteVariable, survivedStepError, type NonFinite } from "../../worker/step-health";
 import { ErrorFeedback } from "../../worker/error-feedback";
+import type { OverlapRing } from "../../worker/role";
+import { GradientBuckets } from "./buckets";
 import type { OptimizerState, UpdateRule } from "../../worker/update-rule";
 
 export type AllReduceFn = (data: Float32Array, wire?: WireFormat) => Promise<{ data: Float32Array; stats: AllReduceStats }>;
@@ -81,7 +83,9 @@ export class DataReplica implements WorkerRole {
   step(msg: MessageOf<"step">, attachments: Tensorlike[], io: HostIO): Promise<StepReport> {
     const [x, y] = msg.range ? Object.values(this.readSlice(msg.epoch, msg.range.start, msg.range.end)) : attachments;
     if (!x || !y) throw new ProtocolError(`"step" ${msg.step} carries ${attachments.length} tensors, expected x and y`);
-    return this.train(msg.weight, x, y, (data, wire) => io.allReduce(data, wire), msg.step);
+    // MESHTRAIN_OVERLAP=0: one all-reduce after the backward pass, to measure what overlap gains.
+    const overlap = process.env.MESHTRAIN_OVERLAP === "0" ? null : io.overlap();
+    return this.train(msg.weight, x, y, (data, wire) => io.allReduce(data, wire), msg.step, overlap);
   }
 
   /** Elastic training asks how many updates were applied, or to step back one. */
@@ -133,20 +137,25 @@ export class DataReplica implements WorkerRole {
     return this.r.model.countParams();
   }
 
-  /** Computes the slice's gradient, weighted by its share, sums it with the others' and applies the update. */
-  async train(weight: number, x: Tensorlike, y: Tensorlike, allReduce: AllReduceFn, step = 0): Promise<StepResult> {
+  /**
+   * Computes the slice's gradient, weighted by its share, sums it with the others' and applies
+   * the update. With `overlap` (the native data plane) and the native step, the gradient goes in
+   * buckets that start while the backward pass still runs.
+   */
+  async train(weight: number, x: Tensorlike, y: Tensorlike, allReduce: AllReduceFn, step = 0, overlap: OverlapRing | null = null): Promise<StepResult> {
     const t0 = performance.now();
     const startedAt = wallClock();
     const n = this.r.gradientLength;
     const flat = new Float32Array(n + this.r.state.length + 1);
     const stateBefore = this.r.state.snapshot();
-    const slice = this.slice(weight, x, y, flat, stateBefore);
-    if (this.feedback && flat[flat.length - 1] === 0) this.feedback.compress(flat.subarray(0, n));
+    const buckets = overlap && this.r.step.native ? new GradientBuckets(flat, n, overlap, this.feedback, this.r) : null;
+    const slice = this.slice(weight, x, y, flat, stateBefore, buckets);
+    if (!buckets && this.feedback && flat[flat.length - 1] === 0) this.feedback.compress(flat.subarray(0, n));
     const slowdownMs = await slowDown(this.slowdown, performance.now() - t0);
     const t1 = performance.now();
     let reduced: Awaited<ReturnType<AllReduceFn>>;
     try {
-      reduced = await allReduce(flat, this.feedback?.wire(n));
+      reduced = buckets ? { data: flat, stats: await this.finishBuckets(buckets, slice, flat) } : await allReduce(flat, this.feedback?.wire(n));
     } catch (err) {
       // The forward pass moved the statistics; a step that never completed must leave none behind
       // (an elastic survivor retries the step from here).
@@ -182,12 +191,22 @@ export class DataReplica implements WorkerRole {
    * Fills this replica's part of the buffer: its weighted gradient and change of state, or
    * nothing but the flag when its slice cannot be learned from (non-finite) or it threw.
    */
-  private slice(weight: number, x: Tensorlike, y: Tensorlike, flat: Float32Array, stateBefore: Float32Array): SliceOutcome {
+  private slice(weight: number, x: Tensorlike, y: Tensorlike, flat: Float32Array, stateBefore: Float32Array, buckets: GradientBuckets | null): SliceOutcome {
     const n = this.r.gradientLength;
-    const out = checkedSliceGradient(this.r, x, y, weight, flat.subarray(0, n));
+    const out = checkedSliceGradient(this.r, x, y, weight, flat.subarray(0, n), buckets?.ready);
     if (out.nonFinite || out.failure !== undefined) flat[flat.length - 1] = 1;
     else if (x.shape[0]! > 0) this.r.state.writeChange(stateBefore, weight, flat.subarray(n, flat.length - 1));
     return out;
+  }
+
+  /** The buckets not sent during the backward pass, then the state and flag; a bucket's NaN or Infinity joins the slice's findings. */
+  private async finishBuckets(buckets: GradientBuckets, slice: SliceOutcome, flat: Float32Array): Promise<AllReduceStats> {
+    const flagged = slice.nonFinite !== undefined || slice.failure !== undefined;
+    const stats = await buckets.finish(flagged, (flag) => {
+      if (flag) flat[flat.length - 1] = 1;
+    });
+    if (!flagged && buckets.nonFinite) slice.nonFinite = buckets.nonFinite;
+    return stats;
   }
 
   /** Where a compressed sum of finite gradients overflowed the 16-bit format, if it did. */

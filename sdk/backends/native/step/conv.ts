@@ -3,7 +3,7 @@ import { REDUCE } from "../addon";
 import { convInfo, poolInfo } from "../../geometry";
 import { convParams, scratchFor } from "../kernels/conv";
 import { activationBackward, biasThenActivate, type StepActivation } from "./activation";
-import { gradientView, trained, type GradientSlot, type StepContext, type StepOp } from "./op";
+import { firstOffset, gradientView, trained, type GradientSlot, type StepContext, type StepOp } from "./op";
 
 export interface WindowConfig {
   kernel: [number, number];
@@ -30,12 +30,14 @@ class Geometry {
 export class ConvOp implements StepOp {
   readonly alias = false;
   readonly trainable: boolean;
+  readonly gradientFrom: number | null;
   private readonly geometry: Geometry;
 
   constructor(readonly layer: string, inShape: readonly number[], readonly outShape: readonly number[], cfg: WindowConfig, private readonly filter: GradientSlot, private readonly bias: GradientSlot | null, private readonly act: StepActivation) {
     const filterShape = filter.variable.shape;
     this.geometry = new Geometry((batch) => convInfo([batch, ...inShape], filterShape, { strides: cfg.strides, pad: cfg.padding, dilations: 1 }));
     this.trainable = trained(filter) !== null || trained(bias) !== null;
+    this.gradientFrom = firstOffset(filter, bias);
   }
 
   forward(ctx: StepContext, x: Float32Array, out: Float32Array, batch: number): void {
@@ -44,7 +46,7 @@ export class ConvOp implements StepOp {
     biasThenActivate(ctx.addon, out, this.bias ? ctx.values(this.bias.variable) : null, out.length / info.outChannels, info.outChannels, this.act);
   }
 
-  backward(ctx: StepContext, x: Float32Array, out: Float32Array, dy: Float32Array, dx: Float32Array | null, batch: number, grads: Float32Array): void {
+  backward(ctx: StepContext, x: Float32Array, out: Float32Array, dy: Float32Array, dx: Float32Array | null, batch: number, grads: Float32Array, written?: () => void): void {
     const { params, info } = this.geometry.of(batch);
     const { addon } = ctx;
     const rows = out.length / info.outChannels;
@@ -53,6 +55,7 @@ export class ConvOp implements StepOp {
     const bias = trained(this.bias);
     if (filter) addon.conv2dBackpropFilter(x, dy, gradientView(filter, grads), params, scratchFor(ctx, info));
     if (bias) addon.reduce(REDUCE.Sum, dy, gradientView(bias, grads), 1, rows, info.outChannels);
+    written?.();
     if (dx) addon.conv2dBackpropInput(dy, ctx.values(this.filter.variable), dx, params, scratchFor(ctx, info));
   }
 }
@@ -61,6 +64,7 @@ export class ConvOp implements StepOp {
 export class PoolOp implements StepOp {
   readonly alias = false;
   readonly trainable = false;
+  readonly gradientFrom = null;
   private readonly geometry: Geometry;
 
   constructor(readonly layer: string, inShape: readonly number[], readonly outShape: readonly number[], cfg: WindowConfig, private readonly kind: "max" | "avg") {

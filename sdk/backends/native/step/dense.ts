@@ -1,12 +1,13 @@
 import type { StepActivation } from "./activation";
 import { activationBackward, biasThenActivate } from "./activation";
 import { REDUCE } from "../addon";
-import { gradientView, sizeOf, trained, type GradientSlot, type StepContext, type StepOp } from "./op";
+import { firstOffset, gradientView, sizeOf, trained, type GradientSlot, type StepContext, type StepOp } from "./op";
 
 /** Dense over the last axis: out = act(x W + b), any number of leading axes. */
 export class DenseOp implements StepOp {
   readonly alias = false;
   readonly trainable: boolean;
+  readonly gradientFrom: number | null;
   private readonly inUnits: number;
   private readonly rowsPerSample: number;
 
@@ -14,6 +15,7 @@ export class DenseOp implements StepOp {
     this.inUnits = inShape[inShape.length - 1]!;
     this.rowsPerSample = sizeOf(inShape) / this.inUnits;
     this.trainable = trained(kernel) !== null || trained(bias) !== null;
+    this.gradientFrom = firstOffset(kernel, bias);
   }
 
   private get units(): number {
@@ -26,7 +28,7 @@ export class DenseOp implements StepOp {
     biasThenActivate(ctx.addon, out, this.bias ? ctx.values(this.bias.variable) : null, rows, this.units, this.act);
   }
 
-  backward(ctx: StepContext, x: Float32Array, out: Float32Array, dy: Float32Array, dx: Float32Array | null, batch: number, grads: Float32Array): void {
+  backward(ctx: StepContext, x: Float32Array, out: Float32Array, dy: Float32Array, dx: Float32Array | null, batch: number, grads: Float32Array, written?: () => void): void {
     const rows = batch * this.rowsPerSample;
     const { addon } = ctx;
     activationBackward(addon, dy, out, rows, this.units, this.act);
@@ -35,6 +37,7 @@ export class DenseOp implements StepOp {
     const bias = trained(this.bias);
     if (kernel) addon.batchMatMul(x, dy, gradientView(kernel, grads), 1, 0, 0, this.inUnits, this.units, rows, 1, 0);
     if (bias) addon.reduce(REDUCE.Sum, dy, gradientView(bias, grads), 1, rows, this.units);
+    written?.();
     if (dx) addon.batchMatMul(dy, ctx.values(this.kernel.variable), dx, 1, 0, 0, rows, this.inUnits, this.units, 0, 1);
   }
 }
@@ -43,6 +46,7 @@ export class DenseOp implements StepOp {
 export class AliasOp implements StepOp {
   readonly alias = true;
   readonly trainable = false;
+  readonly gradientFrom = null;
   constructor(readonly layer: string, readonly outShape: readonly number[]) {}
   forward(): void {}
   backward(): void {}
@@ -52,6 +56,7 @@ export class AliasOp implements StepOp {
 export class ActivationOp implements StepOp {
   readonly alias = false;
   readonly trainable = false;
+  readonly gradientFrom = null;
   constructor(readonly layer: string, readonly outShape: readonly number[], private readonly act: StepActivation) {}
 
   private get cols(): number {

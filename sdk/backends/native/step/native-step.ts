@@ -30,6 +30,12 @@ export class NativeStep {
   private readonly cols: number;
   /** needInput[i]: op i must compute dL/d(its input), because an op before it holds trainable variables. */
   private readonly needInput: boolean[];
+  /**
+   * Whether the ops' gradients lie in the flat gradient in layer order, so that once op i's are
+   * written, every gradient from op i's first offset on is final (the backward pass goes last
+   * layer first).
+   */
+  private readonly inOrder: boolean;
 
   private constructor(backend: NativeBackend, private readonly ops: StepOp[], private readonly loss: StepLoss, private readonly inShape: number[], private readonly eps: number) {
     this.ctx = { addon: backend.addon, scratch: (n) => backend.scratch(n), values: (v) => backend.values(v) };
@@ -41,6 +47,8 @@ export class NativeStep {
       before ||= op.trainable;
       return need;
     });
+    const starts = ops.map((op) => op.gradientFrom).filter((f): f is number => f !== null);
+    this.inOrder = starts.every((f, i) => i === 0 || f > starts[i - 1]!);
   }
 
   /** The model's native step, or why it has none (it then trains by TF.js's autodiff). */
@@ -56,9 +64,10 @@ export class NativeStep {
 
   /**
    * weight x dL/dvars of the slice's mean loss into `grads` (laid out as the variables), and the
-   * mean loss; `out` is the model's output for the slice, valid until the next call.
+   * mean loss; `out` is the model's output for the slice, valid until the next call. `ready(from)`
+   * says, during the backward pass, that grads[from..] are final.
    */
-  run(x: Tensorlike, y: Tensorlike, weight: number, grads: Float32Array): { loss: number; out: Float32Array } {
+  run(x: Tensorlike, y: Tensorlike, weight: number, grads: Float32Array, ready?: (from: number) => void): { loss: number; out: Float32Array } {
     const batch = x.shape[0]!;
     this.check(x, y, batch);
     const b = this.buffersFor(batch);
@@ -73,7 +82,9 @@ export class NativeStep {
     const loss = lossAndGradient(this.loss, out, target, b.grads[this.ops.length]!, out.length / this.cols, this.cols, this.eps, weight);
     for (let i = this.ops.length - 1; i >= 0; i--) {
       const op = this.ops[i]!;
-      if (!op.alias) op.backward(this.ctx, vals[i]!, vals[i + 1]!, b.grads[i + 1]!, this.needInput[i] ? b.grads[i]! : null, batch, grads);
+      const from = op.gradientFrom;
+      const written = ready && this.inOrder && from !== null ? () => ready(from) : undefined;
+      if (!op.alias) op.backward(this.ctx, vals[i]!, vals[i + 1]!, b.grads[i + 1]!, this.needInput[i] ? b.grads[i]! : null, batch, grads, written);
     }
     return { loss, out };
   }

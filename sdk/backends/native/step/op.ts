@@ -25,12 +25,15 @@ export interface StepOp {
   readonly alias: boolean;
   /** Whether the op holds trainable variables (so the ops before it need their input gradients). */
   readonly trainable: boolean;
+  /** Where its variables' gradients start in the flat gradient; null when it has none. */
+  readonly gradientFrom: number | null;
   forward(ctx: StepContext, x: Float32Array, out: Float32Array, batch: number): void;
   /**
    * Writes its variables' gradients into `grads` and, when dx is given, dL/dx. `dy` holds
-   * dL/d(out) and may be overwritten.
+   * dL/d(out) and may be overwritten. `written` is called once its variables' gradients are
+   * final, before dx is computed (their all-reduce may start meanwhile).
    */
-  backward(ctx: StepContext, x: Float32Array, out: Float32Array, dy: Float32Array, dx: Float32Array | null, batch: number, grads: Float32Array): void;
+  backward(ctx: StepContext, x: Float32Array, out: Float32Array, dy: Float32Array, dx: Float32Array | null, batch: number, grads: Float32Array, written?: () => void): void;
 }
 
 export function sizeOf(shape: readonly number[]): number {
@@ -40,6 +43,12 @@ export function sizeOf(shape: readonly number[]): number {
 /** Where a trainable slot's gradient goes: its view of the flat gradient. */
 export function gradientView(slot: GradientSlot & { offset: number }, grads: Float32Array): Float32Array {
   return grads.subarray(slot.offset, slot.offset + slot.variable.size);
+}
+
+/** Where the first of these slots' gradients starts, or null when none takes one. */
+export function firstOffset(...slots: Array<GradientSlot | null>): number | null {
+  const at = slots.map(trained).flatMap((s) => (s ? [s.offset] : []));
+  return at.length > 0 ? Math.min(...at) : null;
 }
 
 /** The slot, when it takes a gradient. */
