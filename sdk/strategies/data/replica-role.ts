@@ -199,14 +199,21 @@ export class DataReplica implements WorkerRole {
     return out;
   }
 
-  /** The buckets not sent during the backward pass, then the state and flag; a bucket's NaN or Infinity joins the slice's findings. */
+  /**
+   * The buckets not sent during the backward pass, then the state and flag; a bucket's NaN or
+   * Infinity joins the slice's findings. The times reported are those the step waited after
+   * computing (what overlap hid is not counted), waiting for peers first.
+   */
   private async finishBuckets(buckets: GradientBuckets, slice: SliceOutcome, flat: Float32Array): Promise<AllReduceStats> {
     const flagged = slice.nonFinite !== undefined || slice.failure !== undefined;
+    const t0 = performance.now();
     const stats = await buckets.finish(flagged, (flag) => {
       if (flag) flat[flat.length - 1] = 1;
     });
+    const exposed = performance.now() - t0;
     if (!flagged && buckets.nonFinite) slice.nonFinite = buckets.nonFinite;
-    return stats;
+    const waitMs = Math.min(stats.waitMs, exposed);
+    return { waitMs, commMs: exposed - waitMs, bytesSent: stats.bytesSent };
   }
 
   /** Where a compressed sum of finite gradients overflowed the 16-bit format, if it did. */
