@@ -26,11 +26,14 @@ export function hasNonFinite(data: Float32Array | Int32Array): boolean {
   return !Number.isFinite(sum);
 }
 
-/** The first variable whose slice of `flat` holds a non-finite value (only looked for once one is known to). */
-export function nonFiniteVariable(flat: Float32Array, names: readonly string[], sizes: readonly number[]): string | undefined {
+/**
+ * The first variable whose slice of `flat` holds a non-finite value (only looked for once one is
+ * known to); only variables inside [from, to) are read (a bucket's, while others are in flight).
+ */
+export function nonFiniteVariable(flat: Float32Array, names: readonly string[], sizes: readonly number[], from = 0, to = flat.length): string | undefined {
   let off = 0;
   for (let i = 0; i < sizes.length; i++) {
-    if (hasNonFinite(flat.subarray(off, off + sizes[i]!))) return names[i];
+    if (off >= from && off + sizes[i]! <= to && hasNonFinite(flat.subarray(off, off + sizes[i]!))) return names[i];
     off += sizes[i]!;
   }
   return undefined;

@@ -1,7 +1,7 @@
 import type { AllReduceStats } from "../../collectives/ring-allreduce";
 import type { OverlapRing } from "../../worker/role";
 import type { ErrorFeedback } from "../../worker/error-feedback";
-import { hasNonFinite, type NonFinite } from "../../worker/step-health";
+import { hasNonFinite, nonFiniteVariable, type NonFinite } from "../../worker/step-health";
 
 /** DDP's sizes: a small first bucket, so communication starts early, then 25 MB ones. */
 export const FIRST_BUCKET_BYTES = 1 << 20;
@@ -80,20 +80,9 @@ export class GradientBuckets {
   private check(from: number, to: number, flagged: boolean): void {
     const part = this.flat.subarray(from, to);
     if (!flagged && hasNonFinite(part)) {
-      this.found ??= { where: "gradient", variable: this.variableAt(from, to) };
+      this.found ??= { where: "gradient", variable: nonFiniteVariable(this.flat, this.vars.names, this.vars.sizes, from, to) ?? "?" };
       part.fill(0);
     }
     if (this.feedback && !flagged && this.found === undefined) this.feedback.compress(part, from);
-  }
-
-  /** The first variable in gradient[from, to) holding NaN or Infinity. */
-  private variableAt(from: number, to: number): string {
-    let off = 0;
-    for (let i = 0; i < this.vars.sizes.length; i++) {
-      const size = this.vars.sizes[i]!;
-      if (off >= from && off + size <= to && hasNonFinite(this.flat.subarray(off, off + size))) return this.vars.names[i]!;
-      off += size;
-    }
-    return "?";
   }
 }
