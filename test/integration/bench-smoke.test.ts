@@ -10,7 +10,7 @@ import { test } from "node:test";
  */
 test("every benchmark runs and writes its results", () => {
   const root = path.join(__dirname, "..", "..", "..");
-  const r = spawnSync(process.execPath, [path.join(root, "dist", "bench", "run-all.js"), "--quick"], { encoding: "utf8", timeout: 10 * 60_000 });
+  const r = spawnSync(process.execPath, [path.join(root, "dist", "bench", "run-all.js"), "--quick"], { encoding: "utf8", timeout: 20 * 60_000 });
   assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
   const dir = path.join(root, "bench", "results", "quick");
   for (const part of ["train", "allreduce", "scaling", "compression", "overhead", "pipeline", "ps"]) {
