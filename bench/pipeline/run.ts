@@ -14,7 +14,7 @@ import { theoreticalBubble } from "../../sdk/plan/schedules";
  */
 
 const ROUNDS = QUICK ? 1 : 3;
-const STEPS = QUICK ? 4 : 12;
+const STEPS = QUICK ? 4 : 40;
 
 interface Config {
   key: string;
