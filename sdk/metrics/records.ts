@@ -36,7 +36,7 @@ export interface WorkerStepRecord {
   inFlightMax?: number;
   /** A straggler made on purpose (.slowdown()): time it waited after computing, part of computeMs. */
   slowdownMs?: number;
-  /** Bytes this worker sent in the step's all-reduce (data) or push (ps), headers included. */
+  /** Bytes this worker sent in the step's all-reduce (data: ring frames, headers included) or pushes (ps: their tensors' bytes). */
   sentBytes?: number;
 }
 

@@ -68,7 +68,6 @@ export class DataReplica implements WorkerRole {
     this.feedback = msg.compression ? new ErrorFeedback(msg.compression, r.gradientLength) : null;
   }
 
-
   static async load(msg: MessageOf<"load">, weights: Tensorlike[] | "initial", env: Partial<RoleEnv> = {}): Promise<DataReplica> {
     const replica = new DataReplica(await loadReplica(msg, weights, env.memoryCapBytes ?? null), msg);
     if (msg.data) replica.shard = { dataset: loadSource(msg.data.source), shuffle: msg.data.shuffle, seed: msg.data.seed, epoch: -1, order: null };

@@ -30,6 +30,8 @@ export class PsReplica implements WorkerRole {
   /** Where each state tensor starts in the model's flat state, and its size. */
   private readonly stateAt: Array<{ off: number; size: number }>;
   private readonly feedback: ErrorFeedback | null;
+  /** Compressed: each server's push, its gradient's values in 16 bits and the rest (state change, flag) in 32. */
+  private readonly wires: WireFormat[] | undefined;
 
   private constructor(
     private readonly r: LoadedReplica,
@@ -40,7 +42,9 @@ export class PsReplica implements WorkerRole {
     private readonly slowdown: number,
     compression: MessageOf<"load">["compression"],
   ) {
-    this.feedback = compression ? new ErrorFeedback(compression, r.gradientLength) : null;
+    const f = compression ? new ErrorFeedback(compression, r.gradientLength) : null;
+    this.feedback = f;
+    this.wires = f ? shards.map((indices) => f.wire(indices.reduce((a, i) => a + r.sizes[i]!, 0))) : undefined;
     let off = 0;
     this.offsets = r.sizes.map((size) => (off += size) - size);
     let at = 0;
@@ -96,7 +100,7 @@ export class PsReplica implements WorkerRole {
     const slowdownMs = await slowDown(this.slowdown, performance.now() - t2);
     const t3 = performance.now();
     const shards = this.split(flat, change, flagged);
-    const wires = this.wires();
+    const wires = this.wires;
     const sentBytes = shards.reduce((n, s, i) => n + 4 * (wires ? Math.ceil(wires[i]!.packed / 2) + s.length - wires[i]!.packed : s.length), 0);
     const pushed = await links.push(clock, pulled.versions, shards, wires);
     const t4 = performance.now();
@@ -126,13 +130,6 @@ export class PsReplica implements WorkerRole {
     if (!hasNonFinite(flat)) return undefined;
     this.feedback.clear();
     return { where: "compression", variable: nonFiniteVariable(flat, this.r.names, this.r.sizes) ?? "?" };
-  }
-
-  /** Each server's push: its gradient's values in 16 bits, the rest (state change, flag) in 32. */
-  private wires(): WireFormat[] | undefined {
-    const f = this.feedback;
-    if (!f) return undefined;
-    return this.shards.map((indices) => f.wire(indices.reduce((a, i) => a + this.r.sizes[i]!, 0)));
   }
 
   /** Writes each server's shard into the model's variables and state; returns the whole state as pulled. */
