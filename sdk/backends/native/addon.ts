@@ -1,5 +1,6 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { chooseBlasCore } from "./blas-core";
 
 /** The C functions of native/src, as the addon exports them. Arrays are read and written in place. */
 export interface NativeAddon {
@@ -79,6 +80,7 @@ export function loadAddon(): AddonLoad {
     return loaded;
   }
   try {
+    chooseBlasCore();
     loaded = { ok: true, addon: require(ADDON) as NativeAddon };
   } catch (err) {
     loaded = { ok: false, reason: `it did not load: ${(err as Error).message.split("\n")[0]}` };
