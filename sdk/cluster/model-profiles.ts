@@ -3,6 +3,7 @@ import type { LossName } from "../config/loss";
 import type { OptimizerSpec } from "../config/optimizer";
 import { profileBatches, type ModelProfile } from "../plan/profile";
 import { MeshtrainError, StateError, WorkerLostError } from "../errors/errors";
+import type { MessageOf } from "../protocol/messages";
 import type { WorkerHandle } from "./worker-handle";
 
 /** A worker's connection closing during the profile is its exit's echo: how long to wait for the exit itself. */
@@ -10,6 +11,9 @@ const LOSS_WAIT_MS = 1000;
 
 /** Layer classes TF.js registered when meshtrain loaded it: the built-ins, before any user's own. */
 const BUILT_IN = new Set(Object.keys(tf.serialization.SerializationMap.getMap().classNameMap));
+
+/** How long the workers sharing a machine step at once to measure how they slow each other. */
+const SHARED_MS = 600;
 
 /** Timing a model is a few of its steps; a model that takes longer than this is planned from FLOPs. */
 const PROFILE_TIMEOUT_MS = 60_000;
@@ -62,10 +66,31 @@ export class ModelProfiles {
       { timeoutMs: PROFILE_TIMEOUT_MS, waitingFor: "the model's layer and step times" },
     );
     const m = r.msg;
-    const profile: ModelProfile = Object.freeze({ batches: m.batches, layers: m.layers, replicaStepMs: m.replicaStepMs, replicaStep: m.replicaStep, timedOn: `rank ${slowest.rank} (${slowest.info?.backend ?? "?"})` });
+    const sharing = await sharedSlowdown(handles, { type: "profile", topology, optimizer: o.optimizer, loss: o.loss, batches });
+    const profile: ModelProfile = Object.freeze({ batches: m.batches, layers: m.layers, replicaStepMs: m.replicaStepMs, replicaStep: m.replicaStep, timedOn: `rank ${slowest.rank} (${slowest.info?.backend ?? "?"})`, ...(sharing ? { sharing } : {}) });
     this.kept.set(k, profile);
     return profile;
   }
+}
+
+/**
+ * How much the most crowded machine's workers slow each other when they all compute at once
+ * (cores, memory bandwidth and their own communication threads shared): one of them steps for
+ * SHARED_MS alone, then all of them at once, and their mean step is set against its own.
+ * Undefined where every worker has a machine of its own.
+ */
+async function sharedSlowdown(handles: readonly WorkerHandle[], msg: Omit<MessageOf<"profile">, "v" | "id">): Promise<ModelProfile["sharing"]> {
+  const byHost = new Map<string, WorkerHandle[]>();
+  for (const h of handles) if (h.info) byHost.set(h.info.hostname, [...(byHost.get(h.info.hostname) ?? []), h]);
+  const crowded = [...byHost.values()].sort((a, b) => b.length - a.length)[0] ?? [];
+  if (crowded.length < 2) return undefined;
+  const time = (h: WorkerHandle, beside: string): Promise<number> =>
+    h.channel.request({ ...msg, sharedForMs: SHARED_MS }, "profiled", { timeoutMs: PROFILE_TIMEOUT_MS, waitingFor: `rank ${h.rank}'s step ${beside}` }).then((r) => r.msg.replicaStepMs[0]!);
+  // Timed alone the same way first: a mean against a mean, since a fastest-of is a different measure.
+  const alone = await time(crowded[0]!, "alone");
+  const shared = await Promise.all(crowded.map((h) => time(h, "while the workers beside it step too")));
+  const mean = shared.reduce((n, t) => n + t, 0) / shared.length;
+  return alone > 0 ? { workers: crowded.length, slowdown: Math.max(1, mean / alone) } : undefined;
 }
 
 function topologyOf(model: tf.LayersModel): Record<string, unknown> {

@@ -15,6 +15,11 @@ export interface ModelProfile {
   readonly replicaStep: ReplicaStepChoice;
   /** Which worker it was timed on, in words. */
   readonly timedOn: string;
+  /**
+   * The most crowded machine's workers all stepping at once (at the first batch): each step took
+   * `slowdown` times the step timed alone. Absent where no machine has more than one worker.
+   */
+  readonly sharing?: { readonly workers: number; readonly slowdown: number };
 }
 
 /**

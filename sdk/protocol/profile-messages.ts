@@ -21,6 +21,12 @@ export const ProfileSchema = z.strictObject({
   loss: z.enum(LOSS_NAMES),
   /** Batch sizes to time at, ascending: the plan interpolates between them. */
   batches: z.array(z.number().int().positive().max(1 << 20)).min(1).max(8),
+  /**
+   * Time only the replica step at the first batch, stepping for this long while the other
+   * workers on this machine do the same, and reply with the mean step: how much workers that
+   * compute at once slow each other (the layers are not timed).
+   */
+  sharedForMs: z.number().int().positive().max(10_000).optional(),
 });
 
 export const ProfiledSchema = z.strictObject({

@@ -14,31 +14,63 @@ type Profiled = Omit<MessageOf<"profiled">, "type" | "v" | "re">;
 
 /**
  * Each timing is repeated after a warm-up until it has run this long (at least MIN_REPEATS times,
- * at most MAX_REPEATS), and the fastest counts: the undisturbed time, as calibrate() takes, since
- * one short timing on a shared machine is mostly noise.
+ * at most MAX_REPEATS), and the median counts: what a step meets while it trains. The fastest of
+ * many repeats of a short timing is a lucky one: on a shared VM a layer's median forward at
+ * batch 8 to 64 ran 1.2-1.5x its fastest, and plans built from fastest times promised too much.
  */
 const SPAN_MS = 30;
-const MIN_REPEATS = 3;
-const MAX_REPEATS = 20;
+const MIN_REPEATS = 5;
+const MAX_REPEATS = 21;
 
-async function fastest(run: () => unknown): Promise<number> {
+async function typical(run: () => unknown): Promise<number> {
   await run();
-  let best = Infinity;
+  const times: number[] = [];
   const t0 = performance.now();
-  for (let i = 0; i < MAX_REPEATS && (i < MIN_REPEATS || performance.now() - t0 < SPAN_MS); i++) {
+  while (times.length < MAX_REPEATS && (times.length < MIN_REPEATS || performance.now() - t0 < SPAN_MS)) {
     const t = performance.now();
     await run();
-    best = Math.min(best, performance.now() - t);
+    times.push(performance.now() - t);
   }
-  return best;
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)]!;
+}
+
+/**
+ * Mean time of `run` while others compute beside it: steps for `ms` after a warm-up and counts only
+ * those that start in the window's last two thirds, since the workers asked at once start a
+ * little apart (each builds its model first) and their first steps may not all overlap.
+ */
+async function meanOver(run: () => unknown, ms: number): Promise<number> {
+  await run();
+  await run();
+  const t0 = performance.now();
+  let counted = 0;
+  let from = NaN;
+  for (;;) {
+    const t = performance.now();
+    if (t - t0 >= ms && counted > 0) return (t - from) / counted;
+    if (t - t0 >= ms / 3) {
+      if (counted === 0) from = t;
+      counted++;
+    }
+    await run();
+  }
 }
 
 /**
  * Times every layer's forward and backward pass alone at each batch size, as a pipeline stage
  * runs them (TF.js autodiff; the gradient of the layer's input too, except for the first layer,
- * whose input needs none), and a data-parallel replica's whole step.
+ * whose input needs none), and a data-parallel replica's whole step. With `sharedForMs`, only
+ * the replica step's mean over that window, while the driver has other workers step beside it.
  */
 export async function profileModel(msg: MessageOf<"profile">, memoryCapBytes: number | null): Promise<Profiled> {
+  if (msg.sharedForMs !== undefined) {
+    const model = await buildModel(msg.topology, "initial");
+    const shapes = { inShape: model.inputs[0]!.shape.slice(1) as number[], outShape: model.outputs[0]!.shape.slice(1) as number[] };
+    model.dispose();
+    const batches = msg.batches.slice(0, 1);
+    return { batches, layers: [], ...(await replicaStepTimes({ ...msg, batches }, shapes, (run) => meanOver(run, msg.sharedForMs!))) };
+  }
   const { layers, shapes } = await layerTimes(msg, memoryCapBytes);
   // One model at a time: the replica builds its own once the layers' model is gone.
   return { batches: msg.batches, layers, ...(await replicaStepTimes(msg, shapes)) };
@@ -57,8 +89,8 @@ async function layerTimes(msg: MessageOf<"profile">, memoryCapBytes: number | nu
       let h = tf.randomNormal([b, ...inShape]);
       for (const [i, l] of layers.entries()) {
         const input = h;
-        const forwardMs = await fastest(() => tf.tidy(() => void (l.apply(input) as tf.Tensor).dataSync()));
-        const both = await fastest(() => tf.tidy(() => backward(l, input, i > 0)));
+        const forwardMs = await typical(() => tf.tidy(() => void (l.apply(input) as tf.Tensor).dataSync()));
+        const both = await typical(() => tf.tidy(() => backward(l, input, i > 0)));
         times[i]!.forwardMs.push(forwardMs);
         times[i]!.backwardMs.push(Math.max(0, both - forwardMs));
         h = tf.tidy(() => l.apply(input) as tf.Tensor);
@@ -96,7 +128,7 @@ function backward(l: tf.layers.Layer, input: tf.Tensor, inputGradient: boolean):
 }
 
 /** A replica's step at each batch, on random inputs and labels of the loss's kind. */
-async function replicaStepTimes(msg: MessageOf<"profile">, { inShape, outShape }: SampleShapes): Promise<Pick<Profiled, "replicaStepMs" | "replicaStep">> {
+async function replicaStepTimes(msg: MessageOf<"profile">, { inShape, outShape }: SampleShapes, time: (run: () => unknown) => Promise<number> = typical): Promise<Pick<Profiled, "replicaStepMs" | "replicaStep">> {
   const replica = await DataReplica.load({ type: "load", v: msg.v, id: msg.id, role: "replica", topology: msg.topology, optimizer: msg.optimizer, loss: msg.loss, attachments: [] }, "initial");
   try {
     const alone = (data: Float32Array) => Promise.resolve({ data, stats: { waitMs: 0, commMs: 0, bytesSent: 0 } });
@@ -104,8 +136,7 @@ async function replicaStepTimes(msg: MessageOf<"profile">, { inShape, outShape }
     for (const b of msg.batches) {
       const x: Tensorlike = { data: Float32Array.from({ length: b * elementCount(inShape) }, () => Math.random()), shape: [b, ...inShape] };
       const y = labels(msg.loss, b, outShape);
-      const best = await fastest(() => replica.train(1, x, y, alone));
-      replicaStepMs.push(best);
+      replicaStepMs.push(await time(() => replica.train(1, x, y, alone)));
     }
     return { replicaStepMs, replicaStep: replica.loaded.replicaStep ?? { native: false, why: "the replica did not say" } };
   } finally {
