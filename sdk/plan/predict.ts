@@ -1,5 +1,6 @@
 import { atBatch, layersMs, type ModelProfile } from "./profile";
-import { simulate, type Schedule } from "./schedules";
+import type { Schedule, TimedAction } from "./schedules";
+import { simulateShared, type ActionCost } from "./shared-simulation";
 
 /** What a plan's step time is predicted from: measured on the workers and links. */
 export interface Speeds {
@@ -11,7 +12,7 @@ export interface Speeds {
   linkBytesPerSecond: number;
   /** The slowest link's one-way latency per message, through both ends' threads, seconds. */
   latencySeconds: number;
-  /** Workers per core on the most crowded machine (at least 1): computing at once, each takes that much longer. */
+  /** Workers per core on the most crowded machine (at least 1): all computing at once, each takes that much longer (a profile's measured sharing replaces it). */
   coreSharing: number;
 }
 
@@ -24,6 +25,8 @@ export interface Prediction {
   bubble: number;
   /** What the numbers rest on, in words. */
   basis: string;
+  /** Pipelines: each stage's forwards and backwards as the schedule was simulated, ms from the step's start. */
+  actions?: TimedAction[][];
   /** Data parallelism on several workers: the same global batch on one worker, to compare with. */
   oneWorker?: Pick<Prediction, "stepMs" | "computeMs" | "commMs" | "samplesPerSecond" | "bubble" | "basis">;
 }
@@ -60,7 +63,7 @@ export function predictData(o: { flopsPerSample: number; layers: number; gradien
   // NaN without a profile, or with one whose replica step was not timed at every batch.
   const timed = o.profile ? atBatch(o.profile.batches, o.profile.replicaStepMs, perReplica) : NaN;
   const alone = Number.isFinite(timed) ? timed : ((3 * o.flopsPerSample * perReplica) / s.flopsPerSecond + o.layers * (KERNELS_FWD + KERNELS_BWD) * s.kernelSeconds) * 1000;
-  const computeMs = alone * (o.replicas > 1 ? s.coreSharing : 1);
+  const computeMs = alone * (o.replicas > 1 ? fullSharing(s, o.profile) : 1);
   const commMs = allReduceMs(o.gradientBytes, o.replicas, s);
   const stepMs = computeMs + commMs + stepOverheadMs(s, o.feedBytes);
   return { stepMs, computeMs, commMs, bubble: 0, samplesPerSecond: (o.globalBatch / stepMs) * 1000, basis: basis(s, Number.isFinite(timed) ? o.profile : undefined) };
@@ -88,9 +91,13 @@ export function predictPipeline(
   const send = o.stages.map((st) => (st.outputElementsPerSample * 4 * mb) / s.linkBytesPerSecond + s.latencySeconds);
   const last = o.stages.length - 1;
   // The last stage's forward is done inside its backward; other stages recompute it there.
-  const cost = (stage: number, kind: "F" | "B"): number =>
-    kind === "F" ? (stage === last ? 0 : own[stage]!.forward + send[stage]!) : own[stage]!.forward + own[stage]!.backward + (stage > 0 ? send[stage - 1]! : 0);
-  const timed = simulate(o.schedule, (stage, a) => cost(stage, a.kind) * 1000);
+  const cost = (stage: number, kind: "F" | "B"): ActionCost =>
+    kind === "F"
+      ? { computeMs: stage === last ? 0 : own[stage]!.forward * 1000, sendMs: stage === last ? 0 : send[stage]! * 1000 }
+      : { computeMs: (own[stage]!.forward + own[stage]!.backward) * 1000, sendMs: stage > 0 ? send[stage - 1]! * 1000 : 0 };
+  // One link alone is its two ends' threads on the machine: 2 x S/W of a pipeline's share of it.
+  const workers = o.profile?.sharing?.workers ?? o.stages.length;
+  const timed = simulateShared(o.schedule, (stage, a) => cost(stage, a.kind), stageSharing(s, o.profile, o.stages.length), { handOffLoad: 2, handOffAlone: (2 * o.stages.length) / workers });
   const makespan = Math.max(...timed.flat().map((a) => a.end));
   const busy = timed.flat().reduce((n, a) => n + a.end - a.start, 0);
   const commMs = Math.max(...o.stages.map((st) => allReduceMs(st.gradientBytes, o.replicas, s)));
@@ -102,7 +109,29 @@ export function predictPipeline(
     bubble: makespan > 0 ? 1 - busy / (o.stages.length * makespan) : 0,
     samplesPerSecond: (o.globalBatch / stepMs) * 1000,
     basis: basis(s, o.profile),
+    actions: timed,
   };
+}
+
+/**
+ * How much longer each worker computes when all of the most crowded machine's workers compute at
+ * once: as measured with the profile where it was, else workers per core. Never less than workers
+ * per core: a measurement that says more workers than cores cost nothing caught them out of step.
+ */
+function fullSharing(s: Speeds, profile: ModelProfile | undefined): number {
+  return Math.max(s.coreSharing, profile?.sharing?.slowdown ?? 1);
+}
+
+/**
+ * How much longer each computing stage or hand-off takes while `busy` of them run per pipeline.
+ * The most crowded machine's W workers are spread over the S stages, so busy x W/S of its
+ * threads run: its cores are shared among them (processor sharing) with the whole machine's
+ * slowdown at W threads, and never fewer than one core (one thread alone runs as timed).
+ */
+function stageSharing(s: Speeds, profile: ModelProfile | undefined, stages: number): (busy: number) => number {
+  const full = fullSharing(s, profile);
+  const workers = profile?.sharing?.workers ?? Infinity;
+  return (busy) => Math.min((full * busy) / stages, (workers * busy) / stages);
 }
 
 /** Each stage's forward, and its backward alone, for one micro-batch, in seconds: timed on a worker, or from FLOPs and kernel counts. */
@@ -112,7 +141,7 @@ function stageSeconds(stages: ReadonlyArray<{ from: number; to: number; flopsPer
     const t = profile ? layersMs(profile, st.from, st.to, mb) : undefined;
     const forward = t ? t.forwardMs / 1000 : flops + st.layers * KERNELS_FWD * s.kernelSeconds;
     const backward = t ? t.backwardMs / 1000 : 2 * flops + st.layers * KERNELS_BWD * s.kernelSeconds;
-    return { forward: forward * s.coreSharing, backward: backward * s.coreSharing };
+    return { forward, backward };
   });
 }
 
@@ -120,6 +149,11 @@ function basis(s: Speeds, profile: ModelProfile | undefined): string {
   const compute = profile
     ? `the model's layers and step timed on ${profile.timedOn} at batches ${profile.batches.join(" and ")}`
     : `${(s.flopsPerSecond / 1e9).toFixed(1)} GFLOP/s matrix speed and ${(s.kernelSeconds * 1e6).toFixed(1)} us per TF.js kernel (the model's FLOPs; no profile was taken)`;
-  const sharing = s.coreSharing > 1 ? `, ${s.coreSharing.toFixed(1)} workers per core` : "";
+  const shared = profile?.sharing;
+  const sharing = shared
+    ? `, ${shared.workers} workers on one machine stepping at once ${shared.slowdown.toFixed(2)}x slower than one alone`
+    : s.coreSharing > 1
+      ? `, ${s.coreSharing.toFixed(1)} workers per core`
+      : "";
   return `${compute}, ${(s.linkBytesPerSecond / 1e6).toFixed(0)} MB/s links with ${(s.latencySeconds * 1e3).toFixed(2)} ms latency (measured when the workers joined)${sharing}`;
 }

@@ -62,6 +62,16 @@ export interface TimedAction extends Action {
   end: number;
 }
 
+/** The action `a` on stage `s` waits for (as actionKey names it), or null: F of m waits for F of m one stage up, B of m for B of m one stage down (the last stage's, for its own F). */
+export function dependencyOf(stages: number, s: number, a: Action): string | null {
+  if (a.kind === "F") return s > 0 ? actionKey(s - 1, a) : null;
+  return s < stages - 1 ? actionKey(s + 1, a) : actionKey(s, { kind: "F", micro: a.micro });
+}
+
+export function actionKey(stage: number, a: Action): string {
+  return `${a.kind}${stage}.${a.micro}`;
+}
+
 /**
  * Runs the schedule on an idealised clock: a stage does its actions in order; F of micro-batch m
  * on stage s waits for F of m on stage s-1, and B of m on stage s for B of m on stage s+1.
@@ -79,13 +89,13 @@ export function simulate(schedule: Schedule, cost: (stage: number, a: Action) =>
     for (let s = 0; s < S; s++) {
       const a = schedule.actions[s]![next[s]!];
       if (!a) continue;
-      const dep = a.kind === "F" ? (s > 0 ? `F${s - 1}.${a.micro}` : null) : s < S - 1 ? `B${s + 1}.${a.micro}` : `F${s}.${a.micro}`;
+      const dep = dependencyOf(S, s, a);
       const ready = dep === null ? 0 : done.get(dep);
       if (ready === undefined) continue;
       const start = Math.max(free[s]!, ready);
       const end = start + cost(s, a);
       out[s]!.push({ ...a, stage: s, start, end });
-      done.set(`${a.kind}${s}.${a.micro}`, end);
+      done.set(actionKey(s, a), end);
       free[s] = end;
       next[s]!++;
       remaining--;

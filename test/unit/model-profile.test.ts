@@ -50,6 +50,11 @@ test("data parallelism predicts a replica's compute from its profiled step, slow
   const shared = predictData({ ...o, profile }, speeds(2));
   close(shared.computeMs, 24, "two workers per core take twice as long");
   assert.match(shared.basis, /2\.0 workers per core/);
+  const measured = predictData({ ...o, profile: { ...profile, sharing: { workers: 2, slowdown: 1.5 } } }, speeds());
+  close(measured.computeMs, 18, "a measured slowdown replaces workers per core");
+  const outOfStep = predictData({ ...o, profile: { ...profile, sharing: { workers: 4, slowdown: 1.2 } } }, speeds(2));
+  close(outOfStep.computeMs, 24, "but never below workers per core");
+  assert.match(measured.basis, /2 workers on one machine stepping at once 1\.50x slower/);
   const flops = predictData(o, speeds());
   close(flops.computeMs, ((3 * 1e6 * 32) / 1e10 + 3 * 9 * 1e-5) * 1000, "without a profile: FLOPs and kernel counts");
   assert.match(flops.basis, /no profile was taken/);
@@ -69,6 +74,12 @@ test("a pipeline's stages cost their profiled layers, the backward recomputing t
   const makespan = s0.forwardMs + send + (s1.forwardMs + s1.backwardMs + send) + (s0.forwardMs + s0.backwardMs);
   close(p.computeMs, makespan, "makespan");
   close(p.stepMs, makespan + 2 * 1e-4 * 1000, "plus a round trip");
+  // One micro-batch never has two stages computing at once: sharing the machine costs nothing here.
+  const crowded = predictPipeline({ stages, schedule: gpipe(2, 1), microBatchSize: 64, globalBatch: 64, replicas: 1, feedBytes: 0, profile: { ...profile, sharing: { workers: 2, slowdown: 3 } } }, s);
+  close(crowded.computeMs, makespan, "no overlap, no slowdown");
+  const four = predictPipeline({ stages, schedule: gpipe(2, 4), microBatchSize: 16, globalBatch: 64, replicas: 1, feedBytes: 0, profile }, s);
+  const shared = predictPipeline({ stages, schedule: gpipe(2, 4), microBatchSize: 16, globalBatch: 64, replicas: 1, feedBytes: 0, profile: { ...profile, sharing: { workers: 2, slowdown: 2 } } }, s);
+  assert.ok(shared.computeMs > four.computeMs, "overlapping micro-batches slow each other where the machine is shared");
 });
 
 test("workers share cores on the most crowded machine only", () => {
