@@ -2,6 +2,7 @@ import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { chooseBlasCore } from "../sdk/backends/native/blas-core";
 
 /** Shared by every benchmark: child processes, the PyTorch peer, medians and result files. */
 
@@ -19,10 +20,16 @@ export const BLAS = {
   reference: "/usr/lib/x86_64-linux-gnu/blas",
 } as const;
 
-/** One thread everywhere unless a benchmark says otherwise: comparisons are per core. */
+/**
+ * One thread everywhere unless a benchmark says otherwise: comparisons are per core. A peer on
+ * OpenBLAS gets the core type meshtrain's own kernels ask OpenBLAS for, so both sides run the
+ * same BLAS kernels (where a VM hides its CPU model OpenBLAS would otherwise fall back to SSE3).
+ */
 export function pinnedEnv(threads = 1, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const t = String(threads);
-  return { ...process.env, OMP_NUM_THREADS: t, OPENBLAS_NUM_THREADS: t, MKL_NUM_THREADS: t, ...extra };
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  chooseBlasCore(env);
+  return { ...env, OMP_NUM_THREADS: t, OPENBLAS_NUM_THREADS: t, MKL_NUM_THREADS: t, ...extra };
 }
 
 export function median(values: number[]): number {

@@ -76,7 +76,7 @@ async function main(): Promise<void> {
     "",
     ...strategyTable,
     "",
-    "Predicted: the plan fit() made, from the model's profile (every layer's forward and backward, and a data-parallel replica's whole step, timed on the slowest worker at the batch and an eighth of it before training), the links' bandwidth and latency measured when the workers joined, the driver's feed, and workers sharing cores where there are more than cores. The peer is one worker training alone in the same run. On 2 cores, splitting one model over workers cannot beat one worker: these runs show what splitting costs, which is the point of the model-parallel notebooks.",
+    "Predicted: the plan fit() made, from the model's profile (every layer's forward and backward, and a data-parallel replica's whole step, timed on the slowest worker at the batch and an eighth of it before training, the median of repeats), how much the workers sharing this machine slow each other (all stepping at once against one alone, measured with the profile), the links' bandwidth and latency measured when the workers joined, and the driver's feed. Pipelines are simulated with the machine's cores shared among whatever runs at once: stages computing and hand-offs of activations and gradients (each keeps two communication threads busy). The peer is one worker training alone in the same run. On 2 cores, splitting one model over workers cannot beat one worker: these runs show what splitting costs, which is the point of the model-parallel notebooks.",
     "Command: `npm run bench:pipeline`.",
   ].join("\n");
   writeResults("pipeline", { machine: machine(), quick: QUICK, rows }, md);
