@@ -171,6 +171,7 @@ export class Cluster implements LiveCluster {
       } catch (err) {
         throw new FitAborted(err);
       }
+      watch.stepsBegin();
       const record = await strategyOf(plan).fit(ctx, chain, dataset, o, plan).finally(() => {
         this.onDeparture = null;
         this.onJoin = null;

@@ -36,6 +36,14 @@ export class FitWatchers {
       step: parts.step,
       print: (report) => process.stderr.write(`${report}\n`),
     });
+  }
+
+  /**
+   * The plan is made and the steps begin: from here a fit that makes no progress is stalled.
+   * Timing the model for the plan before (a second or two, each request with its own timeout
+   * naming the worker) is not a step that failed to finish.
+   */
+  stepsBegin(): void {
     this.stall.start();
   }
 

@@ -149,7 +149,7 @@ export class ComputeHost {
           this.reply({ type: "probed", re: msg.id, clock: wallClock() });
           return;
         case "profile":
-          this.links.doing("timing the model's layers for the plan");
+          this.links.doing(msg.sharedForMs !== undefined ? "timing its step beside the other workers on this machine" : "timing the model's layers for the plan");
           this.reply({ type: "profiled", re: msg.id, ...(await profileModel(msg, this.memoryCapBytes)) });
           this.links.doing("profiled the model, waiting", "idle");
           return;
