@@ -151,7 +151,7 @@ function basis(s: Speeds, profile: ModelProfile | undefined): string {
     : `${(s.flopsPerSecond / 1e9).toFixed(1)} GFLOP/s matrix speed and ${(s.kernelSeconds * 1e6).toFixed(1)} us per TF.js kernel (the model's FLOPs; no profile was taken)`;
   const shared = profile?.sharing;
   const sharing = shared
-    ? `, ${shared.workers} workers on one machine stepping at once ${shared.slowdown.toFixed(2)}x slower than one alone`
+    ? `, ${shared.workers} workers on one machine stepping at once each ${shared.slowdown.toFixed(2)}x as long as one alone`
     : s.coreSharing > 1
       ? `, ${s.coreSharing.toFixed(1)} workers per core`
       : "";
