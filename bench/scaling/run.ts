@@ -19,23 +19,30 @@ type Model = (typeof MODELS)[number];
 
 const NATIVE = nativeDataPlane();
 
-async function meshtrain(model: Model, n: number, plane: "native" | "websocket", overlap = true): Promise<number> {
-  const env = pinnedEnv(undefined, { FEED: "workers", DATA_PLANE: plane, ...(overlap ? {} : { MESHTRAIN_OVERLAP: "0" }) });
+/** One fit's samples/s and whether its plan overlapped the all-reduce (overlap: "auto" unless asked). */
+async function meshtrain(model: Model, n: number, plane: "native" | "websocket", overlap?: boolean): Promise<{ rate: number; overlap: boolean }> {
+  const env = pinnedEnv(undefined, { FEED: "workers", DATA_PLANE: plane, ...(overlap === undefined ? {} : { OVERLAP: overlap ? "on" : "off" }) });
   const [m] = await runJson(process.execPath, [path.join(__dirname, "meshtrain-fit.js"), model, String(n), String(BATCH), String(STEPS[model])], env);
   const expected = plane === "native" && !NATIVE.ok ? "websocket" : plane;
   if (n > 1 && m!.dataPlane !== expected) throw new Error(`expected the ${expected} data plane, ran over ${String(m!.dataPlane)}`);
-  return m!.samples_per_second as number;
+  return { rate: m!.samples_per_second as number, overlap: m!.overlap === true };
 }
 
 async function main(): Promise<void> {
   const torchGone = torchMissing();
   const rates: Record<string, number[]> = {};
+  /** Whether overlap "auto" turned overlap on, per model and worker count. */
+  const chose: Record<string, boolean> = {};
   for (let round = 0; round < ROUNDS; round++) {
     for (const model of MODELS) {
       for (const n of WORLDS) {
-        (rates[`meshtrain/${model}/${n}`] ??= []).push(await meshtrain(model, n, "native"));
-        if (n > 1) (rates[`websocket/${model}/${n}`] ??= []).push(await meshtrain(model, n, "websocket"));
-        if (n > 1) (rates[`serial/${model}/${n}`] ??= []).push(await meshtrain(model, n, "native", false));
+        const auto = await meshtrain(model, n, "native");
+        (rates[`meshtrain/${model}/${n}`] ??= []).push(auto.rate);
+        if (n > 1) (rates[`websocket/${model}/${n}`] ??= []).push((await meshtrain(model, n, "websocket")).rate);
+        if (n > 1) {
+          chose[`${model}/${n}`] = auto.overlap;
+          (rates[`other/${model}/${n}`] ??= []).push((await meshtrain(model, n, "native", !auto.overlap)).rate);
+        }
         if (!torchGone) {
           const port = ports(1);
           const lines = await runRanks(n, (r) => [
@@ -51,21 +58,22 @@ async function main(): Promise<void> {
   }
   const rows: Json[] = [];
   const table = [
-    "| model | workers | meshtrain samples/s | speed-up | efficiency | without overlap | over WebSockets samples/s | DDP (gloo) samples/s | speed-up | efficiency | meshtrain / DDP | target (2 workers) |",
-    "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    "| model | workers | meshtrain samples/s | speed-up | efficiency | overlap (auto chose) | the other choice samples/s | over WebSockets samples/s | DDP (gloo) samples/s | speed-up | efficiency | meshtrain / DDP | target (2 workers) |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
   ];
   for (const model of MODELS) {
     for (const n of WORLDS) {
       const m = median(rates[`meshtrain/${model}/${n}`] ?? []);
       const m1 = median(rates[`meshtrain/${model}/1`] ?? []);
       const w = n > 1 ? median(rates[`websocket/${model}/${n}`] ?? []) : NaN;
-      const serial = n > 1 ? median(rates[`serial/${model}/${n}`] ?? []) : NaN;
+      const other = n > 1 ? median(rates[`other/${model}/${n}`] ?? []) : NaN;
+      const on = chose[`${model}/${n}`];
       const d = median(rates[`ddp/${model}/${n}`] ?? []);
       const d1 = median(rates[`ddp/${model}/1`] ?? []);
       const verdict = n === 1 || torchGone ? "" : m / d >= 1 ? ">= 1x: reached" : ">= 1x: not reached";
-      rows.push({ model, workers: n, meshtrain: m, meshtrainSpeedup: m / m1, withoutOverlap: serial, websocket: w, ddp: d, ddpSpeedup: d / d1, ratio: m / d, runs: { meshtrain: rates[`meshtrain/${model}/${n}`], withoutOverlap: rates[`serial/${model}/${n}`], websocket: rates[`websocket/${model}/${n}`], ddp: rates[`ddp/${model}/${n}`] } });
+      rows.push({ model, workers: n, meshtrain: m, meshtrainSpeedup: m / m1, overlap: on ?? null, otherOverlapChoice: other, websocket: w, ddp: d, ddpSpeedup: d / d1, ratio: m / d, runs: { meshtrain: rates[`meshtrain/${model}/${n}`], otherOverlapChoice: rates[`other/${model}/${n}`], websocket: rates[`websocket/${model}/${n}`], ddp: rates[`ddp/${model}/${n}`] } });
       const ddp = (v: string): string => (torchGone ? "-" : v);
-      table.push(`| ${NAMES[model]} | ${n} | ${fmt(m, 0)} | ${fmt(m / m1)} | ${fmt(m / m1 / n)} | ${n > 1 ? fmt(serial, 0) : "-"} | ${n > 1 ? fmt(w, 0) : "-"} | ${ddp(fmt(d, 0))} | ${ddp(fmt(d / d1))} | ${ddp(fmt(d / d1 / n))} | ${ddp(fmt(m / d))} | ${verdict} |`);
+      table.push(`| ${NAMES[model]} | ${n} | ${fmt(m, 0)} | ${fmt(m / m1)} | ${fmt(m / m1 / n)} | ${n > 1 ? (on ? "on" : "off") : "-"} | ${n > 1 ? fmt(other, 0) : "-"} | ${n > 1 ? fmt(w, 0) : "-"} | ${ddp(fmt(d, 0))} | ${ddp(fmt(d / d1))} | ${ddp(fmt(d / d1 / n))} | ${ddp(fmt(m / d))} | ${verdict} |`);
     }
   }
   const md = [
@@ -77,7 +85,7 @@ async function main(): Promise<void> {
     ...(NATIVE.ok ? [] : [`native data plane: not available (${NATIVE.reason}); the meshtrain column ran over WebSockets too.`]),
     "speed-up(N) = throughput(N) / throughput(1 worker); efficiency = speed-up / N. Every worker has one core; with 2 cores, 2 workers is all this machine can show.",
     "Both sides hold their data: meshtrain's workers read their own shards (strategy(\"data\", { feed: \"workers\" })), as DDP's ranks do; the driver still sends each step's order over WebSockets.",
-    "meshtrain: all-reduce over the native data plane, in buckets that start during the backward pass (DDP's sizes: 1 MB first, then 25 MB); without overlap: one all-reduce after the backward pass (MESHTRAIN_OVERLAP=0); over WebSockets: the same run with .dataPlane(\"websocket\") (never overlapped). MLP 11.4M: 784-3000-3000-10, whose 45 MB all-reduce weighs most against the compute it splits.",
+    "meshtrain: all-reduce over the native data plane, as strategy(\"data\") chooses by default (overlap \"auto\"): in buckets that start during the backward pass (DDP's sizes: 1 MB first, then 25 MB) where every worker's machine has a core to spare, else one all-reduce after the backward pass; the other choice: the same run with overlap asked the other way; over WebSockets: the same run with .dataPlane(\"websocket\") (never overlapped). MLP 11.4M: 784-3000-3000-10, whose 45 MB all-reduce weighs most against the compute it splits.",
     "Command: `npm run bench:scaling`.",
   ].join("\n");
   writeResults("scaling", { machine: machine(), quick: QUICK, rows }, md);

@@ -26,7 +26,7 @@ const count = z.number().int().min(1).max(MAX_LOCAL_WORKERS);
 
 /** Each strategy's options (see the README's strategy table for meanings and defaults). */
 export interface StrategyOptionsMap {
-  data: { feed?: "driver" | "workers"; elastic?: { minWorkers: number }; compression?: Compression };
+  data: { feed?: "driver" | "workers"; elastic?: { minWorkers: number }; compression?: Compression; overlap?: "auto" | boolean };
   model: { stages?: number };
   pipeline: { stages?: number; microBatches?: number; schedule?: "gpipe" | "1f1b" };
   hybrid: { stages: number; replicas?: number; microBatches?: number; schedule?: "gpipe" | "1f1b" };

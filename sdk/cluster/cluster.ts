@@ -25,14 +25,16 @@ import { clusterHtml, clusterText, type ClusterParts } from "./cluster-text";
 import { FitStop } from "./fit-stop";
 import type { DataPlaneChoice } from "../collectives/data-plane";
 import { configureLinks } from "./configure-links";
-import { refuseUnusable, type ClusterState } from "./usable";
+import { refuseAdd, refuseUnusable, type ClusterState } from "./usable";
 import { register, unregister, type LiveCluster } from "./registry";
-import { wiringKey, type Wiring } from "../plan/wiring";
+import { dataWiring, wiringKey, type Wiring } from "../plan/wiring";
 import { FitWatchers } from "./fit-watch";
 import { WorkerOutput } from "./worker-output";
 import { ModelProfiles } from "./model-profiles";
 import { stopMembers } from "./stop-members";
 import type { ModelProfile } from "../plan/profile";
+import type { RingSpeed } from "../plan/predict";
+import { MeasuredRings, probeRing } from "./ring-probe";
 import type { LogLine } from "../metrics/records";
 
 export type { ClusterState } from "./usable";
@@ -70,6 +72,7 @@ export class Cluster implements LiveCluster {
   private readonly profiles = new ModelProfiles();
   /** How the workers are connected now (wiringKey), to reconnect only when a fit needs otherwise. */
   private wired: string | null = null;
+  private readonly rings = new MeasuredRings();
   /** Where the current wiring's all-reduces travel, if it has any. */
   private dataPlane: DataPlaneChoice | undefined;
 
@@ -130,13 +133,22 @@ export class Cluster implements LiveCluster {
   /** The plan this cluster's strategy makes for `model`, with its workers' devices and the model's profile if profile() took one (no messages are sent). */
   plan(model: tf.LayersModel, options: PlanRequest = {}): Plan {
     const o = planOptions(options), profile = this.profiles.find(model, o.batchSize);
-    return makePlan(this.spec, summarizeModel(model), { ...o, devices: this.handles.map((h) => devicesOf(h)), ...(profile ? { profile } : {}) });
+    const ring = this.rings.find(this.wired);
+    return makePlan(this.spec, summarizeModel(model), { ...o, devices: this.handles.map((h) => devicesOf(h)), ...(profile ? { profile } : {}), ...(ring ? { ring } : {}) });
   }
 
-  /** Times `model`'s layers and replica step on the slowest worker at `batchSize` (and an eighth of it), so that plan() and fit() predict from measured times. fit() does this itself. */
+  /** Times `model`'s layers and replica step on the slowest worker at `batchSize` (and an eighth of it), and under strategy "data" the data ring's all-reduce, so that plan() and fit() predict from measured times. fit() does this itself. */
   async profile(model: tf.LayersModel, options: Omit<FitOptions, "epochs"> & { batchSize: number }): Promise<ModelProfile> {
     const o = resolveFitOptions(options, model);
-    return this.profiles.take(this.handles, model, { batchSize: options.batchSize, loss: o.loss, optimizer: o.optimizer });
+    return this.profiles.take(this.handles, model, { batchSize: options.batchSize, loss: o.loss, optimizer: o.optimizer }).then(async (p) => (await this.measuredRing(), p));
+  }
+
+  /** Strategy "data": the ring wired as its fits use it, and its all-reduce timed (once per wiring). */
+  private measuredRing(): Promise<RingSpeed | undefined> {
+    return this.rings.measure(this.spec, this.handles.length, async () => {
+      await this.connect(dataWiring(this.handles.length));
+      return { key: this.wired!, time: () => this.losses.guard(probeRing(this.handles, this.dataPlane!.path, this.spec.timeouts.stepMs)) };
+    });
   }
 
   /**
@@ -166,7 +178,8 @@ export class Cluster implements LiveCluster {
       try {
         checkShapes(model, dataset, o);
         const profile = o.plan || this.spec.strategy.name === "ps" ? undefined : await this.profiles.forFit(this.handles, model, o, (ms) => this.losses.within(ms));
-        plan = planForFit(this.spec, summarizeModel(model), { batchSize: o.batchSize, optimizer: o.optimizer, devices: this.handles.map((h) => devicesOf(h)), ...(profile ? { profile } : {}) }, o.plan);
+        const ring = o.plan ? undefined : await this.measuredRing();
+        plan = planForFit(this.spec, summarizeModel(model), { batchSize: o.batchSize, optimizer: o.optimizer, devices: this.handles.map((h) => devicesOf(h)), ...(profile ? { profile } : {}), ...(ring ? { ring } : {}) }, o.plan);
         chain = await asSequential(model);
       } catch (err) {
         throw new FitAborted(err);
@@ -209,17 +222,11 @@ export class Cluster implements LiveCluster {
       workers: this.handles,
       servers: this.servers,
       connect: (w, o) => this.connect(w, o),
-      survive: (handler) => {
-        this.onDeparture = handler;
-      },
-      admit: (handler) => {
-        this.onJoin = handler;
-      },
+      survive: (handler) => void (this.onDeparture = handler),
+      admit: (handler) => void (this.onJoin = handler),
       guard: (p) => this.losses.guard(p),
       lossWithin: (ms) => this.losses.within(ms),
-      setStep: (s) => {
-        this.step = s;
-      },
+      setStep: (s) => void (this.step = s),
       stopRequested: () => stop.requested,
     };
   }
@@ -243,16 +250,8 @@ export class Cluster implements LiveCluster {
    * Resolves with its rank once it has joined the session.
    */
   add(url?: string): Promise<number> {
-    if (this.state_ !== "fitting" || !this.onJoin) {
-      return Promise.reject(
-        new StateError("add() joins a worker to a running elastic fit; none is running", {
-          hint: 'call it while fit() runs with strategy("data", { elastic: { minWorkers } }), e.g. from onStep',
-        }),
-      );
-    }
-    if (url === undefined && this.spec.workers.kind === "remote") {
-      return Promise.reject(new ConfigError("add() without an address starts a local worker (or, after join(), takes the next that joins), but this cluster's workers run elsewhere", { hint: 'pass the new worker\'s address: add("ws://host:7070")' }));
-    }
+    const refused = refuseAdd({ elasticFit: this.state_ === "fitting" && this.onJoin !== null, remote: this.spec.workers.kind === "remote" }, url);
+    if (refused) return Promise.reject(refused);
     // One at a time, so that ranks follow the order of the calls.
     const added = this.adding.then(async () => {
       const rank = this.handles.length;

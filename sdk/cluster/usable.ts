@@ -1,4 +1,4 @@
-import { StateError, type MeshtrainError } from "../errors/errors";
+import { ConfigError, StateError, type MeshtrainError } from "../errors/errors";
 
 export type ClusterState = "ready" | "fitting" | "failed" | "closed";
 
@@ -28,4 +28,17 @@ export function refuseUnusable(what: string, c: { state: ClusterState; failure: 
       cause: [...c.departed.values()][0],
     });
   }
+}
+
+/** Why add() cannot join a worker (to `url`, or a new local one) to this cluster now, if it cannot. */
+export function refuseAdd(c: { elasticFit: boolean; remote: boolean }, url: string | undefined): MeshtrainError | null {
+  if (!c.elasticFit) {
+    return new StateError("add() joins a worker to a running elastic fit; none is running", {
+      hint: 'call it while fit() runs with strategy("data", { elastic: { minWorkers } }), e.g. from onStep',
+    });
+  }
+  if (url === undefined && c.remote) {
+    return new ConfigError("add() without an address starts a local worker (or, after join(), takes the next that joins), but this cluster's workers run elsewhere", { hint: 'pass the new worker\'s address: add("ws://host:7070")' });
+  }
+  return null;
 }

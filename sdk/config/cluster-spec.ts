@@ -122,7 +122,7 @@ export type ClusterSpec = Readonly<z.infer<typeof ClusterSpecSchema>>;
 
 export const DEFAULT_SPEC: Omit<ClusterSpec, "workers"> = {
   backend: "auto",
-  strategy: { name: "data", feed: "driver" },
+  strategy: { name: "data", feed: "driver", overlap: "auto" },
   heartbeat: { intervalMs: 1000, timeoutMs: 10_000 },
   timeouts: { connectMs: 60_000, stepMs: 600_000, stallMs: 30_000 },
   workerOutput: { level: "all", linesPerSecond: 20 },

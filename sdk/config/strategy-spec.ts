@@ -30,6 +30,13 @@ export const StrategySpecSchema = z.discriminatedUnion("name", [
      * range of float32. Default: float32.
      */
     compression: compressionField.optional(),
+    /**
+     * All-reduce the gradient in buckets while the backward pass still computes earlier layers
+     * (as DDP does; native data plane and native step only). "auto" (default): only where every
+     * worker's machine has a core to spare for the all-reduce's thread, since on machines whose
+     * cores all compute it takes its CPU from the backward pass (bench:scaling measures both).
+     */
+    overlap: z.union([z.literal("auto"), z.boolean()]).default("auto"),
   }),
   z.strictObject({
     /** Model parallelism: contiguous layer ranges on different workers, one whole batch at a time. */

@@ -1,10 +1,11 @@
 import type { Compression } from "../collectives/half-codec";
 import type { ModelProfile } from "./profile";
+import type { OverlapChoice } from "./overlap";
 import type { OptimizerSpec } from "../config/optimizer";
 import type { MemoryEstimate } from "./memory";
 import type { ModelSummary } from "./model-summary";
 import type { StageCost } from "./partition";
-import type { Prediction } from "./predict";
+import type { Prediction, RingSpeed } from "./predict";
 import type { Schedule } from "./schedules";
 
 /**
@@ -30,6 +31,8 @@ export interface DataParallelPlan {
   readonly gradientBytes: number;
   /** The gradient's values travel as 16-bit floats with error feedback; null: as float32. */
   readonly compression: Compression | null;
+  /** Whether the gradient is all-reduced in buckets during the backward pass (native data plane and native step only), and why. */
+  readonly overlap: OverlapChoice;
   readonly allReduce: {
     readonly algorithm: "ring";
     /** Bytes each rank sends per step: 2(N-1)/N x the gradient's bytes on the wire (reduce-scatter + all-gather). */
@@ -76,6 +79,8 @@ export interface PlanOptions {
   devices?: readonly PlanDevice[];
   /** Why this strategy was chosen (strategy "auto" says). */
   reasons?: readonly string[];
+  /** The data ring's all-reduce as measured on it (a launched cluster with strategy "data" measures it before planning). */
+  ring?: RingSpeed;
   /** The model's layers and replica step timed on a worker: predictions rest on it instead of FLOPs. */
   profile?: ModelProfile;
 }

@@ -1,6 +1,7 @@
 import { atBatch, layersMs, type ModelProfile } from "./profile";
 import type { Schedule, TimedAction } from "./schedules";
 import { simulateShared, type ActionCost } from "./shared-simulation";
+import type { DataPlanePath } from "../collectives/data-plane";
 
 /** What a plan's step time is predicted from: measured on the workers and links. */
 export interface Speeds {
@@ -14,6 +15,19 @@ export interface Speeds {
   latencySeconds: number;
   /** Workers per core on the most crowded machine (at least 1): all computing at once, each takes that much longer (a profile's measured sharing replaces it). */
   coreSharing: number;
+  /** The data ring's own all-reduce speed, where it was measured: data-parallel plans price the all-reduce by it instead of by the driver's links. */
+  ring?: RingSpeed;
+}
+
+/**
+ * A data ring's all-reduce as measured on the ring itself (cluster/ring-probe.ts), as the ring
+ * formula's terms: the bandwidth of one hop and the latency of one of its 2(N-1) phases.
+ */
+export interface RingSpeed {
+  readonly members: number;
+  readonly path: DataPlanePath;
+  readonly linkBytesPerSecond: number;
+  readonly latencySeconds: number;
 }
 
 export interface Prediction {
@@ -41,9 +55,9 @@ export function sampleBytes(model: { inputShape: ReadonlyArray<number | null>; o
 const KERNELS_FWD = 3;
 const KERNELS_BWD = 6;
 
-/** Ring all-reduce: 2(N-1) phases, each a message of bytes/N to the next rank. */
-function allReduceMs(bytes: number, members: number, s: Speeds): number {
-  return members > 1 ? (((2 * (members - 1)) / members) * (bytes / s.linkBytesPerSecond) + 2 * (members - 1) * s.latencySeconds) * 1000 : 0;
+/** Ring all-reduce: 2(N-1) phases, each a message of bytes/N to the next rank, at the speeds of `link`. */
+function allReduceMs(bytes: number, members: number, link: { linkBytesPerSecond: number; latencySeconds: number }): number {
+  return members > 1 ? (((2 * (members - 1)) / members) * (bytes / link.linkBytesPerSecond) + 2 * (members - 1) * link.latencySeconds) * 1000 : 0;
 }
 
 /**
@@ -64,9 +78,10 @@ export function predictData(o: { flopsPerSample: number; layers: number; gradien
   const timed = o.profile ? atBatch(o.profile.batches, o.profile.replicaStepMs, perReplica) : NaN;
   const alone = Number.isFinite(timed) ? timed : ((3 * o.flopsPerSample * perReplica) / s.flopsPerSecond + o.layers * (KERNELS_FWD + KERNELS_BWD) * s.kernelSeconds) * 1000;
   const computeMs = alone * (o.replicas > 1 ? fullSharing(s, o.profile) : 1);
-  const commMs = allReduceMs(o.gradientBytes, o.replicas, s);
+  // The ring measured itself where it could; else the driver's links stand in for it.
+  const commMs = allReduceMs(o.gradientBytes, o.replicas, s.ring ?? s);
   const stepMs = computeMs + commMs + stepOverheadMs(s, o.feedBytes);
-  return { stepMs, computeMs, commMs, bubble: 0, samplesPerSecond: (o.globalBatch / stepMs) * 1000, basis: basis(s, Number.isFinite(timed) ? o.profile : undefined) };
+  return { stepMs, computeMs, commMs, bubble: 0, samplesPerSecond: (o.globalBatch / stepMs) * 1000, basis: basis(s, Number.isFinite(timed) ? o.profile : undefined, o.replicas > 1) };
 }
 
 /**
@@ -145,7 +160,7 @@ function stageSeconds(stages: ReadonlyArray<{ from: number; to: number; flopsPer
   });
 }
 
-function basis(s: Speeds, profile: ModelProfile | undefined): string {
+function basis(s: Speeds, profile: ModelProfile | undefined, dataRing = false): string {
   const compute = profile
     ? `the model's layers and step timed on ${profile.timedOn} at batches ${profile.batches.join(" and ")}`
     : `${(s.flopsPerSecond / 1e9).toFixed(1)} GFLOP/s matrix speed and ${(s.kernelSeconds * 1e6).toFixed(1)} us per TF.js kernel (the model's FLOPs; no profile was taken)`;
@@ -155,5 +170,11 @@ function basis(s: Speeds, profile: ModelProfile | undefined): string {
     : s.coreSharing > 1
       ? `, ${s.coreSharing.toFixed(1)} workers per core`
       : "";
-  return `${compute}, ${(s.linkBytesPerSecond / 1e6).toFixed(0)} MB/s links with ${(s.latencySeconds * 1e3).toFixed(2)} ms latency (measured when the workers joined)${sharing}`;
+  const links = `${(s.linkBytesPerSecond / 1e6).toFixed(0)} MB/s links with ${(s.latencySeconds * 1e3).toFixed(2)} ms latency (measured when the workers joined)`;
+  const ring = !dataRing
+    ? ""
+    : s.ring
+      ? `, the all-reduce priced by the data ring itself (${s.ring.path}, measured on its ${s.ring.members} members: ${(s.ring.linkBytesPerSecond / 1e6).toFixed(0)} MB/s a hop, ${(s.ring.latencySeconds * 1e3).toFixed(2)} ms a phase)`
+      : ", the all-reduce priced at those links' speed (the data ring was not measured)";
+  return `${compute}, ${links}${ring}${sharing}`;
 }

@@ -1,4 +1,5 @@
-import type { Speeds } from "./predict";
+import { machinesOf } from "./machines";
+import type { RingSpeed, Speeds } from "./predict";
 
 /** What the workers measured when they joined (a launched cluster knows it; a builder does not). */
 export interface MeasuredDevice {
@@ -12,17 +13,18 @@ export interface MeasuredDevice {
 
 /**
  * The speeds a prediction rests on: the slowest worker's matrix speed, the largest per-kernel
- * cost and the slowest link, since a synchronous step waits for the slowest of each. Undefined
+ * cost and the slowest link, since a synchronous step waits for the slowest of each, and the
+ * data ring's own speed where it was measured on as many members as there are devices. Undefined
  * when any of them was not measured: no prediction is better than an invented one.
  */
-export function speedsOf(devices: readonly MeasuredDevice[] | undefined): Speeds | undefined {
+export function speedsOf(devices: readonly MeasuredDevice[] | undefined, ring?: RingSpeed): Speeds | undefined {
   if (!devices || devices.length === 0) return undefined;
   const gflops = Math.min(...devices.map((d) => d.gflops ?? 0));
   const link = Math.min(...devices.map((d) => d.linkBytesPerSecond ?? 0));
   const kernelUs = Math.max(...devices.map((d) => d.kernelOverheadUs ?? -1));
   const latencyMs = Math.max(...devices.map((d) => d.linkLatencyMs ?? -1));
   if (!(gflops > 0) || !(link > 0) || kernelUs < 0 || latencyMs < 0) return undefined;
-  return { flopsPerSecond: gflops * 1e9, kernelSeconds: kernelUs / 1e6, linkBytesPerSecond: link, latencySeconds: latencyMs / 1e3, coreSharing: coreSharing(devices) };
+  return { flopsPerSecond: gflops * 1e9, kernelSeconds: kernelUs / 1e6, linkBytesPerSecond: link, latencySeconds: latencyMs / 1e3, coreSharing: coreSharing(devices), ...(ring && ring.members === devices.length ? { ring } : {}) };
 }
 
 /**
@@ -31,12 +33,5 @@ export function speedsOf(devices: readonly MeasuredDevice[] | undefined): Speeds
  * their machine count as machines of their own.
  */
 function coreSharing(devices: readonly MeasuredDevice[]): number {
-  const perHost = new Map<string, { workers: number; cpus: number }>();
-  for (const d of devices) {
-    if (d.host === undefined || !(d.cpus! > 0)) continue;
-    const h = perHost.get(d.host) ?? { workers: 0, cpus: d.cpus! };
-    h.workers++;
-    perHost.set(d.host, h);
-  }
-  return Math.max(1, ...[...perHost.values()].map((h) => h.workers / h.cpus));
+  return Math.max(1, ...machinesOf(devices).map((m) => m.workers / m.cpus));
 }

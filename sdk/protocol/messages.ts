@@ -9,7 +9,7 @@ import { TensorSpecSchema } from "./tensor";
 import { WireErrorSchema } from "./wire-error";
 import { NoticeSchema, OutputSchema, ProgressSchema } from "./worker-reports";
 import { id, v } from "./fields";
-import { ProfiledSchema, ProfileSchema, ReplicaStepSchema } from "./profile-messages";
+import { ProbedSchema, ProbeSchema, ProfiledSchema, ProfileSchema, ReplicaStepSchema, RingProbedSchema, RingProbeSchema } from "./profile-messages";
 
 /**
  * Every control message, as one zod discriminated union on `type`. Each carries `v`
@@ -184,6 +184,8 @@ export const LoadSchema = z.strictObject({
   elastic: z.boolean().optional(),
   /** Gradients all-reduced (data) or pushed (ps) as 16-bit floats, with error feedback. */
   compression: z.enum(COMPRESSIONS).optional(),
+  /** Data parallelism: all-reduce the gradient in buckets during the backward pass, where the data plane and step can. */
+  overlap: z.boolean().optional(),
   attachments,
 });
 export const LoadedSchema = z.strictObject({
@@ -258,14 +260,6 @@ export const WeightsSchema = z.strictObject({
 export const DigestSchema = z.strictObject({ type: z.literal("digest"), v, id });
 export const DigestReplySchema = z.strictObject({ type: z.literal("digestReply"), v, re: id, digest: hex64 });
 
-/** Measures the driver's link to a worker: the worker answers as soon as the attachment arrived. */
-export const ProbeSchema = z.strictObject({ type: z.literal("probe"), v, id, attachments });
-export const ProbedSchema = z.strictObject({
-  type: z.literal("probed"), v, re: id,
-  /** The worker's wall clock when it answered: with a short round trip, its offset from the driver's. */
-  clock: z.number().finite(),
-});
-
 // Worker -> parameter server, on the worker's "ps" link.
 /** Asks for the server's shard; sync waits until the server's version reaches minVersion. */
 export const PullSchema = z.strictObject({
@@ -332,7 +326,7 @@ export const MessageSchema = z.discriminatedUnion("type", [
   FetchStateSchema, StateSchema, SetStateSchema, StateSetSchema, RewindSchema, RewoundSchema,
   PullSchema, PulledSchema, PushSchema, PushedSchema, AppliedSchema, AppliedReplySchema,
   ReleaseSchema, ReleasedSchema, ShutdownSchema, NoticeSchema, OutputSchema, ProgressSchema,
-  ProfileSchema, ProfiledSchema,
+  ProfileSchema, ProfiledSchema, RingProbeSchema, RingProbedSchema,
 ]);
 
 export type Message = z.infer<typeof MessageSchema>;

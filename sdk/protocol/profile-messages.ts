@@ -2,8 +2,10 @@ import { z } from "zod";
 import { LOSS_NAMES } from "../config/loss";
 import { OptimizerSpecSchema } from "../config/optimizer";
 import { id, v } from "./fields";
+import { TensorSpecSchema } from "./tensor";
 
 const times = z.array(z.number().finite().nonnegative()).max(8);
+const ms = z.number().finite().nonnegative();
 
 /** How a replica computes its gradient: the native step, or autodiff and why (a load's reply says it too). */
 export const ReplicaStepSchema = z.strictObject({ native: z.boolean(), why: z.string().max(2000).optional() });
@@ -37,4 +39,27 @@ export const ProfiledSchema = z.strictObject({
   /** A whole replica step (forward, loss, backward, update) at each batch, as a data-parallel replica runs it. */
   replicaStepMs: times,
   replicaStep: ReplicaStepSchema,
+});
+
+/** Measures the driver's link to a worker: the worker answers as soon as the attachment arrived. */
+export const ProbeSchema = z.strictObject({ type: z.literal("probe"), v, id, attachments: z.array(TensorSpecSchema).max(4096) });
+export const ProbedSchema = z.strictObject({
+  type: z.literal("probed"), v, re: id,
+  /** The worker's wall clock when it answered: with a short round trip, its offset from the driver's. */
+  clock: z.number().finite(),
+});
+
+/**
+ * Measures the data ring the workers are wired in: every member all-reduces zeros of each size
+ * `repeats` times, in the same order, and answers with each one's time. Sent to every member.
+ */
+export const RingProbeSchema = z.strictObject({
+  type: z.literal("ringProbe"), v, id,
+  elements: z.array(z.number().int().min(1).max(16 * 1024 * 1024)).min(1).max(8),
+  repeats: z.number().int().min(1).max(32),
+});
+export const RingProbedSchema = z.strictObject({
+  type: z.literal("ringProbed"), v, re: id,
+  /** Per size, each all-reduce's ms, from the start of the call to the sum's return. */
+  ms: z.array(z.array(ms).max(32)).max(8),
 });

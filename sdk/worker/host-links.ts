@@ -125,6 +125,26 @@ export class HostLinks {
     this.psPending.clear();
   }
 
+  /**
+   * Times all-reduces of zeros of each size on the ring as it is wired, `repeats` each; every
+   * member runs the same ones in the same order (the driver asks all of them).
+   */
+  async probeRing(sizes: readonly number[], repeats: number): Promise<number[][]> {
+    const out: number[][] = [];
+    for (const n of sizes) {
+      const times: number[] = [];
+      let buffer = new Float32Array(n);
+      for (let i = 0; i < repeats; i++) {
+        const t0 = performance.now();
+        buffer = (await this.allReduce(buffer, this.generation)).data;
+        times.push(performance.now() - t0);
+        buffer.fill(0);
+      }
+      out.push(times);
+    }
+    return out;
+  }
+
   private allReduce(data: Float32Array, generation: number, wire?: WireFormat): Promise<Reduced> {
     if (generation !== this.generation) return Promise.reject(new CollectiveError(`an all-reduce of membership ${generation} after the workers were re-formed as membership ${this.generation}: dropped`));
     const seq = this.reduceSeq++;

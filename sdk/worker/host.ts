@@ -122,6 +122,22 @@ export class ComputeHost {
     this.reply({ type: "stepDone", re: msg.id, step: msg.step, ...r });
   }
 
+  /** What plans predict from: the driver's link, the data ring's all-reduce, the model's layers and step. */
+  private async measure(msg: MessageOf<"probe" | "ringProbe" | "profile">): Promise<void> {
+    switch (msg.type) {
+      case "probe":
+        return this.reply({ type: "probed", re: msg.id, clock: wallClock() });
+      case "ringProbe":
+        this.links.doing("timing the data ring's all-reduce for the plan");
+        this.reply({ type: "ringProbed", re: msg.id, ms: await this.links.probeRing(msg.elements, msg.repeats) });
+        return this.links.doing("timed the data ring, waiting", "idle");
+      case "profile":
+        this.links.doing(msg.sharedForMs !== undefined ? "timing its step beside the other workers on this machine" : "timing the model's layers for the plan");
+        this.reply({ type: "profiled", re: msg.id, ...(await profileModel(msg, this.memoryCapBytes)) });
+        return this.links.doing("profiled the model, waiting", "idle");
+    }
+  }
+
   private async serve(msg: Message, attachments: Tensorlike[]): Promise<void> {
     const id = (msg as { id?: number }).id;
     try {
@@ -146,13 +162,9 @@ export class ComputeHost {
           this.reply({ type: "digestReply", re: msg.id, digest: weightsDigest(this.need("digest").weights().tensors) });
           return;
         case "probe":
-          this.reply({ type: "probed", re: msg.id, clock: wallClock() });
-          return;
+        case "ringProbe":
         case "profile":
-          this.links.doing(msg.sharedForMs !== undefined ? "timing its step beside the other workers on this machine" : "timing the model's layers for the plan");
-          this.reply({ type: "profiled", re: msg.id, ...(await profileModel(msg, this.memoryCapBytes)) });
-          this.links.doing("profiled the model, waiting", "idle");
-          return;
+          return await this.measure(msg);
         case "fetchState": {
           const state = await this.need("fetchState").exportState();
           const tensors = state.tensors.map((t) => ({ data: t.data, shape: t.shape }));

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import * as os from "node:os";
 import { after, before, describe, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { cluster, datasets, type Cluster, type StepRecord } from "../../sdk/index";
@@ -139,8 +140,11 @@ test("gradients all-reduced in buckets while the backward pass runs equal model.
   await modelFitReference(single, ds, o);
   const values = single.countParams();
   const runs: Record<string, tf.LayersModel> = {};
-  for (const [name, workers, plane, compression] of [["native", 2, "native", undefined], ["native, 3 workers", 3, "native", undefined], ["native fp16", 2, "native", "fp16"], ["websocket fp16", 2, "websocket", "fp16"]] as const) {
-    const c = await cluster().workers(workers).strategy("data", compression ? { compression } : {}).dataPlane(plane).launch();
+  // Local workers share this machine's cores: overlap "auto" is on only with a core to spare for each one.
+  const spare = os.availableParallelism() > 2;
+  const cases = [["native", 2, "native", undefined, true], ["native, 3 workers", 3, "native", undefined, true], ["native fp16", 2, "native", "fp16", true], ["websocket fp16", 2, "websocket", "fp16", true], ["native, overlap auto", 2, "native", undefined, "auto"]] as const;
+  for (const [name, workers, plane, compression, overlap] of cases) {
+    const c = await cluster().workers(workers).strategy("data", { overlap, ...(compression ? { compression } : {}) }).dataPlane(plane).launch();
     try {
       const model = bucketed();
       const run = await c.fit(model, ds, fit);
@@ -148,15 +152,17 @@ test("gradients all-reduced in buckets while the backward pass runs equal model.
       assert.equal(run.replicaStep?.native, true, "the native step, which announces its gradients layer by layer");
       if (plane === "native" && workers === 2) {
         // Each all-reduce sends one 32-byte header per worker (2 workers: every value once, the flag in float32):
-        // the first bucket (the last two layers), the rest of the gradient, then the flag.
+        // overlapped, the first bucket (the last two layers), the rest of the gradient, then the flag; else one.
         const ops = (run.history[0]!.workers[0]!.sentBytes! - (compression ? 2 : 4) * values - 4) / 32;
-        assert.equal(ops, 3, `${name}: ${ops} all-reduce operations`);
+        const overlapped = overlap === true || spare;
+        assert.equal(ops, overlapped ? 3 : 1, `${name}: ${ops} all-reduce operations`);
+        assert.match(String(run), overlapped ? /overlap: the gradient was all-reduced in buckets/ : /no overlap: one all-reduce after the backward pass: no core to spare/);
       }
     } finally {
       await c.close();
     }
   }
-  for (const name of ["native", "native, 3 workers"]) {
+  for (const name of ["native", "native, 3 workers", "native, overlap auto"]) {
     const diff = maxRelativeDifference(runs[name]!, single);
     assert.ok(diff < TOLERANCE, `${name}: relative difference ${diff}`);
   }

@@ -19,7 +19,7 @@ test("a worker times the model's layers and replica step, and plan() and fit() p
   const c = await cluster().workers(2).strategy("data").launch();
   try {
     const m = model();
-    assert.match(c.plan(m, { batchSize: 32 }).prediction!.basis, /no profile was taken/);
+    assert.match(c.plan(m, { batchSize: 32 }).prediction!.basis, /no profile was taken.*the all-reduce priced at those links' speed \(the data ring was not measured\)/);
     const p = await c.profile(m, { batchSize: 32, loss: "categoricalCrossentropy" });
     assert.deepEqual(p.batches, [4, 32]);
     assert.equal(p.layers.length, summarizeModel(m).layers.length);
@@ -28,12 +28,29 @@ test("a worker times the model's layers and replica step, and plan() and fit() p
     assert.ok(p.replicaStepMs.every((t) => Number.isFinite(t) && t > 0));
     assert.deepEqual(p.replicaStep, { native: true });
     assert.match(c.plan(m, { batchSize: 32 }).prediction!.basis, /timed on rank \d \(native\) at batches 4 and 32/);
+    // profile() also timed the data ring the fit will use: plans price the all-reduce by it, not by the driver's links.
+    assert.match(c.plan(m, { batchSize: 32 }).prediction!.basis, /the all-reduce priced by the data ring itself \(native, measured on its 2 members: \d+ MB\/s a hop/);
     // Another batch was not timed: that plan says so rather than reuse a profile that does not fit it.
     assert.match(c.plan(m, { batchSize: 16 }).prediction!.basis, /no profile was taken/);
     const data = datasets.synthetic({ inputShape: [8, 8, 1], classes: 3, size: 64, seed: 3 });
     const run = await c.fit(m, data, { epochs: 1, batchSize: 16, loss: "categoricalCrossentropy", optimizer: { name: "sgd", learningRate: 0.01 } });
-    assert.match(run.plan.prediction!.basis, /timed on rank \d \(native\) at batches 2 and 16/);
+    assert.match(run.plan.prediction!.basis, /timed on rank \d \(native\) at batches 2 and 16.*priced by the data ring itself \(native/);
     assert.equal(run.history.length, 4);
+  } finally {
+    await c.close();
+  }
+});
+
+test("a fit over the WebSocket data plane times that ring before planning, and prices its all-reduce by it", { timeout: 180_000 }, async () => {
+  const c = await cluster().workers(2).strategy("data").dataPlane("websocket").launch();
+  try {
+    const m = model();
+    const data = datasets.synthetic({ inputShape: [8, 8, 1], classes: 3, size: 32, seed: 3 });
+    const run = await c.fit(m, data, { epochs: 1, batchSize: 16, loss: "categoricalCrossentropy", optimizer: { name: "sgd", learningRate: 0.01 } });
+    assert.match(run.plan.prediction!.basis, /priced by the data ring itself \(websocket, measured on its 2 members: \d+ MB\/s a hop, [\d.]+ ms a phase\)/);
+    // The ring's timed all-reduces left the workers' all-reduce count in step: training went on over the same ring.
+    assert.equal(run.history.length, 2);
+    assert.equal(run.dataPlane?.path, "websocket");
   } finally {
     await c.close();
   }

@@ -73,7 +73,7 @@ function replicaLoader(ctx: FitContext, model: tf.LayersModel, dataset: Dataset,
   const replicaBatch = Math.ceil(o.batchSize / ctx.workers.length);
   return (w: WorkerHandle, attachments: Tensorlike[]) =>
     w.channel.request(
-      { type: "load", role: "replica", topology, optimizer: o.optimizer, loss: o.loss, metrics: o.metrics, replicaBatch, stepTimeoutMs: stepMs, ...data, ...slowdown(plan, w.rank), ...(plan.elastic ? { elastic: true } : {}), ...(plan.compression ? { compression: plan.compression } : {}) },
+      { type: "load", role: "replica", topology, optimizer: o.optimizer, loss: o.loss, metrics: o.metrics, replicaBatch, stepTimeoutMs: stepMs, ...data, ...slowdown(plan, w.rank), ...(plan.elastic ? { elastic: true } : {}), ...(plan.compression ? { compression: plan.compression } : {}), ...(plan.overlap.on ? { overlap: true } : {}) },
       "loaded",
       { timeoutMs: stepMs, waitingFor: "the model to load", attachments },
     );

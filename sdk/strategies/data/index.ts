@@ -5,6 +5,7 @@ import { fitDataParallel } from "./driver-runtime";
 import { explainDataPlan, formatDataPlan, planDataParallel } from "./planner";
 import { DataReplica } from "./replica-role";
 import { measuredSlowerThanOne } from "../../plan/slower-than-one";
+import { runOverlapLine } from "./overlap-lines";
 
 /** Synchronous data parallelism: every worker a replica of the whole model, gradients summed by ring all-reduce. */
 export const dataStrategy: Strategy<DataParallelPlan> = {
@@ -25,6 +26,7 @@ export const dataStrategy: Strategy<DataParallelPlan> = {
       label: `data, ${run.workers.length} worker(s)`,
       lines: [
         ...(worst ? [`rank ${worst.rank} finished computing last in ${worst.steps} of ${worst.of} steps (median lead ${summary.stragglers.medianLeadMs.toFixed(1)} ms): the one the others waited for`] : []),
+        ...(run.plan.strategy === "data" && run.workers.length > 1 ? [runOverlapLine(run.plan.overlap, run.dataPlane, run.replicaStep)] : []),
         ...(slower ? [slower] : []),
       ],
       figures: () => [],

@@ -6,6 +6,8 @@ import type { ModelSummary } from "../../plan/model-summary";
 import { predictData, sampleBytes } from "../../plan/predict";
 import type { DataParallelPlan, PlanOptions } from "../../plan/plans";
 import { speedsOf } from "../../plan/speeds";
+import { chooseOverlap } from "../../plan/overlap";
+import { overlapLine } from "./overlap-lines";
 import { predictedSlowerThanOne } from "../../plan/slower-than-one";
 import { slowdownOf, workerCount, type ClusterSpec } from "../../config/cluster-spec";
 
@@ -19,7 +21,7 @@ export function planDataParallel(spec: ClusterSpec, model: ModelSummary, options
   // What the ring moves: 16-bit values halve the gradient's bytes (the float32 state and flag are a few values).
   const wireBytes = compression ? gradientBytes / 2 : gradientBytes;
   const memory = estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer: options.optimizer });
-  const speeds = speedsOf(options.devices);
+  const speeds = speedsOf(options.devices, options.ring);
   const feed = spec.strategy.name === "data" ? spec.strategy.feed : "driver";
   const feedBytes = feed === "driver" && batchSize !== undefined ? batchSize * sampleBytes(model) : 0;
   const predict = (replicas: number) =>
@@ -39,6 +41,7 @@ export function planDataParallel(spec: ClusterSpec, model: ModelSummary, options
     model,
     gradientBytes,
     compression,
+    overlap: Object.freeze(chooseOverlap(spec.strategy.name === "data" ? spec.strategy.overlap : "auto", n, options.devices)),
     allReduce: Object.freeze({ algorithm: "ring" as const, bytesSentPerRank: n > 1 ? Math.round((2 * (n - 1) * wireBytes) / n) : 0 }),
     batch: batchSize === undefined ? null : Object.freeze({ globalBatch: batchSize, perReplica: Object.freeze(replicaSlices(batchSize, n)) }),
     memory: Object.freeze(memory),
@@ -86,7 +89,7 @@ export function formatDataPlan(plan: DataParallelPlan): string {
   }
   if (plan.worldSize > 1) {
     const wire = plan.compression ? `, gradients as ${plan.compression} with error feedback` : "";
-    lines.push(`all-reduce: ring (reduce-scatter + all-gather)${wire}; each rank sends ${kib(plan.allReduce.bytesSentPerRank)} per step`);
+    lines.push(`all-reduce: ring (reduce-scatter + all-gather)${wire}; each rank sends ${kib(plan.allReduce.bytesSentPerRank)} per step; ${plan.overlap.on ? "in buckets during the backward pass" : "after the backward pass"}`);
   }
   const m = plan.memory;
   const parts = [`parameters ${formatBytes(m.paramsBytes)}`, `gradients ${formatBytes(m.gradientBytes)}`];
@@ -115,6 +118,7 @@ export function explainDataPlan(plan: DataParallelPlan): string {
       ? `each step every replica computes gradients on ${slice} and a ring all-reduce sums ${formatBytes(plan.gradientBytes)} of gradients; each rank sends 2(N-1)/N of that${plan.compression ? ", halved" : ""}`
       : "one worker: no all-reduce",
     ...(plan.compression && n > 1 ? [compressionLine(plan.compression)] : []),
+    ...(n > 1 ? [overlapLine(plan.overlap)] : []),
   ];
   lines.push(...slowdownLines(plan.workers));
   if (plan.prediction) {

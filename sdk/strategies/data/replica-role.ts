@@ -66,11 +66,14 @@ export class DataReplica implements WorkerRole {
   private readonly feedback: ErrorFeedback | null;
   private readonly slowdown: number;
   private readonly elastic: boolean;
+  /** The plan's choice: all-reduce in buckets during the backward pass (where the data plane and step can). */
+  private readonly overlap: boolean;
 
   private constructor(private readonly r: LoadedReplica, msg: MessageOf<"load">) {
     this.update = makeUpdateRule(r.vars, msg.optimizer);
     this.slowdown = msg.slowdown ?? 1;
     this.elastic = msg.elastic ?? false;
+    this.overlap = msg.overlap ?? false;
     this.feedback = msg.compression ? new ErrorFeedback(msg.compression, r.gradientLength) : null;
   }
 
@@ -88,8 +91,7 @@ export class DataReplica implements WorkerRole {
   step(msg: MessageOf<"step">, attachments: Tensorlike[], io: HostIO): Promise<StepReport> {
     const [x, y] = msg.range ? Object.values(this.readSlice(msg.epoch, msg.range.start, msg.range.end)) : attachments;
     if (!x || !y) throw new ProtocolError(`"step" ${msg.step} carries ${attachments.length} tensors, expected x and y`);
-    // MESHTRAIN_OVERLAP=0: one all-reduce after the backward pass, to measure what overlap gains.
-    const overlap = process.env.MESHTRAIN_OVERLAP === "0" ? null : io.overlap();
+    const overlap = this.overlap ? io.overlap() : null;
     return this.train(msg.weight, x, y, (data, wire) => io.allReduce(data, wire), msg.step, overlap);
   }
 

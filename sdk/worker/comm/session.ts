@@ -91,6 +91,7 @@ export class Session {
       case "fetchWeights":
       case "digest":
       case "probe":
+      case "ringProbe":
       case "profile":
       case "release":
         if (this.id === undefined) throw new ProtocolError(`"${msg.type}" before "join"`);

@@ -1,0 +1,45 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { ringSpeedOf } from "../../sdk/cluster/ring-probe";
+import { predictData } from "../../sdk/plan/predict";
+import { speedsOf } from "../../sdk/plan/speeds";
+
+/** The ring formula's time for `bytes` over N members at a hop's bandwidth and a phase's latency. */
+function ringMs(n: number, bytes: number, bytesPerSecond: number, latencyMs: number): number {
+  return ((2 * (n - 1)) / n) * (bytes / bytesPerSecond) * 1000 + 2 * (n - 1) * latencyMs;
+}
+
+test("the ring's terms come back from two all-reduces timed by the ring formula", () => {
+  for (const n of [2, 3, 4, 8]) {
+    const bytes = [4096, 8 * 2 ** 20] as const;
+    const ms = [ringMs(n, bytes[0], 1.2e9, 0.15), ringMs(n, bytes[1], 1.2e9, 0.15)] as const;
+    const r = ringSpeedOf(n, "native", bytes, ms);
+    assert.ok(Math.abs(r.linkBytesPerSecond / 1.2e9 - 1) < 1e-9, `${n} members: ${r.linkBytesPerSecond} B/s`);
+    assert.ok(Math.abs(r.latencySeconds * 1000 - 0.15) < 1e-9, `${n} members: ${r.latencySeconds * 1000} ms`);
+    assert.equal(r.members, n);
+  }
+});
+
+test("noise never makes the ring's bytes free or its latency negative", () => {
+  // The large all-reduce timed no slower than the small one: bandwidth from the large one's own time.
+  const flat = ringSpeedOf(2, "websocket", [4096, 8 * 2 ** 20], [5, 4]);
+  assert.ok(Number.isFinite(flat.linkBytesPerSecond) && flat.linkBytesPerSecond > 0);
+  assert.ok(flat.latencySeconds >= 0);
+  // A small all-reduce faster than the bandwidth alone allows: latency 0, not below.
+  assert.equal(ringSpeedOf(2, "native", [4096, 8 * 2 ** 20], [0.0001, 10]).latencySeconds, 0);
+});
+
+test("a data plan prices its all-reduce by the measured ring where there is one for as many members, else by the links", () => {
+  const devices = [0, 1].map(() => ({ gflops: 20, kernelOverheadUs: 8, linkBytesPerSecond: 300e6, linkLatencyMs: 0.5, host: "a", cpus: 2 }));
+  const ring = ringSpeedOf(2, "native", [4096, 8 * 2 ** 20], [ringMs(2, 4096, 1.2e9, 0.1), ringMs(2, 8 * 2 ** 20, 1.2e9, 0.1)]);
+  const o = { flopsPerSample: 1e6, layers: 3, gradientBytes: 45e6, globalBatch: 128, replicas: 2, feedBytes: 0 };
+  const byLinks = predictData(o, speedsOf(devices)!);
+  const byRing = predictData(o, speedsOf(devices, ring)!);
+  assert.ok(Math.abs(byLinks.commMs - ringMs(2, 45e6, 300e6, 0.5)) < 1e-9, `links: ${byLinks.commMs} ms`);
+  assert.ok(Math.abs(byRing.commMs - ringMs(2, 45e6, 1.2e9, 0.1)) < 1e-9, `ring: ${byRing.commMs} ms`);
+  assert.match(byRing.basis, /priced by the data ring itself \(native, measured on its 2 members: 1200 MB\/s a hop, 0\.10 ms a phase\)/);
+  assert.match(byLinks.basis, /priced at those links' speed \(the data ring was not measured\)/);
+  // Measured on 3 members, it does not price a ring of 2.
+  const three = ringSpeedOf(3, "native", [4096, 8 * 2 ** 20], [1, 20]);
+  assert.ok(Math.abs(predictData(o, speedsOf(devices, three)!).commMs - byLinks.commMs) < 1e-9);
+});
