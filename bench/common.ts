@@ -77,7 +77,11 @@ export async function runRanks(n: number, make: (rank: number) => [string, strin
   return all.flat();
 }
 
-let port = 35000 + (process.pid % 2000) * 10;
+/**
+ * Below Linux's ephemeral range (32768-60999), where outgoing connections take their local
+ * ports: a listener there could find its port taken (gloo's rendezvous failed so, once).
+ */
+let port = 20000 + (process.pid % 400) * 25;
 /** A fresh block of ports for one job, so jobs never collide with a previous one's TIME_WAIT. */
 export function ports(count: number): number {
   const p = port;
