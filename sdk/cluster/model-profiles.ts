@@ -5,6 +5,7 @@ import { profileBatches, type ModelProfile } from "../plan/profile";
 import { MeshtrainError, StateError, WorkerLostError } from "../errors/errors";
 import type { MessageOf } from "../protocol/messages";
 import type { WorkerHandle } from "./worker-handle";
+import { median } from "../metrics/throughput";
 
 /** A worker's connection closing during the profile is its exit's echo: how long to wait for the exit itself. */
 const LOSS_WAIT_MS = 1000;
@@ -13,7 +14,13 @@ const LOSS_WAIT_MS = 1000;
 const BUILT_IN = new Set(Object.keys(tf.serialization.SerializationMap.getMap().classNameMap));
 
 /** How long the workers sharing a machine step at once to measure how they slow each other. */
-const SHARED_MS = 600;
+const SHARED_MS = 300;
+/**
+ * Rounds of alone-then-together, whose ratios' median counts: on a shared VM one worker's
+ * speed drifted by half between windows a second apart, and a single 600 ms pair of windows
+ * put the same slowdown anywhere from 1.00x to 1.87x in eight launches.
+ */
+const SHARED_ROUNDS = 3;
 
 /** Timing a model is a few of its steps; a model that takes longer than this is planned from FLOPs. */
 const PROFILE_TIMEOUT_MS = 60_000;
@@ -76,7 +83,8 @@ export class ModelProfiles {
 /**
  * How much the most crowded machine's workers slow each other when they all compute at once
  * (cores, memory bandwidth and their own communication threads shared): one of them steps for
- * SHARED_MS alone, then all of them at once, and their mean step is set against its own.
+ * SHARED_MS alone, then all of them at once, and their mean step is set against its own; the
+ * median over SHARED_ROUNDS such pairs, each close enough in time to meet the machine alike.
  * Undefined where every worker has a machine of its own.
  */
 async function sharedSlowdown(handles: readonly WorkerHandle[], msg: Omit<MessageOf<"profile">, "v" | "id">): Promise<ModelProfile["sharing"]> {
@@ -86,11 +94,14 @@ async function sharedSlowdown(handles: readonly WorkerHandle[], msg: Omit<Messag
   if (crowded.length < 2) return undefined;
   const time = (h: WorkerHandle, beside: string): Promise<number> =>
     h.channel.request({ ...msg, sharedForMs: SHARED_MS }, "profiled", { timeoutMs: PROFILE_TIMEOUT_MS, waitingFor: `rank ${h.rank}'s step ${beside}` }).then((r) => r.msg.replicaStepMs[0]!);
-  // Timed alone the same way first: a mean against a mean, since a fastest-of is a different measure.
-  const alone = await time(crowded[0]!, "alone");
-  const shared = await Promise.all(crowded.map((h) => time(h, "while the workers beside it step too")));
-  const mean = shared.reduce((n, t) => n + t, 0) / shared.length;
-  return alone > 0 ? { workers: crowded.length, slowdown: Math.max(1, mean / alone) } : undefined;
+  const ratios: number[] = [];
+  for (let round = 0; round < SHARED_ROUNDS; round++) {
+    // Timed alone the same way first: a mean against a mean, since a fastest-of is a different measure.
+    const alone = await time(crowded[0]!, "alone");
+    const shared = await Promise.all(crowded.map((h) => time(h, "while the workers beside it step too")));
+    if (alone > 0) ratios.push(shared.reduce((n, t) => n + t, 0) / shared.length / alone);
+  }
+  return ratios.length > 0 ? { workers: crowded.length, slowdown: Math.max(1, median(ratios)) } : undefined;
 }
 
 function topologyOf(model: tf.LayersModel): Record<string, unknown> {
