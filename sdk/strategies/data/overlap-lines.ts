@@ -11,7 +11,7 @@ export function overlapLine(o: OverlapChoice): string {
 
 /** When the run's all-reduces ran: the plan's choice, unless the data plane or the replica step could not overlap. */
 export function runOverlapLine(o: OverlapChoice, plane: DataPlaneChoice | undefined, step: ReplicaStepChoice | undefined): string {
-  if (!o.on) return `no overlap: one all-reduce after the backward pass: ${o.why}`;
+  if (!o.on) return overlapLine(o);
   if (plane?.path !== "native") return "no overlap: the WebSocket data plane all-reduces the whole gradient after the backward pass";
   if (step?.native !== true) return "no overlap: TF.js's autodiff hands over every gradient at once, after the backward pass";
   return `overlap: the gradient was all-reduced in buckets that started during the backward pass (a gradient under 1 MB goes in one): ${o.why}`;
