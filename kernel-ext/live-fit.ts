@@ -1,6 +1,6 @@
 import type { FitObserver, FitStart, FitWatch } from "../sdk/metrics/observer";
 import { figureBundle } from "../sdk/viz/bundles";
-import { throughputFigure } from "../sdk/viz/throughput";
+import { throughputFigure } from "../sdk/viz/throughput-figure";
 import { newDisplayId, sendBundle } from "./tslab-bridge";
 import type { StepRecord } from "../sdk/metrics/records";
 

@@ -11,7 +11,7 @@ quietCpuBanner();
 
 export { cluster, ClusterBuilder } from "./cluster/builder";
 export { Cluster, type ClusterState } from "./cluster/cluster";
-export { closeAll, liveClusters } from "./cluster/registry";
+export { closeAll, liveClusters } from "./cluster/live-clusters";
 export { datasets, Dataset, type Column, type DatasetSource, type LinearOptions, type MnistOptions, type SyntheticOptions } from "./data/index";
 export * from "./errors/errors";
 export { TrainingRun } from "./cluster/training-run";
@@ -24,15 +24,16 @@ export { type ScalingPoint } from "./viz/scaling";
 export { scalingFigure, barFigure, scheduleFigure, stalenessFigure, lossFigure } from "./viz/public-figures";
 export { figureToSvg } from "./viz/svg-chart";
 export { DISPLAY, type MimeBundle } from "./viz/displayable";
-export { throughput, median, defaultWarmup } from "./metrics/throughput";
+export { throughput, defaultWarmup } from "./metrics/throughput";
 export type { ModelSummary, LayerSummary } from "./plan/model-summary";
 export type { WorkerInfo } from "./protocol/messages";
 export { PROTOCOL_VERSION } from "./protocol/version";
-export type { BackendChoice, BackendName } from "./config/backend";
-export type { ClusterSpec, StrategyName } from "./config/cluster-spec";
-export type { FitOptions } from "./config/fit-options";
-export type { LossName } from "./config/loss";
-export type { OptimizerInput, OptimizerSpec } from "./config/optimizer";
+export type { BackendChoice, BackendName } from "./protocol/backend-names";
+export type { ClusterSpec } from "./config/cluster-spec";
+export type { StrategyName } from "./strategies/strategy-table";
+export type { FitOptions } from "./driver/fit-options";
+export type { LossName } from "./protocol/loss-names";
+export type { OptimizerInput, OptimizerSpec } from "./protocol/optimizer-spec";
 export type { WorkerSnapshot } from "./config/worker-snapshot";
 export { formatDataPlan } from "./strategies/data/planner";
 export type { Plan, PlanData, PlanMethods, DataParallelPlan, PlanDevice, PipelinePlan, StagePlan, PipelineKind, PsPlan, ShardVariable } from "./plan/plans";
@@ -44,6 +45,16 @@ export type { MemoryEstimate } from "./plan/memory";
 export type { Prediction } from "./plan/predict";
 export { makeSchedule, formatSchedule, simulate, bubbleFraction, theoreticalBubble, maxInFlight, checkSchedule, type Schedule, type ScheduleName, type Action } from "./plan/schedules";
 
-export { runWorker, type WorkerOptions } from "./worker/main";
-export { useBackend, type BackendReport } from "./worker/backend";
-export { VERSION } from "./version";
+import type { WorkerOptions } from "./worker/main";
+export type { WorkerOptions };
+export { useBackend, type BackendReport } from "./backends/select-backend";
+
+/**
+ * Runs a worker in this process, as `meshtrain worker` does. The worker's code is loaded when
+ * this is called: a driver that never calls it never loads it.
+ */
+export function runWorker(options: WorkerOptions): Promise<number> {
+  return (require("./worker/main") as typeof import("./worker/main")).runWorker(options);
+}
+export { VERSION } from "./protocol/sdk-version";
+export { median } from "./util/median";

@@ -1,5 +1,5 @@
 import type { AllReducer } from "../../sdk/collectives/all-reducer";
-import { nativeDataPlane } from "../../sdk/collectives/data-plane";
+import { nativeDataPlane } from "../../sdk/collectives/native-plane";
 import { connectDataRing } from "../../sdk/collectives/data-ring-setup";
 import { NativeRing } from "../../sdk/collectives/native-ring";
 import { ringOverLinks, watchedRing, type RingLinks } from "../../sdk/collectives/ring-over-links";

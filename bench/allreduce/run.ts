@@ -1,5 +1,5 @@
 import * as path from "node:path";
-import { nativeDataPlane } from "../../sdk/collectives/data-plane";
+import { nativeDataPlane } from "../../sdk/collectives/native-plane";
 import { fmt, machine, median, PEERS, pinnedEnv, ports, PYTHON, QUICK, runRanks, torchMissing, writeResults, type Json } from "../common";
 
 /**

@@ -1,5 +1,5 @@
 import * as path from "node:path";
-import { nativeDataPlane } from "../../sdk/collectives/data-plane";
+import { nativeDataPlane } from "../../sdk/collectives/native-plane";
 import { BLAS, fmt, machine, median, PEERS, pinnedEnv, ports, PYTHON, QUICK, runJson, runRanks, torchMissing, writeResults, type Json } from "../common";
 
 /**

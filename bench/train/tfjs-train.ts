@@ -1,8 +1,8 @@
 import * as tf from "@tensorflow/tfjs";
 import { buildDemoModel, type DemoModel } from "../../sdk/cli/models";
-import { selectBackend } from "../../sdk/worker/backend";
-import type { BackendChoice } from "../../sdk/config/backend";
-import { DataReplica } from "../../sdk/strategies/data/replica-role";
+import { selectBackend } from "../../sdk/backends/select-backend";
+import type { BackendChoice } from "../../sdk/protocol/backend-names";
+import { DataReplica } from "../../sdk/roles/data/replica";
 
 /**
  * meshtrain's side of the training-throughput benchmark: one process, one backend, the worker's
@@ -23,7 +23,7 @@ async function main(): Promise<void> {
   const weights = m.getWeights().map((w) => ({ data: Float32Array.from(w.dataSync()), shape: [...w.shape] }));
   m.dispose();
   const optimizer = opt === "adam" ? { name: "adam" as const, learningRate: 0.001, beta1: 0.9, beta2: 0.999 } : { name: "sgd" as const, learningRate: 0.01 };
-  const replica = await DataReplica.load({ type: "load", v: 1, id: 1, role: "replica", topology, optimizer, loss: "categoricalCrossentropy", attachments: [] }, weights);
+  const replica = await DataReplica.load({ type: "load", v: 1, id: 1, role: "replica", topology, optimizer, loss: "categoricalCrossentropy", replicaBatch: batch, stepTimeoutMs: 60_000, attachments: [] }, weights);
   const x = { data: Float32Array.from({ length: batch * 784 }, () => Math.random()), shape: [batch, 28, 28, 1] };
   const y = { data: new Float32Array(batch * 10), shape: [batch, 10] };
   for (let i = 0; i < batch; i++) y.data[i * 10 + (i % 10)] = 1;

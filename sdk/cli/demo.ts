@@ -1,8 +1,8 @@
 import * as tf from "@tensorflow/tfjs";
 import { cluster } from "../cluster/builder";
 import { datasets } from "../data/index";
-import type { BackendChoice } from "../config/backend";
-import { selectBackend } from "../worker/backend";
+import type { BackendChoice } from "../protocol/backend-names";
+import { selectBackend } from "../backends/select-backend";
 import { buildDemoModel, type DemoModel } from "./models";
 
 export interface DemoOptions {

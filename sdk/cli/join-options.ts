@@ -3,7 +3,8 @@ import { ConfigError } from "../errors/errors";
 import { detectRankEnv } from "../launchers/rank-env";
 import type { RankClaim } from "../protocol/join";
 import { WorkerUrlSchema } from "../config/cluster-spec";
-import { addressTowardsDriver, type JoinTarget } from "../worker/join-driver";
+import { type JoinTarget } from "../worker/join-driver";
+import { addressTowardsDriver } from "../transport/routes";
 
 /** The token from --token-file, else --token, else MESHTRAIN_TOKEN (a file or the environment keep it out of `ps`). */
 export function readToken(o: { token?: string; tokenFile?: string }): string | undefined {

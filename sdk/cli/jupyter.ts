@@ -3,7 +3,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { ConfigError } from "../errors/errors";
-import { VERSION } from "../version";
+import { VERSION } from "../protocol/sdk-version";
 
 /** The package's root (dist/sdk/cli -> the folder with package.json). */
 const PACKAGE_ROOT = path.join(__dirname, "..", "..", "..");

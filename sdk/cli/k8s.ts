@@ -3,7 +3,7 @@ import type * as tf from "@tensorflow/tfjs";
 import { stringify } from "yaml";
 import { cluster } from "../cluster/builder";
 import { newToken } from "../transport/auth";
-import { VERSION } from "../version";
+import { VERSION } from "../protocol/sdk-version";
 import { k8sManifests, runProblems, type K8sRun, type KubeObject } from "../launchers/k8s-manifests";
 import { throwProblems, type OptionProblem } from "../launchers/option-problems";
 import { podMemory, quantityProblem } from "../launchers/k8s-resources";
@@ -38,7 +38,7 @@ function words(line: string): string[] {
 /** A data-parallel replica's memory estimate on `workers` workers (the plan splits the batch). */
 function replicaMemory(model: tf.LayersModel, workers: number, token: string, o: K8sCliOptions): MemoryEstimate {
   const plan = cluster().join({ workers }).token(token).strategy("data").plan(model, { batchSize: o.batchSize, optimizer: o.optimizer });
-  if (plan.strategy !== "data") throw new Error(`a data-parallel cluster planned "${plan.strategy}"`);
+  if (!("memory" in plan)) throw new Error(`a data-parallel cluster planned stages ("${plan.strategy}")`);
   return plan.memory;
 }
 

@@ -1,6 +1,6 @@
 import * as net from "node:net";
 import type { PreflightReport } from "../launchers/preflight-report";
-import { VERSION } from "../version";
+import { VERSION } from "../protocol/sdk-version";
 
 /** `meshtrain preflight --reach ws://driver:port` on a host: versions, and a TCP connection back to the driver. */
 export async function runPreflight(reach: string): Promise<PreflightReport> {

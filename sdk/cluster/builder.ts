@@ -1,12 +1,12 @@
-import type { Compression } from "../collectives/half-codec";
 import type * as tf from "@tensorflow/tfjs";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { z } from "zod";
 import { ConfigError } from "../errors/errors";
 import { summarizeModel } from "../plan/model-summary";
-import { BACKEND_CHOICES, type BackendChoice } from "../config/backend";
-import { ClusterSpecSchema, crossCheck, DEFAULT_SPEC, HeartbeatSpecSchema, MAX_LOCAL_WORKERS, STRATEGY_NAMES, StrategySpecSchema, TimeoutsSpecSchema, WORKER_OUTPUT_LEVELS, WorkerOutputSpecSchema, WorkerUrlSchema, type ClusterSpec, type WorkerOutputSpec, type StrategyName, type WorkersSpec } from "../config/cluster-spec";
+import { BACKEND_CHOICES, type BackendChoice } from "../protocol/backend-names";
+import { ClusterSpecSchema, crossCheck, DEFAULT_SPEC, HeartbeatSpecSchema, MAX_LOCAL_WORKERS, TimeoutsSpecSchema, WORKER_OUTPUT_LEVELS, WorkerOutputSpecSchema, WorkerUrlSchema, type ClusterSpec, type WorkerOutputSpec, type WorkersSpec } from "../config/cluster-spec";
+import { checkStrategy, DEFAULT_STRATEGY, strategyNamed, type StrategyInput, type StrategyName } from "../strategies/strategy-table";
 import { parseOrThrow } from "../config/zod-problem";
 import { planOptions, type PlanRequest } from "./plan-request";
 import { Cluster } from "./cluster";
@@ -24,15 +24,8 @@ interface Draft extends Omit<ClusterSpec, "workers"> {
 
 const count = z.number().int().min(1).max(MAX_LOCAL_WORKERS);
 
-/** Each strategy's options (see the README's strategy table for meanings and defaults). */
-export interface StrategyOptionsMap {
-  data: { feed?: "driver" | "workers"; elastic?: { minWorkers: number }; compression?: Compression; overlap?: "auto" | boolean };
-  model: { stages?: number };
-  pipeline: { stages?: number; microBatches?: number; schedule?: "gpipe" | "1f1b" };
-  hybrid: { stages: number; replicas?: number; microBatches?: number; schedule?: "gpipe" | "1f1b" };
-  ps: { mode?: "async" | "sync"; staleness?: number; compression?: Compression };
-  auto: { microBatches?: number; schedule?: "gpipe" | "1f1b" };
-}
+/** Each strategy's options, as strategy(name, options) takes them (docs/strategies.md has their meanings and defaults). */
+export type StrategyOptionsMap = { [N in StrategyName]: StrategyInput<N> };
 
 /** Options of strategy("data"). */
 export type StrategyOptions = StrategyOptionsMap["data"];
@@ -48,7 +41,7 @@ export class ClusterBuilder {
 
   /** @internal Use cluster(). */
   static empty(): ClusterBuilder {
-    return new ClusterBuilder({ ...DEFAULT_SPEC, workers: undefined });
+    return new ClusterBuilder({ ...DEFAULT_SPEC, strategy: { name: DEFAULT_STRATEGY, options: strategyNamed(DEFAULT_STRATEGY).parse({}) }, workers: undefined });
   }
 
   private with(change: Partial<Draft>): ClusterBuilder {
@@ -206,14 +199,9 @@ export class ClusterBuilder {
    * ranges on different workers), "pipeline" (plus micro-batches and a schedule), "hybrid"
    * (replicated pipelines) or "auto" (the planner picks from memory estimates).
    */
-  strategy<N extends StrategyName>(name: N, ...options: N extends "hybrid" ? [StrategyOptionsMap[N]] : [StrategyOptionsMap[N]?]): ClusterBuilder {
-    if (!(STRATEGY_NAMES as readonly string[]).includes(name)) {
-      throw new ConfigError(`invalid strategy("${String(name)}")`, {
-        hint: `this version of meshtrain offers: ${STRATEGY_NAMES.map((s) => `"${s}"`).join(", ")}`,
-      });
-    }
-    const strategy = parseOrThrow(StrategySpecSchema, { name, ...(options[0] ?? {}) }, `strategy("${name}") options`, "see the README's strategy table for each strategy's options");
-    return this.with({ strategy });
+  strategy<N extends StrategyName>(name: N, ...options: {} extends StrategyInput<N> ? [StrategyInput<N>?] : [StrategyInput<N>]): ClusterBuilder {
+    // Each strategy validates its own options (the table finds it by name).
+    return this.with({ strategy: { name, options: strategyNamed(name).parse(options[0] ?? {}) } });
   }
 
   /**
@@ -277,6 +265,7 @@ export class ClusterBuilder {
     }
     const spec = parseOrThrow(ClusterSpecSchema, this.draft, "cluster spec");
     crossCheck(spec);
+    checkStrategy(spec);
     return deepFreeze(spec);
   }
 

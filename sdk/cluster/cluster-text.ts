@@ -1,5 +1,5 @@
 import type { WorkerSnapshot } from "../config/worker-snapshot";
-import type { WorkerHandle } from "./worker-handle";
+import type { WorkerHandle } from "../members/worker-handle";
 
 /** What a cluster shows of itself in a notebook and on a terminal. */
 export interface ClusterParts {

@@ -5,39 +5,36 @@ import { makeDisplayable } from "../viz/displayable";
 import { TrainingRun } from "./training-run";
 import { summarizeModel } from "../plan/model-summary";
 import { workerCount, type ClusterSpec } from "../config/cluster-spec";
-import { resolveFitOptions, type FitOptions } from "../config/fit-options";
+import { resolveFitOptions, type FitOptions } from "../driver/fit-options";
+import { runFit, type FitHost, type FitStrategy } from "../driver/fit";
 import type { WorkerSnapshot } from "../config/worker-snapshot";
-import { strategyOf } from "../strategies/registry";
+import { strategyOf, strategyOfSpec } from "../strategies/strategy-table";
 import { addWorker, startWorkers, type LaunchHooks } from "./launch";
 import type { JoinListener } from "./join-listener";
-import { LossWatch } from "./loss-watch";
+import { LossWatch } from "../driver/loss-watch";
 import { planOptions, type PlanRequest } from "./plan-request";
-import type { WorkerHandle } from "./worker-handle";
-import type { StepRecord } from "../metrics/records";
+import type { WorkerHandle } from "../members/worker-handle";
 import type { Plan } from "../plan/plans";
-import { checkShapes } from "../driver/input-checks";
 import { devicesOf } from "../driver/devices";
-import { FitAborted, type FitContext } from "../driver/fit-context";
-import { compileIfNot } from "../driver/model-transfer";
-import { asSequential, copyLayerWeights } from "../driver/chain-model";
+import { type FitContext } from "../driver/fit-context";
 import { makePlan, planForFit } from "../strategies/make-plan";
 import { clusterHtml, clusterText, type ClusterParts } from "./cluster-text";
-import { FitStop } from "./fit-stop";
-import type { DataPlaneChoice } from "../collectives/data-plane";
-import { configureLinks } from "./configure-links";
+import { FitStop } from "../driver/fit-stop";
+import { configureLinks } from "../driver/configure-links";
 import { refuseAdd, refuseUnusable, type ClusterState } from "./usable";
-import { register, unregister, type LiveCluster } from "./registry";
+import { register, unregister, type LiveCluster } from "./live-clusters";
 import { dataWiring, wiringKey, type Wiring } from "../plan/wiring";
-import { FitWatchers } from "./fit-watch";
-import { WorkerOutput } from "./worker-output";
-import { ModelProfiles } from "./model-profiles";
+import { WorkerOutput } from "../members/worker-output";
+import { ModelProfiles } from "../driver/model-profiles";
 import { stopMembers } from "./stop-members";
 import type { ModelProfile } from "../plan/profile";
 import type { RingSpeed } from "../plan/predict";
-import { MeasuredRings, probeRing } from "./ring-probe";
+import { MeasuredRings, probeRing } from "../driver/ring-probe";
 import type { LogLine } from "../metrics/records";
 
 export type { ClusterState } from "./usable";
+import type { DataPlaneChoice } from "../protocol/data-plane";
+import { FitAborted } from "../driver/fit-stop";
 
 /**
  * A running cluster: workers joined in one session with their ring connected. Made by
@@ -145,7 +142,7 @@ export class Cluster implements LiveCluster {
 
   /** Strategy "data": the ring wired as its fits use it, and its all-reduce timed (once per wiring). */
   private measuredRing(): Promise<RingSpeed | undefined> {
-    return this.rings.measure(this.spec, this.handles.length, async () => {
+    return this.rings.measure(strategyOfSpec(this.spec).probesRing(this.spec), async () => {
       await this.connect(dataWiring(this.handles.length));
       return { key: this.wired!, time: () => this.losses.guard(probeRing(this.handles, this.dataPlane!.path, this.spec.timeouts.stepMs)) };
     });
@@ -163,46 +160,20 @@ export class Cluster implements LiveCluster {
 
   private async fitOnce(model: tf.LayersModel, dataset: Dataset, options: FitOptions): Promise<TrainingRun> {
     this.usable("fit");
-    const resolved = resolveFitOptions(options, model);
-    const watch = new FitWatchers(this.spec, resolved, dataset, { size: this.size, output: this.output, members: () => [...this.handles, ...this.servers], step: () => this.step });
-    const seen: StepRecord[] = [];
-    const o = { ...resolved, onStep: (r: StepRecord) => (seen.push(r), watch.step(r), resolved.onStep?.(r)) };
-    const stop = new FitStop(resolved.signal);
+    const stop = new FitStop(options.signal);
     this.fitStop = stop;
-    const started = performance.now();
     this.state_ = "fitting";
-    const ctx = this.fitContext(stop);
-    let chain: tf.LayersModel | undefined;
-    let plan: Plan | undefined;
     try {
-      try {
-        checkShapes(model, dataset, o);
-        const profile = o.plan || this.spec.strategy.name === "ps" ? undefined : await this.profiles.forFit(this.handles, model, o, (ms) => this.losses.within(ms));
-        const ring = o.plan ? undefined : await this.measuredRing();
-        plan = planForFit(this.spec, summarizeModel(model), { batchSize: o.batchSize, optimizer: o.optimizer, devices: this.handles.map((h) => devicesOf(h)), ...(profile ? { profile } : {}), ...(ring ? { ring } : {}) }, o.plan);
-        chain = await asSequential(model);
-      } catch (err) {
-        throw new FitAborted(err);
-      }
-      watch.stepsBegin();
-      const record = await strategyOf(plan).fit(ctx, chain, dataset, o, plan).finally(() => {
-        this.onDeparture = null;
-        this.onJoin = null;
-      });
-      if (chain !== model) copyLayerWeights(chain, model);
+      const record = await runFit(this.fitHost(), this.fitStrategy(), model, dataset, options, stop);
       this.state_ = "ready";
-      watch.end();
-      compileIfNot(model, o);
-      return new TrainingRun({ ...record, ...(this.dataPlane ? { dataPlane: this.dataPlane } : {}), logs: watch.logs(), training: { optimizer: o.optimizer, loss: o.loss, metrics: o.metrics.map((m) => m.name), origins: o.origins } });
-    } catch (caught) {
-      const err = watch.end(caught);
-      if ((this.state_ as ClusterState) === "closed") {
-        throw new StateError("the cluster was closed while fit was running", { cause: err });
-      }
+      return new TrainingRun(record);
+    } catch (err) {
+      if ((this.state_ as ClusterState) === "closed") throw new StateError("the cluster was closed while fit was running", { cause: err });
       if (this.losses.failure) throw this.losses.failure;
       if (err instanceof FitAborted) {
+        // Every worker is in a known state: the cluster stays usable, and the user gets the error itself.
         this.state_ = "ready";
-        if (err.error instanceof AbortError && plan) err.error.run = new TrainingRun({ history: seen, plan, workers: this.workers, seed: o.seed, epochs: o.epochs, wallMs: performance.now() - started, logs: watch.logs() });
+        if (err.error instanceof AbortError && err.partial) err.error.run = new TrainingRun(err.partial);
         throw err.error;
       }
       // Workers may be mid-step or mid-all-reduce; only a fresh cluster is known to be consistent.
@@ -211,8 +182,33 @@ export class Cluster implements LiveCluster {
     } finally {
       stop.dispose();
       this.fitStop = undefined;
-      if (chain !== undefined && chain !== model) chain.dispose();
+      this.onDeparture = null;
+      this.onJoin = null;
     }
+  }
+
+  /** What one fit borrows from this cluster. */
+  private fitHost(): FitHost {
+    return {
+      spec: this.spec,
+      workers: this.handles,
+      members: () => [...this.handles, ...this.servers],
+      output: this.output,
+      step: () => this.step,
+      profileFor: (model, o) => this.profiles.forFit(this.handles, model, o, (ms) => this.losses.within(ms)),
+      ring: () => this.measuredRing(),
+      dataPlane: () => this.dataPlane,
+      context: (stop) => this.fitContext(stop),
+    };
+  }
+
+  /** The cluster's strategy as a fit uses it: planning (a given plan made again for this fit) and its runtime. */
+  private fitStrategy(): FitStrategy {
+    return {
+      profiled: strategyOfSpec(this.spec).profiled,
+      plan: (model, options, given) => planForFit(this.spec, model, options, given),
+      fit: (ctx, model, dataset, o, plan) => strategyOf(plan).fit(ctx, model, dataset, o, plan),
+    };
   }
 
   /** What a strategy's runtime gets from this cluster for one fit. */

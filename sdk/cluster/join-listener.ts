@@ -5,7 +5,7 @@ import { acceptHandshake } from "../transport/handshake";
 import { readJoinFrame, sendJoinFrame } from "../transport/join-frames";
 import { CLOSE, type Link } from "../transport/link";
 import { listen, type Listener } from "../transport/ws-endpoint";
-import { VERSION } from "../version";
+import { VERSION } from "../protocol/sdk-version";
 
 /**
  * The driver's side of workers that join (`meshtrain worker --join <url>`): listens, proves the

@@ -1,6 +1,6 @@
 import { AbortError } from "../errors/errors";
 import type { JoinListener } from "./join-listener";
-import { register, unregister } from "./registry";
+import { register, unregister } from "./live-clusters";
 
 /**
  * While launch() waits for workers to join (a Slurm job pending, ssh hosts starting, a

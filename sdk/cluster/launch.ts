@@ -11,9 +11,9 @@ import { JoinListener } from "./join-listener";
 import { makeLauncher } from "../launchers/make-launcher";
 import type { Launcher } from "../launchers/launcher";
 import { interruptibly } from "./launch-interrupt";
-import { LocalWorkerProcess } from "./local-process";
-import { labelOf, WorkerHandle } from "./worker-handle";
-import type { WorkerOutput } from "./worker-output";
+import { LocalWorkerProcess } from "../members/local-process";
+import { labelOf, WorkerHandle } from "../members/worker-handle";
+import type { WorkerOutput } from "../members/worker-output";
 import type { WorkerInfo } from "../protocol/messages";
 
 export interface LaunchHooks {

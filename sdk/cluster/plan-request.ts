@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { OptimizerSpecSchema, type OptimizerInput } from "../config/optimizer";
+import { OptimizerSpecSchema, type OptimizerInput } from "../protocol/optimizer-spec";
 import { parseOrThrow } from "../config/zod-problem";
 import type { PlanOptions } from "../plan/plans";
 

@@ -1,6 +1,6 @@
 import { CLOSE } from "../transport/link";
 import type { JoinListener } from "./join-listener";
-import type { WorkerHandle } from "./worker-handle";
+import type { WorkerHandle } from "../members/worker-handle";
 
 /** Ends the session with every worker and server, and stops listening for joins. */
 export async function stopMembers(joins: JoinListener | undefined, members: readonly WorkerHandle[], reason: string): Promise<void> {

@@ -1,14 +1,13 @@
 import * as fs from "node:fs";
 import type { WorkerSnapshot } from "../config/worker-snapshot";
-import type { DataPlaneChoice } from "../collectives/data-plane";
-import { dataPlaneLine } from "./data-plane-choice";
-import { replicaStepLine, type ReplicaStepChoice } from "../metrics/replica-step";
+import { dataPlaneLine } from "../driver/data-plane-choice";
+import { replicaStepLine } from "../metrics/replica-step";
 import { cost, type CostReport } from "../metrics/cost";
 import { epochHistory } from "../metrics/epochs";
 import type { Departure, EpochHistory, LogLine, MembershipChange, PushRecord, RunRecord, StepRecord, TrainingSetup } from "../metrics/records";
 import { summarize, type RunSummary } from "../metrics/summary";
 import type { Plan } from "../plan/plans";
-import { strategyOf } from "../strategies/registry";
+import { strategyOf } from "../strategies/strategy-table";
 import type { RunNotes } from "../strategies/strategy";
 import { breakdownFigure } from "../viz/breakdown";
 import { figureBundle, planBundle } from "../viz/bundles";
@@ -18,9 +17,11 @@ import type { Figure } from "../viz/figure";
 import { lossFigure, stalenessFigure } from "../viz/ps-figures";
 import { plotlyPath, reportHtml } from "../viz/report";
 import { measuredScheduleFigure } from "../viz/schedule-timeline";
-import { throughputFigure } from "../viz/throughput";
+import { throughputFigure } from "../viz/throughput-figure";
 import { timelineFigure } from "../viz/timeline";
 import { chromeTrace } from "../viz/trace";
+import type { DataPlaneChoice } from "../protocol/data-plane";
+import type { ReplicaStepChoice } from "../protocol/profile-messages";
 
 function shown(fig: Figure): Figure {
   return displayableFigure(fig, figureBundle);

@@ -1,5 +1,5 @@
 import type { MeshtrainError } from "../errors/errors";
-import type { WireFormat } from "./half-codec";
+import type { WireFormat } from "../protocol/wire-formats";
 import type { AllReduceStats } from "./ring-allreduce";
 
 /** A ring all-reduce, whichever data plane carries it (RingAllReduce over WebSockets, NativeRing over TCP). */

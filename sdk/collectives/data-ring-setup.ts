@@ -5,7 +5,7 @@ import { DataPortSchema } from "../protocol/messages";
 import { PROTOCOL_VERSION } from "../protocol/version";
 import type { Link } from "../transport/link";
 import { nextFrame, parseSmallJson } from "../transport/next-frame";
-import { dataPlaneError } from "./data-plane";
+import { dataPlaneError } from "./native-plane";
 import type { NativeRingOptions } from "./native-ring";
 
 export interface DataRingSetup {

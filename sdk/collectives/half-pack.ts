@@ -1,6 +1,7 @@
 import { ProtocolError } from "../errors/errors";
 import type { Tensorlike } from "../protocol/tensor";
-import { bestHalfCodec, DECODE, FORMAT_CODE, type HalfCodec, type WireFormat } from "./half-codec";
+import { DECODE, FORMAT_CODE, type HalfCodec, type WireFormat } from "../protocol/wire-formats";
+import { bestHalfCodec } from "./half-codec";
 
 /**
  * A compressed push as it travels in the attachments a message may carry (float32 or int32):

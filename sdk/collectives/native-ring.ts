@@ -1,8 +1,8 @@
 import type { NativeAddon } from "../backends/native/addon";
 import { CollectiveError, type MeshtrainError } from "../errors/errors";
 import type { AllReducer } from "./all-reducer";
-import { FORMAT_CODE, type WireFormat } from "./half-codec";
-import { dataPlaneError } from "./data-plane";
+import { FORMAT_CODE, type WireFormat } from "../protocol/wire-formats";
+import { dataPlaneError } from "./native-plane";
 import type { AllReduceStats } from "./ring-allreduce";
 
 /** How long a ring whose socket was closed under it waits to hear why (a failure from the heartbeats). */

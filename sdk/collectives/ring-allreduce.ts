@@ -1,8 +1,9 @@
 import { CollectiveError, ProtocolError, TimeoutError, type MeshtrainError } from "../errors/errors";
 import { ELEMENT_BYTES, HEADER_BYTES, writeHeader, type DecodedFrame, type FrameDType } from "../protocol/frame";
 import { bestAccumulate, type Accumulate } from "./accumulate";
-import { bestHalfCodec, DECODE, FORMAT_CODE, type HalfCodec, type WireFormat } from "./half-codec";
+import { DECODE, FORMAT_CODE, type HalfCodec, type WireFormat } from "../protocol/wire-formats";
 import { chunkOffsets, mod, segmentBounds } from "./segments";
+import { bestHalfCodec } from "./half-codec";
 
 /**
  * Ring all-reduce (sum) in two phases, reduce-scatter then all-gather, each N-1 ring steps.

@@ -1,10 +1,7 @@
 import { z } from "zod";
 import { ConfigError } from "../errors/errors";
-import { BACKEND_CHOICES } from "./backend";
+import { BACKEND_CHOICES } from "../protocol/backend-names";
 import { LauncherSpecSchema } from "./launcher-spec";
-import { StrategySpecSchema } from "./strategy-spec";
-
-export { STRATEGY_NAMES, StrategySpecSchema } from "./strategy-spec";
 
 /**
  * The frozen description of a cluster. The fluent builder produces it; planners read it; the
@@ -74,7 +71,11 @@ export const ClusterSpecSchema = z.strictObject({
   /** Shared secret every connection proves it knows. Local clusters make a random one. */
   token: z.string().min(16, "must be at least 16 characters").max(1024).optional(),
   backend: z.enum(BACKEND_CHOICES),
-  strategy: StrategySpecSchema,
+  /**
+   * How the workers train together: a strategy's name and its options, which the strategy
+   * validates itself (strategy(name, options) on the builder). Defaults: "data".
+   */
+  strategy: z.strictObject({ name: z.string().min(1).max(64), options: z.record(z.string(), z.unknown()) }),
   heartbeat: HeartbeatSpecSchema,
   timeouts: TimeoutsSpecSchema,
   workerOutput: WorkerOutputSpecSchema,
@@ -113,8 +114,7 @@ export const ClusterSpecSchema = z.strictObject({
 
 export type WorkersSpec = z.infer<typeof WorkersSpecSchema>;
 export type ServersSpec = NonNullable<z.infer<typeof ClusterSpecSchema>["servers"]>;
-export type StrategySpec = z.infer<typeof StrategySpecSchema>;
-export type StrategyName = StrategySpec["name"];
+export type StrategySpec = ClusterSpec["strategy"];
 export type HeartbeatSpec = z.infer<typeof HeartbeatSpecSchema>;
 export type TimeoutsSpec = z.infer<typeof TimeoutsSpecSchema>;
 export type WorkerOutputSpec = z.infer<typeof WorkerOutputSpecSchema>;
@@ -122,7 +122,7 @@ export type ClusterSpec = Readonly<z.infer<typeof ClusterSpecSchema>>;
 
 export const DEFAULT_SPEC: Omit<ClusterSpec, "workers"> = {
   backend: "auto",
-  strategy: { name: "data", feed: "driver", overlap: "auto" },
+  strategy: { name: "data", options: {} },
   heartbeat: { intervalMs: 1000, timeoutMs: 10_000 },
   timeouts: { connectMs: 60_000, stepMs: 600_000, stallMs: 30_000 },
   workerOutput: { level: "all", linesPerSecond: 20 },
@@ -149,7 +149,6 @@ export function slowdownOf(spec: ClusterSpec, rank: number): number {
 /** Checks that need more than one field; each message shows the arithmetic. */
 export function crossCheck(spec: ClusterSpec): void {
   checkLinks(spec);
-  checkStrategy(spec);
   checkServers(spec);
   checkExtras(spec);
 }
@@ -197,46 +196,8 @@ function checkLinks(spec: ClusterSpec): void {
   }
 }
 
-/** The strategy's shape against the number of workers. */
-function checkStrategy(spec: ClusterSpec): void {
-  const n = workerCount(spec);
-  const st = spec.strategy;
-  if ((st.name === "model" || st.name === "pipeline") && st.stages !== undefined && st.stages !== n) {
-    throw new ConfigError(`${st.name}: stages(${st.stages}) != workers(${n}): each stage runs on its own worker`, {
-      hint: `use ${n} stages, or strategy("hybrid", { stages: ${st.stages}, replicas: ${Math.max(1, Math.floor(n / st.stages))} }) to replicate stages`,
-    });
-  }
-  if ((st.name === "model" || st.name === "pipeline") && n < 2) {
-    throw new ConfigError(`${st.name} parallelism needs at least 2 workers (it has ${n})`, { hint: 'use .workers(2) or more, or strategy("data")' });
-  }
-  if (st.name === "hybrid") {
-    const replicas = st.replicas ?? Math.floor(n / st.stages);
-    if (replicas * st.stages !== n) {
-      throw new ConfigError(`hybrid: replicas(${replicas}) x stages(${st.stages}) = ${replicas * st.stages} != workers(${n})`, {
-        hint: `choose stages and replicas whose product is ${n}`,
-      });
-    }
-  }
-  if (st.name === "data" && st.elastic) {
-    if (st.elastic.minWorkers > n) {
-      throw new ConfigError(`elastic: minWorkers ${st.elastic.minWorkers} is more than the ${n} worker(s) the cluster starts with`, { hint: `use minWorkers between 1 and ${n}` });
-    }
-    if (st.feed === "workers") throw new ConfigError('elastic training re-shards each step\'s batch from the driver; it needs feed "driver"', { hint: 'drop feed: "workers"' });
-  }
-}
-
-/** Parameter servers: asked for exactly when strategy "ps" runs, and reachable by its workers. */
+/** Parameter servers reachable by the workers (whether the strategy takes them, the strategy says). */
 function checkServers(spec: ClusterSpec): void {
-  const st = spec.strategy;
-  if (st.name === "ps" && serverCount(spec) === 0) {
-    throw new ConfigError('strategy("ps") needs parameter servers: none were asked for', { hint: "add .ps(n) to start n parameter servers, e.g. cluster().workers(4).ps(2).strategy(\"ps\")" });
-  }
-  if (st.name !== "ps" && serverCount(spec) > 0) {
-    throw new ConfigError(`.ps(${serverCount(spec)}) asks for parameter servers, but strategy "${st.name}" does not use them`, { hint: 'use strategy("ps", { mode: "async" | "sync" }), or drop .ps()' });
-  }
-  if (st.name === "ps" && st.mode === "sync" && st.staleness !== undefined) {
-    throw new ConfigError(`strategy("ps", { mode: "sync", staleness: ${st.staleness} }): a staleness bound is for mode "async"; sync workers are never ahead of each other`, { hint: 'use mode "async" with staleness k (stale-synchronous parallel), or drop staleness' });
-  }
   if (spec.servers?.kind === "local" && spec.workers.kind !== "local") {
     throw new ConfigError(`.ps(${spec.servers.count}) starts parameter servers on this machine, which remote workers cannot reach (they listen on 127.0.0.1)`, {
       hint: 'start servers with `meshtrain worker --host <address>` where the workers can reach them and pass their addresses: .ps(["ws://host:7070", ...])',
@@ -250,13 +211,9 @@ function checkServers(spec: ClusterSpec): void {
 /** Stragglers made on purpose and wire limits. */
 function checkExtras(spec: ClusterSpec): void {
   const n = workerCount(spec);
-  const st = spec.strategy;
   for (const key of Object.keys(spec.slowdown ?? {})) {
     if (Number(key) >= n) {
       throw new ConfigError(`slowdown(${key}, ...) names rank ${key}, but the cluster has ranks 0 to ${n - 1}`, { hint: `choose a rank below ${n}` });
-    }
-    if (st.name !== "data" && st.name !== "ps") {
-      throw new ConfigError(`slowdown() slows a worker's whole step, which strategies "data" and "ps" run; strategy "${st.name}" splits steps into stages`, { hint: 'use strategy("data") or strategy("ps") for straggler experiments' });
     }
   }
   if (spec.modules?.length && spec.workers.kind !== "local") {

@@ -1,8 +1,9 @@
 import type * as tf from "@tensorflow/tfjs";
 import { ConfigError } from "../errors/errors";
-import { LOSS_NAMES, type LossName } from "./loss";
-import { metricFn, METRIC_NAMES, type MetricSpec } from "./metrics";
-import { OPTIMIZER_NAMES, OptimizerSpecSchema, type OptimizerSpec } from "./optimizer";
+import { LOSS_NAMES, type LossName } from "../protocol/loss-names";
+import { metricFn, METRIC_NAMES } from "./metric-names";
+import { OPTIMIZER_NAMES, OptimizerSpecSchema, type OptimizerSpec } from "../protocol/optimizer-spec";
+import type { MetricSpec } from "../protocol/metric-spec";
 
 /** Where a fit's optimizer or loss came from, for the run's notes. */
 export type Origin = "fit options" | "model.compile" | "default";

@@ -2,7 +2,7 @@ import * as tf from "@tensorflow/tfjs";
 import { DataError } from "../errors/errors";
 import { allocate, dtypeOf, elementCount, type DType, type TensorData } from "../protocol/tensor";
 import type { Tensorlike } from "../protocol/tensor";
-import type { DatasetSource } from "./source";
+import type { DatasetSource } from "../protocol/dataset-source";
 
 /** One side of a dataset (inputs or targets): all samples back to back in one typed array. */
 export interface Column {

@@ -4,7 +4,7 @@ import { mnist } from "./mnist";
 import { synthetic } from "./synthetic";
 
 export { Dataset, type Column } from "./dataset";
-export type { DatasetSource } from "./source";
+export type { DatasetSource } from "../protocol/dataset-source";
 export type { MnistOptions } from "./mnist";
 export type { LinearOptions } from "./linear";
 export type { SyntheticOptions } from "./synthetic";
@@ -13,7 +13,7 @@ export type { SyntheticOptions } from "./synthetic";
 export const datasets = Object.freeze({ fromTensors, mnist, synthetic, linear });
 
 /** Rebuilds a dataset from its source, identically in any process. */
-export function loadSource(source: import("./source").DatasetSource): import("./dataset").Dataset {
+export function loadSource(source: import("../protocol/dataset-source").DatasetSource): import("./dataset").Dataset {
   switch (source.kind) {
     case "mnist":
       return mnist({ split: source.split, ...(source.limit !== undefined ? { limit: source.limit } : {}) });

@@ -1,5 +1,6 @@
 import { WorkerLostError } from "../errors/errors";
-import { FitAborted, type FitContext } from "./fit-context";
+import { type FitContext } from "./fit-context";
+import { FitAborted } from "./fit-stop";
 
 /** Waits for one reply per request; a lost worker is the error reported, whatever else failed. */
 export function awaitAll(ctx: FitContext): <T>(requests: Array<Promise<T>>) => Promise<T[]> {

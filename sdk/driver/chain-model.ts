@@ -1,5 +1,5 @@
 import * as tf from "@tensorflow/tfjs";
-import { branchOf } from "../plan/chain";
+import { branchOf } from "../model/chain";
 
 interface LayerJson {
   class_name: string;

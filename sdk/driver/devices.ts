@@ -1,4 +1,4 @@
-import type { WorkerHandle } from "../cluster/worker-handle";
+import type { WorkerHandle } from "../members/worker-handle";
 import type { PlanDevice } from "../plan/plans";
 
 /** A worker's device as plans see it: what it reported when it joined, and the driver's link to it. */

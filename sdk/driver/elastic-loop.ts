@@ -1,15 +1,16 @@
-import type { WorkerHandle } from "../cluster/worker-handle";
+import type { WorkerHandle } from "../members/worker-handle";
 import type { Dataset } from "../data/dataset";
 import { WorkerLostError, type MeshtrainError } from "../errors/errors";
-import { epochOrder, globalBatch, replicaSlices, stepsPerEpoch } from "../plan/batches";
-import type { ResolvedFitOptions } from "../config/fit-options";
+import { EpochWalk } from "./epoch-walk";
+import type { ResolvedFitOptions } from "./fit-options";
 import type { Tensorlike } from "../protocol/tensor";
 import type { MembershipChange, StepRecord } from "../metrics/records";
 import { awaitAll, survived } from "./await";
 import { computeEnd, stepOutcome, straggler, workerStep } from "./step-records";
 import { nonFiniteStop } from "./non-finite";
-import { FitAborted, stepSeen, type FitContext, type StepDone } from "./fit-context";
+import { type FitContext, type StepDone } from "./fit-context";
 import type { Wiring } from "../plan/wiring";
+import { FitAborted, stepSeen } from "./fit-stop";
 
 interface InFlight {
   step: number;
@@ -28,6 +29,8 @@ function ringOf(members: readonly WorkerHandle[], size: number): Wiring {
 export interface ElasticHooks {
   /** Loads the model on a worker that joins, with these weights. */
   load(worker: WorkerHandle, weights: Tensorlike[]): Promise<void>;
+  /** Each member's slice of a batch of `count` samples: the plan's split while its membership lasts. */
+  split(count: number, members: number): readonly number[];
 }
 
 /**
@@ -53,9 +56,8 @@ export function runElastic(
 class ElasticLoop {
   private readonly all: ReturnType<typeof awaitAll>;
   private readonly stepMs: number;
-  private readonly perEpoch: number;
+  private readonly walk: EpochWalk;
   private readonly total: number;
-  private readonly orders = new Map<number, Uint32Array | null>();
   private members: WorkerHandle[];
   /** The global step each member was at when it was loaded: its applied count starts there. */
   private readonly base: Map<number, number>;
@@ -82,8 +84,8 @@ class ElasticLoop {
   ) {
     this.all = awaitAll(ctx);
     this.stepMs = ctx.spec.timeouts.stepMs;
-    this.perEpoch = stepsPerEpoch(dataset.size, o.batchSize);
-    this.total = o.epochs * this.perEpoch;
+    this.walk = new EpochWalk(dataset.size, o);
+    this.total = this.walk.total;
     this.members = [...ctx.workers];
     this.base = new Map<number, number>(this.members.map((h) => [h.rank, t.startStep]));
     this.done = this.next = t.startStep;
@@ -99,11 +101,6 @@ class ElasticLoop {
 
   private nudge(): void {
     this.wake?.();
-  }
-
-  private orderOf(epoch: number): Uint32Array | null {
-    if (!this.orders.has(epoch)) this.orders.set(epoch, epochOrder(this.dataset.size, this.o.shuffle, this.o.seed, epoch));
-    return this.orders.get(epoch)!;
   }
 
   async run(): Promise<{ history: StepRecord[]; membership: MembershipChange[]; members: WorkerHandle[]; stopped: FitAborted | undefined }> {
@@ -152,13 +149,12 @@ class ElasticLoop {
   }
 
   private issue(step: number): void {
-    const epoch = Math.floor(step / this.perEpoch);
-    const [start, end] = globalBatch(this.dataset.size, this.o.batchSize, step % this.perEpoch);
+    const { epoch, order, start, end } = this.walk.at(step);
     const count = end - start;
-    const slices = replicaSlices(count, this.members.length);
+    const slices = [...this.hooks.split(count, this.members.length)];
     let from = start;
     const requests = this.members.map((w, i) => {
-      const batch = this.dataset.gather(this.orderOf(epoch), from, from + slices[i]!);
+      const batch = this.dataset.gather(order, from, from + slices[i]!);
       from += slices[i]!;
       return w.channel.request({ type: "step", step, epoch, weight: slices[i]! / count, generation: this.generation }, "stepDone", {
         timeoutMs: this.stepMs,

@@ -1,10 +1,9 @@
-import type { WorkerHandle } from "../cluster/worker-handle";
+import type { WorkerHandle } from "../members/worker-handle";
 import type { ClusterSpec } from "../config/cluster-spec";
-import { AbortError, type MeshtrainError } from "../errors/errors";
+import type { MeshtrainError } from "../errors/errors";
 import type { MessageOf } from "../protocol/messages";
 import type { Incoming } from "../transport/channel";
 import type { Wiring } from "../plan/wiring";
-import type { StepRecord } from "../metrics/records";
 
 /** What a strategy's driver runtime gets from the cluster. */
 export interface FitContext {
@@ -29,39 +28,6 @@ export interface FitContext {
   setStep(step: number | undefined): void;
   /** Set once the fit was asked to stop (AbortSignal, interrupt, close()): loops stop at the next step boundary. */
   stopRequested(): MeshtrainError | undefined;
-}
-
-/**
- * Thrown by a runtime for a failure that left every worker in a known state (bad input found
- * before training, a model that did not load, an exception from the user's onStep): the
- * cluster stays usable and the user gets `error` itself.
- */
-export class FitAborted {
-  constructor(readonly error: unknown) {}
-}
-
-/** The fit's stop request (AbortSignal, interrupt, close()) as a loop's reason to stop, if there is one. */
-export function stopRequest(ctx: Pick<FitContext, "stopRequested">): FitAborted | undefined {
-  const e = ctx.stopRequested();
-  return e ? new FitAborted(e) : undefined;
-}
-
-/**
- * What every loop does with a step (or async round) it recorded: onStep sees it; the loop stops
- * there if onStep threw or the fit was asked to stop.
- */
-export function stepSeen(rec: StepRecord, onStep: ((rec: StepRecord) => void) | undefined, ctx: Pick<FitContext, "stopRequested">): FitAborted | undefined {
-  try {
-    onStep?.(rec);
-  } catch (err) {
-    return new FitAborted(err);
-  }
-  return stopRequest(ctx);
-}
-
-/** A stop asked for by the user, after which a checkpoint of the last whole step is still written. */
-export function askedToStop(stopped: FitAborted | undefined): boolean {
-  return stopped?.error instanceof AbortError;
 }
 
 /** A worker's reply to a step. */

@@ -1,8 +1,8 @@
 import type * as tf from "@tensorflow/tfjs";
-import type { ResolvedFitOptions } from "../config/fit-options";
+import type { ResolvedFitOptions } from "./fit-options";
 import type { Column, Dataset } from "../data/dataset";
 import { DataError, ModelError } from "../errors/errors";
-import { hasNonFinite } from "../worker/step-health";
+import { hasNonFinite } from "../backends/native/finite";
 
 /**
  * The model and the dataset fit each other, checked before anything is sent: shapes, label

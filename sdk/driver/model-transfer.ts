@@ -1,11 +1,11 @@
 import * as tf from "@tensorflow/tfjs";
-import type { WorkerHandle } from "../cluster/worker-handle";
+import type { WorkerHandle } from "../members/worker-handle";
 import { ModelError } from "../errors/errors";
 import type { Tensorlike } from "../protocol/tensor";
 import { awaitAll } from "./await";
 import type { FitContext } from "./fit-context";
-import type { ResolvedFitOptions } from "../config/fit-options";
-import { createOptimizer } from "../worker/model-io";
+import type { ResolvedFitOptions } from "./fit-options";
+import { createOptimizer } from "../model/optimizers";
 
 /** Host copies of tensors, for attachments. */
 export function hostCopies(ts: readonly tf.Tensor[]): Tensorlike[] {

@@ -1,7 +1,7 @@
-import type { ResolvedFitOptions } from "../config/fit-options";
+import type { ResolvedFitOptions } from "./fit-options";
 import { NonFiniteError } from "../errors/errors";
 import type { NonFiniteReport, StepRecord } from "../metrics/records";
-import { FitAborted } from "./fit-context";
+import { FitAborted } from "./fit-stop";
 
 /** With nonFinite "stop", a step where a worker found NaN or Infinity ends the fit (the workers dropped its update). */
 export function nonFiniteStop(rec: StepRecord, o: Pick<ResolvedFitOptions, "nonFinite" | "optimizer">): FitAborted | undefined {

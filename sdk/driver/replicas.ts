@@ -1,4 +1,4 @@
-import type { WorkerHandle } from "../cluster/worker-handle";
+import type { WorkerHandle } from "../members/worker-handle";
 import { ReplicaDivergenceError } from "../errors/errors";
 import { awaitAll } from "./await";
 import type { FitContext } from "./fit-context";

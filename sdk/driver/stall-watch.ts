@@ -1,4 +1,4 @@
-import type { WorkerHandle } from "../cluster/worker-handle";
+import type { WorkerHandle } from "../members/worker-handle";
 
 export interface StallWatchOptions {
   stallMs: number;

@@ -1,10 +1,11 @@
-import type { ResolvedFitOptions } from "../config/fit-options";
+import type { ResolvedFitOptions } from "./fit-options";
 import type { Dataset } from "../data/dataset";
 import type { StepRecord } from "../metrics/records";
-import { epochOrder, globalBatch, stepsPerEpoch } from "../plan/batches";
+import { EpochWalk, type BatchAt } from "./epoch-walk";
 import { awaitAll, survived } from "./await";
-import { askedToStop, FitAborted, stepSeen, stopRequest, type FitContext, type StepDone } from "./fit-context";
+import { type FitContext, type StepDone } from "./fit-context";
 import { nonFiniteStop } from "./non-finite";
+import { askedToStop, FitAborted, stepSeen, stopRequest } from "./fit-stop";
 
 /** One step sent to the workers: its replies, and how to turn them into the step's record. */
 export interface IssuedStep {
@@ -28,7 +29,7 @@ export function runSteps(ctx: FitContext, o: ResolvedFitOptions, dataset: Datase
   return new StepLoop(ctx, o, dataset, issue, more).run();
 }
 
-export type IssueStep = (step: number, epoch: number, order: Uint32Array | null, start: number, end: number) => IssuedStep;
+export type IssueStep = (batch: BatchAt) => IssuedStep;
 
 export interface LoopOptions {
   /** Steps before this one were done by an earlier fit (resuming from a checkpoint). */
@@ -55,27 +56,19 @@ class StepLoop {
   }
 
   async run(): Promise<{ history: StepRecord[]; stopped: FitAborted | undefined }> {
-    const perEpoch = stepsPerEpoch(this.dataset.size, this.o.batchSize);
     const startStep = this.more.startStep ?? 0;
+    this.step = startStep;
     try {
-      for (let epoch = 0; epoch < this.o.epochs && !this.stopped; epoch++) {
-        if ((epoch + 1) * perEpoch <= startStep) {
-          this.step += perEpoch;
-          continue;
-        }
-        const order = epochOrder(this.dataset.size, this.o.shuffle, this.o.seed, epoch);
-        for (let i = 0; i < perEpoch && !this.stopped; i++, this.step++) {
-          if (this.step < startStep) continue;
-          this.stopped ??= stopRequest(this.ctx);
-          if (this.stopped) break;
-          const every = this.more.checkpoint?.every;
-          if (every && this.step > startStep && this.step % every === 0) await this.save();
-          const [start, end] = globalBatch(this.dataset.size, this.o.batchSize, i);
-          const issued = this.issue(this.step, epoch, order, start, end);
-          issued.done.catch(() => undefined);
-          this.inFlight.push({ step: this.step, epoch, issued });
-          if (this.inFlight.length >= STEPS_IN_FLIGHT) await this.record();
-        }
+      for (const batch of new EpochWalk(this.dataset.size, this.o).steps(startStep)) {
+        this.stopped ??= stopRequest(this.ctx);
+        if (this.stopped) break;
+        const every = this.more.checkpoint?.every;
+        if (every && batch.step > startStep && batch.step % every === 0) await this.save();
+        const issued = this.issue(batch);
+        issued.done.catch(() => undefined);
+        this.inFlight.push({ step: batch.step, epoch: batch.epoch, issued });
+        this.step = batch.step + 1;
+        if (this.inFlight.length >= STEPS_IN_FLIGHT) await this.record();
       }
       while (this.inFlight.length > 0) await this.record();
       await this.save();

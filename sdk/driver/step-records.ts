@@ -1,4 +1,4 @@
-import type { WorkerHandle } from "../cluster/worker-handle";
+import type { WorkerHandle } from "../members/worker-handle";
 import type { StepRecord, WorkerStepRecord } from "../metrics/records";
 import type { StepDone } from "./fit-context";
 

@@ -1,5 +1,5 @@
 import { throwProblems, type OptionProblem } from "./option-problems";
-import { VERSION } from "../version";
+import { VERSION } from "../protocol/sdk-version";
 import type { PodMemory } from "./k8s-resources";
 
 /** Where the token Secret is mounted in every pod; workers read it with --token-file. */

@@ -2,11 +2,11 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { LaunchError, TimeoutError, type MeshtrainError } from "../errors/errors";
 import type { SlurmLauncherSpec } from "../config/launcher-spec";
-import { localAddressTowards } from "../worker/join-driver";
 import type { LaunchContext, Launcher } from "./launcher";
 import { cancelJob, cancelJobNow, controllerHost, ENDED_STATES, jobStatus, submitJob, type JobStatus } from "./slurm-job";
 import { meshtrainCommand } from "./remote-command";
 import { shellQuote } from "./ssh-target";
+import { localAddressTowards } from "../transport/routes";
 
 /** Every job this process submitted and has not seen end: cancelled when it exits. */
 const jobs = new Set<string>();

@@ -1,7 +1,7 @@
 import { LaunchError } from "../errors/errors";
-import { describeExit, LocalWorkerProcess } from "../cluster/local-process";
-import { localAddressTowards } from "../worker/join-driver";
+import { describeExit, LocalWorkerProcess } from "../members/local-process";
 import type { LaunchContext, Launcher } from "./launcher";
+import { localAddressTowards } from "../transport/routes";
 
 /**
  * fromEnv()'s rank 0: the driver starts its own worker, which joins like the other ranks'

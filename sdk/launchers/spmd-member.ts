@@ -1,6 +1,5 @@
 import type { ClusterSpec } from "../config/cluster-spec";
-import { addressTowardsDriver } from "../worker/join-driver";
-import { runWorker } from "../worker/main";
+import { addressTowardsDriver } from "../transport/routes";
 
 /**
  * fromEnv() on a rank other than 0: this process becomes that rank's worker. It joins the
@@ -11,6 +10,8 @@ import { runWorker } from "../worker/main";
 export async function serveAsMember(spec: ClusterSpec, place: { rank: number; source: string; worldSize: number; host: string; port: number; timeoutMs: number }): Promise<never> {
   const host = place.host.includes(":") ? `[${place.host}]` : place.host;
   const url = `ws://${host}:${place.port}`;
+  // Loaded here, on this rank only: a driver (rank 0) never loads the worker's code.
+  const { runWorker } = require("../worker/main") as typeof import("../worker/main");
   const code = await runWorker({
     host: await addressTowardsDriver(url, place.timeoutMs),
     port: 0,

@@ -1,14 +1,14 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { LaunchError } from "../errors/errors";
 import type { SshLauncherSpec } from "../config/launcher-spec";
-import { VERSION } from "../version";
-import { localAddressTowards } from "../worker/join-driver";
+import { VERSION } from "../protocol/sdk-version";
 import { followLines } from "../util/child-lines";
 import { killOnExit } from "../util/kill-on-exit";
 import { meshtrainCommand } from "./remote-command";
 import type { LaunchContext, Launcher } from "./launcher";
 import { judgePreflight, type PreflightRun } from "./preflight-report";
 import { parseSshTarget, resolvedHostName, shellQuote, sshArgv, type SshTarget } from "./ssh-target";
+import { localAddressTowards } from "../transport/routes";
 
 const NODE_MAJOR = 20;
 

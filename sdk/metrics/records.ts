@@ -1,10 +1,10 @@
-import type { ReplicaStepChoice } from "./replica-step";
-import type { DataPlaneChoice } from "../collectives/data-plane";
 import type { Origin } from "../config/compiled";
-import type { LossName } from "../config/loss";
-import type { OptimizerSpec } from "../config/optimizer";
+import type { LossName } from "../protocol/loss-names";
+import type { OptimizerSpec } from "../protocol/optimizer-spec";
 import type { Plan } from "../plan/plans";
 import type { WorkerSnapshot } from "../config/worker-snapshot";
+import type { DataPlaneChoice } from "../protocol/data-plane";
+import type { ReplicaStepChoice } from "../protocol/profile-messages";
 
 /**
  * What a fit records, as plain data: the driver's runtimes write these, TrainingRun, metrics

@@ -1,12 +1,4 @@
-/**
- * How the workers computed each replica's gradient: meshtrain's native step (forward, loss and
- * backward by native kernels on kept arrays, no autodiff tape), or TF.js's autodiff, and why.
- */
-export interface ReplicaStepChoice {
-  native: boolean;
-  /** Why a worker trained by autodiff (the layer, loss or backend that kept it from the native step). */
-  why?: string;
-}
+import type { ReplicaStepChoice } from "../protocol/profile-messages";
 
 /** One choice for the run: native only when every replica ran the native step. */
 export function replicaStepOf(reports: ReadonlyArray<ReplicaStepChoice | undefined>): ReplicaStepChoice | undefined {

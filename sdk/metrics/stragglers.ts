@@ -1,5 +1,5 @@
-import { median } from "./throughput";
 import type { StepRecord } from "./records";
+import { median } from "../util/median";
 
 export interface StragglerSummary {
   /** Steps in which each rank finished its forward and backward pass last. */

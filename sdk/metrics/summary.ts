@@ -1,7 +1,8 @@
 import type { Plan } from "../plan/plans";
 import type { RunRecord } from "./records";
 import { stragglers, type StragglerSummary } from "./stragglers";
-import { defaultWarmup, median, throughput } from "./throughput";
+import { defaultWarmup, throughput } from "./throughput";
+import { median } from "../util/median";
 
 export interface WorkerSummary {
   rank: number;

@@ -15,10 +15,3 @@ export function throughput(history: readonly StepRecord[], warmupSteps = default
   const samples = window.reduce((a, s) => a + s.samples, 0);
   return ms > 0 ? (samples * 1000) / ms : 0;
 }
-
-export function median(values: readonly number[]): number {
-  if (values.length === 0) return 0;
-  const v = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(v.length / 2);
-  return v.length % 2 === 1 ? v[mid]! : (v[mid - 1]! + v[mid]!) / 2;
-}

@@ -1,6 +1,6 @@
 import type * as tf from "@tensorflow/tfjs";
 import { ConfigError } from "../errors/errors";
-import { OptimizerSpecSchema, type OptimizerInput } from "../config/optimizer";
+import { OptimizerSpecSchema, type OptimizerInput } from "../protocol/optimizer-spec";
 import { estimateReplicaMemory, memoryTotal, type MemoryEstimate } from "./memory";
 import { summarizeModel } from "./model-summary";
 

@@ -1,4 +1,4 @@
-import type { OptimizerSpec } from "../config/optimizer";
+import type { OptimizerSpec } from "../protocol/optimizer-spec";
 import type { LayerSummary, ModelSummary } from "./model-summary";
 
 /** Bytes a replica needs, by category. Float32 everywhere. An estimate, and labelled as one. */

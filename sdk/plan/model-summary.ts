@@ -1,5 +1,5 @@
 import type * as tf from "@tensorflow/tfjs";
-import { branchOf } from "./chain";
+import { branchOf } from "../model/chain";
 import { forwardFlops } from "./flops";
 
 export interface LayerSummary {

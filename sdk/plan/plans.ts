@@ -1,7 +1,8 @@
-import type { Compression } from "../collectives/half-codec";
+import type { BatchSplit } from "./batches";
+import type { Compression } from "../protocol/wire-formats";
 import type { ModelProfile } from "./profile";
 import type { OverlapChoice } from "./overlap";
-import type { OptimizerSpec } from "../config/optimizer";
+import type { OptimizerSpec } from "../protocol/optimizer-spec";
 import type { MemoryEstimate } from "./memory";
 import type { ModelSummary } from "./model-summary";
 import type { StageCost } from "./partition";
@@ -38,8 +39,8 @@ export interface DataParallelPlan {
     /** Bytes each rank sends per step: 2(N-1)/N x the gradient's bytes on the wire (reduce-scatter + all-gather). */
     readonly bytesSentPerRank: number;
   };
-  /** Shard sizes of a full global batch, when the plan was made for a batch size. */
-  readonly batch: { readonly globalBatch: number; readonly perReplica: readonly number[] } | null;
+  /** Shard sizes of a full global batch, and the splits a fit executes, when the plan was made for a batch size. */
+  readonly batch: PlanBatch | null;
   /** What each replica holds (estimate; parts needing a batch size or optimizer are null without them). */
   readonly memory: MemoryEstimate;
   /** Each rank's device, when the plan was made by a launched cluster. */
@@ -50,6 +51,13 @@ export interface DataParallelPlan {
   readonly elastic: { readonly minWorkers: number } | null;
   /** Why this strategy was chosen, when a planner chose it (strategy "auto"); explain() adds what follows from the plan. */
   readonly reasons: readonly string[];
+}
+
+/** A global batch as a plan splits it: the full batch's slices, and every split a fit meets (see plan/batches.ts). */
+export interface PlanBatch {
+  readonly globalBatch: number;
+  readonly perReplica: readonly number[];
+  readonly splits: readonly BatchSplit[];
 }
 
 /** What a worker computes on, as its worker reported when it joined, and the driver's link to it. */
@@ -73,6 +81,8 @@ export interface PlanDevice {
 export interface PlanOptions {
   /** Global batch: the plan splits it among replicas and checks that it divides. */
   batchSize?: number;
+  /** Samples in the dataset (a fit's plan): the plan also splits an epoch's shorter last batch. */
+  datasetSize?: number;
   /** For the optimizer-state part of the memory estimate. */
   optimizer?: OptimizerSpec;
   /** Each rank's device (a launched cluster knows them). */
@@ -113,8 +123,8 @@ export interface PsPlan {
   readonly gradientBytes: number;
   /** Pushes carry the gradient as 16-bit floats with error feedback (pulls stay float32); null: float32. */
   readonly compression: Compression | null;
-  /** Each worker's slice of a full global batch. */
-  readonly batch: { readonly globalBatch: number; readonly perReplica: readonly number[] } | null;
+  /** Each worker's slice of a full global batch, and the splits a fit executes. */
+  readonly batch: PlanBatch | null;
   /** What each worker holds (estimate). */
   readonly memory: MemoryEstimate;
   readonly devices: readonly PlanDevice[] | null;
@@ -149,7 +159,8 @@ export interface PipelinePlan {
   /** Stage ranges set with plan.place(), as [stage, [from, to]] pairs; the partitioner chose the others. */
   readonly placed: ReadonlyArray<readonly [number, readonly [number, number]]>;
   readonly model: ModelSummary;
-  readonly batch: { readonly globalBatch: number; readonly perReplica: readonly number[]; readonly microBatch: number } | null;
+  /** With the largest micro-batch, for the memory estimate. */
+  readonly batch: (PlanBatch & { readonly microBatch: number }) | null;
   readonly optimizer: OptimizerSpec | null;
   readonly devices: readonly PlanDevice[] | null;
   readonly prediction: Prediction | null;

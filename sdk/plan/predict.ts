@@ -1,7 +1,7 @@
 import { atBatch, layersMs, type ModelProfile } from "./profile";
 import type { Schedule, TimedAction } from "./schedules";
 import { simulateShared, type ActionCost } from "./shared-simulation";
-import type { DataPlanePath } from "../collectives/data-plane";
+import type { DataPlanePath } from "../protocol/data-plane";
 
 /** What a plan's step time is predicted from: measured on the workers and links. */
 export interface Speeds {

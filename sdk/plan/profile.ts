@@ -1,4 +1,4 @@
-import type { ReplicaStepChoice } from "../metrics/replica-step";
+import type { ReplicaStepChoice } from "../protocol/profile-messages";
 
 /**
  * A model's layers and replica step timed on a worker's backend (PipeDream's profile), which

@@ -1,6 +1,6 @@
-import { median } from "../metrics/throughput";
 import { formatBytes } from "./memory";
 import type { Prediction } from "./predict";
+import { median } from "../util/median";
 
 /**
  * How much longer than the one-worker prediction a step must take before the run says it was

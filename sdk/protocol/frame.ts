@@ -1,5 +1,5 @@
 import { ProtocolError } from "../errors/errors";
-import { jsHalfCodec, FORMAT_CODE, DECODE } from "../collectives/half-codec";
+import { jsHalfCodec, FORMAT_CODE, DECODE } from "./wire-formats";
 import { CODE_DTYPE, DTYPE_CODE, type DType, type TensorData } from "./tensor";
 
 /**

@@ -1,11 +1,9 @@
 import { z } from "zod";
-import { DatasetSourceSchema } from "../data/source";
-import { BACKEND_CHOICES } from "../config/backend";
-import { LOSS_NAMES } from "../config/loss";
-import { MetricSpecSchema } from "../config/metrics";
-import { OptimizerSpecSchema } from "../config/optimizer";
-import { COMPRESSIONS } from "../collectives/half-codec";
+import { BACKEND_CHOICES } from "./backend-names";
+import { COMPRESSIONS } from "./wire-formats";
 import { TensorSpecSchema } from "./tensor";
+import { LoadSchema } from "./load-messages";
+export { LoadPsServerSchema, LoadPsWorkerSchema, LoadReplicaSchema, LoadSchema, LoadStageSchema, type LoadMessage, type LoadOf, type RoleName } from "./load-messages";
 import { WireErrorSchema } from "./wire-error";
 import { NoticeSchema, OutputSchema, ProgressSchema } from "./worker-reports";
 import { id, v } from "./fields";
@@ -122,72 +120,6 @@ export const ConfigureSchema = z.strictObject({
 export const DataPortSchema = z.strictObject({ type: z.literal("dataPort"), v, port: z.number().int().min(1).max(65535) });
 export const ConfiguredSchema = z.strictObject({ type: z.literal("configured"), v, re: id });
 
-export const LoadSchema = z.strictObject({
-  type: z.literal("load"), v, id,
-  /** TF.js model topology (model.toJSON()); built with tf.models.modelFromJSON, never evaluated as code. */
-  topology: z.record(z.string(), z.unknown()),
-  /**
-   * The role this worker plays while the model is loaded, by the name its strategy gives it
-   * ("replica", "stage", "ps-server", "ps-worker"): the worker looks it up in its table of roles.
-   */
-  role: z.string().min(1).max(64).default("replica"),
-  optimizer: OptimizerSpecSchema,
-  loss: z.enum(LOSS_NAMES),
-  /** The model's compiled metrics, computed on each slice every step. */
-  metrics: z.array(MetricSpecSchema).max(16).optional(),
-  /** Model, pipeline and hybrid strategies: which layers this worker holds and how it runs them. */
-  stage: z.strictObject({
-    index: z.number().int().nonnegative(),
-    count: z.number().int().positive(),
-    /** Layers [from, to) of the model. */
-    from: z.number().int().nonnegative(),
-    to: z.number().int().positive(),
-    /** The stage's part of the schedule, in order: F(m) forwards micro-batch m, B(m) runs its backward. */
-    actions: z.array(z.strictObject({ kind: z.enum(["F", "B"]), micro: z.number().int().nonnegative() })).max(2 * 4096),
-    microBatches: z.number().int().positive(),
-    /** Largest micro-batch, for the memory check. */
-    microBatchSize: z.number().int().positive(),
-  }).optional(),
-  /** The per-sample shape of what the stage receives (the output shape of the layer before it). */
-  stageInputShape: z.array(z.number().int().positive()).max(8).optional(),
-  /** Data parallelism: the largest replica slice, for the worker's memory check. */
-  replicaBatch: z.number().int().positive().optional(),
-  /** How long a stage waits for a neighbour's activation or gradient before it gives up. */
-  stepTimeoutMs: z.number().int().positive().optional(),
-  /** With feed "workers": the dataset the worker loads itself, and how every epoch is ordered. */
-  data: z.strictObject({ source: DatasetSourceSchema, shuffle: z.boolean(), seed: z.number().int() }).optional(),
-  /** Strategy "ps": this process's part (a server's shard, or a worker's view of every shard). */
-  ps: z.discriminatedUnion("role", [
-    z.strictObject({
-      role: z.literal("server"),
-      index: z.number().int().nonnegative(),
-      mode: z.enum(["async", "sync"]),
-      /** Sync: pushes summed per step (one per worker). */
-      workers: z.number().int().positive().max(4096),
-      /** The trainable variables it holds: their index in the model's trainable weights; values come as attachments. */
-      variables: z.array(z.strictObject({ index: z.number().int().nonnegative(), shape: z.array(z.number().int().nonnegative()).max(8) })).max(65536),
-      /** The model state it holds (float non-trainable weights, by index in model.nonTrainableWeights); values follow the variables' as attachments. */
-      state: z.array(z.strictObject({ index: z.number().int().nonnegative(), shape: z.array(z.number().int().nonnegative()).max(8) })).max(65536).optional(),
-    }),
-    z.strictObject({
-      role: z.literal("worker"),
-      mode: z.enum(["async", "sync"]),
-      /** For each server, in order, the indices of the trainable variables it holds. */
-      shards: z.array(z.array(z.number().int().nonnegative()).max(65536)).min(1).max(1024),
-      /** For each server, in order, the indices of the state (float non-trainable weights) it holds. */
-      state: z.array(z.array(z.number().int().nonnegative()).max(65536)).max(1024).optional(),
-    }),
-  ]).optional(),
-  /** A straggler made on purpose: after computing a step, wait (factor - 1) x the compute time. */
-  slowdown: z.number().min(1).max(1000).optional(),
-  /** Elastic data parallelism: keep the state before each update, to step back after a peer dies. */
-  elastic: z.boolean().optional(),
-  /** Gradients all-reduced (data) or pushed (ps) as 16-bit floats, with error feedback. */
-  compression: z.enum(COMPRESSIONS).optional(),
-  /** Data parallelism: all-reduce the gradient in buckets during the backward pass, where the data plane and step can. */
-  overlap: z.boolean().optional(),
-  attachments,
-});
 export const LoadedSchema = z.strictObject({
   type: z.literal("loaded"), v, re: id,
   /** Samples in the dataset the worker loaded itself (feed "workers"). */

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { LOSS_NAMES } from "../config/loss";
-import { OptimizerSpecSchema } from "../config/optimizer";
+import { LOSS_NAMES } from "./loss-names";
+import { OptimizerSpecSchema } from "./optimizer-spec";
 import { id, v } from "./fields";
 import { TensorSpecSchema } from "./tensor";
 
@@ -63,3 +63,9 @@ export const RingProbedSchema = z.strictObject({
   /** Per size, each all-reduce's ms, from the start of the call to the sum's return. */
   ms: z.array(z.array(ms).max(32)).max(8),
 });
+
+/**
+ * How the workers computed each replica's gradient: meshtrain's native step (forward, loss and
+ * backward by native kernels on kept arrays, no autodiff tape), or TF.js's autodiff, and why.
+ */
+export type ReplicaStepChoice = z.infer<typeof ReplicaStepSchema>;

@@ -5,11 +5,11 @@ import type { ModelSummary } from "../plan/model-summary";
 import type { Plan, PlanData, PlanMethods, PlanOptions } from "../plan/plans";
 import { planBundle } from "../viz/bundles";
 import { makeDisplayable } from "../viz/displayable";
-import { STRATEGIES, strategyOf } from "./registry";
+import { strategyNamed, strategyOf, strategyOfSpec } from "./strategy-table";
 
 /** The plan `spec`'s strategy makes for `model`, printable, explainable, drawable and placeable. */
 export function makePlan(spec: ClusterSpec, model: ModelSummary, options: PlanOptions): Plan {
-  return decorate(spec, model, options, STRATEGIES[spec.strategy.name].plan(spec, model, options));
+  return decorate(spec, model, options, strategyOfSpec(spec).plan(spec, model, options));
 }
 
 /** The plan as text. */
@@ -50,8 +50,8 @@ export function planForFit(spec: ClusterSpec, model: ModelSummary, options: Plan
       hint: "make the plan with plan(model) for the model you fit",
     });
   }
-  const family = STRATEGIES[spec.strategy.name].family;
-  if (family !== "any" && family !== strategyOf(given).family) {
+  const family = strategyOfSpec(spec).family;
+  if (family !== "any" && family !== strategyNamed(given.strategy).family) {
     throw new ConfigError(`the plan given to fit is a ${given.strategy} plan; this cluster's strategy is "${spec.strategy.name}"`);
   }
   return decorate(spec, model, options, strategyOf(given).replan(spec, model, given, options));

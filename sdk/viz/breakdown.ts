@@ -1,6 +1,7 @@
-import { defaultWarmup, median } from "../metrics/throughput";
+import { defaultWarmup } from "../metrics/throughput";
 import { COLORS, type Figure } from "./figure";
 import type { StepRecord } from "../metrics/records";
+import { median } from "../util/median";
 
 /** Median time per step on each rank, split into compute, communication and waiting, stacked. */
 export function breakdownFigure(history: readonly StepRecord[], title = "Step time per rank (median after warm-up)"): Figure {

@@ -1,4 +1,4 @@
-import type { WireFormat } from "../collectives/half-codec";
+import type { WireFormat } from "../protocol/wire-formats";
 import type { NativeRingOptions } from "../collectives/native-ring";
 import type { AllReduceStats } from "../collectives/ring-allreduce";
 import type { Message } from "../protocol/messages";

@@ -1,10 +1,10 @@
-import { nativeDataPlane } from "../collectives/data-plane";
-import type { WireFormat } from "../collectives/half-codec";
+import { nativeDataPlane } from "../collectives/native-plane";
+import type { WireFormat } from "../protocol/wire-formats";
 import { NativeRing } from "../collectives/native-ring";
 import { CollectiveError, ProtocolError, TimeoutError } from "../errors/errors";
 import { fromWireError } from "../protocol/wire-error";
 import type { ActivityState, CommToCompute, ComputeToComm } from "./bridge";
-import type { HostIO, OverlapRing, ServerLinks } from "./role";
+import type { HostIO, OverlapRing, ServerLinks } from "../roles/role";
 import type { AllReduceStats } from "../collectives/ring-allreduce";
 
 type Reduced = Awaited<ReturnType<HostIO["allReduce"]>>;

@@ -5,13 +5,13 @@ import type { Tensorlike } from "../protocol/tensor";
 import { toWireError } from "../protocol/wire-error";
 import type { Draft } from "../transport/channel";
 import { wallClock } from "../util/clock";
-import type { BackendReport } from "./backend";
+import type { BackendReport } from "../backends/select-backend";
 import { transferList, type CommToCompute, type ComputeToComm } from "./bridge";
 import { HostLinks } from "./host-links";
-import { joinWorker } from "./join";
-import { profileModel } from "./profile";
-import { weightsDigest } from "./model-io";
-import type { RoleFactory, RoleReply, WorkerRole } from "./role";
+import { joinWorker } from "./join-session";
+import { profileModel } from "../roles/profiler";
+import { weightsDigest } from "../model/model-io";
+import { makeRole, type RoleReply, type RoleTable, type WorkerRole } from "../roles/role";
 
 /**
  * The compute side of a worker (the process's main thread, where TF.js runs). Requests from the
@@ -30,7 +30,7 @@ export class ComputeHost {
   /** Bumped when a session ends, so work queued for the old session is dropped. */
   private epoch = 0;
 
-  constructor(private readonly comm: Worker, private readonly roles: Readonly<Record<string, RoleFactory>>) {
+  constructor(private readonly comm: Worker, private readonly roles: RoleTable) {
     this.links = new HostLinks((m, transfer) => this.post(m, transfer));
   }
 
@@ -95,11 +95,9 @@ export class ComputeHost {
   private async load(msg: MessageOf<"load">, attachments: Tensorlike[]): Promise<void> {
     if (!this.backend) throw new StateError('"load" arrived before "join"');
     this.drop("a new model was loaded");
-    this.links.stepTimeoutMs = msg.stepTimeoutMs ?? this.links.stepTimeoutMs;
+    this.links.stepTimeoutMs = msg.stepTimeoutMs;
     this.links.doing("loading the model");
-    const make = this.roles[msg.role];
-    if (!make) throw new ProtocolError(`"load" asks for role "${msg.role}"; this worker plays ${Object.keys(this.roles).join(", ")}`, { hint: "install the same meshtrain version on the driver and every worker" });
-    this.role = await make(msg, attachments, { memoryCapBytes: this.memoryCapBytes, stepTimeoutMs: this.links.stepTimeoutMs });
+    this.role = await makeRole(this.roles, msg.role, msg, attachments, { memoryCapBytes: this.memoryCapBytes, stepTimeoutMs: this.links.stepTimeoutMs });
     this.reply({ type: "loaded", re: msg.id, ...this.role.loaded });
     this.links.doing(msg.role === "ps-server" ? "serving the workers' pulls and pushes" : "model loaded, waiting for a step", "idle");
   }

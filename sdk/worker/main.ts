@@ -1,11 +1,11 @@
 import * as path from "node:path";
 import { Worker } from "node:worker_threads";
 import { ConfigError, isMeshtrainError } from "../errors/errors";
-import { VERSION } from "../version";
+import { VERSION } from "../protocol/sdk-version";
 import type { CommConfig, CommToCompute } from "./bridge";
-import { workerRoles } from "../strategies/roles";
+import { ROLES } from "../roles/role-table";
 import { ComputeHost } from "./host";
-import { loadModules } from "./modules";
+import { loadModules } from "../model/modules";
 import { captureOutput, reportCrashes } from "./output-capture";
 import { joinDriver, type JoinTarget } from "./join-driver";
 import { CLOSE } from "../transport/link";
@@ -75,13 +75,13 @@ export function runWorker(o: WorkerOptions): Promise<number> {
     version: VERSION,
     ...(o.tls ? { tls: { cert: o.tls.cert.toString("utf8"), key: o.tls.key.toString("utf8") } } : {}),
   };
-  const comm = new Worker(path.join(__dirname, "comm-thread.js"), { workerData: config });
+  const comm = new Worker(path.join(__dirname, "comm", "entry.js"), { workerData: config });
   // A local worker's output reaches the driver through its pipes, native writes included.
   if (!o.exitWithDriver) {
     captureOutput(comm);
     reportCrashes(comm);
   }
-  const compute = new ComputeHost(comm, workerRoles());
+  const compute = new ComputeHost(comm, ROLES);
   return new Promise((resolve) => {
     const finish = (code: number): void => {
       void comm.terminate().finally(() => resolve(code));

@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from "node:crypto";
 import * as net from "node:net";
 import type { NativeAddon } from "../../sdk/backends/native/addon";
-import { nativeDataPlane } from "../../sdk/collectives/data-plane";
+import { nativeDataPlane } from "../../sdk/collectives/native-plane";
 import { NativeRing } from "../../sdk/collectives/native-ring";
 
 export const TOKEN = "native-data-plane-test-token-0123";

@@ -1,9 +1,9 @@
 import * as tf from "@tensorflow/tfjs";
-import type { LossName } from "../../sdk/config/loss";
-import type { OptimizerSpec } from "../../sdk/config/optimizer";
+import type { LossName } from "../../sdk/protocol/loss-names";
+import type { OptimizerSpec } from "../../sdk/protocol/optimizer-spec";
 import type { Dataset } from "../../sdk/data/dataset";
 import { epochOrder } from "../../sdk/plan/batches";
-import { createOptimizer } from "../../sdk/worker/model-io";
+import { createOptimizer } from "../../sdk/model/optimizers";
 
 /**
  * The reference every equivalence test compares with: single-process model.fit on the batches a

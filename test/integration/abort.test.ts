@@ -5,7 +5,7 @@ import * as path from "node:path";
 import { test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { AbortError, closeAll, cluster, datasets, type ClusterBuilder, type TrainingRun } from "../../sdk/index";
-import { liveClusters } from "../../sdk/cluster/registry";
+import { liveClusters } from "../../sdk/cluster/live-clusters";
 import { smallClassifier, weightsMoved } from "../helpers/models";
 
 /**

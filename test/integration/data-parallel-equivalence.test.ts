@@ -3,7 +3,7 @@ import * as os from "node:os";
 import { after, before, describe, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { cluster, datasets, type Cluster, type StepRecord } from "../../sdk/index";
-import type { OptimizerSpec } from "../../sdk/config/optimizer";
+import type { OptimizerSpec } from "../../sdk/protocol/optimizer-spec";
 import { maxRelativeDifference, smallClassifier, weightsMoved } from "../helpers/models";
 import { modelFitReference } from "../helpers/reference";
 

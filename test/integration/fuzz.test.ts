@@ -9,9 +9,9 @@ import { PROTOCOL_VERSION } from "../../sdk/protocol/version";
 import { offerHandshake } from "../../sdk/transport/handshake";
 import type { Link } from "../../sdk/transport/link";
 import { dial } from "../../sdk/transport/ws-endpoint";
-import { createOptimizer } from "../../sdk/worker/model-io";
 import { maxRelativeDifference, smallClassifier } from "../helpers/models";
 import { isAlive, startCliWorker, waitFor } from "../helpers/processes";
+import { createOptimizer } from "../../sdk/model/optimizers";
 
 /**
  * Thousands of random and mutated frames, text and binary, sent to a live worker by an

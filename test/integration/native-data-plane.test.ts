@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import * as net from "node:net";
 import { test } from "node:test";
 import fc from "fast-check";
-import { FORMAT_CODE, roundTo, type Compression, type WireFormat } from "../../sdk/collectives/half-codec";
+import { FORMAT_CODE, roundTo, type Compression, type WireFormat } from "../../sdk/protocol/wire-formats";
 import { NativeRing } from "../../sdk/collectives/native-ring";
 import { AuthError, CollectiveError, ProtocolError, TimeoutError } from "../../sdk/errors/errors";
 import { inProcessRing } from "../helpers/in-process-ring";

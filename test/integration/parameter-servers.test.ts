@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { cluster, datasets, WorkerLostError, type Cluster, type TrainingRun } from "../../sdk/index";
-import type { OptimizerSpec } from "../../sdk/config/optimizer";
+import type { OptimizerSpec } from "../../sdk/protocol/optimizer-spec";
 import { maxRelativeDifference, smallClassifier, weightsMoved } from "../helpers/models";
 import { modelFitReference } from "../helpers/reference";
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test, type TestContext } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { cluster, datasets, ModelError, type Cluster, type TrainingRun } from "../../sdk/index";
-import type { OptimizerSpec } from "../../sdk/config/optimizer";
+import type { OptimizerSpec } from "../../sdk/protocol/optimizer-spec";
 import { deepClassifier, maxRelativeDifference, smallConvNet, weightsMoved } from "../helpers/models";
 import { modelFitReference } from "../helpers/reference";
 

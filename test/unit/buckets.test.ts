@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { WireFormat } from "../../sdk/collectives/half-codec";
+import type { WireFormat } from "../../sdk/protocol/wire-formats";
 import type { AllReduceStats } from "../../sdk/collectives/ring-allreduce";
-import { BUCKET_BYTES, FIRST_BUCKET_BYTES, GradientBuckets } from "../../sdk/strategies/data/buckets";
-import { ErrorFeedback } from "../../sdk/worker/error-feedback";
-import type { OverlapRing } from "../../sdk/worker/role";
+import { BUCKET_BYTES, FIRST_BUCKET_BYTES, GradientBuckets } from "../../sdk/roles/data/buckets";
+import { ErrorFeedback } from "../../sdk/roles/error-feedback";
+import type { OverlapRing } from "../../sdk/roles/role";
 
 /**
  * Gradient buckets as the backward pass fills them (last layers first): when each starts, what

@@ -3,7 +3,7 @@ import { test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { cluster } from "../../sdk/cluster/builder";
 import { ConfigError } from "../../sdk/errors/errors";
-import { resolveFitOptions } from "../../sdk/config/fit-options";
+import { resolveFitOptions } from "../../sdk/driver/fit-options";
 
 const configError = (pattern: RegExp) => (e: unknown) => e instanceof ConfigError && pattern.test(e.message);
 
@@ -29,7 +29,7 @@ test("the spec is frozen all the way down and has the documented defaults", () =
   assert.ok(Object.isFrozen(spec) && Object.isFrozen(spec.workers) && Object.isFrozen(spec.heartbeat));
   assert.deepEqual(spec.heartbeat, { intervalMs: 1000, timeoutMs: 10000 });
   assert.equal(spec.backend, "auto");
-  assert.deepEqual(spec.strategy, { name: "data", feed: "driver", overlap: "auto" });
+  assert.deepEqual(spec.strategy, { name: "data", options: { feed: "driver", overlap: "auto" } });
   assert.throws(() => {
     (spec.heartbeat as { intervalMs: number }).intervalMs = 5;
   }, TypeError);
@@ -39,7 +39,7 @@ test("bad arguments fail at once, naming the field", () => {
   assert.throws(() => cluster().workers(0), configError(/workers\(n\).*>=1|workers\(n\).*too small/i));
   assert.throws(() => cluster().workers(2.5), configError(/workers\(n\)/));
   assert.throws(() => cluster().backend("tpu" as never), configError(/backend\(name\)/));
-  assert.throws(() => cluster().strategy("sharding" as never), configError(/offers: "data", "ps", "model", "pipeline", "hybrid", "auto"/));
+  assert.throws(() => cluster().strategy("sharding" as "data"), configError(/offers: "data", "ps", "model", "pipeline", "hybrid", "auto"/));
   assert.throws(() => cluster().connect(["http://x:1"]), configError(/ws:\/\/host:port/));
   assert.throws(() => cluster().token("short"), configError(/at least 16/));
 });
@@ -65,7 +65,8 @@ test("plan() is pure data: ranks, ring order and shard sizes", () => {
   const plan = cluster().workers(3).strategy("data").plan(mlp(), { batchSize: 96 });
   assert.equal(plan.strategy, "data");
   assert.deepEqual(plan.ring, [0, 1, 2]);
-  assert.deepEqual(plan.batch, { globalBatch: 96, perReplica: [32, 32, 32] });
+  assert.deepEqual({ ...plan.batch, splits: undefined }, { globalBatch: 96, perReplica: [32, 32, 32], splits: undefined });
+  assert.deepEqual(plan.batch?.splits.map((x) => x.perReplica), [[32, 32, 32]]);
   assert.deepEqual(plan.workers.map((w) => w.rank), [0, 1, 2]);
   assert.equal(plan.model.trainableParamCount, 3 * 4 + 4 + 4 * 2 + 2);
   assert.equal(plan.gradientBytes, 26 * 4);
@@ -91,7 +92,7 @@ test("fit options take defaults and refuse nonsense", () => {
 });
 
 test("strategy options are checked: feed is driver or workers", () => {
-  assert.deepEqual(cluster().workers(2).strategy("data", { feed: "workers" }).spec().strategy, { name: "data", feed: "workers", overlap: "auto" });
+  assert.deepEqual(cluster().workers(2).strategy("data", { feed: "workers" }).spec().strategy, { name: "data", options: { feed: "workers", overlap: "auto" } });
   assert.throws(() => cluster().strategy("data", { feed: "carrier-pigeon" as never }), configError(/feed/));
   assert.throws(() => cluster().strategy("data", { stages: 2 } as never), configError(/stages/));
 });

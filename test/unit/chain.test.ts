@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
-import { branchOf } from "../../sdk/plan/chain";
+import { branchOf } from "../../sdk/model/chain";
 import { summarizeModel } from "../../sdk/plan/model-summary";
 import { asSequential } from "../../sdk/driver/chain-model";
 import { batchNormClassifier, functionalChain, residualClassifier } from "../helpers/stateful-models";

@@ -140,7 +140,7 @@ test("a message above the frame limit is refused before it is sent, and a 1009 c
     onClose: (e) => closes.push(e),
   });
   assert.throws(
-    () => small.send({ type: "load", id: 1, role: "replica", topology: { big: "x".repeat(500) }, optimizer: { name: "sgd", learningRate: 0.1 }, loss: "hinge" }),
+    () => small.send({ type: "load", id: 1, role: "replica", topology: { big: "x".repeat(500) }, optimizer: { name: "sgd", learningRate: 0.1 }, loss: "hinge", replicaBatch: 1, stepTimeoutMs: 1000 }),
     (e: unknown) => e instanceof FrameTooLargeError && /"load" message to worker rank 1 is \d+ bytes, above the 200-byte frame limit/.test((e as Error).message),
   );
   b.close(1009, "Max payload size exceeded");

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { cluster } from "../../sdk/index";
-import { chooseDataPlane, dataPlaneLine } from "../../sdk/cluster/data-plane-choice";
+import { chooseDataPlane, dataPlaneLine } from "../../sdk/driver/data-plane-choice";
 import { ConfigError } from "../../sdk/errors/errors";
 import type { WorkerInfo } from "../../sdk/protocol/messages";
 

@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import fc from "fast-check";
-import { bestHalfCodec, DECODE, FORMAT_CODE, jsHalfCodec, roundTo, type HalfCodec } from "../../sdk/collectives/half-codec";
+import { DECODE, FORMAT_CODE, jsHalfCodec, roundTo, type HalfCodec } from "../../sdk/protocol/wire-formats";
 import { loadAddon } from "../../sdk/backends/native/addon";
-import { ErrorFeedback } from "../../sdk/worker/error-feedback";
+import { ErrorFeedback } from "../../sdk/roles/error-feedback";
+import { bestHalfCodec } from "../../sdk/collectives/half-codec";
 
 /**
  * The 16-bit codec against values IEEE 754 fixes (fp16 and bfloat16, round to nearest, ties to

@@ -60,3 +60,16 @@ test("no function is over 60 lines without a reason given in a comment", () => {
   assert.equal(longFunctions("x.ts", `function f(): void {\n${body}\n}\n`).length, 1);
   assert.equal(longFunctions("x.ts", `// long: one table of cases, clearer whole\nfunction f(): void {\n${body}\n}\n`).length, 0);
 });
+
+/** File names that mean the same thing in every folder they appear in. */
+const SAME_MEANING = new Set(["index.ts", "main.ts", "planner.ts", "options.ts", "driver-runtime.ts"]);
+
+test("no file name means two different things in two folders of sdk/", () => {
+  const byName = new Map<string, string[]>();
+  for (const f of sources("sdk", [".ts"])) {
+    const name = path.basename(f);
+    byName.set(name, [...(byName.get(name) ?? []), f]);
+  }
+  const twice = [...byName].filter(([name, files]) => files.length > 1 && !SAME_MEANING.has(name)).map(([, files]) => files.join(" and "));
+  assert.deepEqual(twice, [], "rename one of each pair so the name says which concept it holds");
+});

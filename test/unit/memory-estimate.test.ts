@@ -2,9 +2,10 @@ import assert from "node:assert/strict";
 import { before, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { estimateMemory } from "../../sdk/plan/estimate-memory";
-import { compiledLoss, createOptimizer } from "../../sdk/worker/model-io";
+import { compiledLoss } from "../../sdk/model/model-io";
 import { trackBackendMemory } from "../helpers/memory-tracker";
 import { deepClassifier, smallConvNet } from "../helpers/models";
+import { createOptimizer } from "../../sdk/model/optimizers";
 
 /**
  * The memory estimate, checked against what TF.js really holds on its CPU backend: parameters,

@@ -3,10 +3,10 @@ import { describe, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import fc from "fast-check";
 import { NATIVE_BACKEND } from "../../sdk/backends/native/backend";
-import type { LossName } from "../../sdk/config/loss";
+import type { LossName } from "../../sdk/protocol/loss-names";
 import { DataError } from "../../sdk/errors/errors";
 import type { Tensorlike } from "../../sdk/protocol/tensor";
-import { loadReplica, sliceGradient, type LoadedReplica } from "../../sdk/worker/slice-gradient";
+import { loadReplica, sliceGradient, type LoadedReplica } from "../../sdk/roles/slice-gradient";
 import { nativeAvailable, randomArray } from "../helpers/backends";
 
 /**
@@ -69,7 +69,7 @@ async function replicaOn(backend: string, model: tf.LayersModel, loss: LossName)
   tf.setBackend(backend);
   const topology = model.toJSON(null, false) as unknown as Record<string, unknown>;
   const weights = model.getWeights().map((w) => ({ data: Float32Array.from(w.dataSync()), shape: [...w.shape] }));
-  return loadReplica({ type: "load", v: 1, id: 1, role: "replica", topology, optimizer: { name: "sgd", learningRate: 0.1 }, loss, attachments: [] }, weights, null);
+  return loadReplica({ type: "load", v: 1, id: 1, role: "replica", topology, optimizer: { name: "sgd", learningRate: 0.1 }, loss, replicaBatch: 64, stepTimeoutMs: 60_000, attachments: [] }, weights, null);
 }
 
 /** Every gradient value within 2e-4 of the reference's largest, and the loss within 1e-5 relative. */

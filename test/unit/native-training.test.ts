@@ -2,11 +2,11 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { NATIVE_BACKEND } from "../../sdk/backends/native/backend";
-import type { OptimizerSpec } from "../../sdk/config/optimizer";
-import type { LossName } from "../../sdk/config/loss";
+import type { OptimizerSpec } from "../../sdk/protocol/optimizer-spec";
+import type { LossName } from "../../sdk/protocol/loss-names";
 import type { Tensorlike } from "../../sdk/protocol/tensor";
 import { assertClose, nativeAvailable, randomArray } from "../helpers/backends";
-import { DataReplica } from "../../sdk/strategies/data/replica-role";
+import { DataReplica } from "../../sdk/roles/data/replica";
 
 /**
  * Whole training runs through the worker's own replica code: native kernels and the in-place
@@ -102,7 +102,7 @@ function start(c: Case): { topology: Record<string, unknown>; initial: Tensorlik
 async function train(backend: string, c: Case, from: ReturnType<typeof start>, optimizer: OptimizerSpec, steps: number): Promise<{ weights: Tensorlike[]; losses: number[] }> {
   const { topology, initial } = from;
   tf.setBackend(backend);
-  const replica = await DataReplica.load({ type: "load", v: 1, id: 1, role: "replica", topology, optimizer, loss: c.loss, attachments: [] }, initial);
+  const replica = await DataReplica.load({ type: "load", v: 1, id: 1, role: "replica", topology, optimizer, loss: c.loss, replicaBatch: c.x.shape[0]!, stepTimeoutMs: 60_000, attachments: [] }, initial);
   const losses: number[] = [];
   const alone = async (data: Float32Array) => ({ data, stats: { waitMs: 0, commMs: 0, bytesSent: 0 } });
   for (let i = 0; i < steps; i++) losses.push((await replica.train(1, c.x, c.y, alone)).loss);
@@ -130,7 +130,7 @@ for (const c of CASES) {
 
 test("the in-place update copies a variable whose memory another tensor shares", async () => {
   tf.setBackend(NATIVE_BACKEND);
-  const { NativeUpdate } = await import("../../sdk/backends/native/update-rules");
+  const { NativeUpdate } = await import("../../sdk/roles/native-update");
   const v = tf.variable(tf.tensor1d([1, 2, 3]));
   const alias = v.clone();
   const rule = new NativeUpdate(tf.backend() as never, [v], { name: "sgd", learningRate: 1 });
@@ -150,8 +150,8 @@ describe("in-place optimizers against tf.train on random gradients", () => {
   ];
   for (const spec of specs) {
     test(`${JSON.stringify(spec)}`, async () => {
-      const { NativeUpdate } = await import("../../sdk/backends/native/update-rules");
-      const { TfjsUpdate } = await import("../../sdk/worker/update-rule");
+      const { NativeUpdate } = await import("../../sdk/roles/native-update");
+      const { TfjsUpdate } = await import("../../sdk/roles/tfjs-update");
       const init = randomArray(300, 11);
       const grads = Array.from({ length: 8 }, (_, k) => {
         // Gradients away from zero: centered RMSProp takes the root of a difference (as TF.js does).

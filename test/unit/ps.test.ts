@@ -4,22 +4,22 @@ import * as tf from "@tensorflow/tfjs";
 import { cluster } from "../../sdk/cluster/builder";
 import { ConfigError, ProtocolError, TimeoutError } from "../../sdk/errors/errors";
 import { shardByBytes } from "../../sdk/strategies/ps/planner";
-import { roundRecord } from "../../sdk/strategies/ps/records";
+import { roundRecord } from "../../sdk/strategies/ps/push-records";
 import { leadOf, mayStart } from "../../sdk/strategies/ps/ssp";
 import { PROTOCOL_VERSION } from "../../sdk/protocol/version";
-import type { MessageOf } from "../../sdk/protocol/messages";
-import type { OptimizerSpec } from "../../sdk/config/optimizer";
-import { createOptimizer } from "../../sdk/worker/model-io";
+import type { LoadOf } from "../../sdk/protocol/messages";
+import type { OptimizerSpec } from "../../sdk/protocol/optimizer-spec";
 import { deepClassifier } from "../helpers/models";
 import type { PushRecord } from "../../sdk/metrics/records";
-import { ParamServer } from "../../sdk/strategies/ps/server-role";
+import { ParamServer } from "../../sdk/roles/ps/param-server";
+import { createOptimizer } from "../../sdk/model/optimizers";
 
 const configError = (pattern: RegExp) => (e: unknown) => e instanceof ConfigError && pattern.test(e.message);
 
 test("the builder asks for servers with ps() and refuses combinations that cannot work", () => {
   const spec = cluster().workers(4).ps(2).strategy("ps", { mode: "async", staleness: 2 }).slowdown(3, 3).spec();
   assert.deepEqual(spec.servers, { kind: "local", count: 2 });
-  assert.deepEqual(spec.strategy, { name: "ps", mode: "async", staleness: 2 });
+  assert.deepEqual(spec.strategy, { name: "ps", options: { mode: "async", staleness: 2 } });
   assert.deepEqual(spec.slowdown, { "3": 3 });
   assert.equal(cluster().workers(2).ps(1).strategy("ps").spec().strategy.name, "ps");
   assert.throws(() => cluster().workers(2).strategy("ps").spec(), configError(/needs parameter servers.*\nhelp: add \.ps\(n\)/));
@@ -96,10 +96,10 @@ test("async rounds: samples and losses add up, and the slowest rank is the strag
   assert.deepEqual(r.workers.map((w) => [w.rank, w.computeMs]), [[0, 10], [1, 30]]);
 });
 
-function serverLoad(mode: "async" | "sync", workers: number, shapes: number[][], optimizer: OptimizerSpec, stateShapes: number[][] = []): MessageOf<"load"> {
+function serverLoad(mode: "async" | "sync", workers: number, shapes: number[][], optimizer: OptimizerSpec, stateShapes: number[][] = []): LoadOf<"ps-server"> {
   return {
-    type: "load", v: PROTOCOL_VERSION, id: 1, role: "ps-server", topology: {}, optimizer, loss: "meanSquaredError",
-    ps: { role: "server", index: 0, mode, workers, variables: shapes.map((shape, index) => ({ index, shape })), state: stateShapes.map((shape, index) => ({ index, shape })) },
+    type: "load", v: PROTOCOL_VERSION, id: 1, role: "ps-server", optimizer, loss: "meanSquaredError", stepTimeoutMs: 2000,
+    index: 0, mode, workers, variables: shapes.map((shape, index) => ({ index, shape })), state: stateShapes.map((shape, index) => ({ index, shape })),
     attachments: [...shapes, ...stateShapes].map((shape) => ({ dtype: "float32" as const, shape })),
   };
 }

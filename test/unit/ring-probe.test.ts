@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ringSpeedOf } from "../../sdk/cluster/ring-probe";
+import { ringSpeedOf } from "../../sdk/driver/ring-probe";
 import { predictData } from "../../sdk/plan/predict";
 import { speedsOf } from "../../sdk/plan/speeds";
 

@@ -66,8 +66,9 @@ test("a data run whose steps took longer than one worker would have says so in i
     workers: [0, 1].map((rank) => ({ rank, computeMs: 223, commMs: 111, waitMs: 22, applyMs: 5, startMs: i * 370 })),
   });
   const record = { history: Array.from({ length: 12 }, (_, i) => step(i)), plan, workers: [0, 1].map((rank) => ({ rank, info: { backend: "native", device: "cpu" } })), seed: 1, epochs: 1, wallMs: 12 * 370 } as unknown as RunRecord;
-  const notes = dataStrategy.describe(record, summarize(record));
+  assert.ok(dataStrategy.owns(plan));
+  const notes = dataStrategy.describe(record, plan, summarize(record));
   assert.ok(notes.lines.some((l) => /^SLOWER than one worker would be: a step took 370\.0 ms/.test(l)), notes.lines.join("\n"));
   const quick = { ...record, history: record.history.map((s) => ({ ...s, ms: 100 })) } as RunRecord;
-  assert.ok(!dataStrategy.describe(quick, summarize(quick)).lines.some((l) => /SLOWER/.test(l)));
+  assert.ok(!dataStrategy.describe(quick, plan, summarize(quick)).lines.some((l) => /SLOWER/.test(l)));
 });

@@ -34,7 +34,7 @@ test("strategies and their options are checked against the number of workers, wi
   assert.throws(() => cluster().workers(1).strategy("model").spec(), configError(/at least 2 workers/));
   assert.throws(() => cluster().workers(2).strategy("pipeline", { schedule: "zigzag" as never }), configError(/schedule/));
   assert.throws(() => cluster().workers(2).strategy("pipeline", { microBatches: 0 }), configError(/microBatches/));
-  assert.deepEqual(cluster().workers(4).strategy("hybrid", { stages: 2 }).spec().strategy, { name: "hybrid", stages: 2, microBatches: 4, schedule: "1f1b" });
+  assert.deepEqual(cluster().workers(4).strategy("hybrid", { stages: 2 }).spec().strategy, { name: "hybrid", options: { stages: 2, microBatches: 4, schedule: "1f1b" } });
   assert.equal(cluster().workers(2).memory("256MB").spec().memoryCapBytes, 256e6);
   assert.equal(cluster().workers(2).memory("1.5GiB").spec().memoryCapBytes, 1.5 * 2 ** 30);
   assert.throws(() => cluster().memory("lots"), configError(/not a size/));
@@ -83,7 +83,8 @@ test("model and hybrid plans: one micro-batch; R replicas x S stages with rank =
   const h = cluster().workers(6).strategy("hybrid", { stages: 3 }).plan(model, { batchSize: 24 });
   if (h.strategy === "data" || h.strategy === "ps") throw new Error("hybrid plan expected");
   assert.deepEqual(h.ranks, [[0, 1, 2], [3, 4, 5]]);
-  assert.deepEqual(h.batch, { globalBatch: 24, perReplica: [12, 12], microBatch: 3 });
+  assert.deepEqual({ ...h.batch, splits: undefined }, { globalBatch: 24, perReplica: [12, 12], microBatch: 3, splits: undefined });
+  assert.deepEqual(h.batch?.splits.map((x) => x.micro), [[[3, 3, 3, 3], [3, 3, 3, 3]]]);
   assert.throws(() => cluster().workers(6).strategy("hybrid", { stages: 3 }).plan(model, { batchSize: 25 }), configError(/25 is not divisible by 2 replicas/));
   assert.throws(() => cluster().workers(2).strategy("pipeline", { microBatches: 8 }).plan(model, { batchSize: 4 }), configError(/batch of 4 cannot be cut into 8 micro-batches/));
 });

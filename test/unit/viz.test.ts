@@ -16,7 +16,7 @@ import { breakdownFigure } from "../../sdk/viz/breakdown";
 import { DISPLAY, NOTEBOOK_HOOK, type MimeBundle } from "../../sdk/viz/displayable";
 import { scalingFigure } from "../../sdk/viz/scaling";
 import { figureToSvg, niceTicks } from "../../sdk/viz/svg-chart";
-import { throughputFigure } from "../../sdk/viz/throughput";
+import { throughputFigure } from "../../sdk/viz/throughput-figure";
 import { timelineFigure, timelineSpans } from "../../sdk/viz/timeline";
 import { chromeTrace } from "../../sdk/viz/trace";
 import type { StepRecord, WorkerStepRecord } from "../../sdk/metrics/records";

@@ -1,7 +1,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { MathBackendCPU } from "@tensorflow/tfjs-backend-cpu";
 import type { NativeAddon } from "./addon";
-import { ArrayPool } from "./pool";
+import { ArrayPool } from "./array-pool";
 
 export const NATIVE_BACKEND = "native";
 

@@ -4,7 +4,7 @@ import { NATIVE_BACKEND, NativeBackend } from "./backend";
 import { convKernels } from "./kernels/conv";
 import { elementwiseKernels } from "./kernels/elementwise";
 import { batchMatMulKernel, fusedMatMulKernel } from "./kernels/matmul";
-import { poolKernels } from "./kernels/pool";
+import { poolKernels } from "./kernels/pooling";
 import { reduceKernels } from "./kernels/reduce";
 
 export type NativeRegistration = { ok: true; kernels: string[] } | { ok: false; reason: string };

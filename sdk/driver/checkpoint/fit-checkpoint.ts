@@ -1,14 +1,15 @@
 import type * as tf from "@tensorflow/tfjs";
-import type { WorkerHandle } from "../../cluster/worker-handle";
+import type { WorkerHandle } from "../../members/worker-handle";
 import type { Dataset } from "../../data/dataset";
 import { CheckpointError } from "../../errors/errors";
 import type { ModelSummary } from "../../plan/model-summary";
-import type { ResolvedFitOptions } from "../../config/fit-options";
+import type { ResolvedFitOptions } from "../fit-options";
 import type { Tensorlike } from "../../protocol/tensor";
 import { awaitAll } from "../await";
-import { FitAborted, type FitContext } from "../fit-context";
+import { type FitContext } from "../fit-context";
 import { setModelWeights } from "../model-transfer";
 import { readCheckpoint, writeCheckpoint, type Checkpoint, type CheckpointBody } from "./store";
+import { FitAborted } from "../fit-stop";
 
 /**
  * Checkpoints of a fit, whatever the strategy: the whole model's weights (assembled by the

@@ -16,7 +16,8 @@ const TensorMetaSchema = z.strictObject({ name: z.string(), shape: z.array(z.num
 
 export const CheckpointBodySchema = z.strictObject({
   format: z.literal(1),
-  strategy: z.enum(["data", "model", "pipeline", "hybrid", "ps"]),
+  /** The strategy whose plan wrote it (a plan's `strategy`). */
+  strategy: z.string().min(1).max(64),
   /** Steps completed: training resumes with this step. */
   step: z.number().int().nonnegative(),
   seed: z.number().int(),

@@ -3,6 +3,8 @@ import { estimateReplicaMemory, formatBytes, memoryTotal } from "../../plan/memo
 import type { ModelSummary } from "../../plan/model-summary";
 import { workerCount, type ClusterSpec } from "../../config/cluster-spec";
 import { planDataParallel } from "../data/planner";
+import { DataOptionsSchema } from "../data/options";
+import type { AutoOptions } from "./options";
 import { planPipelineWith, stageMemory } from "../pipeline/planner";
 import type { DataParallelPlan, PlanOptions, PipelinePlan } from "../../plan/plans";
 
@@ -15,9 +17,8 @@ const DEFAULT_BATCH = 32;
  * stages mean a smaller bubble and more replicas), as a hybrid of workers / stages replicas when
  * that is 2 or more, else one pipeline. Every option it weighed goes into plan.explain().
  */
-export function planAuto(spec: ClusterSpec, model: ModelSummary, o: PlanOptions): DataParallelPlan | PipelinePlan {
-  if (spec.strategy.name !== "auto") throw new ConfigError(`planAuto needs strategy "auto", not "${spec.strategy.name}"`);
-  const { microBatches, schedule } = spec.strategy;
+export function planAuto(given: AutoOptions, spec: ClusterSpec, model: ModelSummary, o: PlanOptions): DataParallelPlan | PipelinePlan {
+  const { microBatches, schedule } = given;
   const n = workerCount(spec);
   const batch = o.batchSize ?? DEFAULT_BATCH;
   const batchNote = o.batchSize === undefined ? ` (no batch size given: planned for fit's default of ${DEFAULT_BATCH})` : "";
@@ -29,7 +30,7 @@ export function planAuto(spec: ClusterSpec, model: ModelSummary, o: PlanOptions)
   const wholeText = `the whole model needs ${formatBytes(whole)} per replica (${formatBytes(e.paramsBytes)} parameters, ${formatBytes(e.gradientBytes)} gradients, ${formatBytes(e.optimizerBytes ?? 0)} optimizer state, ${formatBytes(e.activationBytes ?? 0)} activations for ${Math.ceil(batch / n)} samples)${batchNote}`;
   if (whole <= minCap) {
     const room = Number.isFinite(minCap) ? `every worker may use at least ${formatBytes(minCap)}` : "no worker reported a memory limit";
-    return planDataParallel(spec, model, {
+    return planDataParallel(DataOptionsSchema.parse({}), spec, model, {
       ...o,
       reasons: [`auto chose data parallelism: ${wholeText}, and ${room}; data parallelism leaves no stage idle and costs one all-reduce per step`],
     });
@@ -49,6 +50,7 @@ export function planAuto(spec: ClusterSpec, model: ModelSummary, o: PlanOptions)
         microBatches,
         schedule,
         batchSize: batch,
+        ...(o.datasetSize !== undefined ? { datasetSize: o.datasetSize } : {}),
         ...(o.optimizer ? { optimizer: o.optimizer } : {}),
         ...(o.devices ? { devices: o.devices } : {}),
         ...(o.profile ? { profile: o.profile } : {}),

@@ -1,23 +1,25 @@
 import type * as tf from "@tensorflow/tfjs";
 import type { Dataset } from "../../data/dataset";
 import { ConfigError, DataError, ModelError } from "../../errors/errors";
-import { replicaSlices } from "../../plan/batches";
+import { splitBatch, splitOf } from "../../plan/batches";
+import type { BatchAt } from "../../driver/epoch-walk";
 import { wallClock } from "../../util/clock";
-import type { WorkerHandle } from "../../cluster/worker-handle";
-import type { ResolvedFitOptions } from "../../config/fit-options";
+import type { WorkerHandle } from "../../members/worker-handle";
+import type { ResolvedFitOptions } from "../../driver/fit-options";
 import type { Tensorlike } from "../../protocol/tensor";
 import type { RunRecord, StepRecord, MembershipChange } from "../../metrics/records";
 import type { PlanMethods, DataParallelPlan } from "../../plan/plans";
 import { awaitAll, loadEverywhere } from "../../driver/await";
 import { replicaStepOf } from "../../metrics/replica-step";
 import { checkIdentical } from "../../driver/replicas";
-import { askedToStop, FitAborted, type FitContext } from "../../driver/fit-context";
+import { type FitContext } from "../../driver/fit-context";
 import { fetchWeightsOf, hostCopies, setModelWeights } from "../../driver/model-transfer";
 import { runSteps, type IssuedStep } from "../../driver/step-loop";
 import { straggler, computeEnd, stepOutcome, workerStep } from "../../driver/step-records";
 import { dataWiring } from "../../plan/wiring";
 import { checkpointing, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
 import { runElastic } from "../../driver/elastic-loop";
+import { askedToStop, FitAborted } from "../../driver/fit-stop";
 
 
 /** The slowdown to send worker `rank`, if it is slowed down on purpose. */
@@ -43,11 +45,13 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
   const fitStartWall = wallClock();
   if (plan.elastic) {
     const load = async (w: WorkerHandle, attachments: Tensorlike[]): Promise<void> => void (await awaitAll(ctx)([loadOn(w, attachments)]));
-    const r = await runElastic(ctx, o, dataset, plan.elastic.minWorkers, { fitStart: performance.now(), fitStartWall, startStep: resumed?.ckpt.body.step ?? 0 }, { load });
+    // The plan split each batch among its replicas; a membership the plan did not make shares it evenly.
+    const split = (count: number, members: number): readonly number[] => (members === plan.replicas ? splitOf(plan.batch, count) : splitBatch(count, members)).perReplica;
+    const r = await runElastic(ctx, o, dataset, plan.elastic.minWorkers, { fitStart: performance.now(), fitStartWall, startStep: resumed?.ckpt.body.step ?? 0 }, { load, split });
     return { ...(await finish(ctx, model, o, plan, r.history, r.members, r.stopped, started, r.membership)), ...(replicaStep ? { replicaStep } : {}) };
   }
   const more = checkpointing(ctx, o, resumed, { strategy: "data", summary: plan.model, dataset, holders, weights: async () => (await fetchWeightsOf(ctx, [workers[0]!], "the weights to checkpoint"))[0]! });
-  const { history, stopped } = await runSteps(ctx, o, dataset, (step, epoch, order, start, end) => issueStep(ctx, dataset, plan.feed, fitStartWall, { step, epoch, order, start, end }), more);
+  const { history, stopped } = await runSteps(ctx, o, dataset, (batch) => issueStep(ctx, dataset, plan, fitStartWall, batch), more);
   return { ...(await finish(ctx, model, o, plan, history, workers, stopped, started)), ...(replicaStep ? { replicaStep } : {}) };
 }
 
@@ -96,18 +100,18 @@ function checkLoaded(loaded: ReadonlyArray<{ msg: { gradientLength: number; data
 }
 
 /** One step: each replica's slice of the global batch, sent by the driver (in-graph) or read by the worker (between-graph). */
-function issueStep(ctx: FitContext, dataset: Dataset, feed: DataParallelPlan["feed"], fitStartWall: number, at: { step: number; epoch: number; order: Uint32Array | null; start: number; end: number }): IssuedStep {
+function issueStep(ctx: FitContext, dataset: Dataset, plan: DataParallelPlan, fitStartWall: number, at: BatchAt): IssuedStep {
   const { step, epoch, order, start, end } = at;
   const workers = ctx.workers;
   const count = end - start;
-  const slices = replicaSlices(count, workers.length);
+  const slices = splitOf(plan.batch, count).perReplica;
   const shares = slices.map((s) => s / count);
   let from = start;
   const requests = workers.map((w, r) => {
     const range = { start: from, end: from + slices[r]! };
     from = range.end;
     const waiting = { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `step ${step}` };
-    if (feed === "workers") return w.channel.request({ type: "step", step, epoch, weight: shares[r]!, range }, "stepDone", waiting);
+    if (plan.feed === "workers") return w.channel.request({ type: "step", step, epoch, weight: shares[r]!, range }, "stepDone", waiting);
     const batch = dataset.gather(order, range.start, range.end);
     return w.channel.request({ type: "step", step, epoch, weight: shares[r]! }, "stepDone", { ...waiting, attachments: [batch.x, batch.y] });
   });

@@ -1,6 +1,6 @@
-import type { DataPlaneChoice } from "../../collectives/data-plane";
-import type { ReplicaStepChoice } from "../../metrics/replica-step";
 import type { OverlapChoice } from "../../plan/overlap";
+import type { DataPlaneChoice } from "../../protocol/data-plane";
+import type { ReplicaStepChoice } from "../../protocol/profile-messages";
 
 /** When the plan's all-reduce runs, said where the plan is explained. */
 export function overlapLine(o: OverlapChoice): string {

@@ -1,6 +1,6 @@
-import type { Compression } from "../../collectives/half-codec";
+import type { Compression } from "../../protocol/wire-formats";
 import { ConfigError } from "../../errors/errors";
-import { replicaSlices } from "../../plan/batches";
+import { planSplits, replicaSlices } from "../../plan/batches";
 import { estimateReplicaMemory, formatBytes, memoryTotal } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
 import { predictData, sampleBytes } from "../../plan/predict";
@@ -10,19 +10,21 @@ import { chooseOverlap } from "../../plan/overlap";
 import { overlapLine } from "./overlap-lines";
 import { predictedSlowerThanOne } from "../../plan/slower-than-one";
 import { slowdownOf, workerCount, type ClusterSpec } from "../../config/cluster-spec";
+import type { DataOptions } from "./options";
 
-export function planDataParallel(spec: ClusterSpec, model: ModelSummary, options: PlanOptions = {}): DataParallelPlan {
+/** Data parallelism as planned with `given` options (defaults: strategy("data") without any). */
+export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: ModelSummary, options: PlanOptions = {}): DataParallelPlan {
   const { batchSize } = options;
   const n = workerCount(spec);
   if (batchSize !== undefined) checkBatch(batchSize, n);
   const ring = Array.from({ length: n }, (_, r) => r);
   const gradientBytes = model.trainableParamCount * 4;
-  const compression = spec.strategy.name === "data" ? spec.strategy.compression ?? null : null;
+  const compression = given.compression ?? null;
   // What the ring moves: 16-bit values halve the gradient's bytes (the float32 state and flag are a few values).
   const wireBytes = compression ? gradientBytes / 2 : gradientBytes;
   const memory = estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer: options.optimizer });
   const speeds = speedsOf(options.devices, options.ring);
-  const feed = spec.strategy.name === "data" ? spec.strategy.feed : "driver";
+  const feed = given.feed;
   const feedBytes = feed === "driver" && batchSize !== undefined ? batchSize * sampleBytes(model) : 0;
   const predict = (replicas: number) =>
     speeds && batchSize !== undefined ? predictData({ flopsPerSample: model.flopsPerSample, layers: model.layers.length, gradientBytes: wireBytes, globalBatch: batchSize, replicas, feedBytes, ...(options.profile ? { profile: options.profile } : {}) }, speeds) : null;
@@ -33,7 +35,7 @@ export function planDataParallel(spec: ClusterSpec, model: ModelSummary, options
   return Object.freeze({
     strategy: "data" as const,
     feed,
-    elastic: spec.strategy.name === "data" && spec.strategy.elastic ? Object.freeze({ minWorkers: spec.strategy.elastic.minWorkers }) : null,
+    elastic: given.elastic ? Object.freeze({ minWorkers: given.elastic.minWorkers }) : null,
     worldSize: n,
     replicas: n,
     ring: Object.freeze(ring),
@@ -41,9 +43,9 @@ export function planDataParallel(spec: ClusterSpec, model: ModelSummary, options
     model,
     gradientBytes,
     compression,
-    overlap: Object.freeze(chooseOverlap(spec.strategy.name === "data" ? spec.strategy.overlap : "auto", n, options.devices)),
+    overlap: Object.freeze(chooseOverlap(given.overlap, n, options.devices)),
     allReduce: Object.freeze({ algorithm: "ring" as const, bytesSentPerRank: n > 1 ? Math.round((2 * (n - 1) * wireBytes) / n) : 0 }),
-    batch: batchSize === undefined ? null : Object.freeze({ globalBatch: batchSize, perReplica: Object.freeze(replicaSlices(batchSize, n)) }),
+    batch: batchSize === undefined ? null : Object.freeze({ globalBatch: batchSize, perReplica: Object.freeze(replicaSlices(batchSize, n)), splits: planSplits(batchSize, options.datasetSize, n) }),
     memory: Object.freeze(memory),
     devices: options.devices ? Object.freeze(options.devices.map((d) => Object.freeze({ ...d }))) : null,
     prediction,

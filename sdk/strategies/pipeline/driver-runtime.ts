@@ -1,8 +1,9 @@
 import type * as tf from "@tensorflow/tfjs";
 import type { Dataset } from "../../data/dataset";
 import { ModelError } from "../../errors/errors";
-import { replicaSlices } from "../../plan/batches";
-import type { ResolvedFitOptions } from "../../config/fit-options";
+import { splitOf } from "../../plan/batches";
+import type { BatchAt } from "../../driver/epoch-walk";
+import type { ResolvedFitOptions } from "../../driver/fit-options";
 import type { Tensorlike } from "../../protocol/tensor";
 import { wallClock } from "../../util/clock";
 import { measuredBubble } from "./bubble";
@@ -40,7 +41,7 @@ export async function fitPipeline(ctx: FitContext, model: tf.LayersModel, datase
   const weightsOf = async (why: string) => modelOrder(model, plan.stagePlans, await fetchWeightsOf(ctx, plan.ranks[0]!.map((r) => workers[r]!), why));
   const more = checkpointing(ctx, o, resumed, { strategy: plan.strategy, summary: plan.model, dataset, holders, weights: () => weightsOf("the weights to checkpoint") });
   const fitStartWall = wallClock();
-  const { history, stopped } = await runSteps(ctx, o, dataset, (step, epoch, order, start, end) => issueStep(ctx, dataset, plan, fitStartWall, { step, epoch, order, start, end }), more);
+  const { history, stopped } = await runSteps(ctx, o, dataset, (batch) => issueStep(ctx, dataset, plan, fitStartWall, batch), more);
   if (stopped) {
     await releaseAll(ctx);
     throw stopped;
@@ -73,8 +74,7 @@ async function loadStages(ctx: FitContext, model: tf.LayersModel, o: ResolvedFit
             optimizer: o.optimizer,
             loss: o.loss,
             metrics: o.metrics,
-            stage: { index: s, count: S, from: st.from, to: st.to, actions: [...plan.schedule.actions[s]!], microBatches: plan.microBatches, microBatchSize },
-            stageInputShape: st.inputShape,
+            stage: { index: s, count: S, from: st.from, to: st.to, inputShape: [...st.inputShape], actions: [...plan.schedule.actions[s]!], microBatches: plan.microBatches, microBatchSize },
             stepTimeoutMs: stepMs,
           },
           "loaded",
@@ -96,15 +96,16 @@ async function loadStages(ctx: FitContext, model: tf.LayersModel, o: ResolvedFit
  * One step: the global batch split among the replicas and each replica's share into
  * micro-batches; stage 0 takes the inputs, the last stage the targets (a one-stage replica both).
  */
-function issueStep(ctx: FitContext, dataset: Dataset, plan: PipelinePlan, fitStartWall: number, at: { step: number; epoch: number; order: Uint32Array | null; start: number; end: number }): IssuedStep {
+function issueStep(ctx: FitContext, dataset: Dataset, plan: PipelinePlan, fitStartWall: number, at: BatchAt): IssuedStep {
   const { step, epoch, order, start, end } = at;
   const S = plan.stages;
   const count = end - start;
-  const slices = replicaSlices(count, plan.replicas);
+  const split = splitOf(plan.batch, count);
+  const slices = split.perReplica;
   const requests: Array<Promise<StepDone>> = [];
   let from = start;
   for (let r = 0; r < plan.replicas; r++) {
-    const sizes = replicaSlices(slices[r]!, plan.microBatches);
+    const sizes = [...split.micro![r]!];
     const weights = sizes.map((n) => n / count);
     const xs: Tensorlike[] = [];
     const ys: Tensorlike[] = [];

@@ -1,5 +1,5 @@
 import { ConfigError, ModelError } from "../../errors/errors";
-import { replicaSlices } from "../../plan/batches";
+import { planSplits, replicaSlices } from "../../plan/batches";
 import { formatBytes, optimizerSlots } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
 import { partition, type PartitionRequest } from "../../plan/partition";
@@ -9,7 +9,7 @@ import type { PipelineKind, PipelinePlan, PlanDevice, StagePlan } from "../../pl
 import { speedsOf } from "../../plan/speeds";
 import { formatSchedule, makeSchedule, maxInFlight, type Schedule, type ScheduleName } from "../../plan/schedules";
 import { workerCount, type ClusterSpec } from "../../config/cluster-spec";
-import type { OptimizerSpec } from "../../config/optimizer";
+import type { OptimizerSpec } from "../../protocol/optimizer-spec";
 
 export interface PipelineOptions {
   kind: PipelineKind;
@@ -18,6 +18,7 @@ export interface PipelineOptions {
   microBatches: number;
   schedule: ScheduleName;
   batchSize?: number;
+  datasetSize?: number;
   optimizer?: OptimizerSpec;
   devices?: readonly PlanDevice[];
   /** The model's layers timed on a worker: the prediction rests on it instead of FLOPs. */
@@ -49,7 +50,7 @@ export function planPipelineWith(model: ModelSummary, o: PipelineOptions): Pipel
   const R = o.replicas;
   const M = o.kind === "model" ? 1 : o.microBatches;
   const schedule = makeSchedule(o.kind === "model" ? "gpipe" : o.schedule, S, M);
-  const batch = pipelineBatch(o.batchSize, R, M);
+  const batch = pipelineBatch(o.batchSize, o.datasetSize, R, M);
   const micro = batch?.microBatch ?? 1;
   const request: PartitionRequest = {
     layers: model.layers,
@@ -98,7 +99,7 @@ export function planPipelineWith(model: ModelSummary, o: PipelineOptions): Pipel
 }
 
 /** The global batch split among replicas and cut into micro-batches, or null without a batch size. */
-function pipelineBatch(batchSize: number | undefined, R: number, M: number): PipelinePlan["batch"] {
+function pipelineBatch(batchSize: number | undefined, datasetSize: number | undefined, R: number, M: number): PipelinePlan["batch"] {
   if (batchSize === undefined) return null;
   if (batchSize % R !== 0) {
     throw new ConfigError(`batchSize ${batchSize} is not divisible by ${R} replicas (${batchSize} % ${R} = ${batchSize % R})`, { hint: `use a multiple of ${R}` });
@@ -109,7 +110,7 @@ function pipelineBatch(batchSize: number | undefined, R: number, M: number): Pip
       hint: `use a batch of at least ${M * R}, or fewer micro-batches`,
     });
   }
-  return { globalBatch: batchSize, perReplica: replicaSlices(batchSize, R), microBatch: Math.ceil(per / M) };
+  return { globalBatch: batchSize, perReplica: replicaSlices(batchSize, R), microBatch: Math.ceil(per / M), splits: planSplits(batchSize, datasetSize, R, M) };
 }
 
 /** Every stage within the memory its worker may use (a placed stage can exceed it). */
@@ -141,21 +142,13 @@ function predictStages(model: ModelSummary, stagePlans: readonly StagePlan[], p:
   return predictPipeline({ stages, schedule: p.schedule, microBatchSize: p.micro, globalBatch: p.batch.globalBatch, replicas: p.R, feedBytes, ...(o.profile ? { profile: o.profile } : {}) }, speeds);
 }
 
-/** The options a pipeline-family cluster spec implies. */
-export function pipelineOptionsFromSpec(spec: ClusterSpec): Omit<PipelineOptions, "batchSize" | "optimizer" | "devices"> {
+/** What model, pipeline and hybrid clusters plan with, from their options. */
+export function stagedOptions(kind: PipelineKind, o: { stages?: number | undefined; replicas?: number | undefined; microBatches?: number; schedule?: ScheduleName }, spec: ClusterSpec): Omit<PipelineOptions, "batchSize" | "optimizer" | "devices"> {
   const n = workerCount(spec);
-  const st = spec.strategy;
+  const stages = o.stages ?? n;
   const memory = spec.memoryCapBytes !== undefined ? { memoryCapBytes: spec.memoryCapBytes } : {};
-  switch (st.name) {
-    case "model":
-      return { kind: "model", stages: st.stages ?? n, replicas: 1, microBatches: 1, schedule: "gpipe", ...memory };
-    case "pipeline":
-      return { kind: "pipeline", stages: st.stages ?? n, replicas: 1, microBatches: st.microBatches, schedule: st.schedule, ...memory };
-    case "hybrid":
-      return { kind: "hybrid", stages: st.stages, replicas: st.replicas ?? Math.floor(n / st.stages), microBatches: st.microBatches, schedule: st.schedule, ...memory };
-    default:
-      throw new ConfigError(`strategy "${st.name}" is not a pipeline strategy`);
-  }
+  const replicas = kind === "hybrid" ? o.replicas ?? Math.floor(n / stages) : 1;
+  return { kind, stages, replicas, microBatches: kind === "model" ? 1 : o.microBatches ?? 4, schedule: kind === "model" ? "gpipe" : o.schedule ?? "1f1b", ...memory };
 }
 
 export function formatPipelinePlan(plan: PipelinePlan): string {

@@ -1,15 +1,17 @@
-import type { WorkerHandle } from "../../cluster/worker-handle";
+import type { WorkerHandle } from "../../members/worker-handle";
 import type { Dataset } from "../../data/dataset";
 import { WorkerLostError, type MeshtrainError } from "../../errors/errors";
-import { epochOrder, globalBatch, replicaSlices, stepsPerEpoch } from "../../plan/batches";
-import type { ResolvedFitOptions } from "../../config/fit-options";
-import { pushRecord, roundRecord } from "./records";
+import { splitOf } from "../../plan/batches";
+import { EpochWalk } from "../../driver/epoch-walk";
+import type { ResolvedFitOptions } from "../../driver/fit-options";
+import { pushRecord, roundRecord } from "./push-records";
 import { leadOf, mayStart } from "./ssp";
 import type { StepRecord, Departure, PushRecord } from "../../metrics/records";
 import type { PsPlan } from "../../plan/plans";
 import { awaitAll, survived } from "../../driver/await";
 import { nonFiniteError } from "../../driver/non-finite";
-import { FitAborted, stepSeen, stopRequest, type FitContext, type StepDone } from "../../driver/fit-context";
+import { type FitContext, type StepDone } from "../../driver/fit-context";
+import { FitAborted, stepSeen, stopRequest } from "../../driver/fit-stop";
 
 /** A worker's slice of one global batch: the unit of work handed out. */
 interface Slice {
@@ -58,17 +60,13 @@ export function runAsync(ctx: FitContext, o: ResolvedFitOptions, dataset: Datase
 }
 
 /** Every slice of every epoch's global batches, in the order they are handed out (popped from the end). */
-function sliceQueue(o: ResolvedFitOptions, dataset: Dataset, n: number): Slice[] {
+function sliceQueue(o: ResolvedFitOptions, dataset: Dataset, plan: PsPlan): Slice[] {
   const queue: Slice[] = [];
-  for (let epoch = 0; epoch < o.epochs; epoch++) {
-    const order = epochOrder(dataset.size, o.shuffle, o.seed, epoch);
-    for (let i = 0; i < stepsPerEpoch(dataset.size, o.batchSize); i++) {
-      const [start, end] = globalBatch(dataset.size, o.batchSize, i);
-      let from = start;
-      for (const size of replicaSlices(end - start, n)) {
-        if (size > 0) queue.push({ epoch, order, start: from, end: from + size });
-        from += size;
-      }
+  for (const { epoch, order, start, end } of new EpochWalk(dataset.size, o).steps()) {
+    let from = start;
+    for (const size of splitOf(plan.batch, end - start).perReplica) {
+      if (size > 0) queue.push({ epoch, order, start: from, end: from + size });
+      from += size;
     }
   }
   return queue.reverse();
@@ -99,7 +97,7 @@ class AsyncLoop {
     this.n = ctx.workers.length;
     this.stepMs = ctx.spec.timeouts.stepMs;
     this.grace = Math.max(1000, 2 * ctx.spec.heartbeat.intervalMs + 500);
-    this.queue = sliceQueue(o, dataset, this.n);
+    this.queue = sliceQueue(o, dataset, plan);
     this.states = ctx.workers.map((handle) => ({ handle, next: 0, finished: 0, running: [], gone: false }));
     ctx.survive((h, error) => this.emit({ kind: "departed", w: this.states[h.rank]!, error }));
   }

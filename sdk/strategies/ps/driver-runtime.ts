@@ -1,24 +1,26 @@
 import * as tf from "@tensorflow/tfjs";
-import type { WorkerHandle } from "../../cluster/worker-handle";
+import type { WorkerHandle } from "../../members/worker-handle";
 import type { Dataset } from "../../data/dataset";
 import { ConfigError, ModelError } from "../../errors/errors";
 import type { Tensorlike } from "../../protocol/tensor";
-import { replicaSlices } from "../../plan/batches";
-import type { ResolvedFitOptions } from "../../config/fit-options";
+import { splitOf } from "../../plan/batches";
+import type { ResolvedFitOptions } from "../../driver/fit-options";
 import { wallClock } from "../../util/clock";
 import { slowdown } from "../data/driver-runtime";
 import { runAsync } from "./async-loop";
-import { pushRecord } from "./records";
+import { pushRecord } from "./push-records";
 import type { RunRecord, PsRunRecord, PushRecord, StepRecord } from "../../metrics/records";
 import type { PlanMethods, PsPlan, ShardVariable } from "../../plan/plans";
 import { checkpointing, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
 import { awaitAll, loadEverywhere } from "../../driver/await";
-import { replicaStepOf, type ReplicaStepChoice } from "../../metrics/replica-step";
+import { replicaStepOf } from "../../metrics/replica-step";
 import { computeEnd, stepOutcome, straggler, workerStep } from "../../driver/step-records";
-import { FitAborted, type FitContext } from "../../driver/fit-context";
+import { type FitContext } from "../../driver/fit-context";
 import { fetchWeightsOf, hostCopies } from "../../driver/model-transfer";
 import { runSteps } from "../../driver/step-loop";
 import { serverWiring } from "../../plan/wiring";
+import type { ReplicaStepChoice } from "../../protocol/profile-messages";
+import { FitAborted } from "../../driver/fit-stop";
 
 /**
  * Parameter servers, driven from here: the servers get their shards, the workers the model;
@@ -36,7 +38,7 @@ export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel
   if (resumed) await restoreOptimizers(ctx, resumed.ckpt, holders);
   const more = checkpointing(ctx, o, resumed, { strategy: "ps", summary: plan.model, dataset, holders, weights: () => serverWeights(ctx, plan) });
   const t = { fitStartWall: wallClock(), fitStart: performance.now() };
-  const result = plan.mode === "sync" ? await runSync(ctx, o, dataset, more, t) : await runAsync(ctx, o, dataset, plan, t);
+  const result = plan.mode === "sync" ? await runSync(ctx, o, dataset, more, t, plan) : await runAsync(ctx, o, dataset, plan, t);
   if (result.stopped) {
     await releaseLive(ctx, result.live);
     throw result.stopped;
@@ -85,11 +87,15 @@ async function loadAll(ctx: FitContext, model: tf.LayersModel, o: ResolvedFitOpt
           {
             type: "load",
             role: "ps-server",
-            topology: {},
             optimizer: o.optimizer,
             loss: o.loss,
             stepTimeoutMs: stepMs,
-            ps: { role: "server", index: i, mode: plan.mode, workers: n, variables: described(plan.servers[i]!.variables), state: described(plan.servers[i]!.state) },
+            index: i,
+            mode: plan.mode,
+            workers: n,
+            variables: described(plan.servers[i]!.variables),
+            state: described(plan.servers[i]!.state),
+            ...(plan.compression ? { compression: plan.compression } : {}),
           },
           "loaded",
           { ...loading, waitingFor: "its shard of the parameters", attachments: [...plan.servers[i]!.variables.map((v) => trainable[v.index]!), ...plan.servers[i]!.state.map((v) => state[v.index]!)] },
@@ -97,7 +103,7 @@ async function loadAll(ctx: FitContext, model: tf.LayersModel, o: ResolvedFitOpt
       ),
       ...ctx.workers.map((w) =>
         w.channel.request(
-          { type: "load", role: "ps-worker", topology, optimizer: o.optimizer, loss: o.loss, metrics: o.metrics, replicaBatch: Math.ceil(o.batchSize / n), stepTimeoutMs: stepMs, ps: { role: "worker", mode: plan.mode, shards, state: stateShards }, ...slowdown(plan, w.rank), ...(plan.compression ? { compression: plan.compression } : {}) },
+          { type: "load", role: "ps-worker", topology, optimizer: o.optimizer, loss: o.loss, metrics: o.metrics, replicaBatch: Math.ceil(o.batchSize / n), stepTimeoutMs: stepMs, mode: plan.mode, shards, state: stateShards, ...slowdown(plan, w.rank), ...(plan.compression ? { compression: plan.compression } : {}) },
           "loaded",
           { ...loading, attachments: weights },
         ),
@@ -155,13 +161,13 @@ async function runSync(
   dataset: Dataset,
   more: Parameters<typeof runSteps>[4],
   t: { fitStartWall: number; fitStart: number },
+  plan: PsPlan,
 ): Promise<{ history: StepRecord[]; pushes: PushRecord[]; departures: []; live: readonly WorkerHandle[]; stopped: FitAborted | undefined }> {
   const workers = ctx.workers;
-  const n = workers.length;
   const pushes: PushRecord[] = [];
-  const result = await runSteps(ctx, o, dataset, (step, epoch, order, start, end) => {
+  const result = await runSteps(ctx, o, dataset, ({ step, epoch, order, start, end }) => {
     const count = end - start;
-    const slices = replicaSlices(count, n);
+    const slices = splitOf(plan.batch, count).perReplica;
     const shares = slices.map((s) => s / count);
     let from = start;
     const requests = workers.map((w, r) => {

@@ -1,26 +1,32 @@
 import type { RunRecord } from "../../metrics/records";
-import { median } from "../../metrics/throughput";
 import type { PsPlan } from "../../plan/plans";
 import { stalenessFigure } from "../../viz/ps-figures";
 import { psPlacementSvg } from "../../viz/ps-placement";
 import { refusePlacement, type Strategy } from "../strategy";
 import { fitParameterServers } from "./driver-runtime";
 import { explainPsPlan, formatPsPlan, planParameterServers } from "./planner";
-import { PsReplica } from "./ps-worker-role";
-import { ParamServer } from "./server-role";
+import { checkPsOptions, PsOptionsSchema, type PsOptions } from "./options";
+import { median } from "../../util/median";
 
 /** Parameter servers, sync or async: servers hold the parameters and apply the optimizer; workers pull, compute and push. */
-export const psStrategy: Strategy<PsPlan> = {
+export const psStrategy: Strategy<PsOptions, PsPlan> & { options: typeof PsOptionsSchema } = {
+  options: PsOptionsSchema,
   family: "servers",
+  servers: "required",
+  slowdown: true,
+  // Its plans predict nothing yet (the cost model has no term for servers): a profile would not be used.
+  profiled: false,
+  check: checkPsOptions,
+  probesRing: () => false,
   plan: planParameterServers,
-  replan: (spec, model, plan, o) => planParameterServers(spec, model, { ...o, reasons: plan.reasons }),
+  owns: (plan): plan is PsPlan => plan.strategy === "ps",
+  replan: (o, spec, model, plan, po) => planParameterServers(o ?? { mode: plan.mode, ...(plan.staleness !== null ? { staleness: plan.staleness } : {}), ...(plan.compression ? { compression: plan.compression } : {}) }, spec, model, { ...po, reasons: plan.reasons }),
   place: () => refusePlacement("parameter servers"),
   format: formatPsPlan,
   explain: explainPsPlan,
   draw: psPlacementSvg,
   fit: fitParameterServers,
-  describe: (run) => {
-    const plan = run.plan as PsPlan;
+  describe: (run, plan) => {
     const label = `ps ${plan.mode}${plan.staleness !== null ? ` (k=${plan.staleness})` : ""}, ${run.workers.length} worker(s)`;
     const pushes = run.ps?.pushes ?? [];
     return {
@@ -29,10 +35,7 @@ export const psStrategy: Strategy<PsPlan> = {
       figures: () => (pushes.length > 0 && plan.mode === "async" ? [{ title: "Staleness", figure: stalenessFigure([{ name: label, pushes }]) }] : []),
     };
   },
-  roles: {
-    "ps-worker": (msg, attachments, env) => PsReplica.load(msg, attachments, env),
-    "ps-server": (msg, attachments, env) => ParamServer.role(msg, attachments, env),
-  },
+  roles: ["ps-worker", "ps-server"],
 };
 
 /** Pushes, staleness and departures, in words. */

@@ -1,9 +1,10 @@
-import { replicaSlices } from "../../plan/batches";
+import { planSplits, replicaSlices } from "../../plan/batches";
 import { estimateReplicaMemory, formatBytes } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
 import { serverCount, slowdownOf, workerCount, type ClusterSpec } from "../../config/cluster-spec";
 import { checkBatch, compressionLine, slowdownLines } from "../data/planner";
 import type { PlanOptions, PsPlan, ShardVariable } from "../../plan/plans";
+import type { PsOptions } from "./options";
 
 /**
  * Splits the variables among `servers` so each holds about the same bytes: largest first, each
@@ -23,9 +24,8 @@ export function shardByBytes(variables: ModelSummary["variables"], servers: numb
   return shards.map((s) => s.sort((a, b) => a.index - b.index));
 }
 
-export function planParameterServers(spec: ClusterSpec, model: ModelSummary, options: PlanOptions = {}): PsPlan {
-  const st = spec.strategy;
-  const mode = st.name === "ps" ? st.mode : "async";
+export function planParameterServers(given: PsOptions, spec: ClusterSpec, model: ModelSummary, options: PlanOptions = {}): PsPlan {
+  const mode = given.mode;
   const n = workerCount(spec);
   const { batchSize } = options;
   if (batchSize !== undefined) checkBatch(batchSize, n);
@@ -37,15 +37,15 @@ export function planParameterServers(spec: ClusterSpec, model: ModelSummary, opt
   return Object.freeze({
     strategy: "ps" as const,
     mode,
-    staleness: st.name === "ps" && st.staleness !== undefined ? st.staleness : null,
+    staleness: given.staleness ?? null,
     worldSize: n,
     replicas: n,
     servers: Object.freeze(shards.map((variables, index) => Object.freeze({ index, variables: Object.freeze(variables), state: Object.freeze(state[index]!), bytes: load[index]! }))),
     workers: Object.freeze(Array.from({ length: n }, (_, rank) => Object.freeze({ rank, slowdown: slowdownOf(spec, rank), layers: "all" as const, params: model.paramCount }))),
     model,
     gradientBytes: model.trainableParamCount * 4,
-    compression: st.name === "ps" ? st.compression ?? null : null,
-    batch: batchSize === undefined ? null : Object.freeze({ globalBatch: batchSize, perReplica: Object.freeze(replicaSlices(batchSize, n)) }),
+    compression: given.compression ?? null,
+    batch: batchSize === undefined ? null : Object.freeze({ globalBatch: batchSize, perReplica: Object.freeze(replicaSlices(batchSize, n)), splits: planSplits(batchSize, options.datasetSize, n) }),
     memory: Object.freeze(estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer: options.optimizer })),
     devices: options.devices ? Object.freeze(options.devices.map((d) => Object.freeze({ ...d }))) : null,
     prediction: null,

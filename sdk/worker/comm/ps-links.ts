@@ -1,4 +1,4 @@
-import type { WireFormat } from "../../collectives/half-codec";
+import type { WireFormat } from "../../protocol/wire-formats";
 import { packValues } from "../../collectives/half-pack";
 import { ProtocolError, WorkerLostError } from "../../errors/errors";
 import { toWireError } from "../../protocol/wire-error";

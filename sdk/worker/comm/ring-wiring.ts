@@ -1,5 +1,5 @@
 import type { AllReducer } from "../../collectives/all-reducer";
-import { nativeDataPlane } from "../../collectives/data-plane";
+import { nativeDataPlane } from "../../collectives/native-plane";
 import { connectDataRing, hostOf } from "../../collectives/data-ring-setup";
 import { ringOverLinks, watchedRing, type RingLinks } from "../../collectives/ring-over-links";
 import { ConfigError } from "../../errors/errors";

@@ -1,5 +1,5 @@
 import type { AllReducer } from "../../collectives/all-reducer";
-import type { WireFormat } from "../../collectives/half-codec";
+import type { WireFormat } from "../../protocol/wire-formats";
 import { RingAllReduce, type RingNeighbours } from "../../collectives/ring-allreduce";
 import { PipeEnds } from "../../collectives/pipe-links";
 import { CollectiveError, ConfigError, ProtocolError } from "../../errors/errors";

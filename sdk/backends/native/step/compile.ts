@@ -1,8 +1,8 @@
 import type * as tf from "@tensorflow/tfjs";
-import type { LossName } from "../../../config/loss";
-import { branchOf } from "../../../plan/chain";
+import type { LossName } from "../../../protocol/loss-names";
+import { branchOf } from "../../../model/chain";
 import { isStepActivation } from "./activation";
-import { ConvOp, PoolOp, type WindowConfig } from "./conv";
+import { ConvOp, PoolOp, type WindowConfig } from "./conv-op";
 import { ActivationOp, AliasOp, DenseOp } from "./dense";
 import { isStepLoss, STEP_LOSSES, type StepLoss } from "./loss";
 import type { GradientSlot, StepOp } from "./op";

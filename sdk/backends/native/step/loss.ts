@@ -1,4 +1,4 @@
-import type { LossName } from "../../../config/loss";
+import type { LossName } from "../../../protocol/loss-names";
 
 /** The losses a compiled step computes itself; any other makes the model fall back to autodiff. */
 export const STEP_LOSSES = ["categoricalCrossentropy", "sparseCategoricalCrossentropy", "meanSquaredError"] as const;

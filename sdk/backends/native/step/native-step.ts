@@ -1,5 +1,5 @@
 import type * as tf from "@tensorflow/tfjs";
-import type { LossName } from "../../../config/loss";
+import type { LossName } from "../../../protocol/loss-names";
 import type { Tensorlike } from "../../../protocol/tensor";
 import type { NativeBackend } from "../backend";
 import { compileStep } from "./compile";

@@ -1,0 +1,77 @@
+import type { ResolvedFitOptions } from "./fit-options";
+import type { ClusterSpec } from "../config/cluster-spec";
+import type { Dataset } from "../data/dataset";
+import { StallWatch } from "./stall-watch";
+import { TimeoutError } from "../errors/errors";
+import { EpochWalk } from "./epoch-walk";
+import { installedFitObserver, type FitWatch } from "../metrics/observer";
+import type { LogLine, StepRecord } from "../metrics/records";
+import { terminalWatch } from "../viz/terminal-progress";
+import type { WorkerHandle } from "../members/worker-handle";
+import type { WorkerOutput } from "../members/worker-output";
+
+/**
+ * Everything that watches one fit from the driver: the progress display (the notebook's live
+ * plot, or a terminal bar), the stall watch, and the workers' output lines that belong to it.
+ */
+export class FitWatchers {
+  private readonly display: FitWatch;
+  private readonly stall: StallWatch;
+  private readonly mark: number;
+
+  constructor(
+    spec: ClusterSpec,
+    o: ResolvedFitOptions,
+    dataset: Dataset,
+    private readonly parts: { size: number; output: WorkerOutput; members(): readonly WorkerHandle[]; step(): number | undefined },
+  ) {
+    this.display = display(spec, o, dataset, parts.size);
+    this.mark = parts.output.mark();
+    this.stall = new StallWatch({
+      stallMs: spec.timeouts.stallMs,
+      stepMs: spec.timeouts.stepMs,
+      heartbeatIntervalMs: spec.heartbeat.intervalMs,
+      heartbeatTimeoutMs: spec.heartbeat.timeoutMs,
+      members: parts.members,
+      step: parts.step,
+      print: (report) => process.stderr.write(`${report}\n`),
+    });
+  }
+
+  /**
+   * The plan is made and the steps begin: from here a fit that makes no progress is stalled.
+   * Timing the model for the plan before (a second or two, each request with its own timeout
+   * naming the worker) is not a step that failed to finish.
+   */
+  stepsBegin(): void {
+    this.stall.start();
+  }
+
+  step(r: StepRecord): void {
+    this.stall.progressed();
+    this.display.step(r);
+  }
+
+  /** The fit ended (`error` when it failed); returns the error to report, a timeout with the stall report added. */
+  end(error?: unknown): unknown {
+    this.stall.stop();
+    this.parts.output.flush();
+    this.display.end(error);
+    if (!(error instanceof TimeoutError)) return error;
+    return new TimeoutError(`${error.summary}\n${this.stall.reportForTimeout()}`, { details: error.details, ...(error.hint ? { hint: error.hint } : {}), cause: error });
+  }
+
+  /** The workers' output lines received since the fit started. */
+  logs(): LogLine[] {
+    return this.parts.output.since(this.mark);
+  }
+}
+
+/** The notebook's live plot when it is loaded, else a terminal progress bar, else nothing. */
+function display(spec: ClusterSpec, o: ResolvedFitOptions, dataset: Dataset, workers: number): FitWatch {
+  const totalSteps = new EpochWalk(dataset.size, o).total;
+  const observer = installedFitObserver();
+  if (o.progress !== false && observer) return observer.start({ totalSteps, workers, strategy: spec.strategy.name });
+  if (o.progress ?? Boolean(process.stderr.isTTY)) return terminalWatch(totalSteps);
+  return { step: () => undefined, end: () => undefined };
+}

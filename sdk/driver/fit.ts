@@ -1,0 +1,89 @@
+import type * as tf from "@tensorflow/tfjs";
+import type { ClusterSpec } from "../config/cluster-spec";
+import type { Dataset } from "../data/dataset";
+import { AbortError } from "../errors/errors";
+import type { WorkerHandle } from "../members/worker-handle";
+import type { WorkerOutput } from "../members/worker-output";
+import type { RunRecord, StepRecord } from "../metrics/records";
+import { summarizeModel, type ModelSummary } from "../plan/model-summary";
+import type { Plan, PlanData, PlanOptions } from "../plan/plans";
+import type { RingSpeed } from "../plan/predict";
+import type { ModelProfile } from "../plan/profile";
+import { asSequential, copyLayerWeights } from "./chain-model";
+import { devicesOf } from "./devices";
+import type { FitContext } from "./fit-context";
+import { resolveFitOptions, type FitOptions, type ResolvedFitOptions } from "./fit-options";
+import type { DataPlaneChoice } from "../protocol/data-plane";
+import { FitAborted, type FitStop } from "./fit-stop";
+import { FitWatchers } from "./fit-watch";
+import { checkShapes } from "./input-checks";
+import { compileIfNot } from "./model-transfer";
+
+/** What the cluster lends one fit: its workers, their output, how to time the model and the ring, and the fit's context. */
+export interface FitHost {
+  readonly spec: ClusterSpec;
+  readonly workers: readonly WorkerHandle[];
+  /** Workers and servers, as they are now (elastic fits change them). */
+  members(): readonly WorkerHandle[];
+  readonly output: WorkerOutput;
+  step(): number | undefined;
+  /** The model's profile at the fit's batch, timed on a worker (undefined: planned from FLOPs). */
+  profileFor(model: tf.LayersModel, o: ResolvedFitOptions): Promise<ModelProfile | undefined>;
+  /** The data ring wired and timed, where the strategy prices its plans by it. */
+  ring(): Promise<RingSpeed | undefined>;
+  /** Where the current wiring's all-reduces travel, if it has any. */
+  dataPlane(): DataPlaneChoice | undefined;
+  context(stop: FitStop): FitContext;
+}
+
+/** What the cluster's strategy does in a fit: plan it (pure), and train with the plan. */
+export interface FitStrategy {
+  /** Whether its plans use a profile of the model (else none is taken). */
+  readonly profiled: boolean;
+  plan(model: ModelSummary, options: PlanOptions, given: PlanData | undefined): Plan;
+  fit(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, options: ResolvedFitOptions, plan: Plan): Promise<RunRecord>;
+}
+
+/**
+ * One fit, from the driver: the options resolved, the model and data checked, the model timed
+ * and the plan made, the strategy's runtime trained with it, and the trained weights put back
+ * in the user's model. Failures that leave every worker in a known state reject with
+ * FitAborted (the cluster stays usable); any other failure is the cluster's.
+ */
+export async function runFit(host: FitHost, strategy: FitStrategy, model: tf.LayersModel, dataset: Dataset, options: FitOptions, stop: FitStop): Promise<RunRecord> {
+  const resolved = resolveFitOptions(options, model);
+  const watch = new FitWatchers(host.spec, resolved, dataset, { size: host.workers.length, output: host.output, members: () => host.members(), step: () => host.step() });
+  const seen: StepRecord[] = [];
+  const o = { ...resolved, onStep: (r: StepRecord) => (seen.push(r), watch.step(r), resolved.onStep?.(r)) };
+  const started = performance.now();
+  let chain: tf.LayersModel | undefined;
+  let plan: Plan | undefined;
+  try {
+    try {
+      checkShapes(model, dataset, o);
+      const profile = o.plan || !strategy.profiled ? undefined : await host.profileFor(model, o);
+      const ring = o.plan ? undefined : await host.ring();
+      const planOptions: PlanOptions = { batchSize: o.batchSize, datasetSize: dataset.size, optimizer: o.optimizer, devices: host.workers.map((h) => devicesOf(h)), ...(profile ? { profile } : {}), ...(ring ? { ring } : {}) };
+      plan = strategy.plan(summarizeModel(model), planOptions, o.plan);
+      chain = await asSequential(model);
+    } catch (err) {
+      throw new FitAborted(err);
+    }
+    watch.stepsBegin();
+    const record = await strategy.fit(host.context(stop), chain, dataset, o, plan);
+    if (chain !== model) copyLayerWeights(chain, model);
+    watch.end();
+    compileIfNot(model, o);
+    const dataPlane = host.dataPlane();
+    return { ...record, ...(dataPlane ? { dataPlane } : {}), logs: watch.logs(), training: { optimizer: o.optimizer, loss: o.loss, metrics: o.metrics.map((m) => m.name), origins: o.origins } };
+  } catch (caught) {
+    const err = watch.end(caught);
+    // A stop asked for keeps what was recorded up to there: the run so far rides on the AbortError.
+    if (err instanceof FitAborted && err.error instanceof AbortError && plan) {
+      err.partial = { history: seen, plan, workers: host.workers.map((h) => h.snapshot()), seed: o.seed, epochs: o.epochs, wallMs: performance.now() - started, logs: watch.logs() };
+    }
+    throw err;
+  } finally {
+    if (chain !== undefined && chain !== model) chain.dispose();
+  }
+}

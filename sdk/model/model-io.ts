@@ -1,0 +1,81 @@
+import { createHash } from "node:crypto";
+import * as tf from "@tensorflow/tfjs";
+import { ModelError } from "../errors/errors";
+import type { LossName } from "../protocol/loss-names";
+import type { Tensorlike } from "../protocol/tensor";
+import { loadedModules } from "./modules";
+
+/**
+ * Builds a model from TF.js topology JSON and weights ("initial": its initializers' own, to time it). Only layer classes registered with TF.js
+ * can be built: nothing that arrives over the wire is ever run as code.
+ */
+export async function buildModel(topology: Record<string, unknown>, weights: readonly Tensorlike[] | "initial"): Promise<tf.LayersModel> {
+  let model: tf.LayersModel;
+  try {
+    model = await tf.models.modelFromJSON(topology as unknown as Parameters<typeof tf.models.modelFromJSON>[0]);
+  } catch (err) {
+    const msg = (err as Error).message;
+    const unknownClass = /Unknown (layer|class|constraint|initializer|regularizer|activation)[^:]*: ?(\w+)/i.exec(msg);
+    const modules = loadedModules();
+    throw new ModelError(`the worker cannot build the model from its topology: ${msg.split("\n")[0]}`, {
+      hint: unknownClass
+        ? `"${unknownClass[2]}" is not a TF.js built-in and ${modules.length ? `none of this worker's modules (${modules.join(", ")}) registers it` : "this worker loaded no module that registers it"}: put the class and its tf.serialization.registerClass call in a file and pass .modules(["./that-file.js"]) to the cluster builder (workers started elsewhere: meshtrain worker --module that-file.js). Workers never run code sent to them.`
+        : "send a model built from TF.js layers (tf.sequential / tf.model)",
+      details: unknownClass ? { className: unknownClass[2]! } : {},
+    });
+  }
+  if (weights === "initial") return model;
+  if (model.weights.length !== weights.length) {
+    throw new ModelError(`the model has ${model.weights.length} weights but ${weights.length} were sent`);
+  }
+  model.weights.forEach((w, i) => {
+    const got = weights[i]!.shape;
+    if (w.shape.length !== got.length || w.shape.some((d, j) => d !== got[j])) {
+      throw new ModelError(`weight ${i} (${w.name}) has shape [${w.shape.join(", ")}] but [${got.join(", ")}] was sent`);
+    }
+  });
+  const tensors = weights.map((w, i) => tf.tensor(w.data, [...w.shape], model.weights[i]!.dtype));
+  model.setWeights(tensors);
+  // The variables keep the data; dropping these leaves each variable the only owner.
+  tf.dispose(tensors);
+  return model;
+}
+
+/** A tensor from its wire form, with its dtype. */
+export function tensorOf(t: Tensorlike): tf.Tensor {
+  return tf.tensor(t.data, [...t.shape], t.data instanceof Int32Array ? "int32" : "float32");
+}
+
+type LossFn = (yTrue: tf.Tensor, yPred: tf.Tensor) => tf.Tensor;
+
+/**
+ * The per-sample loss exactly as model.fit computes it: compile with the loss name, then take
+ * the function TF.js compiled. (Sequential models keep it on their inner functional model.)
+ */
+export function compiledLoss(model: tf.LayersModel, loss: LossName, optimizer: tf.Optimizer): LossFn {
+  model.compile({ optimizer, loss });
+  const holder = model as unknown as { lossFunctions?: LossFn[]; model?: { lossFunctions?: LossFn[] } };
+  const fns = holder.lossFunctions ?? holder.model?.lossFunctions;
+  if (!fns || fns.length !== 1 || typeof fns[0] !== "function") {
+    throw new ModelError(`cannot read the compiled loss of this model (${fns?.length ?? 0} loss functions)`, {
+      hint: "meshtrain trains models with one output; multi-output models are not supported yet",
+    });
+  }
+  return fns[0];
+}
+
+/** Every weight of the model as flat copies, in model.weights order. */
+export function readWeights(model: tf.LayersModel): Tensorlike[] {
+  return model.weights.map((w) => {
+    const t = w.read();
+    const data = t.dtype === "int32" ? Int32Array.from(t.dataSync() as Int32Array) : Float32Array.from(t.dataSync() as Float32Array);
+    return { data, shape: [...w.shape] as number[] };
+  });
+}
+
+/** SHA-256 over every weight's bytes in order; equal digests mean identical replicas. */
+export function weightsDigest(weights: readonly Tensorlike[]): string {
+  const h = createHash("sha256");
+  for (const w of weights) h.update(new Uint8Array(w.data.buffer, w.data.byteOffset, w.data.byteLength));
+  return h.digest("hex");
+}

@@ -1,0 +1,107 @@
+import { z } from "zod";
+import { DatasetSourceSchema } from "./dataset-source";
+import { id, v } from "./fields";
+import { LOSS_NAMES } from "./loss-names";
+import { MetricSpecSchema } from "./metric-spec";
+import { OptimizerSpecSchema } from "./optimizer-spec";
+import { TensorSpecSchema } from "./tensor";
+import { COMPRESSIONS } from "./wire-formats";
+
+const attachments = z.array(TensorSpecSchema).max(4096);
+
+/**
+ * What every load carries, whatever the role: the optimizer and loss by name (never as code),
+ * the compiled metrics, how long a step may wait for a peer, and the tensors (weights) that follow.
+ */
+const loadFields = {
+  type: z.literal("load"), v, id,
+  optimizer: OptimizerSpecSchema,
+  loss: z.enum(LOSS_NAMES),
+  /** The model's compiled metrics, computed on each slice every step. */
+  metrics: z.array(MetricSpecSchema).max(16).optional(),
+  /** How long a role waits for a peer (a neighbour's activation, a server's pull) before it gives up. */
+  stepTimeoutMs: z.number().int().positive(),
+  attachments,
+};
+/** TF.js model topology (model.toJSON()); built with tf.models.modelFromJSON, never evaluated as code. */
+const topology = z.record(z.string(), z.unknown());
+/** A straggler made on purpose: after computing a step, wait (factor - 1) x the compute time. */
+const slowdown = z.number().min(1).max(1000).optional();
+/** Gradients all-reduced (data) or pushed (ps) as 16-bit floats, with error feedback. */
+const compression = z.enum(COMPRESSIONS).optional();
+/** The largest slice of the global batch this worker computes, for its memory check. */
+const replicaBatch = z.number().int().positive();
+const variableShapes = z.array(z.strictObject({ index: z.number().int().nonnegative(), shape: z.array(z.number().int().nonnegative()).max(8) })).max(65536);
+
+/** Data parallelism: a replica of the whole model; weights follow as attachments. */
+export const LoadReplicaSchema = z.strictObject({
+  ...loadFields,
+  role: z.literal("replica"),
+  topology,
+  replicaBatch,
+  /** With feed "workers": the dataset the worker loads itself, and how every epoch is ordered. */
+  data: z.strictObject({ source: DatasetSourceSchema, shuffle: z.boolean(), seed: z.number().int() }).optional(),
+  slowdown,
+  /** Elastic data parallelism: keep the state before each update, to step back after a peer dies. */
+  elastic: z.boolean().optional(),
+  compression,
+  /** All-reduce the gradient in buckets during the backward pass, where the data plane and step can. */
+  overlap: z.boolean().optional(),
+});
+/** Model, pipeline and hybrid strategies: the layers this worker holds and its part of the schedule; its weights follow. */
+export const LoadStageSchema = z.strictObject({
+  ...loadFields,
+  role: z.literal("stage"),
+  topology,
+  stage: z.strictObject({
+    index: z.number().int().nonnegative(),
+    count: z.number().int().positive(),
+    /** Layers [from, to) of the model. */
+    from: z.number().int().nonnegative(),
+    to: z.number().int().positive(),
+    /** The per-sample shape of what the stage receives (the output shape of the layer before it). */
+    inputShape: z.array(z.number().int().positive()).max(8),
+    /** The stage's part of the schedule, in order: F(m) forwards micro-batch m, B(m) runs its backward. */
+    actions: z.array(z.strictObject({ kind: z.enum(["F", "B"]), micro: z.number().int().nonnegative() })).max(2 * 4096),
+    microBatches: z.number().int().positive(),
+    /** Largest micro-batch, for the memory check. */
+    microBatchSize: z.number().int().positive(),
+  }),
+});
+/** Strategy "ps", a worker: its view of every server's shard; the whole model's weights follow. */
+export const LoadPsWorkerSchema = z.strictObject({
+  ...loadFields,
+  role: z.literal("ps-worker"),
+  topology,
+  replicaBatch,
+  mode: z.enum(["async", "sync"]),
+  /** For each server, in order, the indices of the trainable variables it holds. */
+  shards: z.array(z.array(z.number().int().nonnegative()).max(65536)).min(1).max(1024),
+  /** For each server, in order, the indices of the state (float non-trainable weights) it holds. */
+  state: z.array(z.array(z.number().int().nonnegative()).max(65536)).max(1024),
+  slowdown,
+  compression,
+});
+/** Strategy "ps", a server: its shard; the variables' values, then the state's, follow as attachments. */
+export const LoadPsServerSchema = z.strictObject({
+  ...loadFields,
+  role: z.literal("ps-server"),
+  index: z.number().int().nonnegative(),
+  mode: z.enum(["async", "sync"]),
+  /** Sync: pushes summed per step (one per worker). */
+  workers: z.number().int().positive().max(4096),
+  /** The trainable variables it holds: their index in the model's trainable weights. */
+  variables: variableShapes,
+  /** The model state it holds (float non-trainable weights, by index in model.nonTrainableWeights). */
+  state: variableShapes,
+  /** Pushes arrive with 16-bit gradients. */
+  compression,
+});
+/**
+ * Loads a model for one role: the worker looks the role up in its table of roles (a name, never
+ * code), and each role's fields are required where it needs them.
+ */
+export const LoadSchema = z.discriminatedUnion("role", [LoadReplicaSchema, LoadStageSchema, LoadPsWorkerSchema, LoadPsServerSchema]);
+export type LoadMessage = z.infer<typeof LoadSchema>;
+export type RoleName = LoadMessage["role"];
+export type LoadOf<R extends RoleName> = Extract<LoadMessage, { role: R }>;

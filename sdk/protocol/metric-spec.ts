@@ -1,0 +1,25 @@
+import { z } from "zod";
+
+/**
+ * Metrics workers compute per step: the TF.js functions (tf.metrics.*) whose mean over a batch
+ * combines exactly over slices and steps (weighted by samples), as model.fit's History does.
+ */
+export const METRIC_FNS = [
+  "binaryAccuracy",
+  "categoricalAccuracy",
+  "sparseCategoricalAccuracy",
+  "meanSquaredError",
+  "meanAbsoluteError",
+  "meanAbsolutePercentageError",
+  "categoricalCrossentropy",
+  "binaryCrossentropy",
+  "cosineProximity",
+] as const;
+export type MetricFn = (typeof METRIC_FNS)[number];
+
+/** A compiled metric: its key in the history (as model.fit names it) and the function computing it. */
+export interface MetricSpec {
+  name: string;
+  fn: MetricFn;
+}
+export const MetricSpecSchema = z.strictObject({ name: z.string().min(1).max(64), fn: z.enum(METRIC_FNS) });

@@ -1,0 +1,273 @@
+import type { LoadOf } from "../../protocol/messages";
+import * as tf from "@tensorflow/tfjs";
+import type { AllReduceStats } from "../../collectives/ring-allreduce";
+import type { WireFormat } from "../../protocol/wire-formats";
+import type { Dataset } from "../../data/dataset";
+import { loadSource } from "../../data/index";
+import { ProtocolError, StateError } from "../../errors/errors";
+import { epochOrder } from "../../plan/batches";
+import type { Message, MessageOf } from "../../protocol/messages";
+import type { Tensorlike } from "../../protocol/tensor";
+import { wallClock } from "../../util/clock";
+import { readWeights } from "../../model/model-io";
+import type { HostIO, RoleEnv, RoleReply, StepReport, StepTimes, WorkerRole } from "../role";
+import { checkedSliceGradient, loadReplica, readValues, replicaStepReport, slowDown, type LoadedReplica, type SliceOutcome } from "../slice-gradient";
+import { makeUpdateRule } from "../update-rule";
+import { nonFiniteVariable, survivedStepError, type NonFinite } from "../step-health";
+import { ErrorFeedback } from "../error-feedback";
+import type { OverlapRing } from "../role";
+import { GradientBuckets } from "./buckets";
+import type { OptimizerState, UpdateRule } from "../tfjs-update";
+import { hasNonFinite } from "../../backends/native/finite";
+
+export type AllReduceFn = (data: Float32Array, wire?: WireFormat) => Promise<{ data: Float32Array; stats: AllReduceStats }>;
+
+export interface StepResult extends StepTimes {
+  /** Time spent waiting on purpose (a slowdown), part of computeMs. */
+  slowdownMs: number;
+  /** Bytes this replica sent in the all-reduce. */
+  sentBytes: number;
+  metrics?: Record<string, number>;
+  /** Where this replica found NaN or Infinity. */
+  nonFinite?: NonFinite;
+  /** No replica applied this step's update (one of them found a non-finite value, or failed). */
+  skipped?: boolean;
+}
+
+/**
+ * One replica of synchronous data parallelism: computes the gradient of its slice, scales it
+ * by the slice's share of the global batch, sums it with every other replica's by all-reduce,
+ * and applies the same update as every other replica.
+ *
+ * The all-reduced buffer is [gradient | change of the model's state | flag]. The state
+ * (BatchNormalization's moving statistics) is averaged as Keras' MirroredStrategy does: each
+ * replica normalises with its own slice's statistics, and the moving statistics end the step as
+ * the weighted mean of the replicas'. The flag counts replicas whose slice held NaN or Infinity
+ * or whose computation threw: when it is not zero, every replica drops the update alike, so
+ * the replicas never differ and the ring is never left half-way.
+ *
+ * With compression, the gradient travels as 16-bit floats with error feedback; state and flag
+ * stay float32 (a count in fp16 is exact only up to 2048). A compressed sum that overflowed is
+ * the same Infinity on every replica (the ring hands all of them the same bits), so all of
+ * them drop that step alike, as for the flag.
+ */
+export class DataReplica implements WorkerRole {
+  private readonly update: UpdateRule;
+  /** The worker's own copy of the data (feed "workers"), and the order of the epoch it is in. */
+  private shard: { dataset: Dataset; shuffle: boolean; seed: number; epoch: number; order: Uint32Array | null } | null = null;
+  /** Updates applied since the model was loaded. */
+  private applied = 0;
+  /** Elastic training: the weights, model state and optimizer state before the last update, to step back to. */
+  private before: { weights: Float32Array[]; model: Float32Array; state: OptimizerState } | null = null;
+  /**
+   * The buffer the last step's sum came back in, for the next step: a fresh megabyte each step
+   * made V8 count it as external memory and run a full collection every few dozen steps, which
+   * cost a small model's step a third of its time.
+   */
+  private spare: Float32Array | null = null;
+  private readonly feedback: ErrorFeedback | null;
+  private readonly slowdown: number;
+  private readonly elastic: boolean;
+  /** The plan's choice: all-reduce in buckets during the backward pass (where the data plane and step can). */
+  private readonly overlap: boolean;
+
+  private constructor(private readonly r: LoadedReplica, msg: LoadOf<"replica">) {
+    this.update = makeUpdateRule(r.vars, msg.optimizer);
+    this.slowdown = msg.slowdown ?? 1;
+    this.elastic = msg.elastic ?? false;
+    this.overlap = msg.overlap ?? false;
+    this.feedback = msg.compression ? new ErrorFeedback(msg.compression, r.gradientLength) : null;
+  }
+
+  static async load(msg: LoadOf<"replica">, weights: Tensorlike[] | "initial", env: Partial<RoleEnv> = {}): Promise<DataReplica> {
+    const replica = new DataReplica(await loadReplica(msg, weights, env.memoryCapBytes ?? null), msg);
+    if (msg.data) replica.shard = { dataset: loadSource(msg.data.source), shuffle: msg.data.shuffle, seed: msg.data.seed, epoch: -1, order: null };
+    return replica;
+  }
+
+  get loaded(): WorkerRole["loaded"] {
+    return { paramCount: this.paramCount, gradientLength: this.gradientLength, replicaStep: replicaStepReport(this.r), ...(this.shard ? { datasetSize: this.shard.dataset.size } : {}) };
+  }
+
+  /** A step of the driver's: its slice comes attached (in-graph) or is read from the worker's own copy (between-graph). */
+  step(msg: MessageOf<"step">, attachments: Tensorlike[], io: HostIO): Promise<StepReport> {
+    const [x, y] = msg.range ? Object.values(this.readSlice(msg.epoch, msg.range.start, msg.range.end)) : attachments;
+    if (!x || !y) throw new ProtocolError(`"step" ${msg.step} carries ${attachments.length} tensors, expected x and y`);
+    const overlap = this.overlap ? io.overlap() : null;
+    return this.train(msg.weight, x, y, (data, wire) => io.allReduce(data, wire), msg.step, overlap);
+  }
+
+  /** Elastic training asks how many updates were applied, or to step back one. */
+  answer(msg: Message): Promise<RoleReply> | undefined {
+    if (msg.type !== "rewind") return undefined;
+    return (msg.to === undefined ? Promise.resolve(this.applied) : this.rewind(msg.to)).then((applied) => ({ draft: { type: "rewound", re: msg.id, applied } }));
+  }
+
+  /** This replica's slice of a step, read from the worker's own copy of the dataset. */
+  private readSlice(epoch: number, start: number, end: number): { x: Tensorlike; y: Tensorlike } {
+    const s = this.shard;
+    if (!s) throw new StateError("a step named a range of the dataset, but no dataset was loaded on this worker");
+    if (end > s.dataset.size || start > end) throw new ProtocolError(`step range [${start}, ${end}) is outside the dataset of ${s.dataset.size} samples`);
+    if (s.epoch !== epoch) {
+      s.order = epochOrder(s.dataset.size, s.shuffle, s.seed, epoch);
+      s.epoch = epoch;
+    }
+    return s.dataset.gather(s.order, start, end);
+  }
+
+  /**
+   * Goes back to `to` updates applied. A worker may be one update ahead of another when a peer
+   * died between their all-reduces finishing: it steps back to the state it kept.
+   */
+  async rewind(to: number): Promise<number> {
+    if (to === this.applied) return this.applied;
+    if (to !== this.applied - 1 || !this.before) {
+      throw new StateError(`cannot go back from ${this.applied} applied steps to ${to}: only the state before the last update is kept`);
+    }
+    this.r.vars.forEach((v, i) => {
+      const t = tf.tensor(this.before!.weights[i]!, v.shape, "float32");
+      v.assign(t);
+      t.dispose();
+    });
+    this.r.state.set(this.before.model);
+    await this.update.importState(this.before.state);
+    // The residual belongs to the update stepped back from.
+    this.feedback?.clear();
+    this.before = null;
+    this.applied = to;
+    return this.applied;
+  }
+
+  get gradientLength(): number {
+    return this.r.gradientLength;
+  }
+
+  get paramCount(): number {
+    return this.r.model.countParams();
+  }
+
+  /**
+   * Computes the slice's gradient, weighted by its share, sums it with the others' and applies
+   * the update. With `overlap` (the native data plane) and the native step, the gradient goes in
+   * buckets that start while the backward pass still runs.
+   */
+  async train(weight: number, x: Tensorlike, y: Tensorlike, allReduce: AllReduceFn, step = 0, overlap: OverlapRing | null = null): Promise<StepResult> {
+    const t0 = performance.now();
+    const startedAt = wallClock();
+    const n = this.r.gradientLength;
+    const flat = this.stepBuffer(n + this.r.state.length + 1);
+    const stateBefore = this.r.state.snapshot();
+    const buckets = overlap && this.r.step.native ? new GradientBuckets(flat, n, overlap, this.feedback, this.r) : null;
+    const slice = this.slice(weight, x, y, flat, stateBefore, buckets);
+    if (!buckets && this.feedback && flat[flat.length - 1] === 0) this.feedback.compress(flat.subarray(0, n));
+    const slowdownMs = await slowDown(this.slowdown, performance.now() - t0);
+    const t1 = performance.now();
+    let reduced: Awaited<ReturnType<AllReduceFn>>;
+    try {
+      reduced = buckets ? { data: flat, stats: await this.finishBuckets(buckets, slice, flat) } : await allReduce(flat, this.feedback?.wire(n));
+    } catch (err) {
+      // The forward pass moved the statistics; a step that never completed must leave none behind
+      // (an elastic survivor retries the step from here).
+      this.r.state.set(stateBefore);
+      throw err;
+    }
+    const t2 = performance.now();
+    // flat was moved to the communication thread; the sum comes back in its own buffer.
+    const overflow = this.overflowed(reduced.data);
+    const skipped = reduced.data[reduced.data.length - 1] !== 0 || overflow !== undefined;
+    if (skipped) {
+      this.r.state.set(stateBefore);
+      this.feedback?.clear();
+    } else await this.apply(reduced.data, stateBefore);
+    // Whatever buffer the sum came back in (flat, or the communication thread's) is ours again.
+    this.spare = reduced.data;
+    const t3 = performance.now();
+    if (slice.failure !== undefined) throw survivedStepError(slice.failure, step);
+    return {
+      loss: slice.loss,
+      startedAt,
+      computeMs: t1 - t0,
+      commMs: reduced.stats.commMs,
+      waitMs: reduced.stats.waitMs,
+      applyMs: t3 - t2,
+      slowdownMs,
+      sentBytes: reduced.stats.bytesSent,
+      ...(slice.metrics ? { metrics: slice.metrics } : {}),
+      ...(slice.nonFinite ?? overflow ? { nonFinite: slice.nonFinite ?? overflow } : {}),
+      ...(skipped ? { skipped } : {}),
+    };
+  }
+
+  /** A zeroed buffer of `length` floats: the last step's, when it fits. */
+  private stepBuffer(length: number): Float32Array {
+    const b = this.spare;
+    this.spare = null;
+    if (!b || b.length !== length) return new Float32Array(length);
+    b.fill(0);
+    return b;
+  }
+
+  /**
+   * Fills this replica's part of the buffer: its weighted gradient and change of state, or
+   * nothing but the flag when its slice cannot be learned from (non-finite) or it threw.
+   */
+  private slice(weight: number, x: Tensorlike, y: Tensorlike, flat: Float32Array, stateBefore: Float32Array, buckets: GradientBuckets | null): SliceOutcome {
+    const n = this.r.gradientLength;
+    const out = checkedSliceGradient(this.r, x, y, weight, flat.subarray(0, n), buckets?.ready);
+    if (out.nonFinite || out.failure !== undefined) flat[flat.length - 1] = 1;
+    else if (x.shape[0]! > 0) this.r.state.writeChange(stateBefore, weight, flat.subarray(n, flat.length - 1));
+    return out;
+  }
+
+  /**
+   * The buckets not sent during the backward pass, then the state and flag; a bucket's NaN or
+   * Infinity joins the slice's findings. The times reported are those the step waited after
+   * computing (what overlap hid is not counted), waiting for peers first.
+   */
+  private async finishBuckets(buckets: GradientBuckets, slice: SliceOutcome, flat: Float32Array): Promise<AllReduceStats> {
+    const flagged = slice.nonFinite !== undefined || slice.failure !== undefined;
+    const t0 = performance.now();
+    const stats = await buckets.finish(flagged, (flag) => {
+      if (flag) flat[flat.length - 1] = 1;
+    });
+    const exposed = performance.now() - t0;
+    if (!flagged && buckets.nonFinite) slice.nonFinite = buckets.nonFinite;
+    const waitMs = Math.min(stats.waitMs, exposed);
+    return { waitMs, commMs: exposed - waitMs, bytesSent: stats.bytesSent };
+  }
+
+  /** Where a compressed sum of finite gradients overflowed the 16-bit format, if it did. */
+  private overflowed(reduced: Float32Array): NonFinite | undefined {
+    const n = this.r.gradientLength;
+    if (!this.feedback || reduced[reduced.length - 1] !== 0 || !hasNonFinite(reduced.subarray(0, n))) return undefined;
+    return { where: "compression", variable: nonFiniteVariable(reduced.subarray(0, n), this.r.names, this.r.sizes) ?? "?" };
+  }
+
+  /** The summed gradient through the optimizer, and the state to its replicas' mean. */
+  private async apply(reduced: Float32Array, stateBefore: Float32Array): Promise<void> {
+    const n = this.r.gradientLength;
+    if (this.elastic) this.before = { weights: this.r.vars.map((v) => Float32Array.from(readValues(v))), model: stateBefore, state: await this.update.exportState() };
+    this.update.apply(reduced.subarray(0, n));
+    this.r.state.set(stateBefore, reduced.subarray(n, reduced.length - 1));
+    this.applied++;
+  }
+
+  weights(): { tensors: Tensorlike[] } {
+    return { tensors: readWeights(this.r.model) };
+  }
+
+  exportState(): Promise<OptimizerState> {
+    return this.update.exportState();
+  }
+
+  importState(state: OptimizerState): Promise<void> {
+    return this.update.importState(state);
+  }
+
+  dispose(): void {
+    this.shard = null;
+    this.r.model.dispose();
+    this.update.dispose();
+    this.r.compileOptimizer.dispose();
+  }
+}

@@ -1,0 +1,103 @@
+import * as tf from "@tensorflow/tfjs";
+import type { OptimizerSpec } from "../protocol/optimizer-spec";
+import { CheckpointError } from "../errors/errors";
+import type { OptimizerState, UpdateRule } from "./tfjs-update";
+import type { NativeBackend } from "../backends/native/backend";
+
+const f32 = Math.fround;
+
+/**
+ * Optimizer steps computed in place on the variables' own memory by the native kernels, in the
+ * same float32 operations, in the same order, as tf.train's optimizers (test/unit checks they
+ * agree). A variable whose memory is shared with another tensor is copied first, so no tensor
+ * anyone else can read ever changes.
+ */
+export class NativeUpdate implements UpdateRule {
+  private readonly state: Float32Array[][];
+  private accBeta1 = 0;
+  private accBeta2 = 0;
+
+  constructor(private readonly backend: NativeBackend, private readonly vars: readonly tf.Variable[], private readonly spec: OptimizerSpec) {
+    const slots = spec.name === "sgd" ? 0 : spec.name === "momentum" ? 1 : spec.name === "adam" ? 2 : spec.centered ? 3 : 2;
+    this.state = vars.map((v) => Array.from({ length: slots }, () => new Float32Array(v.size)));
+    if (spec.name === "adam") {
+      this.accBeta1 = f32(spec.beta1);
+      this.accBeta2 = f32(spec.beta2);
+    }
+  }
+
+  /** The variable's values, exclusively its own. */
+  private own(v: tf.Variable): Float32Array {
+    const b = this.backend;
+    if (b.refCount(v.dataId) > 1) {
+      const copy = tf.tensor(Float32Array.from(b.values(v)), v.shape, "float32");
+      v.assign(copy);
+      copy.dispose();
+    }
+    return b.values(v);
+  }
+
+  apply(flat: Float32Array): void {
+    const a = this.backend.addon;
+    const s = this.spec;
+    const eps = f32(this.backend.epsilon());
+    let off = 0;
+    this.vars.forEach((v, i) => {
+      const g = flat.subarray(off, off + v.size);
+      off += v.size;
+      const w = this.own(v);
+      const st = this.state[i]!;
+      switch (s.name) {
+        case "sgd":
+          a.sgd(w, g, f32(-s.learningRate));
+          break;
+        case "momentum":
+          a.momentum(w, st[0]!, g, f32(-s.learningRate), f32(s.momentum), s.useNesterov ? 1 : 0);
+          break;
+        case "adam":
+          a.adam(w, st[0]!, st[1]!, g, f32(s.beta1), f32(1 - s.beta1), f32(s.beta2), f32(1 - s.beta2),
+            f32(1 - this.accBeta1), f32(1 - this.accBeta2), f32(s.epsilon ?? eps), f32(-s.learningRate));
+          break;
+        case "rmsprop":
+          a.rmsprop(w, st[0]!, st[1]!, s.centered ? st[2]! : null, g, f32(s.decay), f32(1 - s.decay), f32(s.momentum),
+            f32(s.learningRate), f32(s.epsilon ?? eps), s.centered ? 1 : 0);
+          break;
+      }
+    });
+    if (s.name === "adam") {
+      this.accBeta1 = f32(this.accBeta1 * f32(s.beta1));
+      this.accBeta2 = f32(this.accBeta2 * f32(s.beta2));
+    }
+  }
+
+  exportState(): Promise<OptimizerState> {
+    return Promise.resolve({
+      format: "native",
+      tensors: this.state.flatMap((slots, i) => slots.map((d, j) => ({ name: `${i}/${j}`, data: Float32Array.from(d), shape: [d.length] }))),
+      scalars: { accBeta1: this.accBeta1, accBeta2: this.accBeta2 },
+    });
+  }
+
+  importState(state: OptimizerState): Promise<void> {
+    if (state.format !== "native") {
+      return Promise.reject(new CheckpointError(`the optimizer state was written by TF.js's optimizer; these workers use meshtrain's native one`, { hint: "resume with the backend the checkpoint was made with (.backend(...))" }));
+    }
+    const want = this.state.reduce((a, s) => a + s.length, 0);
+    if (state.tensors.length !== want) return Promise.reject(new CheckpointError(`the optimizer state has ${state.tensors.length} slots; this model and optimizer need ${want}`));
+    let k = 0;
+    for (const slots of this.state) {
+      for (const slot of slots) {
+        const t = state.tensors[k++]!;
+        if (t.data.length !== slot.length) return Promise.reject(new CheckpointError(`optimizer slot ${t.name} has ${t.data.length} values; the variable has ${slot.length}`));
+        slot.set(t.data);
+      }
+    }
+    this.accBeta1 = state.scalars.accBeta1 ?? this.accBeta1;
+    this.accBeta2 = state.scalars.accBeta2 ?? this.accBeta2;
+    return Promise.resolve();
+  }
+
+  dispose(): void {
+    this.state.length = 0;
+  }
+}

@@ -1,0 +1,315 @@
+import type { LoadOf } from "../../protocol/messages";
+import * as tf from "@tensorflow/tfjs";
+import { ModelError, ProtocolError } from "../../errors/errors";
+import { formatBytes, optimizerSlots } from "../../plan/memory";
+import { summarizeModel } from "../../plan/model-summary";
+import { stageCost } from "../../plan/partition";
+import { actionsInFlight, type Action } from "../../plan/schedules";
+import type { MessageOf } from "../../protocol/messages";
+import type { Tensorlike } from "../../protocol/tensor";
+import { wallClock } from "../../util/clock";
+import { buildModel, compiledLoss, readWeights, tensorOf } from "../../model/model-io";
+import type { RoleEnv, StepTimes, WorkerRole } from "../role";
+import { makeUpdateRule } from "../update-rule";
+import type { OptimizerState, UpdateRule } from "../tfjs-update";
+import { seedDropout, stageTopology } from "./stage-model";
+import { inputNonFinite, labelTensor, metricValues, nonFiniteIn, survivedStepError, type NonFinite } from "../step-health";
+import { ModelState } from "../model-state";
+import { agreeAcrossStages } from "./stage-agreement";
+import { accumulator, copyOut, type ActionTimings, type StageIO, type StageRun } from "./stage-run";
+import type { MetricSpec } from "../../protocol/metric-spec";
+import { createOptimizer } from "../../model/optimizers";
+
+
+export interface StageStepResult extends StepTimes {
+  /** When each forward (F) and backward (B) of a micro-batch ran, in ms from the step's start. */
+  actions: ActionTimings;
+  inFlightMax: number;
+  nonFinite?: NonFinite;
+  skipped?: boolean;
+}
+
+type Stage = LoadOf<"stage">["stage"];
+
+/**
+ * One stage of a pipeline on a worker: runs its schedule's actions in order. F(m) runs the
+ * stage's layers on micro-batch m and sends the result on; B(m) recomputes the forward pass with
+ * TF.js's autograd, takes the gradient arriving from the next stage (the last stage starts from
+ * its share of the loss), accumulates the layers' gradients, and sends the input's gradient
+ * back. After the last action the accumulated gradients are summed with the stage's replicas
+ * and one optimizer update is applied.
+ */
+export class StageRuntime implements WorkerRole {
+  private readonly vars: tf.Variable[];
+  private readonly offsets: number[];
+  readonly gradientLength: number;
+  private readonly actions: readonly Action[];
+  private readonly update: UpdateRule;
+  private readonly last: boolean;
+  private readonly state: ModelState;
+  private readonly names: string[];
+  private readonly sizes: number[];
+
+  private constructor(
+    readonly model: tf.LayersModel,
+    private readonly stage: Stage,
+    private readonly inputShape: number[],
+    private readonly outputShape: number[],
+    private readonly lossFn: ((a: tf.Tensor, b: tf.Tensor) => tf.Tensor) | null,
+    private readonly compileOptimizer: tf.Optimizer,
+    spec: MessageOf<"load">["optimizer"],
+    private readonly metrics: MetricSpec[],
+  ) {
+    this.vars = model.trainableWeights.map((w) => w.read() as tf.Variable);
+    this.names = model.trainableWeights.map((w) => w.originalName);
+    this.sizes = this.vars.map((v) => v.size);
+    this.state = new ModelState(model);
+    this.offsets = [];
+    let off = 0;
+    for (const v of this.vars) {
+      this.offsets.push(off);
+      off += v.size;
+    }
+    this.gradientLength = off;
+    // The schedule arrives as data: this stage's actions, in order.
+    this.actions = stage.actions;
+    this.update = makeUpdateRule(this.vars, spec);
+    this.last = stage.index === stage.count - 1;
+  }
+
+  static async load(msg: LoadOf<"stage">, weights: Tensorlike[], env: Pick<RoleEnv, "memoryCapBytes">): Promise<StageRuntime> {
+    const memoryCapBytes = env.memoryCapBytes;
+    const stage = msg.stage;
+    const inputShape = [...stage.inputShape];
+    const model = await buildModel(stageTopology(msg.topology, stage.from, stage.to, inputShape, stage.index), weights);
+    const summary = summarizeModel(model);
+    if (memoryCapBytes !== null) {
+      const c = stageCost(
+        { layers: summary.layers, stages: stage.count, microBatchSize: stage.microBatchSize, optimizerSlots: optimizerSlots(msg.optimizer), inFlight: () => actionsInFlight(stage.actions), memoryBytes: () => Infinity },
+        stage.index,
+        0,
+        summary.layers.length,
+      );
+      const need = c.stateBytes + c.activationBytes;
+      if (need > memoryCapBytes) {
+        model.dispose();
+        throw new ModelError(
+          `stage ${stage.index} (layers [${stage.from}, ${stage.to})) needs ${formatBytes(need)} (${formatBytes(c.stateBytes)} parameters, gradients and optimizer state; ${formatBytes(c.activationBytes)} activations for micro-batches of ${stage.microBatchSize}), above this worker's memory cap of ${formatBytes(memoryCapBytes)}`,
+          { hint: "split the model over more stages or workers, use smaller micro-batches, or raise .memory()", details: { neededBytes: need, capBytes: memoryCapBytes } },
+        );
+      }
+    }
+    const optimizer = createOptimizer(msg.optimizer);
+    const last = stage.index === stage.count - 1;
+    const lossFn = last ? compiledLoss(model, msg.loss, optimizer) : null;
+    const outputShape = summary.outputShape.slice(1).map((d) => d ?? 1);
+    return new StageRuntime(model, stage, inputShape, outputShape, lossFn, optimizer, msg.optimizer, msg.metrics ?? []);
+  }
+
+  get paramCount(): number {
+    return this.model.countParams();
+  }
+
+  get loaded(): WorkerRole["loaded"] {
+    return { paramCount: this.paramCount, gradientLength: this.gradientLength };
+  }
+
+  async step(msg: MessageOf<"step">, attachments: Tensorlike[], io: StageIO): Promise<StageStepResult> {
+    const run = this.begin(msg, attachments, io);
+    try {
+      for (const a of this.actions) {
+        // A short last batch can leave micro-batches empty; every stage knows the sizes and skips them.
+        if (run.micro.sizes[a.micro]! === 0) continue;
+        if (a.kind === "F") await this.forward(run, a.micro);
+        else await this.backward(run, a.micro);
+      }
+    } finally {
+      for (const t of run.saved.values()) t.dispose();
+    }
+    const computeEnd = performance.now();
+    const n = this.gradientLength;
+    const nonFinite = run.failure !== undefined ? undefined : run.inputNonFinite ? { where: "input" as const } : this.nonFiniteOf(run);
+    const w0 = performance.now();
+    const dropped = await agreeAcrossStages(io, { step: msg.step, microBatches: this.stage.microBatches, index: this.stage.index, count: this.stage.count }, run.failure !== undefined || nonFinite ? 1 : 0);
+    const agreeMs = performance.now() - w0;
+    if (dropped > 0) run.acc.fill(0);
+    else this.state.writeChange(run.stateBefore, msg.weight, run.acc.subarray(n, n + this.state.length));
+    run.acc[run.acc.length - 1] = dropped > 0 ? 1 : 0;
+    const reduced = await io.allReduce(run.acc);
+    const a0 = performance.now();
+    const skipped = reduced.data[reduced.data.length - 1] !== 0;
+    if (skipped) this.state.set(run.stateBefore);
+    else {
+      this.update.apply(reduced.data.subarray(0, n));
+      this.state.set(run.stateBefore, reduced.data.subarray(n, n + this.state.length));
+    }
+    const applyMs = performance.now() - a0;
+    if (run.failure !== undefined) throw survivedStepError(run.failure, msg.step);
+    return {
+      loss: run.loss,
+      startedAt: run.startedAt,
+      computeMs: computeEnd - run.t0 - run.waitMs,
+      commMs: reduced.stats.commMs,
+      waitMs: run.waitMs + agreeMs + reduced.stats.waitMs,
+      applyMs,
+      actions: run.timings,
+      inFlightMax: run.inFlightMax,
+      ...(nonFinite ? { nonFinite } : {}),
+      ...(skipped ? { skipped } : {}),
+      ...(this.last && this.metrics.length ? { metrics: run.metrics } : {}),
+    };
+  }
+
+  /** Where this stage saw NaN or Infinity: its share of the loss (last stage), else its gradient. */
+  private nonFiniteOf(run: StageRun): NonFinite | undefined {
+    return nonFiniteIn(this.last ? run.loss : 0, run.acc.subarray(0, this.gradientLength), this.names, this.sizes);
+  }
+
+  /**
+   * Runs `compute` unless the stage already failed this step; a failure is kept and `fallback`
+   * (zeros of the right shape) stands in, so the schedule's messages all still flow.
+   */
+  private attempt<T>(run: StageRun, compute: () => T, fallback: () => T): T {
+    if (run.failure !== undefined) return fallback();
+    try {
+      return compute();
+    } catch (err) {
+      run.failure = err;
+      return fallback();
+    }
+  }
+
+  /** Checks the step carries what this stage needs and starts its bookkeeping. */
+  private begin(msg: MessageOf<"step">, attachments: Tensorlike[], io: StageIO): StageRun {
+    const micro = msg.micro;
+    if (!micro || micro.sizes.length !== this.stage.microBatches) {
+      throw new ProtocolError(`step ${msg.step} for stage ${this.stage.index} needs ${this.stage.microBatches} micro-batch sizes`);
+    }
+    const first = this.stage.index === 0;
+    // Stage 0 gets the micro-batches' inputs and the last stage their targets (both, with one stage).
+    const xs = first ? attachments.slice(0, this.stage.microBatches) : [];
+    const ys = this.last ? attachments.slice(first ? this.stage.microBatches : 0) : [];
+    if ((first && xs.length !== this.stage.microBatches) || (this.last && ys.length !== this.stage.microBatches)) {
+      throw new ProtocolError(`step ${msg.step} for stage ${this.stage.index} carries ${attachments.length} tensors`);
+    }
+    return {
+      msg, micro, io, xs, ys, first,
+      t0: performance.now(),
+      startedAt: wallClock(),
+      acc: new Float32Array(this.gradientLength + this.state.length + 1),
+      stateBefore: this.state.snapshot(),
+      inputNonFinite: inputNonFinite(...xs, ...ys) !== undefined,
+      saved: new Map(), timings: [], loss: 0, metrics: {}, waitMs: 0, inFlightMax: 0, add: accumulator(),
+    };
+  }
+
+  private async receive(run: StageRun, kind: "activation" | "gradient", m: number): Promise<Float32Array> {
+    const w0 = performance.now();
+    const data = await run.io.receive(kind, run.msg.step, m);
+    run.waitMs += performance.now() - w0;
+    return data;
+  }
+
+  /** F(m): runs the stage's layers on micro-batch m and sends the result on; keeps the input for B(m). */
+  private async forward(run: StageRun, m: number): Promise<void> {
+    const size = run.micro.sizes[m]!;
+    const x = run.first ? tensorOf(run.xs[m]!) : tf.tensor(await this.receive(run, "activation", m), [size, ...this.inputShape]);
+    const start = performance.now() - run.t0;
+    if (!this.last) {
+      const data = this.attempt(
+        run,
+        () => {
+          seedDropout(this.model, run.msg.step, m);
+          const out = tf.tidy(() => this.model.apply(x, { training: true }) as tf.Tensor);
+          const values = copyOut(out);
+          out.dispose();
+          return values;
+        },
+        () => new Float32Array(size * this.outputShape.reduce((a, b) => a * b, 1)),
+      );
+      run.io.send("next", "activation", run.msg.step, m, data);
+    }
+    run.saved.set(m, x);
+    run.inFlightMax = Math.max(run.inFlightMax, run.saved.size);
+    run.timings.push({ kind: "F", micro: m, start, end: performance.now() - run.t0 });
+  }
+
+  /**
+   * B(m): recomputes the forward pass with autograd, starts from the gradient arriving from the
+   * next stage (the last stage from its share of the loss), accumulates the layers' gradients
+   * and sends the input's gradient back.
+   */
+  private async backward(run: StageRun, m: number): Promise<void> {
+    const size = run.micro.sizes[m]!;
+    const x = run.saved.get(m);
+    if (!x) throw new ProtocolError(`stage ${this.stage.index} runs B${m} before F${m}`);
+    const dy = this.last ? null : tf.tensor(await this.receive(run, "gradient", m), [size, ...this.outputShape]);
+    const y = this.last ? labelTensor(run.ys[m]!) : null;
+    const start = performance.now() - run.t0;
+    const weight = run.micro.weights[m]!;
+    const inputGrad = this.attempt(
+      run,
+      () => this.gradients(run, m, x, dy, y, weight),
+      () => (run.first ? null : new Float32Array(size * this.inputShape.reduce((a, b) => a * b, 1))),
+    );
+    if (!run.first) run.io.send("prev", "gradient", run.msg.step, m, inputGrad!);
+    tf.dispose([x, ...(dy ? [dy] : []), ...(y ? [y] : [])]);
+    run.saved.delete(m);
+    run.timings.push({ kind: "B", micro: m, start, end: performance.now() - run.t0 });
+  }
+
+  /**
+   * Recomputes micro-batch m's forward pass under autograd and accumulates its gradients; returns
+   * the input's gradient (null on stage 0). The recomputation must not move the layers' state a
+   * second time (the forward pass did), so a stage before the last puts its state back after.
+   */
+  private gradients(run: StageRun, m: number, x: tf.Tensor, dy: tf.Tensor | null, y: tf.Tensor | null, weight: number): Float32Array | null {
+    const before = !this.last && this.state.length > 0 ? this.state.snapshot() : null;
+    seedDropout(this.model, run.msg.step, m);
+    const wrt: tf.Tensor[] = run.first ? [...this.vars] : [x, ...this.vars];
+    let microLoss = 0;
+    const { value, grads } = tf.engine().gradients(
+      () =>
+        tf.tidy(() => {
+          const out = this.model.apply(x, { training: true }) as tf.Tensor;
+          let objective: tf.Scalar;
+          if (this.last) {
+            const mean = tf.mean(this.lossFn!(y!, out)) as tf.Scalar;
+            microLoss = mean.dataSync()[0]!;
+            for (const [k, v] of Object.entries(metricValues(this.metrics, y!, out) ?? {})) run.metrics[k] = (run.metrics[k] ?? 0) + weight * v;
+            objective = tf.mul(mean, weight);
+          } else {
+            objective = tf.sum(tf.mul(out, dy!));
+          }
+          for (const reg of this.model.calculateLosses()) objective = tf.add(objective, tf.mul(reg, weight));
+          return objective;
+        }),
+      wrt,
+    );
+    if (before) this.state.set(before);
+    run.loss += weight * microLoss;
+    const varGrads = run.first ? grads : grads.slice(1);
+    varGrads.forEach((g, i) => run.add(run.acc, g, this.offsets[i]!));
+    const inputGrad = run.first ? null : copyOut(grads[0]!);
+    tf.dispose([value, ...grads]);
+    return inputGrad;
+  }
+
+  weights(): { tensors: Tensorlike[] } {
+    return { tensors: readWeights(this.model) };
+  }
+
+  exportState(): Promise<OptimizerState> {
+    return this.update.exportState();
+  }
+
+  importState(state: OptimizerState): Promise<void> {
+    return this.update.importState(state);
+  }
+
+  dispose(): void {
+    this.model.dispose();
+    this.update.dispose();
+    this.compileOptimizer.dispose();
+  }
+}

@@ -1,0 +1,207 @@
+import type { LoadOf } from "../../protocol/messages";
+import * as tf from "@tensorflow/tfjs";
+import { ProtocolError, StateError } from "../../errors/errors";
+import type { OptimizerState } from "../tfjs-update";
+import type { MessageOf } from "../../protocol/messages";
+import type { Tensorlike } from "../../protocol/tensor";
+import { wallClock } from "../../util/clock";
+import { readWeights } from "../../model/model-io";
+import type { HostIO, RoleEnv, WorkerRole } from "../role";
+import { checkedSliceGradient, loadReplica, replicaStepReport, slowDown, type LoadedReplica } from "../slice-gradient";
+import type { StepResult } from "../data/replica";
+import { nonFiniteVariable, survivedStepError, type NonFinite } from "../step-health";
+import { ErrorFeedback } from "../error-feedback";
+import type { WireFormat } from "../../protocol/wire-formats";
+import { hasNonFinite } from "../../backends/native/finite";
+
+export interface PsStepResult extends StepResult {
+  ps: { pulled: number[]; staleness: number; pullMs: number; pushMs: number };
+}
+
+/**
+ * A worker under parameter servers: it holds the whole model but never updates it itself.
+ * Each step it pulls every shard (parameters and model state), computes its slice's gradient,
+ * and pushes each server the part that server holds: [gradient | weighted change of the state
+ * the forward pass made | flag], the flag set when the slice cannot be learned from. With
+ * compression, each push's gradient goes as 16-bit floats with error feedback; a gradient value
+ * too large for fp16 flags the push instead of sending Infinity to the servers.
+ */
+export class PsReplica implements WorkerRole {
+  /** Where each variable starts in the flat gradient. */
+  private readonly offsets: number[];
+  /** Where each state tensor starts in the model's flat state, and its size. */
+  private readonly stateAt: Array<{ off: number; size: number }>;
+  private readonly feedback: ErrorFeedback | null;
+  /** Compressed: each server's push, its gradient's values in 16 bits and the rest (state change, flag) in 32. */
+  private readonly wires: WireFormat[] | undefined;
+
+  private constructor(
+    private readonly r: LoadedReplica,
+    /** For each server, the indices of the trainable variables it holds. */
+    private readonly shards: number[][],
+    /** For each server, the indices of the state tensors it holds. */
+    private readonly stateShards: number[][],
+    private readonly slowdown: number,
+    compression: LoadOf<"ps-worker">["compression"],
+  ) {
+    const f = compression ? new ErrorFeedback(compression, r.gradientLength) : null;
+    this.feedback = f;
+    this.wires = f ? shards.map((indices) => f.wire(indices.reduce((a, i) => a + r.sizes[i]!, 0))) : undefined;
+    let off = 0;
+    this.offsets = r.sizes.map((size) => (off += size) - size);
+    let at = 0;
+    this.stateAt = r.state.sizes.map((size) => ({ off: (at += size) - size, size }));
+  }
+
+  static async load(msg: LoadOf<"ps-worker">, weights: Tensorlike[], env: Pick<RoleEnv, "memoryCapBytes">): Promise<PsReplica> {
+    const r = await loadReplica(msg, weights, env.memoryCapBytes);
+    const { shards, state } = msg;
+    const problem = coverage(shards, r.vars.length, "trainable variables") ?? coverage(state, r.state.sizes.length, "state tensors (float non-trainable weights)");
+    if (problem !== null || state.length !== shards.length) {
+      r.model.dispose();
+      throw new ProtocolError(problem ?? `the servers' state lists ${state.length} servers; their shards ${shards.length}`);
+    }
+    return new PsReplica(r, shards.map((s) => [...s]), state.map((s) => [...s]), msg.slowdown ?? 1, msg.compression);
+  }
+
+  get paramCount(): number {
+    return this.r.model.countParams();
+  }
+
+  get gradientLength(): number {
+    return this.r.gradientLength;
+  }
+
+  get loaded(): WorkerRole["loaded"] {
+    return { paramCount: this.paramCount, gradientLength: this.gradientLength, replicaStep: replicaStepReport(this.r) };
+  }
+
+  async step(msg: MessageOf<"step">, attachments: Tensorlike[], io: HostIO): Promise<PsStepResult> {
+    const [x, y] = attachments;
+    if (!x || !y) throw new ProtocolError(`"step" ${msg.step} carries ${attachments.length} tensors, expected x and y`);
+    const links = io.servers;
+    const clock = msg.ps?.clock ?? msg.step;
+    const startedAt = wallClock();
+    const t0 = performance.now();
+    const pulled = await links.pull(msg.ps?.minVersion);
+    const t1 = performance.now();
+    const before = this.assign(pulled.shards);
+    const t2 = performance.now();
+    const flat = new Float32Array(this.r.gradientLength);
+    // A flagged push of zeros for a non-finite or failed slice: a sync server waits for every worker.
+    const slice = checkedSliceGradient(this.r, x, y, msg.weight, flat);
+    const overflow = slice.nonFinite === undefined && slice.failure === undefined ? this.compress(flat) : undefined;
+    const nonFinite = slice.nonFinite ?? overflow;
+    const flagged = nonFinite !== undefined || slice.failure !== undefined;
+    const change = new Float32Array(before.length);
+    if (!flagged && x.shape[0]! > 0) this.r.state.writeChange(before, msg.weight, change);
+    const loss = slice.loss;
+    const slowdownMs = await slowDown(this.slowdown, performance.now() - t2);
+    const t3 = performance.now();
+    const shards = this.split(flat, change, flagged);
+    const wires = this.wires;
+    const sentBytes = shards.reduce((n, s, i) => n + 4 * (wires ? Math.ceil(wires[i]!.packed / 2) + s.length - wires[i]!.packed : s.length), 0);
+    const pushed = await links.push(clock, pulled.versions, shards, wires);
+    const t4 = performance.now();
+    const waitMs = Math.max(0, ...pulled.waitedMs);
+    if (slice.failure !== undefined) throw survivedStepError(slice.failure, msg.step);
+    return {
+      ...(nonFinite ? { nonFinite } : {}),
+      // The servers drop a flagged push: in sync mode with its whole step.
+      ...(flagged ? { skipped: true } : {}),
+      ...(slice.metrics ? { metrics: slice.metrics } : {}),
+      loss,
+      startedAt,
+      computeMs: t3 - t2,
+      commMs: Math.max(0, t1 - t0 - waitMs) + (t2 - t1) + (t4 - t3),
+      waitMs,
+      applyMs: 0,
+      slowdownMs,
+      sentBytes,
+      ps: { pulled: pulled.versions, staleness: Math.max(0, ...pushed.staleness), pullMs: t1 - t0, pushMs: t4 - t3 },
+    };
+  }
+
+  /** Rounds the gradient to 16 bits with error feedback; where a value overflowed, says so (and forgets the residual). */
+  private compress(flat: Float32Array): NonFinite | undefined {
+    if (!this.feedback) return undefined;
+    this.feedback.compress(flat);
+    if (!hasNonFinite(flat)) return undefined;
+    this.feedback.clear();
+    return { where: "compression", variable: nonFiniteVariable(flat, this.r.names, this.r.sizes) ?? "?" };
+  }
+
+  /** Writes each server's shard into the model's variables and state; returns the whole state as pulled. */
+  private assign(shards: Float32Array[]): Float32Array {
+    const state = new Float32Array(this.r.state.length);
+    this.shards.forEach((indices, s) => {
+      const data = shards[s]!;
+      let off = 0;
+      for (const i of indices) {
+        const v = this.r.vars[i]!;
+        if (off + v.size > data.length) throw new ProtocolError(`parameter server ${s} sent ${data.length} values; its variables need more`);
+        const t = tf.tensor(data.subarray(off, off + v.size), v.shape, "float32");
+        v.assign(t);
+        t.dispose();
+        off += v.size;
+      }
+      for (const i of this.stateShards[s]!) {
+        const { off: at, size } = this.stateAt[i]!;
+        if (off + size > data.length) throw new ProtocolError(`parameter server ${s} sent ${data.length} values; its variables and state need more`);
+        state.set(data.subarray(off, off + size), at);
+        off += size;
+      }
+      if (off !== data.length) throw new ProtocolError(`parameter server ${s} sent ${data.length} values; its variables and state hold ${off}`);
+    });
+    this.r.state.set(state);
+    return state;
+  }
+
+  /** The flat gradient and state change cut into one push per server: [its gradient | its state's change | flag]. */
+  private split(flat: Float32Array, change: Float32Array, flagged: boolean): Float32Array[] {
+    return this.shards.map((indices, s) => {
+      const states = this.stateShards[s]!;
+      const out = new Float32Array(indices.reduce((a, i) => a + this.r.sizes[i]!, 0) + states.reduce((a, i) => a + this.stateAt[i]!.size, 0) + 1);
+      let at = 0;
+      for (const i of indices) {
+        out.set(flat.subarray(this.offsets[i]!, this.offsets[i]! + this.r.sizes[i]!), at);
+        at += this.r.sizes[i]!;
+      }
+      for (const i of states) {
+        const { off, size } = this.stateAt[i]!;
+        out.set(change.subarray(off, off + size), at);
+        at += size;
+      }
+      out[at] = flagged ? 1 : 0;
+      return out;
+    });
+  }
+
+  weights(): { tensors: Tensorlike[] } {
+    return { tensors: readWeights(this.r.model) };
+  }
+
+  exportState(): Promise<OptimizerState> {
+    return Promise.reject(noState());
+  }
+
+  importState(): Promise<void> {
+    return Promise.reject(noState());
+  }
+
+  dispose(): void {
+    this.r.model.dispose();
+    this.r.compileOptimizer.dispose();
+  }
+}
+
+/** Why `shards` does not hold each of `count` indices exactly once, or null. */
+function coverage(shards: number[][], count: number, what: string): string | null {
+  const all = shards.flat().sort((a, b) => a - b);
+  if (all.length === count && all.every((v, i) => v === i)) return null;
+  return `the servers' shards name ${what} [${all.join(", ")}]; this model has ${count}, each held by exactly one server`;
+}
+
+function noState(): StateError {
+  return new StateError("a parameter-server worker holds no optimizer state: the servers do", { hint: "checkpoint the servers" });
+}

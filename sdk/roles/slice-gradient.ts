@@ -1,0 +1,189 @@
+import type { LoadOf } from "../protocol/messages";
+import * as tf from "@tensorflow/tfjs";
+import { loadAddon } from "../backends/native/addon";
+import { NativeBackend } from "../backends/native/backend";
+import { NativeStep, type StepChoice } from "../backends/native/step/native-step";
+import type { LossName } from "../protocol/loss-names";
+import { DataError, ModelError } from "../errors/errors";
+import { estimateReplicaMemory, formatBytes, memoryTotal } from "../plan/memory";
+import { summarizeModel } from "../plan/model-summary";
+import type { Tensorlike } from "../protocol/tensor";
+import { buildModel, compiledLoss, tensorOf } from "../model/model-io";
+import { ModelState } from "./model-state";
+import { inputNonFinite, labelTensor, metricValues, nonFiniteIn, type NonFinite } from "./step-health";
+import type { MetricSpec } from "../protocol/metric-spec";
+import type { ReplicaStepChoice } from "../protocol/profile-messages";
+import { createOptimizer } from "../model/optimizers";
+
+/**
+ * A tensor's values for an immediate copy. On the native backend this reads the backing array
+ * without marking it handed-out, so its memory can be recycled for the next step.
+ */
+export function readValues(t: tf.Tensor): Float32Array {
+  const b = tf.backend();
+  return b instanceof NativeBackend ? b.values(t) : (t.dataSync() as Float32Array);
+}
+
+/** x *= alpha, with the native kernel where it was built (a gradient can hold millions of values). */
+export function scaleInPlace(x: Float32Array, alpha: number): void {
+  const load = loadAddon();
+  if (load.ok) load.addon.scale(x, alpha);
+  else for (let i = 0; i < x.length; i++) x[i]! *= alpha;
+}
+
+/** A whole model on one worker, as data parallelism and parameter servers use it. */
+export interface LoadedReplica {
+  model: tf.LayersModel;
+  /** model.compile wants an optimizer; updates themselves are made elsewhere. */
+  compileOptimizer: tf.Optimizer;
+  lossFn: (a: tf.Tensor, b: tf.Tensor) => tf.Tensor;
+  vars: tf.Variable[];
+  /** The variables' names (for a report of a non-finite gradient) and sizes. */
+  names: string[];
+  sizes: number[];
+  gradientLength: number;
+  /** Non-trainable state (BatchNormalization's moving statistics), which replicas average. */
+  state: ModelState;
+  metrics: MetricSpec[];
+  /** The step compiled to native kernels, or why the model trains by TF.js's autodiff. */
+  step: StepChoice;
+}
+
+/** Builds the model, refusing it first when this worker's memory cap is below its estimate. */
+export async function loadReplica(msg: LoadOf<"replica" | "ps-worker">, weights: Tensorlike[] | "initial", memoryCapBytes: number | null): Promise<LoadedReplica> {
+  const model = await buildModel(msg.topology, weights);
+  if (memoryCapBytes !== null) {
+    const e = estimateReplicaMemory(summarizeModel(model), { batchSize: msg.replicaBatch, optimizer: msg.optimizer });
+    const need = memoryTotal(e);
+    if (need > memoryCapBytes) {
+      model.dispose();
+      throw new ModelError(
+        `the whole model needs ${formatBytes(need)} per replica (${formatBytes(e.paramsBytes)} parameters, ${formatBytes(e.gradientBytes)} gradients, ${formatBytes(e.optimizerBytes ?? 0)} optimizer state, ${formatBytes(e.activationBytes ?? 0)} activations for ${msg.replicaBatch} samples), above this worker's memory cap of ${formatBytes(memoryCapBytes)}`,
+        { hint: 'split it over several workers: strategy("pipeline"), strategy("hybrid", { stages }) or strategy("auto")', details: { neededBytes: need, capBytes: memoryCapBytes } },
+      );
+    }
+  }
+  const compileOptimizer = createOptimizer(msg.optimizer);
+  const lossFn = compiledLoss(model, msg.loss, compileOptimizer);
+  const vars = model.trainableWeights.map((w) => w.read() as tf.Variable);
+  const sizes = vars.map((v) => v.size);
+  const names = model.trainableWeights.map((w) => w.originalName);
+  return { model, compileOptimizer, lossFn, vars, names, sizes, gradientLength: sizes.reduce((a, b) => a + b, 0), state: new ModelState(model), metrics: msg.metrics ?? [], step: compileNativeStep(model, msg.loss, vars) };
+}
+
+/** What the driver is told of how this replica computes its gradient. */
+export function replicaStepReport(r: LoadedReplica): ReplicaStepChoice {
+  return r.step.native ? { native: true } : { native: false, why: r.step.why };
+}
+
+/** The native step where the worker runs the native backend and the model compiles to one. */
+function compileNativeStep(model: tf.LayersModel, loss: LossName, vars: tf.Variable[]): StepChoice {
+  const backend = tf.backend();
+  if (!(backend instanceof NativeBackend)) return { native: null, why: `the ${tf.getBackend()} backend has no native step` };
+  if (process.env.MESHTRAIN_NATIVE_STEP === "0") return { native: null, why: "MESHTRAIN_NATIVE_STEP=0 turned it off" };
+  return NativeStep.compile(backend, model, loss, vars);
+}
+
+/**
+ * Writes weight x grad(mean loss over the slice + regularizers) into `flat`, laid out as the
+ * variables in order; returns the slice's mean loss and compiled metrics.
+ */
+export function sliceGradient(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array, ready?: (from: number) => void): { loss: number; metrics?: Record<string, number> } {
+  try {
+    return r.step.native ? nativeSlice(r, r.step.native, x, y, weight, flat, ready) : autodiffSlice(r, x, y, weight, flat);
+  } catch (err) {
+    const msg = (err as Error).message;
+    if (/shape|rank|compatible/i.test(msg)) {
+      throw new DataError(`a batch of x [${x.shape.join(", ")}] and y [${y.shape.join(", ")}] does not fit the model: ${msg.split("\n")[0]}`, {
+        hint: "check that the dataset's sample shapes match the model's input and output shapes",
+      });
+    }
+    throw err;
+  }
+}
+
+function nativeSlice(r: LoadedReplica, step: NativeStep, x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array, ready?: (from: number) => void): { loss: number; metrics?: Record<string, number> } {
+  const { loss, out } = step.run(x, y, weight, flat, ready);
+  if (r.metrics.length === 0) return { loss };
+  const ys = labelTensor(y);
+  const outs = tf.tensor(out, [x.shape[0]!, ...step.outShape], "float32");
+  try {
+    return { loss, metrics: metricValues(r.metrics, ys, outs)! };
+  } finally {
+    tf.dispose([ys, outs]);
+  }
+}
+
+function autodiffSlice(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array): { loss: number; metrics?: Record<string, number> } {
+  const xs = tensorOf(x);
+  const ys = labelTensor(y);
+  let dataLoss = 0;
+  let out: tf.Tensor | undefined;
+  try {
+    const { value, grads } = tf.variableGrads(() => {
+      out = tf.keep(r.model.apply(xs, { training: true }) as tf.Tensor);
+      const perSample = tf.mean(r.lossFn(ys, out)) as tf.Scalar;
+      dataLoss = perSample.dataSync()[0]!;
+      let total: tf.Scalar = perSample;
+      for (const reg of r.model.calculateLosses()) total = tf.add(total, reg);
+      return total;
+    }, r.vars);
+    let off = 0;
+    r.vars.forEach((v, i) => {
+      const g = grads[v.name];
+      if (!g) throw new DataError(`no gradient for ${v.name}`);
+      flat.set(readValues(g), off);
+      off += r.sizes[i]!;
+    });
+    value.dispose();
+    tf.dispose(Object.values(grads));
+    if (weight !== 1) scaleInPlace(flat, weight);
+    const metrics = metricValues(r.metrics, ys, out!);
+    return { loss: dataLoss, ...(metrics ? { metrics } : {}) };
+  } finally {
+    tf.dispose([xs, ys, ...(out ? [out] : [])]);
+  }
+}
+
+/** A slice's gradient as a step can use it, or why it cannot: non-finite (where), or what threw. */
+export interface SliceOutcome {
+  loss: number;
+  metrics?: Record<string, number>;
+  nonFinite?: NonFinite;
+  failure?: unknown;
+}
+
+/**
+ * sliceGradient for a step: `grads` holds the weighted gradient, or all zeros when the slice
+ * holds or yields NaN or Infinity or its computation threw. A worker still takes part in the
+ * step's communication with those zeros, so no peer waits, and says why. With `ready` (buckets
+ * sent during the backward pass), parts of `grads` may be in flight: only the loss is checked
+ * here, and the buckets check and zero their own parts.
+ */
+export function checkedSliceGradient(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weight: number, grads: Float32Array, ready?: (from: number) => void): SliceOutcome {
+  let out: SliceOutcome = { loss: 0 };
+  try {
+    const input = inputNonFinite(x, y);
+    if (input) out = { loss: NaN, nonFinite: input };
+    else if (x.shape[0]! > 0) {
+      out = sliceGradient(r, x, y, weight, grads, ready);
+      const found = ready ? (Number.isFinite(out.loss) ? undefined : ({ where: "loss" } as const)) : nonFiniteIn(out.loss, grads, r.names, r.sizes);
+      if (found) out.nonFinite = found;
+    }
+  } catch (err) {
+    out = { loss: NaN, failure: err };
+  }
+  if (!ready && (out.nonFinite || out.failure !== undefined)) grads.fill(0);
+  return out;
+}
+
+/**
+ * A straggler made on purpose: waits (factor - 1) x the compute time just measured, as if the
+ * device were `factor` times slower. Returns the time waited.
+ */
+export async function slowDown(factor: number, computeMs: number): Promise<number> {
+  if (factor <= 1) return 0;
+  const t0 = performance.now();
+  await new Promise((resolve) => setTimeout(resolve, (factor - 1) * computeMs));
+  return performance.now() - t0;
+}

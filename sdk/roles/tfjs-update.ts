@@ -1,0 +1,75 @@
+import * as tf from "@tensorflow/tfjs";
+import type { OptimizerSpec } from "../protocol/optimizer-spec";
+import { CheckpointError } from "../errors/errors";
+import { createOptimizer } from "../model/optimizers";
+
+/**
+ * An optimizer's state, for checkpoints: named float32 tensors (its slots) and scalars (step
+ * counters). `format` says which implementation wrote it; each reads only its own.
+ */
+export interface OptimizerState {
+  format: "native" | "tfjs";
+  tensors: Array<{ name: string; data: Float32Array; shape: number[] }>;
+  scalars: Record<string, number>;
+}
+
+/** Applies one optimizer step from the summed gradient, laid out flat as the variables in order. */
+export interface UpdateRule {
+  apply(flat: Float32Array): void;
+  exportState(): Promise<OptimizerState>;
+  importState(state: OptimizerState): Promise<void>;
+  dispose(): void;
+}
+
+const ADAM_PRODUCTS = ["accBeta1", "accBeta2"] as const;
+
+/** TF.js's own optimizers (tf.train.*): works on every backend. */
+export class TfjsUpdate implements UpdateRule {
+  private readonly optimizer: tf.Optimizer;
+
+  constructor(private readonly vars: readonly tf.Variable[], spec: OptimizerSpec) {
+    this.optimizer = createOptimizer(spec);
+  }
+
+  apply(flat: Float32Array): void {
+    const named: tf.NamedTensorMap = {};
+    let off = 0;
+    for (const v of this.vars) {
+      named[v.name] = tf.tensor(flat.subarray(off, off + v.size), v.shape, "float32");
+      off += v.size;
+    }
+    this.optimizer.applyGradients(named);
+    tf.dispose(Object.values(named));
+  }
+
+  async exportState(): Promise<OptimizerState> {
+    const named = await this.optimizer.getWeights();
+    const scalars: Record<string, number> = {};
+    // Adam keeps beta1^t and beta2^t as running products; setWeights would recompute them with
+    // pow, a rounding away from a replica that never stopped. Carry them exactly.
+    for (const k of ADAM_PRODUCTS) {
+      const v = (this.optimizer as unknown as Record<string, tf.Variable | undefined>)[k];
+      if (v) scalars[k] = v.dataSync()[0]!;
+    }
+    return {
+      format: "tfjs",
+      tensors: named.map((n) => ({ name: n.name, data: Float32Array.from(n.tensor.dataSync() as Float32Array), shape: [...n.tensor.shape] })),
+      scalars,
+    };
+  }
+
+  async importState(state: OptimizerState): Promise<void> {
+    if (state.format !== "tfjs") throw new CheckpointError(`the optimizer state was written by meshtrain's ${state.format} optimizer; these workers use TF.js's`, { hint: "resume with the backend the checkpoint was made with (.backend(...))" });
+    const named = state.tensors.map((t) => ({ name: t.name, tensor: tf.tensor(t.data, t.shape, "float32") }));
+    await this.optimizer.setWeights(named);
+    for (const k of ADAM_PRODUCTS) {
+      const v = (this.optimizer as unknown as Record<string, tf.Variable | undefined>)[k];
+      const value = state.scalars[k];
+      if (v && value !== undefined) v.assign(tf.scalar(value));
+    }
+  }
+
+  dispose(): void {
+    this.optimizer.dispose();
+  }
+}

@@ -1,0 +1,45 @@
+import { z } from "zod";
+import type { ClusterSpec } from "../../config/cluster-spec";
+import { workerCount } from "../../config/cluster-spec";
+import { ConfigError } from "../../errors/errors";
+import { COMPRESSIONS } from "../../protocol/wire-formats";
+
+/** strategy("data", options): synchronous data parallelism. */
+export const DataOptionsSchema = z.strictObject({
+  /**
+   * Who reads the data. "driver" (default, in-graph replication): the driver sends every step's
+   * slices. "workers" (between-graph): each worker loads the dataset itself and reads its own
+   * slices; the driver only says which step it is. Needs datasets.mnist or datasets.synthetic.
+   */
+  feed: z.enum(["driver", "workers"]).default("driver"),
+  /**
+   * Survive lost workers: the others go back to the last step every one of them completed,
+   * re-form the ring without the lost one, share its slice of the batch, and carry on while at
+   * least minWorkers remain. Workers added during the fit (cluster.add) join at a step boundary.
+   */
+  elastic: z.strictObject({ minWorkers: z.number().int().min(1).max(4096) }).optional(),
+  /**
+   * Gradients travel as 16-bit floats (half the bytes), the rounding error carried to the next
+   * step (error feedback). "fp16": 10 bits of mantissa, values up to 65504; "bf16": 7 bits, the
+   * range of float32. Default: float32.
+   */
+  compression: z.enum(COMPRESSIONS).optional(),
+  /**
+   * All-reduce the gradient in buckets while the backward pass still computes earlier layers
+   * (as DDP does; native data plane and native step only). "auto" (default): only where every
+   * worker's machine has a core to spare for the all-reduce's thread, since on machines whose
+   * cores all compute it takes its CPU from the backward pass (bench:scaling measures both).
+   */
+  overlap: z.union([z.literal("auto"), z.boolean()]).default("auto"),
+});
+export type DataOptions = z.output<typeof DataOptionsSchema>;
+
+/** Elastic training against the cluster it starts with. */
+export function checkDataOptions(o: DataOptions, spec: ClusterSpec): void {
+  const n = workerCount(spec);
+  if (!o.elastic) return;
+  if (o.elastic.minWorkers > n) {
+    throw new ConfigError(`elastic: minWorkers ${o.elastic.minWorkers} is more than the ${n} worker(s) the cluster starts with`, { hint: `use minWorkers between 1 and ${n}` });
+  }
+  if (o.feed === "workers") throw new ConfigError('elastic training re-shards each step\'s batch from the driver; it needs feed "driver"', { hint: 'drop feed: "workers"' });
+}

@@ -1,0 +1,31 @@
+import { z } from "zod";
+import { ConfigError } from "../../errors/errors";
+import { COMPRESSIONS } from "../../protocol/wire-formats";
+
+/**
+ * strategy("ps", options): parameter servers (`.ps(n)`) hold the trainable parameters, sharded by
+ * bytes; workers pull them, compute gradients on their slices and push them to the servers,
+ * which apply the optimizer.
+ */
+export const PsOptionsSchema = z.strictObject({
+  /**
+   * "async" (default): each push is applied on arrival and workers never wait for each other.
+   * "sync": the servers sum one push per worker per step and apply it once (equals one process
+   * training on the global batch).
+   */
+  mode: z.enum(["async", "sync"]).default("async"),
+  /**
+   * Async only (stale-synchronous parallel): a worker starts a step only while it is at most
+   * this many steps ahead of the slowest worker still training. Default: unbounded.
+   */
+  staleness: z.number().int().min(0).max(1_000_000).optional(),
+  /** Pushes carry 16-bit gradients with error feedback, as strategy("data", { compression }). */
+  compression: z.enum(COMPRESSIONS).optional(),
+});
+export type PsOptions = z.output<typeof PsOptionsSchema>;
+
+export function checkPsOptions(o: PsOptions): void {
+  if (o.mode === "sync" && o.staleness !== undefined) {
+    throw new ConfigError(`strategy("ps", { mode: "sync", staleness: ${o.staleness} }): a staleness bound is for mode "async"; sync workers are never ahead of each other`, { hint: 'use mode "async" with staleness k (stale-synchronous parallel), or drop staleness' });
+  }
+}

@@ -1,0 +1,31 @@
+import * as os from "node:os";
+import type { MessageOf, WorkerInfo } from "../protocol/messages";
+import { nativeDataPlane } from "../collectives/native-plane";
+import { VERSION } from "../protocol/sdk-version";
+import { selectBackend, type BackendReport } from "../backends/select-backend";
+import { calibrate } from "./calibrate";
+
+/** Joining a session: start the backend the driver asked for and say what this worker runs on, measured. */
+export async function joinWorker(msg: MessageOf<"join">): Promise<{ backend: BackendReport; info: WorkerInfo }> {
+  const backend = await selectBackend(msg.backend, msg.threads === 0 ? os.availableParallelism() : msg.threads);
+  const cap = msg.memoryCapBytes ?? null;
+  const speed = calibrate();
+  const plane = nativeDataPlane();
+  return {
+    backend,
+    info: {
+      pid: process.pid,
+      hostname: os.hostname(),
+      version: VERSION,
+      node: process.version,
+      backend: backend.backend,
+      device: backend.device,
+      memoryBytes: cap === null ? backend.memoryBytes : Math.min(cap, backend.memoryBytes),
+      cpus: os.availableParallelism(),
+      gflops: speed.gflops,
+      kernelOverheadUs: speed.kernelOverheadUs,
+      notes: backend.notes,
+      dataPlane: plane.ok ? { native: true } : { native: false, why: plane.reason },
+    },
+  };
+}
