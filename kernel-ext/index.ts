@@ -16,6 +16,7 @@ import { sendBundle } from "./tslab-bridge";
 
 const hook: NotebookHook = { display: (bundle) => sendBundle(bundle) };
 
+/** Draws plans, runs and figures that end a cell, and a live plot under every fit (what importing this module does). */
 export function enable(): void {
   const g = globalThis as Record<symbol, unknown>;
   g[NOTEBOOK_HOOK] = hook;

@@ -7,6 +7,7 @@ import { patchWasmKernels } from "./wasm/patches";
 import { BackendError } from "../errors/errors";
 import type { BackendChoice, BackendName } from "../protocol/backend-names";
 
+/** The TF.js backend a process runs on, its device and memory, and why better ones were not used. */
 export interface BackendReport {
   backend: string;
   device: string;

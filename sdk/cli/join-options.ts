@@ -1,6 +1,6 @@
 import * as fs from "node:fs";
 import { ConfigError } from "../errors/errors";
-import { detectRankEnv } from "../launchers/rank-env";
+import { detectRankEnv } from "../config/rank-env";
 import type { RankClaim } from "../protocol/join";
 import { WorkerUrlSchema } from "../config/cluster-spec";
 import { type JoinTarget } from "../worker/join-driver";

@@ -8,7 +8,8 @@ import { VERSION } from "../protocol/sdk-version";
 /** The package's root (dist/sdk/cli -> the folder with package.json). */
 const PACKAGE_ROOT = path.join(__dirname, "..", "..", "..");
 
-export const KERNEL_NAME = "meshtrain-tslab";
+export { KERNEL_NAME } from "./names";
+import { KERNEL_NAME } from "./names";
 
 /** Where Jupyter looks for a user's kernels (jupyter_core's rules for the data directory). */
 function userDataDir(): string {

@@ -1,20 +1,24 @@
 #!/usr/bin/env node
 import * as fs from "node:fs";
 import { Command, InvalidArgumentError, Option } from "commander";
-import { cluster } from "../cluster/builder";
 import { ConfigError, isMeshtrainError } from "../errors/errors";
 import { BACKEND_CHOICES } from "../protocol/backend-names";
 import { VERSION } from "../protocol/sdk-version";
-import { DEFAULT_WORKER_OPTIONS, runWorker } from "../worker/main";
-import { runDemo, type DemoOptions } from "./demo";
+import { DEFAULT_WORKER_OPTIONS } from "../worker/options";
+import type { DemoOptions } from "./demo";
 import { joinTarget, readToken } from "./join-options";
 import { exitWhenStdinCloses, tokenFromStdin } from "./stdin-token";
-import { runPreflight } from "./preflight";
-import { writeK8s, type K8sCliOptions } from "./k8s";
-import { describeRankEnv, detectRankEnv } from "../launchers/rank-env";
+import type { K8sCliOptions } from "./k8s";
 import { quietCpuBanner } from "../backends/quiet-banner";
-import { exportNotebook, installKernel, KERNEL_NAME } from "./jupyter";
-import { buildDemoModel, DEMO_MODELS, type DemoModel } from "./models";
+import { DEMO_MODELS, KERNEL_NAME, type DemoModel } from "./names";
+
+// Each command loads its own code when it runs: `meshtrain worker` loads the worker's, never the driver's.
+const worker = (): typeof import("../worker/main") => require("../worker/main");
+const driver = (): typeof import("../cluster/builder") => require("../cluster/builder");
+const demo = (): typeof import("./demo") => require("./demo");
+const models = (): typeof import("./models") => require("./models");
+const k8s = (): typeof import("./k8s") => require("./k8s");
+const jupyter = (): typeof import("./jupyter") => require("./jupyter");
 
 interface WorkerCliOptions {
   host: string;
@@ -89,7 +93,7 @@ program
     const joining = o.join === undefined ? undefined : await joinTarget({ join: o.join, rank: o.rank, joinTimeout: o.joinTimeout, host: o.host, hostGiven: given("host") });
     const token = o.tokenStdin ? await tokenFromStdin(30_000) : readToken(o);
     if (o.tokenStdin) exitWhenStdinCloses();
-    const code = await runWorker({
+    const code = await worker().runWorker({
       modules: o.module,
       host: joining?.host ?? o.host,
       port: joining && !given("port") ? 0 : o.port,
@@ -107,14 +111,15 @@ program
   .description("what a launcher checks on a host before starting workers there: this meshtrain's and node's versions, and whether the driver's address is reachable (one JSON line)")
   .requiredOption("--reach <address>", "the driver's join address, ws://host:port")
   .action(async (o: { reach: string }) => {
-    process.stdout.write(`${JSON.stringify(await runPreflight(o.reach))}\n`);
+    process.stdout.write(`${JSON.stringify(await (require("./preflight") as typeof import("./preflight")).runPreflight(o.reach))}\n`);
   });
 
 program
   .command("env")
   .description("print the rank and world size this process's environment gives (TF_CONFIG, torchrun, Slurm, Kubernetes, Open MPI)")
   .action(() => {
-    process.stdout.write(`${describeRankEnv(detectRankEnv())}\n`);
+    const env = require("../config/rank-env") as typeof import("../config/rank-env");
+    process.stdout.write(`${env.describeRankEnv(env.detectRankEnv())}\n`);
   });
 
 interface DemoCliOptions extends Omit<DemoOptions, "join"> {
@@ -146,7 +151,7 @@ program
   .option("--token-file <file>", "with --join-port: read the cluster token from this file")
   .option("--join-timeout <seconds>", "with --join-port: how long to wait for the workers", int(1), 600)
   .action(async (o: DemoCliOptions) => {
-    const result = await runDemo({ ...o, ...demoJoin(o) });
+    const result = await demo().runDemo({ ...o, ...demoJoin(o) });
     process.exit(result.accuracy >= 0.9 ? 0 : 1);
   });
 
@@ -157,7 +162,7 @@ program
   .option("--batch-size <n>", "global batch", int(1), 64)
   .addOption(new Option("--model <name>", "model").choices(DEMO_MODELS).default("cnn"))
   .action((o: { workers: number; batchSize: number; model: DemoModel }) => {
-    const plan = cluster().workers(o.workers).strategy("data").plan(buildDemoModel(o.model), { batchSize: o.batchSize });
+    const plan = driver().cluster().workers(o.workers).strategy("data").plan(models().buildDemoModel(o.model), { batchSize: o.batchSize });
     process.stdout.write(`${String(plan)}\n`);
   });
 
@@ -180,7 +185,7 @@ program
   .option("--token-file <file>", "put this token in the Secret instead of a fresh one")
   .option("--out <file>", "write the manifests here (mode 0600) instead of stdout")
   .action(async (o: K8sCliOptions) => {
-    await writeK8s(o);
+    await k8s().writeK8s(o);
   });
 
 const kernel = program.command("kernel").description("the Jupyter kernel for notebooks that use meshtrain");
@@ -190,7 +195,7 @@ kernel
   .option("--name <name>", "the kernel's name in Jupyter", KERNEL_NAME)
   .option("--prefix <dir>", "install under <dir>/share/jupyter (a virtualenv or conda prefix) instead of the user's Jupyter folder")
   .action((o: { name: string; prefix?: string }) => {
-    const dir = installKernel(o);
+    const dir = jupyter().installKernel(o);
     process.stdout.write(`installed the Jupyter kernel "${o.name}" in ${dir}\npick "TypeScript (meshtrain)" in Jupyter; remove it with: jupyter kernelspec uninstall ${o.name}\n`);
   });
 
@@ -203,7 +208,7 @@ program
   .option("--kernel <name>", "the kernel to run it on", KERNEL_NAME)
   .option("--timeout <seconds>", "the longest a cell may run (with --execute)", int(1), 600)
   .action((notebook: string, o: { out?: string; execute: boolean; kernel: string; timeout: number }) => {
-    process.stdout.write(`${exportNotebook(notebook, { ...o, timeoutSeconds: o.timeout })}\n`);
+    process.stdout.write(`${jupyter().exportNotebook(notebook, { ...o, timeoutSeconds: o.timeout })}\n`);
   });
 
 program.parseAsync(process.argv).catch((err: unknown) => {

@@ -6,8 +6,8 @@ import { ConfigError } from "../errors/errors";
  * The models the CLI's demo and plan commands and the benchmarks build: ordinary single-device
  * TF.js models, the same shapes as the PyTorch peer's (bench/peers/torch_train.py).
  */
-export const DEMO_MODELS = ["cnn", "mlp"] as const;
-export type DemoModel = (typeof DEMO_MODELS)[number];
+import { DEMO_MODELS, type DemoModel } from "./names";
+export { DEMO_MODELS, type DemoModel } from "./names";
 
 export function buildDemoModel(name: DemoModel, seed = 42): tf.LayersModel {
   const init = (k: number): ReturnType<typeof tf.initializers.glorotUniform> => tf.initializers.glorotUniform({ seed: seed + k });

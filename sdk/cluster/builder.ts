@@ -290,6 +290,7 @@ export class ClusterBuilder {
     return Cluster.launch(spec);
   }
 
+  /** One line: where the workers run, the strategy and the backend. */
   toString(): string {
     const w = this.draft.workers;
     const where = !w ? "no workers yet" : w.kind === "local" ? `${w.count} local ${w.devices} worker(s)` : w.kind === "join" ? `${w.count} joining worker(s) at ${w.host}:${w.port}` : `${w.urls.length} remote worker(s)`;

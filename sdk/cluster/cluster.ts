@@ -105,6 +105,7 @@ export class Cluster implements LiveCluster {
     return this.output.all();
   }
 
+  /** "ready" for a fit, "fitting", "failed" (a worker was lost: launch a new cluster) or "closed". */
   get state(): ClusterState {
     return this.state_;
   }
@@ -114,6 +115,7 @@ export class Cluster implements LiveCluster {
     return this.notes_;
   }
 
+  /** Every worker in rank order: its address, whether it runs on this machine, and what it reported when it joined. */
   get workers(): readonly WorkerSnapshot[] {
     return this.handles.map((h) => h.snapshot());
   }
@@ -123,6 +125,7 @@ export class Cluster implements LiveCluster {
     return this.servers.map((h) => h.snapshot());
   }
 
+  /** The number of workers (parameter servers not counted). */
   get size(): number {
     return workerCount(this.spec);
   }
@@ -285,6 +288,7 @@ export class Cluster implements LiveCluster {
     return clusterHtml(this.describeParts());
   }
 
+  /** The workers as a table: rank, address, backend, device, memory. */
   toString(): string {
     return clusterText(this.describeParts());
   }

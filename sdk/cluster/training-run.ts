@@ -65,6 +65,7 @@ export class TrainingRun {
   readonly logs: readonly LogLine[];
   private readonly record: RunRecord;
 
+  /** A run from its record (Cluster.fit makes it). */
   constructor(record: RunRecord) {
     this.record = record;
     this.history = record.history;
@@ -86,6 +87,7 @@ export class TrainingRun {
     makeDisplayable(this, () => this.bundles(), () => this.toString());
   }
 
+  /** Medians and totals of the steps after warm-up: throughput, step time per rank, stragglers, speed-up. */
   summary(): RunSummary {
     return summarize(this.record);
   }
@@ -232,6 +234,7 @@ export class TrainingRun {
     return planBundle(this.plan);
   }
 
+  /** The run in words: strategy, samples/s, step time split per rank, what held it back. */
   toString(): string {
     return this.text(this.summary());
   }

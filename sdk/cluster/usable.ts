@@ -1,5 +1,6 @@
 import { ConfigError, StateError, type MeshtrainError } from "../errors/errors";
 
+/** Where a cluster is in its life: ready, fitting, failed (lost a worker), closed. */
 export type ClusterState = "ready" | "fitting" | "failed" | "closed";
 
 /** Refuses a fit (or add) on a cluster that cannot take one, saying why and what to do. */

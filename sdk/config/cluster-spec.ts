@@ -118,6 +118,7 @@ export type StrategySpec = ClusterSpec["strategy"];
 export type HeartbeatSpec = z.infer<typeof HeartbeatSpecSchema>;
 export type TimeoutsSpec = z.infer<typeof TimeoutsSpecSchema>;
 export type WorkerOutputSpec = z.infer<typeof WorkerOutputSpecSchema>;
+/** The frozen description of a cluster the builder makes (builder.spec()): what launch() starts and plans read. */
 export type ClusterSpec = Readonly<z.infer<typeof ClusterSpecSchema>>;
 
 export const DEFAULT_SPEC: Omit<ClusterSpec, "workers"> = {

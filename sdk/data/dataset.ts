@@ -19,6 +19,7 @@ export interface Column {
 export class Dataset {
   readonly size: number;
 
+  /** A dataset named `name` from its inputs and targets (same number of samples); `source` if workers can load it themselves. */
   constructor(
     readonly name: string,
     readonly x: Column,
@@ -62,6 +63,7 @@ export class Dataset {
     };
   }
 
+  /** Its name, size and sample shapes. */
   toString(): string {
     return `Dataset "${this.name}": ${this.size} samples, x ${fmt(this.x)}, y ${fmt(this.y)}`;
   }

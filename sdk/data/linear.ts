@@ -2,6 +2,7 @@ import { ConfigError } from "../errors/errors";
 import { Dataset } from "./dataset";
 import { mixSeed, normals, rng } from "./random";
 
+/** datasets.linear(options): y = slope x + intercept + noise, seeded. */
 export interface LinearOptions {
   /** Number of samples. Default 1024. */
   size?: number;

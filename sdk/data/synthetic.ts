@@ -3,6 +3,7 @@ import { elementCount } from "../protocol/tensor";
 import { Dataset } from "./dataset";
 import { mixSeed, normals } from "./random";
 
+/** datasets.synthetic(options): seeded random inputs and one-hot classes of a chosen shape. */
 export interface SyntheticOptions {
   /** Shape of one input sample, e.g. [784] or [28, 28, 1]. */
   inputShape: readonly number[];

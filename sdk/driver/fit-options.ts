@@ -8,6 +8,7 @@ import type { StepRecord } from "../metrics/records";
 import type { PlanData } from "../plan/plans";
 import type { MetricSpec } from "../protocol/metric-spec";
 
+/** What Cluster.fit takes, as model.fit does where they overlap (epochs, batchSize, shuffle...). */
 export interface FitOptions {
   /** Passes over the dataset. Default 1. */
   epochs?: number;

@@ -1,5 +1,5 @@
 import { ConfigError } from "../errors/errors";
-import { detectRankEnv } from "./rank-env";
+import { detectRankEnv } from "../config/rank-env";
 
 /** Where fromEnv() puts this process: its rank, the job's size, and where rank 0 (the driver) listens. */
 export interface SpmdPlace {
@@ -11,6 +11,7 @@ export interface SpmdPlace {
   source: string;
 }
 
+/** fromEnv(options): where rank 0 (the driver) listens and how many ranks the job has, where the environment does not say. */
 export interface FromEnvOptions {
   /** Rank 0's host, or host:port: overrides what the environment says (also MESHTRAIN_DRIVER). */
   driver?: string;

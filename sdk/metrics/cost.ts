@@ -1,5 +1,6 @@
 import { ConfigError } from "../errors/errors";
 
+/** What a run cost at a price per hour: samples per dollar, the fair comparison between machines. */
 export interface CostReport {
   pricePerHour: number;
   /** Wall time of the run the price applies to. */

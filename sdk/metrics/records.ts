@@ -40,6 +40,7 @@ export interface WorkerStepRecord {
   sentBytes?: number;
 }
 
+/** One step as the driver recorded it: samples, wall time, loss, each rank's times, the straggler. Times are milliseconds. */
 export interface StepRecord {
   /** Step number within the fit, from 0. */
   step: number;
@@ -180,6 +181,7 @@ export interface LogLine {
   readonly time: number;
 }
 
+/** How a run was trained: optimizer, loss and metrics, and where each came from (model.compile or fit's options). */
 export interface TrainingSetup {
   optimizer: OptimizerSpec;
   loss: LossName;

@@ -1,6 +1,7 @@
 import type { StepRecord } from "./records";
 import { median } from "../util/median";
 
+/** Who finished computing last in how many steps, and by how much: the worker the others waited for. */
 export interface StragglerSummary {
   /** Steps in which each rank finished its forward and backward pass last. */
   stepsLast: Record<number, number>;

@@ -4,6 +4,7 @@ import { stragglers, type StragglerSummary } from "./stragglers";
 import { defaultWarmup, throughput } from "./throughput";
 import { median } from "../util/median";
 
+/** One rank's median step, split into computing, communicating and waiting, in ms. */
 export interface WorkerSummary {
   rank: number;
   backend: string;
@@ -14,6 +15,7 @@ export interface WorkerSummary {
   waitMs: number;
 }
 
+/** A run in numbers: throughput, median step time, each rank's split, stragglers, measured after warm-up. */
 export interface RunSummary {
   steps: number;
   epochs: number;

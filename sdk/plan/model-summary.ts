@@ -2,6 +2,7 @@ import type * as tf from "@tensorflow/tfjs";
 import { branchOf } from "../model/chain";
 import { forwardFlops } from "./flops";
 
+/** One layer as plans see it: class, output shape, parameters, FLOPs per sample. */
 export interface LayerSummary {
   name: string;
   className: string;

@@ -133,8 +133,10 @@ export interface PsPlan {
   readonly reasons: readonly string[];
 }
 
+/** Which stage strategy made a pipeline plan: one batch at a time, micro-batches, or replicated pipelines. */
 export type PipelineKind = "model" | "pipeline" | "hybrid";
 
+/** One stage of a pipeline plan: its layers, shapes in and out, memory and cost. */
 export interface StagePlan extends StageCost {
   stage: number;
   layerNames: string[];
@@ -172,6 +174,7 @@ export interface PipelinePlan {
 /** Any strategy's plan. `strategy` says which shape it has (auto makes a data, pipeline or hybrid plan). */
 export type PlanData = DataParallelPlan | PsPlan | PipelinePlan;
 
+/** What a plan from plan() can do besides being data: explain, place, draw, print. */
 export interface PlanMethods {
   /** Why the plan is what it is: the choices made, with their numbers. */
   explain(): string;
@@ -183,6 +186,7 @@ export interface PlanMethods {
   place(layers: readonly [number, number], rank: number): Plan;
   /** The placement diagram as SVG text. */
   draw(): string;
+  /** The plan as text (the same as formatting it). */
   toString(): string;
 }
 

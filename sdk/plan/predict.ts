@@ -30,6 +30,7 @@ export interface RingSpeed {
   readonly latencySeconds: number;
 }
 
+/** A plan's predicted step: compute, communication and idle time, throughput, and what it rests on (measured or estimated). */
 export interface Prediction {
   stepMs: number;
   samplesPerSecond: number;

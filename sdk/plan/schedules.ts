@@ -7,11 +7,13 @@
 export type ScheduleName = "gpipe" | "1f1b";
 export const SCHEDULE_NAMES = ["gpipe", "1f1b"] as const;
 
+/** One thing a pipeline stage does: F (forward) or B (backward) of a micro-batch; prints as "1F0". */
 export interface Action {
   kind: "F" | "B";
   micro: number;
 }
 
+/** A pipeline schedule as data: each stage's list of actions, in order. */
 export interface Schedule {
   readonly name: ScheduleName;
   readonly stages: number;
@@ -52,6 +54,7 @@ export function oneFOneB(stages: number, microBatches: number): Schedule {
   return Object.freeze({ name: "1f1b" as const, stages, microBatches, actions: Object.freeze(actions) });
 }
 
+/** The actions of every stage under GPipe (all forwards, then all backwards) or 1F1B (one forward, one backward). */
 export function makeSchedule(name: ScheduleName, stages: number, microBatches: number): Schedule {
   return name === "gpipe" ? gpipe(stages, microBatches) : oneFOneB(stages, microBatches);
 }

@@ -6,6 +6,8 @@
  * - cpu: TF.js's stock JavaScript kernels (slow: the last resort).
  */
 export const BACKEND_NAMES = ["node-gpu", "node", "native", "wasm", "cpu"] as const;
+/** A TF.js backend a worker can run on (see BACKEND_NAMES for each). */
 export type BackendName = (typeof BACKEND_NAMES)[number];
 export const BACKEND_CHOICES = ["auto", ...BACKEND_NAMES] as const;
+/** What .backend() takes: a backend by name, or "auto" for the best one present. */
 export type BackendChoice = (typeof BACKEND_CHOICES)[number];

@@ -22,4 +22,5 @@ export const DatasetSourceSchema = z.discriminatedUnion("kind", [
     seed: z.number().int(),
   }),
 ]);
+/** How a worker rebuilds a dataset itself (feed "workers"): MNIST, synthetic or linear data, by their options. */
 export type DatasetSource = z.infer<typeof DatasetSourceSchema>;

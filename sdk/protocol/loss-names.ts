@@ -15,4 +15,5 @@ export const LOSS_NAMES = [
   "poisson",
   "cosineProximity",
 ] as const;
+/** A loss by the name model.compile takes; workers build it from the name. */
 export type LossName = (typeof LOSS_NAMES)[number];

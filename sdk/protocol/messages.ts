@@ -43,6 +43,7 @@ export const WorkerInfoSchema = z.strictObject({
   /** Whether this worker can carry all-reduces over the native data plane, and if not, why. */
   dataPlane: z.strictObject({ native: z.boolean(), why: z.string().max(1024).optional() }).optional(),
 });
+/** What a worker says of itself when it joins: process, host, versions, backend and device, memory, measured speed, notes. */
 export type WorkerInfo = z.infer<typeof WorkerInfoSchema>;
 
 // Handshake (before authentication, only these three are accepted).

@@ -38,6 +38,7 @@ export const OptimizerSpecSchema = z.discriminatedUnion("name", [
   }),
 ]);
 
+/** An optimizer by name with its settings, defaults filled in (as fit and plans see it). */
 export type OptimizerSpec = z.output<typeof OptimizerSpecSchema>;
 /** What users write: a name, or a name with config. */
 export type OptimizerInput = OptimizerSpec["name"] | z.input<typeof OptimizerSpecSchema>;

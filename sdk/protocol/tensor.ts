@@ -4,6 +4,7 @@ import { z } from "zod";
 export const DTYPES = ["float32", "int32"] as const;
 export type DType = (typeof DTYPES)[number];
 
+/** A tensor's values as they travel: float32 or int32, little-endian. */
 export type TensorData = Float32Array | Int32Array;
 
 /** A tensor as it travels: flat data plus its shape. */

@@ -42,6 +42,7 @@ const BUILT_IN = {
   auto: plans(autoStrategy),
 };
 
+/** The strategies strategy(name, options) offers: "data", "ps", "model", "pipeline", "hybrid", "auto". */
 export type StrategyName = keyof typeof BUILT_IN;
 /** The strategy a cluster uses when strategy() is not called. */
 export const DEFAULT_STRATEGY: StrategyName = "data";

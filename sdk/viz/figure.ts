@@ -21,6 +21,7 @@ export interface Trace {
   textposition?: "inside" | "none";
 }
 
+/** One axis of a figure: title, range, scale. */
 export interface Axis {
   title?: { text: string };
   rangemode?: "tozero" | "normal";
@@ -30,6 +31,7 @@ export interface Axis {
   autorange?: boolean | "reversed";
 }
 
+/** A figure's title, axes and size, as Plotly takes them. */
 export interface Layout {
   title?: { text: string };
   xaxis?: Axis;
@@ -42,6 +44,7 @@ export interface Layout {
   legend?: { orientation?: "h" | "v" };
 }
 
+/** A Plotly figure (data and layout): draws itself in a notebook, and as SVG with figureToSvg. */
 export interface Figure {
   data: Trace[];
   layout: Layout;

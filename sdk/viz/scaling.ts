@@ -1,5 +1,6 @@
 import { COLORS, type Figure } from "./figure";
 
+/** One measured cluster size for scalingFigure: workers and their samples/s. */
 export interface ScalingPoint {
   workers: number;
   samplesPerSecond: number;

@@ -133,7 +133,7 @@ export class HostLinks {
     const out: number[][] = [];
     for (const n of sizes) {
       const times: number[] = [];
-      let buffer = new Float32Array(n);
+      let buffer: Float32Array = new Float32Array(n);
       for (let i = 0; i < repeats; i++) {
         const t0 = performance.now();
         buffer = (await this.allReduce(buffer, this.generation)).data;

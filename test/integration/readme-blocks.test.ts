@@ -3,7 +3,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { test } from "node:test";
 import { cluster } from "../../sdk/index";
-import { blocksRun, readmeText, scratchDir, writeScript } from "../helpers/readme";
+import { allDocsText, blocksRun, scratchDir, where, writeScript } from "../helpers/readme";
 import { runInGroup } from "../helpers/run-block";
 
 /**
@@ -21,12 +21,12 @@ const EXPECT: ReadonlyArray<{ contains: string; output: RegExp[]; files?: string
 
 for (const block of blocksRun("script")) {
   const first = block.code.split("\n").find((l) => l.includes("launch()")) ?? block.code.split("\n")[0]!;
-  test(`README.md:${block.line} runs as written: ${first.trim().slice(0, 90)}`, { timeout: 6 * 60_000 }, async (t) => {
-    const dir = scratchDir(`block-${block.line}`);
+  test(`${where(block)} runs as written: ${first.trim().slice(0, 90)}`, { timeout: 6 * 60_000 }, async (t) => {
+    const dir = scratchDir(`block-${block.file.replace(/[/.]/g, "-")}-${block.line}`);
     const { script } = writeScript(block, dir);
     const r = await runInGroup(process.execPath, [script], { cwd: dir, timeoutMs: 5 * 60_000 });
     t.diagnostic(r.out.split("\n").filter((l) => l && !l.includes("█") && !l.includes("░")).slice(-6).join(" | "));
-    assert.equal(r.code, 0, `README.md:${block.line} exited ${r.code ?? r.signal}:\n${r.out}`);
+    assert.equal(r.code, 0, `${where(block)} exited ${r.code ?? r.signal}:\n${r.out}`);
     assert.equal(r.leftBehind, false, "a worker process outlived the script");
     const expect = EXPECT.find((e) => block.code.includes(e.contains));
     for (const re of expect?.output ?? []) assert.match(r.out, re);
@@ -41,9 +41,9 @@ function documentedNames(paragraph: string): string[] {
 }
 
 test("the Cluster has the fields and methods the README documents, and workers[i] the documented shape", async () => {
-  const text = readmeText();
+  const text = allDocsText();
   const start = text.indexOf("`Cluster` has ");
-  assert.ok(start > 0, "the README's Cluster paragraph");
+  assert.ok(start > 0, "the guides' Cluster paragraph");
   const paragraph = text.slice(start, text.indexOf("\n\n", start));
   const c = await cluster().workers(2).strategy("data").launch();
   try {

@@ -3,7 +3,7 @@ import { spawnSync, type ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { blocksRun, scratchDir, writeScript, type ReadmeBlock } from "../helpers/readme";
+import { blocksRun, scratchDir, where, writeScript, type ReadmeBlock } from "../helpers/readme";
 import { makeHosts, netnsMissing, type Host, type Hosts } from "../helpers/netns";
 import { runInGroup } from "../helpers/run-block";
 import { watchOutput } from "../helpers/watch-output";
@@ -69,7 +69,7 @@ describe("the README's commands for workers on other machines", { skip: missing 
       const { script } = writeScript(b, dir);
       const driver = net.hosts[2]!;
       const r = await runInGroup("ip", ["netns", "exec", driver.name, process.execPath, script], { cwd: dir, env: { MESHTRAIN_TOKEN: TOKEN }, timeoutMs: 120_000 });
-      assert.equal(r.code, 0, `README.md:${b.line} on ${driver.address} exited ${r.code ?? r.signal}:\n${r.out}`);
+      assert.equal(r.code, 0, `${where(b)} on ${driver.address} exited ${r.code ?? r.signal}:\n${r.out}`);
       for (let i = 0; i < a.length; i++) assert.match(r.out, new RegExp(`rank ${i}: wss?://${a[i]!.replace(/\./g, "\\.")}:7070 on `));
       // "The workers stay up": both still run after the driver closed the cluster.
       for (const c of workers) assert.equal(c.exitCode, null);

@@ -5,6 +5,7 @@ import * as path from "node:path";
 import { test } from "node:test";
 import { cluster, datasets, type ClusterBuilder } from "../../sdk/index";
 import { smallClassifier } from "../helpers/models";
+import { startCliWorker } from "../helpers/processes";
 
 /**
  * The process boundary, checked on real worker processes: every worker of a data-parallel, a
@@ -57,6 +58,19 @@ test("worker processes load no driver code, whatever role they play", async () =
       }
       fs.rmSync(dir, { recursive: true, force: true });
     }
+    // A worker started elsewhere runs through the command line (`meshtrain worker`), which loads only the worker's code.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "meshtrain-modules-cli-"));
+    process.env.MESHTRAIN_MODULE_REPORT = dir;
+    const token = "worker-modules-test-token-0123456789";
+    const w = await startCliWorker(token);
+    const c = await cluster().connect([w.url]).token(token).launch();
+    await c.fit(smallClassifier(6, 3), datasets.synthetic({ inputShape: [6], classes: 3, size: 16, seed: 2 }), { epochs: 1, batchSize: 8, progress: false }).finally(() => c.close());
+    await new Promise<void>((done) => (w.child.once("exit", () => done()), w.child.kill("SIGTERM")));
+    const [cli] = fs.readdirSync(dir).map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), "utf8")) as Report);
+    const ours = cli!.modules.filter((m) => m.startsWith(SDK)).map((m) => path.relative(SDK, m));
+    assert.ok(ours.includes(path.join("cli", "main.js")) && ours.includes(path.join("worker", "host.js")), "the command line's worker reported its modules");
+    assert.deepEqual(ours.filter((m) => DRIVER_SIDE.includes(m.split(path.sep)[0]!)), [], "`meshtrain worker` loaded driver code");
+    fs.rmSync(dir, { recursive: true, force: true });
   } finally {
     if (saved === undefined) delete process.env.NODE_OPTIONS;
     else process.env.NODE_OPTIONS = saved;

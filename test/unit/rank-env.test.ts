@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ConfigError } from "../../sdk/errors/errors";
-import { describeRankEnv, detectRankEnv } from "../../sdk/launchers/rank-env";
+import { describeRankEnv, detectRankEnv } from "../../sdk/config/rank-env";
 
 /** Each launcher's variables as its documentation gives them, and the order they are read in. */
 

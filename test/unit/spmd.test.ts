@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ConfigError } from "../../sdk/errors/errors";
-import { firstHost } from "../../sdk/launchers/hostlist";
+import { firstHost } from "../../sdk/util/hostlist";
 import { spmdPlace } from "../../sdk/launchers/spmd";
 
 test("firstHost: the first host of a Slurm host list, zero padding kept", () => {

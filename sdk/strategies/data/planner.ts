@@ -72,6 +72,7 @@ function kib(bytes: number): string {
   return bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(2)} MiB` : `${(bytes / 1024).toFixed(1)} KiB`;
 }
 
+/** A data-parallel plan as text: ring, slices, bytes per step, memory and the prediction. */
 export function formatDataPlan(plan: DataParallelPlan): string {
   const lines: string[] = [];
   const ring = plan.worldSize > 1 ? `ring ${[...plan.ring, plan.ring[0]].join(" -> ")}` : "no all-reduce (one worker)";

@@ -1,5 +1,5 @@
 import { ConfigError } from "../errors/errors";
-import { firstHost } from "./hostlist";
+import { firstHost } from "../util/hostlist";
 
 /**
  * A process's place in a job, as the tool that started it says: TF_CONFIG, torchrun, Slurm,
