@@ -57,6 +57,7 @@ export { makeSchedule, formatSchedule, simulate, bubbleFraction, theoreticalBubb
 import type { WorkerOptions } from "./worker/main";
 export type { WorkerOptions };
 export { useBackend, type BackendReport } from "./backends/select-backend";
+export { describeDevices } from "./backends/devices-report";
 
 /**
  * Runs a worker in this process, as `meshtrain worker` does. The worker's code is loaded when

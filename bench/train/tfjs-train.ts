@@ -29,12 +29,15 @@ async function main(): Promise<void> {
   for (let i = 0; i < batch; i++) y.data[i * 10 + (i % 10)] = 1;
   const alone = async (data: Float32Array) => ({ data, stats: { waitMs: 0, commMs: 0, bytesSent: 0 } });
   let start = 0;
+  const transfers: number[] = [];
   for (let i = 0; i < warmup + steps; i++) {
     if (i === warmup) start = performance.now();
-    await replica.train(1, x, y, alone);
+    const r = await replica.train(1, x, y, alone);
+    if (i >= warmup) transfers.push((r.readbackMs ?? 0) + (r.uploadMs ?? 0));
   }
   const seconds = (performance.now() - start) / 1000;
-  process.stdout.write(`${JSON.stringify({ peer: "meshtrain", backend: report.backend, model, batch, steps, optimizer: optimizer.name, samples_per_second: (steps * batch) / seconds })}\n`);
+  const transferMs = transfers.sort((a, b) => a - b)[Math.floor(transfers.length / 2)] ?? 0;
+  process.stdout.write(`${JSON.stringify({ peer: "meshtrain", backend: report.backend, device: report.device, model, batch, steps, optimizer: optimizer.name, samples_per_second: (steps * batch) / seconds, transfer_ms: transferMs })}\n`);
 }
 
 main().catch((err: unknown) => {

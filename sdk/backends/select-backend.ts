@@ -1,67 +1,45 @@
 import * as os from "node:os";
-import { quietCpuBanner } from "./quiet-banner";
-import * as tf from "@tensorflow/tfjs";
-import { NATIVE_BACKEND } from "./native/backend";
-import { registerNativeBackend } from "./native/register";
-import { patchWasmKernels } from "./wasm/patches";
 import { BackendError } from "../errors/errors";
 import type { BackendChoice, BackendName } from "../protocol/backend-names";
+import { deviceFromEnv, type DeviceAssignment } from "../config/device";
+import type { GpuFacts } from "../protocol/messages";
+import { tryBackend } from "./try-backend";
+import { hardwareVulkanDriver } from "./webgpu/vulkan";
 
 /** The TF.js backend a process runs on, its device and memory, and why better ones were not used. */
 export interface BackendReport {
   backend: string;
+  /** What it computes on, e.g. "cpu", "cuda:0", "webgpu: NVIDIA GeForce RTX 4090" (software adapters say so). */
   device: string;
   memoryBytes: number;
   notes: string[];
-}
-
-/** Why a backend is missing, in words a user can act on; null when it loaded. */
-function loadNodeBinding(pkg: "@tensorflow/tfjs-node" | "@tensorflow/tfjs-node-gpu"): string | null {
-  try {
-    require.resolve(pkg);
-  } catch {
-    return `${pkg} is not installed (its install step downloads libtensorflow; run npm install ${pkg} where that is possible)`;
-  }
-  try {
-    require(pkg);
-    return null;
-  } catch (err) {
-    return `${pkg} is installed but did not load: ${(err as Error).message.split("\n")[0]}`;
-  }
-}
-
-async function tryBackend(name: BackendName, threads: number): Promise<string | null> {
-  switch (name) {
-    case "node-gpu":
-    case "node": {
-      const why = loadNodeBinding(name === "node-gpu" ? "@tensorflow/tfjs-node-gpu" : "@tensorflow/tfjs-node");
-      if (why) return why;
-      return (await tf.setBackend("tensorflow")) ? null : "the tensorflow backend did not initialise";
-    }
-    case "native": {
-      const r = registerNativeBackend(threads);
-      if (!r.ok) return r.reason;
-      return (await tf.setBackend(NATIVE_BACKEND)) ? null : "the native backend did not initialise";
-    }
-    case "wasm": {
-      try {
-        require("@tensorflow/tfjs-backend-wasm");
-      } catch (err) {
-        return `@tensorflow/tfjs-backend-wasm did not load: ${(err as Error).message.split("\n")[0]}`;
-      }
-      // Before the backend starts: the patches' setup must run when it does.
-      patchWasmKernels();
-      return (await tf.setBackend("wasm")) ? null : "the wasm backend did not initialise";
-    }
-    case "cpu":
-      quietCpuBanner();
-      return (await tf.setBackend("cpu")) ? null : "the cpu backend did not initialise";
-  }
+  /** The GPU, for GPU backends. */
+  gpu?: GpuFacts;
 }
 
 function gpuDevice(): string {
   const visible = process.env.CUDA_VISIBLE_DEVICES;
-  return visible && visible !== "-1" ? `gpu:${visible.split(",")[0]}` : "gpu";
+  return visible && visible !== "-1" ? `cuda:${visible.split(",")[0]}` : "cuda";
+}
+
+/** The device a backend computes on, in words. */
+function deviceOf(name: BackendName, gpu: GpuFacts | undefined): string {
+  if (name === "node-gpu") return gpuDevice();
+  if (gpu) return `webgpu: ${gpu.name}${gpu.software ? ` (software GPU: ${gpu.description}, a CPU rasteriser)` : ""}`;
+  return "cpu";
+}
+
+/**
+ * The order "auto" tries: node-gpu where a CUDA GPU was given, webgpu where a GPU adapter was
+ * given or (a worker given no device) where a hardware Vulkan driver is installed, then the CPU
+ * backends. A worker given the CPU (.workers(n)) never looks for a GPU.
+ */
+function autoOrder(device: DeviceAssignment | null): BackendName[] {
+  const cpu: BackendName[] = ["node", "native", "wasm", "cpu"];
+  const visible = process.env.CUDA_VISIBLE_DEVICES;
+  const cuda = device?.kind === "cuda" || (device === null && visible !== undefined && visible !== "" && visible !== "-1");
+  const webgpu = device?.kind === "webgpu" || (device === null && hardwareVulkanDriver());
+  return [...(cuda ? (["node-gpu"] as const) : []), ...(webgpu ? (["webgpu"] as const) : []), ...cpu];
 }
 
 /** What the user is told about the backend in use, naming why better ones were not used. */
@@ -74,38 +52,38 @@ function describe(name: BackendName, skipped: string[]): string | null {
       return `workers use "wasm" with meshtrain's kernels for what it lacks: slower than "native"${why}`;
     case "cpu":
       return `workers use the stock TF.js "cpu" backend, whose JavaScript kernels are 100-1500x slower than "native"${why}`;
+    case "webgpu":
+      return skipped.length > 0 ? `workers use "webgpu"${why}` : null;
     default:
       return skipped.length > 0 ? `workers use "${name}"${why}` : null;
   }
 }
 
 /**
- * Makes `choice` the TF.js backend of this process. "auto" takes the best one present, in the
- * order node-gpu (only on a worker given a GPU), node, native, wasm, cpu, and says in `notes` why
- * a faster one was not used. `threads` is this worker's share of the machine's cores.
+ * Makes `choice` the TF.js backend of this process. "auto" takes the best one present (see
+ * autoOrder), a software GPU never, and says in `notes` why a faster one was not used. `threads`
+ * is this worker's share of the machine's cores; `device` what the worker was given.
  */
-export async function selectBackend(choice: BackendChoice, threads = 1): Promise<BackendReport> {
+export async function selectBackend(choice: BackendChoice, threads = 1, device: DeviceAssignment | null = deviceFromEnv()): Promise<BackendReport> {
   const notes: string[] = [];
-  const visible = process.env.CUDA_VISIBLE_DEVICES;
-  const hasGpu = visible !== undefined && visible !== "" && visible !== "-1";
-  const auto: BackendName[] = hasGpu ? ["node-gpu", "node", "native", "wasm", "cpu"] : ["node", "native", "wasm", "cpu"];
-  const order = choice === "auto" ? auto : [choice];
+  const order = choice === "auto" ? autoOrder(device) : [choice];
   const skipped: string[] = [];
   for (const name of order) {
-    const why = await tryBackend(name, threads);
-    if (why === null) {
+    const tried = await tryBackend(name, threads, device, choice === "auto");
+    if (tried.ok) {
       // tfjs-node's absence is the normal case here; it is worth a word only when nothing better loaded.
       const relevant = name === "native" ? skipped.filter((s) => !/tfjs-node is not installed/.test(s)) : skipped;
       const note = describe(name, relevant);
       if (note) notes.push(note);
-      return { backend: name, device: name === "node-gpu" ? gpuDevice() : "cpu", memoryBytes: os.totalmem(), notes };
+      if (tried.gpu?.software) notes.push(`software GPU: "${tried.gpu.name}" (${tried.gpu.description}) is a CPU rasteriser, hundreds of times slower than "native": for tests and lessons, never for speed`);
+      return { backend: name, device: deviceOf(name, tried.gpu), memoryBytes: os.totalmem(), notes, ...(tried.gpu ? { gpu: tried.gpu } : {}) };
     }
     if (choice !== "auto") {
-      throw new BackendError(`backend "${name}" is not available: ${why}`, {
+      throw new BackendError(`backend "${name}" is not available: ${tried.why}`, {
         hint: 'use .backend("auto") to take the best backend present, or install what is missing on the worker',
       });
     }
-    skipped.push(`${name}: ${why}`);
+    skipped.push(`${name}: ${tried.why}`);
   }
   throw new BackendError(`no TF.js backend could be initialised (${skipped.join("; ")})`);
 }

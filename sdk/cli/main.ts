@@ -33,6 +33,9 @@ interface WorkerCliOptions {
   rank?: number;
   joinTimeout: number;
   tokenStdin?: boolean;
+  gpu?: number;
+  software?: boolean;
+  backend?: string;
 }
 
 function int(min: number): (v: string) => number {
@@ -87,7 +90,11 @@ program
   .option("--join <address>", "join the driver listening there (cluster().join()) and exit when it is gone; listens on the interface that reaches it, on a free port, unless --host/--port say otherwise")
   .option("--rank <n>", "with --join: this worker's rank (default: from TF_CONFIG, RANK, SLURM_PROCID, JOB_COMPLETION_INDEX or OMPI_COMM_WORLD_RANK, else the order of arrival)", int(0))
   .option("--join-timeout <seconds>", "with --join: how long to wait for the driver to answer and give a rank", int(1), 600)
+  .option("--gpu <k>", "compute on this machine's k-th GPU, as `meshtrain devices` numbers them (a CUDA GPU, else a WebGPU adapter)", int(0))
+  .option("--software", "with --gpu: count software adapters (CPU rasterisers) as GPUs")
+  .addOption(new Option("--backend <name>", "this worker's backend when the driver asks for \"auto\"").choices(BACKEND_CHOICES))
   .action(async (o: WorkerCliOptions, cmd: Command) => {
+    if (await (require("./worker-device") as typeof import("./worker-device")).restartedWithDevice(o)) return;
     const given = (name: string): boolean => cmd.getOptionValueSource(name) === "cli";
     if (o.join !== undefined && (o.tlsCert || o.tlsKey)) throw new ConfigError("--join with --tls-cert: joined workers talk plain ws:// (authenticated by the token) for now", { hint: "drop --tls-cert/--tls-key, or start the worker without --join and reach it with connect([\"wss://...\"]).tls({ ca })" });
     const joining = o.join === undefined ? undefined : await joinTarget({ join: o.join, rank: o.rank, joinTimeout: o.joinTimeout, host: o.host, hostGiven: given("host") });
@@ -104,6 +111,13 @@ program
       ...(joining ? { join: joining.target } : {}),
     });
     process.exit(code);
+  });
+
+program
+  .command("devices")
+  .description("the GPUs and backends this machine offers workers: CUDA devices, the Vulkan loader and drivers, and the WebGPU adapters Dawn finds")
+  .action(async () => {
+    process.stdout.write(`${await (require("../backends/devices-report") as typeof import("../backends/devices-report")).describeDevices()}\n`);
   });
 
 program

@@ -54,10 +54,18 @@ export class ClusterBuilder {
     return this.with({ workers: { kind: "local", count: c, devices: "cpu" } });
   }
 
-  /** `n` local workers, one per GPU where GPUs and tfjs-node-gpu exist; else CPU workers, and launch says so. */
-  gpus(n: number): ClusterBuilder {
+  /**
+   * `n` local workers, each on a GPU of its own: a CUDA GPU where @tensorflow/tfjs-node-gpu can
+   * drive it, else a WebGPU adapter (Dawn; Vulkan on Linux, Metal, D3D12). launch() fails naming
+   * the GPUs it found when there are fewer than `n`, unless `fallback: "cpu"` (then it starts CPU
+   * workers and says so in cluster.notes). `software: true` accepts software adapters (a CPU
+   * rasteriser such as SwiftShader: correct and slow, for tests and lessons on machines without
+   * a GPU), and says so.
+   */
+  gpus(n: number, options: { software?: boolean; fallback?: "cpu" } = {}): ClusterBuilder {
     const c = parseOrThrow(count, n, "gpus(n)", `pass a whole number from 1 to ${MAX_LOCAL_WORKERS}`);
-    return this.with({ workers: { kind: "local", count: c, devices: "gpu" } });
+    const o = parseOrThrow(z.strictObject({ software: z.boolean().optional(), fallback: z.literal("cpu").optional() }), options, "gpus(n, options)", 'options are software: true and fallback: "cpu"');
+    return this.with({ workers: { kind: "local", count: c, devices: "gpu", ...o } });
   }
 
   /** Workers already running elsewhere (`meshtrain worker`), in rank order. Needs .token(). */

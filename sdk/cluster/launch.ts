@@ -1,12 +1,13 @@
 import { randomUUID } from "node:crypto";
 import * as os from "node:os";
-import { TimeoutError, type MeshtrainError } from "../errors/errors";
+import { LaunchError, TimeoutError, type MeshtrainError } from "../errors/errors";
 import type { ClusterSpec, WorkersSpec } from "../config/cluster-spec";
 import { newToken } from "../transport/auth";
 import { offerHandshake } from "../transport/handshake";
 import { dial } from "../transport/ws-endpoint";
 import { wallClock } from "../util/clock";
-import { probeGpus } from "./gpus";
+import { cpuDevice, gpuDevices, type LocalDevice } from "../backends/local-devices";
+import { vulkanEnv } from "../backends/webgpu/vulkan";
 import { JoinListener } from "./join-listener";
 import { makeLauncher } from "../launchers/make-launcher";
 import type { Launcher } from "../launchers/launcher";
@@ -55,19 +56,17 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
     const localWorkers = spec.workers.kind === "local" ? spec.workers.count : 0;
     const nameOf = (e: (typeof roles)[number]): string => (e.role === "ps" ? `parameter server ${e.index}` : `worker rank ${e.index}`);
 
-    const gpus = spec.workers.kind === "local" && spec.workers.devices === "gpu" ? probeGpus() : null;
-    if (gpus?.problem) notes.push(`gpus(${localWorkers}): ${gpus.problem}; starting ${localWorkers} CPU worker(s) instead`);
-    if (gpus && !gpus.problem && gpus.indices.length < localWorkers) {
-      notes.push(`gpus(${localWorkers}): only ${gpus.indices.length} GPU(s) visible; workers share them round-robin`);
-    }
+    const gpus = spec.workers.kind === "local" && spec.workers.devices === "gpu" ? await gpuDevices(spec, localWorkers) : null;
+    if (gpus) notes.push(...gpus.notes);
+    const devices = new Map<number, LocalDevice>();
     const started = new Map<number, LocalWorkerProcess>();
     roles.forEach((e, k) => {
       if (e.url) return;
-      const env: NodeJS.ProcessEnv = { ...process.env, MESHTRAIN_TOKEN: token };
       // Parameter servers only apply optimizer steps: they stay on the CPU.
-      if (e.role === "ps") env.CUDA_VISIBLE_DEVICES = "-1";
-      else if (gpus && !gpus.problem) env.CUDA_VISIBLE_DEVICES = gpus.indices[e.index % gpus.indices.length];
-      else if (gpus) env.CUDA_VISIBLE_DEVICES = "-1";
+      const device = e.role === "worker" && gpus ? gpus.devices[e.index]! : cpuDevice();
+      devices.set(k, device);
+      // A backend asked for by name on every worker: webgpu needs the Vulkan loader's environment from the start.
+      const env: NodeJS.ProcessEnv = { ...process.env, ...(spec.backend === "webgpu" ? vulkanEnv(null) : {}), ...device.env, MESHTRAIN_TOKEN: token };
       const label = labelOf(e.role, e.index);
       const p = LocalWorkerProcess.start(env, moduleArgs(spec), (stream, text) => hooks.output.line(label, stream, text));
       processes.push(p);
@@ -82,6 +81,7 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
     const localCount = started.size;
 
     const joined = await Promise.all(handles.map((h) => joinSession(spec, session, h, h.process ? Math.max(1, Math.floor(os.availableParallelism() / localCount)) : 0)));
+    handles.forEach((h, k) => refuseWithoutItsGpu(spec, h, devices.get(k)));
     for (const j of joined) for (const note of j.notes) if (!notes.includes(note)) notes.push(note);
     for (const h of handles) await probeLink(spec, h);
     for (const h of handles) h.startHeartbeat(spec.heartbeat.intervalMs, spec.heartbeat.timeoutMs);
@@ -215,7 +215,9 @@ async function probeLink(spec: ClusterSpec, h: WorkerHandle): Promise<void> {
  * given, else reached there; authenticated, joined to the session, its link measured.
  */
 export async function addWorker(spec: ClusterSpec, o: { session: string; token: string; rank: number; url: string | undefined; hooks: LaunchHooks; joins: JoinListener | undefined }): Promise<WorkerHandle> {
-  const env = { ...process.env, MESHTRAIN_TOKEN: o.token, ...(spec.workers.kind === "local" && spec.workers.devices === "gpu" ? {} : { CUDA_VISIBLE_DEVICES: "-1" }) };
+  // A worker added to a GPU cluster shares the first worker's device; to a CPU cluster, it is a CPU worker.
+  const device = spec.workers.kind === "local" && spec.workers.devices === "gpu" ? (await gpuDevices(spec, 1)).devices[0]! : cpuDevice();
+  const env = { ...process.env, ...device.env, MESHTRAIN_TOKEN: o.token };
   const label = labelOf("worker", o.rank);
   const proc = o.url === undefined && !o.joins ? LocalWorkerProcess.start(env, moduleArgs(spec), (stream, text) => o.hooks.output.line(label, stream, text)) : undefined;
   try {
@@ -224,6 +226,7 @@ export async function addWorker(spec: ClusterSpec, o: { session: string; token: 
     const h = await reach(spec, { token: o.token, url, rank: o.rank, role: "worker", process: proc, hooks: o.hooks });
     try {
       await joinSession(spec, o.session, h, proc ? Math.max(1, Math.floor(os.availableParallelism() / 2)) : 0);
+      if (proc) refuseWithoutItsGpu(spec, h, device);
       await probeLink(spec, h);
     } catch (err) {
       h.expectClose();
@@ -236,6 +239,20 @@ export async function addWorker(spec: ClusterSpec, o: { session: string; token: 
     await proc?.stop(1000);
     throw err;
   }
+}
+
+/**
+ * A local worker given a GPU that came up without it (its GPU backend failed to start) ends the
+ * launch naming the worker and why, unless fallback: "cpu" lets it train on the CPU.
+ */
+function refuseWithoutItsGpu(spec: ClusterSpec, h: WorkerHandle, device: LocalDevice | undefined): void {
+  if (!device || device.assignment.kind === "cpu") return;
+  const onIt = device.assignment.kind === "cuda" ? h.info?.backend === "node-gpu" : h.info?.backend === "webgpu";
+  if (onIt || (spec.workers.kind === "local" && spec.workers.fallback === "cpu")) return;
+  throw new LaunchError(`worker rank ${h.rank} (${h.address}) was given ${device.label} but runs "${h.info?.backend}": ${(h.info?.notes ?? []).join("; ") || "it did not say why"}`, {
+    hint: 'install what the note says is missing on this machine, or pass .gpus(n, { fallback: "cpu" }) to train on CPU workers',
+    details: { rank: h.rank, address: h.address },
+  });
 }
 
 /** The join address as workers elsewhere would dial it: a wildcard host shown as this machine's name. */

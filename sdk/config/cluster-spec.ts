@@ -19,8 +19,12 @@ export const WorkersSpecSchema = z.discriminatedUnion("kind", [
     kind: z.literal("local"),
     /** Number of worker processes started on this machine. */
     count: z.number().int().min(1).max(MAX_LOCAL_WORKERS),
-    /** "gpu" asks for one GPU per worker; the launcher says plainly when it falls back to CPU. */
+    /** "gpu": one GPU per worker (CUDA through tfjs-node-gpu, or a WebGPU adapter); launch fails when there are too few. */
     devices: z.enum(["cpu", "gpu"]),
+    /** With "gpu": software adapters (CPU rasterisers) count as GPUs too: for tests and lessons. */
+    software: z.boolean().optional(),
+    /** With "gpu": start CPU workers when there are too few GPUs, and say so, instead of failing. */
+    fallback: z.enum(["cpu"]).optional(),
   }),
   z.strictObject({
     kind: z.literal("remote"),

@@ -51,7 +51,13 @@ export interface FitStrategy {
  * FitAborted (the cluster stays usable); any other failure is the cluster's.
  */
 export async function runFit(host: FitHost, strategy: FitStrategy, model: tf.LayersModel, dataset: Dataset, options: FitOptions, stop: FitStop): Promise<RunRecord> {
-  const resolved = resolveFitOptions(options, model);
+  // Options that cannot work are refused before anything is sent: the cluster stays as it was.
+  let resolved: ResolvedFitOptions;
+  try {
+    resolved = resolveFitOptions(options, model);
+  } catch (err) {
+    throw new FitAborted(err);
+  }
   const watch = new FitWatchers(host.spec, resolved, dataset, { size: host.workers.length, output: host.output, members: () => host.members(), step: () => host.step() });
   const seen: StepRecord[] = [];
   const o = { ...resolved, onStep: (r: StepRecord) => (seen.push(r), watch.step(r), resolved.onStep?.(r)) };

@@ -47,6 +47,12 @@ export class ModelProfiles {
    */
   async forFit(handles: readonly WorkerHandle[], model: tf.LayersModel, o: { batchSize: number; loss: LossName; optimizer: OptimizerSpec }, lossWithin: (ms: number) => Promise<MeshtrainError | undefined>): Promise<ModelProfile | undefined> {
     if (model.layers.some((l) => !BUILT_IN.has(l.getClassName()))) return undefined;
+    // A software GPU computes a step in seconds and its speed says nothing of a real GPU's: timing it would cost more than the fit.
+    const soft = handles.find((h) => h.info?.gpu?.software);
+    if (soft) {
+      process.stderr.write(`meshtrain: the plan predicts from the model's FLOPs: rank ${soft.rank} runs on a software GPU (${soft.info!.gpu!.name}), not worth timing\n`);
+      return undefined;
+    }
     try {
       return await this.take(handles, model, o);
     } catch (err) {

@@ -20,6 +20,8 @@ export function workerStep(r: StepDone, w: WorkerHandle, fitStartWall: number): 
     applyMs: m.applyMs,
     ...(m.slowdownMs ? { slowdownMs: m.slowdownMs } : {}),
     ...(m.sentBytes !== undefined ? { sentBytes: m.sentBytes } : {}),
+    ...(m.readbackMs !== undefined ? { readbackMs: m.readbackMs } : {}),
+    ...(m.uploadMs !== undefined ? { uploadMs: m.uploadMs } : {}),
     startMs: m.startedAt - w.clockOffsetMs - fitStartWall,
   };
 }

@@ -36,6 +36,10 @@ export interface WorkerStepRecord {
   inFlightMax?: number;
   /** A straggler made on purpose (.slowdown()): time it waited after computing, part of computeMs. */
   slowdownMs?: number;
+  /** A worker on a GPU: reading the step's results back from the device (part of computeMs), ms. */
+  readbackMs?: number;
+  /** A worker on a GPU: handing the update to the device (part of applyMs), ms. */
+  uploadMs?: number;
   /** Bytes this worker sent in the step's all-reduce (data: ring frames, headers included) or pushes (ps: their tensors' bytes). */
   sentBytes?: number;
 }

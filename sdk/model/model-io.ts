@@ -64,13 +64,15 @@ export function compiledLoss(model: tf.LayersModel, loss: LossName, optimizer: t
   return fns[0];
 }
 
-/** Every weight of the model as flat copies, in model.weights order. */
-export function readWeights(model: tf.LayersModel): Tensorlike[] {
-  return model.weights.map((w) => {
+/** Every weight of the model as flat copies, in model.weights order (read back from a device where it lives on one). */
+export async function readWeights(model: tf.LayersModel): Promise<Tensorlike[]> {
+  const out: Tensorlike[] = [];
+  for (const w of model.weights) {
     const t = w.read();
-    const data = t.dtype === "int32" ? Int32Array.from(t.dataSync() as Int32Array) : Float32Array.from(t.dataSync() as Float32Array);
-    return { data, shape: [...w.shape] as number[] };
-  });
+    const values = await t.data();
+    out.push({ data: t.dtype === "int32" ? Int32Array.from(values as Int32Array) : Float32Array.from(values as Float32Array), shape: [...w.shape] as number[] });
+  }
+  return out;
 }
 
 /** SHA-256 over every weight's bytes in order; equal digests mean identical replicas. */

@@ -22,6 +22,24 @@ const attachments = z.array(TensorSpecSchema).max(4096);
 /** A value computed from the user's model and data: NaN and Infinity are what they are (see json.ts). */
 const measured = z.custom<number>((x) => typeof x === "number", "must be a number");
 
+/** A GPU as its worker reports it: what kind, which adapter, whether it is a software rasteriser. */
+export const GpuFactsSchema = z.strictObject({
+  /** "cuda": through tfjs-node-gpu; "webgpu": through Dawn. */
+  kind: z.enum(["cuda", "webgpu"]),
+  name: z.string().max(256),
+  vendor: z.string().max(256),
+  architecture: z.string().max(256),
+  description: z.string().max(512),
+  /** A CPU rasteriser standing in for a GPU (SwiftShader, llvmpipe): correct, and slow. */
+  software: z.boolean(),
+  /** The largest buffer the adapter allows, bytes. */
+  maxBufferBytes: z.number().nonnegative(),
+  /** The Vulkan driver manifest the worker was given (it sees that driver's adapters only), where it was given one. */
+  driver: z.string().max(4096).optional(),
+});
+/** A GPU as its worker reports it. */
+export type GpuFacts = z.infer<typeof GpuFactsSchema>;
+
 export const WorkerInfoSchema = z.strictObject({
   pid: z.number().int(),
   hostname: z.string().max(256),
@@ -29,8 +47,10 @@ export const WorkerInfoSchema = z.strictObject({
   node: z.string().max(64),
   /** The backend actually running, e.g. "cpu". */
   backend: z.string().max(64),
-  /** What the backend computes on, e.g. "cpu" or "gpu:0". */
-  device: z.string().max(64),
+  /** What the backend computes on, e.g. "cpu", "cuda:0" or "webgpu: <adapter>" (software adapters say so). */
+  device: z.string().max(512),
+  /** The GPU, for workers on one. */
+  gpu: GpuFactsSchema.optional(),
   /** Memory the device has, in bytes (host RAM for CPU backends). */
   memoryBytes: z.number().nonnegative(),
   cpus: z.number().int().nonnegative(),
@@ -172,6 +192,9 @@ export const StepDoneSchema = z.strictObject({
   slowdownMs: ms.optional(),
   /** Bytes this worker sent in the step's all-reduce or push (headers included). */
   sentBytes: z.number().nonnegative().optional(),
+  /** A worker on a GPU: time reading the step's results back from the device, and handing the update to it (part of computeMs and applyMs). */
+  readbackMs: ms.optional(),
+  uploadMs: ms.optional(),
   /** Strategy "ps": the version pulled from each server, the most updates the push missed, and the time to pull and push. */
   ps: z.strictObject({
     pulled: z.array(z.number().int().nonnegative()).max(1024),

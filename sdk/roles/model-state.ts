@@ -1,4 +1,5 @@
 import * as tf from "@tensorflow/tfjs";
+import { readConcat, tensorsFromFlat } from "./device-io";
 
 type LayerVariable = tf.LayersModel["weights"][number];
 
@@ -13,6 +14,8 @@ export class ModelState {
   /** Each state tensor's number of values, in order. */
   readonly sizes: number[];
   readonly length: number;
+  /** The values on the host, while they are the state's (after set() or a read; null once a forward pass moved them). */
+  private known: Float32Array | null = null;
 
   constructor(model: tf.LayersModel) {
     this.vars = model.nonTrainableWeights.filter((w) => w.dtype === "float32");
@@ -25,33 +28,44 @@ export class ModelState {
     return this.vars.map((v) => v.originalName);
   }
 
-  /** Every state value, laid out flat in order. */
-  snapshot(): Float32Array {
-    const out = new Float32Array(this.length);
-    let off = 0;
-    this.vars.forEach((v, i) => {
-      out.set(v.read().dataSync() as Float32Array, off);
-      off += this.sizes[i]!;
-    });
-    return out;
+  /** The state's tensors, in order (for one fused read with a step's gradient). */
+  tensors(): tf.Tensor[] {
+    return this.vars.map((v) => v.read());
   }
 
-  /** out = weight x (now - before): this replica's share of the change since `before`. */
-  writeChange(before: Float32Array, weight: number, out: Float32Array): void {
-    const now = this.snapshot();
+  /**
+   * Every state value, laid out flat in order. The values last set are kept on the host, so a
+   * step on a device does not read back what it uploaded itself.
+   */
+  async snapshot(): Promise<Float32Array> {
+    if (this.length === 0) return new Float32Array(0);
+    this.known ??= await readConcat(this.tensors());
+    return this.known.slice();
+  }
+
+  /** Puts back values kept with tensors().map(clone) (where they live: no read back). */
+  restore(kept: readonly tf.Tensor[]): void {
+    this.vars.forEach((v, i) => v.write(kept[i]!));
+    this.known = null;
+  }
+
+  /** A forward pass in training mode moved the state: the host's copy is stale. */
+  moved(): void {
+    this.known = null;
+  }
+
+  /** out = weight x (now - before): this replica's share of the change since `before` (`now` as read after the forward pass). */
+  writeChange(before: Float32Array, weight: number, out: Float32Array, now: Float32Array): void {
     for (let i = 0; i < this.length; i++) out[i] = weight * (now[i]! - before[i]!);
   }
 
   /** Sets the state to before + change (change: the replicas' summed shares), or to `before` alone. */
   set(before: Float32Array, change?: Float32Array): void {
     if (this.length === 0) return;
-    const values = change ? before.map((b, i) => b + change[i]!) : before;
-    let off = 0;
-    this.vars.forEach((v, i) => {
-      const t = tf.tensor(values.subarray(off, off + this.sizes[i]!), v.shape as number[], "float32");
-      v.write(t);
-      t.dispose();
-      off += this.sizes[i]!;
-    });
+    const values = change ? before.map((b, i) => b + change[i]!) : before.slice();
+    const ts = tensorsFromFlat(values, this.vars.map((v) => v.shape as number[]));
+    this.vars.forEach((v, i) => v.write(ts[i]!));
+    tf.dispose(ts);
+    this.known = values;
   }
 }

@@ -89,8 +89,8 @@ async function layerTimes(msg: MessageOf<"profile">, memoryCapBytes: number | nu
       let h = tf.randomNormal([b, ...inShape]);
       for (const [i, l] of layers.entries()) {
         const input = h;
-        const forwardMs = await typical(() => tf.tidy(() => void (l.apply(input) as tf.Tensor).dataSync()));
-        const both = await typical(() => tf.tidy(() => backward(l, input, i > 0)));
+        const forwardMs = await typical(() => settle(tf.tidy(() => [l.apply(input) as tf.Tensor])));
+        const both = await typical(() => settle(tf.tidy(() => backward(l, input, i > 0))));
         times[i]!.forwardMs.push(forwardMs);
         times[i]!.backwardMs.push(Math.max(0, both - forwardMs));
         h = tf.tidy(() => l.apply(input) as tf.Tensor);
@@ -114,16 +114,25 @@ function refuseIfTooBig(model: tf.LayersModel, msg: MessageOf<"profile">, memory
   }
 }
 
-/** The layer's forward and backward: gradients of its weights, and of its input when a layer before needs it. */
-function backward(l: tf.layers.Layer, input: tf.Tensor, inputGradient: boolean): void {
+/** The layer's forward and backward: gradients of its weights, and of its input when a layer before needs it. Returns what to wait for. */
+function backward(l: tf.layers.Layer, input: tf.Tensor, inputGradient: boolean): tf.Tensor[] {
   const x = inputGradient ? tf.variable(input, true) : input;
   try {
     const uses = l.trainableWeights.length > 0 || inputGradient;
-    if (!uses) return void (l.apply(x) as tf.Tensor).dataSync();
+    if (!uses) return [l.apply(x) as tf.Tensor];
     const r = tf.variableGrads(() => (l.apply(x) as tf.Tensor).sum() as tf.Scalar);
-    for (const g of Object.values(r.grads)) g.dataSync();
+    return Object.values(r.grads);
   } finally {
     if (x !== input) x.dispose();
+  }
+}
+
+/** Waits until `ts` are computed (lazy and device backends compute when read), then frees them. */
+async function settle(ts: tf.Tensor[]): Promise<void> {
+  try {
+    for (const t of ts) await t.data();
+  } finally {
+    tf.dispose(ts);
   }
 }
 

@@ -70,7 +70,7 @@ export interface WorkerRole {
   readonly loaded: { paramCount: number; gradientLength: number; datasetSize?: number; replicaStep?: ReplicaStepChoice };
   step(msg: MessageOf<"step">, attachments: Tensorlike[], io: HostIO): Promise<StepReport>;
   /** The weights it holds (a parameter server: its shard, and the updates it applied). */
-  weights(): { tensors: Tensorlike[]; version?: number };
+  weights(): Promise<{ tensors: Tensorlike[]; version?: number }>;
   exportState(): Promise<OptimizerState>;
   importState(state: OptimizerState): Promise<void>;
   /**

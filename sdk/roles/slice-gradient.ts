@@ -10,7 +10,8 @@ import { summarizeModel } from "../plan/model-summary";
 import type { Tensorlike } from "../protocol/tensor";
 import { buildModel, compiledLoss, tensorOf } from "../model/model-io";
 import { ModelState } from "./model-state";
-import { inputNonFinite, labelTensor, metricValues, nonFiniteIn, type NonFinite } from "./step-health";
+import { inputNonFinite, labelTensor, metricScalars, metricValues, nonFiniteIn, type NonFinite } from "./step-health";
+import { onDevice, readConcat } from "./device-io";
 import type { MetricSpec } from "../protocol/metric-spec";
 import type { ReplicaStepChoice } from "../protocol/profile-messages";
 import { createOptimizer } from "../model/optimizers";
@@ -84,13 +85,23 @@ function compileNativeStep(model: tf.LayersModel, loss: LossName, vars: tf.Varia
   return NativeStep.compile(backend, model, loss, vars);
 }
 
+/** What a slice's step reads besides its gradient: the buckets to announce, and the state after its forward pass. */
+export interface SliceExtras {
+  /** Buckets sent during the backward pass: the native step announces each variable once written. */
+  ready?: (from: number) => void;
+  /** Filled with the model's state (BatchNormalization's statistics) as the forward pass left it. */
+  stateNow?: Float32Array;
+}
+
 /**
  * Writes weight x grad(mean loss over the slice + regularizers) into `flat`, laid out as the
- * variables in order; returns the slice's mean loss and compiled metrics.
+ * variables in order; returns the slice's mean loss and compiled metrics. On a device (webgpu)
+ * the loss, the metrics, every gradient and the state are read back in one read.
  */
-export function sliceGradient(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array, ready?: (from: number) => void): { loss: number; metrics?: Record<string, number> } {
+export async function sliceGradient(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array, extra: SliceExtras = {}): Promise<{ loss: number; metrics?: Record<string, number> }> {
   try {
-    return r.step.native ? nativeSlice(r, r.step.native, x, y, weight, flat, ready) : autodiffSlice(r, x, y, weight, flat);
+    if (r.step.native) return nativeSlice(r, r.step.native, x, y, weight, flat, extra.ready);
+    return onDevice() ? await deviceSlice(r, x, y, weight, flat, extra.stateNow) : await autodiffSlice(r, x, y, weight, flat, extra.stateNow);
   } catch (err) {
     const msg = (err as Error).message;
     if (/shape|rank|compatible/i.test(msg)) {
@@ -99,6 +110,8 @@ export function sliceGradient(r: LoadedReplica, x: Tensorlike, y: Tensorlike, we
       });
     }
     throw err;
+  } finally {
+    r.state.moved();
   }
 }
 
@@ -114,34 +127,67 @@ function nativeSlice(r: LoadedReplica, step: NativeStep, x: Tensorlike, y: Tenso
   }
 }
 
-function autodiffSlice(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array): { loss: number; metrics?: Record<string, number> } {
+/** The slice's loss (kept), its output (kept) and the gradient of each variable, by autodiff. */
+function gradientsOf(r: LoadedReplica, xs: tf.Tensor, ys: tf.Tensor): { perSample: tf.Scalar; out: tf.Tensor; grads: tf.Tensor[]; value: tf.Scalar } {
+  let out: tf.Tensor | undefined;
+  let perSample: tf.Scalar | undefined;
+  const { value, grads } = tf.variableGrads(() => {
+    out = tf.keep(r.model.apply(xs, { training: true }) as tf.Tensor);
+    perSample = tf.keep(tf.mean(r.lossFn(ys, out)) as tf.Scalar);
+    let total: tf.Scalar = perSample;
+    for (const reg of r.model.calculateLosses()) total = tf.add(total, reg);
+    return total;
+  }, r.vars);
+  const list = r.vars.map((v) => {
+    const g = grads[v.name];
+    if (!g) throw new DataError(`no gradient for ${v.name}`);
+    return g;
+  });
+  return { perSample: perSample!, out: out!, grads: list, value };
+}
+
+async function autodiffSlice(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array, stateNow?: Float32Array): Promise<{ loss: number; metrics?: Record<string, number> }> {
   const xs = tensorOf(x);
   const ys = labelTensor(y);
-  let dataLoss = 0;
-  let out: tf.Tensor | undefined;
+  let g: ReturnType<typeof gradientsOf> | undefined;
   try {
-    const { value, grads } = tf.variableGrads(() => {
-      out = tf.keep(r.model.apply(xs, { training: true }) as tf.Tensor);
-      const perSample = tf.mean(r.lossFn(ys, out)) as tf.Scalar;
-      dataLoss = perSample.dataSync()[0]!;
-      let total: tf.Scalar = perSample;
-      for (const reg of r.model.calculateLosses()) total = tf.add(total, reg);
-      return total;
-    }, r.vars);
+    g = gradientsOf(r, xs, ys);
+    const dataLoss = g.perSample.dataSync()[0]!;
     let off = 0;
-    r.vars.forEach((v, i) => {
-      const g = grads[v.name];
-      if (!g) throw new DataError(`no gradient for ${v.name}`);
-      flat.set(readValues(g), off);
+    g.grads.forEach((t, i) => {
+      flat.set(readValues(t), off);
       off += r.sizes[i]!;
     });
-    value.dispose();
-    tf.dispose(Object.values(grads));
     if (weight !== 1) scaleInPlace(flat, weight);
-    const metrics = metricValues(r.metrics, ys, out!);
+    if (stateNow) await readConcat(r.state.tensors(), stateNow);
+    const metrics = metricValues(r.metrics, ys, g.out);
     return { loss: dataLoss, ...(metrics ? { metrics } : {}) };
   } finally {
-    tf.dispose([xs, ys, ...(out ? [out] : [])]);
+    tf.dispose([xs, ys, ...(g ? [g.value, g.perSample, g.out, ...g.grads] : [])]);
+  }
+}
+
+/**
+ * The same on a device: the loss, the metrics, the weighted gradient and the state concatenated
+ * there and read back in one read (each read is a round trip to the GPU).
+ */
+async function deviceSlice(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array, stateNow?: Float32Array): Promise<{ loss: number; metrics?: Record<string, number> }> {
+  const xs = tensorOf(x);
+  const ys = labelTensor(y);
+  let g: ReturnType<typeof gradientsOf> | undefined;
+  let parts: tf.Tensor[] = [];
+  try {
+    g = gradientsOf(r, xs, ys);
+    const got = g;
+    parts = tf.tidy(() => [got.perSample.reshape([1]), ...metricScalars(r.metrics, ys, got.out).map((m) => m.reshape([1])), ...got.grads.map((t) => (weight !== 1 ? tf.mul(t, weight) : t.clone()).reshape([-1]))]);
+    const values = await readConcat([...parts, ...(stateNow ? r.state.tensors() : [])]);
+    const m = r.metrics.length;
+    flat.set(values.subarray(1 + m, 1 + m + flat.length));
+    if (stateNow) stateNow.set(values.subarray(1 + m + flat.length));
+    const metrics = m > 0 ? Object.fromEntries(r.metrics.map((s, i) => [s.name, values[1 + i]!])) : undefined;
+    return { loss: values[0]!, ...(metrics ? { metrics } : {}) };
+  } finally {
+    tf.dispose([xs, ys, ...parts, ...(g ? [g.value, g.perSample, g.out, ...g.grads] : [])]);
   }
 }
 
@@ -156,17 +202,18 @@ export interface SliceOutcome {
 /**
  * sliceGradient for a step: `grads` holds the weighted gradient, or all zeros when the slice
  * holds or yields NaN or Infinity or its computation threw. A worker still takes part in the
- * step's communication with those zeros, so no peer waits, and says why. With `ready` (buckets
- * sent during the backward pass), parts of `grads` may be in flight: only the loss is checked
- * here, and the buckets check and zero their own parts.
+ * step's communication with those zeros, so no peer waits, and says why. With `extra.ready`
+ * (buckets sent during the backward pass), parts of `grads` may be in flight: only the loss is
+ * checked here, and the buckets check and zero their own parts.
  */
-export function checkedSliceGradient(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weight: number, grads: Float32Array, ready?: (from: number) => void): SliceOutcome {
+export async function checkedSliceGradient(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weight: number, grads: Float32Array, extra: SliceExtras = {}): Promise<SliceOutcome> {
   let out: SliceOutcome = { loss: 0 };
+  const ready = extra.ready;
   try {
     const input = inputNonFinite(x, y);
     if (input) out = { loss: NaN, nonFinite: input };
     else if (x.shape[0]! > 0) {
-      out = sliceGradient(r, x, y, weight, grads, ready);
+      out = await sliceGradient(r, x, y, weight, grads, extra);
       const found = ready ? (Number.isFinite(out.loss) ? undefined : ({ where: "loss" } as const)) : nonFiniteIn(out.loss, grads, r.names, r.sizes);
       if (found) out.nonFinite = found;
     }

@@ -41,7 +41,12 @@ export function labelTensor(y: Tensorlike): tf.Tensor {
   return tf.tensor(y.data instanceof Float32Array ? y.data : Float32Array.from(y.data), [...y.shape], "float32");
 }
 
-/** The compiled metrics of a batch's predictions, each the mean over the batch, by history name. */
+/** The compiled metrics of a batch's predictions as scalar tensors, in the specs' order (a device reads them with the gradient). */
+export function metricScalars(specs: readonly MetricSpec[], y: tf.Tensor, out: tf.Tensor): tf.Scalar[] {
+  return specs.map((s) => tf.mean(tf.metrics[s.fn](y, out)) as tf.Scalar);
+}
+
+/** The compiled metrics of a batch's predictions, each the mean over the batch, by history name (read on the host). */
 export function metricValues(specs: readonly MetricSpec[], y: tf.Tensor, out: tf.Tensor): Record<string, number> | undefined {
   if (specs.length === 0) return undefined;
   const values: Record<string, number> = {};

@@ -2,6 +2,7 @@ import * as tf from "@tensorflow/tfjs";
 import type { OptimizerSpec } from "../protocol/optimizer-spec";
 import { CheckpointError } from "../errors/errors";
 import { createOptimizer } from "../model/optimizers";
+import { readTensor, tensorsFromFlat } from "./device-io";
 
 /**
  * An optimizer's state, for checkpoints: named float32 tensors (its slots) and scalars (step
@@ -32,14 +33,12 @@ export class TfjsUpdate implements UpdateRule {
   }
 
   apply(flat: Float32Array): void {
+    // On a device the summed gradient goes up in one upload, split there.
+    const grads = tensorsFromFlat(flat, this.vars.map((v) => v.shape));
     const named: tf.NamedTensorMap = {};
-    let off = 0;
-    for (const v of this.vars) {
-      named[v.name] = tf.tensor(flat.subarray(off, off + v.size), v.shape, "float32");
-      off += v.size;
-    }
+    this.vars.forEach((v, i) => (named[v.name] = grads[i]!));
     this.optimizer.applyGradients(named);
-    tf.dispose(Object.values(named));
+    tf.dispose(grads);
   }
 
   async exportState(): Promise<OptimizerState> {
@@ -49,13 +48,11 @@ export class TfjsUpdate implements UpdateRule {
     // pow, a rounding away from a replica that never stopped. Carry them exactly.
     for (const k of ADAM_PRODUCTS) {
       const v = (this.optimizer as unknown as Record<string, tf.Variable | undefined>)[k];
-      if (v) scalars[k] = v.dataSync()[0]!;
+      if (v) scalars[k] = (await readTensor(v))[0]!;
     }
-    return {
-      format: "tfjs",
-      tensors: named.map((n) => ({ name: n.name, data: Float32Array.from(n.tensor.dataSync() as Float32Array), shape: [...n.tensor.shape] })),
-      scalars,
-    };
+    const tensors: OptimizerState["tensors"] = [];
+    for (const n of named) tensors.push({ name: n.name, data: Float32Array.from(await readTensor(n.tensor)), shape: [...n.tensor.shape] });
+    return { format: "tfjs", tensors, scalars };
   }
 
   async importState(state: OptimizerState): Promise<void> {

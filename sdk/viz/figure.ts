@@ -56,6 +56,8 @@ export const COLORS = {
   comm: "#F58518",
   wait: "#BAB0AC",
   apply: "#72B7B2",
+  readback: "#B279A2",
+  upload: "#FF9DA6",
   ideal: "#9D9D9D",
   series: ["#4C78A8", "#F58518", "#54A24B", "#E45756", "#B279A2", "#FF9DA6", "#9D755D"],
 } as const;

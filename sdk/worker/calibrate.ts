@@ -9,38 +9,42 @@ const ROUND_MS = 12;
  * Workers join together and share cores while they start, so each is the best of a few short
  * rounds: the undisturbed speed, not whatever a neighbour's start-up left of it.
  */
-export function calibrate(): { gflops: number; kernelOverheadUs: number } {
+export async function calibrate(): Promise<{ gflops: number; kernelOverheadUs: number }> {
   const n = 128;
   const a = tf.randomNormal([n, n]);
   const b = tf.randomNormal([n, n]);
   const small = tf.ones([4]);
   // The product is read (so lazy backends compute it) but not returned: tidy would walk the array.
-  const multiply = (): void => {
-    tf.tidy(() => {
-      tf.matMul(a, b).dataSync();
-    });
+  const multiply = async (): Promise<void> => {
+    const c = tf.matMul(a, b);
+    await c.data();
+    c.dispose();
   };
-  const adds = (count: number): void => {
-    tf.tidy(() => {
-      for (let i = 0; i < count; i++) tf.add(small, small);
+  const adds = async (count: number): Promise<void> => {
+    const last = tf.tidy(() => {
+      let r = tf.add(small, small);
+      for (let i = 1; i < count; i++) r = tf.add(r, small);
+      return r;
     });
+    await last.data();
+    last.dispose();
   };
   try {
-    multiply();
-    adds(20);
+    await multiply();
+    await adds(20);
     let gflops = 0;
     let kernelOverheadUs = Infinity;
     for (let round = 0; round < ROUNDS; round++) {
       let reps = 0;
       const t0 = performance.now();
       while (performance.now() - t0 < ROUND_MS) {
-        multiply();
+        await multiply();
         reps++;
       }
       gflops = Math.max(gflops, (2 * n ** 3 * reps) / ((performance.now() - t0) / 1000) / 1e9);
       const ops = 100;
       const t1 = performance.now();
-      adds(ops);
+      await adds(ops);
       kernelOverheadUs = Math.min(kernelOverheadUs, ((performance.now() - t1) * 1000) / ops);
     }
     return { gflops, kernelOverheadUs };

@@ -152,12 +152,12 @@ export class ComputeHost {
         case "step":
           return await this.step(msg, attachments);
         case "fetchWeights": {
-          const w = this.need("fetchWeights").weights();
+          const w = await this.need("fetchWeights").weights();
           this.reply({ type: "weights", re: msg.id, digest: weightsDigest(w.tensors), ...(w.version !== undefined ? { version: w.version } : {}) }, w.tensors);
           return;
         }
         case "digest":
-          this.reply({ type: "digestReply", re: msg.id, digest: weightsDigest(this.need("digest").weights().tensors) });
+          this.reply({ type: "digestReply", re: msg.id, digest: weightsDigest((await this.need("digest").weights()).tensors) });
           return;
         case "probe":
         case "ringProbe":

@@ -4,12 +4,16 @@ import { nativeDataPlane } from "../collectives/native-plane";
 import { VERSION } from "../protocol/sdk-version";
 import { selectBackend, type BackendReport } from "../backends/select-backend";
 import { calibrate } from "./calibrate";
+import { BACKEND_CHOICES, type BackendChoice } from "../protocol/backend-names";
 
 /** Joining a session: start the backend the driver asked for and say what this worker runs on, measured. */
 export async function joinWorker(msg: MessageOf<"join">): Promise<{ backend: BackendReport; info: WorkerInfo }> {
-  const backend = await selectBackend(msg.backend, msg.threads === 0 ? os.availableParallelism() : msg.threads);
+  // A worker started with --backend decides for itself when the driver leaves it to "auto".
+  const own = process.env.MESHTRAIN_BACKEND;
+  const choice = msg.backend === "auto" && own && (BACKEND_CHOICES as readonly string[]).includes(own) ? (own as BackendChoice) : msg.backend;
+  const backend = await selectBackend(choice, msg.threads === 0 ? os.availableParallelism() : msg.threads);
   const cap = msg.memoryCapBytes ?? null;
-  const speed = calibrate();
+  const speed = await calibrate();
   const plane = nativeDataPlane();
   return {
     backend,
@@ -20,6 +24,7 @@ export async function joinWorker(msg: MessageOf<"join">): Promise<{ backend: Bac
       node: process.version,
       backend: backend.backend,
       device: backend.device,
+      ...(backend.gpu ? { gpu: backend.gpu } : {}),
       memoryBytes: cap === null ? backend.memoryBytes : Math.min(cap, backend.memoryBytes),
       cpus: os.availableParallelism(),
       gflops: speed.gflops,

@@ -18,8 +18,13 @@ export function smallClassifier(inputs = 6, classes = 3, options: { l2?: number;
   });
 }
 
-/** ||a - b|| / ||b|| for every weight tensor, the largest of them. */
-export function maxRelativeDifference(a: tf.LayersModel, b: tf.LayersModel): number {
+/**
+ * ||a - b|| / max(||b||, floor) for every weight tensor, the largest of them. A floor of 1 reads
+ * tensors of small norm by their absolute difference: needed where a tensor is rounding noise in
+ * exact arithmetic (a bias feeding BatchNormalization gets a zero gradient) and two backends sum
+ * in different orders.
+ */
+export function maxRelativeDifference(a: tf.LayersModel, b: tf.LayersModel, floor = 1e-12): number {
   const wa = a.getWeights();
   const wb = b.getWeights();
   if (wa.length !== wb.length) throw new Error(`weight counts differ: ${wa.length} vs ${wb.length}`);
@@ -33,7 +38,7 @@ export function maxRelativeDifference(a: tf.LayersModel, b: tf.LayersModel): num
       diff += (x[j]! - y[j]!) ** 2;
       norm += y[j]! ** 2;
     }
-    worst = Math.max(worst, Math.sqrt(diff) / Math.max(Math.sqrt(norm), 1e-12));
+    worst = Math.max(worst, Math.sqrt(diff) / Math.max(Math.sqrt(norm), floor));
   });
   return worst;
 }

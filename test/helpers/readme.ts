@@ -91,6 +91,9 @@ export const BLOCK_RUNS: ReadonlyArray<{ contains: string; run: BlockRun }> = [
   { contains: "FROM node:20-bookworm-slim", run: { notRun: "no Docker engine runs on these machines" } },
   { contains: 'meshtrain: --name "Mnist_Run"', run: "output" },
   { contains: "meshtrain worker: could not join ws://mnist-driver:7071", run: "output" },
+  { contains: "npx meshtrain devices", run: { notRun: "webgpu-workers.test.ts runs `meshtrain devices` and checks what it lists" } },
+  { contains: "Vulkan loader: /usr/lib/chromium/libvulkan.so.1", run: "output" },
+  { contains: 'cluster().gpus(2, { software: true }).strategy("data").launch()', run: "script" },
   { contains: "npm run bench ", run: { notRun: "runs for about 20 minutes on 2 cores and measures, never asserts, times; bench-smoke.test.ts runs every benchmark end to end with --quick" } },
 ];
 

@@ -106,7 +106,7 @@ async function train(backend: string, c: Case, from: ReturnType<typeof start>, o
   const losses: number[] = [];
   const alone = async (data: Float32Array) => ({ data, stats: { waitMs: 0, commMs: 0, bytesSent: 0 } });
   for (let i = 0; i < steps; i++) losses.push((await replica.train(1, c.x, c.y, alone)).loss);
-  const weights = replica.weights().tensors;
+  const weights = (await replica.weights()).tensors;
   replica.dispose();
   tf.setBackend("cpu");
   return { weights, losses };

@@ -130,7 +130,7 @@ test("a sync server applies one update from the sum of every worker's push, as T
     opt.applyGradients({ [vars[0]!.name]: tf.tensor(sum.subarray(0, 4), [2, 2]), [vars[1]!.name]: tf.tensor(sum.subarray(4), [1]) });
   }
   const want = Float32Array.from([...vars[0]!.dataSync(), ...vars[1]!.dataSync()]);
-  const got = server.values();
+  const got = (await server.values());
   got.forEach((v, i) => assert.ok(Math.abs(v - want[i]!) < 1e-6, `value ${i}: ${v} vs ${want[i]}`));
   assert.ok(server.wasApplied(0, 2) && server.wasApplied(1, 2) && !server.wasApplied(0, 3));
   assert.throws(() => server.push(0, 7, 3, new Float32Array(6)), (e: unknown) => e instanceof ProtocolError && /pushed for step 7 while parameter server 0 collects step 3/.test(e.message));
@@ -138,20 +138,20 @@ test("a sync server applies one update from the sum of every worker's push, as T
   server.dispose();
 });
 
-test("an async server applies pushes as they come and counts the updates each one missed", () => {
+test("an async server applies pushes as they come and counts the updates each one missed", async () => {
   const optimizer: OptimizerSpec = { name: "sgd", learningRate: 0.5 };
   const server = ParamServer.load(serverLoad("async", 2, [[2]], optimizer), [{ data: Float32Array.from([1, 1]), shape: [2] }], 2000);
   assert.deepEqual(server.push(0, 0, 0, pushOf([1, 0])), { version: 1, staleness: 0 });
   assert.deepEqual(server.push(1, 0, 0, pushOf([0, 1])), { version: 2, staleness: 1 });
   assert.deepEqual(server.push(0, 1, 1, pushOf([1, 1])), { version: 3, staleness: 1 });
-  assert.deepEqual([...server.values()], [0, 0]);
+  assert.deepEqual([...(await server.values())], [0, 0]);
   server.dispose();
 });
 
 test("servers hold model state: sync moves it by the sum of the workers' weighted changes, async adds each push's change", async () => {
   const sgd: OptimizerSpec = { name: "sgd", learningRate: 1 };
   const sync = ParamServer.load(serverLoad("sync", 2, [[1]], sgd, [[2]]), [{ data: Float32Array.from([1]), shape: [1] }, { data: Float32Array.from([0, 1]), shape: [2] }], 2000);
-  assert.deepEqual([...sync.values()], [1, 0, 1]);
+  assert.deepEqual([...(await sync.values())], [1, 0, 1]);
   // Weighted changes 0.25 x (0.4, -0.2) and 0.75 x (0.8, 0.2): the state moves to the workers' weighted mean.
   sync.push(0, 0, 0, pushOf([0.5, 0.1, -0.05]));
   sync.push(1, 0, 0, pushOf([0.25, 0.6, 0.15]));
@@ -161,7 +161,7 @@ test("servers hold model state: sync moves it by the sum of the workers' weighte
   const async = ParamServer.load(serverLoad("async", 2, [[1]], sgd, [[1]]), [{ data: Float32Array.from([0]), shape: [1] }, { data: Float32Array.from([5]), shape: [1] }], 2000);
   async.push(0, 0, 0, pushOf([1, 0.5]));
   async.push(1, 0, 0, pushOf([1, -2]));
-  assert.deepEqual([...async.values()], [-2, 3.5]);
+  assert.deepEqual([...(await async.values())], [-2, 3.5]);
   async.dispose();
 });
 
@@ -169,7 +169,7 @@ test("a flagged push changes nothing: async drops it alone (handled, not counted
   const sgd: OptimizerSpec = { name: "momentum", learningRate: 0.1, momentum: 0.9, useNesterov: false };
   const async = ParamServer.load(serverLoad("async", 2, [[1]], sgd, [[1]]), [{ data: Float32Array.from([1]), shape: [1] }, { data: Float32Array.from([2]), shape: [1] }], 2000);
   assert.deepEqual(async.push(0, 0, 0, pushOf([0, 0], 1)), { version: 0, staleness: 0 });
-  assert.deepEqual([...async.values()], [1, 2]);
+  assert.deepEqual([...(await async.values())], [1, 2]);
   assert.ok(async.wasApplied(0, 0), "a dropped push is not handed out again");
   async.dispose();
   const sync = ParamServer.load(serverLoad("sync", 2, [[1]], sgd, [[1]]), [{ data: Float32Array.from([1]), shape: [1] }, { data: Float32Array.from([2]), shape: [1] }], 2000);
@@ -181,7 +181,7 @@ test("a flagged push changes nothing: async drops it alone (handled, not counted
   // The next step trains as if the dropped one never happened (momentum starts from zero).
   sync.push(0, 1, 1, pushOf([1, 0]));
   sync.push(1, 1, 1, pushOf([1, 0]));
-  assert.ok(Math.abs(sync.values()[0]! - (1 - 0.1 * 2)) < 1e-6);
+  assert.ok(Math.abs((await sync.values())[0]! - (1 - 0.1 * 2)) < 1e-6);
   sync.dispose();
 });
 

@@ -1,5 +1,4 @@
 import type { LoadOf } from "../../protocol/messages";
-import * as tf from "@tensorflow/tfjs";
 import type { AllReduceStats } from "../../collectives/ring-allreduce";
 import type { WireFormat } from "../../protocol/wire-formats";
 import type { Dataset } from "../../data/dataset";
@@ -11,7 +10,7 @@ import type { Tensorlike } from "../../protocol/tensor";
 import { wallClock } from "../../util/clock";
 import { readWeights } from "../../model/model-io";
 import type { HostIO, RoleEnv, RoleReply, StepReport, StepTimes, WorkerRole } from "../role";
-import { checkedSliceGradient, loadReplica, readValues, replicaStepReport, slowDown, type LoadedReplica, type SliceOutcome } from "../slice-gradient";
+import { checkedSliceGradient, loadReplica, replicaStepReport, slowDown, type LoadedReplica, type SliceOutcome } from "../slice-gradient";
 import { makeUpdateRule } from "../update-rule";
 import { nonFiniteVariable, survivedStepError, type NonFinite } from "../step-health";
 import { ErrorFeedback } from "../error-feedback";
@@ -19,6 +18,7 @@ import type { OverlapRing } from "../role";
 import { GradientBuckets } from "./buckets";
 import type { OptimizerState, UpdateRule } from "../tfjs-update";
 import { hasNonFinite } from "../../backends/native/finite";
+import { assignFlat, onDevice, readConcat, transfers } from "../device-io";
 
 export type AllReduceFn = (data: Float32Array, wire?: WireFormat) => Promise<{ data: Float32Array; stats: AllReduceStats }>;
 
@@ -27,6 +27,9 @@ export interface StepResult extends StepTimes {
   slowdownMs: number;
   /** Bytes this replica sent in the all-reduce. */
   sentBytes: number;
+  /** On a GPU: the step's one read back of its gradient (with loss, metrics and state) and its one upload of the sum, ms. */
+  readbackMs?: number;
+  uploadMs?: number;
   metrics?: Record<string, number>;
   /** Where this replica found NaN or Infinity. */
   nonFinite?: NonFinite;
@@ -58,7 +61,7 @@ export class DataReplica implements WorkerRole {
   /** Updates applied since the model was loaded. */
   private applied = 0;
   /** Elastic training: the weights, model state and optimizer state before the last update, to step back to. */
-  private before: { weights: Float32Array[]; model: Float32Array; state: OptimizerState } | null = null;
+  private before: { weights: Float32Array; model: Float32Array; state: OptimizerState } | null = null;
   /**
    * The buffer the last step's sum came back in, for the next step: a fresh megabyte each step
    * made V8 count it as external memory and run a full collection every few dozen steps, which
@@ -124,11 +127,7 @@ export class DataReplica implements WorkerRole {
     if (to !== this.applied - 1 || !this.before) {
       throw new StateError(`cannot go back from ${this.applied} applied steps to ${to}: only the state before the last update is kept`);
     }
-    this.r.vars.forEach((v, i) => {
-      const t = tf.tensor(this.before!.weights[i]!, v.shape, "float32");
-      v.assign(t);
-      t.dispose();
-    });
+    assignFlat(this.r.vars, this.before.weights);
     this.r.state.set(this.before.model);
     await this.update.importState(this.before.state);
     // The residual belongs to the update stepped back from.
@@ -156,9 +155,10 @@ export class DataReplica implements WorkerRole {
     const startedAt = wallClock();
     const n = this.r.gradientLength;
     const flat = this.stepBuffer(n + this.r.state.length + 1);
-    const stateBefore = this.r.state.snapshot();
+    transfers.reset();
+    const stateBefore = await this.r.state.snapshot();
     const buckets = overlap && this.r.step.native ? new GradientBuckets(flat, n, overlap, this.feedback, this.r) : null;
-    const slice = this.slice(weight, x, y, flat, stateBefore, buckets);
+    const slice = await this.slice(weight, x, y, flat, stateBefore, buckets);
     if (!buckets && this.feedback && flat[flat.length - 1] === 0) this.feedback.compress(flat.subarray(0, n));
     const slowdownMs = await slowDown(this.slowdown, performance.now() - t0);
     const t1 = performance.now();
@@ -192,6 +192,7 @@ export class DataReplica implements WorkerRole {
       applyMs: t3 - t2,
       slowdownMs,
       sentBytes: reduced.stats.bytesSent,
+      ...(onDevice() ? { readbackMs: transfers.readbackMs, uploadMs: transfers.uploadMs } : {}),
       ...(slice.metrics ? { metrics: slice.metrics } : {}),
       ...(slice.nonFinite ?? overflow ? { nonFinite: slice.nonFinite ?? overflow } : {}),
       ...(skipped ? { skipped } : {}),
@@ -211,11 +212,12 @@ export class DataReplica implements WorkerRole {
    * Fills this replica's part of the buffer: its weighted gradient and change of state, or
    * nothing but the flag when its slice cannot be learned from (non-finite) or it threw.
    */
-  private slice(weight: number, x: Tensorlike, y: Tensorlike, flat: Float32Array, stateBefore: Float32Array, buckets: GradientBuckets | null): SliceOutcome {
+  private async slice(weight: number, x: Tensorlike, y: Tensorlike, flat: Float32Array, stateBefore: Float32Array, buckets: GradientBuckets | null): Promise<SliceOutcome> {
     const n = this.r.gradientLength;
-    const out = checkedSliceGradient(this.r, x, y, weight, flat.subarray(0, n), buckets?.ready);
+    const stateNow = new Float32Array(this.r.state.length);
+    const out = await checkedSliceGradient(this.r, x, y, weight, flat.subarray(0, n), { ...(buckets ? { ready: buckets.ready } : {}), ...(stateNow.length > 0 ? { stateNow } : {}) });
     if (out.nonFinite || out.failure !== undefined) flat[flat.length - 1] = 1;
-    else if (x.shape[0]! > 0) this.r.state.writeChange(stateBefore, weight, flat.subarray(n, flat.length - 1));
+    else if (x.shape[0]! > 0) this.r.state.writeChange(stateBefore, weight, flat.subarray(n, flat.length - 1), stateNow);
     return out;
   }
 
@@ -246,14 +248,14 @@ export class DataReplica implements WorkerRole {
   /** The summed gradient through the optimizer, and the state to its replicas' mean. */
   private async apply(reduced: Float32Array, stateBefore: Float32Array): Promise<void> {
     const n = this.r.gradientLength;
-    if (this.elastic) this.before = { weights: this.r.vars.map((v) => Float32Array.from(readValues(v))), model: stateBefore, state: await this.update.exportState() };
+    if (this.elastic) this.before = { weights: await readConcat(this.r.vars), model: stateBefore, state: await this.update.exportState() };
     this.update.apply(reduced.subarray(0, n));
     this.r.state.set(stateBefore, reduced.subarray(n, reduced.length - 1));
     this.applied++;
   }
 
-  weights(): { tensors: Tensorlike[] } {
-    return { tensors: readWeights(this.r.model) };
+  async weights(): Promise<{ tensors: Tensorlike[] }> {
+    return { tensors: await readWeights(this.r.model) };
   }
 
   exportState(): Promise<OptimizerState> {

@@ -13,10 +13,11 @@ import type { RoleEnv, StepTimes, WorkerRole } from "../role";
 import { makeUpdateRule } from "../update-rule";
 import type { OptimizerState, UpdateRule } from "../tfjs-update";
 import { seedDropout, stageTopology } from "./stage-model";
-import { inputNonFinite, labelTensor, metricValues, nonFiniteIn, survivedStepError, type NonFinite } from "../step-health";
+import { inputNonFinite, labelTensor, metricScalars, nonFiniteIn, survivedStepError, type NonFinite } from "../step-health";
 import { ModelState } from "../model-state";
+import { onDevice, transfers } from "../device-io";
 import { agreeAcrossStages } from "./stage-agreement";
-import { accumulator, copyOut, type ActionTimings, type StageIO, type StageRun } from "./stage-run";
+import { copyOut, deviceSink, hostSink, type ActionTimings, type StageIO, type StageRun } from "./stage-run";
 import type { MetricSpec } from "../../protocol/metric-spec";
 import { createOptimizer } from "../../model/optimizers";
 
@@ -115,7 +116,8 @@ export class StageRuntime implements WorkerRole {
   }
 
   async step(msg: MessageOf<"step">, attachments: Tensorlike[], io: StageIO): Promise<StageStepResult> {
-    const run = this.begin(msg, attachments, io);
+    transfers.reset();
+    const run = await this.begin(msg, attachments, io);
     try {
       for (const a of this.actions) {
         // A short last batch can leave micro-batches empty; every stage knows the sizes and skips them.
@@ -123,8 +125,14 @@ export class StageRuntime implements WorkerRole {
         if (a.kind === "F") await this.forward(run, a.micro);
         else await this.backward(run, a.micro);
       }
+      const sums = await run.sink.finish(run.acc, this.state.tensors());
+      run.loss = sums.loss;
+      this.metrics.forEach((m, i) => (run.metrics[m.name] = sums.metrics[i]!));
+      run.stateNow = sums.stateNow;
     } finally {
       for (const t of run.saved.values()) t.dispose();
+      run.sink.dispose();
+      this.state.moved();
     }
     const computeEnd = performance.now();
     const n = this.gradientLength;
@@ -133,7 +141,7 @@ export class StageRuntime implements WorkerRole {
     const dropped = await agreeAcrossStages(io, { step: msg.step, microBatches: this.stage.microBatches, index: this.stage.index, count: this.stage.count }, run.failure !== undefined || nonFinite ? 1 : 0);
     const agreeMs = performance.now() - w0;
     if (dropped > 0) run.acc.fill(0);
-    else this.state.writeChange(run.stateBefore, msg.weight, run.acc.subarray(n, n + this.state.length));
+    else this.state.writeChange(run.stateBefore, msg.weight, run.acc.subarray(n, n + this.state.length), run.stateNow);
     run.acc[run.acc.length - 1] = dropped > 0 ? 1 : 0;
     const reduced = await io.allReduce(run.acc);
     const a0 = performance.now();
@@ -152,6 +160,7 @@ export class StageRuntime implements WorkerRole {
       commMs: reduced.stats.commMs,
       waitMs: run.waitMs + agreeMs + reduced.stats.waitMs,
       applyMs,
+      ...(onDevice() ? { readbackMs: transfers.readbackMs, uploadMs: transfers.uploadMs } : {}),
       actions: run.timings,
       inFlightMax: run.inFlightMax,
       ...(nonFinite ? { nonFinite } : {}),
@@ -169,10 +178,10 @@ export class StageRuntime implements WorkerRole {
    * Runs `compute` unless the stage already failed this step; a failure is kept and `fallback`
    * (zeros of the right shape) stands in, so the schedule's messages all still flow.
    */
-  private attempt<T>(run: StageRun, compute: () => T, fallback: () => T): T {
+  private async attempt<T>(run: StageRun, compute: () => Promise<T>, fallback: () => T): Promise<T> {
     if (run.failure !== undefined) return fallback();
     try {
-      return compute();
+      return await compute();
     } catch (err) {
       run.failure = err;
       return fallback();
@@ -180,7 +189,7 @@ export class StageRuntime implements WorkerRole {
   }
 
   /** Checks the step carries what this stage needs and starts its bookkeeping. */
-  private begin(msg: MessageOf<"step">, attachments: Tensorlike[], io: StageIO): StageRun {
+  private async begin(msg: MessageOf<"step">, attachments: Tensorlike[], io: StageIO): Promise<StageRun> {
     const micro = msg.micro;
     if (!micro || micro.sizes.length !== this.stage.microBatches) {
       throw new ProtocolError(`step ${msg.step} for stage ${this.stage.index} needs ${this.stage.microBatches} micro-batch sizes`);
@@ -192,14 +201,16 @@ export class StageRuntime implements WorkerRole {
     if ((first && xs.length !== this.stage.microBatches) || (this.last && ys.length !== this.stage.microBatches)) {
       throw new ProtocolError(`step ${msg.step} for stage ${this.stage.index} carries ${attachments.length} tensors`);
     }
+    const acc = new Float32Array(this.gradientLength + this.state.length + 1);
+    const t0 = performance.now();
     return {
-      msg, micro, io, xs, ys, first,
-      t0: performance.now(),
+      msg, micro, io, xs, ys, first, t0, acc,
       startedAt: wallClock(),
-      acc: new Float32Array(this.gradientLength + this.state.length + 1),
-      stateBefore: this.state.snapshot(),
+      stateBefore: await this.state.snapshot(),
+      stateNow: new Float32Array(0),
       inputNonFinite: inputNonFinite(...xs, ...ys) !== undefined,
-      saved: new Map(), timings: [], loss: 0, metrics: {}, waitMs: 0, inFlightMax: 0, add: accumulator(),
+      saved: new Map(), timings: [], loss: 0, metrics: {}, waitMs: 0, inFlightMax: 0,
+      sink: onDevice() ? deviceSink(this.metrics.length) : hostSink(acc, this.offsets, this.metrics.length),
     };
   }
 
@@ -216,14 +227,16 @@ export class StageRuntime implements WorkerRole {
     const x = run.first ? tensorOf(run.xs[m]!) : tf.tensor(await this.receive(run, "activation", m), [size, ...this.inputShape]);
     const start = performance.now() - run.t0;
     if (!this.last) {
-      const data = this.attempt(
+      const data = await this.attempt(
         run,
-        () => {
+        async () => {
           seedDropout(this.model, run.msg.step, m);
           const out = tf.tidy(() => this.model.apply(x, { training: true }) as tf.Tensor);
-          const values = copyOut(out);
-          out.dispose();
-          return values;
+          try {
+            return await copyOut(out);
+          } finally {
+            out.dispose();
+          }
         },
         () => new Float32Array(size * this.outputShape.reduce((a, b) => a * b, 1)),
       );
@@ -247,7 +260,7 @@ export class StageRuntime implements WorkerRole {
     const y = this.last ? labelTensor(run.ys[m]!) : null;
     const start = performance.now() - run.t0;
     const weight = run.micro.weights[m]!;
-    const inputGrad = this.attempt(
+    const inputGrad = await this.attempt(
       run,
       () => this.gradients(run, m, x, dy, y, weight),
       () => (run.first ? null : new Float32Array(size * this.inputShape.reduce((a, b) => a * b, 1))),
@@ -259,15 +272,17 @@ export class StageRuntime implements WorkerRole {
   }
 
   /**
-   * Recomputes micro-batch m's forward pass under autograd and accumulates its gradients; returns
-   * the input's gradient (null on stage 0). The recomputation must not move the layers' state a
-   * second time (the forward pass did), so a stage before the last puts its state back after.
+   * Recomputes micro-batch m's forward pass under autograd and hands its gradients to the step's
+   * sink; returns the input's gradient (null on stage 0). The recomputation must not move the
+   * layers' state a second time (the forward pass did), so a stage before the last puts its
+   * state back after (from copies kept where the state lives).
    */
-  private gradients(run: StageRun, m: number, x: tf.Tensor, dy: tf.Tensor | null, y: tf.Tensor | null, weight: number): Float32Array | null {
-    const before = !this.last && this.state.length > 0 ? this.state.snapshot() : null;
+  private async gradients(run: StageRun, m: number, x: tf.Tensor, dy: tf.Tensor | null, y: tf.Tensor | null, weight: number): Promise<Float32Array | null> {
+    const kept = !this.last && this.state.length > 0 ? this.state.tensors().map((t) => t.clone()) : null;
     seedDropout(this.model, run.msg.step, m);
     const wrt: tf.Tensor[] = run.first ? [...this.vars] : [x, ...this.vars];
-    let microLoss = 0;
+    let loss: tf.Scalar | null = null;
+    let metrics: tf.Scalar[] = [];
     const { value, grads } = tf.engine().gradients(
       () =>
         tf.tidy(() => {
@@ -275,8 +290,8 @@ export class StageRuntime implements WorkerRole {
           let objective: tf.Scalar;
           if (this.last) {
             const mean = tf.mean(this.lossFn!(y!, out)) as tf.Scalar;
-            microLoss = mean.dataSync()[0]!;
-            for (const [k, v] of Object.entries(metricValues(this.metrics, y!, out) ?? {})) run.metrics[k] = (run.metrics[k] ?? 0) + weight * v;
+            loss = tf.keep(tf.mul(mean, weight) as tf.Scalar);
+            metrics = metricScalars(this.metrics, y!, out).map((s) => tf.keep(tf.mul(s, weight) as tf.Scalar));
             objective = tf.mul(mean, weight);
           } else {
             objective = tf.sum(tf.mul(out, dy!));
@@ -286,17 +301,17 @@ export class StageRuntime implements WorkerRole {
         }),
       wrt,
     );
-    if (before) this.state.set(before);
-    run.loss += weight * microLoss;
-    const varGrads = run.first ? grads : grads.slice(1);
-    varGrads.forEach((g, i) => run.add(run.acc, g, this.offsets[i]!));
-    const inputGrad = run.first ? null : copyOut(grads[0]!);
-    tf.dispose([value, ...grads]);
-    return inputGrad;
+    try {
+      if (kept) this.state.restore(kept);
+      run.sink.add(run.first ? grads : grads.slice(1), loss, metrics);
+      return run.first ? null : await copyOut(grads[0]!);
+    } finally {
+      tf.dispose([value, ...grads, ...(loss ? [loss] : []), ...metrics, ...(kept ?? [])]);
+    }
   }
 
-  weights(): { tensors: Tensorlike[] } {
-    return { tensors: readWeights(this.model) };
+  async weights(): Promise<{ tensors: Tensorlike[] }> {
+    return { tensors: await readWeights(this.model) };
   }
 
   exportState(): Promise<OptimizerState> {

@@ -5,7 +5,7 @@ import type { Message, MessageOf } from "../../protocol/messages";
 import type { Tensorlike } from "../../protocol/tensor";
 import { makeUpdateRule } from "../update-rule";
 import type { OptimizerState, UpdateRule } from "../tfjs-update";
-import { readValues } from "../slice-gradient";
+import { readConcat } from "../device-io";
 import { bestAccumulate } from "../../collectives/accumulate";
 import { unpackValues } from "../../collectives/half-pack";
 import type { RoleEnv, RoleReply, StepReport, WorkerRole } from "../role";
@@ -14,6 +14,7 @@ interface Waiter {
   minVersion: number;
   since: number;
   resolve(r: { version: number; data: Float32Array; waitedMs: number }): void;
+  reject(err: unknown): void;
 }
 
 /**
@@ -113,17 +114,21 @@ export class ParamServer implements WorkerRole {
     }
   }
 
-  weights(): { tensors: Tensorlike[]; version: number } {
-    const values = this.values();
-    return { tensors: [{ data: values, shape: [values.length] }], version: this.version_ };
+  async weights(): Promise<{ tensors: Tensorlike[]; version: number }> {
+    const version = this.version_;
+    const values = await this.values();
+    return { tensors: [{ data: values, shape: [values.length] }], version };
   }
 
   /** The shard's values now, or (sync) once the version reaches minVersion. */
   pull(minVersion: number | undefined): Promise<{ version: number; data: Float32Array; waitedMs: number }> {
-    if (minVersion === undefined || minVersion <= this.version_) return Promise.resolve({ version: this.version_, data: this.values(), waitedMs: 0 });
+    if (minVersion === undefined || minVersion <= this.version_) {
+      const version = this.version_;
+      return this.values().then((data) => ({ version, data, waitedMs: 0 }));
+    }
     if (this.mode === "async") throw new ProtocolError(`an async pull asked for version ${minVersion}; async servers serve whatever version they hold`);
     return new Promise((resolve, reject) => {
-      const w: Waiter = { minVersion, since: performance.now(), resolve: () => undefined };
+      const w: Waiter = { minVersion, since: performance.now(), resolve: () => undefined, reject };
       const timer = setTimeout(() => {
         this.waiters.delete(w);
         const missing = Array.from({ length: this.workers }, (_, r) => r).filter((r) => !this.pending.has(r));
@@ -178,7 +183,9 @@ export class ParamServer implements WorkerRole {
     for (const w of [...this.waiters]) {
       if (w.minVersion <= this.version_) {
         this.waiters.delete(w);
-        w.resolve({ version: this.version_, data: this.values(), waitedMs: performance.now() - w.since });
+        const version = this.version_;
+        const waitedMs = performance.now() - w.since;
+        this.values().then((data) => w.resolve({ version, data, waitedMs }), w.reject);
       }
     }
   }
@@ -207,14 +214,11 @@ export class ParamServer implements WorkerRole {
   }
 
   /** The shard's values, flat, in its variables' order, then its state (a copy). */
-  values(): Float32Array {
-    const out = new Float32Array(this.length + this.state.length);
-    let off = 0;
-    for (const v of this.vars) {
-      out.set(readValues(v), off);
-      off += v.size;
-    }
-    out.set(this.state, off);
+  async values(): Promise<Float32Array> {
+    const state = this.state.slice();
+    const out = new Float32Array(this.length + state.length);
+    await readConcat(this.vars, out.subarray(0, this.length));
+    out.set(state, this.length);
     return out;
   }
 

@@ -1,5 +1,4 @@
 import type { LoadOf } from "../../protocol/messages";
-import * as tf from "@tensorflow/tfjs";
 import { ProtocolError, StateError } from "../../errors/errors";
 import type { OptimizerState } from "../tfjs-update";
 import type { MessageOf } from "../../protocol/messages";
@@ -11,6 +10,7 @@ import { checkedSliceGradient, loadReplica, replicaStepReport, slowDown, type Lo
 import type { StepResult } from "../data/replica";
 import { nonFiniteVariable, survivedStepError, type NonFinite } from "../step-health";
 import { ErrorFeedback } from "../error-feedback";
+import { assignFlat, onDevice, transfers } from "../device-io";
 import type { WireFormat } from "../../protocol/wire-formats";
 import { hasNonFinite } from "../../backends/native/finite";
 
@@ -85,16 +85,18 @@ export class PsReplica implements WorkerRole {
     const t0 = performance.now();
     const pulled = await links.pull(msg.ps?.minVersion);
     const t1 = performance.now();
+    transfers.reset();
     const before = this.assign(pulled.shards);
     const t2 = performance.now();
     const flat = new Float32Array(this.r.gradientLength);
     // A flagged push of zeros for a non-finite or failed slice: a sync server waits for every worker.
-    const slice = checkedSliceGradient(this.r, x, y, msg.weight, flat);
+    const stateNow = new Float32Array(this.r.state.length);
+    const slice = await checkedSliceGradient(this.r, x, y, msg.weight, flat, stateNow.length > 0 ? { stateNow } : {});
     const overflow = slice.nonFinite === undefined && slice.failure === undefined ? this.compress(flat) : undefined;
     const nonFinite = slice.nonFinite ?? overflow;
     const flagged = nonFinite !== undefined || slice.failure !== undefined;
     const change = new Float32Array(before.length);
-    if (!flagged && x.shape[0]! > 0) this.r.state.writeChange(before, msg.weight, change);
+    if (!flagged && x.shape[0]! > 0) this.r.state.writeChange(before, msg.weight, change, stateNow);
     const loss = slice.loss;
     const slowdownMs = await slowDown(this.slowdown, performance.now() - t2);
     const t3 = performance.now();
@@ -118,6 +120,7 @@ export class PsReplica implements WorkerRole {
       applyMs: 0,
       slowdownMs,
       sentBytes,
+      ...(onDevice() ? { readbackMs: transfers.readbackMs, uploadMs: transfers.uploadMs } : {}),
       ps: { pulled: pulled.versions, staleness: Math.max(0, ...pushed.staleness), pullMs: t1 - t0, pushMs: t4 - t3 },
     };
   }
@@ -136,15 +139,11 @@ export class PsReplica implements WorkerRole {
     const state = new Float32Array(this.r.state.length);
     this.shards.forEach((indices, s) => {
       const data = shards[s]!;
-      let off = 0;
-      for (const i of indices) {
-        const v = this.r.vars[i]!;
-        if (off + v.size > data.length) throw new ProtocolError(`parameter server ${s} sent ${data.length} values; its variables need more`);
-        const t = tf.tensor(data.subarray(off, off + v.size), v.shape, "float32");
-        v.assign(t);
-        t.dispose();
-        off += v.size;
-      }
+      const vars = indices.map((i) => this.r.vars[i]!);
+      let off = vars.reduce((n, v) => n + v.size, 0);
+      if (off > data.length) throw new ProtocolError(`parameter server ${s} sent ${data.length} values; its variables need more`);
+      // Each server's variables in one upload.
+      assignFlat(vars, data.subarray(0, off));
       for (const i of this.stateShards[s]!) {
         const { off: at, size } = this.stateAt[i]!;
         if (off + size > data.length) throw new ProtocolError(`parameter server ${s} sent ${data.length} values; its variables and state need more`);
@@ -177,8 +176,8 @@ export class PsReplica implements WorkerRole {
     });
   }
 
-  weights(): { tensors: Tensorlike[] } {
-    return { tensors: readWeights(this.r.model) };
+  async weights(): Promise<{ tensors: Tensorlike[] }> {
+    return { tensors: await readWeights(this.r.model) };
   }
 
   exportState(): Promise<OptimizerState> {

@@ -138,6 +138,8 @@ function summarizeStep(ctx: FitContext, plan: PipelinePlan, fitStartWall: number
     startMs: rep.msg.startedAt - ctx.workers[rank]!.clockOffsetMs - fitStartWall,
     actions: rep.msg.actions ?? [],
     inFlightMax: rep.msg.inFlightMax ?? 0,
+    ...(rep.msg.readbackMs !== undefined ? { readbackMs: rep.msg.readbackMs } : {}),
+    ...(rep.msg.uploadMs !== undefined ? { uploadMs: rep.msg.uploadMs } : {}),
   }));
   const loss = replies.reduce((a, rep) => a + rep.msg.loss, 0);
   // The pipeline is as slow as its slowest stage: that is who the others wait for.
