@@ -55,8 +55,9 @@ export async function gpuDevices(spec: ClusterSpec, count: number): Promise<{ de
     if (chosen.length < count) notes.push(`gpus(${count}, { software: true }): ${chosen.length} adapter(s) found; the software adapter "${soft[0]!.name}" serves the others (each worker runs its own copy of it on the CPU)`);
     return { devices, notes };
   }
-  const found = [...(cuda.problem ? [] : cuda.indices.map((i) => `cuda:${i}`)), ...usable.map((a) => `webgpu ${a.software ? "software" : "hardware"} "${a.name}"`)];
-  const why = [cuda.problem ? `CUDA: ${cuda.problem}` : null, ...survey.problems.map((p) => `WebGPU: ${p}`)].filter((p): p is string => p !== null);
+  const found = [...(cuda.problem ? [] : cuda.indices.map((i) => `cuda:${i}`)), ...chosen.map((a) => `webgpu ${a.software ? "software" : "hardware"} "${a.name}"`)];
+  const untaken = software ? [] : usable.filter((a) => a.software).map((a) => `software adapter "${a.name}", taken only with { software: true }`);
+  const why = [cuda.problem ? `CUDA: ${cuda.problem}` : null, ...survey.problems.map((p) => `WebGPU: ${p}`), ...untaken].filter((p): p is string => p !== null);
   const summary = `gpus(${count}) asks for ${count} GPU(s); this machine has ${found.length === 0 ? "none meshtrain can use" : `${found.length}: ${found.join(", ")}`}${why.length ? ` (${why.join("; ")})` : ""}`;
   if (w.kind === "local" && w.fallback === "cpu") {
     return { devices: Array.from({ length: count }, cpuDevice), notes: [`${summary}; starting ${count} CPU worker(s) instead, as fallback: "cpu" asks`] };

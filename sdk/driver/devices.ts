@@ -12,5 +12,7 @@ export function devicesOf(w: WorkerHandle): PlanDevice {
     linkBytesPerSecond: w.linkBytesPerSecond,
     linkLatencyMs: w.linkLatencyMs,
     ...(w.info ? { host: w.info.hostname, cpus: w.info.cpus } : {}),
+    ...(w.info?.gpu ? { gpu: { name: w.info.gpu.name, software: w.info.gpu.software } } : {}),
+    ...(w.info?.gpu?.transferBytesPerSecond ? { deviceBytesPerSecond: w.info.gpu.transferBytesPerSecond } : {}),
   };
 }

@@ -73,6 +73,9 @@ export interface PlanDevice {
   linkBytesPerSecond?: number;
   /** The driver's link to it: one-way latency of a message, ms. */
   linkLatencyMs?: number;
+  /** A GPU worker: its adapter (and whether it is a software one), and its measured host-device transfer rate, bytes/s. */
+  gpu?: { name: string; software: boolean };
+  deviceBytesPerSecond?: number;
   /** The machine it runs on and that machine's cores: workers beyond the cores share them. */
   host?: string;
   cpus?: number;

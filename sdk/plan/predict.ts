@@ -17,6 +17,8 @@ export interface Speeds {
   coreSharing: number;
   /** The data ring's own all-reduce speed, where it was measured: data-parallel plans price the all-reduce by it instead of by the driver's links. */
   ring?: RingSpeed;
+  /** Workers on GPUs: the slowest one's host-device transfer rate, bytes/s (each step reads its gradient back and uploads the sum). */
+  deviceBytesPerSecond?: number;
 }
 
 /**
@@ -77,7 +79,9 @@ export function predictData(o: { flopsPerSample: number; layers: number; gradien
   const perReplica = o.globalBatch / o.replicas;
   // NaN without a profile, or with one whose replica step was not timed at every batch.
   const timed = o.profile ? atBatch(o.profile.batches, o.profile.replicaStepMs, perReplica) : NaN;
-  const alone = Number.isFinite(timed) ? timed : ((3 * o.flopsPerSample * perReplica) / s.flopsPerSecond + o.layers * (KERNELS_FWD + KERNELS_BWD) * s.kernelSeconds) * 1000;
+  // A timed step includes a GPU worker's readback and upload; an estimate adds them.
+  const transfersMs = s.deviceBytesPerSecond ? ((2 * o.gradientBytes) / s.deviceBytesPerSecond) * 1000 : 0;
+  const alone = Number.isFinite(timed) ? timed : ((3 * o.flopsPerSample * perReplica) / s.flopsPerSecond + o.layers * (KERNELS_FWD + KERNELS_BWD) * s.kernelSeconds) * 1000 + transfersMs;
   const computeMs = alone * (o.replicas > 1 ? fullSharing(s, o.profile) : 1);
   // The ring measured itself where it could; else the driver's links stand in for it.
   const commMs = allReduceMs(o.gradientBytes, o.replicas, s.ring ?? s);

@@ -9,6 +9,8 @@ export interface MeasuredDevice {
   linkLatencyMs?: number;
   host?: string;
   cpus?: number;
+  /** A worker on a GPU: its measured host-device transfer rate, bytes/s. */
+  deviceBytesPerSecond?: number;
 }
 
 /**
@@ -24,7 +26,16 @@ export function speedsOf(devices: readonly MeasuredDevice[] | undefined, ring?: 
   const kernelUs = Math.max(...devices.map((d) => d.kernelOverheadUs ?? -1));
   const latencyMs = Math.max(...devices.map((d) => d.linkLatencyMs ?? -1));
   if (!(gflops > 0) || !(link > 0) || kernelUs < 0 || latencyMs < 0) return undefined;
-  return { flopsPerSecond: gflops * 1e9, kernelSeconds: kernelUs / 1e6, linkBytesPerSecond: link, latencySeconds: latencyMs / 1e3, coreSharing: coreSharing(devices), ...(ring && ring.members === devices.length ? { ring } : {}) };
+  const device = devices.map((d) => d.deviceBytesPerSecond).filter((v): v is number => v !== undefined && v > 0);
+  return {
+    flopsPerSecond: gflops * 1e9,
+    kernelSeconds: kernelUs / 1e6,
+    linkBytesPerSecond: link,
+    latencySeconds: latencyMs / 1e3,
+    coreSharing: coreSharing(devices),
+    ...(ring && ring.members === devices.length ? { ring } : {}),
+    ...(device.length > 0 ? { deviceBytesPerSecond: Math.min(...device) } : {}),
+  };
 }
 
 /**

@@ -34,6 +34,8 @@ export const GpuFactsSchema = z.strictObject({
   software: z.boolean(),
   /** The largest buffer the adapter allows, bytes. */
   maxBufferBytes: z.number().nonnegative(),
+  /** Host-device transfers, measured when the worker joined (a 4 MiB read back and upload, the slower of the two), bytes/s. */
+  transferBytesPerSecond: z.number().nonnegative().optional(),
   /** The Vulkan driver manifest the worker was given (it sees that driver's adapters only), where it was given one. */
   driver: z.string().max(4096).optional(),
 });

@@ -1,4 +1,5 @@
 import * as tf from "@tensorflow/tfjs";
+import { tensorsFromFlat } from "../roles/device-io";
 
 const ROUNDS = 5;
 const ROUND_MS = 12;
@@ -51,4 +52,28 @@ export async function calibrate(): Promise<{ gflops: number; kernelOverheadUs: n
   } finally {
     tf.dispose([a, b, small]);
   }
+}
+
+/**
+ * A GPU worker's host-device transfer rate: 4 MiB uploaded and read back, best of three, the
+ * slower direction (a data-parallel step moves its gradient both ways once), bytes/s.
+ */
+export async function transferRate(): Promise<number> {
+  const bytes = 4 * 2 ** 20;
+  const host = new Float32Array(bytes / 4);
+  let up = 0;
+  let down = 0;
+  for (let i = 0; i < 3; i++) {
+    const t0 = performance.now();
+    const [t] = tensorsFromFlat(host, [[host.length]]);
+    const tiny = tf.tidy(() => t!.slice(0, 1));
+    await tiny.data();
+    const t1 = performance.now();
+    await t!.data();
+    const t2 = performance.now();
+    tf.dispose([t!, tiny]);
+    up = Math.max(up, bytes / ((t1 - t0) / 1000));
+    down = Math.max(down, bytes / ((t2 - t1) / 1000));
+  }
+  return Math.min(up, down);
 }

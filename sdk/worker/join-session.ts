@@ -3,7 +3,7 @@ import type { MessageOf, WorkerInfo } from "../protocol/messages";
 import { nativeDataPlane } from "../collectives/native-plane";
 import { VERSION } from "../protocol/sdk-version";
 import { selectBackend, type BackendReport } from "../backends/select-backend";
-import { calibrate } from "./calibrate";
+import { calibrate, transferRate } from "./calibrate";
 import { BACKEND_CHOICES, type BackendChoice } from "../protocol/backend-names";
 
 /** Joining a session: start the backend the driver asked for and say what this worker runs on, measured. */
@@ -24,7 +24,7 @@ export async function joinWorker(msg: MessageOf<"join">): Promise<{ backend: Bac
       node: process.version,
       backend: backend.backend,
       device: backend.device,
-      ...(backend.gpu ? { gpu: backend.gpu } : {}),
+      ...(backend.gpu ? { gpu: { ...backend.gpu, transferBytesPerSecond: await transferRate() } } : {}),
       memoryBytes: cap === null ? backend.memoryBytes : Math.min(cap, backend.memoryBytes),
       cpus: os.availableParallelism(),
       gflops: speed.gflops,

@@ -6,11 +6,13 @@ import { smallClassifier } from "../helpers/models";
 
 tf.enableProdMode();
 
-test("gpus(n) without GPUs starts CPU workers and says so", async () => {
-  const c = await cluster().gpus(2).launch();
+test("gpus(n) without enough hardware GPUs fails at launch naming what it found; fallback: \"cpu\" starts CPU workers and says so", async () => {
+  // No machine this runs on has two hardware GPUs (CI has none): a software adapter is not taken unasked.
+  await assert.rejects(cluster().gpus(2).launch(), (e: unknown) => e instanceof ConfigError && /^gpus\(2\) asks for 2 GPU\(s\); this machine has /.test((e as Error).message) && /fallback: "cpu"/.test((e as ConfigError).hint ?? ""));
+  const c = await cluster().gpus(2, { fallback: "cpu" }).launch();
   try {
     assert.equal(c.size, 2);
-    assert.ok(c.notes.some((n) => /^gpus\(2\): .*starting 2 CPU worker\(s\) instead$/.test(n)), c.notes.join("\n"));
+    assert.ok(c.notes.some((n) => /^gpus\(2\) asks for 2 GPU\(s\).*; starting 2 CPU worker\(s\) instead, as fallback: "cpu" asks$/.test(n)), c.notes.join("\n"));
     for (const w of c.workers) {
       assert.equal(w.info.device, "cpu");
       assert.ok(w.local);

@@ -85,6 +85,12 @@ export function formatDataPlan(plan: DataParallelPlan): string {
     lines.push(`global batch ${plan.batch.globalBatch} = ${plan.replicas} x ${plan.batch.perReplica[0]} per replica`);
   }
   lines.push(plan.feed === "driver" ? "data: the driver sends each replica its slice of every step" : "data: each worker loads the dataset and reads its own slices");
+  const gpus = (plan.devices ?? []).map((d, rank) => ({ d, rank })).filter(({ d }) => d.gpu);
+  if (gpus.length > 0) {
+    const rate = Math.min(...gpus.map(({ d }) => d.deviceBytesPerSecond ?? Infinity));
+    const each = Number.isFinite(rate) ? `, about ${((2 * plan.gradientBytes * 1000) / rate).toFixed(1)} ms at the ${(rate / 1e9).toFixed(2)} GB/s measured` : "";
+    lines.push(`GPU workers: ${gpus.map(({ d, rank }) => `rank ${rank} ${d.gpu!.name}${d.gpu!.software ? " (software GPU)" : ""}`).join(", ")}; each step reads its gradient back and uploads the sum once${each}`);
+  }
   lines.push("rank  replica  ring pos  holds       batch slice");
   for (const w of plan.workers) {
     const slice = plan.batch ? String(plan.batch.perReplica[w.replica]) : "-";
