@@ -24,10 +24,12 @@ export async function restartedWithDevice(o: { gpu?: number; software?: boolean;
     Object.assign(env, devices[o.gpu]!.env);
   } else if (o.backend === "webgpu") {
     Object.assign(env, vulkanEnv(null));
-  } else if (o.backend !== "webgpu") {
-    Object.assign(env, o.backend === "node-gpu" ? {} : cpuDevice().env);
+  } else if (o.backend !== "node-gpu") {
+    Object.assign(env, cpuDevice().env);
   }
-  const child = spawn(process.execPath, process.argv.slice(1), { env, stdio: "inherit" });
+  // The IPC channel is how the child learns its parent died, even of a SIGKILL that cannot be
+  // passed on: a worker ends when its channel closes (worker/main.ts), never left as an orphan.
+  const child = spawn(process.execPath, process.argv.slice(1), { env, stdio: ["inherit", "inherit", "inherit", "ipc"] });
   for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(sig, () => child.kill(sig));
   const code = await new Promise<number>((resolve) => child.on("exit", (c, s) => resolve(c ?? (s ? 128 : 1))));
   process.exit(code);

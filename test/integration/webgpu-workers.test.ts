@@ -8,7 +8,7 @@ import * as tf from "@tensorflow/tfjs";
 import { cluster, datasets, type Cluster } from "../../sdk/index";
 import type { OptimizerSpec } from "../../sdk/protocol/optimizer-spec";
 import { deepClassifier, maxRelativeDifference, smallClassifier, weightsMoved } from "../helpers/models";
-import { CLI, startCliWorker } from "../helpers/processes";
+import { CLI, isAlive, startCliWorker, waitFor } from "../helpers/processes";
 import { modelFitReference } from "../helpers/reference";
 import { slicedReference } from "../helpers/sliced-reference";
 
@@ -59,7 +59,7 @@ test("this machine has a software WebGPU adapter for these tests (SwiftShader fr
 });
 
 test("gpus(n) without GPUs fails at launch naming what it found, unless software or fallback is asked for", async () => {
-  await assert.rejects(cluster().gpus(2).launch(), (e: Error) => /gpus\(2\) asks for 2 GPU\(s\); this machine has 1: webgpu software "SwiftShader Device \(Subzero\)"/.test(e.message) && /software: true/.test(e.message));
+  await assert.rejects(cluster().gpus(2).launch(), (e: Error) => /gpus\(2\) asks for 2 GPU\(s\); this machine has none meshtrain can use \(.*software adapter "SwiftShader Device \(Subzero\)", taken only with \{ software: true \}\)/.test(e.message));
   const c = await cluster().gpus(1, { fallback: "cpu" }).launch();
   try {
     assert.equal(c.workers[0]!.info.gpu, undefined);
@@ -89,6 +89,9 @@ test("two adapters from two drivers: each worker gets its own, and data parallel
       assert.ok(w.info.notes.some((n) => /^software GPU:/.test(n)), w.info.notes.join("; "));
     }
     assert.ok(!c.notes.some((n) => /serves the others/.test(n)), "two adapters for two workers: none shared");
+    // The plan names the GPUs and prices each step's readback and upload at the rate each worker measured.
+    assert.ok(c.workers.every((w) => (w.info.gpu?.transferBytesPerSecond ?? 0) > 0), "each GPU worker measured its transfers");
+    assert.match(String(c.plan(smallClassifier(6, 3), { batchSize: 32 })), /GPU workers: rank 0 SwiftShader Device \(Subzero\) \(software GPU\), rank 1 .*; each step reads its gradient back and uploads the sum once, about [\d.]+ ms at the [\d.]+ GB\/s measured/);
     await equalsModelFit(t, c, SGD);
   } finally {
     if (saved === undefined) delete process.env.VK_ICD_FILENAMES;
@@ -194,6 +197,11 @@ test("a mixed cluster: webgpu workers started elsewhere (--gpu 0 --software, --b
   } finally {
     for (const w of [byIndex, byName, cpu]) await w.stop();
   }
+  // --gpu and --backend start the worker again with its device's environment: killing the
+  // process one started (SIGKILL, not passed on) ends the worker too.
+  const served = [byIndex, byName].map((w) => Number(/\(pid (\d+)\)/.exec(w.output())?.[1]));
+  assert.ok(served.every((pid, i) => pid > 0 && pid !== [byIndex, byName][i]!.child.pid), `the serving pids: ${served.join(", ")}`);
+  await waitFor(`the started-again workers (pids ${served.join(", ")}) to end with the processes that started them`, () => !served.some(isAlive), 10_000);
 });
 
 test("held-out MNIST accuracy of 2 webgpu workers is within one point of model.fit's", async (t) => {
