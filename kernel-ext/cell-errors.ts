@@ -1,4 +1,6 @@
 import { format } from "node:util";
+import { cellOf, runningCell } from "./cell-context";
+import { errorOutput, isErrorLike } from "./error-output";
 
 interface ExecuteReply {
   status: string;
@@ -7,39 +9,47 @@ interface ExecuteReply {
   traceback?: string[];
 }
 
-type HandlerProto = { handleExecute(this: unknown, ...args: unknown[]): Promise<ExecuteReply> };
+type HandlerProto = { handleExecute(this: unknown, req: unknown, ...rest: unknown[]): Promise<ExecuteReply> };
+
+/** True when the console.error being made comes from tslab's executor (a cell's failure), not from a cell or the SDK. */
+function fromTslab(): boolean {
+  const frames = (new Error().stack ?? "").split("\n");
+  // [0] "Error", [1] this function, [2] the console.error below, [3] its caller.
+  return /[\\/]tslab[\\/]dist[\\/]executor\.js/.test(frames[3] ?? "");
+}
 
 /**
- * tslab answers a failed cell with status "error" and nothing else: it prints the error to the
- * cell's stderr, and Jupyter tools that read the reply (nbclient, nbconvert --execute, papermill)
- * report an empty "<Error>". This fills the reply's ename, evalue and traceback from what tslab
- * printed: the thrown error (a MeshtrainError's evalue ends with its "help:" hint) or the
- * TypeScript diagnostics. The cell's own output is unchanged.
+ * tslab reports a failed cell by printing it on the cell's stderr (a thrown error as Node's raw
+ * dump of all its fields and stack) and answering status "error" with nothing else, so front
+ * ends showed a dump and tools that read the reply (nbclient, nbconvert --execute, papermill)
+ * an empty "<Error>". Here a thrown failure becomes what a Jupyter user expects: an error output
+ * in the cell with its type, message, hint and causes (error-output.ts), and the same ename,
+ * evalue and traceback in the reply. TypeScript's diagnostics stay as tslab prints them and
+ * fill the reply too.
  */
 export function reportCellErrors(jupyterModule: { JupyterHandlerImpl: { prototype: HandlerProto } }): void {
-  let printed: unknown[][] = [];
-  const error = console.error.bind(console);
-  // tslab's executor prints a failure with console.error, looked up when the kernel starts.
+  const print = console.error.bind(console);
+  // tslab's executor prints a failure with console.error, looked up when it is called.
   console.error = (...args: unknown[]): void => {
-    printed.push(args);
-    error(...args);
+    const cell = runningCell();
+    if (!cell || !fromTslab()) return print(...args);
+    const thrown = args.length === 1 ? args[0] : undefined;
+    if (isErrorLike(thrown)) {
+      cell.failure = errorOutput(thrown);
+      cell.send("error", cell.failure);
+      return;
+    }
+    cell.diagnostics.push(format(...args));
+    print(...args);
   };
   const proto = jupyterModule.JupyterHandlerImpl.prototype;
   const handleExecute = proto.handleExecute;
-  proto.handleExecute = async function (this: unknown, ...args: unknown[]): Promise<ExecuteReply> {
-    printed = [];
-    const reply = await handleExecute.apply(this, args);
-    if (reply.status === "error" && reply.ename === undefined && printed.length > 0) Object.assign(reply, describe(printed));
+  proto.handleExecute = async function (this: unknown, req: unknown, ...rest: unknown[]): Promise<ExecuteReply> {
+    const reply = await handleExecute.call(this, req, ...rest);
+    const cell = cellOf(req);
+    if (reply.status !== "error" || reply.ename !== undefined || !cell) return reply;
+    if (cell.failure) return Object.assign(reply, cell.failure);
+    if (cell.diagnostics.length > 0) Object.assign(reply, { ename: "TypeScriptError", evalue: cell.diagnostics.join("\n"), traceback: cell.diagnostics });
     return reply;
   };
-}
-
-function describe(printed: unknown[][]): Required<Pick<ExecuteReply, "ename" | "evalue" | "traceback">> {
-  const thrown = printed.map((args) => args[0]).find((x): x is Error => x instanceof Error || (typeof x === "object" && x !== null && "message" in x && "stack" in x));
-  if (thrown) {
-    return { ename: thrown.name || "Error", evalue: thrown.message, traceback: (thrown.stack ?? `${thrown.name}: ${thrown.message}`).split("\n") };
-  }
-  // TypeScript diagnostics, one console.error each ("%s%d:%d - %s").
-  const lines = printed.map((args) => format(...args));
-  return { ename: "TypeScriptError", evalue: lines.join("\n"), traceback: lines };
 }

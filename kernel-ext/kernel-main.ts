@@ -3,6 +3,8 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import Module from "node:module";
 import { reportCellErrors } from "./cell-errors";
+import { honourStopOnError } from "./stop-on-error";
+import { trackCells } from "./cell-context";
 
 /**
  * The Jupyter kernel `meshtrain kernel install` registers: tslab, started so that a notebook in
@@ -55,7 +57,13 @@ function main(): void {
   const tslabMain = require.resolve("tslab/dist/main.js", { paths: dirs });
   const tslabDist = path.dirname(tslabMain);
   resolveTypes(path.dirname(tslabDist), dirs);
-  reportCellErrors(require(path.join(tslabDist, "jupyter.js")) as Parameters<typeof reportCellErrors>[0]);
+  const jupyter = require(path.join(tslabDist, "jupyter.js")) as Parameters<typeof reportCellErrors>[0] & Parameters<typeof honourStopOnError>[0] & Parameters<typeof trackCells>[0];
+  trackCells(jupyter);
+  honourStopOnError(jupyter);
+  reportCellErrors(jupyter);
+  // meshtrain's own kernel draws plans, runs and figures that end a cell without an import: the
+  // notebook hooks are installed here (importing "meshtrain/notebook" in a cell changes nothing).
+  require("./index");
   // As `tslab kernel --config-path <file>` does, but always this tslab: the one patched above,
   // not one found in the notebook's folder.
   const argv = process.argv.slice(2);
