@@ -5,6 +5,8 @@ Plotly outputs need plotly.js). This uses the template beside this file, which w
 is and inlines plotly.js once. Run by `meshtrain export`; scripts/notebooks.py uses export().
 
 usage: python3 export_html.py NOTEBOOK --plotly PLOTLY_JS --out HTML [--execute --kernel NAME --timeout S]
+Exit status 3 when a cell not tagged `raises-exception` failed or did not run (run_cells.py);
+the page is written all the same.
 """
 import argparse
 import os
@@ -33,21 +35,26 @@ def main():
     p.add_argument("--timeout", type=int, default=600)
     a = p.parse_args()
     nb = nbformat.read(a.notebook, as_version=4)
+    failed = None
     if a.execute:
-        import nbclient
         from nbclient.exceptions import CellExecutionError
 
-        client = nbclient.NotebookClient(nb, timeout=a.timeout, kernel_name=a.kernel, resources={"metadata": {"path": os.path.dirname(os.path.abspath(a.notebook))}})
+        sys.path.insert(0, HERE)
+        from run_cells import client
+
         try:
-            client.execute()
+            client(nb, a.notebook, a.kernel, a.timeout).execute()
         except CellExecutionError as err:
-            # The HTML still shows every output up to the failing cell, which shows its error.
-            print(f"a cell failed; exporting what ran:\n{err}", file=sys.stderr)
+            failed = err
     with open(a.plotly, encoding="utf8") as f:
         plotly_js = f.read()
     with open(a.out, "w", encoding="utf8") as f:
         f.write(export(nb, plotly_js))
     print(a.out)
+    if failed is not None:
+        # The page still shows every output up to the failing cell, which shows its error.
+        print(f"a cell failed (exported what ran to {a.out}):\n{failed}", file=sys.stderr)
+        sys.exit(3)
 
 
 if __name__ == "__main__":

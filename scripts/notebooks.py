@@ -1,26 +1,26 @@
 """Executes tutorial notebooks headless and exports them to HTML, for `npm run test:notebooks`.
 
 For each notebook: run every cell on the project's tslab kernel (kernelspec in jupyter/kernels)
-with a per-cell timeout; on failure print the failing cell's source and its real error (tslab
-writes it to the cell's stderr; nbclient alone only reports an empty error); save the executed
+with a per-cell timeout; a cell fails the notebook when it errs without a `raises-exception`
+tag or comes back aborted (jupyter/run_cells.py); on failure print the failing cell's source and
+its error; save the executed
 notebook and its HTML export (template jupyter/nbconvert/templates/meshtrain, plotly.js inlined
 once) in the output directory. Exit status 1 if any notebook failed.
 
-usage: python3 scripts/notebooks.py --out DIR --plotly PATH [--timeout SECONDS] NOTEBOOK...
+usage: python3 scripts/notebooks.py --out DIR --plotly PATH [--timeout SECONDS] [--kernel NAME] NOTEBOOK...
 """
 import argparse
 import os
 import sys
 import time
 
-import nbclient
 import nbformat
 from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "jupyter"))
 from export_html import export  # noqa: E402
-KERNEL = "meshtrain-tslab"
+from run_cells import client as cell_client  # noqa: E402
 
 
 def explain(index, cell, err):
@@ -48,6 +48,7 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--plotly", required=True)
     p.add_argument("--timeout", type=int, default=600)
+    p.add_argument("--kernel", default="meshtrain-tslab")
     p.add_argument("notebooks", nargs="+")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -57,9 +58,7 @@ def main():
     for path in a.notebooks:
         name = os.path.splitext(os.path.basename(path))[0]
         nb = nbformat.read(path, as_version=4)
-        client = nbclient.NotebookClient(
-            nb, timeout=a.timeout, kernel_name=KERNEL, resources={"metadata": {"path": os.path.dirname(os.path.abspath(path))}}
-        )
+        client = cell_client(nb, path, a.kernel, a.timeout)
         start = time.time()
         # Cell by cell, so a failure is pinned to its cell.
         index, cell = None, None

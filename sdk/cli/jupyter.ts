@@ -64,8 +64,13 @@ export interface ExportOptions {
   timeoutSeconds: number;
 }
 
-/** Writes the notebook as HTML with its SVG diagrams and Plotly figures drawn (jupyter/export_html.py). Returns the file. */
-export function exportNotebook(notebook: string, o: ExportOptions): string {
+/**
+ * Writes the notebook as HTML with its SVG diagrams and Plotly figures drawn
+ * (jupyter/export_html.py). Returns the file, and with `execute` whether a cell not tagged
+ * `raises-exception` failed or did not run (its error is on stderr; the page shows every output
+ * up to it).
+ */
+export function exportNotebook(notebook: string, o: ExportOptions): { file: string; cellFailed: boolean } {
   if (!fs.existsSync(notebook)) throw new ConfigError(`${notebook} does not exist`, { hint: "give the path of an .ipynb file" });
   const out = o.out ?? notebook.replace(/\.ipynb$/i, "") + ".html";
   const args = [
@@ -83,6 +88,7 @@ export function exportNotebook(notebook: string, o: ExportOptions): string {
   ];
   const r = spawnSync(python(), args, { stdio: ["ignore", "ignore", "inherit"] });
   if (r.error) throw new ConfigError(`could not run ${python()}: ${r.error.message}`, { hint: "install Python 3 with Jupyter's nbconvert (Debian: apt-get install jupyter-nbconvert python3-nbclient)" });
+  if (r.status === 3) return { file: out, cellFailed: true };
   if (r.status !== 0) throw new ConfigError(`exporting ${notebook} failed (exit code ${r.status}); its error is above`, { hint: "nbconvert and nbformat must be importable by python3 (Debian: apt-get install jupyter-nbconvert python3-nbclient)" });
-  return out;
+  return { file: out, cellFailed: false };
 }

@@ -222,7 +222,12 @@ program
   .option("--kernel <name>", "the kernel to run it on", KERNEL_NAME)
   .option("--timeout <seconds>", "the longest a cell may run (with --execute)", int(1), 600)
   .action((notebook: string, o: { out?: string; execute: boolean; kernel: string; timeout: number }) => {
-    process.stdout.write(`${jupyter().exportNotebook(notebook, { ...o, timeoutSeconds: o.timeout })}\n`);
+    const done = jupyter().exportNotebook(notebook, { ...o, timeoutSeconds: o.timeout });
+    process.stdout.write(`${done.file}\n`);
+    if (done.cellFailed) {
+      process.stderr.write(`meshtrain: a cell of ${notebook} failed or did not run (its error is above; tag a cell raises-exception when failing is what it shows); ${done.file} shows every output up to it\n`);
+      process.exitCode = 1;
+    }
   });
 
 program.parseAsync(process.argv).catch((err: unknown) => {
