@@ -11,7 +11,9 @@ quietCpuBanner();
 
 export { cluster, ClusterBuilder } from "./cluster/builder";
 export { Cluster, type ClusterState } from "./cluster/cluster";
-export { closeAll, liveClusters } from "./cluster/live-clusters";
+export { closeAll } from "./cluster/live-clusters";
+export { liveClusters } from "./cluster/live-list";
+export type { LaunchOptions } from "./cluster/launch-options";
 export { datasets, Dataset, type Column, type DatasetSource, type LinearOptions, type MnistOptions, type SyntheticOptions } from "./data/index";
 export * from "./errors/errors";
 export { TrainingRun } from "./cluster/training-run";

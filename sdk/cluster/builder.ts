@@ -10,6 +10,8 @@ import { checkStrategy, DEFAULT_STRATEGY, strategyNamed, type StrategyInput, typ
 import { parseOrThrow } from "../config/zod-problem";
 import { planOptions, type PlanRequest } from "./plan-request";
 import { Cluster } from "./cluster";
+import { launchOrigin, type LaunchOptions } from "./launch-options";
+import type { LaunchOrigin } from "./live-clusters";
 import { parseBytes } from "../config/bytes";
 import type { Plan } from "../plan/plans";
 import { makePlan } from "../strategies/make-plan";
@@ -283,11 +285,16 @@ export class ClusterBuilder {
     return makePlan(spec, summarizeModel(model), planOptions(options));
   }
 
-  /** Starts (or reaches) the workers and connects them. The first method that does I/O. */
-  launch(): Promise<Cluster> {
+  /**
+   * Starts (or reaches) the workers and connects them. The first method that does I/O. In a
+   * notebook, re-running the cell closes the cluster it launched before, unless `keep` or `name`.
+   */
+  launch(options: LaunchOptions = {}): Promise<Cluster> {
     let spec: ClusterSpec;
+    let origin: LaunchOrigin;
     try {
       spec = this.spec();
+      origin = launchOrigin(options);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -295,7 +302,7 @@ export class ClusterBuilder {
     if (w.kind === "join" && w.launcher?.kind === "spmd" && w.launcher.rank > 0) {
       return serveAsMember(spec, { rank: w.launcher.rank, source: w.launcher.source, worldSize: w.count, host: w.host, port: w.port, timeoutMs: w.timeoutMs });
     }
-    return Cluster.launch(spec);
+    return Cluster.launch(spec, origin);
   }
 
   /** One line: where the workers run, the strategy and the backend. */

@@ -19,10 +19,10 @@ import { devicesOf } from "../driver/devices";
 import { type FitContext } from "../driver/fit-context";
 import { makePlan, planForFit } from "../strategies/make-plan";
 import { clusterHtml, clusterText, type ClusterParts } from "./cluster-text";
-import { FitStop } from "../driver/fit-stop";
+import { FitAborted, FitStop } from "../driver/fit-stop";
 import { configureLinks } from "../driver/configure-links";
 import { refuseAdd, refuseUnusable, type ClusterState } from "./usable";
-import { register, unregister, type LiveCluster } from "./live-clusters";
+import { register, replaceEarlier, unregister, type LaunchOrigin, type LiveCluster } from "./live-clusters";
 import { dataWiring, wiringKey, type Wiring } from "../plan/wiring";
 import { WorkerOutput } from "../members/worker-output";
 import { ModelProfiles } from "../driver/model-profiles";
@@ -34,7 +34,6 @@ import type { LogLine } from "../metrics/records";
 
 export type { ClusterState } from "./usable";
 import type { DataPlaneChoice } from "../protocol/data-plane";
-import { FitAborted } from "../driver/fit-stop";
 
 /**
  * A running cluster: workers joined in one session with their ring connected. Made by
@@ -76,14 +75,16 @@ export class Cluster implements LiveCluster {
   /** Where the workers' output lines arrive, are shown and kept. */
   private readonly output: WorkerOutput;
 
-  private constructor(readonly spec: ClusterSpec) {
+  /** `name`: the one given with launch({ name }), if any. */
+  private constructor(readonly spec: ClusterSpec, readonly name: string | undefined) {
     this.output = new WorkerOutput(spec.workerOutput);
     makeDisplayable(this, () => ({ "text/html": this.workersHtml(), "text/plain": this.toString() }), () => this.toString());
   }
 
   /** Use `cluster()...launch()`. */
-  static async launch(spec: ClusterSpec): Promise<Cluster> {
-    const c = new Cluster(spec);
+  static async launch(spec: ClusterSpec, origin: LaunchOrigin = {}): Promise<Cluster> {
+    await replaceEarlier(origin);
+    const c = new Cluster(spec, origin.name);
     const launched = await startWorkers(spec, c.hooks());
     c.handles = launched.handles;
     c.servers = launched.servers;
@@ -92,7 +93,7 @@ export class Cluster implements LiveCluster {
     c.notes_ = launched.notes;
     c.joins = launched.joins;
     for (const note of launched.notes) process.stderr.write(`meshtrain: ${note}\n`);
-    register(c);
+    register(c, origin);
     return c;
   }
 

@@ -1,3 +1,5 @@
+import { ConfigError } from "../errors/errors";
+
 /**
  * The live clusters of this process: so that re-running a notebook cell that launches one says
  * what is still running, closeAll() closes every one, and an interrupt (Ctrl-C, a notebook's
@@ -14,7 +16,15 @@ export interface LiveCluster {
   launching?: boolean;
 }
 
-const live = new Set<LiveCluster>();
+/** Where a cluster came from: what decides whether launching again replaces it. */
+export interface LaunchOrigin {
+  /** The notebook cell that launched it (see cell-origin.ts); undefined in a script or with keep. */
+  cell?: string;
+  /** A name the user chose: such a cluster is never replaced, and no other live cluster takes its name. */
+  name?: string;
+}
+
+const live = new Map<LiveCluster, LaunchOrigin>();
 /** A second interrupt within this long closes every cluster at once. */
 const SECOND_INTERRUPT_MS = 2000;
 let lastInterrupt = -Infinity;
@@ -31,14 +41,40 @@ function inKernel(): boolean {
   return tslabLoaded || (process.argv.includes("kernel") && process.argv.some((a) => /tslab/.test(a)));
 }
 
-export function register(c: LiveCluster): void {
-  // A waiting launch says nothing: the cluster it becomes registers (and says) next.
-  const earlier = [...live].filter((l) => !l.launching);
-  if (earlier.length > 0 && !c.launching) {
-    const lines = earlier.map((l, i) => `  ${i + 1}. ${l.describe()}`);
-    process.stderr.write(`meshtrain: this process still runs ${earlier.length} cluster(s) launched earlier:\n${lines.join("\n")}\n  close them with their close(), or all at once with closeAll() (import { closeAll } from "meshtrain")\n`);
+function describe(c: LiveCluster, origin: LaunchOrigin | undefined): string {
+  return `${origin?.name !== undefined ? `"${origin.name}": ` : ""}${c.describe()}`;
+}
+
+/**
+ * Before a launch: a cluster the same notebook cell launched earlier is closed (re-running a
+ * cell replaces what it made, as a Python user expects), unless it was kept or named; a name
+ * still in use is refused.
+ */
+export async function replaceEarlier(origin: LaunchOrigin): Promise<void> {
+  if (origin.name !== undefined) {
+    const holder = [...live].find(([, o]) => o.name === origin.name);
+    if (holder) {
+      throw new ConfigError(`a cluster named "${origin.name}" is still running (${holder[0].describe()})`, {
+        hint: `close it first (liveClusters() lists the live clusters; closeAll() closes every one), or choose another name`,
+      });
+    }
+    return;
   }
-  live.add(c);
+  if (origin.cell === undefined) return;
+  const earlier = [...live].filter(([c, o]) => !c.launching && o.cell === origin.cell && o.name === undefined).map(([c]) => c);
+  if (earlier.length === 0) return;
+  process.stderr.write(`meshtrain: this cell ran before and launched ${earlier.map((c) => c.describe()).join("; ")}: closing ${earlier.length === 1 ? "it" : "them"} first (launch({ keep: true }) or launch({ name }) keeps a cluster when its cell runs again)\n`);
+  await Promise.all(earlier.map((c) => c.close()));
+}
+
+export function register(c: LiveCluster, origin: LaunchOrigin = {}): void {
+  // A waiting launch says nothing: the cluster it becomes registers (and says) next.
+  const earlier = [...live].filter(([l]) => !l.launching);
+  if (earlier.length > 0 && !c.launching) {
+    const lines = earlier.map(([l, o], i) => `  ${i + 1}. ${describe(l, o)}`);
+    process.stderr.write(`meshtrain: this process still runs ${earlier.length} cluster(s) launched earlier:\n${lines.join("\n")}\n  close them with their close(), or all at once with closeAll() (import { closeAll } from "meshtrain"); liveClusters() returns them\n`);
+  }
+  live.set(c, origin);
   if (!listening) {
     listening = true;
     process.on("SIGINT", onInterrupt);
@@ -54,14 +90,19 @@ export function unregister(c: LiveCluster): void {
   }
 }
 
-/** The clusters this process launched and has not closed. */
-export function liveClusters(): string[] {
-  return [...live].map((c) => c.describe());
+/** The registered clusters, oldest first (launches still waiting for workers included). */
+export function registered(): LiveCluster[] {
+  return [...live.keys()];
+}
+
+/** The name a cluster was launched with, if any. */
+export function nameOf(c: LiveCluster): string | undefined {
+  return live.get(c)?.name;
 }
 
 /** Closes every cluster this process launched and has not closed (their local workers exit). */
 export async function closeAll(): Promise<void> {
-  await Promise.all([...live].map((c) => c.close()));
+  await Promise.all([...live.keys()].map((c) => c.close()));
 }
 
 function onInterrupt(): void {
@@ -70,7 +111,7 @@ function onInterrupt(): void {
   lastInterrupt = now;
   const kernel = inKernel();
   if (!again) {
-    const stopping = [...live].filter((c) => c.interrupt("fit interrupted (SIGINT: Ctrl-C or the notebook's interrupt)"));
+    const stopping = [...live.keys()].filter((c) => c.interrupt("fit interrupted (SIGINT: Ctrl-C or the notebook's interrupt)"));
     if (stopping.length > 0) {
       const fits = stopping.filter((c) => !c.launching).length;
       const parts = [...(fits > 0 ? [`stopping ${fits === 1 ? "the fit" : `${fits} fits`} after the step in flight`] : []), ...(fits < stopping.length ? ["cancelling the launch waiting for workers"] : [])];

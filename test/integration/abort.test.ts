@@ -4,9 +4,10 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
-import { AbortError, closeAll, cluster, datasets, type ClusterBuilder, type TrainingRun } from "../../sdk/index";
-import { liveClusters } from "../../sdk/cluster/live-clusters";
+import { AbortError, closeAll, cluster, ConfigError, datasets, liveClusters, type Cluster, type ClusterBuilder, type TrainingRun } from "../../sdk/index";
+import { CURRENT_CELL } from "../../sdk/cluster/cell-origin";
 import { smallClassifier, weightsMoved } from "../helpers/models";
+import { isAlive } from "../helpers/processes";
 
 /**
  * Stopping a fit on request, through real worker processes: an AbortSignal stops it at the next
@@ -100,3 +101,36 @@ test("launching while clusters still run names them; closeAll() closes every one
   assert.equal(second.state, "closed");
   assert.deepEqual(liveClusters(), []);
 });
+
+test("a launch from the cell that launched before replaces its cluster unless kept or named; liveClusters() returns the clusters", async () => {
+  const g = globalThis as Record<symbol, unknown>;
+  const pids = (c: Cluster): number[] => c.workers.map((w) => w.info.pid);
+  const exited = (ps: number[]): boolean => ps.every((pid) => !isAlive(pid));
+  try {
+    // What meshtrain's kernel sets before each cell (kernel-ext/cell-context.ts).
+    g[CURRENT_CELL] = "id:cell-a";
+    const first = await cluster().workers(1).backend("cpu").launch();
+    const firstPids = pids(first);
+    const second = await cluster().workers(1).backend("cpu").launch();
+    assert.equal(first.state, "closed", "the earlier launch of the same cell was closed");
+    assert.ok(exited(firstPids), "its workers exited");
+    const kept = await cluster().workers(1).backend("cpu").launch({ keep: true });
+    const named = await cluster().workers(1).backend("cpu").launch({ name: "big" });
+    await assert.rejects(cluster().workers(1).backend("cpu").launch({ name: "big" }), (e: unknown) => e instanceof ConfigError && /a cluster named "big" is still running/.test(e.message));
+    g[CURRENT_CELL] = "id:cell-b";
+    const other = await cluster().workers(1).backend("cpu").launch();
+    assert.deepEqual(liveClusters(), [second, kept, named, other], "other cells', kept and named clusters stay");
+    g[CURRENT_CELL] = "id:cell-a";
+    const third = await cluster().workers(1).backend("cpu").launch();
+    assert.deepEqual([second.state, kept.state, named.state, other.state], ["closed", "ready", "ready", "ready"]);
+    assert.equal(named.name, "big");
+    await assert.rejects(cluster().workers(1).launch({ keep: "yes" } as unknown as { keep: boolean }), ConfigError);
+    for (const c of liveClusters()) await c.close();
+    assert.deepEqual(liveClusters(), []);
+    assert.equal(third.state, "closed");
+  } finally {
+    delete g[CURRENT_CELL];
+    await closeAll();
+  }
+});
+
