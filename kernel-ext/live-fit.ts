@@ -1,4 +1,5 @@
 import type { FitObserver, FitStart, FitWatch } from "../sdk/metrics/observer";
+import { defaultWarmup, throughput } from "../sdk/metrics/throughput";
 import { figureBundle } from "../sdk/viz/bundles";
 import { throughputFigure } from "../sdk/viz/throughput-figure";
 import { newDisplayId, sendBundle } from "./tslab-bridge";
@@ -6,6 +7,23 @@ import type { StepRecord } from "../sdk/metrics/records";
 
 /** Redraws at most this often: each update sends the whole figure. */
 const INTERVAL_MS = 750;
+/** While training, the title's rate is over this many last steps: it follows changes. */
+const RECENT_STEPS = 10;
+
+/**
+ * The live plot's title, which says what its rate is: while training, the last steps' rate;
+ * at the end, the whole run's after warm-up, the figure the run's summary shows.
+ */
+export function liveTitle(info: FitStart, history: readonly StepRecord[], end: "training" | "done" | "stopped by an error"): string {
+  const done = history.length;
+  const loss = history[done - 1]?.loss.toFixed(4) ?? "-";
+  if (end === "training") {
+    const recent = Math.min(RECENT_STEPS, done);
+    return `training: step ${done}/${info.totalSteps} on ${info.workers} worker(s), ${throughput(history.slice(-recent), 0).toFixed(0)} samples/s over the last ${recent} step(s), loss ${loss}`;
+  }
+  const warm = defaultWarmup(done);
+  return `${end}: ${done}/${info.totalSteps} steps on ${info.workers} worker(s), ${throughput(history, warm).toFixed(0)} samples/s over the run after ${warm} warm-up step(s), loss ${loss}`;
+}
 
 /** A live throughput plot under the cell while a fit runs: one output, updated in place. */
 export const liveFitObserver: FitObserver = {
@@ -14,24 +32,18 @@ export const liveFitObserver: FitObserver = {
     const history: StepRecord[] = [];
     let shown = false;
     let last = 0;
-    const draw = (final: boolean, error?: unknown): void => {
-      const done = history.length;
-      const recent = history.slice(-10);
-      const ms = recent.reduce((a, s) => a + s.ms, 0);
-      const rate = ms > 0 ? (recent.reduce((a, s) => a + s.samples, 0) * 1000) / ms : 0;
-      const state = error ? "stopped by an error" : final ? "done" : "training";
-      const title = `${state}: step ${done}/${info.totalSteps} on ${info.workers} worker(s), ${rate.toFixed(0)} samples/s, loss ${history[done - 1]?.loss.toFixed(4) ?? "-"}`;
-      sendBundle(figureBundle(throughputFigure(history, title)), { displayId: id, update: shown });
+    const draw = (state: Parameters<typeof liveTitle>[2]): void => {
+      sendBundle(figureBundle(throughputFigure(history, liveTitle(info, history, state))), { displayId: id, update: shown });
       shown = true;
       last = Date.now();
     };
     return {
       step(record) {
         history.push(record);
-        if (Date.now() - last >= INTERVAL_MS) draw(false);
+        if (Date.now() - last >= INTERVAL_MS) draw("training");
       },
       end(error) {
-        if (history.length > 0 || shown) draw(true, error);
+        if (history.length > 0 || shown) draw(error ? "stopped by an error" : "done");
       },
     };
   },

@@ -93,8 +93,21 @@ export class TrainingRun {
   }
 
   /** What the run's strategy says about it: a label, who held it back, its own figures. */
-  private notes(s: RunSummary = this.summary()): RunNotes {
+  private strategyNotes(s: RunSummary = this.summary()): RunNotes {
     return strategyOf(this.plan).describe(this.record, s);
+  }
+
+  /**
+   * The run's notes, as its summary prints them: what it trained with (optimizer, loss and
+   * where each came from), each epoch's loss, which replica step and data plane ran and why,
+   * skipped steps, what the strategy says held the run back, and workers that left or joined.
+   */
+  get notes(): string[] {
+    return this.noteLines(this.summary());
+  }
+
+  private noteLines(s: RunSummary): string[] {
+    return [...this.setupLines(), ...this.strategyNotes(s).lines, ...this.membershipLines()];
   }
 
   /** Samples per second of every step (a Plotly figure; draws itself in a notebook). */
@@ -137,7 +150,7 @@ export class TrainingRun {
 
   /** A short name for legends: strategy and mode. */
   label(): string {
-    return this.notes().label;
+    return this.strategyNotes().label;
   }
 
   /** Writes the timeline as Chrome trace-event JSON, which Perfetto and chrome://tracing open. */
@@ -160,7 +173,7 @@ export class TrainingRun {
         { title: "Throughput", figure: throughputFigure(this.history) },
         { title: "Step time per rank", figure: breakdownFigure(this.history) },
         { title: "Timeline", figure: timelineFigure(this.history) },
-        ...this.notes().figures(),
+        ...this.strategyNotes().figures(),
       ],
       fs.readFileSync(plotlyPath(), "utf8"),
     );
@@ -176,7 +189,7 @@ export class TrainingRun {
     const rows = s.workers
       .map((w) => `<tr><td>${w.rank}</td><td>${w.backend}</td><td>${w.device}</td><td>${w.computeMs.toFixed(1)}</td><td>${w.commMs.toFixed(1)}</td><td>${w.waitMs.toFixed(1)}</td><td>${s.stragglers.stepsLast[w.rank] ?? 0}</td></tr>`)
       .join("");
-    const paragraphs = [...this.setupLines(), ...this.notes(s).lines, ...this.membershipLines()].map((l) => `<p>${esc(l)}</p>`).join("");
+    const paragraphs = this.noteLines(s).map((l) => `<p>${esc(l)}</p>`).join("");
     return (
       `<p><b>${s.steps} steps</b> over ${s.epochs} epoch(s), ${s.samples} samples in ${(s.wallMs / 1000).toFixed(1)} s on ${this.workers.length} worker(s). ` +
       `Throughput <b>${s.samplesPerSecond.toFixed(0)} samples/s</b> after ${s.warmupSteps} warm-up steps; median step ${s.medianStepMs.toFixed(1)} ms; loss ${s.firstLoss.toFixed(4)} &#8594; ${s.finalLoss.toFixed(4)}.</p>` +
@@ -225,7 +238,7 @@ export class TrainingRun {
 
   private bundles(): MimeBundle[] {
     const s = this.summary();
-    const figures = [throughputFigure(this.history, undefined, this.marks()), breakdownFigure(this.history), ...this.notes(s).figures().map((f) => f.figure)];
+    const figures = [throughputFigure(this.history, undefined, this.marks()), breakdownFigure(this.history), ...this.strategyNotes(s).figures().map((f) => f.figure)];
     return [{ "text/html": this.html(s), "text/plain": this.text(s) }, ...figures.map(figureBundle)];
   }
 
@@ -249,9 +262,7 @@ export class TrainingRun {
         (w) =>
           `${String(w.rank).padEnd(6)}${w.backend.padEnd(9)}${w.device.padEnd(8)}${w.computeMs.toFixed(1).padStart(10)}${w.commMs.toFixed(1).padStart(9)}${w.waitMs.toFixed(1).padStart(9)}`,
       ),
-      ...this.setupLines(),
-      ...this.notes(s).lines,
-      ...this.membershipLines(),
+      ...this.noteLines(s),
     ];
     if (s.bubble !== null) lines.push(`bubble (measured, median per step): ${(s.bubble * 100).toFixed(0)}%`);
     if (s.predicted) {

@@ -124,6 +124,9 @@ describe("user models on 2 workers, strategy data", () => {
     assert.ok(maxRelativeDifference(distributed, single) < TOLERANCE, "trained with the compiled Adam");
     assert.deepEqual(run.training?.origins, { optimizer: "model.compile", loss: "model.compile" });
     assert.match(run.toString(), /optimizer adam \(learningRate 0\.02.*from model\.compile/);
+    // run.notes: the lines the summary prints, one per remark.
+    assert.match(run.notes[0]!, /^optimizer adam \(learningRate 0\.02.*from model\.compile/);
+    assert.ok(run.notes.some((l) => /^epoch 2: /.test(l)) && run.notes.every((l) => run.toString().includes(l)), run.notes.join("\n"));
     assert.deepEqual(run.byEpoch.epoch, [0, 1]);
     const acc = run.byEpoch.history.acc!;
     assert.equal(acc.length, 2);
