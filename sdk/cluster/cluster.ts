@@ -83,7 +83,8 @@ export class Cluster implements LiveCluster {
 
   /** Use `cluster()...launch()`. */
   static async launch(spec: ClusterSpec, origin: LaunchOrigin = {}): Promise<Cluster> {
-    await replaceEarlier(origin);
+    const replacing = replaceEarlier(origin);
+    if (replacing) await replacing;
     const c = new Cluster(spec, origin.name);
     const launched = await startWorkers(spec, c.hooks());
     c.handles = launched.handles;

@@ -48,9 +48,10 @@ function describe(c: LiveCluster, origin: LaunchOrigin | undefined): string {
 /**
  * Before a launch: a cluster the same notebook cell launched earlier is closed (re-running a
  * cell replaces what it made, as a Python user expects), unless it was kept or named; a name
- * still in use is refused.
+ * still in use is refused. Null when there is nothing to close: the launch goes on in the same
+ * tick (a join listener opens as soon as launch() is called).
  */
-export async function replaceEarlier(origin: LaunchOrigin): Promise<void> {
+export function replaceEarlier(origin: LaunchOrigin): Promise<void> | null {
   if (origin.name !== undefined) {
     const holder = [...live].find(([, o]) => o.name === origin.name);
     if (holder) {
@@ -58,13 +59,13 @@ export async function replaceEarlier(origin: LaunchOrigin): Promise<void> {
         hint: `close it first (liveClusters() lists the live clusters; closeAll() closes every one), or choose another name`,
       });
     }
-    return;
+    return null;
   }
-  if (origin.cell === undefined) return;
+  if (origin.cell === undefined) return null;
   const earlier = [...live].filter(([c, o]) => !c.launching && o.cell === origin.cell && o.name === undefined).map(([c]) => c);
-  if (earlier.length === 0) return;
+  if (earlier.length === 0) return null;
   process.stderr.write(`meshtrain: this cell ran before and launched ${earlier.map((c) => c.describe()).join("; ")}: closing ${earlier.length === 1 ? "it" : "them"} first (launch({ keep: true }) or launch({ name }) keeps a cluster when its cell runs again)\n`);
-  await Promise.all(earlier.map((c) => c.close()));
+  return Promise.all(earlier.map((c) => c.close())).then(() => undefined);
 }
 
 export function register(c: LiveCluster, origin: LaunchOrigin = {}): void {

@@ -45,12 +45,13 @@ test("the Cluster has the fields and methods the README documents, and workers[i
   const start = text.indexOf("`Cluster` has ");
   assert.ok(start > 0, "the guides' Cluster paragraph");
   const paragraph = text.slice(start, text.indexOf("\n\n", start));
-  const c = await cluster().workers(2).strategy("data").launch();
+  // Named, so that every documented field has a value.
+  const c = await cluster().workers(2).strategy("data").launch({ name: "documented" });
   try {
     const own = c as unknown as Record<string, unknown>;
     const top = paragraph.replace(/\([^()]*(\([^()]*\)[^()]*)*\)/g, "");
     const names = documentedNames(top).filter((n) => n !== "Cluster");
-    assert.deepEqual(names, ["fit", "profile", "plan", "close", "kill", "workers", "parameterServers", "notes", "logs", "state"]);
+    assert.deepEqual(names, ["fit", "profile", "plan", "close", "kill", "workers", "parameterServers", "notes", "logs", "name", "state"]);
     for (const n of names) assert.notEqual(own[n], undefined, `Cluster.${n}`);
 
     const shape = /`\{ ([\w, ]+) \}`/.exec(paragraph)![1]!.split(", ");
