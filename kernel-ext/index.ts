@@ -7,7 +7,8 @@ import { liveFitObserver } from "./live-fit";
 import { sendBundle } from "./tslab-bridge";
 
 /**
- * meshtrain in a tslab notebook: `import { show } from "meshtrain/notebook"` once, and then
+ * meshtrain in a tslab notebook (meshtrain's own kernel loads this module when it starts; in
+ * another tslab kernel, `import { show } from "meshtrain/notebook"` once), and then
  * - a plan, a training run or a figure that ends a cell draws itself (placement diagram,
  *   summary, Plotly figures), and show(x) draws anything explicitly;
  * - every fit draws a live throughput plot under its cell, updated in place.

@@ -147,12 +147,14 @@ describe("every strategy on webgpu workers (software adapter)", () => {
     }
   });
 
-  test("a 2-stage pipeline on webgpu workers equals model.fit", async (t) => {
-    const c = await cluster().gpus(2, { software: true }).strategy("pipeline", { microBatches: 2 }).launch();
-    try {
-      await equalsModelFit(t, c, ADAM, () => deepClassifier(6, 3, { hidden: 2 }));
-    } finally {
-      await c.close();
+  test("model parallelism and a 2-stage pipeline on webgpu workers equal model.fit", async (t) => {
+    for (const strategy of [cluster().strategy("model"), cluster().strategy("pipeline", { microBatches: 2 })]) {
+      const c = await strategy.gpus(2, { software: true }).launch();
+      try {
+        await equalsModelFit(t, c, ADAM, () => deepClassifier(6, 3, { hidden: 2 }));
+      } finally {
+        await c.close();
+      }
     }
   });
 
