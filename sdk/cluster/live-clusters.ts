@@ -96,11 +96,6 @@ export function registered(): LiveCluster[] {
   return [...live.keys()];
 }
 
-/** The name a cluster was launched with, if any. */
-export function nameOf(c: LiveCluster): string | undefined {
-  return live.get(c)?.name;
-}
-
 /** Closes every cluster this process launched and has not closed (their local workers exit). */
 export async function closeAll(): Promise<void> {
   await Promise.all([...live.keys()].map((c) => c.close()));
