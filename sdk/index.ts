@@ -10,7 +10,8 @@ import { quietCpuBanner } from "./backends/quiet-banner";
 quietCpuBanner();
 
 export { cluster, ClusterBuilder } from "./cluster/builder";
-export { Cluster, type ClusterState } from "./cluster/cluster";
+export { Cluster } from "./cluster/cluster";
+export type { ClusterState } from "./cluster/usable";
 export { closeAll } from "./cluster/live-clusters";
 export { liveClusters } from "./cluster/live-list";
 export type { LaunchOptions } from "./cluster/launch-options";

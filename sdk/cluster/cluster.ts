@@ -31,8 +31,6 @@ import type { ModelProfile } from "../plan/profile";
 import type { RingSpeed } from "../plan/predict";
 import { MeasuredRings, probeRing } from "../driver/ring-probe";
 import type { LogLine } from "../metrics/records";
-
-export type { ClusterState } from "./usable";
 import type { DataPlaneChoice } from "../protocol/data-plane";
 
 /**
