@@ -11,12 +11,15 @@ interface ExecuteReply {
 
 type HandlerProto = { handleExecute(this: unknown, req: unknown, ...rest: unknown[]): Promise<ExecuteReply> };
 
-/** True when the console.error being made comes from tslab's executor (a cell's failure), not from a cell or the SDK. */
-function fromTslab(): boolean {
+/** Which part of tslab makes the console.error being made: its executor (a cell's failure), its main (a late failure), or neither (a cell or the SDK). */
+function tslabCaller(): "executor" | "main" | null {
   const frames = (new Error().stack ?? "").split("\n");
   // [0] "Error", [1] this function, [2] the console.error below, [3] its caller.
-  return /[\\/]tslab[\\/]dist[\\/]executor\.js/.test(frames[3] ?? "");
+  return (/[\\/]tslab[\\/]dist[\\/](executor|main)\.js/.exec(frames[3] ?? "")?.[1] as "executor" | "main" | undefined) ?? null;
 }
+
+/** tslab's process-wide handlers print a rejection no one handled, or an exception thrown from a callback, with these labels. */
+const LATE = new Set(["UnhandledPromiseRejection:", "UncaughtException:"]);
 
 /**
  * tslab reports a failed cell by printing it on the cell's stderr (a thrown error as Node's raw
@@ -25,14 +28,24 @@ function fromTslab(): boolean {
  * an empty "<Error>". Here a thrown failure becomes what a Jupyter user expects: an error output
  * in the cell with its type, message, hint and causes (error-output.ts), and the same ename,
  * evalue and traceback in the reply. TypeScript's diagnostics stay as tslab prints them and
- * fill the reply too.
+ * fill the reply too. A failure tslab catches after its cell ended (a promise no cell awaited)
+ * is an error output in the cell that runs now, where tslab sends late output.
  */
 export function reportCellErrors(jupyterModule: { JupyterHandlerImpl: { prototype: HandlerProto } }): void {
   const print = console.error.bind(console);
   // tslab's executor prints a failure with console.error, looked up when it is called.
   console.error = (...args: unknown[]): void => {
     const cell = runningCell();
-    if (!cell || !fromTslab()) return print(...args);
+    const caller = cell ? tslabCaller() : null;
+    if (!cell || !caller) return print(...args);
+    if (caller === "main") {
+      // A failure after its cell ended (a fit started and never awaited): shown in the cell that runs now, as an error output.
+      if (args.length !== 2 || !LATE.has(String(args[0])) || !isErrorLike(args[1])) return print(...args);
+      const late = errorOutput(args[1]);
+      late.traceback.splice(1, 0, "(from a promise no cell awaited, or a callback: it failed after its cell ended)");
+      cell.send("error", late);
+      return;
+    }
     const thrown = args.length === 1 ? args[0] : undefined;
     if (isErrorLike(thrown)) {
       cell.failure = errorOutput(thrown);

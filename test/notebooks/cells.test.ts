@@ -38,6 +38,7 @@ type Phase =
   | { phase: "after a failure, stopping"; raised: Cell; after: Cell }
   | { phase: "drawn without an import"; cell: Cell }
   | { phase: "meshtrain error"; cell: Cell }
+  | { phase: "late failure"; cell: Cell }
   | { phase: "re-run three times"; live: number[]; stderr: string[]; alive: boolean[][] }
   | { phase: "kept and named"; live: number[]; again: Cell; listed: Cell; alive: boolean[] }
   | { phase: "interrupted"; cell: Cell; read: Cell };
@@ -85,6 +86,13 @@ test("in meshtrain's kernel: cells after a failure run, plans draw unimported, r
   assert.deepEqual([failed.reply.ename, failed.reply.evalue], [e.ename, e.evalue], "the reply says what the output says");
   assert.equal(failed.stderr, "", "nothing dumped on stderr");
   clean(failed, "a meshtrain error");
+
+  // A rejection no cell awaited: an error output in the cell that runs when it happens, which itself succeeds.
+  const late = get("late failure").cell;
+  assert.deepEqual([late.reply.status, late.stdout], ["ok", "waited\n"]);
+  assert.deepEqual(late.errors.map((x) => x.ename), ["ConfigError"]);
+  assert.match(late.errors[0]!.traceback.join("\n"), /late failure\n\(from a promise no cell awaited[^\n]*\nhelp: await the promises you start/);
+  clean(late, "a late failure");
 
   const reruns = get("re-run three times");
   assert.deepEqual(reruns.live, [1, 1, 1], "each re-run leaves one cluster");

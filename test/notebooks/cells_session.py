@@ -105,6 +105,10 @@ def main():
         failed = collect(k, k.kc.execute('await cluster().workers(2).strategy("pipeline", { stages: 5 }).launch();'))
         emit("meshtrain error", cell=failed)
         time.sleep(0.5)
+        # A failure after its cell ended (a promise nobody awaited) reaches the cell that runs then.
+        collect(k, k.kc.execute('import { ConfigError } from "meshtrain";\nsetTimeout(() => void Promise.reject(new ConfigError("late failure", { hint: "await the promises you start" })), 300);'))
+        late = collect(k, k.kc.execute('await new Promise((r) => setTimeout(r, 1500));\nconsole.log("waited");'))
+        emit("late failure", cell=late)
         # The same launch cell three times: only the last cluster's workers are left.
         runs = [launch(k) for _ in range(3)]
         pids = [r[0]["pids"] for r in runs]
