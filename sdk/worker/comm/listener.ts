@@ -142,8 +142,8 @@ export class CommServer implements SessionHost {
         if (s && !s.ended) s.output.add(m.stream, m.lines);
         return;
       case "flushOutput":
-        s?.output.flush();
-        toCompute({ kind: "outputFlushed" });
+        if (s && !s.ended) void s.endBeforeExit(800).then(() => toCompute({ kind: "outputFlushed" }));
+        else toCompute({ kind: "outputFlushed" });
         return;
     }
   }

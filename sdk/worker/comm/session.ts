@@ -55,12 +55,29 @@ export class Session {
   /** The certificate authority the driver trusts, for wss:// links to the other workers. */
   private ca: string | undefined;
   readonly channel: Channel;
+  private linkClosed: () => void = () => undefined;
+  /** Resolves once the driver's connection has closed (its close handshake done). */
+  private readonly whenLinkClosed = new Promise<void>((resolve) => (this.linkClosed = resolve));
 
   constructor(private readonly server: SessionHost, link: Link) {
     this.channel = channelTo(link, "the driver", { address: link.address }, {
       onMessage: (incoming) => this.onMessage(incoming),
-      onClose: (err) => this.end(`driver connection closed: ${err.summary}`),
+      onClose: (err) => {
+        this.linkClosed();
+        this.end(`driver connection closed: ${err.summary}`);
+      },
     });
+  }
+
+  /**
+   * The process is about to exit (a crash): the output is sent and the connection closed with
+   * a close handshake, waited for up to `ms`. Exiting at once could leave the driver's last
+   * frames unread here, and a socket closed with unread input is reset, which may drop the
+   * lines just sent before the driver reads them.
+   */
+  endBeforeExit(ms: number): Promise<void> {
+    this.end("the worker process is exiting");
+    return Promise.race([this.whenLinkClosed, new Promise<void>((resolve) => setTimeout(resolve, ms).unref())]);
   }
 
   private onMessage(incoming: Incoming): void {
@@ -262,8 +279,9 @@ export class Session {
 
   end(reason: string): void {
     if (this.ended) return;
-    this.ended = true;
+    // Before `ended`: the relay sends only while the session lasts.
     this.output.flush();
+    this.ended = true;
     this.progress.stop();
     this.channel.stopHeartbeat();
     this.closePeers();
