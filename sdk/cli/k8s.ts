@@ -1,3 +1,4 @@
+import type { OptimizerSpec } from "../protocol/optimizer-spec";
 import * as fs from "node:fs";
 import type * as tf from "@tensorflow/tfjs";
 import { stringify } from "yaml";
@@ -21,7 +22,7 @@ export interface K8sCliOptions {
   /** A demo model's name, or a model.json to size the pods for. */
   model: string;
   batchSize: number;
-  optimizer: "sgd" | "momentum" | "adam" | "rmsprop";
+  optimizer: OptimizerSpec["name"];
   cpu: string;
   memory?: string;
   driverMemory?: string;

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { OPTIMIZER_NAMES } from "../protocol/optimizer-spec";
 import * as fs from "node:fs";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { ConfigError, isMeshtrainError } from "../errors/errors";
@@ -190,7 +191,7 @@ program
   .option("--port <port>", "the driver's join port", int(1), 7071)
   .option("--model <name|model.json>", `the model the plan sizes the pods for: a demo model (${DEMO_MODELS.join(", ")}), which the default driver trains, or your model's model.json (with --driver-command)`, "cnn")
   .option("--batch-size <n>", "global batch, for the demo and the memory estimate", int(1), 64)
-  .addOption(new Option("--optimizer <name>", "for the memory estimate's optimizer state").choices(["sgd", "momentum", "adam", "rmsprop"]).default("adam"))
+  .addOption(new Option("--optimizer <name>", "for the memory estimate's optimizer state").choices([...OPTIMIZER_NAMES]).default("adam"))
   .option("--cpu <cores>", "cores each pod requests", "1")
   .option("--memory <quantity>", "each worker pod's memory, e.g. 2Gi (default: from the plan's estimate)")
   .option("--driver-memory <quantity>", "the driver pod's memory (default: from the plan's estimate)")

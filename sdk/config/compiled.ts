@@ -20,7 +20,7 @@ export interface Compiled {
 }
 
 /** TF.js optimizer class names (getClassName()) and the name meshtrain gives the same update. */
-const OPTIMIZER_CLASSES: Readonly<Record<string, OptimizerSpec["name"]>> = { SGD: "sgd", Momentum: "momentum", Adam: "adam", RMSProp: "rmsprop" };
+const OPTIMIZER_CLASSES: Readonly<Record<string, OptimizerSpec["name"]>> = { SGD: "sgd", Momentum: "momentum", Adam: "adam", RMSProp: "rmsprop", Adagrad: "adagrad", Adadelta: "adadelta", Adamax: "adamax" };
 
 interface CompiledModel {
   optimizer?: tf.Optimizer;

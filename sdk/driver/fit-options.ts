@@ -15,7 +15,7 @@ export interface FitOptions {
   /** Global batch: samples per step over all replicas; must divide evenly among them. Default 32. */
   batchSize?: number;
   /**
-   * By name ("sgd", "momentum", "adam", "rmsprop") or name plus config. Default: the optimizer
+   * By name ("sgd", "momentum", "adam", "rmsprop", "adagrad", "adadelta", "adamax") or name plus config. Default: the optimizer
    * the model was compiled with (its class and settings), else "sgd" with learning rate 0.01.
    */
   optimizer?: OptimizerInput;

@@ -12,5 +12,11 @@ export function createOptimizer(spec: OptimizerSpec): tf.Optimizer {
       return tf.train.adam(spec.learningRate, spec.beta1, spec.beta2, spec.epsilon);
     case "rmsprop":
       return tf.train.rmsprop(spec.learningRate, spec.decay, spec.momentum, spec.epsilon, spec.centered);
+    case "adagrad":
+      return tf.train.adagrad(spec.learningRate, spec.initialAccumulatorValue);
+    case "adadelta":
+      return tf.train.adadelta(spec.learningRate, spec.rho, spec.epsilon);
+    case "adamax":
+      return tf.train.adamax(spec.learningRate, spec.beta1, spec.beta2, spec.epsilon, spec.decay);
   }
 }

@@ -1,6 +1,6 @@
 import type * as tf from "@tensorflow/tfjs";
 import { ConfigError } from "../errors/errors";
-import { OptimizerSpecSchema, type OptimizerInput } from "../protocol/optimizer-spec";
+import { OPTIMIZER_NAMES, OptimizerSpecSchema, type OptimizerInput } from "../protocol/optimizer-spec";
 import { estimateReplicaMemory, memoryTotal, type MemoryEstimate } from "./memory";
 import { summarizeModel } from "./model-summary";
 
@@ -22,7 +22,7 @@ export function estimateMemory(model: tf.LayersModel, options: { batchSize?: num
   let optimizer;
   if (options.optimizer !== undefined) {
     const parsed = OptimizerSpecSchema.safeParse(typeof options.optimizer === "string" ? { name: options.optimizer } : options.optimizer);
-    if (!parsed.success) throw new ConfigError(`optimizer ${JSON.stringify(options.optimizer)} is not one meshtrain knows`, { hint: 'use "sgd", "momentum", "adam" or "rmsprop"' });
+    if (!parsed.success) throw new ConfigError(`optimizer ${JSON.stringify(options.optimizer)} is not one meshtrain knows`, { hint: `use one of ${OPTIMIZER_NAMES.map((n) => `"${n}"`).join(", ")}` });
     optimizer = parsed.data;
   }
   const e = estimateReplicaMemory(summarizeModel(model), { batchSize: options.batchSize, optimizer });

@@ -26,6 +26,11 @@ export function optimizerSlots(spec: OptimizerSpec): number {
       return 2;
     case "rmsprop":
       return spec.centered ? 3 : 2;
+    case "adagrad":
+      return 1;
+    case "adadelta":
+    case "adamax":
+      return 2;
   }
 }
 

@@ -36,10 +36,32 @@ export const OptimizerSpecSchema = z.discriminatedUnion("name", [
     epsilon: positive.optional(),
     centered: z.boolean().default(false),
   }),
+  z.strictObject({
+    name: z.literal("adagrad"),
+    learningRate: positive.default(0.001),
+    /** Each variable's sum of squared gradients starts here. Default 0.1. */
+    initialAccumulatorValue: z.number().min(0).finite().default(0.1),
+  }),
+  z.strictObject({
+    name: z.literal("adadelta"),
+    learningRate: positive.default(0.001),
+    /** Decay of the running averages of squared gradients and updates. Default 0.95. */
+    rho: unit.default(0.95),
+    epsilon: positive.optional(),
+  }),
+  z.strictObject({
+    name: z.literal("adamax"),
+    learningRate: positive.default(0.001),
+    beta1: unit.default(0.9),
+    beta2: unit.default(0.999),
+    epsilon: positive.optional(),
+    /** The learning rate divided by 1 + decay x updates applied. Default 0. */
+    decay: z.number().min(0).finite().default(0),
+  }),
 ]);
 
 /** An optimizer by name with its settings, defaults filled in (as fit and plans see it). */
 export type OptimizerSpec = z.output<typeof OptimizerSpecSchema>;
 /** What users write: a name, or a name with config. */
 export type OptimizerInput = OptimizerSpec["name"] | z.input<typeof OptimizerSpecSchema>;
-export const OPTIMIZER_NAMES = ["sgd", "momentum", "adam", "rmsprop"] as const;
+export const OPTIMIZER_NAMES = ["sgd", "momentum", "adam", "rmsprop", "adagrad", "adadelta", "adamax"] as const;

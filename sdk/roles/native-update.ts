@@ -6,6 +6,9 @@ import type { NativeBackend } from "../backends/native/backend";
 
 const f32 = Math.fround;
 
+/** The optimizers with native kernels. */
+export type NativeOptimizerSpec = Extract<OptimizerSpec, { name: "sgd" | "momentum" | "adam" | "rmsprop" }>;
+
 /**
  * Optimizer steps computed in place on the variables' own memory by the native kernels, in the
  * same float32 operations, in the same order, as tf.train's optimizers (test/unit checks they
@@ -17,7 +20,7 @@ export class NativeUpdate implements UpdateRule {
   private accBeta1 = 0;
   private accBeta2 = 0;
 
-  constructor(private readonly backend: NativeBackend, private readonly vars: readonly tf.Variable[], private readonly spec: OptimizerSpec) {
+  constructor(private readonly backend: NativeBackend, private readonly vars: readonly tf.Variable[], private readonly spec: NativeOptimizerSpec) {
     const slots = spec.name === "sgd" ? 0 : spec.name === "momentum" ? 1 : spec.name === "adam" ? 2 : spec.centered ? 3 : 2;
     this.state = vars.map((v) => Array.from({ length: slots }, () => new Float32Array(v.size)));
     if (spec.name === "adam") {

@@ -127,14 +127,15 @@ function nativeSlice(r: LoadedReplica, step: NativeStep, x: Tensorlike, y: Tenso
   }
 }
 
-/** The slice's loss (kept), its output (kept) and the gradient of each variable, by autodiff. */
-function gradientsOf(r: LoadedReplica, xs: tf.Tensor, ys: tf.Tensor): { perSample: tf.Scalar; out: tf.Tensor; grads: tf.Tensor[]; value: tf.Scalar } {
+/**
+ * The slice's output (kept), the gradient of each variable by autodiff, and the loss they are the
+ * gradient of: the mean over the slice plus the regularizers, which model.fit's History reports too.
+ */
+function gradientsOf(r: LoadedReplica, xs: tf.Tensor, ys: tf.Tensor): { out: tf.Tensor; grads: tf.Tensor[]; value: tf.Scalar } {
   let out: tf.Tensor | undefined;
-  let perSample: tf.Scalar | undefined;
   const { value, grads } = tf.variableGrads(() => {
     out = tf.keep(r.model.apply(xs, { training: true }) as tf.Tensor);
-    perSample = tf.keep(tf.mean(r.lossFn(ys, out)) as tf.Scalar);
-    let total: tf.Scalar = perSample;
+    let total = tf.mean(r.lossFn(ys, out)) as tf.Scalar;
     for (const reg of r.model.calculateLosses()) total = tf.add(total, reg);
     return total;
   }, r.vars);
@@ -143,7 +144,7 @@ function gradientsOf(r: LoadedReplica, xs: tf.Tensor, ys: tf.Tensor): { perSampl
     if (!g) throw new DataError(`no gradient for ${v.name}`);
     return g;
   });
-  return { perSample: perSample!, out: out!, grads: list, value };
+  return { out: out!, grads: list, value };
 }
 
 async function autodiffSlice(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array, stateNow?: Float32Array): Promise<{ loss: number; metrics?: Record<string, number> }> {
@@ -152,7 +153,7 @@ async function autodiffSlice(r: LoadedReplica, x: Tensorlike, y: Tensorlike, wei
   let g: ReturnType<typeof gradientsOf> | undefined;
   try {
     g = gradientsOf(r, xs, ys);
-    const dataLoss = g.perSample.dataSync()[0]!;
+    const loss = g.value.dataSync()[0]!;
     let off = 0;
     g.grads.forEach((t, i) => {
       flat.set(readValues(t), off);
@@ -161,9 +162,9 @@ async function autodiffSlice(r: LoadedReplica, x: Tensorlike, y: Tensorlike, wei
     if (weight !== 1) scaleInPlace(flat, weight);
     if (stateNow) await readConcat(r.state.tensors(), stateNow);
     const metrics = metricValues(r.metrics, ys, g.out);
-    return { loss: dataLoss, ...(metrics ? { metrics } : {}) };
+    return { loss, ...(metrics ? { metrics } : {}) };
   } finally {
-    tf.dispose([xs, ys, ...(g ? [g.value, g.perSample, g.out, ...g.grads] : [])]);
+    tf.dispose([xs, ys, ...(g ? [g.value, g.out, ...g.grads] : [])]);
   }
 }
 
@@ -179,7 +180,7 @@ async function deviceSlice(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weigh
   try {
     g = gradientsOf(r, xs, ys);
     const got = g;
-    parts = tf.tidy(() => [got.perSample.reshape([1]), ...metricScalars(r.metrics, ys, got.out).map((m) => m.reshape([1])), ...got.grads.map((t) => (weight !== 1 ? tf.mul(t, weight) : t.clone()).reshape([-1]))]);
+    parts = tf.tidy(() => [got.value.reshape([1]), ...metricScalars(r.metrics, ys, got.out).map((m) => m.reshape([1])), ...got.grads.map((t) => (weight !== 1 ? tf.mul(t, weight) : t.clone()).reshape([-1]))]);
     const values = await readConcat([...parts, ...(stateNow ? r.state.tensors() : [])]);
     const m = r.metrics.length;
     flat.set(values.subarray(1 + m, 1 + m + flat.length));
@@ -187,7 +188,7 @@ async function deviceSlice(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weigh
     const metrics = m > 0 ? Object.fromEntries(r.metrics.map((s, i) => [s.name, values[1 + i]!])) : undefined;
     return { loss: values[0]!, ...(metrics ? { metrics } : {}) };
   } finally {
-    tf.dispose([xs, ys, ...parts, ...(g ? [g.value, g.perSample, g.out, ...g.grads] : [])]);
+    tf.dispose([xs, ys, ...parts, ...(g ? [g.value, g.out, ...g.grads] : [])]);
   }
 }
 

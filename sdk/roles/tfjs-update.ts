@@ -3,16 +3,10 @@ import type { OptimizerSpec } from "../protocol/optimizer-spec";
 import { CheckpointError } from "../errors/errors";
 import { createOptimizer } from "../model/optimizers";
 import { readTensor, tensorsFromFlat } from "./device-io";
+import { exportAdamax, importAdamax, isAdamax } from "./adamax-state";
+import type { OptimizerState } from "./optimizer-state";
 
-/**
- * An optimizer's state, for checkpoints: named float32 tensors (its slots) and scalars (step
- * counters). `format` says which implementation wrote it; each reads only its own.
- */
-export interface OptimizerState {
-  format: "native" | "tfjs";
-  tensors: Array<{ name: string; data: Float32Array; shape: number[] }>;
-  scalars: Record<string, number>;
-}
+export type { OptimizerState } from "./optimizer-state";
 
 /** Applies one optimizer step from the summed gradient, laid out flat as the variables in order. */
 export interface UpdateRule {
@@ -42,6 +36,7 @@ export class TfjsUpdate implements UpdateRule {
   }
 
   async exportState(): Promise<OptimizerState> {
+    if (isAdamax(this.optimizer)) return exportAdamax(this.optimizer);
     const named = await this.optimizer.getWeights();
     const scalars: Record<string, number> = {};
     // Adam keeps beta1^t and beta2^t as running products; setWeights would recompute them with
@@ -57,6 +52,7 @@ export class TfjsUpdate implements UpdateRule {
 
   async importState(state: OptimizerState): Promise<void> {
     if (state.format !== "tfjs") throw new CheckpointError(`the optimizer state was written by meshtrain's ${state.format} optimizer; these workers use TF.js's`, { hint: "resume with the backend the checkpoint was made with (.backend(...))" });
+    if (isAdamax(this.optimizer)) return importAdamax(this.optimizer, state);
     const named = state.tensors.map((t) => ({ name: t.name, tensor: tf.tensor(t.data, t.shape, "float32") }));
     await this.optimizer.setWeights(named);
     for (const k of ADAM_PRODUCTS) {

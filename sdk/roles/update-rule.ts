@@ -1,11 +1,16 @@
 import * as tf from "@tensorflow/tfjs";
 import { NATIVE_BACKEND, type NativeBackend } from "../backends/native/backend";
-import { NativeUpdate } from "./native-update";
+import { NativeUpdate, type NativeOptimizerSpec } from "./native-update";
 import type { OptimizerSpec } from "../protocol/optimizer-spec";
 import { TfjsUpdate, type UpdateRule } from "./tfjs-update";
 
-/** The in-place native optimizer on the native backend; TF.js's optimizers everywhere else. */
+/** The in-place native optimizer on the native backend for the optimizers it has kernels for; TF.js's optimizers everywhere else. */
 export function makeUpdateRule(vars: readonly tf.Variable[], spec: OptimizerSpec): UpdateRule {
-  if (tf.getBackend() === NATIVE_BACKEND) return new NativeUpdate(tf.backend() as NativeBackend, vars, spec);
+  if (tf.getBackend() === NATIVE_BACKEND && hasNativeKernel(spec)) return new NativeUpdate(tf.backend() as NativeBackend, vars, spec);
   return new TfjsUpdate(vars, spec);
+}
+
+/** Adagrad, Adadelta and Adamax run as TF.js's own optimizers, on the native backend's kernels. */
+function hasNativeKernel(spec: OptimizerSpec): spec is NativeOptimizerSpec {
+  return spec.name === "sgd" || spec.name === "momentum" || spec.name === "adam" || spec.name === "rmsprop";
 }

@@ -102,6 +102,38 @@ describe("checkpoint and resume (data parallelism, 2 workers)", () => {
   });
 });
 
+test("Adagrad, Adadelta and Adamax: stopped after a checkpoint and resumed, each ends with its uninterrupted run's weights", async (t) => {
+  const c = await cluster().workers(2).launch();
+  try {
+    for (const optimizer of [
+      { name: "adagrad", learningRate: 0.1, initialAccumulatorValue: 0.1 },
+      { name: "adadelta", learningRate: 1, rho: 0.9 },
+      { name: "adamax", learningRate: 0.01, beta1: 0.9, beta2: 0.999, decay: 0.01 },
+    ] as const) {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "meshtrain-ckpt-"));
+      try {
+        const o: FitOptions = { ...options, optimizer };
+        const reference = smallClassifier(6, 3);
+        await c.fit(reference, ds, o);
+        // Stopped from step 10 on (the stop lands at a step boundary): the last checkpoint carries the optimizer's slots and counters.
+        const stop = new AbortController();
+        await assert.rejects(c.fit(smallClassifier(6, 3), ds, { ...o, signal: stop.signal, checkpoint: { dir, every: 4 }, onStep: (s) => void (s.step === 10 && stop.abort()) }));
+        const resumed = smallClassifier(6, 3, { seed: 41 });
+        const run = await c.fit(resumed, ds, { ...o, resumeFrom: dir });
+        const diff = maxRelativeDifference(resumed, reference);
+        t.diagnostic(`${optimizer.name}: resumed from step ${run.history[0]!.step}, largest relative difference ${diff.toExponential(2)}`);
+        const from = run.history[0]!.step;
+        assert.ok(from > 0 && from % 4 === 0 && from < 39, `resumed from step ${from}`);
+        assert.ok(diff <= 1e-6, `${optimizer.name}: relative difference ${diff}`);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    }
+  } finally {
+    await c.close();
+  }
+});
+
 /** Interrupted at a random step (a worker killed), resumed on a new cluster of the same shape: the uninterrupted result. */
 for (const [name, make] of [
   ["pipeline (1F1B, 2 stages x 2 micro-batches)", () => cluster().workers(2).strategy("pipeline", { microBatches: 2 })],

@@ -39,6 +39,8 @@ async function compare(t: TestContext, c: Cluster, make: () => tf.LayersModel, d
 const vectors = (): Data => datasets.synthetic({ inputShape: [6], classes: 3, size: 50, seed: 3 });
 const images = (): Data => datasets.synthetic({ inputShape: [8, 8, 1], classes: 3, size: 50, seed: 4 });
 const deep = (): tf.LayersModel => deepClassifier(6, 3, { hidden: 4 });
+/** L2 on every hidden layer: each stage's regularizers count in the step's loss, as in model.fit's History. */
+const deepL2 = (): tf.LayersModel => deepClassifier(6, 3, { hidden: 4, l2: 0.02 });
 
 describe("2 workers: model and pipeline parallelism", () => {
   let model: Cluster;
@@ -65,10 +67,10 @@ describe("2 workers: model and pipeline parallelism", () => {
   });
 
   for (const [schedule, micro] of [["gpipe", 1], ["gpipe", 4], ["1f1b", 3], ["1f1b", 4]] as const) {
-    test(`pipeline ${schedule} with ${micro} micro-batch(es) equals model.fit`, async (t) => {
+    test(`pipeline ${schedule} with ${micro} micro-batch(es) equals model.fit${micro === 3 ? " (L2 on every hidden layer)" : ""}`, async (t) => {
       const key = `${schedule}/${micro}`;
       pipelines[key] ??= await cluster().workers(2).strategy("pipeline", { schedule, microBatches: micro }).launch();
-      const run = await compare(t, pipelines[key]!, deep, vectors());
+      const run = await compare(t, pipelines[key]!, key === "1f1b/3" ? deepL2 : deep, vectors());
       const step = run.history[2]!;
       for (const w of step.workers) assert.equal(w.actions!.length, 2 * micro);
     });
@@ -103,8 +105,8 @@ describe("4 workers: hybrid of 2 replicas x 2 stages", () => {
     await c?.close();
   });
 
-  test("each stage's replicas all-reduce their gradients; the result equals model.fit", async (t) => {
-    const run = await compare(t, c, deep, vectors());
+  test("each stage's replicas all-reduce their gradients; the result (regularizers in the loss) equals model.fit", async (t) => {
+    const run = await compare(t, c, deepL2, vectors());
     const step = run.history[1]!;
     assert.deepEqual(step.workers.map((w) => [w.stage, w.replica]), [[0, 0], [1, 0], [0, 1], [1, 1]]);
     assert.ok(step.workers.every((w) => w.commMs > 0), "every worker took part in an all-reduce");

@@ -19,6 +19,13 @@ tf.enableProdMode();
 const TOLERANCE = 1e-4;
 const LAYERS = path.join(__dirname, "..", "helpers", "custom-layers.js");
 
+/** An optimizer class of the user's own: the workers build optimizers by name and cannot know it. */
+class OwnSgd extends tf.SGDOptimizer {
+  static override get className(): string {
+    return "OwnSgd";
+  }
+}
+
 function regression(seed = 1): tf.LayersModel {
   return tf.sequential({ layers: [tf.layers.dense({ units: 1, inputShape: [2], kernelInitializer: tf.initializers.glorotUniform({ seed }) })] });
 }
@@ -156,9 +163,13 @@ describe("user models on 2 workers, strategy data", () => {
     custom.compile({ optimizer: "sgd", loss: (a: tf.Tensor, b: tf.Tensor) => tf.losses.meanSquaredError(a, b) });
     await assert.rejects(c.fit(custom, ds, { batchSize: 8 }), (e: unknown) => e instanceof ConfigError && /loss function/.test(e.message) && /categoricalCrossentropy/.test(e.message));
     await c.fit(custom, ds, { batchSize: 8, loss: "categoricalCrossentropy" });
+    // Every tf.train optimizer crosses by name; an optimizer class of the user's own cannot.
     const adagrad = smallClassifier();
     adagrad.compile({ optimizer: tf.train.adagrad(0.1), loss: "categoricalCrossentropy" });
-    await assert.rejects(c.fit(adagrad, ds, { batchSize: 8 }), (e: unknown) => e instanceof ConfigError && /Adagrad/.test(e.message) && /Adam/.test(e.message));
+    assert.equal((await c.fit(adagrad, ds, { batchSize: 8 })).training?.optimizer.name, "adagrad");
+    const own = smallClassifier();
+    own.compile({ optimizer: new OwnSgd(0.1), loss: "categoricalCrossentropy" });
+    await assert.rejects(c.fit(own, ds, { batchSize: 8 }), (e: unknown) => e instanceof ConfigError && /OwnSgd/.test(e.message) && /Adamax/.test(e.message));
     await assert.rejects(c.fit(smallClassifier(), ds, { batchSize: 17 }), (e: unknown) => e instanceof DataError && /larger than/.test(e.message));
     const ids = datasets.fromTensors(tf.randomUniform([16, 6]), tf.tensor1d(Array.from({ length: 16 }, (_, i) => i % 3), "int32"));
     await assert.rejects(c.fit(smallClassifier(), ids, { batchSize: 8 }), (e: unknown) => e instanceof DataError && /class ids/.test(e.message) && /sparseCategoricalCrossentropy/.test(e.message));

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { NATIVE_BACKEND } from "../../sdk/backends/native/backend";
+import type { NativeOptimizerSpec } from "../../sdk/roles/native-update";
 import type { OptimizerSpec } from "../../sdk/protocol/optimizer-spec";
 import type { LossName } from "../../sdk/protocol/loss-names";
 import type { Tensorlike } from "../../sdk/protocol/tensor";
@@ -16,7 +17,7 @@ import { DataReplica } from "../../sdk/roles/data/replica";
 tf.enableProdMode();
 nativeAvailable();
 
-const OPTIMIZERS: OptimizerSpec[] = [
+const OPTIMIZERS: NativeOptimizerSpec[] = [
   { name: "sgd", learningRate: 0.1 },
   { name: "momentum", learningRate: 0.05, momentum: 0.9, useNesterov: true },
   // Adam's epsilon is raised from TF.js's 1e-7: with it, a weight whose gradient is ~1e-7 moves by
@@ -142,7 +143,7 @@ test("the in-place update copies a variable whose memory another tensor shares",
 });
 
 describe("in-place optimizers against tf.train on random gradients", () => {
-  const specs: OptimizerSpec[] = [
+  const specs: NativeOptimizerSpec[] = [
     ...OPTIMIZERS,
     { name: "momentum", learningRate: 0.05, momentum: 0.8, useNesterov: false },
     { name: "rmsprop", learningRate: 0.01, decay: 0.8, momentum: 0, centered: true, epsilon: 1e-6 },

@@ -287,17 +287,17 @@ export class StageRuntime implements WorkerRole {
       () =>
         tf.tidy(() => {
           const out = this.model.apply(x, { training: true }) as tf.Tensor;
-          let objective: tf.Scalar;
+          // This stage's share of the loss: the last stage's data loss, and every stage's regularizers
+          // (the driver sums the stages' shares, so the step's loss is model.fit's, regularizers included).
+          let share: tf.Scalar | null = null;
           if (this.last) {
-            const mean = tf.mean(this.lossFn!(y!, out)) as tf.Scalar;
-            loss = tf.keep(tf.mul(mean, weight) as tf.Scalar);
+            share = tf.mul(tf.mean(this.lossFn!(y!, out)), weight) as tf.Scalar;
             metrics = metricScalars(this.metrics, y!, out).map((s) => tf.keep(tf.mul(s, weight) as tf.Scalar));
-            objective = tf.mul(mean, weight);
-          } else {
-            objective = tf.sum(tf.mul(out, dy!));
           }
-          for (const reg of this.model.calculateLosses()) objective = tf.add(objective, tf.mul(reg, weight));
-          return objective;
+          for (const reg of this.model.calculateLosses()) share = tf.add(share ?? tf.scalar(0), tf.mul(reg, weight)) as tf.Scalar;
+          if (share) loss = tf.keep(share);
+          const upstream = this.last ? tf.scalar(0) : tf.sum(tf.mul(out, dy!));
+          return share ? tf.add(upstream, share) : upstream;
         }),
       wrt,
     );
