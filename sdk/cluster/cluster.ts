@@ -198,7 +198,7 @@ export class Cluster implements LiveCluster {
       members: () => [...this.handles, ...this.servers],
       output: this.output,
       step: () => this.step,
-      profileFor: (model, o) => this.profiles.forFit(this.handles, model, o, (ms) => this.losses.within(ms)),
+      profileFor: (model, o, request) => this.profiles.forFit(this.handles, model, o, request, (ms) => this.losses.within(ms)),
       ring: () => this.measuredRing(),
       dataPlane: () => this.dataPlane,
       context: (stop) => this.fitContext(stop),

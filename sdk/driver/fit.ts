@@ -9,6 +9,7 @@ import { summarizeModel, type ModelSummary } from "../plan/model-summary";
 import type { Plan, PlanData, PlanOptions } from "../plan/plans";
 import type { RingSpeed } from "../plan/predict";
 import type { ModelProfile } from "../plan/profile";
+import { profileBudgetMs, type ProfileRequest } from "./model-profiles";
 import { asSequential, copyLayerWeights } from "./chain-model";
 import { devicesOf } from "./devices";
 import type { FitContext } from "./fit-context";
@@ -28,7 +29,7 @@ export interface FitHost {
   readonly output: WorkerOutput;
   step(): number | undefined;
   /** The model's profile at the fit's batch, timed on a worker (undefined: planned from FLOPs). */
-  profileFor(model: tf.LayersModel, o: ResolvedFitOptions): Promise<ModelProfile | undefined>;
+  profileFor(model: tf.LayersModel, o: ResolvedFitOptions, request: ProfileRequest): Promise<ModelProfile | undefined>;
   /** The data ring wired and timed, where the strategy prices its plans by it. */
   ring(): Promise<RingSpeed | undefined>;
   /** Where the current wiring's all-reduces travel, if it has any. */
@@ -38,8 +39,8 @@ export interface FitHost {
 
 /** What the cluster's strategy does in a fit: plan it (pure), and train with the plan. */
 export interface FitStrategy {
-  /** Whether its plans use a profile of the model (else none is taken). */
-  readonly profiled: boolean;
+  /** What its plans use of a profile of the model (false: none is taken). */
+  readonly profiled: false | "step" | "layers";
   plan(model: ModelSummary, options: PlanOptions, given: PlanData | undefined): Plan;
   fit(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, options: ResolvedFitOptions, plan: Plan): Promise<RunRecord>;
 }
@@ -67,10 +68,13 @@ export async function runFit(host: FitHost, strategy: FitStrategy, model: tf.Lay
   try {
     try {
       checkShapes(model, dataset, o);
-      const profile = o.plan || !strategy.profiled ? undefined : await host.profileFor(model, o);
+      const summary = summarizeModel(model);
+      const base: PlanOptions = { batchSize: o.batchSize, datasetSize: dataset.size, optimizer: o.optimizer, devices: host.workers.map((h) => devicesOf(h)) };
+      // Bounded by what it can save: a tenth of the epoch the plan predicts from FLOPs, or a second.
+      const request = () => ({ layers: strategy.profiled === "layers", budgetMs: profileBudgetMs(strategy.plan(summary, base, undefined), dataset.size, o.batchSize) });
+      const profile = o.plan || !strategy.profiled ? undefined : await host.profileFor(model, o, request());
       const ring = o.plan ? undefined : await host.ring();
-      const planOptions: PlanOptions = { batchSize: o.batchSize, datasetSize: dataset.size, optimizer: o.optimizer, devices: host.workers.map((h) => devicesOf(h)), ...(profile ? { profile } : {}), ...(ring ? { ring } : {}) };
-      plan = strategy.plan(summarizeModel(model), planOptions, o.plan);
+      plan = strategy.plan(summary, { ...base, ...(profile ? { profile } : {}), ...(ring ? { ring } : {}) }, o.plan);
       chain = await asSequential(model);
     } catch (err) {
       throw new FitAborted(err);

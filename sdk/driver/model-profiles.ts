@@ -25,6 +25,21 @@ const SHARED_ROUNDS = 3;
 /** Timing a model is a few of its steps; a model that takes longer than this is planned from FLOPs. */
 const PROFILE_TIMEOUT_MS = 60_000;
 
+/** A fit's profile may take this long at least, or a tenth of the epoch the plan predicts from FLOPs. */
+const MIN_BUDGET_MS = 1000;
+
+/** What a fit's profile times (every layer as well as the replica step, or the step alone), and for how long. */
+export interface ProfileRequest {
+  layers: boolean;
+  budgetMs?: number;
+}
+
+/** A profile's budget: a tenth of one epoch as `plan` predicts it, or a second, whichever is more. */
+export function profileBudgetMs(plan: { prediction?: { stepMs: number } | null }, datasetSize: number, batchSize: number): number {
+  const epochMs = (plan.prediction?.stepMs ?? 0) * Math.ceil(datasetSize / batchSize);
+  return Math.round(Math.max(MIN_BUDGET_MS, epochMs / 10));
+}
+
 /**
  * The models this cluster has timed on a worker, by topology and batch: plan() and fit() predict
  * from them. They are timed on the slowest worker (by its matrix speed at join), since a
@@ -33,9 +48,11 @@ const PROFILE_TIMEOUT_MS = 60_000;
 export class ModelProfiles {
   private readonly kept = new Map<string, ModelProfile>();
 
-  /** A profile already taken for this model and batch, if any. */
+  /** A profile already taken for this model and batch, if any (one with the layers timed first). */
   find(model: tf.LayersModel, batchSize: number | undefined): ModelProfile | undefined {
-    return batchSize === undefined ? undefined : this.kept.get(key(topologyOf(model), batchSize));
+    if (batchSize === undefined) return undefined;
+    const topology = topologyOf(model);
+    return this.kept.get(key(topology, batchSize, true)) ?? this.kept.get(key(topology, batchSize, false));
   }
 
   /**
@@ -45,7 +62,7 @@ export class ModelProfiles {
    * print, count its calls or fail) runs only when the user trains. A worker lost meanwhile
    * fails the fit as it would during a step, with the cause `lossWithin` reports.
    */
-  async forFit(handles: readonly WorkerHandle[], model: tf.LayersModel, o: { batchSize: number; loss: LossName; optimizer: OptimizerSpec }, lossWithin: (ms: number) => Promise<MeshtrainError | undefined>): Promise<ModelProfile | undefined> {
+  async forFit(handles: readonly WorkerHandle[], model: tf.LayersModel, o: { batchSize: number; loss: LossName; optimizer: OptimizerSpec }, request: ProfileRequest, lossWithin: (ms: number) => Promise<MeshtrainError | undefined>): Promise<ModelProfile | undefined> {
     if (model.layers.some((l) => !BUILT_IN.has(l.getClassName()))) return undefined;
     // A software GPU computes a step in seconds and its speed says nothing of a real GPU's: timing it would cost more than the fit.
     const soft = handles.find((h) => h.info?.gpu?.software);
@@ -54,7 +71,7 @@ export class ModelProfiles {
       return undefined;
     }
     try {
-      return await this.take(handles, model, o);
+      return await this.take(handles, model, o, request);
     } catch (err) {
       const lost = await lossWithin(LOSS_WAIT_MS);
       if (lost) throw lost;
@@ -64,24 +81,30 @@ export class ModelProfiles {
     }
   }
 
-  /** Times the model on the slowest worker at the batch and an eighth of it (once per model and batch). */
-  async take(handles: readonly WorkerHandle[], model: tf.LayersModel, o: { batchSize: number; loss: LossName; optimizer: OptimizerSpec }): Promise<ModelProfile> {
+  /**
+   * Times the model on the slowest worker at the batch and an eighth of it (once per model and
+   * batch): its replica step, and its layers unless the request leaves them out; within the
+   * request's budget where it has one (beyond it, timings run once and fewer sharing rounds run).
+   */
+  async take(handles: readonly WorkerHandle[], model: tf.LayersModel, o: { batchSize: number; loss: LossName; optimizer: OptimizerSpec }, request: ProfileRequest = { layers: true }): Promise<ModelProfile> {
     const topology = topologyOf(model);
-    const k = key(topology, o.batchSize);
-    const had = this.kept.get(k);
+    const had = this.kept.get(key(topology, o.batchSize, true)) ?? (request.layers ? undefined : this.kept.get(key(topology, o.batchSize, false)));
     if (had) return had;
     const slowest = [...handles].sort((a, b) => (a.info?.gflops ?? 0) - (b.info?.gflops ?? 0))[0];
     if (!slowest) throw new StateError("the cluster has no worker to time the model on");
     const batches = profileBatches(o.batchSize);
+    const started = performance.now();
+    const budget = request.budgetMs !== undefined ? { budgetMs: request.budgetMs } : {};
     const r = await slowest.channel.request(
-      { type: "profile", topology, optimizer: o.optimizer, loss: o.loss, batches },
+      { type: "profile", topology, optimizer: o.optimizer, loss: o.loss, batches, ...budget, ...(request.layers ? {} : { layers: false }) },
       "profiled",
-      { timeoutMs: PROFILE_TIMEOUT_MS, waitingFor: "the model's layer and step times" },
+      { timeoutMs: PROFILE_TIMEOUT_MS, waitingFor: request.layers ? "the model's layer and step times" : "the model's step times" },
     );
     const m = r.msg;
-    const sharing = await sharedSlowdown(handles, { type: "profile", topology, optimizer: o.optimizer, loss: o.loss, batches });
+    const left = request.budgetMs === undefined ? Infinity : request.budgetMs - (performance.now() - started);
+    const sharing = await sharedSlowdown(handles, { type: "profile", topology, optimizer: o.optimizer, loss: o.loss, batches }, roundsWithin(left, m.replicaStepMs[0] ?? 0));
     const profile: ModelProfile = Object.freeze({ batches: m.batches, layers: m.layers, replicaStepMs: m.replicaStepMs, replicaStep: m.replicaStep, timedOn: `rank ${slowest.rank} (${slowest.info?.backend ?? "?"})`, ...(sharing ? { sharing } : {}) });
-    this.kept.set(k, profile);
+    this.kept.set(key(topology, o.batchSize, request.layers), profile);
     return profile;
   }
 }
@@ -93,7 +116,7 @@ export class ModelProfiles {
  * median over SHARED_ROUNDS such pairs, each close enough in time to meet the machine alike.
  * Undefined where every worker has a machine of its own.
  */
-async function sharedSlowdown(handles: readonly WorkerHandle[], msg: Omit<MessageOf<"profile">, "v" | "id">): Promise<ModelProfile["sharing"]> {
+async function sharedSlowdown(handles: readonly WorkerHandle[], msg: Omit<MessageOf<"profile">, "v" | "id">, rounds: number): Promise<ModelProfile["sharing"]> {
   const byHost = new Map<string, WorkerHandle[]>();
   for (const h of handles) if (h.info) byHost.set(h.info.hostname, [...(byHost.get(h.info.hostname) ?? []), h]);
   const crowded = [...byHost.values()].sort((a, b) => b.length - a.length)[0] ?? [];
@@ -101,7 +124,7 @@ async function sharedSlowdown(handles: readonly WorkerHandle[], msg: Omit<Messag
   const time = (h: WorkerHandle, beside: string): Promise<number> =>
     h.channel.request({ ...msg, sharedForMs: SHARED_MS }, "profiled", { timeoutMs: PROFILE_TIMEOUT_MS, waitingFor: `rank ${h.rank}'s step ${beside}` }).then((r) => r.msg.replicaStepMs[0]!);
   const ratios: number[] = [];
-  for (let round = 0; round < SHARED_ROUNDS; round++) {
+  for (let round = 0; round < rounds; round++) {
     // Timed alone the same way first: a mean against a mean, since a fastest-of is a different measure.
     const alone = await time(crowded[0]!, "alone");
     const shared = await Promise.all(crowded.map((h) => time(h, "while the workers beside it step too")));
@@ -114,6 +137,15 @@ function topologyOf(model: tf.LayersModel): Record<string, unknown> {
   return model.toJSON(null, false) as unknown as Record<string, unknown>;
 }
 
-function key(topology: Record<string, unknown>, batchSize: number): string {
-  return `${batchSize}/${JSON.stringify(topology)}`;
+function key(topology: Record<string, unknown>, batchSize: number, layers: boolean): string {
+  return `${batchSize}/${layers ? "layers" : "step"}/${JSON.stringify(topology)}`;
+}
+
+/**
+ * Sharing rounds that fit in what is left of a profile's budget: each is a window alone and one
+ * shared, after two warm-up steps each. None left: the plan assumes workers per core instead.
+ */
+function roundsWithin(leftMs: number, stepMs: number): number {
+  const round = 2 * (SHARED_MS + 2 * stepMs);
+  return Math.max(0, Math.min(SHARED_ROUNDS, Math.floor(leftMs / round)));
 }

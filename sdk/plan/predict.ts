@@ -42,10 +42,12 @@ export interface Prediction {
   bubble: number;
   /** What the numbers rest on, in words. */
   basis: string;
+  /** True when the compute was timed on a worker (a profile), not estimated from the model's FLOPs. */
+  timed?: boolean;
   /** Pipelines: each stage's forwards and backwards as the schedule was simulated, ms from the step's start. */
   actions?: TimedAction[][];
   /** Data parallelism on several workers: the same global batch on one worker, to compare with. */
-  oneWorker?: Pick<Prediction, "stepMs" | "computeMs" | "commMs" | "samplesPerSecond" | "bubble" | "basis">;
+  oneWorker?: Pick<Prediction, "stepMs" | "computeMs" | "commMs" | "samplesPerSecond" | "bubble" | "basis" | "timed">;
 }
 
 /** Bytes of one sample's input and label, which the driver sends when it feeds the data. */
@@ -86,7 +88,7 @@ export function predictData(o: { flopsPerSample: number; layers: number; gradien
   // The ring measured itself where it could; else the driver's links stand in for it.
   const commMs = allReduceMs(o.gradientBytes, o.replicas, s.ring ?? s);
   const stepMs = computeMs + commMs + stepOverheadMs(s, o.feedBytes);
-  return { stepMs, computeMs, commMs, bubble: 0, samplesPerSecond: (o.globalBatch / stepMs) * 1000, basis: basis(s, Number.isFinite(timed) ? o.profile : undefined, o.replicas > 1) };
+  return { stepMs, computeMs, commMs, bubble: 0, samplesPerSecond: (o.globalBatch / stepMs) * 1000, basis: basis(s, Number.isFinite(timed) ? o.profile : undefined, o.replicas > 1), timed: Number.isFinite(timed) };
 }
 
 /**
@@ -128,7 +130,8 @@ export function predictPipeline(
     commMs,
     bubble: makespan > 0 ? 1 - busy / (o.stages.length * makespan) : 0,
     samplesPerSecond: (o.globalBatch / stepMs) * 1000,
-    basis: basis(s, o.profile),
+    basis: basis(s, o.profile?.layers.length ? o.profile : undefined),
+    timed: (o.profile?.layers.length ?? 0) > 0,
     actions: timed,
   };
 }
@@ -158,7 +161,8 @@ function stageSharing(s: Speeds, profile: ModelProfile | undefined, stages: numb
 function stageSeconds(stages: ReadonlyArray<{ from: number; to: number; flopsPerSample: number; layers: number }>, mb: number, s: Speeds, profile: ModelProfile | undefined): Array<{ forward: number; backward: number }> {
   return stages.map((st) => {
     const flops = (st.flopsPerSample * mb) / s.flopsPerSecond;
-    const t = profile ? layersMs(profile, st.from, st.to, mb) : undefined;
+    // A profile of the step alone (taken for data parallelism) has no layer times.
+    const t = profile && profile.layers.length > 0 ? layersMs(profile, st.from, st.to, mb) : undefined;
     const forward = t ? t.forwardMs / 1000 : flops + st.layers * KERNELS_FWD * s.kernelSeconds;
     const backward = t ? t.backwardMs / 1000 : 2 * flops + st.layers * KERNELS_BWD * s.kernelSeconds;
     return { forward, backward };
@@ -167,7 +171,7 @@ function stageSeconds(stages: ReadonlyArray<{ from: number; to: number; flopsPer
 
 function basis(s: Speeds, profile: ModelProfile | undefined, dataRing = false): string {
   const compute = profile
-    ? `the model's layers and step timed on ${profile.timedOn} at batches ${profile.batches.join(" and ")}`
+    ? `the model's ${profile.layers.length > 0 ? "layers and step" : "step"} timed on ${profile.timedOn} at batches ${profile.batches.join(" and ")}`
     : `${(s.flopsPerSecond / 1e9).toFixed(1)} GFLOP/s matrix speed and ${(s.kernelSeconds * 1e6).toFixed(1)} us per TF.js kernel (the model's FLOPs; no profile was taken)`;
   const shared = profile?.sharing;
   const sharing = shared

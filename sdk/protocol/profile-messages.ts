@@ -29,6 +29,10 @@ export const ProfileSchema = z.strictObject({
    * compute at once slow each other (the layers are not timed).
    */
   sharedForMs: z.number().int().positive().max(10_000).optional(),
+  /** false: time the replica step alone (a data-parallel plan uses no layer times); the layers' list comes back empty. */
+  layers: z.boolean().optional(),
+  /** After this long, each timing still to begin runs once, without warm-up or repeats (a fit's profile is bounded by what it can save). */
+  budgetMs: z.number().int().positive().max(3_600_000).optional(),
 });
 
 export const ProfiledSchema = z.strictObject({

@@ -3,12 +3,10 @@ import * as tf from "@tensorflow/tfjs";
 import { ModelError } from "../errors/errors";
 import { estimateReplicaMemory, formatBytes, memoryTotal } from "../plan/memory";
 import { summarizeModel } from "../plan/model-summary";
-import type { LossName } from "../protocol/loss-names";
 import type { MessageOf } from "../protocol/messages";
-import type { Tensorlike } from "../protocol/tensor";
 import { DataReplica } from "./data/replica";
-import { elementCount } from "../protocol/tensor";
-import { buildModel } from "../model/model-io";
+import { buildModel, tensorOf } from "../model/model-io";
+import { feedOf, sampleInput, sampleLabels, type Feed } from "./profile-feed";
 
 type Profiled = Omit<MessageOf<"profiled">, "type" | "v" | "re">;
 
@@ -22,11 +20,17 @@ const SPAN_MS = 30;
 const MIN_REPEATS = 5;
 const MAX_REPEATS = 21;
 
-async function typical(run: () => unknown): Promise<number> {
+async function typical(run: () => unknown, clock: { deadline: number }): Promise<number> {
+  // Past the profile's budget: one run, warm-up and all (an estimate that errs slow).
+  if (performance.now() >= clock.deadline) {
+    const t = performance.now();
+    await run();
+    return performance.now() - t;
+  }
   await run();
   const times: number[] = [];
   const t0 = performance.now();
-  while (times.length < MAX_REPEATS && (times.length < MIN_REPEATS || performance.now() - t0 < SPAN_MS)) {
+  while (times.length < MAX_REPEATS && (times.length < MIN_REPEATS || performance.now() - t0 < SPAN_MS) && (times.length === 0 || performance.now() < clock.deadline)) {
     const t = performance.now();
     await run();
     times.push(performance.now() - t);
@@ -59,49 +63,79 @@ async function meanOver(run: () => unknown, ms: number): Promise<number> {
 
 /**
  * Times every layer's forward and backward pass alone at each batch size, as a pipeline stage
- * runs them (TF.js autodiff; the gradient of the layer's input too, except for the first layer,
- * whose input needs none), and a data-parallel replica's whole step. With `sharedForMs`, only
+ * runs them (TF.js autodiff; the gradients of the layer's inputs too, except inputs of the
+ * model, which need none), and a data-parallel replica's whole step. With `sharedForMs`, only
  * the replica step's mean over that window, while the driver has other workers step beside it.
+ * With `budgetMs`, timings begun after that long run once each, without warm-up: a profile
+ * must not cost more than the plan it informs saves.
  */
 export async function profileModel(msg: MessageOf<"profile">, memoryCapBytes: number | null): Promise<Profiled> {
+  const clock: Clock = { deadline: msg.budgetMs === undefined ? Infinity : performance.now() + msg.budgetMs };
   if (msg.sharedForMs !== undefined) {
     const model = await buildModel(msg.topology, "initial");
-    const shapes = { inShape: model.inputs[0]!.shape.slice(1) as number[], outShape: model.outputs[0]!.shape.slice(1) as number[] };
+    const feed = feedOf(model);
     model.dispose();
     const batches = msg.batches.slice(0, 1);
-    return { batches, layers: [], ...(await replicaStepTimes({ ...msg, batches }, shapes, (run) => meanOver(run, msg.sharedForMs!))) };
+    return { batches, layers: [], ...(await replicaStepTimes({ ...msg, batches }, feed, (run) => meanOver(run, msg.sharedForMs!))) };
   }
-  const { layers, shapes } = await layerTimes(msg, memoryCapBytes);
-  // One model at a time: the replica builds its own once the layers' model is gone.
-  return { batches: msg.batches, layers, ...(await replicaStepTimes(msg, shapes)) };
-}
-
-type SampleShapes = { inShape: number[]; outShape: number[] };
-
-async function layerTimes(msg: MessageOf<"profile">, memoryCapBytes: number | null): Promise<{ layers: Profiled["layers"]; shapes: SampleShapes }> {
   const model = await buildModel(msg.topology, "initial");
+  let feed: Feed;
   try {
     refuseIfTooBig(model, msg, memoryCapBytes);
-    const layers = model.layers.filter((l) => l.getClassName() !== "InputLayer");
-    const times = layers.map(() => ({ forwardMs: [] as number[], backwardMs: [] as number[] }));
-    const inShape = model.inputs[0]!.shape.slice(1) as number[];
-    for (const b of msg.batches) {
-      let h = tf.randomNormal([b, ...inShape]);
-      for (const [i, l] of layers.entries()) {
-        const input = h;
-        const forwardMs = await typical(() => settle(tf.tidy(() => [l.apply(input) as tf.Tensor])));
-        const both = await typical(() => settle(tf.tidy(() => backward(l, input, i > 0))));
-        times[i]!.forwardMs.push(forwardMs);
-        times[i]!.backwardMs.push(Math.max(0, both - forwardMs));
-        h = tf.tidy(() => l.apply(input) as tf.Tensor);
-        input.dispose();
-      }
-      h.dispose();
-    }
-    return { layers: times, shapes: { inShape, outShape: model.outputs[0]!.shape.slice(1) as number[] } };
+    feed = feedOf(model);
   } finally {
     model.dispose();
   }
+  // The replica step first: data parallelism plans from it alone, so it gets the budget's best.
+  const step = await replicaStepTimes(msg, feed, (run) => typical(run, clock));
+  return { batches: msg.batches, layers: msg.layers === false ? [] : await layerTimes(msg, clock), ...step };
+}
+
+/** When timings stop repeating. */
+interface Clock {
+  deadline: number;
+}
+
+async function layerTimes(msg: MessageOf<"profile">, clock: Clock): Promise<Profiled["layers"]> {
+  const model = await buildModel(msg.topology, "initial");
+  try {
+    const feed = feedOf(model);
+    const layers = model.layers.filter((l) => l.getClassName() !== "InputLayer");
+    const times = layers.map(() => ({ forwardMs: [] as number[], backwardMs: [] as number[] }));
+    const fed = new Set(model.inputs.map((s) => s.id));
+    for (const b of msg.batches) {
+      // Every symbolic tensor's value at this batch, filled as the layers produce them.
+      const values = new Map<number, tf.Tensor>(model.inputs.map((s, i) => [s.id, tensorOf(sampleInput(feed.inputs[i]!, b))]));
+      try {
+        for (const [i, l] of layers.entries()) {
+          for (const [k, node] of l.inboundNodes.entries()) {
+            const inputs = node.inputTensors.map((t) => values.get(t.id));
+            if (inputs.some((t) => t === undefined)) continue;
+            const xs = inputs as tf.Tensor[];
+            if (k === 0) {
+              const forwardMs = await typical(() => settle(tf.tidy(() => outputsOf(l, xs))), clock);
+              const both = await typical(() => settle(tf.tidy(() => backward(l, xs, node.inputTensors.map((t) => !fed.has(t.id))))), clock);
+              times[i]!.forwardMs.push(forwardMs);
+              times[i]!.backwardMs.push(Math.max(0, both - forwardMs));
+            }
+            const outs = tf.tidy(() => outputsOf(l, xs));
+            node.outputTensors.forEach((t, j) => values.set(t.id, outs[j]!));
+          }
+        }
+      } finally {
+        tf.dispose([...values.values()]);
+      }
+    }
+    return times;
+  } finally {
+    model.dispose();
+  }
+}
+
+/** A layer applied to its inputs as its node in the model takes them (a merge takes a list), its outputs as a list. */
+function outputsOf(l: tf.layers.Layer, xs: tf.Tensor[]): tf.Tensor[] {
+  const out = l.apply(xs.length === 1 ? xs[0]! : xs) as tf.Tensor | tf.Tensor[];
+  return Array.isArray(out) ? out : [out];
 }
 
 /** A model whose step would not fit this worker's memory is not timed here (a pipeline's plan then predicts from FLOPs). */
@@ -114,16 +148,15 @@ function refuseIfTooBig(model: tf.LayersModel, msg: MessageOf<"profile">, memory
   }
 }
 
-/** The layer's forward and backward: gradients of its weights, and of its input when a layer before needs it. Returns what to wait for. */
-function backward(l: tf.layers.Layer, input: tf.Tensor, inputGradient: boolean): tf.Tensor[] {
-  const x = inputGradient ? tf.variable(input, true) : input;
+/** The layer's forward and backward: gradients of its weights, and of each input marked as needing one. Returns what to wait for. */
+function backward(l: tf.layers.Layer, inputs: tf.Tensor[], needs: boolean[]): tf.Tensor[] {
+  const xs = inputs.map((t, k) => (needs[k] ? tf.variable(t, true) : t));
   try {
-    const uses = l.trainableWeights.length > 0 || inputGradient;
-    if (!uses) return [l.apply(x) as tf.Tensor];
-    const r = tf.variableGrads(() => (l.apply(x) as tf.Tensor).sum() as tf.Scalar);
+    if (l.trainableWeights.length === 0 && !needs.some(Boolean)) return outputsOf(l, xs);
+    const r = tf.variableGrads(() => outputsOf(l, xs).map((o) => o.sum() as tf.Scalar).reduce((a, o) => tf.add(a, o)));
     return Object.values(r.grads);
   } finally {
-    if (x !== input) x.dispose();
+    xs.forEach((x, k) => x !== inputs[k] && x.dispose());
   }
 }
 
@@ -136,29 +169,19 @@ async function settle(ts: tf.Tensor[]): Promise<void> {
   }
 }
 
-/** A replica's step at each batch, on random inputs and labels of the loss's kind. */
-async function replicaStepTimes(msg: MessageOf<"profile">, { inShape, outShape }: SampleShapes, time: (run: () => unknown) => Promise<number> = typical): Promise<Pick<Profiled, "replicaStepMs" | "replicaStep">> {
+/** A replica's step at each batch, on inputs of the model's kind and labels of the loss's kind. */
+async function replicaStepTimes(msg: MessageOf<"profile">, feed: Feed, time: (run: () => unknown) => Promise<number>): Promise<Pick<Profiled, "replicaStepMs" | "replicaStep">> {
   const replica = await DataReplica.load({ type: "load", v: msg.v, id: msg.id, role: "replica", topology: msg.topology, optimizer: msg.optimizer, loss: msg.loss, replicaBatch: Math.max(...msg.batches), stepTimeoutMs: 60_000, attachments: [] }, "initial");
   try {
     const alone = (data: Float32Array) => Promise.resolve({ data, stats: { waitMs: 0, commMs: 0, bytesSent: 0 } });
     const replicaStepMs: number[] = [];
     for (const b of msg.batches) {
-      const x: Tensorlike = { data: Float32Array.from({ length: b * elementCount(inShape) }, () => Math.random()), shape: [b, ...inShape] };
-      const y = labels(msg.loss, b, outShape);
+      const x = sampleInput(feed.inputs[0]!, b);
+      const y = sampleLabels(msg.loss, b, feed.outShape);
       replicaStepMs.push(await time(() => replica.train(1, x, y, alone)));
     }
     return { replicaStepMs, replicaStep: replica.loaded.replicaStep ?? { native: false, why: "the replica did not say" } };
   } finally {
     replica.dispose();
   }
-}
-
-/** Labels of the shape and kind the loss takes: one class per row for the crossentropies, values in [0, 1) otherwise. */
-function labels(loss: LossName, b: number, outShape: readonly number[]): Tensorlike {
-  const classes = outShape[outShape.length - 1] ?? 1;
-  if (loss === "sparseCategoricalCrossentropy") return { data: Float32Array.from({ length: b }, (_, i) => i % classes), shape: [b, 1] };
-  const data = new Float32Array(b * elementCount(outShape));
-  if (loss === "categoricalCrossentropy") for (let r = 0; r < data.length / classes; r++) data[r * classes + (r % classes)] = 1;
-  else for (let i = 0; i < data.length; i++) data[i] = Math.random();
-  return { data, shape: [b, ...outShape] };
 }

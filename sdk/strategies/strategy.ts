@@ -49,8 +49,11 @@ export interface StrategyPlanner<O> {
   readonly servers: "required" | "refused";
   /** Whether .slowdown(rank, factor) applies: its workers compute whole steps. */
   readonly slowdown: boolean;
-  /** Whether fit() times the model on a worker before planning (its predictions use the profile). */
-  readonly profiled: boolean;
+  /**
+   * What fit() times on a worker before planning, for predictions from measured times: the
+   * replica step ("step"), or every layer as well ("layers", for plans that place layers); false: nothing.
+   */
+  readonly profiled: false | "step" | "layers";
   /** Checks the options against the rest of the cluster's description; the message shows the arithmetic. */
   check(options: O, spec: ClusterSpec): void;
   /** Whether fit() wires and times the data ring before planning, to price the plan's all-reduce by it. */

@@ -15,6 +15,19 @@ function model(): tf.LayersModel {
   });
 }
 
+/** A residual block with BatchNormalization: an add() merge, whose profile once failed on every worker. */
+function residual(): tf.LayersModel {
+  const input = tf.input({ shape: [4, 4, 2] });
+  const n = tf.layers.batchNormalization().apply(tf.layers.conv2d({ filters: 2, kernelSize: 3, padding: "same" }).apply(input)) as tf.SymbolicTensor;
+  const sum = tf.layers.add().apply([input, n]) as tf.SymbolicTensor;
+  return tf.model({ inputs: input, outputs: tf.layers.dense({ units: 3, activation: "softmax" }).apply(tf.layers.flatten().apply(sum)) as tf.SymbolicTensor });
+}
+
+/** Ids into a 50-word Embedding: random normal values there were out of range. */
+function embedded(): tf.LayersModel {
+  return tf.sequential({ layers: [tf.layers.embedding({ inputDim: 50, outputDim: 4, inputLength: 5 }), tf.layers.flatten(), tf.layers.dense({ units: 2, activation: "softmax" })] });
+}
+
 test("a worker times the model's layers and replica step, and plan() and fit() predict from that profile", { timeout: 180_000 }, async () => {
   const c = await cluster().workers(2).strategy("data").launch();
   try {
@@ -35,7 +48,22 @@ test("a worker times the model's layers and replica step, and plan() and fit() p
     const data = datasets.synthetic({ inputShape: [8, 8, 1], classes: 3, size: 64, seed: 3 });
     const run = await c.fit(m, data, { epochs: 1, batchSize: 16, loss: "categoricalCrossentropy", optimizer: { name: "sgd", learningRate: 0.01 } });
     assert.match(run.plan.prediction!.basis, /timed on rank \d \(native\) at batches 2 and 16.*priced by the data ring itself \(native/);
+    // Data parallelism plans from the replica step alone: its fit timed nothing else.
+    assert.match(run.plan.prediction!.basis, /the model's step timed on rank/);
     assert.equal(run.history.length, 4);
+    // Models whose profile failed on a worker before (a merge, Embedding ids) are timed, and nothing is said on stderr.
+    const said: string[] = [];
+    const write = process.stderr.write.bind(process.stderr);
+    process.stderr.write = ((chunk: string | Uint8Array, ...rest: never[]) => (said.push(String(chunk)), write(chunk, ...rest))) as typeof process.stderr.write;
+    try {
+      const r1 = await c.fit(residual(), datasets.synthetic({ inputShape: [4, 4, 2], classes: 3, size: 32, seed: 4 }), { epochs: 1, batchSize: 16, loss: "categoricalCrossentropy", optimizer: "sgd" });
+      const ids = datasets.fromTensors(tf.randomUniform([32, 5], 0, 50, "int32").toFloat(), tf.oneHot(tf.randomUniform([32], 0, 2, "int32"), 2).toFloat());
+      const r2 = await c.fit(embedded(), ids, { epochs: 1, batchSize: 16, loss: "categoricalCrossentropy", optimizer: "sgd" });
+      for (const r of [r1, r2]) assert.match(r.plan.prediction!.basis, /the model's step timed on rank/);
+    } finally {
+      process.stderr.write = write;
+    }
+    assert.doesNotMatch(said.join(""), /timing it on a worker failed/);
   } finally {
     await c.close();
   }

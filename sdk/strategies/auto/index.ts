@@ -13,7 +13,7 @@ export const autoStrategy: StrategyPlanner<AutoOptions> & { options: typeof Auto
   family: "any",
   servers: "refused",
   slowdown: false,
-  profiled: true,
+  profiled: "layers",
   check: () => undefined,
   probesRing: () => false,
   plan: planAuto,

@@ -13,7 +13,7 @@ export const dataStrategy: Strategy<DataOptions, DataParallelPlan> & { options: 
   family: "replicas",
   servers: "refused",
   slowdown: true,
-  profiled: true,
+  profiled: "step",
   check: checkDataOptions,
   // Its plans price the all-reduce by the ring the steps use; elastic rings change with membership.
   probesRing: (o, workers) => !o.elastic && workers >= 2,
@@ -27,7 +27,7 @@ export const dataStrategy: Strategy<DataOptions, DataParallelPlan> & { options: 
   fit: fitDataParallel,
   describe: (run, plan, summary) => {
     const worst = summary.stragglers.worst;
-    const slower = measuredSlowerThanOne({ workers: summary.workers.length, gradientBytes: plan.gradientBytes, measuredSteps: summary.steps - summary.warmupSteps, medianStepMs: summary.medianStepMs, ranks: summary.workers, ...(plan.prediction?.oneWorker ? { oneWorkerMs: plan.prediction.oneWorker.stepMs } : {}) });
+    const slower = measuredSlowerThanOne({ workers: summary.workers.length, gradientBytes: plan.gradientBytes, measuredSteps: summary.steps - summary.warmupSteps, medianStepMs: summary.medianStepMs, ranks: summary.workers, ...(plan.prediction?.oneWorker?.timed ? { oneWorkerMs: plan.prediction.oneWorker.stepMs } : {}) });
     return {
       label: `data, ${run.workers.length} worker(s)`,
       lines: [

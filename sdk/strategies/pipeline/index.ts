@@ -55,7 +55,7 @@ function staged<S extends z.ZodType<StagedOptionsGiven>>(kind: PipelineKind, opt
     family: "stages",
     servers: "refused",
     slowdown: false,
-    profiled: true,
+    profiled: "layers",
     check,
     probesRing: () => false,
     plan: (o, spec, model, po) => planPipelineWith(model, { ...stagedOptions(kind, o, spec), ...extras(po) }),
