@@ -44,6 +44,8 @@ export type { BackendChoice, BackendName } from "./protocol/backend-names";
 export type { ClusterSpec } from "./config/cluster-spec";
 export type { StrategyName, StrategyInput } from "./strategies/strategy-table";
 export type { FitOptions } from "./driver/fit-options";
+export type { FitCallbacks } from "./driver/fit-callbacks";
+export { learningRates, type LearningRateSchedule } from "./driver/learning-rates";
 export type { LossName } from "./protocol/loss-names";
 export type { OptimizerInput, OptimizerSpec } from "./protocol/optimizer-spec";
 export type { WorkerSnapshot } from "./config/worker-snapshot";

@@ -78,7 +78,7 @@ export class TrainingRun {
     this.departures = record.ps?.departures ?? [];
     this.serverVersions = record.ps?.serverVersions ?? [];
     this.membership = record.membership ?? [];
-    this.byEpoch = epochHistory(record.history);
+    this.byEpoch = epochHistory(record.history, record.validation);
     this.training = record.training;
     this.dataPlane = record.dataPlane;
     this.replicaStep = record.replicaStep;

@@ -2,6 +2,7 @@ import type { WorkerHandle } from "../members/worker-handle";
 import type { Dataset } from "../data/dataset";
 import { WorkerLostError, type MeshtrainError } from "../errors/errors";
 import { EpochWalk } from "./epoch-walk";
+import { rateField } from "./learning-rates";
 import type { ResolvedFitOptions } from "./fit-options";
 import type { Tensorlike } from "../protocol/tensor";
 import type { MembershipChange, StepRecord } from "../metrics/records";
@@ -19,6 +20,7 @@ interface InFlight {
   slices: number[];
   settled: Promise<Array<PromiseSettledResult<StepDone>>>;
   result?: Array<PromiseSettledResult<StepDone>>;
+  learningRate?: number;
 }
 
 /** One ring of the members, in rank order; nobody else is wired. */
@@ -87,8 +89,9 @@ class ElasticLoop {
     this.walk = new EpochWalk(dataset.size, o);
     this.total = this.walk.total;
     this.members = [...ctx.workers];
-    this.base = new Map<number, number>(this.members.map((h) => [h.rank, t.startStep]));
-    this.done = this.next = t.startStep;
+    const start = Math.max(t.startStep, this.walk.first);
+    this.base = new Map<number, number>(this.members.map((h) => [h.rank, start]));
+    this.done = this.next = start;
     ctx.survive(() => {
       this.departures++;
       this.nudge();
@@ -151,18 +154,19 @@ class ElasticLoop {
   private issue(step: number): void {
     const { epoch, order, start, end } = this.walk.at(step);
     const count = end - start;
+    const rate = rateField(this.o, step, epoch);
     const slices = [...this.hooks.split(count, this.members.length)];
     let from = start;
     const requests = this.members.map((w, i) => {
       const batch = this.dataset.gather(order, from, from + slices[i]!);
       from += slices[i]!;
-      return w.channel.request({ type: "step", step, epoch, weight: slices[i]! / count, generation: this.generation }, "stepDone", {
+      return w.channel.request({ type: "step", step, epoch, weight: slices[i]! / count, generation: this.generation, ...rate }, "stepDone", {
         timeoutMs: this.stepMs,
         waitingFor: `step ${step}`,
         attachments: [batch.x, batch.y],
       });
     });
-    const f: InFlight = { step, epoch, members: [...this.members], slices, settled: Promise.allSettled(requests) };
+    const f: InFlight = { step, epoch, members: [...this.members], slices, settled: Promise.allSettled(requests), ...rate };
     void f.settled.then((r) => {
       f.result = r;
       this.nudge();
@@ -184,6 +188,7 @@ class ElasticLoop {
       workers: ok.map((x) => workerStep(x.r.value, x.w, this.t.fitStartWall)),
       straggler: straggler(ok.map((x) => computeEnd(x.r.value, x.w))),
       ...stepOutcome(ok.map((x) => x.r.value), ok.map((x) => x.w.rank), ok.map((x) => x.share)),
+      ...(f.learningRate !== undefined ? { learningRate: f.learningRate } : {}),
     };
     this.lastEnd = now;
     this.history.push(rec);

@@ -7,6 +7,8 @@ export interface BatchAt {
   order: Uint32Array | null;
   start: number;
   end: number;
+  /** Under a learning-rate schedule: the step's rate, which its messages carry. */
+  learningRate?: number;
 }
 
 /**
@@ -16,13 +18,17 @@ export interface BatchAt {
  */
 export class EpochWalk {
   readonly perEpoch: number;
+  /** One past the last step: epochs x steps per epoch. */
   readonly total: number;
+  /** The first step a fit takes: the first of its initialEpoch (model.fit's), 0 without one. */
+  readonly first: number;
   /** Orders of the epochs in use: a loop that steps back (elastic) may need the one before. */
   private readonly orders = new Map<number, Uint32Array | null>();
 
-  constructor(private readonly size: number, private readonly o: { epochs: number; batchSize: number; shuffle: boolean; seed: number }) {
+  constructor(private readonly size: number, private readonly o: { epochs: number; batchSize: number; shuffle: boolean; seed: number; initialEpoch?: number }) {
     this.perEpoch = stepsPerEpoch(size, o.batchSize);
     this.total = o.epochs * this.perEpoch;
+    this.first = (o.initialEpoch ?? 0) * this.perEpoch;
   }
 
   at(step: number): BatchAt {
@@ -31,9 +37,9 @@ export class EpochWalk {
     return { step, epoch, order: this.orderOf(epoch), start, end };
   }
 
-  /** Every step from `from` (a resumed fit's first) to the last. */
+  /** Every step from `from` (a resumed fit's first) or the initial epoch's first, whichever is later, to the last. */
   *steps(from = 0): IterableIterator<BatchAt> {
-    for (let step = from; step < this.total; step++) yield this.at(step);
+    for (let step = Math.max(from, this.first); step < this.total; step++) yield this.at(step);
   }
 
   private orderOf(epoch: number): Uint32Array | null {

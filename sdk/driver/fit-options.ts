@@ -1,5 +1,10 @@
-import type * as tf from "@tensorflow/tfjs";
+import * as tf from "@tensorflow/tfjs";
+import { Dataset } from "../data/dataset";
+import type { ValidationData } from "./validation-data";
+import { CallbackRun, type FitCallbacks } from "./fit-callbacks";
+import type { LearningRateSchedule } from "./learning-rates";
 import { z } from "zod";
+import { ConfigError } from "../errors/errors";
 import { readCompiled, type Origin } from "../config/compiled";
 import { LOSS_NAMES, type LossName } from "../protocol/loss-names";
 import { OptimizerSpecSchema, type OptimizerInput, type OptimizerSpec } from "../protocol/optimizer-spec";
@@ -12,6 +17,12 @@ import type { MetricSpec } from "../protocol/metric-spec";
 export interface FitOptions {
   /** Passes over the dataset. Default 1. */
   epochs?: number;
+  /**
+   * The epoch to start at, as model.fit's: epochs initialEpoch to epochs - 1 are trained, each
+   * with its own seeded order (so a run continued this way sees the batches an uninterrupted one
+   * would). Must be below epochs. Default 0.
+   */
+  initialEpoch?: number;
   /** Global batch: samples per step over all replicas; must divide evenly among them. Default 32. */
   batchSize?: number;
   /**
@@ -32,8 +43,31 @@ export interface FitOptions {
   shuffle?: boolean;
   /** Seed of the shuffles; the run records it. Default: a random one. */
   seed?: number;
+  /**
+   * Data to validate on at the end of every epoch, as model.fit's: a dataset, or [x, y] tensors.
+   * The replicas evaluate it, each a shard, in inference mode; `run.byEpoch.history.val_loss` and
+   * the callbacks' epoch logs have the results. Strategy "data" (not elastic).
+   */
+  validationData?: ValidationData;
+  /** The dataset's last fraction (cut before shuffling, as model.fit cuts it) to validate on instead of training. */
+  validationSplit?: number;
   /** Called after every step with its record. */
   onStep?: (record: StepRecord) => void;
+  /**
+   * A learning-rate schedule: `(step, epoch, baseRate) => rate`, evaluated on the driver for
+   * every step (counted over the fit from 0) and applied alike by every replica, stage and sync
+   * server; or one of `learningRates` (warm-up + cosine, step decay). Every step's rate is asked
+   * before the first step. Not under async parameter servers.
+   */
+  schedule?: LearningRateSchedule;
+  /**
+   * model.fit's callbacks: hooks by name (onTrainBegin, onEpochBegin, onBatchBegin, onBatchEnd,
+   * onEpochEnd, onTrainEnd), TF.js callbacks such as tf.callbacks.earlyStopping, or a list of
+   * them; called on the driver with the logs model.fit gives, a batch being a step. Setting
+   * model.stopTraining ends the fit at the next step boundary (it resolves with the steps done).
+   * Synchronous fits (not elastic ones or async parameter servers).
+   */
+  callbacks?: FitCallbacks;
   /**
    * Stops the fit at the next step boundary when aborted: the workers finish the steps in flight
    * and stay ready, and fit rejects with AbortError (code MT_ERR_ABORTED) carrying the run so far.
@@ -65,6 +99,7 @@ export interface FitOptions {
 
 const FitOptionsSchema = z.strictObject({
   epochs: z.number().int().min(1).max(1_000_000).default(1),
+  initialEpoch: z.number().int().min(0).default(0),
   batchSize: z.number().int().min(1).max(1 << 24).default(32),
   optimizer: z.preprocess((v) => (typeof v === "string" ? { name: v } : v), OptimizerSpecSchema).optional(),
   loss: z.enum(LOSS_NAMES).optional(),
@@ -79,10 +114,15 @@ const FitOptionsSchema = z.strictObject({
     .optional(),
   checkpoint: z.strictObject({ dir: z.string().min(1), every: z.number().int().min(1) }).optional(),
   resumeFrom: z.string().min(1).optional(),
+  validationData: z.custom<ValidationData>((v) => v instanceof Dataset || (Array.isArray(v) && v.length === 2 && v.every((t) => t instanceof tf.Tensor)), "must be a Dataset or [x, y] tensors").optional(),
+  validationSplit: z.number().gt(0).lt(1).optional(),
+  schedule: z.custom<LearningRateSchedule>((v) => typeof v === "function", "must be a function (step, epoch, baseRate) => rate, e.g. learningRates.warmupCosine({ warmupSteps, totalSteps })").optional(),
+  callbacks: z.custom<FitCallbacks>((v) => typeof v === "object" && v !== null, "must be callbacks as model.fit takes them: { onEpochEnd: ... }, tf.callbacks.earlyStopping(...), or a list").optional(),
 });
 
 export interface ResolvedFitOptions {
   epochs: number;
+  initialEpoch: number;
   batchSize: number;
   optimizer: OptimizerSpec;
   loss: LossName;
@@ -99,6 +139,12 @@ export interface ResolvedFitOptions {
   plan: PlanData | undefined;
   checkpoint: { dir: string; every: number } | undefined;
   resumeFrom: string | undefined;
+  callbacks: CallbackRun | undefined;
+  schedule: LearningRateSchedule | undefined;
+  validationData: ValidationData | undefined;
+  validationSplit: number | undefined;
+  /** The samples validated on at each epoch's end (fit() sets it from validationData or validationSplit). */
+  validation?: Dataset;
 }
 
 const DEFAULT_OPTIMIZER: OptimizerSpec = { name: "sgd", learningRate: 0.01 };
@@ -113,8 +159,14 @@ export function resolveFitOptions(options: FitOptions, model?: tf.LayersModel): 
   const optimizer = o.optimizer ?? compiledOptimizer ?? DEFAULT_OPTIMIZER;
   const loss = o.loss ?? compiledLoss ?? DEFAULT_LOSS;
   const origin = (given: unknown, compiled: unknown): Origin => (given !== undefined ? "fit options" : compiled !== undefined ? "model.compile" : "default");
+  if (o.initialEpoch >= o.epochs) {
+    throw new ConfigError(`initialEpoch ${o.initialEpoch} is not below epochs ${o.epochs}: there is nothing to train`, {
+      hint: `epochs counts from 0 as in model.fit: to train ${o.epochs} more epoch(s) after epoch ${o.initialEpoch - 1}, use epochs: ${o.initialEpoch + o.epochs}`,
+    });
+  }
   return {
     epochs: o.epochs,
+    initialEpoch: o.initialEpoch,
     batchSize: o.batchSize,
     optimizer,
     loss,
@@ -129,5 +181,9 @@ export function resolveFitOptions(options: FitOptions, model?: tf.LayersModel): 
     plan: o.plan,
     checkpoint: o.checkpoint,
     resumeFrom: o.resumeFrom,
+    callbacks: o.callbacks && model ? new CallbackRun(o.callbacks, model) : undefined,
+    schedule: o.schedule,
+    validationData: o.validationData,
+    validationSplit: o.validationSplit,
   };
 }

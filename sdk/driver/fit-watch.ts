@@ -69,7 +69,8 @@ export class FitWatchers {
 
 /** The notebook's live plot when it is loaded, else a terminal progress bar, else nothing. */
 function display(spec: ClusterSpec, o: ResolvedFitOptions, dataset: Dataset, workers: number): FitWatch {
-  const totalSteps = new EpochWalk(dataset.size, o).total;
+  const walk = new EpochWalk(dataset.size, o);
+  const totalSteps = walk.total - walk.first;
   const observer = installedFitObserver();
   if (o.progress !== false && observer) return observer.start({ totalSteps, workers, strategy: spec.strategy.name });
   if (o.progress ?? Boolean(process.stderr.isTTY)) return terminalWatch(totalSteps);

@@ -18,6 +18,8 @@ import type { DataPlaneChoice } from "../protocol/data-plane";
 import { FitAborted, type FitStop } from "./fit-stop";
 import { FitWatchers } from "./fit-watch";
 import { checkShapes } from "./input-checks";
+import { checkSchedule } from "./learning-rates";
+import { splitValidation } from "./validation-data";
 import { compileIfNot } from "./model-transfer";
 
 /** What the cluster lends one fit: its workers, their output, how to time the model and the ring, and the fit's context. */
@@ -51,11 +53,16 @@ export interface FitStrategy {
  * in the user's model. Failures that leave every worker in a known state reject with
  * FitAborted (the cluster stays usable); any other failure is the cluster's.
  */
-export async function runFit(host: FitHost, strategy: FitStrategy, model: tf.LayersModel, dataset: Dataset, options: FitOptions, stop: FitStop): Promise<RunRecord> {
+export async function runFit(host: FitHost, strategy: FitStrategy, model: tf.LayersModel, given: Dataset, options: FitOptions, stop: FitStop): Promise<RunRecord> {
   // Options that cannot work are refused before anything is sent: the cluster stays as it was.
   let resolved: ResolvedFitOptions;
+  let dataset: Dataset;
   try {
-    resolved = resolveFitOptions(options, model);
+    const parsed = resolveFitOptions(options, model);
+    const split = splitValidation(given, parsed);
+    dataset = split.train;
+    resolved = { ...parsed, ...(split.validation ? { validation: split.validation } : {}) };
+    checkSchedule(resolved, dataset.size);
   } catch (err) {
     throw new FitAborted(err);
   }

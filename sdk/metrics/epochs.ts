@@ -1,11 +1,11 @@
-import type { EpochHistory, StepRecord } from "./records";
+import type { EpochHistory, EpochValidation, StepRecord } from "./records";
 
 /**
  * Each epoch's loss and compiled metrics as model.fit's History reports them: the mean over the
  * epoch's steps weighted by their samples. A skipped step (nonFinite "skip") trained nothing and
- * is left out, as its loss is not a number.
+ * is left out, as its loss is not a number. Validation adds val_loss and val_ of each metric.
  */
-export function epochHistory(steps: readonly StepRecord[]): EpochHistory {
+export function epochHistory(steps: readonly StepRecord[], validation: readonly EpochValidation[] = []): EpochHistory {
   const sums = new Map<number, { samples: number; values: Map<string, number> }>();
   for (const s of steps) {
     if (s.skipped) continue;
@@ -19,6 +19,8 @@ export function epochHistory(steps: readonly StepRecord[]): EpochHistory {
   for (const epoch of epochs) {
     const e = sums.get(epoch)!;
     for (const [k, v] of e.values) (history[k] ??= []).push(v / e.samples);
+    const val = validation.find((x) => x.epoch === epoch);
+    for (const [k, v] of Object.entries(val?.logs ?? {})) (history[k] ??= []).push(v);
   }
   return { epoch: epochs, history };
 }

@@ -69,6 +69,8 @@ export interface StepRecord {
   metrics?: Record<string, number>;
   /** Where workers found NaN or Infinity in this step. */
   nonFinite?: NonFiniteReport[];
+  /** Under a learning-rate schedule (fit option schedule): the rate this step's update used. */
+  learningRate?: number;
   /**
    * The step's update was dropped on every worker (fit option nonFinite "skip"). Async parameter
    * servers drop single pushes: a round is skipped when all of its pushes were; its loss and
@@ -173,6 +175,14 @@ export interface RunRecord {
   dataPlane?: DataPlaneChoice;
   /** How the replicas computed their gradients (data and ps strategies). */
   replicaStep?: ReplicaStepChoice;
+  /** Each epoch's validation (fit options validationData, validationSplit). */
+  validation?: readonly EpochValidation[];
+}
+
+/** One epoch's validation, as model.fit's History has it: val_loss and val_ of each compiled metric. */
+export interface EpochValidation {
+  epoch: number;
+  logs: Record<string, number>;
 }
 
 /** One line a worker (or parameter server) printed, as the driver received it. */

@@ -7,6 +7,7 @@ export { LoadPsServerSchema, LoadPsWorkerSchema, LoadReplicaSchema, LoadSchema, 
 import { WireErrorSchema } from "./wire-error";
 import { NoticeSchema, OutputSchema, ProgressSchema } from "./worker-reports";
 import { id, v } from "./fields";
+import { EvaluatedSchema, EvaluateSchema } from "./evaluate-messages";
 import { ProbedSchema, ProbeSchema, ProfiledSchema, ProfileSchema, ReplicaStepSchema, RingProbedSchema, RingProbeSchema } from "./profile-messages";
 
 /**
@@ -169,6 +170,8 @@ export const StepSchema = z.strictObject({
   range: z.strictObject({ start: z.number().int().nonnegative(), end: z.number().int().nonnegative() }).optional(),
   /** Elastic training: the membership the step was sent for (see configure). */
   generation: z.number().int().nonnegative().optional(),
+  /** Under a learning-rate schedule: the rate this step's update uses (replicas, stages, and sync servers through the pushes). */
+  learningRate: z.number().positive().finite().optional(),
   /** Strategy "ps": this worker's own step count, and (sync) the parameter version it must compute on. */
   ps: z.strictObject({ clock: z.number().int().nonnegative(), minVersion: z.number().int().nonnegative().optional() }).optional(),
   attachments,
@@ -240,6 +243,8 @@ export const PushSchema = z.strictObject({
   pulled: z.number().int().nonnegative(),
   /** The gradient's values come as 16-bit floats, packed two to an int32, then the rest as float32. */
   compression: z.enum(COMPRESSIONS).optional(),
+  /** Sync mode under a learning-rate schedule: the rate of the step this push belongs to. */
+  learningRate: z.number().positive().finite().optional(),
   attachments,
 });
 export const PushedSchema = z.strictObject({
@@ -284,7 +289,7 @@ export const MessageSchema = z.discriminatedUnion("type", [
   FetchStateSchema, StateSchema, SetStateSchema, StateSetSchema, RewindSchema, RewoundSchema,
   PullSchema, PulledSchema, PushSchema, PushedSchema, AppliedSchema, AppliedReplySchema,
   ReleaseSchema, ReleasedSchema, ShutdownSchema, NoticeSchema, OutputSchema, ProgressSchema,
-  ProfileSchema, ProfiledSchema, RingProbeSchema, RingProbedSchema,
+  ProfileSchema, ProfiledSchema, RingProbeSchema, RingProbedSchema, EvaluateSchema, EvaluatedSchema,
 ]);
 
 export type Message = z.infer<typeof MessageSchema>;

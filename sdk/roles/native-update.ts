@@ -40,9 +40,9 @@ export class NativeUpdate implements UpdateRule {
     return b.values(v);
   }
 
-  apply(flat: Float32Array): void {
+  apply(flat: Float32Array, learningRate?: number): void {
     const a = this.backend.addon;
-    const s = this.spec;
+    const s = learningRate === undefined ? this.spec : { ...this.spec, learningRate };
     const eps = f32(this.backend.epsilon());
     let off = 0;
     this.vars.forEach((v, i) => {

@@ -11,7 +11,8 @@ export interface ServerLinks {
   /** Each server's shard (one flat tensor), its version, and how long the server held the pull back. */
   pull(minVersion: number | undefined): Promise<{ shards: Float32Array[]; versions: number[]; waitedMs: number[] }>;
   /** One flat gradient per server; the versions after, and how stale each server found it. */
-  push(clock: number, pulled: number[], shards: Float32Array[], wires?: WireFormat[]): Promise<{ versions: number[]; staleness: number[] }>;
+  /** `learningRate`: the step's rate under a schedule (sync servers apply the step with it). */
+  push(clock: number, pulled: number[], shards: Float32Array[], wires?: WireFormat[], learningRate?: number): Promise<{ versions: number[]; staleness: number[] }>;
 }
 
 /** The worker's links, which the host's communication thread holds, as a role may use them during a step. */

@@ -10,7 +10,8 @@ export type { OptimizerState } from "./optimizer-state";
 
 /** Applies one optimizer step from the summed gradient, laid out flat as the variables in order. */
 export interface UpdateRule {
-  apply(flat: Float32Array): void;
+  /** With `learningRate` (a schedule's rate for this step), in place of the optimizer's own. */
+  apply(flat: Float32Array, learningRate?: number): void;
   exportState(): Promise<OptimizerState>;
   importState(state: OptimizerState): Promise<void>;
   dispose(): void;
@@ -26,7 +27,8 @@ export class TfjsUpdate implements UpdateRule {
     this.optimizer = createOptimizer(spec);
   }
 
-  apply(flat: Float32Array): void {
+  apply(flat: Float32Array, learningRate?: number): void {
+    if (learningRate !== undefined) setRate(this.optimizer, learningRate);
     // On a device the summed gradient goes up in one upload, split there.
     const grads = tensorsFromFlat(flat, this.vars.map((v) => v.shape));
     const named: tf.NamedTensorMap = {};
@@ -65,4 +67,15 @@ export class TfjsUpdate implements UpdateRule {
   dispose(): void {
     this.optimizer.dispose();
   }
+}
+
+/**
+ * Sets a TF.js optimizer's learning rate for its next update: SGD and momentum keep it as a
+ * tensor (setLearningRate remakes it); the others read their learningRate field when they apply.
+ */
+function setRate(optimizer: tf.Optimizer, rate: number): void {
+  const o = optimizer as unknown as { learningRate: number; setLearningRate?: (r: number) => void };
+  if (o.learningRate === rate) return;
+  if (typeof o.setLearningRate === "function") o.setLearningRate(rate);
+  else o.learningRate = rate;
 }

@@ -43,7 +43,7 @@ export type ComputeToComm =
   | { kind: "reply"; draft: Draft; attachments: Tensorlike[]; via?: number }
   | { kind: "replyError"; re: number | undefined; error: WireError; via?: number }
   | { kind: "psPull"; seq: number; minVersion: number | undefined }
-  | { kind: "psPush"; seq: number; clock: number; pulled: number[]; shards: Float32Array[]; wires?: WireFormat[] }
+  | { kind: "psPush"; seq: number; clock: number; pulled: number[]; shards: Float32Array[]; wires?: WireFormat[]; learningRate?: number }
   /** `generation`: the membership the step belongs to; the communication thread refuses another's. */
   | { kind: "allReduce"; seq: number; data: Float32Array; generation: number; wire?: WireFormat }
   | { kind: "pipeSend"; to: "prev" | "next"; frameKind: "activation" | "gradient"; step: number; micro: number; data: Float32Array }

@@ -246,8 +246,8 @@ export class HostLinks {
         const r = m as Extract<CommToCompute, { kind: "psPulled" }>;
         return { shards: r.shards, versions: r.versions, waitedMs: r.waitedMs };
       }),
-    push: (clock, pulled, shards, wires) =>
-      this.psRequest({ kind: "psPush", seq: this.psSeq++, clock, pulled, shards, ...(wires ? { wires } : {}) }, shards.map((s) => s.buffer as ArrayBuffer)).then((m) => {
+    push: (clock, pulled, shards, wires, learningRate) =>
+      this.psRequest({ kind: "psPush", seq: this.psSeq++, clock, pulled, shards, ...(wires ? { wires } : {}), ...(learningRate !== undefined ? { learningRate } : {}) }, shards.map((s) => s.buffer as ArrayBuffer)).then((m) => {
         const r = m as Extract<CommToCompute, { kind: "psPushed" }>;
         return { versions: r.versions, staleness: r.staleness };
       }),

@@ -16,6 +16,7 @@ import { nonFiniteVariable, survivedStepError, type NonFinite } from "../step-he
 import { ErrorFeedback } from "../error-feedback";
 import type { OverlapRing } from "../role";
 import { GradientBuckets } from "./buckets";
+import { evaluateShard } from "./evaluate-shard";
 import type { OptimizerState, UpdateRule } from "../tfjs-update";
 import { hasNonFinite } from "../../backends/native/finite";
 import { assignFlat, onDevice, readConcat, transfers } from "../device-io";
@@ -58,6 +59,8 @@ export class DataReplica implements WorkerRole {
   private readonly update: UpdateRule;
   /** The worker's own copy of the data (feed "workers"), and the order of the epoch it is in. */
   private shard: { dataset: Dataset; shuffle: boolean; seed: number; epoch: number; order: Uint32Array | null } | null = null;
+  /** The step's rate under a learning-rate schedule (else the optimizer's own). */
+  private learningRate: number | undefined;
   /** Updates applied since the model was loaded. */
   private applied = 0;
   /** Elastic training: the weights, model state and optimizer state before the last update, to step back to. */
@@ -97,11 +100,17 @@ export class DataReplica implements WorkerRole {
     const [x, y] = msg.range ? Object.values(this.readSlice(msg.epoch, msg.range.start, msg.range.end)) : attachments;
     if (!x || !y) throw new ProtocolError(`"step" ${msg.step} carries ${attachments.length} tensors, expected x and y`);
     const overlap = this.overlap ? io.overlap() : null;
+    this.learningRate = msg.learningRate;
     return this.train(msg.weight, x, y, (data, wire) => io.allReduce(data, wire), msg.step, overlap);
   }
 
   /** Elastic training asks how many updates were applied, or to step back one. */
-  answer(msg: Message): Promise<RoleReply> | undefined {
+  answer(msg: Message, attachments: Tensorlike[] = []): Promise<RoleReply> | undefined {
+    if (msg.type === "evaluate") {
+      const [x, y] = attachments;
+      if (!x || !y) return Promise.reject(new ProtocolError(`"evaluate" carries ${attachments.length} tensors, expected x and y`));
+      return evaluateShard(this.r, x, y, msg.batchSize).then((sums) => ({ draft: { type: "evaluated", re: msg.id, ...sums } }));
+    }
     if (msg.type !== "rewind") return undefined;
     return (msg.to === undefined ? Promise.resolve(this.applied) : this.rewind(msg.to)).then((applied) => ({ draft: { type: "rewound", re: msg.id, applied } }));
   }
@@ -249,7 +258,7 @@ export class DataReplica implements WorkerRole {
   private async apply(reduced: Float32Array, stateBefore: Float32Array): Promise<void> {
     const n = this.r.gradientLength;
     if (this.elastic) this.before = { weights: await readConcat(this.r.vars), model: stateBefore, state: await this.update.exportState() };
-    this.update.apply(reduced.subarray(0, n));
+    this.update.apply(reduced.subarray(0, n), this.learningRate);
     this.r.state.set(stateBefore, reduced.subarray(n, reduced.length - 1));
     this.applied++;
   }

@@ -148,7 +148,7 @@ export class StageRuntime implements WorkerRole {
     const skipped = reduced.data[reduced.data.length - 1] !== 0;
     if (skipped) this.state.set(run.stateBefore);
     else {
-      this.update.apply(reduced.data.subarray(0, n));
+      this.update.apply(reduced.data.subarray(0, n), msg.learningRate);
       this.state.set(run.stateBefore, reduced.data.subarray(n, n + this.state.length));
     }
     const applyMs = performance.now() - a0;

@@ -38,6 +38,8 @@ export class ParamServer implements WorkerRole {
   private readonly accumulate = bestAccumulate();
   /** Sync: the pushes of the current step, by rank. */
   private readonly pending = new Map<number, Float32Array>();
+  /** Sync mode under a learning-rate schedule: the rate of the step being collected. */
+  private stepRate: number | undefined;
   private readonly waiters = new Set<Waiter>();
   /** Every applied push, as "rank/clock": what the driver asks after a worker left. */
   private readonly applied = new Set<string>();
@@ -101,7 +103,7 @@ export class ParamServer implements WorkerRole {
         if (!msg.compression && (!grad || attachments.length !== 1 || !(grad.data instanceof Float32Array))) return Promise.reject(new ProtocolError(`a push carries ${attachments.length} tensors; expected one float32 gradient`));
         try {
           const values = msg.compression ? unpackValues(attachments, this.pushLength, { compression: msg.compression, packed: this.length }) : (grad!.data as Float32Array);
-          const r = this.push(msg.rank, msg.clock, msg.pulled, values);
+          const r = this.push(msg.rank, msg.clock, msg.pulled, values, msg.learningRate);
           return Promise.resolve({ draft: { type: "pushed", re: msg.id, version: r.version, staleness: r.staleness } });
         } catch (err) {
           return Promise.reject(err);
@@ -148,7 +150,7 @@ export class ParamServer implements WorkerRole {
   }
 
   /** Accepts a gradient computed on version `pulled`: applied now (async) or with its step's others (sync). */
-  push(rank: number, clock: number, pulled: number, grad: Float32Array): { version: number; staleness: number } {
+  push(rank: number, clock: number, pulled: number, grad: Float32Array, learningRate?: number): { version: number; staleness: number } {
     if (grad.length !== this.pushLength) {
       throw new ProtocolError(`worker rank ${rank} pushed ${grad.length} values to parameter server ${this.index}, which takes ${this.pushLength} (${this.length} gradient, ${this.state.length} state, 1 flag)`);
     }
@@ -164,6 +166,8 @@ export class ParamServer implements WorkerRole {
     if (clock !== this.version_) throw new ProtocolError(`worker rank ${rank} pushed for step ${clock} while parameter server ${this.index} collects step ${this.version_}`);
     if (this.pending.has(rank)) throw new ProtocolError(`worker rank ${rank} pushed twice for step ${clock}`);
     this.pending.set(rank, grad);
+    // Every push of a step carries the driver's one rate for it.
+    if (learningRate !== undefined) this.stepRate = learningRate;
     if (this.pending.size === this.workers) this.applyStep(clock);
     return { version: clock + 1, staleness: 0 };
   }
@@ -178,8 +182,9 @@ export class ParamServer implements WorkerRole {
     }
     this.pending.clear();
     // A flagged step still ends (the version moves on, so every worker's next pull is answered).
-    if (sum[this.pushLength - 1] === 0) this.applyOne(sum);
+    if (sum[this.pushLength - 1] === 0) this.applyOne(sum, this.stepRate);
     else this.version_++;
+    this.stepRate = undefined;
     for (const w of [...this.waiters]) {
       if (w.minVersion <= this.version_) {
         this.waiters.delete(w);
@@ -191,8 +196,8 @@ export class ParamServer implements WorkerRole {
   }
 
   /** One update: the gradient through the optimizer, the state moved by its change. */
-  private applyOne(push: Float32Array): void {
-    this.update.apply(push.subarray(0, this.length));
+  private applyOne(push: Float32Array, learningRate?: number): void {
+    this.update.apply(push.subarray(0, this.length), learningRate);
     const change = push.subarray(this.length, this.length + this.state.length);
     for (let i = 0; i < change.length; i++) this.state[i]! += change[i]!;
     this.version_++;

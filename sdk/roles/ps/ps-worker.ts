@@ -103,7 +103,7 @@ export class PsReplica implements WorkerRole {
     const shards = this.split(flat, change, flagged);
     const wires = this.wires;
     const sentBytes = shards.reduce((n, s, i) => n + 4 * (wires ? Math.ceil(wires[i]!.packed / 2) + s.length - wires[i]!.packed : s.length), 0);
-    const pushed = await links.push(clock, pulled.versions, shards, wires);
+    const pushed = await links.push(clock, pulled.versions, shards, wires, msg.learningRate);
     const t4 = performance.now();
     const waitMs = Math.max(0, ...pulled.waitedMs);
     if (slice.failure !== undefined) throw survivedStepError(slice.failure, msg.step);

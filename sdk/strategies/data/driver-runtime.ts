@@ -19,6 +19,8 @@ import { straggler, computeEnd, stepOutcome, workerStep } from "../../driver/ste
 import { dataWiring } from "../../plan/wiring";
 import { checkpointing, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
 import { runElastic } from "../../driver/elastic-loop";
+import { validateOnReplicas } from "./validate-replicas";
+import { refuseValidation } from "../../driver/validation-data";
 import { askedToStop, FitAborted } from "../../driver/fit-stop";
 
 
@@ -51,14 +53,19 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
     return { ...(await finish(ctx, model, o, plan, r.history, r.members, r.stopped, started, r.membership)), ...(replicaStep ? { replicaStep } : {}) };
   }
   const more = checkpointing(ctx, o, resumed, { strategy: "data", summary: plan.model, dataset, holders, weights: async () => (await fetchWeightsOf(ctx, [workers[0]!], "the weights to checkpoint"))[0]! });
-  const { history, stopped } = await runSteps(ctx, o, dataset, (batch) => issueStep(ctx, dataset, plan, fitStartWall, batch), more);
-  return { ...(await finish(ctx, model, o, plan, history, workers, stopped, started)), ...(replicaStep ? { replicaStep } : {}) };
+  const validate = o.validation ? { validate: validateOnReplicas(ctx, workers, o.validation, o.batchSize) } : {};
+  const { history, stopped, validation } = await runSteps(ctx, o, dataset, (batch) => issueStep(ctx, dataset, plan, fitStartWall, batch), { ...more, ...validate });
+  return { ...(await finish(ctx, model, o, plan, history, workers, stopped, started)), ...(replicaStep ? { replicaStep } : {}), ...(validation.length > 0 ? { validation } : {}) };
 }
 
 /** Options that cannot work together are refused before anything is sent. */
 function refuseWhatCannotWork(o: ResolvedFitOptions, dataset: Dataset, plan: DataParallelPlan): void {
   if (plan.elastic && o.checkpoint) {
     throw new FitAborted(new ConfigError("elastic training and checkpoints do not go together yet: a checkpoint is written from one replica at a fixed membership", { hint: "drop checkpoint, or drop elastic" }));
+  }
+  if (plan.elastic) refuseValidation(o, "an elastic fit (its replicas change between epochs)");
+  if (plan.elastic && o.callbacks) {
+    throw new FitAborted(new ConfigError("callbacks are not called in elastic fits yet: their loop steps back and repeats steps when members change, which model.fit's callbacks have no meaning for", { hint: "drop callbacks (onStep sees every step), or drop elastic" }));
   }
   if (plan.feed === "workers" && !dataset.source) {
     throw new FitAborted(
@@ -102,6 +109,7 @@ function checkLoaded(loaded: ReadonlyArray<{ msg: { gradientLength: number; data
 /** One step: each replica's slice of the global batch, sent by the driver (in-graph) or read by the worker (between-graph). */
 function issueStep(ctx: FitContext, dataset: Dataset, plan: DataParallelPlan, fitStartWall: number, at: BatchAt): IssuedStep {
   const { step, epoch, order, start, end } = at;
+  const rate = at.learningRate !== undefined ? { learningRate: at.learningRate } : {};
   const workers = ctx.workers;
   const count = end - start;
   const slices = splitOf(plan.batch, count).perReplica;
@@ -111,9 +119,9 @@ function issueStep(ctx: FitContext, dataset: Dataset, plan: DataParallelPlan, fi
     const range = { start: from, end: from + slices[r]! };
     from = range.end;
     const waiting = { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `step ${step}` };
-    if (plan.feed === "workers") return w.channel.request({ type: "step", step, epoch, weight: shares[r]!, range }, "stepDone", waiting);
+    if (plan.feed === "workers") return w.channel.request({ type: "step", step, epoch, weight: shares[r]!, range, ...rate }, "stepDone", waiting);
     const batch = dataset.gather(order, range.start, range.end);
-    return w.channel.request({ type: "step", step, epoch, weight: shares[r]! }, "stepDone", { ...waiting, attachments: [batch.x, batch.y] });
+    return w.channel.request({ type: "step", step, epoch, weight: shares[r]!, ...rate }, "stepDone", { ...waiting, attachments: [batch.x, batch.y] });
   });
   return {
     samples: count,

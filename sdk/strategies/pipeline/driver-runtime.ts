@@ -1,4 +1,5 @@
 import type * as tf from "@tensorflow/tfjs";
+import { refuseValidation } from "../../driver/validation-data";
 import type { Dataset } from "../../data/dataset";
 import { ModelError } from "../../errors/errors";
 import { splitOf } from "../../plan/batches";
@@ -30,6 +31,7 @@ import { modelOrder, stageVariables } from "./stage-weights";
 export async function fitPipeline(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, given: ResolvedFitOptions, plan: PipelinePlan & PlanMethods): Promise<RunRecord> {
   const started = performance.now();
   const { resumed, options: o } = resumeIfAsked(given, plan.strategy, model, plan.model, dataset);
+  refuseValidation(o, `strategy "${plan.strategy}" (its stages hold parts of the model)`);
   const S = plan.stages;
   const workers = ctx.workers.slice(0, plan.worldSize);
   await ctx.connect(gridWiring(plan.replicas, S));
@@ -98,6 +100,7 @@ async function loadStages(ctx: FitContext, model: tf.LayersModel, o: ResolvedFit
  */
 function issueStep(ctx: FitContext, dataset: Dataset, plan: PipelinePlan, fitStartWall: number, at: BatchAt): IssuedStep {
   const { step, epoch, order, start, end } = at;
+  const rate = at.learningRate !== undefined ? { learningRate: at.learningRate } : {};
   const S = plan.stages;
   const count = end - start;
   const split = splitOf(plan.batch, count);
@@ -118,7 +121,7 @@ function issueStep(ctx: FitContext, dataset: Dataset, plan: PipelinePlan, fitSta
     for (let s = 0; s < S; s++) {
       const rank = plan.ranks[r]![s]!;
       const attachments = [...(s === 0 ? xs : []), ...(s === S - 1 ? ys : [])];
-      requests[rank] = ctx.workers[rank]!.channel.request({ type: "step", step, epoch, weight: slices[r]! / count, micro: { sizes, weights } }, "stepDone", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `step ${step}`, attachments });
+      requests[rank] = ctx.workers[rank]!.channel.request({ type: "step", step, epoch, weight: slices[r]! / count, micro: { sizes, weights }, ...rate }, "stepDone", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `step ${step}`, attachments });
     }
   }
   return { samples: count, done: Promise.all(requests), summarize: (replies) => summarizeStep(ctx, plan, fitStartWall, replies) };

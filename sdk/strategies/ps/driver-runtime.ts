@@ -1,4 +1,5 @@
 import * as tf from "@tensorflow/tfjs";
+import { refuseValidation } from "../../driver/validation-data";
 import type { WorkerHandle } from "../../members/worker-handle";
 import type { Dataset } from "../../data/dataset";
 import { ConfigError, ModelError } from "../../errors/errors";
@@ -50,10 +51,25 @@ export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel
 
 /** Async checkpoints, and state that is not float (which servers could not average), are refused before anything is sent. */
 function refuseWhatCannotWork(model: tf.LayersModel, given: ResolvedFitOptions, plan: PsPlan): void {
+  refuseValidation(given, "parameter servers (the workers hold the weights of their last pull, not the servers')");
   if ((given.checkpoint || given.resumeFrom) && plan.mode === "async") {
     throw new FitAborted(
       new ConfigError("checkpoints are written for sync parameter servers; async ones apply pushes in an order no rerun repeats, so a resumed run could not equal an uninterrupted one", {
         hint: 'use strategy("ps", { mode: "sync" }) to checkpoint, or drop checkpoint and resumeFrom',
+      }),
+    );
+  }
+  if (given.schedule && plan.mode === "async") {
+    throw new FitAborted(
+      new ConfigError("learning-rate schedules are applied per step by synchronous fits; async parameter servers apply each push on its own", {
+        hint: 'use strategy("ps", { mode: "sync" }) or strategy("data") with a schedule',
+      }),
+    );
+  }
+  if (given.callbacks && plan.mode === "async") {
+    throw new FitAborted(
+      new ConfigError("callbacks are called at the step boundaries of synchronous fits; async parameter servers have none (each worker pushes on its own)", {
+        hint: 'use strategy("ps", { mode: "sync" }) or strategy("data") with callbacks, or read each push with onStep',
       }),
     );
   }
@@ -165,7 +181,7 @@ async function runSync(
 ): Promise<{ history: StepRecord[]; pushes: PushRecord[]; departures: []; live: readonly WorkerHandle[]; stopped: FitAborted | undefined }> {
   const workers = ctx.workers;
   const pushes: PushRecord[] = [];
-  const result = await runSteps(ctx, o, dataset, ({ step, epoch, order, start, end }) => {
+  const result = await runSteps(ctx, o, dataset, ({ step, epoch, order, start, end, learningRate }) => {
     const count = end - start;
     const slices = splitOf(plan.batch, count).perReplica;
     const shares = slices.map((s) => s / count);
@@ -173,7 +189,7 @@ async function runSync(
     const requests = workers.map((w, r) => {
       const batch = dataset.gather(order, from, from + slices[r]!);
       from += slices[r]!;
-      return w.channel.request({ type: "step", step, epoch, weight: shares[r]!, ps: { clock: step, minVersion: step } }, "stepDone", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `step ${step}`, attachments: [batch.x, batch.y] });
+      return w.channel.request({ type: "step", step, epoch, weight: shares[r]!, ps: { clock: step, minVersion: step }, ...(learningRate !== undefined ? { learningRate } : {}) }, "stepDone", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `step ${step}`, attachments: [batch.x, batch.y] });
     });
     return {
       samples: count,

@@ -64,12 +64,12 @@ export class PsLinks {
   }
 
   /** With `wires`, each shard's leading values go as 16-bit floats (see half-pack). */
-  psPush(seq: number, clock: number, pulled: number[], shards: Float32Array[], wires?: WireFormat[]): void {
+  psPush(seq: number, clock: number, pulled: number[], shards: Float32Array[], wires?: WireFormat[], learningRate?: number): void {
     this.onServers(
       seq,
       this.servers.map((ch, i) => {
         const wire = wires?.[i];
-        return ch.request({ type: "push", rank: this.session.rank, clock, pulled: pulled[i] ?? 0, ...(wire ? { compression: wire.compression } : {}) }, "pushed", {
+        return ch.request({ type: "push", rank: this.session.rank, clock, pulled: pulled[i] ?? 0, ...(wire ? { compression: wire.compression } : {}), ...(learningRate !== undefined ? { learningRate } : {}) }, "pushed", {
           timeoutMs: this.session.stepTimeoutMs,
           waitingFor: `the acknowledgement of step ${clock}'s push`,
           attachments: wire ? packValues(shards[i]!, wire) : [{ data: shards[i]!, shape: [shards[i]!.length] }],

@@ -110,6 +110,7 @@ export class Session {
       case "probe":
       case "ringProbe":
       case "profile":
+      case "evaluate":
       case "release":
         if (this.id === undefined) throw new ProtocolError(`"${msg.type}" before "join"`);
         this.forward(incoming);

@@ -1,0 +1,46 @@
+import * as tf from "@tensorflow/tfjs";
+import { Dataset } from "../data/dataset";
+import { fromTensors } from "../data/from-tensors";
+import { ConfigError, DataError } from "../errors/errors";
+import { FitAborted } from "./fit-stop";
+
+/** What fit's validationData takes: a dataset, or x and y tensors as model.fit takes them. */
+export type ValidationData = Dataset | [tf.Tensor, tf.Tensor];
+
+/**
+ * The samples a fit trains on and the ones it validates on, as model.fit takes them:
+ * validationData as given, or with validationSplit the dataset's last fraction, cut before any
+ * shuffling (model.fit's own rule), the rest trained on.
+ */
+export function splitValidation(dataset: Dataset, o: { validationData?: ValidationData | undefined; validationSplit?: number | undefined }): { train: Dataset; validation: Dataset | undefined } {
+  if (o.validationData !== undefined && o.validationSplit !== undefined) {
+    throw new ConfigError("validationData and validationSplit were both given", { hint: "give one: validationData wins in model.fit, which is easy to miss; meshtrain asks you to choose" });
+  }
+  if (o.validationData !== undefined) {
+    const v = o.validationData;
+    const validation = v instanceof Dataset ? v : fromTensors(v[0], v[1], "validation");
+    const same = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((d, i) => d === b[i]);
+    if (!same(validation.x.sampleShape, dataset.x.sampleShape) || !same(validation.y.sampleShape, dataset.y.sampleShape)) {
+      throw new DataError(`validation samples are x [${validation.x.sampleShape.join(", ")}] and y [${validation.y.sampleShape.join(", ")}]; the training samples are x [${dataset.x.sampleShape.join(", ")}] and y [${dataset.y.sampleShape.join(", ")}]`, {
+        hint: "validate on samples shaped as the ones trained on",
+      });
+    }
+    return { train: dataset, validation };
+  }
+  if (o.validationSplit === undefined) return { train: dataset, validation: undefined };
+  const at = Math.floor(dataset.size * (1 - o.validationSplit));
+  if (at < 1 || at >= dataset.size) {
+    throw new ConfigError(`validationSplit ${o.validationSplit} of ${dataset.size} samples leaves ${at} to train on and ${dataset.size - at} to validate on`, { hint: "both parts need at least one sample" });
+  }
+  return { train: dataset.slice(0, at), validation: dataset.slice(at) };
+}
+
+/** Validation is evaluated by data-parallel replicas; the strategies that do not have them refuse it before anything is sent. */
+export function refuseValidation(o: { validation?: Dataset }, where: string): void {
+  if (!o.validation) return;
+  throw new FitAborted(
+    new ConfigError(`validationData and validationSplit are evaluated by data-parallel replicas; ${where} has none yet`, {
+      hint: 'train with strategy("data") to validate each epoch, or evaluate the trained model yourself (model.evaluate)',
+    }),
+  );
+}

@@ -1,0 +1,29 @@
+import type { Dataset } from "../../data/dataset";
+import type { FitContext } from "../../driver/fit-context";
+import { awaitAll } from "../../driver/await";
+import type { WorkerHandle } from "../../members/worker-handle";
+import { splitBatch } from "../../plan/batches";
+
+/**
+ * An epoch's validation by the replicas: each evaluates a contiguous shard of the validation
+ * data with its weights (all replicas hold the same), and the driver adds their sums, so the
+ * result is the mean over every validation sample, as model.fit's. Gives val_loss and val_ of
+ * each compiled metric.
+ */
+export function validateOnReplicas(ctx: FitContext, workers: readonly WorkerHandle[], validation: Dataset, batchSize: number): (epoch: number) => Promise<Record<string, number>> {
+  const shards = splitBatch(validation.size, workers.length).perReplica;
+  return async (epoch) => {
+    let from = 0;
+    const replies = await awaitAll(ctx)(
+      workers.map((w, i) => {
+        const { x, y } = validation.gather(null, from, from + shards[i]!);
+        from += shards[i]!;
+        return w.channel.request({ type: "evaluate", batchSize }, "evaluated", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `epoch ${epoch}'s validation`, attachments: [x, y] });
+      }),
+    );
+    const samples = replies.reduce((n, r) => n + r.msg.samples, 0);
+    const logs: Record<string, number> = { val_loss: replies.reduce((n, r) => n + r.msg.lossSum, 0) / samples };
+    for (const name of Object.keys(replies[0]!.msg.metricSums)) logs[`val_${name}`] = replies.reduce((n, r) => n + (r.msg.metricSums[name] ?? 0), 0) / samples;
+    return logs;
+  };
+}
