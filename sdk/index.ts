@@ -47,6 +47,7 @@ export type { FitOptions } from "./driver/fit-options";
 export type { FitCallbacks } from "./driver/fit-callbacks";
 export { learningRates, type LearningRateSchedule } from "./driver/learning-rates";
 export type { ValidationData } from "./driver/validation-data";
+export type { ClassWeight } from "./driver/class-weight";
 export type { LossName } from "./protocol/loss-names";
 export type { OptimizerInput, OptimizerSpec } from "./protocol/optimizer-spec";
 export type { WorkerSnapshot } from "./config/worker-snapshot";

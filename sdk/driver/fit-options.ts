@@ -1,6 +1,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { Dataset } from "../data/dataset";
 import type { ValidationData } from "./validation-data";
+import type { ClassWeight } from "./class-weight";
 import { CallbackRun, type FitCallbacks } from "./fit-callbacks";
 import type { LearningRateSchedule } from "./learning-rates";
 import { z } from "zod";
@@ -25,6 +26,13 @@ export interface FitOptions {
   initialEpoch?: number;
   /** Global batch: samples per step over all replicas; must divide evenly among them. Default 32. */
   batchSize?: number;
+  /**
+   * Gradient accumulation: each update takes `accumulate` batches of batchSize, every replica
+   * computing its share in that many chunks and summing their gradients before the one
+   * all-reduce: the same update as one step of the accumulate x batchSize batch, with a chunk's
+   * activations in memory. Steps, records and epochs count updates. Strategy "data". Default 1.
+   */
+  accumulate?: number;
   /**
    * By name ("sgd", "momentum", "adam", "rmsprop", "adagrad", "adadelta", "adamax") or name plus config. Default: the optimizer
    * the model was compiled with (its class and settings), else "sgd" with learning rate 0.01.
@@ -51,6 +59,12 @@ export interface FitOptions {
   validationData?: ValidationData;
   /** The dataset's last fraction (cut before shuffling, as model.fit cuts it) to validate on instead of training. */
   validationSplit?: number;
+  /**
+   * A loss weight per class index, as model.fit's: each sample's loss is weighted by its class's
+   * (the label's argmax, or the class id), the batch's loss is the mean of those; validation is
+   * not weighted. Every class the training data has needs a weight.
+   */
+  classWeight?: ClassWeight;
   /** Called after every step with its record. */
   onStep?: (record: StepRecord) => void;
   /**
@@ -100,6 +114,7 @@ export interface FitOptions {
 const FitOptionsSchema = z.strictObject({
   epochs: z.number().int().min(1).max(1_000_000).default(1),
   initialEpoch: z.number().int().min(0).default(0),
+  accumulate: z.number().int().min(1).max(4096).default(1),
   batchSize: z.number().int().min(1).max(1 << 24).default(32),
   optimizer: z.preprocess((v) => (typeof v === "string" ? { name: v } : v), OptimizerSpecSchema).optional(),
   loss: z.enum(LOSS_NAMES).optional(),
@@ -116,6 +131,7 @@ const FitOptionsSchema = z.strictObject({
   resumeFrom: z.string().min(1).optional(),
   validationData: z.custom<ValidationData>((v) => v instanceof Dataset || (Array.isArray(v) && v.length === 2 && v.every((t) => t instanceof tf.Tensor)), "must be a Dataset or [x, y] tensors").optional(),
   validationSplit: z.number().gt(0).lt(1).optional(),
+  classWeight: z.record(z.string(), z.number()).optional(),
   schedule: z.custom<LearningRateSchedule>((v) => typeof v === "function", "must be a function (step, epoch, baseRate) => rate, e.g. learningRates.warmupCosine({ warmupSteps, totalSteps })").optional(),
   callbacks: z.custom<FitCallbacks>((v) => typeof v === "object" && v !== null, "must be callbacks as model.fit takes them: { onEpochEnd: ... }, tf.callbacks.earlyStopping(...), or a list").optional(),
 });
@@ -123,7 +139,10 @@ const FitOptionsSchema = z.strictObject({
 export interface ResolvedFitOptions {
   epochs: number;
   initialEpoch: number;
+  /** Samples per update: batchSize x accumulate. */
   batchSize: number;
+  /** Chunks each replica computes an update's share in (1: one pass). */
+  accumulate: number;
   optimizer: OptimizerSpec;
   loss: LossName;
   /** The model's compiled metrics, computed by the workers every step. */
@@ -145,6 +164,9 @@ export interface ResolvedFitOptions {
   validationSplit: number | undefined;
   /** The samples validated on at each epoch's end (fit() sets it from validationData or validationSplit). */
   validation?: Dataset;
+  classWeight: ClassWeight | undefined;
+  /** classWeight as the workers take it, class c's weight at [c] (fit() sets it from the data). */
+  classTable?: number[];
 }
 
 const DEFAULT_OPTIMIZER: OptimizerSpec = { name: "sgd", learningRate: 0.01 };
@@ -167,7 +189,8 @@ export function resolveFitOptions(options: FitOptions, model?: tf.LayersModel): 
   return {
     epochs: o.epochs,
     initialEpoch: o.initialEpoch,
-    batchSize: o.batchSize,
+    batchSize: o.batchSize * o.accumulate,
+    accumulate: o.accumulate,
     optimizer,
     loss,
     metrics: c?.metrics(loss) ?? [],
@@ -185,5 +208,6 @@ export function resolveFitOptions(options: FitOptions, model?: tf.LayersModel): 
     schedule: o.schedule,
     validationData: o.validationData,
     validationSplit: o.validationSplit,
+    classWeight: o.classWeight,
   };
 }

@@ -20,6 +20,7 @@ import { FitWatchers } from "./fit-watch";
 import { checkShapes } from "./input-checks";
 import { checkSchedule } from "./learning-rates";
 import { splitValidation } from "./validation-data";
+import { classWeightTable } from "./class-weight";
 import { compileIfNot } from "./model-transfer";
 
 /** What the cluster lends one fit: its workers, their output, how to time the model and the ring, and the fit's context. */
@@ -61,7 +62,7 @@ export async function runFit(host: FitHost, strategy: FitStrategy, model: tf.Lay
     const parsed = resolveFitOptions(options, model);
     const split = splitValidation(given, parsed);
     dataset = split.train;
-    resolved = { ...parsed, ...(split.validation ? { validation: split.validation } : {}) };
+    resolved = { ...parsed, ...(split.validation ? { validation: split.validation } : {}), ...(parsed.classWeight ? { classTable: classWeightTable(dataset, parsed.classWeight) } : {}) };
     checkSchedule(resolved, dataset.size);
   } catch (err) {
     throw new FitAborted(err);

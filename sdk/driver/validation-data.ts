@@ -2,7 +2,6 @@ import * as tf from "@tensorflow/tfjs";
 import { Dataset } from "../data/dataset";
 import { fromTensors } from "../data/from-tensors";
 import { ConfigError, DataError } from "../errors/errors";
-import { FitAborted } from "./fit-stop";
 
 /** What fit's validationData takes: a dataset, or x and y tensors as model.fit takes them. */
 export type ValidationData = Dataset | [tf.Tensor, tf.Tensor];
@@ -33,14 +32,4 @@ export function splitValidation(dataset: Dataset, o: { validationData?: Validati
     throw new ConfigError(`validationSplit ${o.validationSplit} of ${dataset.size} samples leaves ${at} to train on and ${dataset.size - at} to validate on`, { hint: "both parts need at least one sample" });
   }
   return { train: dataset.slice(0, at), validation: dataset.slice(at) };
-}
-
-/** Validation is evaluated by data-parallel replicas; the strategies that do not have them refuse it before anything is sent. */
-export function refuseValidation(o: { validation?: Dataset }, where: string): void {
-  if (!o.validation) return;
-  throw new FitAborted(
-    new ConfigError(`validationData and validationSplit are evaluated by data-parallel replicas; ${where} has none yet`, {
-      hint: 'train with strategy("data") to validate each epoch, or evaluate the trained model yourself (model.evaluate)',
-    }),
-  );
 }

@@ -21,6 +21,8 @@ const loadFields = {
   metrics: z.array(MetricSpecSchema).max(16).optional(),
   /** How long a role waits for a peer (a neighbour's activation, a server's pull) before it gives up. */
   stepTimeoutMs: z.number().int().positive(),
+  /** Fit option classWeight: class c's loss weight at [c], for every class the data has. */
+  classWeight: z.array(z.number().nonnegative().finite()).max(1 << 20).optional(),
   attachments,
 };
 /** TF.js model topology (model.toJSON()); built with tf.models.modelFromJSON, never evaluated as code. */
@@ -47,6 +49,8 @@ export const LoadReplicaSchema = z.strictObject({
   compression,
   /** All-reduce the gradient in buckets during the backward pass, where the data plane and step can. */
   overlap: z.boolean().optional(),
+  /** Fit option accumulate: each step's slice is computed in this many chunks, their gradients summed before the one all-reduce. */
+  accumulate: z.number().int().min(2).max(4096).optional(),
 });
 /** Model, pipeline and hybrid strategies: the layers this worker holds and its part of the schedule; its weights follow. */
 export const LoadStageSchema = z.strictObject({

@@ -35,3 +35,9 @@ export function allocate(dtype: DType, length: number): TensorData {
 export function dtypeOf(data: TensorData): DType {
   return data instanceof Int32Array ? "int32" : "float32";
 }
+
+/** Samples [start, end) of a batch-first tensor, sharing its memory. */
+export function rowsOf(t: Tensorlike, start: number, end: number): Tensorlike {
+  const per = elementCount(t.shape.slice(1));
+  return { data: t.data.subarray(start * per, end * per), shape: [end - start, ...t.shape.slice(1)] };
+}

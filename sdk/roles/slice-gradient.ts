@@ -15,6 +15,7 @@ import { onDevice, readConcat } from "./device-io";
 import type { MetricSpec } from "../protocol/metric-spec";
 import type { ReplicaStepChoice } from "../protocol/profile-messages";
 import { createOptimizer } from "../model/optimizers";
+import { classWeighted } from "./class-weights";
 
 /**
  * A tensor's values for an immediate copy. On the native backend this reads the backing array
@@ -37,7 +38,10 @@ export interface LoadedReplica {
   model: tf.LayersModel;
   /** model.compile wants an optimizer; updates themselves are made elsewhere. */
   compileOptimizer: tf.Optimizer;
+  /** The per-sample loss training takes the mean of (weighted by class under classWeight). */
   lossFn: (a: tf.Tensor, b: tf.Tensor) => tf.Tensor;
+  /** The compiled loss alone, as validation computes it (model.fit does not weight validation). */
+  plainLossFn: (a: tf.Tensor, b: tf.Tensor) => tf.Tensor;
   vars: tf.Variable[];
   /** The variables' names (for a report of a non-finite gradient) and sizes. */
   names: string[];
@@ -65,11 +69,13 @@ export async function loadReplica(msg: LoadOf<"replica" | "ps-worker">, weights:
     }
   }
   const compileOptimizer = createOptimizer(msg.optimizer);
-  const lossFn = compiledLoss(model, msg.loss, compileOptimizer);
+  const plainLossFn = compiledLoss(model, msg.loss, compileOptimizer);
+  const lossFn = msg.classWeight ? classWeighted(plainLossFn, msg.classWeight) : plainLossFn;
   const vars = model.trainableWeights.map((w) => w.read() as tf.Variable);
   const sizes = vars.map((v) => v.size);
   const names = model.trainableWeights.map((w) => w.originalName);
-  return { model, compileOptimizer, lossFn, vars, names, sizes, gradientLength: sizes.reduce((a, b) => a + b, 0), state: new ModelState(model), metrics: msg.metrics ?? [], step: compileNativeStep(model, msg.loss, vars) };
+  const step: StepChoice = msg.classWeight ? { native: null, why: "classWeight weighs each sample's loss, which the native step does not" } : compileNativeStep(model, msg.loss, vars);
+  return { model, compileOptimizer, lossFn, plainLossFn, vars, names, sizes, gradientLength: sizes.reduce((a, b) => a + b, 0), state: new ModelState(model), metrics: msg.metrics ?? [], step };
 }
 
 /** What the driver is told of how this replica computes its gradient. */

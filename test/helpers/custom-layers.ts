@@ -42,5 +42,27 @@ export class Tripwire extends tf.layers.Layer {
   }
 }
 
+/** Passes its input through, but throws when a pass gets more than `max` samples: proof of how a step was cut. */
+export class BatchCap extends tf.layers.Layer {
+  static className = "BatchCap";
+  readonly max: number;
+
+  constructor(config: { max?: number; name?: string } = {}) {
+    super(config);
+    this.max = config.max ?? 1;
+  }
+
+  override call(inputs: tf.Tensor | tf.Tensor[]): tf.Tensor {
+    const x = Array.isArray(inputs) ? inputs[0]! : inputs;
+    if (x.shape[0]! > this.max) throw new RangeError(`BatchCap: a pass of ${x.shape[0]} samples, above ${this.max}`);
+    return tf.clone(x);
+  }
+
+  override getConfig(): tf.serialization.ConfigDict {
+    return { ...super.getConfig(), max: this.max };
+  }
+}
+
 tf.serialization.registerClass(LearnedScale);
+tf.serialization.registerClass(BatchCap);
 tf.serialization.registerClass(Tripwire);

@@ -77,11 +77,12 @@ describe("validation under data parallelism, 3 workers", () => {
   });
 });
 
-test("strategies whose workers hold parts of the model refuse validation before anything is sent", async () => {
+test("strategies whose workers hold parts of the model refuse validation and accumulation before anything is sent", async () => {
   const c = await cluster().workers(2).strategy("pipeline").launch();
   try {
     await assert.rejects(c.fit(compiled(), ds, { ...o, validationSplit: 0.2 }), (e: unknown) => e instanceof ConfigError && /evaluated by data-parallel replicas; strategy "pipeline"/.test(e.message));
     await assert.rejects(c.fit(compiled(), ds, { ...o, validationSplit: 0.2, validationData: held }), (e: unknown) => e instanceof ConfigError && /both given/.test(e.message));
+    await assert.rejects(c.fit(compiled(), ds, { ...o, accumulate: 2 }), (e: unknown) => e instanceof ConfigError && /raise microBatches/.test(e.message));
     assert.equal(c.state, "ready");
   } finally {
     await c.close();

@@ -1,15 +1,9 @@
 import * as tf from "@tensorflow/tfjs";
-import type { Tensorlike } from "../../protocol/tensor";
+import { rowsOf, type Tensorlike } from "../../protocol/tensor";
 import { tensorOf } from "../../model/model-io";
 import type { LoadedReplica } from "../slice-gradient";
 import { labelTensor, metricScalars } from "../step-health";
 import { readConcat } from "../device-io";
-
-/** Samples [start, end) of a batch-first tensor's data. */
-function rows(t: Tensorlike, start: number, end: number): Tensorlike {
-  const per = t.shape.slice(1).reduce((a, b) => a * b, 1);
-  return { data: t.data.subarray(start * per, end * per), shape: [end - start, ...t.shape.slice(1)] } as Tensorlike;
-}
 
 /**
  * The model as it now is on a shard of validation data, as model.fit's validation computes it:
@@ -23,10 +17,10 @@ export async function evaluateShard(r: LoadedReplica, x: Tensorlike, y: Tensorli
   for (let start = 0; start < samples; start += batchSize) {
     const end = Math.min(samples, start + batchSize);
     const means = tf.tidy(() => {
-      const xs = tensorOf(rows(x, start, end));
-      const ys = labelTensor(rows(y, start, end));
+      const xs = tensorOf(rowsOf(x, start, end));
+      const ys = labelTensor(rowsOf(y, start, end));
       const out = r.model.apply(xs, { training: false }) as tf.Tensor;
-      return [tf.mean(r.lossFn(ys, out)) as tf.Scalar, ...metricScalars(r.metrics, ys, out)].map((s) => s.reshape([1]));
+      return [tf.mean(r.plainLossFn(ys, out)) as tf.Scalar, ...metricScalars(r.metrics, ys, out)].map((s) => s.reshape([1]));
     });
     // One read per batch: on a GPU worker each read is a round trip.
     const values = await readConcat(means);

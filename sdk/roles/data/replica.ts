@@ -17,6 +17,7 @@ import { ErrorFeedback } from "../error-feedback";
 import type { OverlapRing } from "../role";
 import { GradientBuckets } from "./buckets";
 import { evaluateShard } from "./evaluate-shard";
+import { accumulatedSlice } from "./accumulate-slices";
 import type { OptimizerState, UpdateRule } from "../tfjs-update";
 import { hasNonFinite } from "../../backends/native/finite";
 import { assignFlat, onDevice, readConcat, transfers } from "../device-io";
@@ -59,6 +60,8 @@ export class DataReplica implements WorkerRole {
   private readonly update: UpdateRule;
   /** The worker's own copy of the data (feed "workers"), and the order of the epoch it is in. */
   private shard: { dataset: Dataset; shuffle: boolean; seed: number; epoch: number; order: Uint32Array | null } | null = null;
+  /** Chunks each step's slice is computed in (fit option accumulate); 1: one pass. */
+  private readonly accumulate: number;
   /** The step's rate under a learning-rate schedule (else the optimizer's own). */
   private learningRate: number | undefined;
   /** Updates applied since the model was loaded. */
@@ -82,6 +85,7 @@ export class DataReplica implements WorkerRole {
     this.slowdown = msg.slowdown ?? 1;
     this.elastic = msg.elastic ?? false;
     this.overlap = msg.overlap ?? false;
+    this.accumulate = msg.accumulate ?? 1;
     this.feedback = msg.compression ? new ErrorFeedback(msg.compression, r.gradientLength) : null;
   }
 
@@ -166,7 +170,8 @@ export class DataReplica implements WorkerRole {
     const flat = this.stepBuffer(n + this.r.state.length + 1);
     transfers.reset();
     const stateBefore = await this.r.state.snapshot();
-    const buckets = overlap && this.r.step.native ? new GradientBuckets(flat, n, overlap, this.feedback, this.r) : null;
+    // Buckets go while the one backward pass runs: with accumulated chunks the sum is ready only after the last.
+    const buckets = overlap && this.r.step.native && this.accumulate === 1 ? new GradientBuckets(flat, n, overlap, this.feedback, this.r) : null;
     const slice = await this.slice(weight, x, y, flat, stateBefore, buckets);
     if (!buckets && this.feedback && flat[flat.length - 1] === 0) this.feedback.compress(flat.subarray(0, n));
     const slowdownMs = await slowDown(this.slowdown, performance.now() - t0);
@@ -224,7 +229,8 @@ export class DataReplica implements WorkerRole {
   private async slice(weight: number, x: Tensorlike, y: Tensorlike, flat: Float32Array, stateBefore: Float32Array, buckets: GradientBuckets | null): Promise<SliceOutcome> {
     const n = this.r.gradientLength;
     const stateNow = new Float32Array(this.r.state.length);
-    const out = await checkedSliceGradient(this.r, x, y, weight, flat.subarray(0, n), { ...(buckets ? { ready: buckets.ready } : {}), ...(stateNow.length > 0 ? { stateNow } : {}) });
+    const extra = { ...(buckets ? { ready: buckets.ready } : {}), ...(stateNow.length > 0 ? { stateNow } : {}) };
+    const out = this.accumulate > 1 ? await accumulatedSlice(this.r, this.accumulate, x, y, weight, flat.subarray(0, n), extra) : await checkedSliceGradient(this.r, x, y, weight, flat.subarray(0, n), extra);
     if (out.nonFinite || out.failure !== undefined) flat[flat.length - 1] = 1;
     else if (x.shape[0]! > 0) this.r.state.writeChange(stateBefore, weight, flat.subarray(n, flat.length - 1), stateNow);
     return out;

@@ -1,4 +1,5 @@
 import type { LoadOf } from "../../protocol/messages";
+import { classWeighted } from "../class-weights";
 import * as tf from "@tensorflow/tfjs";
 import { ModelError, ProtocolError } from "../../errors/errors";
 import { formatBytes, optimizerSlots } from "../../plan/memory";
@@ -102,7 +103,8 @@ export class StageRuntime implements WorkerRole {
     }
     const optimizer = createOptimizer(msg.optimizer);
     const last = stage.index === stage.count - 1;
-    const lossFn = last ? compiledLoss(model, msg.loss, optimizer) : null;
+    const plain = last ? compiledLoss(model, msg.loss, optimizer) : null;
+    const lossFn = plain && msg.classWeight ? classWeighted(plain, msg.classWeight) : plain;
     const outputShape = summary.outputShape.slice(1).map((d) => d ?? 1);
     return new StageRuntime(model, stage, inputShape, outputShape, lossFn, optimizer, msg.optimizer, msg.metrics ?? []);
   }

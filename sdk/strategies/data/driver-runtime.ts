@@ -20,7 +20,7 @@ import { dataWiring } from "../../plan/wiring";
 import { checkpointing, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
 import { runElastic } from "../../driver/elastic-loop";
 import { validateOnReplicas } from "./validate-replicas";
-import { refuseValidation } from "../../driver/validation-data";
+import { refuseReplicaOptions } from "../../driver/replica-options";
 import { askedToStop, FitAborted } from "../../driver/fit-stop";
 
 
@@ -63,7 +63,7 @@ function refuseWhatCannotWork(o: ResolvedFitOptions, dataset: Dataset, plan: Dat
   if (plan.elastic && o.checkpoint) {
     throw new FitAborted(new ConfigError("elastic training and checkpoints do not go together yet: a checkpoint is written from one replica at a fixed membership", { hint: "drop checkpoint, or drop elastic" }));
   }
-  if (plan.elastic) refuseValidation(o, "an elastic fit (its replicas change between epochs)");
+  if (plan.elastic && o.validation) refuseReplicaOptions(o, "an elastic fit (its replicas change between epochs)", "");
   if (plan.elastic && o.callbacks) {
     throw new FitAborted(new ConfigError("callbacks are not called in elastic fits yet: their loop steps back and repeats steps when members change, which model.fit's callbacks have no meaning for", { hint: "drop callbacks (onStep sees every step), or drop elastic" }));
   }
@@ -81,10 +81,11 @@ function replicaLoader(ctx: FitContext, model: tf.LayersModel, dataset: Dataset,
   const stepMs = ctx.spec.timeouts.stepMs;
   const topology = model.toJSON(null, false) as unknown as Record<string, unknown>;
   const data = plan.feed === "workers" ? { data: { source: dataset.source!, shuffle: o.shuffle, seed: o.seed } } : {};
-  const replicaBatch = Math.ceil(o.batchSize / ctx.workers.length);
+  // The largest chunk a replica computes at once, for its memory check.
+  const replicaBatch = Math.ceil(o.batchSize / ctx.workers.length / o.accumulate);
   return (w: WorkerHandle, attachments: Tensorlike[]) =>
     w.channel.request(
-      { type: "load", role: "replica", topology, optimizer: o.optimizer, loss: o.loss, metrics: o.metrics, replicaBatch, stepTimeoutMs: stepMs, ...data, ...slowdown(plan, w.rank), ...(plan.elastic ? { elastic: true } : {}), ...(plan.compression ? { compression: plan.compression } : {}), ...(plan.overlap.on ? { overlap: true } : {}) },
+      { type: "load", role: "replica", topology, optimizer: o.optimizer, loss: o.loss, metrics: o.metrics, ...(o.classTable ? { classWeight: o.classTable } : {}), replicaBatch, stepTimeoutMs: stepMs, ...data, ...slowdown(plan, w.rank), ...(plan.elastic ? { elastic: true } : {}), ...(plan.compression ? { compression: plan.compression } : {}), ...(plan.overlap.on ? { overlap: true } : {}), ...(o.accumulate > 1 ? { accumulate: o.accumulate } : {}) },
       "loaded",
       { timeoutMs: stepMs, waitingFor: "the model to load", attachments },
     );

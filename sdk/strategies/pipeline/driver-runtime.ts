@@ -1,5 +1,5 @@
 import type * as tf from "@tensorflow/tfjs";
-import { refuseValidation } from "../../driver/validation-data";
+import { refuseReplicaOptions } from "../../driver/replica-options";
 import type { Dataset } from "../../data/dataset";
 import { ModelError } from "../../errors/errors";
 import { splitOf } from "../../plan/batches";
@@ -31,7 +31,7 @@ import { modelOrder, stageVariables } from "./stage-weights";
 export async function fitPipeline(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, given: ResolvedFitOptions, plan: PipelinePlan & PlanMethods): Promise<RunRecord> {
   const started = performance.now();
   const { resumed, options: o } = resumeIfAsked(given, plan.strategy, model, plan.model, dataset);
-  refuseValidation(o, `strategy "${plan.strategy}" (its stages hold parts of the model)`);
+  refuseReplicaOptions(o, `strategy "${plan.strategy}" (its stages hold parts of the model)`, `a pipeline accumulates over its micro-batches already: raise microBatches (strategy("${plan.strategy}", { microBatches })) and batchSize`);
   const S = plan.stages;
   const workers = ctx.workers.slice(0, plan.worldSize);
   await ctx.connect(gridWiring(plan.replicas, S));
@@ -76,6 +76,7 @@ async function loadStages(ctx: FitContext, model: tf.LayersModel, o: ResolvedFit
             optimizer: o.optimizer,
             loss: o.loss,
             metrics: o.metrics,
+            ...(o.classTable && s === S - 1 ? { classWeight: o.classTable } : {}),
             stage: { index: s, count: S, from: st.from, to: st.to, inputShape: [...st.inputShape], actions: [...plan.schedule.actions[s]!], microBatches: plan.microBatches, microBatchSize },
             stepTimeoutMs: stepMs,
           },

@@ -1,5 +1,5 @@
 import * as tf from "@tensorflow/tfjs";
-import { refuseValidation } from "../../driver/validation-data";
+import { refuseReplicaOptions } from "../../driver/replica-options";
 import type { WorkerHandle } from "../../members/worker-handle";
 import type { Dataset } from "../../data/dataset";
 import { ConfigError, ModelError } from "../../errors/errors";
@@ -51,7 +51,7 @@ export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel
 
 /** Async checkpoints, and state that is not float (which servers could not average), are refused before anything is sent. */
 function refuseWhatCannotWork(model: tf.LayersModel, given: ResolvedFitOptions, plan: PsPlan): void {
-  refuseValidation(given, "parameter servers (the workers hold the weights of their last pull, not the servers')");
+  refuseReplicaOptions(given, "parameter servers (the workers hold the weights of their last pull, not the servers')", 'raise batchSize, or train with strategy("data", ...) and accumulate');
   if ((given.checkpoint || given.resumeFrom) && plan.mode === "async") {
     throw new FitAborted(
       new ConfigError("checkpoints are written for sync parameter servers; async ones apply pushes in an order no rerun repeats, so a resumed run could not equal an uninterrupted one", {
@@ -119,7 +119,7 @@ async function loadAll(ctx: FitContext, model: tf.LayersModel, o: ResolvedFitOpt
       ),
       ...ctx.workers.map((w) =>
         w.channel.request(
-          { type: "load", role: "ps-worker", topology, optimizer: o.optimizer, loss: o.loss, metrics: o.metrics, replicaBatch: Math.ceil(o.batchSize / n), stepTimeoutMs: stepMs, mode: plan.mode, shards, state: stateShards, ...slowdown(plan, w.rank), ...(plan.compression ? { compression: plan.compression } : {}) },
+          { type: "load", role: "ps-worker", topology, optimizer: o.optimizer, loss: o.loss, metrics: o.metrics, ...(o.classTable ? { classWeight: o.classTable } : {}), replicaBatch: Math.ceil(o.batchSize / n), stepTimeoutMs: stepMs, mode: plan.mode, shards, state: stateShards, ...slowdown(plan, w.rank), ...(plan.compression ? { compression: plan.compression } : {}) },
           "loaded",
           { ...loading, attachments: weights },
         ),

@@ -1,0 +1,35 @@
+import type { Tensorlike } from "../../protocol/tensor";
+import { rowsOf } from "../../protocol/tensor";
+import { replicaSlices } from "../../plan/batches";
+import { checkedSliceGradient, type LoadedReplica, type SliceExtras, type SliceOutcome } from "../slice-gradient";
+
+/**
+ * A replica's slice computed in `k` chunks one after another (fit option accumulate): each
+ * chunk's gradient, weighted by its share of the global batch, is added into `grads`, so the sum
+ * is the gradient of the whole slice while only a chunk's activations are held at once. The loss
+ * and metrics are the chunks' weighted by their samples. BatchNormalization normalizes each chunk
+ * with its own statistics (as accumulation does in every framework). A chunk that finds NaN or
+ * Infinity, or fails, ends the slice as one step would.
+ */
+export async function accumulatedSlice(r: LoadedReplica, k: number, x: Tensorlike, y: Tensorlike, weight: number, grads: Float32Array, extra: SliceExtras): Promise<SliceOutcome> {
+  const rows = x.shape[0] ?? 0;
+  if (rows === 0) return checkedSliceGradient(r, x, y, weight, grads, extra);
+  grads.fill(0);
+  const part = new Float32Array(grads.length);
+  const metrics: Record<string, number> = {};
+  let loss = 0;
+  let from = 0;
+  for (const n of replicaSlices(rows, k).filter((c) => c > 0)) {
+    const share = n / rows;
+    const out = await checkedSliceGradient(r, rowsOf(x, from, from + n), rowsOf(y, from, from + n), weight * share, part, extra);
+    if (out.nonFinite || out.failure !== undefined) {
+      grads.fill(0);
+      return out;
+    }
+    for (let i = 0; i < grads.length; i++) grads[i]! += part[i]!;
+    loss += share * out.loss;
+    for (const [name, v] of Object.entries(out.metrics ?? {})) metrics[name] = (metrics[name] ?? 0) + share * v;
+    from += n;
+  }
+  return { loss, ...(Object.keys(metrics).length > 0 ? { metrics } : {}) };
+}
