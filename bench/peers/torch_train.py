@@ -1,7 +1,7 @@
 """PyTorch peer for the training-throughput benchmark: the same models, batch and data shapes
 as meshtrain's side, on the CPU, with a pinned thread count. Prints one JSON line per run.
 
-usage: python3 torch_train.py --model mlp|cnn --batch 64 --threads 1 --steps 60 --warmup 10 --optimizer sgd|adam
+usage: python3 torch_train.py --model mlp|cnn|mlp10m|sentiment --batch 64 --threads 1 --steps 60 --warmup 10 --optimizer sgd|adam
 """
 import argparse
 import json
@@ -11,7 +11,23 @@ import torch
 import torch.nn as nn
 
 
+class Sentiment(nn.Module):
+    """tfjs-examples' sentiment model: a 10,000-word embedding of 128, an LSTM of 32, one sigmoid unit."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(10000, 128)
+        self.lstm = nn.LSTM(128, 32, batch_first=True)
+        self.out = nn.Linear(32, 1)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        _, (h, _) = self.lstm(self.embed(ids))
+        return torch.sigmoid(self.out(h[-1]))
+
+
 def build(name: str) -> nn.Module:
+    if name == "sentiment":
+        return Sentiment()
     if name == "mlp":
         return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
     if name == "mlp10m":
@@ -39,9 +55,15 @@ def main() -> None:
     torch.manual_seed(0)
     model = build(a.model)
     opt = torch.optim.SGD(model.parameters(), lr=0.01) if a.optimizer == "sgd" else torch.optim.Adam(model.parameters(), lr=0.001)
-    loss_fn = nn.CrossEntropyLoss()
-    x = torch.rand(a.batch, 1, 28, 28)
-    y = torch.randint(0, 10, (a.batch,))
+    if a.model == "sentiment":
+        # Reviews of 100 word ids, a 0/1 label each, as the example trains them.
+        loss_fn = nn.BCELoss()
+        x = torch.randint(0, 10000, (a.batch, 100))
+        y = torch.randint(0, 2, (a.batch, 1)).float()
+    else:
+        loss_fn = nn.CrossEntropyLoss()
+        x = torch.rand(a.batch, 1, 28, 28)
+        y = torch.randint(0, 10, (a.batch,))
     for i in range(a.warmup + a.steps):
         if i == a.warmup:
             start = time.perf_counter()

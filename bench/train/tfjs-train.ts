@@ -9,24 +9,33 @@ import { DataReplica } from "../../sdk/roles/data/replica";
  * own replica code (forward, backward, update), the same model, batch and data shapes as
  * bench/peers/torch_train.py. Prints one JSON line.
  *
- * usage: node tfjs-train.js <model> <backend> <batch> <steps> <warmup> [optimizer]
+ * usage: node tfjs-train.js <model | sentiment> <backend> <batch> <steps> <warmup> [optimizer]
  */
+/** tfjs-examples' sentiment model as its author wrote it, at its defaults: 10,000 words embedded in 128, an LSTM of 32, one sigmoid unit. */
+function sentiment(): tf.LayersModel {
+  return tf.sequential({
+    layers: [tf.layers.embedding({ inputDim: 10000, outputDim: 128, inputLength: 100 }), tf.layers.lstm({ units: 32 }), tf.layers.dense({ units: 1, activation: "sigmoid" })],
+  });
+}
+
 async function main(): Promise<void> {
-  const [model, backend, batchArg, stepsArg, warmupArg, opt] = process.argv.slice(2) as [DemoModel, BackendChoice, string, string, string, string?];
+  const [model, backend, batchArg, stepsArg, warmupArg, opt] = process.argv.slice(2) as [DemoModel | "sentiment", BackendChoice, string, string, string, string?];
   const batch = Number(batchArg);
   const steps = Number(stepsArg);
   const warmup = Number(warmupArg);
   tf.enableProdMode();
   const report = await selectBackend(backend, 1);
-  const m = buildDemoModel(model);
+  const m = model === "sentiment" ? sentiment() : buildDemoModel(model);
   const topology = m.toJSON(null, false) as unknown as Record<string, unknown>;
   const weights = m.getWeights().map((w) => ({ data: Float32Array.from(w.dataSync()), shape: [...w.shape] }));
   m.dispose();
   const optimizer = opt === "adam" ? { name: "adam" as const, learningRate: 0.001, beta1: 0.9, beta2: 0.999 } : { name: "sgd" as const, learningRate: 0.01 };
-  const replica = await DataReplica.load({ type: "load", v: 1, id: 1, role: "replica", topology, optimizer, loss: "categoricalCrossentropy", replicaBatch: batch, stepTimeoutMs: 60_000, attachments: [] }, weights);
-  const x = { data: Float32Array.from({ length: batch * 784 }, () => Math.random()), shape: [batch, 28, 28, 1] };
-  const y = { data: new Float32Array(batch * 10), shape: [batch, 10] };
-  for (let i = 0; i < batch; i++) y.data[i * 10 + (i % 10)] = 1;
+  const text = model === "sentiment";
+  const replica = await DataReplica.load({ type: "load", v: 1, id: 1, role: "replica", topology, optimizer, loss: text ? "binaryCrossentropy" : "categoricalCrossentropy", replicaBatch: batch, stepTimeoutMs: 60_000, attachments: [] }, weights);
+  // Reviews of 100 word ids with a 0/1 label each; digits of 28 x 28 with one of 10 classes.
+  const x = text ? { data: Float32Array.from({ length: batch * 100 }, () => Math.floor(Math.random() * 10000)), shape: [batch, 100] } : { data: Float32Array.from({ length: batch * 784 }, () => Math.random()), shape: [batch, 28, 28, 1] };
+  const y = text ? { data: Float32Array.from({ length: batch }, (_, i) => i % 2), shape: [batch, 1] } : { data: new Float32Array(batch * 10), shape: [batch, 10] };
+  if (!text) for (let i = 0; i < batch; i++) y.data[i * 10 + (i % 10)] = 1;
   const alone = async (data: Float32Array) => ({ data, stats: { waitMs: 0, commMs: 0, bytesSent: 0 } });
   let start = 0;
   const transfers: number[] = [];

@@ -250,6 +250,8 @@ static napi_value init(napi_env env, napi_value exports) {
   EXPORT("addN", add_n);
   EXPORT("reduce", reduce);
   EXPORT("softmax", softmax);
+  EXPORT("gatherRows", mt_bind_gather_rows);
+  EXPORT("segmentSum", mt_bind_segment_sum);
   EXPORT("conv2d", mt_bind_conv2d);
   EXPORT("conv2dBackpropInput", mt_bind_conv2d_bi);
   EXPORT("conv2dBackpropFilter", mt_bind_conv2d_bf);

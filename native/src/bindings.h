@@ -13,6 +13,8 @@ napi_value mt_bind_max_pool(napi_env env, napi_callback_info info);
 napi_value mt_bind_avg_pool(napi_env env, napi_callback_info info);
 napi_value mt_bind_max_pool_grad(napi_env env, napi_callback_info info);
 napi_value mt_bind_avg_pool_grad(napi_env env, napi_callback_info info);
+napi_value mt_bind_gather_rows(napi_env env, napi_callback_info info);
+napi_value mt_bind_segment_sum(napi_env env, napi_callback_info info);
 
 /* The data plane's functions (dp_bind.c), added to the exports. */
 void mt_register_data_plane(napi_env env, napi_value exports);

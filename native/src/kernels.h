@@ -32,6 +32,8 @@ void mt_bias_activation(float *out, const float *bias, int64_t rows, int cols, i
 enum { MT_RSUM = 0, MT_RMAX, MT_RMIN, MT_RMEAN };
 void mt_reduce(int op, const float *x, float *out, int64_t outer, int64_t reduce, int64_t inner);
 void mt_softmax(const float *logits, float *out, int64_t rows, int cols);
+void mt_gather_rows(const float *x, const int32_t *ids, float *out, int64_t n, int64_t inner);
+void mt_segment_sum(const float *values, const int32_t *ids, float *out, int64_t n, int64_t inner, int64_t segments);
 
 /* conv.c: params = {batch, inH, inW, inC, outH, outW, outC, kH, kW, strideH, strideW, dilH, dilW, padTop, padLeft} */
 enum { P_BATCH = 0, P_INH, P_INW, P_INC, P_OUTH, P_OUTW, P_OUTC, P_KH, P_KW, P_SH, P_SW, P_DH, P_DW, P_PT, P_PL, P_COUNT };

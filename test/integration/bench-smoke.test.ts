@@ -19,8 +19,10 @@ test("every benchmark runs and writes its results", () => {
     assert.ok(data.machine.cores > 0);
     assert.match(fs.readFileSync(path.join(dir, `${part}.md`), "utf8"), /^### /);
   }
-  const train = JSON.parse(fs.readFileSync(path.join(dir, "train.json"), "utf8")) as { rows: Array<{ runtime: string; samplesPerSecond: number; missing: string | null }> };
+  const train = JSON.parse(fs.readFileSync(path.join(dir, "train.json"), "utf8")) as { rows: Array<{ model: string; runtime: string; samplesPerSecond: number; missing: string | null }> };
   const native = train.rows.find((x) => x.runtime === "meshtrain native")!;
   assert.ok(native.missing === null && native.samplesPerSecond > 0, "the native backend was measured");
+  const embedding = train.rows.find((x) => x.model === "sentiment" && x.runtime === "meshtrain native")!;
+  assert.ok(embedding.missing === null && embedding.samplesPerSecond > 0, "the embedding + LSTM model trained on the native kernels");
   assert.match(fs.readFileSync(path.join(dir, "README.md"), "utf8"), /Training throughput/);
 });

@@ -115,6 +115,21 @@ describe("reductions and softmax", () => {
   });
 });
 
+describe("gather and its gradient (embeddings)", () => {
+  // Ids with repeats, so the gradient adds several rows into one; float ids as the layers feed them (cast inside).
+  const ids = Float32Array.from([3, 0, 7, 3, 3, 9, 1, 0, 12, 7, 3, 5], (v) => v);
+  test("an Embedding's lookup and gradient equal the stock kernels, exactly", () => {
+    compare("gather rows", [[13, 5]], withGrads((x) => tf.gather(x!, tf.tensor(ids, [3, 4], "int32"))), 0);
+    compare("gather of a 3-d table", [[13, 2, 3]], withGrads((x) => tf.gather(x!, tf.tensor(ids, [12], "int32"))), 0);
+    compare("unsortedSegmentSum", [[12, 4]], (x) => tf.unsortedSegmentSum(x!, tf.tensor(ids, [12], "int32"), 14), 0);
+    // Another axis, and an id out of range, go to the stock kernel (which refuses the id with its message).
+    compare("gather on axis 1", [[4, 13]], (x) => tf.gather(x!, tf.tensor(ids, [12], "int32"), 1), 0);
+    const bad = (): unknown => runOn(NATIVE_BACKEND, () => tf.gather(tf.zeros([4, 2]), tf.tensor([1, -1], [2], "int32")));
+    assert.throws(bad, /GatherV2: the index value -1 is not in \[0, 3\]/);
+    tf.setBackend("cpu");
+  });
+});
+
 describe("convolutions", () => {
   const convCases: Array<[string, number[], number[], number | [number, number], "same" | "valid" | number, number | [number, number]]> = [
     ["3x3 valid", [2, 9, 8, 3], [3, 3, 3, 4], 1, "valid", 1],

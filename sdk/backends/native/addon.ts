@@ -14,6 +14,10 @@ export interface NativeAddon {
   addN(inputs: Float32Array[], out: Float32Array): void;
   reduce(op: number, x: Float32Array, out: Float32Array, outer: number, reduce: number, inner: number): void;
   softmax(x: Float32Array, out: Float32Array, rows: number, cols: number): void;
+  /** out[i] = x[ids[i]] (rows of `inner`); throws on an id outside [0, rows). */
+  gatherRows(x: Float32Array, ids: Int32Array, out: Float32Array, n: number, inner: number, rows: number): void;
+  /** out[s] = the sum of the rows whose id is s; ids outside [0, segments) dropped. */
+  segmentSum(values: Float32Array, ids: Int32Array, out: Float32Array, n: number, inner: number, segments: number): void;
   conv2d(x: Float32Array, filter: Float32Array, out: Float32Array, params: Int32Array, scratch: Float32Array): void;
   conv2dBackpropInput(dy: Float32Array, filter: Float32Array, dx: Float32Array, params: Int32Array, scratch: Float32Array): void;
   conv2dBackpropFilter(x: Float32Array, dy: Float32Array, dw: Float32Array, params: Int32Array, scratch: Float32Array): void;

@@ -53,6 +53,13 @@ export class NativeBackend extends MathBackendCPU {
     return entry.values as Float32Array;
   }
 
+  /** The int32 values behind an int32 tensor (ids), without copying where they are Int32Array already. */
+  intValues(t: tf.TensorInfo): Int32Array {
+    const entry = this.data.get(t.dataId);
+    if (!(entry.values instanceof Int32Array)) entry.values = Int32Array.from(entry.values as ArrayLike<number>);
+    return entry.values as Int32Array;
+  }
+
   /** A new float32 tensor whose values the caller fills. */
   output(shape: number[]): { info: tf.TensorInfo; values: Float32Array } {
     const values = this.pool.alloc(tf.util.sizeFromShape(shape));

@@ -6,6 +6,7 @@ import { elementwiseKernels } from "./kernels/elementwise";
 import { batchMatMulKernel, fusedMatMulKernel } from "./kernels/matmul";
 import { poolKernels } from "./kernels/pooling";
 import { reduceKernels } from "./kernels/reduce";
+import { gatherKernels } from "./kernels/gather";
 
 export type NativeRegistration = { ok: true; kernels: string[] } | { ok: false; reason: string };
 
@@ -25,7 +26,7 @@ export function registerNativeBackend(threads = 1): NativeRegistration {
   const addon = load.addon;
   addon.setThreads(threads);
   tf.registerBackend(NATIVE_BACKEND, () => new NativeBackend(addon), -1);
-  const ours = [batchMatMulKernel, fusedMatMulKernel, ...elementwiseKernels, ...reduceKernels, ...convKernels, ...poolKernels];
+  const ours = [batchMatMulKernel, fusedMatMulKernel, ...elementwiseKernels, ...reduceKernels, ...convKernels, ...poolKernels, ...gatherKernels];
   const overridden = new Set(ours.map((k) => k.kernelName));
   for (const k of tf.getKernelsForBackend("cpu")) {
     if (!overridden.has(k.kernelName)) tf.registerKernel({ ...k, backendName: NATIVE_BACKEND });
