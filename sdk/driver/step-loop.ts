@@ -65,16 +65,16 @@ class StepLoop {
   private epochEnded = -1;
   private ended = false;
   private readonly validation: EpochValidation[] = [];
-  private readonly perEpoch: number;
+  private readonly walk: EpochWalk;
 
   constructor(private readonly ctx: FitContext, private readonly o: ResolvedFitOptions, private readonly dataset: Dataset, private readonly issue: IssueStep, private readonly more: LoopOptions) {
     this.all = awaitAll(ctx);
     this.saved = more.startStep ?? 0;
-    this.perEpoch = new EpochWalk(dataset.size, o).perEpoch;
+    this.walk = new EpochWalk(dataset.size, o);
   }
 
   async run(): Promise<LoopResult> {
-    const walk = new EpochWalk(this.dataset.size, this.o);
+    const walk = this.walk;
     const startStep = Math.max(this.more.startStep ?? 0, walk.first);
     this.step = startStep;
     const cb = this.o.callbacks;
@@ -137,7 +137,7 @@ class StepLoop {
     const stop = stepSeen(rec, this.o.onStep, this.ctx);
     this.stopped ??= stop;
     const cb = this.o.callbacks;
-    if (cb) await this.hook(() => cb.batchEnd(f.step - f.epoch * this.perEpoch, rec));
+    if (cb) await this.hook(() => cb.batchEnd(f.step - f.epoch * this.walk.perEpoch, rec));
   }
 
   /** Runs a callback hook; one that throws stops the fit as onStep's exceptions do, and one that set model.stopTraining ends it. */

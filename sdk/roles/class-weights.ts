@@ -7,11 +7,12 @@ import * as tf from "@tensorflow/tfjs";
  * checked every class in the data has one.
  */
 export function classWeighted(loss: (y: tf.Tensor, out: tf.Tensor) => tf.Tensor, table: readonly number[]): (y: tf.Tensor, out: tf.Tensor) => tf.Tensor {
-  const weights = tf.keep(tf.tensor1d([...table], "float32"));
+  const weights = Float32Array.from(table);
+  // The table is made in each call's scope: a tensor kept across calls would outlive the model.
   return (y, out) =>
     tf.tidy(() => {
       const rows = y.shape[0]!;
       const ids = y.rank === 2 && y.shape[1]! > 1 ? tf.argMax(y, 1) : tf.cast(tf.reshape(y, [rows]), "int32");
-      return tf.mul(loss(y, out), tf.gather(weights, ids));
+      return tf.mul(loss(y, out), tf.gather(tf.tensor1d(weights, "float32"), ids));
     });
 }

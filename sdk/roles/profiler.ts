@@ -78,17 +78,23 @@ export async function profileModel(msg: MessageOf<"profile">, memoryCapBytes: nu
     const batches = msg.batches.slice(0, 1);
     return { batches, layers: [], ...(await replicaStepTimes({ ...msg, batches }, feed, (run) => meanOver(run, msg.sharedForMs!))) };
   }
-  const model = await buildModel(msg.topology, "initial");
-  let feed: Feed;
+  // Built once (a model's initializers can take seconds: an LSTM's orthogonal ones): checked,
+  // read for its inputs, and kept for the layer timings, which need only its weights meanwhile.
+  let model: tf.LayersModel | null = await buildModel(msg.topology, "initial");
+  const release = (): void => {
+    model?.dispose();
+    model = null;
+  };
   try {
     refuseIfTooBig(model, msg, memoryCapBytes);
-    feed = feedOf(model);
+    const feed = feedOf(model);
+    if (msg.layers === false) release();
+    // The replica step first: data parallelism plans from it alone, so it gets the budget's best.
+    const step = await replicaStepTimes(msg, feed, (run) => typical(run, clock));
+    return { batches: msg.batches, layers: model ? await layerTimes(model, feed, msg.batches, clock) : [], ...step };
   } finally {
-    model.dispose();
+    release();
   }
-  // The replica step first: data parallelism plans from it alone, so it gets the budget's best.
-  const step = await replicaStepTimes(msg, feed, (run) => typical(run, clock));
-  return { batches: msg.batches, layers: msg.layers === false ? [] : await layerTimes(msg, clock), ...step };
 }
 
 /** When timings stop repeating. */
@@ -96,40 +102,35 @@ interface Clock {
   deadline: number;
 }
 
-async function layerTimes(msg: MessageOf<"profile">, clock: Clock): Promise<Profiled["layers"]> {
-  const model = await buildModel(msg.topology, "initial");
-  try {
-    const feed = feedOf(model);
-    const layers = model.layers.filter((l) => l.getClassName() !== "InputLayer");
-    const times = layers.map(() => ({ forwardMs: [] as number[], backwardMs: [] as number[] }));
-    const fed = new Set(model.inputs.map((s) => s.id));
-    for (const b of msg.batches) {
-      // Every symbolic tensor's value at this batch, filled as the layers produce them.
-      const values = new Map<number, tf.Tensor>(model.inputs.map((s, i) => [s.id, tensorOf(sampleInput(feed.inputs[i]!, b))]));
-      try {
-        for (const [i, l] of layers.entries()) {
-          for (const [k, node] of l.inboundNodes.entries()) {
-            const inputs = node.inputTensors.map((t) => values.get(t.id));
-            if (inputs.some((t) => t === undefined)) continue;
-            const xs = inputs as tf.Tensor[];
-            if (k === 0) {
-              const forwardMs = await typical(() => settle(tf.tidy(() => outputsOf(l, xs))), clock);
-              const both = await typical(() => settle(tf.tidy(() => backward(l, xs, node.inputTensors.map((t) => !fed.has(t.id))))), clock);
-              times[i]!.forwardMs.push(forwardMs);
-              times[i]!.backwardMs.push(Math.max(0, both - forwardMs));
-            }
-            const outs = tf.tidy(() => outputsOf(l, xs));
-            node.outputTensors.forEach((t, j) => values.set(t.id, outs[j]!));
+/** Every layer's forward and backward at each batch, on the values its node in the model takes. */
+async function layerTimes(model: tf.LayersModel, feed: Feed, batches: readonly number[], clock: Clock): Promise<Profiled["layers"]> {
+  const layers = model.layers.filter((l) => l.getClassName() !== "InputLayer");
+  const times = layers.map(() => ({ forwardMs: [] as number[], backwardMs: [] as number[] }));
+  const fed = new Set(model.inputs.map((s) => s.id));
+  for (const b of batches) {
+    // Every symbolic tensor's value at this batch, filled as the layers produce them.
+    const values = new Map<number, tf.Tensor>(model.inputs.map((s, i) => [s.id, tensorOf(sampleInput(feed.inputs[i]!, b))]));
+    try {
+      for (const [i, l] of layers.entries()) {
+        for (const [k, node] of l.inboundNodes.entries()) {
+          const inputs = node.inputTensors.map((t) => values.get(t.id));
+          if (inputs.some((t) => t === undefined)) continue;
+          const xs = inputs as tf.Tensor[];
+          if (k === 0) {
+            const forwardMs = await typical(() => settle(tf.tidy(() => outputsOf(l, xs))), clock);
+            const both = await typical(() => settle(tf.tidy(() => backward(l, xs, node.inputTensors.map((t) => !fed.has(t.id))))), clock);
+            times[i]!.forwardMs.push(forwardMs);
+            times[i]!.backwardMs.push(Math.max(0, both - forwardMs));
           }
+          const outs = tf.tidy(() => outputsOf(l, xs));
+          node.outputTensors.forEach((t, j) => values.set(t.id, outs[j]!));
         }
-      } finally {
-        tf.dispose([...values.values()]);
       }
+    } finally {
+      tf.dispose([...values.values()]);
     }
-    return times;
-  } finally {
-    model.dispose();
   }
+  return times;
 }
 
 /** A layer applied to its inputs as its node in the model takes them (a merge takes a list), its outputs as a list. */

@@ -33,6 +33,13 @@ export function scaleInPlace(x: Float32Array, alpha: number): void {
   else for (let i = 0; i < x.length; i++) x[i]! *= alpha;
 }
 
+/** dst += src, with the native kernel where it was built. */
+export function addInPlace(dst: Float32Array, src: Float32Array): void {
+  const load = loadAddon();
+  if (load.ok) load.addon.accumulate(dst, src, 0);
+  else for (let i = 0; i < dst.length; i++) dst[i]! += src[i]!;
+}
+
 /** A whole model on one worker, as data parallelism and parameter servers use it. */
 export interface LoadedReplica {
   model: tf.LayersModel;

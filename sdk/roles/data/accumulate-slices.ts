@@ -1,7 +1,16 @@
 import type { Tensorlike } from "../../protocol/tensor";
 import { rowsOf } from "../../protocol/tensor";
 import { replicaSlices } from "../../plan/batches";
-import { checkedSliceGradient, type LoadedReplica, type SliceExtras, type SliceOutcome } from "../slice-gradient";
+import { addInPlace, checkedSliceGradient, type LoadedReplica, type SliceExtras, type SliceOutcome } from "../slice-gradient";
+
+/** Each replica's buffer for a chunk's gradient, kept across steps (a gradient can be tens of MB). */
+const chunkBuffers = new WeakMap<LoadedReplica, Float32Array>();
+
+function chunkBuffer(r: LoadedReplica, length: number): Float32Array {
+  let b = chunkBuffers.get(r);
+  if (!b || b.length !== length) chunkBuffers.set(r, (b = new Float32Array(length)));
+  return b;
+}
 
 /**
  * A replica's slice computed in `k` chunks one after another (fit option accumulate): each
@@ -15,7 +24,7 @@ export async function accumulatedSlice(r: LoadedReplica, k: number, x: Tensorlik
   const rows = x.shape[0] ?? 0;
   if (rows === 0) return checkedSliceGradient(r, x, y, weight, grads, extra);
   grads.fill(0);
-  const part = new Float32Array(grads.length);
+  const part = chunkBuffer(r, grads.length);
   const metrics: Record<string, number> = {};
   let loss = 0;
   let from = 0;
@@ -26,7 +35,7 @@ export async function accumulatedSlice(r: LoadedReplica, k: number, x: Tensorlik
       grads.fill(0);
       return out;
     }
-    for (let i = 0; i < grads.length; i++) grads[i]! += part[i]!;
+    addInPlace(grads, part);
     loss += share * out.loss;
     for (const [name, v] of Object.entries(out.metrics ?? {})) metrics[name] = (metrics[name] ?? 0) + share * v;
     from += n;

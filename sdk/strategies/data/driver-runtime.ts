@@ -20,7 +20,7 @@ import { dataWiring } from "../../plan/wiring";
 import { checkpointing, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
 import { runElastic } from "../../driver/elastic-loop";
 import { validateOnReplicas } from "./validate-replicas";
-import { refuseReplicaOptions } from "../../driver/replica-options";
+import { refuseValidation } from "../../driver/replica-options";
 import { askedToStop, FitAborted } from "../../driver/fit-stop";
 
 
@@ -63,7 +63,7 @@ function refuseWhatCannotWork(o: ResolvedFitOptions, dataset: Dataset, plan: Dat
   if (plan.elastic && o.checkpoint) {
     throw new FitAborted(new ConfigError("elastic training and checkpoints do not go together yet: a checkpoint is written from one replica at a fixed membership", { hint: "drop checkpoint, or drop elastic" }));
   }
-  if (plan.elastic && o.validation) refuseReplicaOptions(o, "an elastic fit (its replicas change between epochs)", "");
+  if (plan.elastic) refuseValidation(o, "an elastic fit (its replicas change between epochs)");
   if (plan.elastic && o.callbacks) {
     throw new FitAborted(new ConfigError("callbacks are not called in elastic fits yet: their loop steps back and repeats steps when members change, which model.fit's callbacks have no meaning for", { hint: "drop callbacks (onStep sees every step), or drop elastic" }));
   }

@@ -1,5 +1,5 @@
 import type * as tf from "@tensorflow/tfjs";
-import { refuseReplicaOptions } from "../../driver/replica-options";
+import { refuseAccumulation, refuseValidation } from "../../driver/replica-options";
 import type { Dataset } from "../../data/dataset";
 import { ModelError } from "../../errors/errors";
 import { splitOf } from "../../plan/batches";
@@ -31,7 +31,9 @@ import { modelOrder, stageVariables } from "./stage-weights";
 export async function fitPipeline(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, given: ResolvedFitOptions, plan: PipelinePlan & PlanMethods): Promise<RunRecord> {
   const started = performance.now();
   const { resumed, options: o } = resumeIfAsked(given, plan.strategy, model, plan.model, dataset);
-  refuseReplicaOptions(o, `strategy "${plan.strategy}" (its stages hold parts of the model)`, `a pipeline accumulates over its micro-batches already: raise microBatches (strategy("${plan.strategy}", { microBatches })) and batchSize`);
+  const where = `strategy "${plan.strategy}" (its stages hold parts of the model)`;
+  refuseValidation(o, where);
+  refuseAccumulation(o, where, `a pipeline accumulates over its micro-batches already: raise microBatches (strategy("${plan.strategy}", { microBatches })) and batchSize`);
   const S = plan.stages;
   const workers = ctx.workers.slice(0, plan.worldSize);
   await ctx.connect(gridWiring(plan.replicas, S));

@@ -1,5 +1,5 @@
 import * as tf from "@tensorflow/tfjs";
-import { refuseReplicaOptions } from "../../driver/replica-options";
+import { refuseAccumulation, refuseValidation } from "../../driver/replica-options";
 import type { WorkerHandle } from "../../members/worker-handle";
 import type { Dataset } from "../../data/dataset";
 import { ConfigError, ModelError } from "../../errors/errors";
@@ -51,7 +51,9 @@ export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel
 
 /** Async checkpoints, and state that is not float (which servers could not average), are refused before anything is sent. */
 function refuseWhatCannotWork(model: tf.LayersModel, given: ResolvedFitOptions, plan: PsPlan): void {
-  refuseReplicaOptions(given, "parameter servers (the workers hold the weights of their last pull, not the servers')", 'raise batchSize, or train with strategy("data", ...) and accumulate');
+  const where = "parameter servers (the workers hold the weights of their last pull, not the servers')";
+  refuseValidation(given, where);
+  refuseAccumulation(given, where, 'raise batchSize, or train with strategy("data", ...) and accumulate');
   if ((given.checkpoint || given.resumeFrom) && plan.mode === "async") {
     throw new FitAborted(
       new ConfigError("checkpoints are written for sync parameter servers; async ones apply pushes in an order no rerun repeats, so a resumed run could not equal an uninterrupted one", {
