@@ -38,6 +38,7 @@ export { figureToSvg } from "./viz/svg-chart";
 export { DISPLAY, type MimeBundle } from "./viz/displayable";
 export { throughput, defaultWarmup } from "./metrics/throughput";
 export type { ModelSummary, LayerSummary } from "./plan/model-summary";
+export type { Cut } from "./model/cuts";
 export type { WorkerInfo } from "./protocol/messages";
 export { PROTOCOL_VERSION } from "./protocol/version";
 export type { BackendChoice, BackendName } from "./protocol/backend-names";

@@ -9,7 +9,7 @@ import { loadedModules } from "./modules";
  * Builds a model from TF.js topology JSON and weights ("initial": its initializers' own, to time it). Only layer classes registered with TF.js
  * can be built: nothing that arrives over the wire is ever run as code.
  */
-export async function buildModel(topology: Record<string, unknown>, weights: readonly Tensorlike[] | "initial"): Promise<tf.LayersModel> {
+export async function buildModel(topology: Record<string, unknown>, weights: readonly Tensorlike[] | "initial", order: WeightOrder = (m) => m.weights): Promise<tf.LayersModel> {
   let model: tf.LayersModel;
   try {
     model = await tf.models.modelFromJSON(topology as unknown as Parameters<typeof tf.models.modelFromJSON>[0]);
@@ -25,21 +25,25 @@ export async function buildModel(topology: Record<string, unknown>, weights: rea
     });
   }
   if (weights === "initial") return model;
-  if (model.weights.length !== weights.length) {
-    throw new ModelError(`the model has ${model.weights.length} weights but ${weights.length} were sent`);
+  const vars = order(model);
+  if (vars.length !== weights.length) {
+    throw new ModelError(`the model has ${vars.length} weights but ${weights.length} were sent`);
   }
-  model.weights.forEach((w, i) => {
+  vars.forEach((w, i) => {
     const got = weights[i]!.shape;
     if (w.shape.length !== got.length || w.shape.some((d, j) => d !== got[j])) {
       throw new ModelError(`weight ${i} (${w.name}) has shape [${w.shape.join(", ")}] but [${got.join(", ")}] was sent`);
     }
   });
-  const tensors = weights.map((w, i) => tf.tensor(w.data, [...w.shape], model.weights[i]!.dtype));
-  model.setWeights(tensors);
+  const tensors = weights.map((w, i) => tf.tensor(w.data, [...w.shape], vars[i]!.dtype));
+  vars.forEach((v, i) => v.write(tensors[i]!));
   // The variables keep the data; dropping these leaves each variable the only owner.
   tf.dispose(tensors);
   return model;
 }
+
+/** The order weights travel in for a model: model.weights, unless a stage says otherwise. */
+export type WeightOrder = (model: tf.LayersModel) => ReadonlyArray<tf.LayersModel["weights"][number]>;
 
 /** A tensor from its wire form, with its dtype. */
 export function tensorOf(t: Tensorlike): tf.Tensor {
@@ -65,9 +69,9 @@ export function compiledLoss(model: tf.LayersModel, loss: LossName, optimizer: t
 }
 
 /** Every weight of the model as flat copies, in model.weights order (read back from a device where it lives on one). */
-export async function readWeights(model: tf.LayersModel): Promise<Tensorlike[]> {
+export async function readWeights(model: tf.LayersModel, order: WeightOrder = (m) => m.weights): Promise<Tensorlike[]> {
   const out: Tensorlike[] = [];
-  for (const w of model.weights) {
+  for (const w of order(model)) {
     const t = w.read();
     const values = await t.data();
     out.push({ data: t.dtype === "int32" ? Int32Array.from(values as Int32Array) : Float32Array.from(values as Float32Array), shape: [...w.shape] as number[] });

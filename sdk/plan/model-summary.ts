@@ -1,5 +1,5 @@
 import type * as tf from "@tensorflow/tfjs";
-import { branchOf } from "../model/chain";
+import { graphCuts, type Cut } from "../model/cuts";
 import { forwardFlops } from "./flops";
 
 /** One layer as plans see it: class, output shape, parameters, FLOPs per sample. */
@@ -31,8 +31,10 @@ export interface ModelSummary {
   variables: Array<{ layer: number; name: string; shape: number[] }>;
   /** The float non-trainable weights (BatchNormalization's moving statistics, frozen layers' weights), in model.nonTrainableWeights order. */
   state: Array<{ layer: number; name: string; shape: number[] }>;
-  /** Why the layers do not form one chain (a branch, a merge), or null when they do: stages split chains only. */
-  branch: string | null;
+  /** Where stages may be split: cuts[j] is the point before layer j (cuts[0] the input, cuts[layers.length] the output). */
+  cuts: Cut[];
+  /** Why no stage strategy can split the model at all (several inputs, a shared layer), or null. */
+  unsplittable: string | null;
 }
 
 function firstShape(shape: tf.Shape | tf.Shape[]): Array<number | null> {
@@ -41,11 +43,22 @@ function firstShape(shape: tf.Shape | tf.Shape[]): Array<number | null> {
   return [...(shape as tf.Shape)];
 }
 
+/** The (first) input shape of a layer called once, or null where TF.js cannot say. */
+function inputOf(l: tf.layers.Layer): Array<number | null> | null {
+  try {
+    const input = l.getInputAt(0);
+    return [...(Array.isArray(input) ? input[0]! : input).shape];
+  } catch {
+    return null;
+  }
+}
+
 /**
  * The layers are numbered as a Sequential model numbers them: a functional model's InputLayer
  * holds nothing and is left out, so a chain built either way has the same plan.
  */
 export function summarizeModel(model: tf.LayersModel): ModelSummary {
+  const { cuts, unsplittable } = graphCuts(model);
   let previous: Array<number | null> = [...(model.inputs[0]?.shape ?? [])];
   const kept = model.layers.filter((l) => l.getClassName() !== "InputLayer");
   const layerOf = new Map(kept.flatMap((l, i) => l.weights.map((w) => [w, i] as const)));
@@ -57,8 +70,8 @@ export function summarizeModel(model: tf.LayersModel): ModelSummary {
     } catch {
       out = [];
     }
-    // In a Sequential model each layer takes its predecessor's output.
-    const input = previous;
+    // A functional model's layer says what it takes; in a Sequential model it is the predecessor's output.
+    const input = inputOf(l) ?? previous;
     previous = out;
     const activation = (l.getConfig() as { activation?: unknown }).activation;
     return {
@@ -82,6 +95,7 @@ export function summarizeModel(model: tf.LayersModel): ModelSummary {
     flopsPerSample: layers.reduce((n, l) => n + l.flopsPerSample, 0),
     variables: kept.flatMap((l, layer) => l.trainableWeights.map((w) => ({ layer, name: w.originalName ?? w.name, shape: w.shape.map((d) => d ?? 1) }))),
     state: model.nonTrainableWeights.filter((w) => w.dtype === "float32").map((w) => ({ layer: layerOf.get(w) ?? -1, name: w.originalName ?? w.name, shape: w.shape.map((d) => d ?? 1) })),
-    branch: branchOf(model),
+    cuts,
+    unsplittable,
   };
 }

@@ -1,5 +1,6 @@
 import { keptElementsPerSample } from "./memory";
 import type { LayerSummary } from "./model-summary";
+import { describeCut, type Cut } from "../model/cuts";
 
 /** What one contiguous range of layers costs on one stage. */
 export interface StageCost {
@@ -26,6 +27,8 @@ export interface PartitionRequest {
   memoryBytes(stage: number): number;
   /** Stages whose layer range is fixed (plan.place); the others are split around them. */
   pinned?: ReadonlyMap<number, readonly [number, number]>;
+  /** Where stages may begin and end (the model's cut points); every point when absent. */
+  cuts?: readonly Cut[];
 }
 
 const elems = (shape: ReadonlyArray<number | null>): number => shape.slice(1).reduce<number>((a, d) => a * (d ?? 1), 1);
@@ -34,7 +37,8 @@ export function stageCost(r: PartitionRequest, stage: number, from: number, to: 
   const ls = r.layers.slice(from, to);
   const params = ls.reduce((n, l) => n + l.params, 0);
   const trainable = ls.reduce((n, l) => n + l.trainableParams, 0);
-  const inputBytes = elems(r.layers[from]!.inputShape) * 4 * r.microBatchSize;
+  const cut = r.cuts?.[from];
+  const inputBytes = elems(cut?.ok ? cut.shape : r.layers[from]!.inputShape) * 4 * r.microBatchSize;
   const actBytes = keptElementsPerSample(ls) * 4 * r.microBatchSize;
   return {
     from,
@@ -56,6 +60,9 @@ export function partition(r: PartitionRequest): Partition {
   const L = r.layers.length;
   const S = r.stages;
   if (S < 1 || S > L) return { ok: false, reason: `${S} stages cannot split ${L} layers (each stage needs at least one layer)` };
+  const allowed = (j: number): boolean => !r.cuts || r.cuts[j]?.ok === true;
+  const points = Array.from({ length: L - 1 }, (_, k) => k + 1).filter(allowed);
+  if (points.length < S - 1) return { ok: false, reason: tooFewCuts(r, S, points) };
   // best[s][j]: minimal slowest-stage FLOPs placing layers [0, j) on stages [0, s]
   const best: number[][] = Array.from({ length: S }, () => new Array<number>(L + 1).fill(Infinity));
   const cut: number[][] = Array.from({ length: S }, () => new Array<number>(L + 1).fill(-1));
@@ -74,7 +81,7 @@ export function partition(r: PartitionRequest): Partition {
   for (let s = 1; s < S; s++) {
     for (let j = s + 1; j <= L; j++) {
       for (let i = s; i < j; i++) {
-        if (!Number.isFinite(best[s - 1]![i]!)) continue;
+        if (!allowed(i) || !Number.isFinite(best[s - 1]![i]!)) continue;
         const c = fits(s, i, j);
         if (!c) continue;
         const v = Math.max(best[s - 1]![i]!, c.flopsPerSample);
@@ -105,4 +112,11 @@ export function partition(r: PartitionRequest): Partition {
   }
   bounds.unshift(0);
   return { ok: true, stages: Array.from({ length: S }, (_, s) => stageCost(r, s, bounds[s]!, bounds[s + 1]!)) };
+}
+
+/** Why the model's cut points cannot make S stages: how many there are, and the blocks between. */
+function tooFewCuts(r: PartitionRequest, S: number, points: readonly number[]): string {
+  const inside = (r.cuts ?? []).find((c): c is Extract<Cut, { ok: false }> => !c.ok);
+  const where = points.length === 0 ? "none" : `before layer${points.length > 1 ? "s" : ""} ${points.join(", ")}`;
+  return `${S} stages need ${S - 1} point(s) where exactly one tensor passes from one stage to the next; this model has ${points.length} (${where}): every other point is ${inside ? describeCut(inside) : "inside a block"}, which stays whole within a stage`;
 }

@@ -1,25 +1,83 @@
 import * as tf from "@tensorflow/tfjs";
 import { ModelError } from "../../errors/errors";
 
+interface LayerJson {
+  name?: string;
+  class_name: string;
+  config: Record<string, unknown>;
+  inbound_nodes?: Inbound[][];
+}
+
+type Inbound = [string, number, number, unknown?];
+
 /**
- * The part of a Sequential model a stage holds: its layers' configs, with the first given the
- * input shape it receives from the stage before. Built only from TF.js's registered classes.
+ * The part of a model a stage holds, layers [from, to) (InputLayers not counted), as a model of
+ * its own taking the tensor the stage before passes (of shape `inputShape`). Built only from
+ * TF.js's registered classes.
  */
 export function stageTopology(topology: Record<string, unknown>, from: number, to: number, inputShape: readonly number[], index: number): Record<string, unknown> {
-  const cfg = topology.config as { name?: string; layers?: Array<{ class_name: string; config: Record<string, unknown> }> } | undefined;
-  if (topology.class_name !== "Sequential" || !cfg || !Array.isArray(cfg.layers)) {
-    throw new ModelError(`model, pipeline and hybrid strategies split Sequential models; this one is a ${String(topology.class_name)}`, {
-      hint: "build the model with tf.sequential, or train it with the data strategy",
-    });
-  }
+  const cfg = topology.config as { name?: string; layers?: LayerJson[] } | undefined;
+  if (!cfg || !Array.isArray(cfg.layers)) throw new ModelError(`the model's topology (class ${String(topology.class_name)}) lists no layers to split into stages`);
+  if (to <= from) throw new ModelError(`stage ${index} holds no layers ([${from}, ${to}))`);
+  if (topology.class_name === "Sequential") return sequentialStage(topology, cfg as { layers: LayerJson[] }, from, to, inputShape, index);
+  return functionalStage(topology, cfg as { layers: LayerJson[] }, from, to, inputShape, index);
+}
+
+function sequentialStage(topology: Record<string, unknown>, cfg: { name?: string; layers: LayerJson[] }, from: number, to: number, inputShape: readonly number[], index: number): Record<string, unknown> {
   const layers = cfg.layers.slice(from, to).map((l) => ({ class_name: l.class_name, config: { ...l.config } }));
-  if (layers.length === 0) throw new ModelError(`stage ${index} holds no layers ([${from}, ${to}))`);
   for (const l of layers) {
     delete l.config.batch_input_shape;
     delete l.config.input_shape;
   }
   layers[0]!.config.batch_input_shape = [null, ...inputShape];
   return { ...topology, config: { ...cfg, name: `${cfg.name ?? "model"}_stage${index}`, layers } };
+}
+
+/**
+ * A functional model's stage: its layers with every reference to the one tensor crossing into
+ * the stage rewired to a new InputLayer (stage 0 keeps the model's own), and the one tensor
+ * crossing out as its output. The planner cuts only where one tensor crosses; anything else
+ * arriving here is refused.
+ */
+function functionalStage(topology: Record<string, unknown>, cfg: { name?: string; layers: LayerJson[]; output_layers?: Inbound[] }, from: number, to: number, inputShape: readonly number[], index: number): Record<string, unknown> {
+  const kept = cfg.layers.filter((l) => l.class_name !== "InputLayer");
+  const slice = kept.slice(from, to);
+  const inside = new Set(slice.map((l) => l.name));
+  const key = ([name, node, t]: Inbound): string => `${name}/${node}/${t}`;
+  const incoming = new Map<string, Inbound>();
+  for (const l of slice) for (const ref of l.inbound_nodes?.[0] ?? []) if (!inside.has(ref[0])) incoming.set(key(ref), ref);
+  const later = [...kept.slice(to).flatMap((l) => l.inbound_nodes?.[0] ?? []), ...(cfg.output_layers ?? [])];
+  const outgoing = new Map(later.filter((ref) => inside.has(ref[0])).map((ref) => [key(ref), ref] as const));
+  if (incoming.size !== 1 || outgoing.size !== 1) {
+    throw new ModelError(`stage ${index} (layers [${from}, ${to})) would take ${incoming.size} tensors and pass on ${outgoing.size}; a stage takes one and passes one`, {
+      hint: "cut the model only between blocks (the planner does); see plan().explain()",
+    });
+  }
+  const [enter] = [...incoming.values()];
+  const [leave] = [...outgoing.values()];
+  const source = cfg.layers.find((l) => l.name === enter![0]);
+  const entry: LayerJson =
+    from === 0 && source?.class_name === "InputLayer"
+      ? source
+      : { name: `stage${index}_input`, class_name: "InputLayer", config: { batch_input_shape: [null, ...inputShape], dtype: "float32", sparse: false, name: `stage${index}_input` }, inbound_nodes: [] };
+  const rewire = (ref: Inbound): Inbound => (key(ref) === key(enter!) ? [entry.name!, 0, 0, ref[3] ?? {}] : ref);
+  const layers = [entry, ...slice.map((l) => ({ ...l, config: { ...l.config }, inbound_nodes: (l.inbound_nodes ?? []).map((node) => node.map(rewire)) }))];
+  const name = `${cfg.name ?? "model"}_stage${index}`;
+  return { ...topology, config: { ...cfg, name, layers, input_layers: [[entry.name, 0, 0]], output_layers: [[leave![0], leave![1], leave![2]]] } };
+}
+
+type LayerVariable = tf.LayersModel["weights"][number];
+
+/**
+ * A stage's weights in the order the driver sends and reads them: the trainable weights of its
+ * layers in the whole model's order, then their non-trainable ones. A functional stage orders
+ * its own layers by depth in the stage, which need not be the whole model's order.
+ */
+export function stageWeightOrder(stage: tf.LayersModel, topology: Record<string, unknown>, from: number, to: number): LayerVariable[] {
+  const cfg = topology.config as { layers: LayerJson[] };
+  const names = topology.class_name === "Sequential" ? stage.layers.map((l) => l.name) : cfg.layers.filter((l) => l.class_name !== "InputLayer").slice(from, to).map((l) => l.name!);
+  const layers = names.map((n) => stage.getLayer(n));
+  return [...layers.flatMap((l) => l.trainableWeights), ...layers.flatMap((l) => l.nonTrainableWeights)];
 }
 
 /**

@@ -9,11 +9,11 @@ import { actionsInFlight, type Action } from "../../plan/schedules";
 import type { MessageOf } from "../../protocol/messages";
 import type { Tensorlike } from "../../protocol/tensor";
 import { wallClock } from "../../util/clock";
-import { buildModel, compiledLoss, readWeights, tensorOf } from "../../model/model-io";
+import { buildModel, compiledLoss, readWeights, tensorOf, type WeightOrder } from "../../model/model-io";
 import type { RoleEnv, StepTimes, WorkerRole } from "../role";
 import { makeUpdateRule } from "../update-rule";
 import type { OptimizerState, UpdateRule } from "../tfjs-update";
-import { seedDropout, stageTopology } from "./stage-model";
+import { seedDropout, stageTopology, stageWeightOrder } from "./stage-model";
 import { inputNonFinite, labelTensor, metricScalars, nonFiniteIn, survivedStepError, type NonFinite } from "../step-health";
 import { ModelState } from "../model-state";
 import { onDevice, transfers } from "../device-io";
@@ -61,6 +61,7 @@ export class StageRuntime implements WorkerRole {
     private readonly compileOptimizer: tf.Optimizer,
     spec: MessageOf<"load">["optimizer"],
     private readonly metrics: MetricSpec[],
+    private readonly order: WeightOrder,
   ) {
     this.vars = model.trainableWeights.map((w) => w.read() as tf.Variable);
     this.names = model.trainableWeights.map((w) => w.originalName);
@@ -83,7 +84,8 @@ export class StageRuntime implements WorkerRole {
     const memoryCapBytes = env.memoryCapBytes;
     const stage = msg.stage;
     const inputShape = [...stage.inputShape];
-    const model = await buildModel(stageTopology(msg.topology, stage.from, stage.to, inputShape, stage.index), weights);
+    const order = (m: tf.LayersModel) => stageWeightOrder(m, msg.topology, stage.from, stage.to);
+    const model = await buildModel(stageTopology(msg.topology, stage.from, stage.to, inputShape, stage.index), weights, order);
     const summary = summarizeModel(model);
     if (memoryCapBytes !== null) {
       const c = stageCost(
@@ -106,7 +108,7 @@ export class StageRuntime implements WorkerRole {
     const plain = last ? compiledLoss(model, msg.loss, optimizer) : null;
     const lossFn = plain && msg.classWeight ? classWeighted(plain, msg.classWeight) : plain;
     const outputShape = summary.outputShape.slice(1).map((d) => d ?? 1);
-    return new StageRuntime(model, stage, inputShape, outputShape, lossFn, optimizer, msg.optimizer, msg.metrics ?? []);
+    return new StageRuntime(model, stage, inputShape, outputShape, lossFn, optimizer, msg.optimizer, msg.metrics ?? [], order);
   }
 
   get paramCount(): number {
@@ -313,7 +315,7 @@ export class StageRuntime implements WorkerRole {
   }
 
   async weights(): Promise<{ tensors: Tensorlike[] }> {
-    return { tensors: await readWeights(this.model) };
+    return { tensors: await readWeights(this.model, this.order) };
   }
 
   exportState(): Promise<OptimizerState> {

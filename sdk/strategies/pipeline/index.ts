@@ -61,7 +61,7 @@ function staged<S extends z.ZodType<StagedOptionsGiven>>(kind: PipelineKind, opt
     plan: (o, spec, model, po) => planPipelineWith(model, { ...stagedOptions(kind, o, spec), ...extras(po) }),
     owns: (plan: PlanData): plan is PipelinePlan => plan.strategy === kind,
     replan: (_o, spec, model, plan, po, pinned) => replan(spec, model, plan, po, pinned),
-    place: (plan, layers, rank) => pinStage(new Map(plan.placed), layers, rank, { stages: plan.stages, worldSize: plan.worldSize, layers: plan.model.layers.length }),
+    place: (plan, layers, rank) => pinStage(new Map(plan.placed), layers, rank, { stages: plan.stages, worldSize: plan.worldSize, layers: plan.model.layers.length, cuts: plan.model.cuts }),
     format: formatPipelinePlan,
     explain: explainPipelinePlan,
     draw: stagePlacementSvg,

@@ -1,4 +1,5 @@
 import { ConfigError } from "../../errors/errors";
+import { describeCut, type Cut } from "../../model/cuts";
 
 /**
  * Explicit placement, tf.device style: `plan.place([from, to], rank)` pins layers [from, to)
@@ -9,7 +10,7 @@ export function pinStage(
   pinned: ReadonlyMap<number, readonly [number, number]>,
   range: readonly [number, number],
   rank: number,
-  o: { stages: number; worldSize: number; layers: number },
+  o: { stages: number; worldSize: number; layers: number; cuts?: readonly Cut[] },
 ): Map<number, readonly [number, number]> {
   const [from, to] = range;
   if (!Number.isInteger(rank) || rank < 0 || rank >= o.worldSize) {
@@ -17,6 +18,18 @@ export function pinStage(
   }
   if (!Number.isInteger(from) || !Number.isInteger(to) || from < 0 || to > o.layers || to <= from) {
     throw new ConfigError(`place([${from}, ${to}], ${rank}): a layer range is [from, to) with 0 <= from < to <= ${o.layers} (the model has ${o.layers} layers)`);
+  }
+  for (const j of [from, to]) {
+    const c = o.cuts?.[j];
+    if (c && !c.ok) {
+      const near = o.cuts!.map((x, k) => (x.ok ? k : -1)).filter((k) => k >= 0);
+      const below = near.filter((k) => k < j).pop();
+      const above = near.find((k) => k > j);
+      throw new ConfigError(`place([${from}, ${to}], ${rank}): a stage boundary before layer ${j} would fall ${describeCut(c)}; a stage passes one tensor to the next, so a block stays whole within a stage`, {
+        hint: `start or end the stage where one tensor crosses: before layer ${[below, above].filter((k) => k !== undefined).join(" or ")}`,
+        details: { block: c.block.first, blockEnd: c.block.last },
+      });
+    }
   }
   const stage = rank % o.stages;
   const next = new Map(pinned);

@@ -40,9 +40,9 @@ export function stageMemory(o: { memoryCapBytes?: number; devices?: readonly Pla
 }
 
 export function planPipelineWith(model: ModelSummary, o: PipelineOptions): PipelinePlan {
-  if (model.branch !== null) {
-    throw new ModelError(`"${model.name}" cannot be split into stages: ${model.branch}. Model, pipeline and hybrid strategies cut a chain of layers, each fed by the one before it`, {
-      hint: 'train this model with strategy("data") or strategy("ps"), which keep the whole model on every worker, or rebuild it as a chain (tf.sequential, or tf.model with one path)',
+  if (model.unsplittable !== null) {
+    throw new ModelError(`"${model.name}" cannot be split into stages: ${model.unsplittable}`, {
+      hint: 'train this model with strategy("data") or strategy("ps"), which keep the whole model on every worker',
       details: { strategy: o.kind },
     });
   }
@@ -59,6 +59,7 @@ export function planPipelineWith(model: ModelSummary, o: PipelineOptions): Pipel
     optimizerSlots: o.optimizer ? optimizerSlots(o.optimizer) : 0,
     inFlight: (s) => maxInFlight(schedule, s),
     memoryBytes: (s) => Math.min(...Array.from({ length: R }, (_, r) => stageMemory(o, r * S + s))),
+    cuts: model.cuts,
     ...(o.pinned ? { pinned: o.pinned } : {}),
   };
   const p = partition(request);
@@ -73,8 +74,8 @@ export function planPipelineWith(model: ModelSummary, o: PipelineOptions): Pipel
     ...c,
     stage: s,
     layerNames: model.layers.slice(c.from, c.to).map((l) => l.name),
-    inputShape: elems(model.layers[c.from]!.inputShape),
-    outputShape: elems(model.layers[c.to - 1]!.outputShape),
+    inputShape: elems(crossing(model, c.from)),
+    outputShape: elems(crossing(model, c.to)),
     inFlight: maxInFlight(schedule, s),
   }));
   checkStageMemory(stagePlans, request.memoryBytes);
@@ -96,6 +97,13 @@ export function planPipelineWith(model: ModelSummary, o: PipelineOptions): Pipel
     prediction,
     reasons: [...(o.reasons ?? [])],
   };
+}
+
+/** The shape of the one tensor crossing point j between stages (the model's input at 0, its output at the end). */
+function crossing(model: ModelSummary, j: number): ReadonlyArray<number | null> {
+  const c = model.cuts[j];
+  if (c?.ok) return c.shape;
+  return j === 0 ? model.inputShape : j === model.layers.length ? model.outputShape : model.layers[j]!.inputShape;
 }
 
 /** The global batch split among replicas and cut into micro-batches, or null without a batch size. */
@@ -168,13 +176,19 @@ export function formatPipelinePlan(plan: PipelinePlan): string {
   return lines.join("\n");
 }
 
+/** Where a graph could be cut, when that is not everywhere. */
+function cutNote(model: ModelSummary): string {
+  const points = model.cuts.slice(1, -1).filter((c) => c.ok).length;
+  return points < model.layers.length - 1 ? `, at the ${points} of ${model.layers.length - 1} points between layers where one tensor crosses (residual blocks stay whole)` : "";
+}
+
 export function explainPipelinePlan(plan: PipelinePlan): string {
   const lines = [...plan.reasons];
   const S = plan.stages;
   if (plan.placed.length > 0) lines.push(`placed by hand: ${plan.placed.map(([s, [a, b]]) => `stage ${s} = layers [${a}, ${b})`).join(", ")}`);
   if (plan.placed.length < S) {
     lines.push(
-      `split ${plan.model.layers.length} layers into ${S} contiguous stages minimising the slowest stage${plan.placed.length > 0 ? " (around the placed ones)" : ""}: ${plan.stagePlans
+      `split ${plan.model.layers.length} layers into ${S} contiguous stages minimising the slowest stage${plan.placed.length > 0 ? " (around the placed ones)" : ""}${cutNote(plan.model)}: ${plan.stagePlans
         .map((c) => `stage ${c.stage} = layers [${c.from}, ${c.to}) with ${(c.flopsPerSample / 1e6).toFixed(2)} MFLOP/sample`)
         .join(", ")}`,
     );

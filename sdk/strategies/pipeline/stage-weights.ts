@@ -11,7 +11,8 @@ type LayerVariable = tf.LayersModel["weights"][number];
  * are not one contiguous run of the model's.
  */
 export function stageVariables(model: tf.LayersModel, st: Pick<StagePlan, "from" | "to">): LayerVariable[] {
-  const layers = model.layers.slice(st.from, st.to);
+  // Stages number layers as plans do: a functional model's InputLayers hold nothing and are not counted.
+  const layers = model.layers.filter((l) => l.getClassName() !== "InputLayer").slice(st.from, st.to);
   return [...layers.flatMap((l) => l.trainableWeights), ...layers.flatMap((l) => l.nonTrainableWeights)];
 }
 
