@@ -15,7 +15,7 @@ export type { ClusterState } from "./cluster/usable";
 export { closeAll } from "./cluster/live-clusters";
 export { liveClusters } from "./cluster/live-list";
 export type { LaunchOptions } from "./cluster/launch-options";
-export { datasets, Dataset, type Column, type DatasetSource, type LinearOptions, type MnistOptions, type SyntheticOptions } from "./data/index";
+export { datasets, Dataset, type Column, type Batch, type ColumnNames, type TensorsInput, type DatasetSource, type LinearOptions, type MnistOptions, type SyntheticOptions } from "./data/index";
 export * from "./errors/errors";
 export { TrainingRun } from "./cluster/training-run";
 export type { LogLine, RunRecord, StepRecord, WorkerStepRecord, PushRecord, Departure, PsRunRecord, MembershipChange, EpochHistory, EpochValidation, TrainingSetup, NonFiniteReport } from "./metrics/records";
@@ -50,6 +50,7 @@ export { learningRates, type LearningRateSchedule } from "./driver/learning-rate
 export type { ValidationData } from "./driver/validation-data";
 export type { ClassWeight } from "./driver/class-weight";
 export type { LossName } from "./protocol/loss-names";
+export type { LossInput, LossWeights } from "./driver/output-heads";
 export type { OptimizerInput, OptimizerSpec } from "./protocol/optimizer-spec";
 export type { WorkerSnapshot } from "./config/worker-snapshot";
 export { formatDataPlan } from "./strategies/data/planner";

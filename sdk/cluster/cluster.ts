@@ -140,7 +140,7 @@ export class Cluster implements LiveCluster {
   /** Times `model`'s layers and replica step on the slowest worker at `batchSize` (and an eighth of it), and under strategy "data" the data ring's all-reduce, so that plan() and fit() predict from measured times. fit() does this itself. */
   async profile(model: tf.LayersModel, options: Omit<FitOptions, "epochs"> & { batchSize: number }): Promise<ModelProfile> {
     const o = resolveFitOptions(options, model);
-    return this.profiles.take(this.handles, model, { batchSize: options.batchSize, loss: o.loss, optimizer: o.optimizer }).then(async (p) => (await this.measuredRing(), p));
+    return this.profiles.take(this.handles, model, { batchSize: options.batchSize, loss: o.loss, heads: o.heads, optimizer: o.optimizer }).then(async (p) => (await this.measuredRing(), p));
   }
 
   /** Strategy "data": the ring wired as its fits use it, and its all-reduce timed (once per wiring). */

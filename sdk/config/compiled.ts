@@ -14,9 +14,10 @@ export type Origin = "fit options" | "model.compile" | "default";
  */
 export interface Compiled {
   optimizer(): OptimizerSpec | undefined;
-  loss(): LossName | undefined;
-  /** The metrics as model.compile named them, resolved once the loss is known. */
-  metrics: (loss: LossName) => MetricSpec[];
+  /** One loss for every output, or one per output in the model's order. */
+  loss(): LossName | LossName[] | undefined;
+  /** The metrics as model.compile named them (each on every output, named "<output>_<metric>" where there are several), resolved once each output's loss is known. */
+  metrics: (losses: readonly LossName[]) => MetricSpec[];
 }
 
 /** TF.js optimizer class names (getClassName()) and the name meshtrain gives the same update. */
@@ -28,24 +29,37 @@ interface CompiledModel {
   metrics?: unknown;
   metricsNames?: string[];
   outputs: tf.SymbolicTensor[];
+  outputNames: string[];
 }
 
 /** Reads model.compile's optimizer, loss and metrics; refuses what cannot cross the wire, naming it. */
 export function readCompiled(model: tf.LayersModel): Compiled {
   const m = model as unknown as CompiledModel;
-  const units = m.outputs[0]?.shape[m.outputs[0].shape.length - 1] ?? null;
+  const units = m.outputs.map((o) => o.shape[o.shape.length - 1] ?? null);
+  const n = m.outputs.length;
   const names = m.metricsNames ?? [];
   const listed = m.metrics === undefined ? [] : Array.isArray(m.metrics) ? (m.metrics as unknown[]) : [m.metrics];
   return {
     optimizer: () => (m.optimizer ? optimizerOf(m.optimizer) : undefined),
-    loss: () => (m.loss === undefined ? undefined : lossOf(m.loss)),
-    metrics: (loss) =>
-      listed.map((x, i) => {
-        const fn = typeof x === "string" ? metricFn(x, loss, units) : undefined;
-        if (!fn) throw unsupported("metric", describe(x), `metrics meshtrain computes on the workers: ${METRIC_NAMES.join(", ")}`);
-        return { name: names[i + 1] ?? (x === "accuracy" ? "acc" : (x as string)), fn };
-      }),
+    loss: () => (m.loss === undefined ? undefined : lossesOf(m.loss, m.outputNames)),
+    metrics: (losses) =>
+      // model.fit names each output's metrics after the loss and the outputs' losses, output by output.
+      Array.from({ length: n }, (_, k) =>
+        listed.map((x, j) => {
+          const fn = typeof x === "string" ? metricFn(x, losses[k] ?? losses[0]!, units[k] ?? null) : undefined;
+          if (!fn) throw unsupported("metric", describe(x), `metrics meshtrain computes on the workers: ${METRIC_NAMES.join(", ")}`);
+          const short = x === "accuracy" ? "acc" : (x as string);
+          if (n === 1) return { name: names[j + 1] ?? short, fn };
+          return { name: names[1 + n + k * listed.length + j] ?? `${m.outputNames[k]}_${short}`, fn, output: k };
+        }),
+      ).flat(),
   };
+}
+
+function lossesOf(loss: unknown, outputNames: readonly string[]): LossName | LossName[] {
+  if (Array.isArray(loss)) return loss.map((l) => lossOf(l));
+  if (typeof loss === "object" && loss !== null) return outputNames.map((k) => lossOf((loss as Record<string, unknown>)[k]));
+  return lossOf(loss);
 }
 
 function optimizerOf(opt: tf.Optimizer): OptimizerSpec {

@@ -12,61 +12,114 @@ export interface Column {
   readonly dtype: DType;
 }
 
+/** A batch of samples as they travel: one tensor per model input (xs) and per model output (ys). */
+export interface Batch {
+  xs: Tensorlike[];
+  ys: Tensorlike[];
+  /** The first input and target (for most models the only ones). */
+  x: Tensorlike;
+  y: Tensorlike;
+}
+
+/** Which model input and output each column feeds, when the dataset was made from maps by name. */
+export interface ColumnNames {
+  inputs?: readonly string[];
+  outputs?: readonly string[];
+}
+
 /**
- * An in-memory dataset of `size` samples. Kept as flat typed arrays on the host so the driver
- * can cut batches and send them as binary frames without going through TF.js tensors.
+ * An in-memory dataset of `size` samples: one column per model input and one per output (one of
+ * each for most models). Kept as flat typed arrays on the host so the driver can cut batches and
+ * send them as binary frames without going through TF.js tensors.
  */
 export class Dataset {
   readonly size: number;
+  /** The input columns, in the model's input order (or the names' order; see `names`). */
+  readonly inputs: readonly Column[];
+  /** The target columns, one per model output. */
+  readonly targets: readonly Column[];
 
   /** A dataset named `name` from its inputs and targets (same number of samples); `source` if workers can load it themselves. */
   constructor(
     readonly name: string,
-    readonly x: Column,
-    readonly y: Column,
+    x: Column | readonly Column[],
+    y: Column | readonly Column[],
     /** How a worker can rebuild this exact dataset itself; null for data only the driver has. */
     readonly source: DatasetSource | null = null,
+    /** The input and output names the columns were given under (datasets.fromTensors with maps). */
+    readonly names: ColumnNames = {},
   ) {
-    const nx = sampleCount(x);
-    const ny = sampleCount(y);
-    if (nx !== ny) {
+    this.inputs = isColumnList(x) ? [...x] : [x];
+    this.targets = isColumnList(y) ? [...y] : [y];
+    if (this.inputs.length === 0 || this.targets.length === 0) throw new DataError(`dataset "${name}" needs at least one input and one target column`);
+    const counts = [...this.inputs, ...this.targets].map(sampleCount);
+    if (counts.some((n) => n !== counts[0])) {
+      const nx = this.inputs.map(sampleCount).join(", ");
+      const ny = this.targets.map(sampleCount).join(", ");
       throw new DataError(`dataset "${name}" has ${nx} inputs but ${ny} targets`, {
-        hint: "x and y must have the same first dimension",
+        hint: "x and y (every tensor of them) must have the same first dimension",
       });
     }
-    this.size = nx;
+    this.size = counts[0]!;
   }
 
-  /** Copies the samples order[start..end) into contiguous tensors. */
-  gather(order: ArrayLike<number> | null, start: number, end: number): { x: Tensorlike; y: Tensorlike } {
-    return { x: gatherColumn(this.x, order, start, end), y: gatherColumn(this.y, order, start, end) };
+  /** The first (for most models the only) input column. */
+  get x(): Column {
+    return this.inputs[0]!;
+  }
+
+  /** The first (for most models the only) target column. */
+  get y(): Column {
+    return this.targets[0]!;
+  }
+
+  /** Copies the samples order[start..end) into contiguous tensors, one per column. */
+  gather(order: ArrayLike<number> | null, start: number, end: number): Batch {
+    const xs = this.inputs.map((c) => gatherColumn(c, order, start, end));
+    const ys = this.targets.map((c) => gatherColumn(c, order, start, end));
+    return { xs, ys, x: xs[0]!, y: ys[0]! };
   }
 
   /** The first `n` samples (or all, if fewer), as a new dataset sharing no memory with this one. */
   take(n: number): Dataset {
-    const m = Math.min(n, this.size);
-    const { x, y } = this.gather(null, 0, m);
-    return new Dataset(this.name, column(x), column(y));
+    return this.slice(0, n);
   }
 
   /** Samples [start, end) as a new dataset. */
   slice(start: number, end = this.size): Dataset {
-    const { x, y } = this.gather(null, Math.max(0, start), Math.min(end, this.size));
-    return new Dataset(this.name, column(x), column(y));
+    const { xs, ys } = this.gather(null, Math.max(0, Math.min(start, this.size)), Math.min(end, this.size));
+    return new Dataset(this.name, xs.map(column), ys.map(column), null, this.names);
   }
 
-  /** TF.js tensors of the whole dataset, for model.evaluate / model.predict in the driver. */
+  /** TF.js tensors of the whole dataset, for model.evaluate / model.predict in the driver (one input and one output; else toTensorLists). */
   toTensors(): { x: tf.Tensor; y: tf.Tensor } {
-    return {
-      x: tf.tensor(this.x.data, [this.size, ...this.x.sampleShape], this.x.dtype),
-      y: tf.tensor(this.y.data, [this.size, ...this.y.sampleShape], this.y.dtype),
-    };
+    if (this.inputs.length !== 1 || this.targets.length !== 1) {
+      throw new DataError(`dataset "${this.name}" has ${this.inputs.length} input and ${this.targets.length} target columns`, { hint: "use toTensorLists() for datasets with several" });
+    }
+    const { x, y } = this.toTensorLists();
+    return { x: x[0]!, y: y[0]! };
+  }
+
+  /** TF.js tensors of the whole dataset, one per column, as model.evaluate takes them for several inputs or outputs. */
+  toTensorLists(): { x: tf.Tensor[]; y: tf.Tensor[] } {
+    const t = (c: Column) => tf.tensor(c.data, [this.size, ...c.sampleShape], c.dtype);
+    return { x: this.inputs.map(t), y: this.targets.map(t) };
   }
 
   /** Its name, size and sample shapes. */
   toString(): string {
-    return `Dataset "${this.name}": ${this.size} samples, x ${fmt(this.x)}, y ${fmt(this.y)}`;
+    const cols = (cs: readonly Column[]) => cs.map(fmt).join(" + ");
+    return `Dataset "${this.name}": ${this.size} samples, x ${cols(this.inputs)}, y ${cols(this.targets)}`;
   }
+}
+
+function isColumnList(c: Column | readonly Column[]): c is readonly Column[] {
+  return Array.isArray(c);
+}
+
+/** A batch's tensors as one step's attachments: the inputs, then the targets. */
+export function batchAttachments(b: Batch): Tensorlike[] {
+  return [...b.xs, ...b.ys];
 }
 
 function fmt(c: Column): string {

@@ -3,7 +3,8 @@ import { linear } from "./linear";
 import { mnist } from "./mnist";
 import { synthetic } from "./synthetic";
 
-export { Dataset, type Column } from "./dataset";
+export { Dataset, type Column, type Batch, type ColumnNames } from "./dataset";
+export type { TensorsInput } from "./from-tensors";
 export type { DatasetSource } from "../protocol/dataset-source";
 export type { MnistOptions } from "./mnist";
 export type { LinearOptions } from "./linear";

@@ -15,6 +15,11 @@ export function classWeightTable(dataset: Dataset, classWeight: ClassWeight): nu
       throw new ConfigError(`classWeight { ${k}: ${String(w)} }: keys are class indices (0, 1, ...) and weights finite numbers >= 0`, { hint: "e.g. classWeight: { 0: 1, 1: 5 }" });
     }
   }
+  if (dataset.targets.length > 1) {
+    throw new ConfigError(`classWeight weighs the classes of one output; this dataset has ${dataset.targets.length} target columns (a model with several outputs)`, {
+      hint: "weigh the outputs' losses with lossWeights, or train each output's classes balanced in the data",
+    });
+  }
   const shape = dataset.y.sampleShape;
   const per = shape.reduce((a, b) => a * b, 1);
   if (shape.length > 1) throw new DataError(`classWeight needs one label per sample (one-hot or a class id); the labels are [${shape.join(", ")}] per sample`);

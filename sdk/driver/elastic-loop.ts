@@ -1,5 +1,5 @@
 import type { WorkerHandle } from "../members/worker-handle";
-import type { Dataset } from "../data/dataset";
+import { batchAttachments, type Dataset } from "../data/dataset";
 import { WorkerLostError, type MeshtrainError } from "../errors/errors";
 import { EpochWalk } from "./epoch-walk";
 import { rateField } from "./learning-rates";
@@ -163,7 +163,7 @@ class ElasticLoop {
       return w.channel.request({ type: "step", step, epoch, weight: slices[i]! / count, generation: this.generation, ...rate }, "stepDone", {
         timeoutMs: this.stepMs,
         waitingFor: `step ${step}`,
-        attachments: [batch.x, batch.y],
+        attachments: batchAttachments(batch),
       });
     });
     const f: InFlight = { step, epoch, members: [...this.members], slices, settled: Promise.allSettled(requests), ...rate };

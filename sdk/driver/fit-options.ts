@@ -7,7 +7,8 @@ import type { LearningRateSchedule } from "./learning-rates";
 import { z } from "zod";
 import { ConfigError } from "../errors/errors";
 import { readCompiled, type Origin } from "../config/compiled";
-import { LOSS_NAMES, type LossName } from "../protocol/loss-names";
+import { LOSS_NAMES, type Heads, type LossName } from "../protocol/loss-names";
+import { resolveHeads, type LossInput, type LossWeights } from "./output-heads";
 import { OptimizerSpecSchema, type OptimizerInput, type OptimizerSpec } from "../protocol/optimizer-spec";
 import { parseOrThrow } from "../config/zod-problem";
 import type { StepRecord } from "../metrics/records";
@@ -38,8 +39,13 @@ export interface FitOptions {
    * the model was compiled with (its class and settings), else "sgd" with learning rate 0.01.
    */
   optimizer?: OptimizerInput;
-  /** A TF.js loss name. Default: the model's compiled loss, else "categoricalCrossentropy". */
-  loss?: LossName;
+  /** A TF.js loss name; for a model with several outputs one name for all, a list (one per output) or a map by output name, as model.compile takes. Default: the model's compiled loss, else "categoricalCrossentropy". */
+  loss?: LossInput;
+  /**
+   * A model with several outputs: each output's weight in the total loss, in order or by output
+   * name (Keras' lossWeights; TF.js's compile has none). Default 1 each.
+   */
+  lossWeights?: LossWeights;
   /**
    * What a step whose loss, gradient or input holds NaN or Infinity does. "stop" (default): fit
    * rejects with NonFiniteError naming the step, the rank and where, and the cluster stays
@@ -117,7 +123,8 @@ const FitOptionsSchema = z.strictObject({
   accumulate: z.number().int().min(1).max(4096).default(1),
   batchSize: z.number().int().min(1).max(1 << 24).default(32),
   optimizer: z.preprocess((v) => (typeof v === "string" ? { name: v } : v), OptimizerSpecSchema).optional(),
-  loss: z.enum(LOSS_NAMES).optional(),
+  loss: z.union([z.enum(LOSS_NAMES), z.array(z.enum(LOSS_NAMES)).min(1).max(64), z.record(z.string(), z.enum(LOSS_NAMES))]).optional(),
+  lossWeights: z.union([z.array(z.number().nonnegative().finite()).min(1).max(64), z.record(z.string(), z.number().nonnegative().finite())]).optional(),
   nonFinite: z.enum(["stop", "skip"]).default("stop"),
   shuffle: z.boolean().default(true),
   seed: z.number().int().min(0).max(2 ** 32 - 1).optional(),
@@ -144,7 +151,10 @@ export interface ResolvedFitOptions {
   /** Chunks each replica computes an update's share in (1: one pass). */
   accumulate: number;
   optimizer: OptimizerSpec;
+  /** The loss (a model with several outputs: its first output's; `heads` has each). */
   loss: LossName;
+  /** A model with several outputs: each output's loss and weight, in the model's output order. */
+  heads: Heads | undefined;
   /** The model's compiled metrics, computed by the workers every step. */
   metrics: MetricSpec[];
   /** Where the optimizer and loss came from, for the run's notes. */
@@ -179,7 +189,7 @@ export function resolveFitOptions(options: FitOptions, model?: tf.LayersModel): 
   const compiledOptimizer = o.optimizer ? undefined : c?.optimizer();
   const compiledLoss = o.loss ? undefined : c?.loss();
   const optimizer = o.optimizer ?? compiledOptimizer ?? DEFAULT_OPTIMIZER;
-  const loss = o.loss ?? compiledLoss ?? DEFAULT_LOSS;
+  const { loss, heads } = resolveHeads(model, o.loss ?? compiledLoss ?? DEFAULT_LOSS, o.lossWeights);
   const origin = (given: unknown, compiled: unknown): Origin => (given !== undefined ? "fit options" : compiled !== undefined ? "model.compile" : "default");
   if (o.initialEpoch >= o.epochs) {
     throw new ConfigError(`initialEpoch ${o.initialEpoch} is not below epochs ${o.epochs}: there is nothing to train`, {
@@ -193,7 +203,8 @@ export function resolveFitOptions(options: FitOptions, model?: tf.LayersModel): 
     accumulate: o.accumulate,
     optimizer,
     loss,
-    metrics: c?.metrics(loss) ?? [],
+    heads,
+    metrics: c?.metrics(heads ? heads.map((h) => h.loss) : [loss]) ?? [],
     origins: { optimizer: origin(o.optimizer, compiledOptimizer), loss: origin(o.loss, compiledLoss) },
     nonFinite: o.nonFinite,
     shuffle: o.shuffle,

@@ -17,7 +17,7 @@ import { resolveFitOptions, type FitOptions, type ResolvedFitOptions } from "./f
 import type { DataPlaneChoice } from "../protocol/data-plane";
 import { FitAborted, type FitStop } from "./fit-stop";
 import { FitWatchers } from "./fit-watch";
-import { checkShapes } from "./input-checks";
+import { arrangeColumns, checkShapes } from "./input-checks";
 import { checkSchedule } from "./learning-rates";
 import { splitValidation } from "./validation-data";
 import { classWeightTable } from "./class-weight";
@@ -60,7 +60,7 @@ export async function runFit(host: FitHost, strategy: FitStrategy, model: tf.Lay
   let dataset: Dataset;
   try {
     const parsed = resolveFitOptions(options, model);
-    const split = splitValidation(given, parsed);
+    const split = splitValidation(arrangeColumns(model, given), parsed, (d) => arrangeColumns(model, d));
     dataset = split.train;
     resolved = { ...parsed, ...(split.validation ? { validation: split.validation } : {}), ...(parsed.classWeight ? { classTable: classWeightTable(dataset, parsed.classWeight) } : {}) };
     checkSchedule(resolved, dataset.size);

@@ -1,18 +1,45 @@
 import type * as tf from "@tensorflow/tfjs";
 import type { ResolvedFitOptions } from "./fit-options";
-import type { Column, Dataset } from "../data/dataset";
-import { DataError, ModelError } from "../errors/errors";
+import { Dataset, type Column } from "../data/dataset";
+import { DataError } from "../errors/errors";
 import { hasNonFinite } from "../backends/native/finite";
 
 /**
- * The model and the dataset fit each other, checked before anything is sent: shapes, label
- * encodings against the loss, class ids in range, values that are numbers, sizes.
+ * The dataset's columns in the model's input and output order: as given when the dataset was
+ * made from tensors or lists, by name when it was made from maps (names the model does not have
+ * are refused, naming them).
  */
-export function checkShapes(model: tf.LayersModel, dataset: Dataset, o: ResolvedFitOptions): void {
-  if (model.inputs.length !== 1 || model.outputs.length !== 1) {
-    throw new ModelError(`the model has ${model.inputs.length} inputs and ${model.outputs.length} outputs; meshtrain trains models with one of each`, {
-      hint: "concatenate several inputs into one tensor (and split it in the model), or train this model with model.fit",
-    });
+export function arrangeColumns(model: tf.LayersModel, dataset: Dataset): Dataset {
+  const order = (given: readonly string[] | undefined, names: readonly string[], which: "input" | "output"): number[] | null => {
+    if (!given) return null;
+    const unknown = given.filter((g) => !names.includes(g));
+    const missing = names.filter((n) => !given.includes(n));
+    if (unknown.length > 0 || missing.length > 0) {
+      throw new DataError(`dataset "${dataset.name}" maps ${which}s ${given.map((g) => `"${g}"`).join(", ")}, but the model's ${which}s are ${names.map((n) => `"${n}"`).join(", ")}${unknown.length ? ` (no ${which} ${unknown.join(", ")})` : ""}${missing.length ? ` (nothing for ${missing.join(", ")})` : ""}`, {
+        hint: `key the map by model.${which}Names, or give a list in the model's order`,
+      });
+    }
+    return names.map((n) => given.indexOf(n));
+  };
+  const xi = order(dataset.names.inputs, model.inputNames, "input");
+  const yi = order(dataset.names.outputs, model.outputNames, "output");
+  if (!xi && !yi) return dataset;
+  const inputs = xi ? xi.map((i) => dataset.inputs[i]!) : dataset.inputs;
+  const targets = yi ? yi.map((i) => dataset.targets[i]!) : dataset.targets;
+  return new Dataset(dataset.name, inputs, targets, dataset.source);
+}
+
+/**
+ * The model and the dataset fit each other, checked before anything is sent: one column per
+ * input and output, shapes, label encodings against each output's loss, class ids in range,
+ * values that are numbers, sizes.
+ */
+export function checkShapes(model: tf.LayersModel, dataset: Dataset, o: Pick<ResolvedFitOptions, "batchSize" | "loss" | "heads">): void {
+  if (dataset.inputs.length !== model.inputs.length || dataset.targets.length !== model.outputs.length) {
+    throw new DataError(
+      `the model takes ${model.inputs.length} input(s) (${model.inputNames.join(", ")}) and has ${model.outputs.length} output(s) (${model.outputNames.join(", ")}), but dataset "${dataset.name}" has ${dataset.inputs.length} input and ${dataset.targets.length} target column(s)`,
+      { hint: "give datasets.fromTensors one x tensor per model input and one y tensor per output: lists in the model's order, or maps by input and output name" },
+    );
   }
   if (dataset.size === 0) throw new DataError(`dataset "${dataset.name}" is empty`, { hint: "give fit a dataset with at least one sample" });
   if (o.batchSize > dataset.size) {
@@ -20,44 +47,50 @@ export function checkShapes(model: tf.LayersModel, dataset: Dataset, o: Resolved
       hint: `use batchSize ${dataset.size} or less`,
     });
   }
-  const want = model.inputs[0]!.shape.slice(1);
-  const got = dataset.x.sampleShape;
-  if (want.length !== got.length || want.some((d, i) => d !== null && d !== got[i])) {
-    throw new DataError(`the model takes inputs of shape [${want.map((d) => d ?? "?").join(", ")}] but dataset "${dataset.name}" has x samples of shape [${got.join(", ")}] (${dataset.x.dtype})`, {
-      hint: "reshape the dataset or change the model's inputShape",
-    });
-  }
-  checkTargets(model.outputs[0]!.shape.slice(1), dataset, o.loss);
-  checkFinite(dataset, "x", dataset.x);
-  checkFinite(dataset, "y", dataset.y);
+  const several = model.inputs.length > 1 || model.outputs.length > 1;
+  model.inputs.forEach((input, i) => {
+    const want = input.shape.slice(1);
+    const col = dataset.inputs[i]!;
+    const got = col.sampleShape;
+    if (want.length !== got.length || want.some((d, j) => d !== null && d !== got[j])) {
+      throw new DataError(`the model takes ${several ? `input "${model.inputNames[i]}" of` : "inputs of"} shape [${want.map((d) => d ?? "?").join(", ")}] but dataset "${dataset.name}" has x${several ? `[${i}]` : ""} samples of shape [${got.join(", ")}] (${col.dtype})`, {
+        hint: "reshape the dataset or change the model's inputShape",
+      });
+    }
+  });
+  model.outputs.forEach((out, k) => {
+    const label = several ? `output "${model.outputNames[k]}"` : "";
+    checkTargets(out.shape.slice(1), dataset, dataset.targets[k]!, o.heads?.[k]?.loss ?? o.loss, label);
+  });
+  dataset.inputs.forEach((c, i) => checkFinite(dataset, several ? `x[${i}]` : "x", c));
+  dataset.targets.forEach((c, k) => checkFinite(dataset, several ? `y[${k}]` : "y", c));
 }
 
-/** Targets against the model's output and the loss: one-hot for categorical losses, class ids for sparse ones. */
-function checkTargets(out: ReadonlyArray<number | null>, dataset: Dataset, loss: ResolvedFitOptions["loss"]): void {
-  const y = dataset.y;
+/** Targets against an output and its loss: one-hot for categorical losses, class ids for sparse ones. */
+function checkTargets(out: ReadonlyArray<number | null>, dataset: Dataset, y: Column, loss: ResolvedFitOptions["loss"], label: string): void {
   const gotY = y.sampleShape;
   const units = out[out.length - 1] ?? null;
   const idsShape = gotY.length === 0 || (gotY.length === 1 && gotY[0] === 1);
-  const fmt = `y samples of shape [${gotY.join(", ")}] (${y.dtype})`;
+  const fmt = `y samples of shape [${gotY.join(", ")}] (${y.dtype})${label ? ` for ${label}` : ""}`;
   if (loss === "sparseCategoricalCrossentropy") {
     if (!idsShape) {
       throw new DataError(`loss sparseCategoricalCrossentropy takes one class id per sample, but dataset "${dataset.name}" has ${fmt}: these look one-hot`, {
         hint: 'use loss "categoricalCrossentropy" for one-hot labels, or give class ids (shape [n] or [n, 1])',
       });
     }
-    checkClassIds(dataset, units);
+    checkClassIds(dataset, y, units);
     return;
   }
   if (out.length !== gotY.length || out.some((d, i) => d !== null && d !== gotY[i])) {
     const sparse = idsShape && units !== null && units > 1 && loss === "categoricalCrossentropy";
-    throw new DataError(`the model outputs shape [${out.map((d) => d ?? "?").join(", ")}] but dataset "${dataset.name}" has ${fmt}${sparse ? ": these look like class ids, not one-hot" : ""}`, {
+    throw new DataError(`the model${label ? `'s ${label}` : ""} outputs shape [${out.map((d) => d ?? "?").join(", ")}] but dataset "${dataset.name}" has ${fmt}${sparse ? ": these look like class ids, not one-hot" : ""}`, {
       hint: sparse ? 'use loss "sparseCategoricalCrossentropy" for class ids, or one-hot encode them (tf.oneHot)' : "one-hot encode the labels to match the output, or change the model's last layer",
     });
   }
 }
 
-function checkClassIds(dataset: Dataset, units: number | null): void {
-  const d = dataset.y.data;
+function checkClassIds(dataset: Dataset, y: Column, units: number | null): void {
+  const d = y.data;
   for (let i = 0; i < d.length; i++) {
     const v = d[i]!;
     if (!Number.isInteger(v) || v < 0 || (units !== null && v >= units)) {
@@ -72,7 +105,7 @@ function checkClassIds(dataset: Dataset, units: number | null): void {
 const finiteChecked = new WeakSet<Column>();
 
 /** NaN or Infinity in data held in memory: found here, once per dataset, rather than as a diverged step. */
-function checkFinite(dataset: Dataset, which: "x" | "y", c: Column): void {
+function checkFinite(dataset: Dataset, which: string, c: Column): void {
   if (finiteChecked.has(c)) return;
   const d = c.data;
   if (hasNonFinite(d)) {

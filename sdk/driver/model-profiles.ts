@@ -1,5 +1,5 @@
 import * as tf from "@tensorflow/tfjs";
-import type { LossName } from "../protocol/loss-names";
+import type { Heads, LossName } from "../protocol/loss-names";
 import type { OptimizerSpec } from "../protocol/optimizer-spec";
 import { profileBatches, type ModelProfile } from "../plan/profile";
 import { MeshtrainError, StateError, WorkerLostError } from "../errors/errors";
@@ -86,7 +86,7 @@ export class ModelProfiles {
    * batch): its replica step, and its layers unless the request leaves them out; within the
    * request's budget where it has one (beyond it, timings run once and fewer sharing rounds run).
    */
-  async take(handles: readonly WorkerHandle[], model: tf.LayersModel, o: { batchSize: number; loss: LossName; optimizer: OptimizerSpec }, request: ProfileRequest = { layers: true }): Promise<ModelProfile> {
+  async take(handles: readonly WorkerHandle[], model: tf.LayersModel, o: { batchSize: number; loss: LossName; heads?: Heads | undefined; optimizer: OptimizerSpec }, request: ProfileRequest = { layers: true }): Promise<ModelProfile> {
     const topology = topologyOf(model);
     const had = this.kept.get(key(topology, o.batchSize, true)) ?? (request.layers ? undefined : this.kept.get(key(topology, o.batchSize, false)));
     if (had) return had;
@@ -96,13 +96,13 @@ export class ModelProfiles {
     const started = performance.now();
     const budget = request.budgetMs !== undefined ? { budgetMs: request.budgetMs } : {};
     const r = await slowest.channel.request(
-      { type: "profile", topology, optimizer: o.optimizer, loss: o.loss, batches, ...budget, ...(request.layers ? {} : { layers: false }) },
+      { type: "profile", topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), batches, ...budget, ...(request.layers ? {} : { layers: false }) },
       "profiled",
       { timeoutMs: PROFILE_TIMEOUT_MS, waitingFor: request.layers ? "the model's layer and step times" : "the model's step times" },
     );
     const m = r.msg;
     const left = request.budgetMs === undefined ? Infinity : request.budgetMs - (performance.now() - started);
-    const sharing = await sharedSlowdown(handles, { type: "profile", topology, optimizer: o.optimizer, loss: o.loss, batches }, roundsWithin(left, m.replicaStepMs[0] ?? 0));
+    const sharing = await sharedSlowdown(handles, { type: "profile", topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), batches }, roundsWithin(left, m.replicaStepMs[0] ?? 0));
     const profile: ModelProfile = Object.freeze({ batches: m.batches, layers: m.layers, replicaStepMs: m.replicaStepMs, replicaStep: m.replicaStep, timedOn: `rank ${slowest.rank} (${slowest.info?.backend ?? "?"})`, ...(sharing ? { sharing } : {}) });
     this.kept.set(key(topology, o.batchSize, request.layers), profile);
     return profile;

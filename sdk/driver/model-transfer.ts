@@ -37,5 +37,8 @@ export async function fetchWeightsOf(ctx: FitContext, workers: readonly WorkerHa
  */
 export function compileIfNot(model: tf.LayersModel, o: ResolvedFitOptions): void {
   if ((model as unknown as { optimizer?: unknown }).optimizer) return;
-  model.compile({ optimizer: createOptimizer(o.optimizer), loss: o.loss, metrics: o.metrics.map((m) => (m.name === "acc" ? "accuracy" : m.name)) });
+  // Each metric once, as compiled (a model with several outputs computes it on each, named "<output>_<metric>").
+  const short = o.metrics.map((m) => (m.output === undefined ? m.name : m.name.slice(model.outputNames[m.output]!.length + 1)));
+  const metrics = [...new Set(short)].map((n) => (n === "acc" ? "accuracy" : n));
+  model.compile({ optimizer: createOptimizer(o.optimizer), loss: o.heads ? o.heads.map((h) => h.loss) : o.loss, metrics });
 }

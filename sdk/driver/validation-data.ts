@@ -1,26 +1,25 @@
-import * as tf from "@tensorflow/tfjs";
 import { Dataset } from "../data/dataset";
-import { fromTensors } from "../data/from-tensors";
+import { fromTensors, type TensorsInput } from "../data/from-tensors";
 import { ConfigError, DataError } from "../errors/errors";
 
 /** What fit's validationData takes: a dataset, or x and y tensors as model.fit takes them. */
-export type ValidationData = Dataset | [tf.Tensor, tf.Tensor];
+export type ValidationData = Dataset | [TensorsInput, TensorsInput];
 
 /**
  * The samples a fit trains on and the ones it validates on, as model.fit takes them:
  * validationData as given, or with validationSplit the dataset's last fraction, cut before any
  * shuffling (model.fit's own rule), the rest trained on.
  */
-export function splitValidation(dataset: Dataset, o: { validationData?: ValidationData | undefined; validationSplit?: number | undefined }): { train: Dataset; validation: Dataset | undefined } {
+export function splitValidation(dataset: Dataset, o: { validationData?: ValidationData | undefined; validationSplit?: number | undefined }, arrange: (d: Dataset) => Dataset = (d) => d): { train: Dataset; validation: Dataset | undefined } {
   if (o.validationData !== undefined && o.validationSplit !== undefined) {
     throw new ConfigError("validationData and validationSplit were both given", { hint: "give one: validationData wins in model.fit, which is easy to miss; meshtrain asks you to choose" });
   }
   if (o.validationData !== undefined) {
     const v = o.validationData;
-    const validation = v instanceof Dataset ? v : fromTensors(v[0], v[1], "validation");
-    const same = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((d, i) => d === b[i]);
-    if (!same(validation.x.sampleShape, dataset.x.sampleShape) || !same(validation.y.sampleShape, dataset.y.sampleShape)) {
-      throw new DataError(`validation samples are x [${validation.x.sampleShape.join(", ")}] and y [${validation.y.sampleShape.join(", ")}]; the training samples are x [${dataset.x.sampleShape.join(", ")}] and y [${dataset.y.sampleShape.join(", ")}]`, {
+    const validation = arrange(v instanceof Dataset ? v : fromTensors(v[0], v[1], "validation"));
+    const shapes = (d: Dataset) => `x ${d.inputs.map((c) => `[${c.sampleShape.join(", ")}]`).join(" + ")} and y ${d.targets.map((c) => `[${c.sampleShape.join(", ")}]`).join(" + ")}`;
+    if (shapes(validation) !== shapes(dataset)) {
+      throw new DataError(`validation samples are ${shapes(validation)}; the training samples are ${shapes(dataset)}`, {
         hint: "validate on samples shaped as the ones trained on",
       });
     }

@@ -2,21 +2,22 @@ import type * as tf from "@tensorflow/tfjs";
 
 /**
  * A point between two layers (in the order the model lists them) where it could be split into
- * stages. A stage passes one tensor to the next, so a point is a cut only where exactly one
- * tensor crosses it: between residual blocks, never inside one, where the skip connection
- * crosses beside the main path.
+ * stages. A stage passes one tensor (an activation) to the next, so a point is a cut only where
+ * exactly one activation crosses it: between residual blocks, never inside one, where the skip
+ * connection crosses beside the main path. The model's inputs do not cross: the driver hands
+ * each to every stage that reads it; its outputs leave at the stage that makes them.
  */
 export type Cut =
   | {
       ok: true;
-      /** The layer whose output crosses (the InputLayer at the start of a functional model). */
+      /** The layer whose output crosses (at the model's start and end: "input" and "output", nothing crosses). */
       producer: string;
-      /** The crossing tensor's shape, batch dimension first (null). */
+      /** The crossing tensor's shape, batch dimension first (null); at the start, the first input's. */
       shape: Array<number | null>;
     }
   | {
       ok: false;
-      /** The layers whose outputs cross this point. */
+      /** The layers whose outputs cross this point (none: two parts of the model with nothing between them). */
       crossing: string[];
       /** The block the point falls inside: from its first layer to the one that merges it. */
       block: { first: string; last: string };
@@ -25,6 +26,10 @@ export type Cut =
 /** Where a model may be split: cuts[j] is the point before layer j (cuts[0] the input, cuts[L] the output). */
 export interface GraphCuts {
   cuts: Cut[];
+  /** For each model input, the layers (by index) that read it. */
+  inputReaders: number[][];
+  /** For each model output, the layer (by index) that makes it. */
+  outputMakers: number[];
   /** Why no stage strategy can split this model at all, or null. */
   unsplittable: string | null;
 }
@@ -54,39 +59,41 @@ function shapeOf(layer: tf.layers.Layer): Array<number | null> {
  */
 export function graphCuts(model: tf.LayersModel): GraphCuts {
   const layers = model.layers.filter((l) => l.getClassName() !== "InputLayer");
+  const first = [...(model.inputs[0]?.shape ?? [])];
   if (model.getClassName() === "Sequential") {
-    const input = [...(model.inputs[0]?.shape ?? [])];
-    return { cuts: [{ ok: true, producer: "input", shape: input }, ...layers.map((l) => ({ ok: true as const, producer: l.name, shape: shapeOf(l) }))], unsplittable: null };
+    const cuts: Cut[] = [{ ok: true, producer: "input", shape: first }, ...layers.map((l) => ({ ok: true as const, producer: l.name, shape: shapeOf(l) }))];
+    return { cuts, inputReaders: [[0]], outputMakers: [layers.length - 1], unsplittable: null };
   }
   const cfg = (model.toJSON(null, false) as unknown as Topology).config;
   const listed = cfg?.layers;
-  if (!listed || !cfg.input_layers || !cfg.output_layers) return { cuts: [], unsplittable: `its topology (class ${model.getClassName()}) lists no layers, inputs and outputs` };
-  if (cfg.input_layers.length !== 1 || cfg.output_layers.length !== 1) {
-    return { cuts: [], unsplittable: `it has ${cfg.input_layers.length} inputs and ${cfg.output_layers.length} outputs; stage strategies split models with one of each` };
-  }
+  if (!listed || !cfg.input_layers || !cfg.output_layers) return { cuts: [], inputReaders: [], outputMakers: [], unsplittable: `its topology (class ${model.getClassName()}) lists no layers, inputs and outputs` };
   const kept = listed.filter((l) => l.class_name !== "InputLayer");
   const shared = kept.find((l) => (l.inbound_nodes?.length ?? 0) > 1);
-  if (shared) return { cuts: [], unsplittable: `layer "${shared.name}" (${shared.class_name}) is called ${shared.inbound_nodes!.length} times (a shared layer), and a stage holds each layer once` };
+  if (shared) return { cuts: [], inputReaders: [], outputMakers: [], unsplittable: `layer "${shared.name}" (${shared.class_name}) is called ${shared.inbound_nodes!.length} times (a shared layer), and a stage holds each layer once` };
   const position = new Map(kept.map((l, i) => [l.name, i]));
-  // Each tensor (by the layer, node and index that make it): where it is made and where last used.
+  const inputs = cfg.input_layers.map(([name]) => name);
+  const inputReaders = inputs.map((name) => kept.flatMap((l, i) => ((l.inbound_nodes?.[0] ?? []).some(([from]) => from === name) ? [i] : [])));
+  const outputMakers = cfg.output_layers.map(([name]) => position.get(name) ?? -1);
+  const unused = inputs.findIndex((_, k) => inputReaders[k]!.length === 0);
+  if (unused >= 0 || outputMakers.includes(-1)) return { cuts: [], inputReaders, outputMakers, unsplittable: unused >= 0 ? `input "${inputs[unused]}" is read by no layer` : "an output is an input passed through" };
+  // Each activation (by the layer, node and index that make it): where it is made and last read by a layer.
   const tensors = new Map<string, { producer: string; made: number; lastUse: number }>();
-  const use = ([producer, node, index]: Inbound, at: number): void => {
-    const key = `${producer}/${node}/${index}`;
-    const t = tensors.get(key) ?? { producer, made: position.get(producer) ?? -1, lastUse: at };
-    t.lastUse = Math.max(t.lastUse, at);
-    tensors.set(key, t);
-  };
-  kept.forEach((l, i) => l.inbound_nodes?.[0]?.forEach((ref) => use(ref, i)));
-  use(cfg.output_layers[0]!, kept.length);
+  kept.forEach((l, i) =>
+    (l.inbound_nodes?.[0] ?? []).forEach(([producer, node, index]) => {
+      const made = position.get(producer);
+      if (made === undefined) return; // a model input: fed to its readers directly
+      const key = `${producer}/${node}/${index}`;
+      const t = tensors.get(key) ?? { producer, made, lastUse: i };
+      t.lastUse = Math.max(t.lastUse, i);
+      tensors.set(key, t);
+    }),
+  );
   const cuts: Cut[] = [];
   for (let j = 0; j <= kept.length; j++) {
     const crossing = [...tensors.values()].filter((t) => t.made < j && t.lastUse >= j);
-    if (crossing.length === 1) {
-      const producer = crossing[0]!.producer;
-      cuts.push({ ok: true, producer, shape: crossing[0]!.made < 0 ? [...(model.inputs[0]?.shape ?? [])] : shapeOf(model.getLayer(producer)) });
-      continue;
-    }
-    cuts.push({ ok: false, crossing: crossing.map((t) => t.producer), block: { first: "", last: "" } });
+    if (j === 0 || j === kept.length) cuts.push({ ok: true, producer: j === 0 ? "input" : "output", shape: j === 0 ? first : [...(model.outputs[0]?.shape ?? [])] });
+    else if (crossing.length === 1) cuts.push({ ok: true, producer: crossing[0]!.producer, shape: shapeOf(model.getLayer(crossing[0]!.producer)) });
+    else cuts.push({ ok: false, crossing: crossing.map((t) => t.producer), block: { first: "", last: "" } });
   }
   // A block is a run of points that are not cuts: from the layer after the cut before the run to the layer before the cut after it.
   for (let j = 0; j < cuts.length; ) {
@@ -100,10 +107,11 @@ export function graphCuts(model: tf.LayersModel): GraphCuts {
     for (let k = j; k <= end; k++) (cuts[k] as Extract<Cut, { ok: false }>).block = block;
     j = end + 1;
   }
-  return { cuts, unsplittable: null };
+  return { cuts, inputReaders, outputMakers, unsplittable: null };
 }
 
 /** How a point that is not a cut reads in a message. */
 export function describeCut(c: Extract<Cut, { ok: false }>): string {
+  if (c.crossing.length === 0) return `between "${c.block.first}" and "${c.block.last}", where no tensor passes from one part of the model to the other`;
   return `inside the block from "${c.block.first}" to "${c.block.last}" (${c.crossing.length} tensors cross there: the outputs of ${c.crossing.map((p) => `"${p}"`).join(", ")})`;
 }

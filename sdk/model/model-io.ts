@@ -57,15 +57,20 @@ type LossFn = (yTrue: tf.Tensor, yPred: tf.Tensor) => tf.Tensor;
  * the function TF.js compiled. (Sequential models keep it on their inner functional model.)
  */
 export function compiledLoss(model: tf.LayersModel, loss: LossName, optimizer: tf.Optimizer): LossFn {
-  model.compile({ optimizer, loss });
+  const fns = compiledLosses(model, [loss], optimizer);
+  if (fns.length !== 1) throw new ModelError(`cannot read the compiled loss of this model (${fns.length} loss functions for one output)`);
+  return fns[0]!;
+}
+
+/** The per-sample loss of each output, as model.fit computes them (one name per output). */
+export function compiledLosses(model: tf.LayersModel, losses: readonly LossName[], optimizer: tf.Optimizer): LossFn[] {
+  model.compile({ optimizer, loss: losses.length === 1 ? losses[0]! : [...losses] });
   const holder = model as unknown as { lossFunctions?: LossFn[]; model?: { lossFunctions?: LossFn[] } };
   const fns = holder.lossFunctions ?? holder.model?.lossFunctions;
-  if (!fns || fns.length !== 1 || typeof fns[0] !== "function") {
-    throw new ModelError(`cannot read the compiled loss of this model (${fns?.length ?? 0} loss functions)`, {
-      hint: "meshtrain trains models with one output; multi-output models are not supported yet",
-    });
+  if (!fns || fns.length !== model.outputs.length || fns.some((f) => typeof f !== "function")) {
+    throw new ModelError(`cannot read the compiled losses of this model (${fns?.length ?? 0} loss functions for ${model.outputs.length} outputs)`);
   }
-  return fns[0];
+  return fns;
 }
 
 /** Every weight of the model as flat copies, in model.weights order (read back from a device where it lives on one). */

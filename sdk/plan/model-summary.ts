@@ -33,7 +33,11 @@ export interface ModelSummary {
   state: Array<{ layer: number; name: string; shape: number[] }>;
   /** Where stages may be split: cuts[j] is the point before layer j (cuts[0] the input, cuts[layers.length] the output). */
   cuts: Cut[];
-  /** Why no stage strategy can split the model at all (several inputs, a shared layer), or null. */
+  /** For each model input, the layers that read it (a stage holding one gets that input from the driver). */
+  inputReaders: number[][];
+  /** For each model output, the layer that makes it (the stage holding it computes that output's loss). */
+  outputMakers: number[];
+  /** Why no stage strategy can split the model at all (a shared layer), or null. */
   unsplittable: string | null;
 }
 
@@ -58,7 +62,7 @@ function inputOf(l: tf.layers.Layer): Array<number | null> | null {
  * holds nothing and is left out, so a chain built either way has the same plan.
  */
 export function summarizeModel(model: tf.LayersModel): ModelSummary {
-  const { cuts, unsplittable } = graphCuts(model);
+  const { cuts, inputReaders, outputMakers, unsplittable } = graphCuts(model);
   let previous: Array<number | null> = [...(model.inputs[0]?.shape ?? [])];
   const kept = model.layers.filter((l) => l.getClassName() !== "InputLayer");
   const layerOf = new Map(kept.flatMap((l, i) => l.weights.map((w) => [w, i] as const)));
@@ -96,6 +100,8 @@ export function summarizeModel(model: tf.LayersModel): ModelSummary {
     variables: kept.flatMap((l, layer) => l.trainableWeights.map((w) => ({ layer, name: w.originalName ?? w.name, shape: w.shape.map((d) => d ?? 1) }))),
     state: model.nonTrainableWeights.filter((w) => w.dtype === "float32").map((w) => ({ layer: layerOf.get(w) ?? -1, name: w.originalName ?? w.name, shape: w.shape.map((d) => d ?? 1) })),
     cuts,
+    inputReaders,
+    outputMakers,
     unsplittable,
   };
 }

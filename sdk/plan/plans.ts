@@ -146,6 +146,9 @@ export interface StagePlan extends StageCost {
   /** Per-sample shapes of what the stage takes and gives (batch dimension left out). */
   inputShape: number[];
   outputShape: number[];
+  /** The model inputs (by index) the driver hands this stage, and the model outputs (by index) whose loss it computes. */
+  feeds: number[];
+  heads: number[];
   /** Most micro-batches whose inputs the stage holds at once under the schedule. */
   inFlight: number;
 }

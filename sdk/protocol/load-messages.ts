@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { DatasetSourceSchema } from "./dataset-source";
 import { id, v } from "./fields";
-import { LOSS_NAMES } from "./loss-names";
+import { HeadsSchema, LOSS_NAMES } from "./loss-names";
 import { MetricSpecSchema } from "./metric-spec";
 import { OptimizerSpecSchema } from "./optimizer-spec";
 import { TensorSpecSchema } from "./tensor";
@@ -17,6 +17,7 @@ const loadFields = {
   type: z.literal("load"), v, id,
   optimizer: OptimizerSpecSchema,
   loss: z.enum(LOSS_NAMES),
+  heads: HeadsSchema.optional(),
   /** The model's compiled metrics, computed on each slice every step. */
   metrics: z.array(MetricSpecSchema).max(16).optional(),
   /** How long a role waits for a peer (a neighbour's activation, a server's pull) before it gives up. */
@@ -63,8 +64,11 @@ export const LoadStageSchema = z.strictObject({
     /** Layers [from, to) of the model. */
     from: z.number().int().nonnegative(),
     to: z.number().int().positive(),
-    /** The per-sample shape of what the stage receives (the output shape of the layer before it). */
+    /** The per-sample shape of the activation the stage receives from the one before (stage 0 receives none). */
     inputShape: z.array(z.number().int().positive()).max(8),
+    /** The model inputs (by index) this stage reads, sent with each step; the model outputs (by index) it makes and takes the loss of. */
+    feeds: z.array(z.number().int().nonnegative().max(63)).max(64),
+    heads: z.array(z.number().int().nonnegative().max(63)).max(64),
     /** The stage's part of the schedule, in order: F(m) forwards micro-batch m, B(m) runs its backward. */
     actions: z.array(z.strictObject({ kind: z.enum(["F", "B"]), micro: z.number().int().nonnegative() })).max(2 * 4096),
     microBatches: z.number().int().positive(),

@@ -21,5 +21,7 @@ export type MetricFn = (typeof METRIC_FNS)[number];
 export interface MetricSpec {
   name: string;
   fn: MetricFn;
+  /** The model output it is computed on (models with several; default 0). */
+  output?: number;
 }
-export const MetricSpecSchema = z.strictObject({ name: z.string().min(1).max(64), fn: z.enum(METRIC_FNS) });
+export const MetricSpecSchema = z.strictObject({ name: z.string().min(1).max(128), fn: z.enum(METRIC_FNS), output: z.number().int().nonnegative().max(63).optional() });

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { LOSS_NAMES } from "./loss-names";
+import { HeadsSchema, LOSS_NAMES } from "./loss-names";
 import { OptimizerSpecSchema } from "./optimizer-spec";
 import { id, v } from "./fields";
 import { TensorSpecSchema } from "./tensor";
@@ -21,6 +21,7 @@ export const ProfileSchema = z.strictObject({
   topology: z.record(z.string(), z.unknown()),
   optimizer: OptimizerSpecSchema,
   loss: z.enum(LOSS_NAMES),
+  heads: HeadsSchema.optional(),
   /** Batch sizes to time at, ascending: the plan interpolates between them. */
   batches: z.array(z.number().int().positive().max(1 << 20)).min(1).max(8),
   /**

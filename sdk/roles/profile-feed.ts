@@ -12,7 +12,8 @@ export interface FedInput {
 /** What a profile feeds a model: inputs of their real shape and range, labels of the output's shape. */
 export interface Feed {
   inputs: FedInput[];
-  outShape: number[];
+  /** Each output's per-sample shape. */
+  outShapes: number[][];
 }
 
 /**
@@ -26,7 +27,7 @@ export function feedOf(model: tf.LayersModel): Feed {
     const dims = readers.filter((l) => l.getClassName() === "Embedding").map((l) => Number(l.getConfig().inputDim));
     return { shape: s.shape.slice(1) as number[], idsBelow: dims.length > 0 ? Math.min(...dims) : null };
   });
-  return { inputs, outShape: model.outputs[0]!.shape.slice(1) as number[] };
+  return { inputs, outShapes: model.outputs.map((o) => o.shape.slice(1) as number[]) };
 }
 
 /** `b` samples of one input: ids below its Embedding's dimension, else uniform values in [0, 1). */

@@ -8,14 +8,13 @@ import { DataError, ModelError } from "../errors/errors";
 import { estimateReplicaMemory, formatBytes, memoryTotal } from "../plan/memory";
 import { summarizeModel } from "../plan/model-summary";
 import type { Tensorlike } from "../protocol/tensor";
-import { buildModel, compiledLoss, tensorOf } from "../model/model-io";
+import { buildModel, tensorOf } from "../model/model-io";
 import { ModelState } from "./model-state";
-import { inputNonFinite, labelTensor, metricScalars, metricValues, nonFiniteIn, type NonFinite } from "./step-health";
+import { inputNonFinite, labelTensor, nonFiniteIn, type NonFinite } from "./step-health";
+import { feedList, feedRows, objectiveLoss, objectiveOf, outputList, reported, reportedNames, type Feed, type Objective } from "./objective";
 import { onDevice, readConcat } from "./device-io";
-import type { MetricSpec } from "../protocol/metric-spec";
 import type { ReplicaStepChoice } from "../protocol/profile-messages";
 import { createOptimizer } from "../model/optimizers";
-import { classWeighted } from "./class-weights";
 
 /**
  * A tensor's values for an immediate copy. On the native backend this reads the backing array
@@ -45,10 +44,8 @@ export interface LoadedReplica {
   model: tf.LayersModel;
   /** model.compile wants an optimizer; updates themselves are made elsewhere. */
   compileOptimizer: tf.Optimizer;
-  /** The per-sample loss training takes the mean of (weighted by class under classWeight). */
-  lossFn: (a: tf.Tensor, b: tf.Tensor) => tf.Tensor;
-  /** The compiled loss alone, as validation computes it (model.fit does not weight validation). */
-  plainLossFn: (a: tf.Tensor, b: tf.Tensor) => tf.Tensor;
+  /** What training minimises and reports, per output (validation takes the plain losses: model.fit does not weight validation). */
+  objective: Objective;
   vars: tf.Variable[];
   /** The variables' names (for a report of a non-finite gradient) and sizes. */
   names: string[];
@@ -56,7 +53,6 @@ export interface LoadedReplica {
   gradientLength: number;
   /** Non-trainable state (BatchNormalization's moving statistics), which replicas average. */
   state: ModelState;
-  metrics: MetricSpec[];
   /** The step compiled to native kernels, or why the model trains by TF.js's autodiff. */
   step: StepChoice;
 }
@@ -76,13 +72,16 @@ export async function loadReplica(msg: LoadOf<"replica" | "ps-worker">, weights:
     }
   }
   const compileOptimizer = createOptimizer(msg.optimizer);
-  const plainLossFn = compiledLoss(model, msg.loss, compileOptimizer);
-  const lossFn = msg.classWeight ? classWeighted(plainLossFn, msg.classWeight) : plainLossFn;
+  const objective = objectiveOf(model, msg, compileOptimizer);
   const vars = model.trainableWeights.map((w) => w.read() as tf.Variable);
   const sizes = vars.map((v) => v.size);
   const names = model.trainableWeights.map((w) => w.originalName);
-  const step: StepChoice = msg.classWeight ? { native: null, why: "classWeight weighs each sample's loss, which the native step does not" } : compileNativeStep(model, msg.loss, vars);
-  return { model, compileOptimizer, lossFn, plainLossFn, vars, names, sizes, gradientLength: sizes.reduce((a, b) => a + b, 0), state: new ModelState(model), metrics: msg.metrics ?? [], step };
+  const step: StepChoice = msg.classWeight
+    ? { native: null, why: "classWeight weighs each sample's loss, which the native step does not" }
+    : objective.heads.length > 1
+      ? { native: null, why: `the model has ${objective.heads.length} outputs; the native step computes one` }
+      : compileNativeStep(model, msg.loss, vars);
+  return { model, compileOptimizer, objective, vars, names, sizes, gradientLength: sizes.reduce((a, b) => a + b, 0), state: new ModelState(model), step };
 }
 
 /** What the driver is told of how this replica computes its gradient. */
@@ -111,14 +110,15 @@ export interface SliceExtras {
  * variables in order; returns the slice's mean loss and compiled metrics. On a device (webgpu)
  * the loss, the metrics, every gradient and the state are read back in one read.
  */
-export async function sliceGradient(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array, extra: SliceExtras = {}): Promise<{ loss: number; metrics?: Record<string, number> }> {
+export async function sliceGradient(r: LoadedReplica, x: Feed, y: Feed, weight: number, flat: Float32Array, extra: SliceExtras = {}): Promise<{ loss: number; metrics?: Record<string, number> }> {
   try {
-    if (r.step.native) return nativeSlice(r, r.step.native, x, y, weight, flat, extra.ready);
+    if (r.step.native) return nativeSlice(r, r.step.native, feedList(x)[0]!, feedList(y)[0]!, weight, flat, extra.ready);
     return onDevice() ? await deviceSlice(r, x, y, weight, flat, extra.stateNow) : await autodiffSlice(r, x, y, weight, flat, extra.stateNow);
   } catch (err) {
     const msg = (err as Error).message;
     if (/shape|rank|compatible/i.test(msg)) {
-      throw new DataError(`a batch of x [${x.shape.join(", ")}] and y [${y.shape.join(", ")}] does not fit the model: ${msg.split("\n")[0]}`, {
+      const shapes = (f: Feed) => feedList(f).map((t) => `[${t.shape.join(", ")}]`).join(" + ");
+      throw new DataError(`a batch of x ${shapes(x)} and y ${shapes(y)} does not fit the model: ${msg.split("\n")[0]}`, {
         hint: "check that the dataset's sample shapes match the model's input and output shapes",
       });
     }
@@ -130,11 +130,11 @@ export async function sliceGradient(r: LoadedReplica, x: Tensorlike, y: Tensorli
 
 function nativeSlice(r: LoadedReplica, step: NativeStep, x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array, ready?: (from: number) => void): { loss: number; metrics?: Record<string, number> } {
   const { loss, out } = step.run(x, y, weight, flat, ready);
-  if (r.metrics.length === 0) return { loss };
+  if (r.objective.metrics.length === 0) return { loss };
   const ys = labelTensor(y);
   const outs = tf.tensor(out, [x.shape[0]!, ...step.outShape], "float32");
   try {
-    return { loss, metrics: metricValues(r.metrics, ys, outs)! };
+    return { loss, metrics: readReported(r.objective, [ys], [outs], [])! };
   } finally {
     tf.dispose([ys, outs]);
   }
@@ -144,11 +144,14 @@ function nativeSlice(r: LoadedReplica, step: NativeStep, x: Tensorlike, y: Tenso
  * The slice's output (kept), the gradient of each variable by autodiff, and the loss they are the
  * gradient of: the mean over the slice plus the regularizers, which model.fit's History reports too.
  */
-function gradientsOf(r: LoadedReplica, xs: tf.Tensor, ys: tf.Tensor): { out: tf.Tensor; grads: tf.Tensor[]; value: tf.Scalar } {
-  let out: tf.Tensor | undefined;
+function gradientsOf(r: LoadedReplica, xs: tf.Tensor[], ys: tf.Tensor[]): { outs: tf.Tensor[]; each: tf.Scalar[]; grads: tf.Tensor[]; value: tf.Scalar } {
+  let outs: tf.Tensor[] = [];
+  let each: tf.Scalar[] = [];
   const { value, grads } = tf.variableGrads(() => {
-    out = tf.keep(r.model.apply(xs, { training: true }) as tf.Tensor);
-    let total = tf.mean(r.lossFn(ys, out)) as tf.Scalar;
+    outs = outputList(r.model.apply(xs.length === 1 ? xs[0]! : xs, { training: true }) as tf.Tensor | tf.Tensor[]).map((t) => tf.keep(t));
+    const loss = objectiveLoss(r.objective, ys, outs);
+    each = loss.each.map((l) => tf.keep(l));
+    let total = loss.total;
     for (const reg of r.model.calculateLosses()) total = tf.add(total, reg);
     return total;
   }, r.vars);
@@ -157,12 +160,20 @@ function gradientsOf(r: LoadedReplica, xs: tf.Tensor, ys: tf.Tensor): { out: tf.
     if (!g) throw new DataError(`no gradient for ${v.name}`);
     return g;
   });
-  return { out: out!, grads: list, value };
+  return { outs, each, grads: list, value };
 }
 
-async function autodiffSlice(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array, stateNow?: Float32Array): Promise<{ loss: number; metrics?: Record<string, number> }> {
-  const xs = tensorOf(x);
-  const ys = labelTensor(y);
+/** The reported metrics (and each output's loss) read to the host, by name; undefined when there are none. */
+function readReported(o: Objective, ys: tf.Tensor[], outs: tf.Tensor[], each: tf.Scalar[]): Record<string, number> | undefined {
+  const names = reportedNames(o);
+  if (names.length === 0) return undefined;
+  const values = tf.tidy(() => reported(o, ys, outs, each).map((s) => s.dataSync()[0]!));
+  return Object.fromEntries(names.map((n, i) => [n, values[i]!]));
+}
+
+async function autodiffSlice(r: LoadedReplica, x: Feed, y: Feed, weight: number, flat: Float32Array, stateNow?: Float32Array): Promise<{ loss: number; metrics?: Record<string, number> }> {
+  const xs = feedList(x).map(tensorOf);
+  const ys = feedList(y).map(labelTensor);
   let g: ReturnType<typeof gradientsOf> | undefined;
   try {
     g = gradientsOf(r, xs, ys);
@@ -174,10 +185,10 @@ async function autodiffSlice(r: LoadedReplica, x: Tensorlike, y: Tensorlike, wei
     });
     if (weight !== 1) scaleInPlace(flat, weight);
     if (stateNow) await readConcat(r.state.tensors(), stateNow);
-    const metrics = metricValues(r.metrics, ys, g.out);
+    const metrics = readReported(r.objective, ys, g.outs, g.each);
     return { loss, ...(metrics ? { metrics } : {}) };
   } finally {
-    tf.dispose([xs, ys, ...(g ? [g.value, g.out, ...g.grads] : [])]);
+    tf.dispose([...xs, ...ys, ...(g ? [g.value, ...g.outs, ...g.each, ...g.grads] : [])]);
   }
 }
 
@@ -185,23 +196,24 @@ async function autodiffSlice(r: LoadedReplica, x: Tensorlike, y: Tensorlike, wei
  * The same on a device: the loss, the metrics, the weighted gradient and the state concatenated
  * there and read back in one read (each read is a round trip to the GPU).
  */
-async function deviceSlice(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array, stateNow?: Float32Array): Promise<{ loss: number; metrics?: Record<string, number> }> {
-  const xs = tensorOf(x);
-  const ys = labelTensor(y);
+async function deviceSlice(r: LoadedReplica, x: Feed, y: Feed, weight: number, flat: Float32Array, stateNow?: Float32Array): Promise<{ loss: number; metrics?: Record<string, number> }> {
+  const xs = feedList(x).map(tensorOf);
+  const ys = feedList(y).map(labelTensor);
   let g: ReturnType<typeof gradientsOf> | undefined;
   let parts: tf.Tensor[] = [];
   try {
     g = gradientsOf(r, xs, ys);
     const got = g;
-    parts = tf.tidy(() => [got.value.reshape([1]), ...metricScalars(r.metrics, ys, got.out).map((m) => m.reshape([1])), ...got.grads.map((t) => (weight !== 1 ? tf.mul(t, weight) : t.clone()).reshape([-1]))]);
+    parts = tf.tidy(() => [got.value.reshape([1]), ...reported(r.objective, ys, got.outs, got.each).map((m) => m.reshape([1])), ...got.grads.map((t) => (weight !== 1 ? tf.mul(t, weight) : t.clone()).reshape([-1]))]);
     const values = await readConcat([...parts, ...(stateNow ? r.state.tensors() : [])]);
-    const m = r.metrics.length;
+    const names = reportedNames(r.objective);
+    const m = names.length;
     flat.set(values.subarray(1 + m, 1 + m + flat.length));
     if (stateNow) stateNow.set(values.subarray(1 + m + flat.length));
-    const metrics = m > 0 ? Object.fromEntries(r.metrics.map((s, i) => [s.name, values[1 + i]!])) : undefined;
+    const metrics = m > 0 ? Object.fromEntries(names.map((name, i) => [name, values[1 + i]!])) : undefined;
     return { loss: values[0]!, ...(metrics ? { metrics } : {}) };
   } finally {
-    tf.dispose([xs, ys, ...parts, ...(g ? [g.value, g.out, ...g.grads] : [])]);
+    tf.dispose([...xs, ...ys, ...parts, ...(g ? [g.value, ...g.outs, ...g.each, ...g.grads] : [])]);
   }
 }
 
@@ -220,13 +232,13 @@ export interface SliceOutcome {
  * (buckets sent during the backward pass), parts of `grads` may be in flight: only the loss is
  * checked here, and the buckets check and zero their own parts.
  */
-export async function checkedSliceGradient(r: LoadedReplica, x: Tensorlike, y: Tensorlike, weight: number, grads: Float32Array, extra: SliceExtras = {}): Promise<SliceOutcome> {
+export async function checkedSliceGradient(r: LoadedReplica, x: Feed, y: Feed, weight: number, grads: Float32Array, extra: SliceExtras = {}): Promise<SliceOutcome> {
   let out: SliceOutcome = { loss: 0 };
   const ready = extra.ready;
   try {
-    const input = inputNonFinite(x, y);
+    const input = inputNonFinite(...feedList(x), ...feedList(y));
     if (input) out = { loss: NaN, nonFinite: input };
-    else if (x.shape[0]! > 0) {
+    else if (feedRows(x) > 0) {
       out = await sliceGradient(r, x, y, weight, grads, extra);
       const found = ready ? (Number.isFinite(out.loss) ? undefined : ({ where: "loss" } as const)) : nonFiniteIn(out.loss, grads, r.names, r.sizes);
       if (found) out.nonFinite = found;

@@ -3,7 +3,7 @@ import * as path from "node:path";
 import { test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { cluster, datasets, type ClusterBuilder } from "../../sdk/index";
-import { ModelError } from "../../sdk/errors/errors";
+import { DataError } from "../../sdk/errors/errors";
 import { LearnedScale } from "../helpers/custom-layers";
 import { maxRelativeDifference } from "../helpers/models";
 import { slicedReference } from "../helpers/sliced-reference";
@@ -48,7 +48,7 @@ const setups: Array<{ name: string; build: () => ClusterBuilder; replicas: numbe
 ];
 
 for (const setup of setups) {
-  test(`${setup.name}: a functional model with BatchNormalization, a custom layer and a frozen layer equals the reference; two inputs are refused`, async () => {
+  test(`${setup.name}: a functional model with BatchNormalization, a custom layer and a frozen layer equals the reference; a two-input model given one input column is refused`, async () => {
     const c = await setup.build().backend("cpu").modules([LAYERS]).launch();
     try {
       const model = userModel();
@@ -60,7 +60,7 @@ for (const setup of setups) {
       assert.ok(diff < TOLERANCE, `relative difference ${diff} >= ${TOLERANCE}`);
       assert.deepEqual(model.getLayer("frozen").getWeights().map((w) => w.dataSync()), frozen, "the frozen layer is bit-identical");
       const two = datasets.fromTensors(tf.randomUniform([8, 6]), tf.oneHot(tf.zeros([8], "int32"), 3));
-      await assert.rejects(c.fit(twoInputs(), two, { batchSize: 4 }), (e: unknown) => e instanceof ModelError && /2 inputs/.test(e.message));
+      await assert.rejects(c.fit(twoInputs(), two, { batchSize: 4 }), (e: unknown) => e instanceof DataError && /takes 2 input\(s\)/.test(e.message) && /1 input and 1 target column/.test(e.message));
       assert.equal(c.state, "ready");
     } finally {
       await c.close();

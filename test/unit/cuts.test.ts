@@ -15,10 +15,11 @@ import type { PipelinePlan } from "../../sdk/plan/plans";
 tf.enableProdMode();
 const okPoints = (m: tf.LayersModel) => summarizeModel(m).cuts.flatMap((c, j) => (c.ok ? [j] : []));
 
-test("a model's cut points are where exactly one tensor crosses: between residual blocks, never inside one", () => {
+test("a model's cut points are where exactly one activation crosses: between residual blocks, never inside one; model inputs do not cross", () => {
   assert.deepEqual(okPoints(batchNormClassifier()), [0, 1, 2, 3, 4, 5, 6, 7], "a Sequential model is a chain: every point");
   assert.deepEqual(okPoints(residualCnn()), [0, 1, 2, 3, 9, 10, 16, 17, 24, 25, 26, 27]);
-  assert.deepEqual(okPoints(transformerStack()), [0, 3, 7, 10, 14, 15, 16]);
+  // The first block's skip is the model input itself, which the driver hands to every stage reading it.
+  assert.deepEqual(okPoints(transformerStack()), [0, 1, 2, 3, 7, 10, 14, 15, 16]);
   const cnn = summarizeModel(residualCnn());
   const inside = cnn.cuts[21]!;
   assert.ok(!inside.ok);
@@ -47,17 +48,19 @@ test("a plan splits a residual net only at its cut points; a hand placement thro
   );
   const placed = plan.place([0, 9], 0) as unknown as PipelinePlan;
   assert.deepEqual([placed.stagePlans[0]!.from, placed.stagePlans[0]!.to], [0, 9]);
-  // The small residual model has one point inside (between its dense and its add): two stages at most.
+  // The small residual model's skip is its input: every point is a cut, and stage 1 gets the input from the driver too.
   const small = residualClassifier();
-  assert.equal((cluster().workers(2).strategy("pipeline").plan(small) as unknown as PipelinePlan).stagePlans.length, 2);
+  const three = cluster().workers(3).strategy("pipeline").plan(small) as unknown as PipelinePlan;
+  assert.deepEqual(three.stagePlans.map((st) => [st.feeds, st.heads]), [[[0], []], [[0], []], [[], [0]]]);
+  // The CNN has 10 cut points inside: 11 stages at most.
   assert.throws(
-    () => cluster().workers(3).strategy("pipeline").plan(small),
-    (e: unknown) => e instanceof ConfigError && /3 stages need 2 point\(s\) where exactly one tensor passes/.test(e.message) && /residual_add/.test(e.message),
+    () => cluster().workers(12).strategy("pipeline").plan(model),
+    (e: unknown) => e instanceof ConfigError && /12 stages need 11 point\(s\) where exactly one tensor passes/.test(e.message) && e.message.includes(names[8]!),
   );
+  const shared = tf.layers.dense({ units: 3, name: "twice" });
   const a = tf.input({ shape: [3] });
-  const b = tf.input({ shape: [3] });
-  const two = tf.model({ inputs: [a, b], outputs: tf.layers.dense({ units: 2 }).apply(tf.layers.concatenate().apply([a, b])) as tf.SymbolicTensor });
-  assert.throws(() => cluster().workers(2).strategy("pipeline").plan(two), (e: unknown) => e instanceof ModelError && /2 inputs/.test(e.message) && /strategy\("data"\)/.test(e.hint ?? ""));
+  const twice = tf.model({ inputs: a, outputs: shared.apply(shared.apply(a)) as tf.SymbolicTensor });
+  assert.throws(() => cluster().workers(2).strategy("pipeline").plan(twice), (e: unknown) => e instanceof ModelError && /"twice" \(Dense\) is called 2 times/.test(e.message) && /strategy\("data"\)/.test(e.hint ?? ""));
 });
 
 test("stages built from a functional topology, run one after another, compute the whole model", async () => {

@@ -11,7 +11,7 @@ test("valid messages of each kind parse", () => {
     { type: "step", v, id: 2, step: 0, epoch: 0, weight: 0.5, attachments: [{ dtype: "float32", shape: [2, 3] }] },
     { type: "stepDone", v, re: 2, step: 0, loss: 0.1, computeMs: 1, commMs: 2, waitMs: 3, applyMs: 4, startedAt: 1.7e12 },
     { type: "load", v, id: 3, role: "replica", topology: { class_name: "Sequential" }, optimizer: { name: "adam" }, loss: "meanSquaredError", replicaBatch: 8, stepTimeoutMs: 1000, attachments: [] },
-    { type: "load", v, id: 3, role: "stage", topology: {}, optimizer: { name: "sgd" }, loss: "hinge", stepTimeoutMs: 1000, attachments: [], stage: { index: 0, count: 2, from: 0, to: 1, inputShape: [4], actions: [{ kind: "F", micro: 0 }, { kind: "B", micro: 0 }], microBatches: 1, microBatchSize: 8 } },
+    { type: "load", v, id: 3, role: "stage", topology: {}, optimizer: { name: "sgd" }, loss: "hinge", stepTimeoutMs: 1000, attachments: [], stage: { index: 0, count: 2, from: 0, to: 1, inputShape: [4], feeds: [0], heads: [], actions: [{ kind: "F", micro: 0 }, { kind: "B", micro: 0 }], microBatches: 1, microBatchSize: 8 } },
     { type: "load", v, id: 3, role: "ps-worker", topology: {}, optimizer: { name: "sgd" }, loss: "hinge", stepTimeoutMs: 1000, attachments: [], replicaBatch: 8, mode: "sync", shards: [[0, 1]], state: [[]] },
     { type: "load", v, id: 3, role: "ps-server", optimizer: { name: "sgd" }, loss: "hinge", stepTimeoutMs: 1000, attachments: [], index: 0, mode: "async", workers: 2, variables: [{ index: 0, shape: [2] }], state: [] },
     { type: "error", v, re: 4, error: { code: "MT_ERR_MODEL", message: "no" } },

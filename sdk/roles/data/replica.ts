@@ -18,6 +18,7 @@ import type { OverlapRing } from "../role";
 import { GradientBuckets } from "./buckets";
 import { evaluateShard } from "./evaluate-shard";
 import { accumulatedSlice } from "./accumulate-slices";
+import { feedRows, splitFeed, type Feed } from "../objective";
 import type { OptimizerState, UpdateRule } from "../tfjs-update";
 import { hasNonFinite } from "../../backends/native/finite";
 import { assignFlat, onDevice, readConcat, transfers } from "../device-io";
@@ -101,8 +102,9 @@ export class DataReplica implements WorkerRole {
 
   /** A step of the driver's: its slice comes attached (in-graph) or is read from the worker's own copy (between-graph). */
   step(msg: MessageOf<"step">, attachments: Tensorlike[], io: HostIO): Promise<StepReport> {
-    const [x, y] = msg.range ? Object.values(this.readSlice(msg.epoch, msg.range.start, msg.range.end)) : attachments;
-    if (!x || !y) throw new ProtocolError(`"step" ${msg.step} carries ${attachments.length} tensors, expected x and y`);
+    const feed = msg.range ? this.readSlice(msg.epoch, msg.range.start, msg.range.end) : splitFeed(this.r.model, attachments);
+    if (!feed) throw new ProtocolError(`"step" ${msg.step} carries ${attachments.length} tensors, expected ${this.expected}`);
+    const { x, y } = feed;
     const overlap = this.overlap ? io.overlap() : null;
     this.learningRate = msg.learningRate;
     return this.train(msg.weight, x, y, (data, wire) => io.allReduce(data, wire), msg.step, overlap);
@@ -111,16 +113,21 @@ export class DataReplica implements WorkerRole {
   /** Elastic training asks how many updates were applied, or to step back one. */
   answer(msg: Message, attachments: Tensorlike[] = []): Promise<RoleReply> | undefined {
     if (msg.type === "evaluate") {
-      const [x, y] = attachments;
-      if (!x || !y) return Promise.reject(new ProtocolError(`"evaluate" carries ${attachments.length} tensors, expected x and y`));
-      return evaluateShard(this.r, x, y, msg.batchSize).then((sums) => ({ draft: { type: "evaluated", re: msg.id, ...sums } }));
+      const feed = splitFeed(this.r.model, attachments);
+      if (!feed) return Promise.reject(new ProtocolError(`"evaluate" carries ${attachments.length} tensors, expected ${this.expected}`));
+      return evaluateShard(this.r, feed.x, feed.y, msg.batchSize).then((sums) => ({ draft: { type: "evaluated", re: msg.id, ...sums } }));
     }
     if (msg.type !== "rewind") return undefined;
     return (msg.to === undefined ? Promise.resolve(this.applied) : this.rewind(msg.to)).then((applied) => ({ draft: { type: "rewound", re: msg.id, applied } }));
   }
 
+  /** What a step or an evaluation carries: the model's inputs, then one target per output. */
+  private get expected(): string {
+    return `${this.r.model.inputs.length} input(s) and ${this.r.model.outputs.length} target(s)`;
+  }
+
   /** This replica's slice of a step, read from the worker's own copy of the dataset. */
-  private readSlice(epoch: number, start: number, end: number): { x: Tensorlike; y: Tensorlike } {
+  private readSlice(epoch: number, start: number, end: number): { x: Tensorlike[]; y: Tensorlike[] } {
     const s = this.shard;
     if (!s) throw new StateError("a step named a range of the dataset, but no dataset was loaded on this worker");
     if (end > s.dataset.size || start > end) throw new ProtocolError(`step range [${start}, ${end}) is outside the dataset of ${s.dataset.size} samples`);
@@ -128,7 +135,8 @@ export class DataReplica implements WorkerRole {
       s.order = epochOrder(s.dataset.size, s.shuffle, s.seed, epoch);
       s.epoch = epoch;
     }
-    return s.dataset.gather(s.order, start, end);
+    const b = s.dataset.gather(s.order, start, end);
+    return { x: b.xs, y: b.ys };
   }
 
   /**
@@ -163,7 +171,7 @@ export class DataReplica implements WorkerRole {
    * the update. With `overlap` (the native data plane) and the native step, the gradient goes in
    * buckets that start while the backward pass still runs.
    */
-  async train(weight: number, x: Tensorlike, y: Tensorlike, allReduce: AllReduceFn, step = 0, overlap: OverlapRing | null = null): Promise<StepResult> {
+  async train(weight: number, x: Feed, y: Feed, allReduce: AllReduceFn, step = 0, overlap: OverlapRing | null = null): Promise<StepResult> {
     const t0 = performance.now();
     const startedAt = wallClock();
     const n = this.r.gradientLength;
@@ -226,13 +234,13 @@ export class DataReplica implements WorkerRole {
    * Fills this replica's part of the buffer: its weighted gradient and change of state, or
    * nothing but the flag when its slice cannot be learned from (non-finite) or it threw.
    */
-  private async slice(weight: number, x: Tensorlike, y: Tensorlike, flat: Float32Array, stateBefore: Float32Array, buckets: GradientBuckets | null): Promise<SliceOutcome> {
+  private async slice(weight: number, x: Feed, y: Feed, flat: Float32Array, stateBefore: Float32Array, buckets: GradientBuckets | null): Promise<SliceOutcome> {
     const n = this.r.gradientLength;
     const stateNow = new Float32Array(this.r.state.length);
     const extra = { ...(buckets ? { ready: buckets.ready } : {}), ...(stateNow.length > 0 ? { stateNow } : {}) };
     const out = this.accumulate > 1 ? await accumulatedSlice(this.r, this.accumulate, x, y, weight, flat.subarray(0, n), extra) : await checkedSliceGradient(this.r, x, y, weight, flat.subarray(0, n), extra);
     if (out.nonFinite || out.failure !== undefined) flat[flat.length - 1] = 1;
-    else if (x.shape[0]! > 0) this.r.state.writeChange(stateBefore, weight, flat.subarray(n, flat.length - 1), stateNow);
+    else if (feedRows(x) > 0) this.r.state.writeChange(stateBefore, weight, flat.subarray(n, flat.length - 1), stateNow);
     return out;
   }
 

@@ -34,36 +34,46 @@ function sequentialStage(topology: Record<string, unknown>, cfg: { name?: string
 }
 
 /**
- * A functional model's stage: its layers with every reference to the one tensor crossing into
- * the stage rewired to a new InputLayer (stage 0 keeps the model's own), and the one tensor
- * crossing out as its output. The planner cuts only where one tensor crosses; anything else
- * arriving here is refused.
+ * A functional model's stage: its layers, with the model's own InputLayers for the model inputs
+ * they read (the driver sends those) and, after stage 0, a new InputLayer for the one activation
+ * crossing into the stage. Its outputs: the one activation crossing out (every stage but the
+ * last), then the model outputs its layers make, in the model's order. The planner cuts only
+ * where one activation crosses; anything else arriving here is refused.
  */
-function functionalStage(topology: Record<string, unknown>, cfg: { name?: string; layers: LayerJson[]; output_layers?: Inbound[] }, from: number, to: number, inputShape: readonly number[], index: number): Record<string, unknown> {
+function functionalStage(topology: Record<string, unknown>, cfg: { name?: string; layers: LayerJson[]; input_layers?: Inbound[]; output_layers?: Inbound[] }, from: number, to: number, inputShape: readonly number[], index: number): Record<string, unknown> {
   const kept = cfg.layers.filter((l) => l.class_name !== "InputLayer");
   const slice = kept.slice(from, to);
   const inside = new Set(slice.map((l) => l.name));
+  const modelInputs = (cfg.input_layers ?? []).map(([name]) => name);
   const key = ([name, node, t]: Inbound): string => `${name}/${node}/${t}`;
   const incoming = new Map<string, Inbound>();
-  for (const l of slice) for (const ref of l.inbound_nodes?.[0] ?? []) if (!inside.has(ref[0])) incoming.set(key(ref), ref);
-  const later = [...kept.slice(to).flatMap((l) => l.inbound_nodes?.[0] ?? []), ...(cfg.output_layers ?? [])];
+  const read = new Set<string>();
+  for (const l of slice) {
+    for (const ref of l.inbound_nodes?.[0] ?? []) {
+      if (modelInputs.includes(ref[0])) read.add(ref[0]);
+      else if (!inside.has(ref[0])) incoming.set(key(ref), ref);
+    }
+  }
+  const later = kept.slice(to).flatMap((l) => l.inbound_nodes?.[0] ?? []);
   const outgoing = new Map(later.filter((ref) => inside.has(ref[0])).map((ref) => [key(ref), ref] as const));
-  if (incoming.size !== 1 || outgoing.size !== 1) {
-    throw new ModelError(`stage ${index} (layers [${from}, ${to})) would take ${incoming.size} tensors and pass on ${outgoing.size}; a stage takes one and passes one`, {
-      hint: "cut the model only between blocks (the planner does); see plan().explain()",
+  const made = (cfg.output_layers ?? []).filter((ref) => inside.has(ref[0]));
+  const receives = from > 0 ? 1 : 0;
+  const passes = to < kept.length ? 1 : 0;
+  if (incoming.size !== receives || outgoing.size !== passes) {
+    throw new ModelError(`stage ${index} (layers [${from}, ${to})) would take ${incoming.size} activation(s) and pass on ${outgoing.size}; a stage takes one from the stage before and passes one on`, {
+      hint: "cut the model only where one tensor crosses (the planner does); see plan().explain()",
     });
   }
   const [enter] = [...incoming.values()];
   const [leave] = [...outgoing.values()];
-  const source = cfg.layers.find((l) => l.name === enter![0]);
-  const entry: LayerJson =
-    from === 0 && source?.class_name === "InputLayer"
-      ? source
-      : { name: `stage${index}_input`, class_name: "InputLayer", config: { batch_input_shape: [null, ...inputShape], dtype: "float32", sparse: false, name: `stage${index}_input` }, inbound_nodes: [] };
-  const rewire = (ref: Inbound): Inbound => (key(ref) === key(enter!) ? [entry.name!, 0, 0, ref[3] ?? {}] : ref);
-  const layers = [entry, ...slice.map((l) => ({ ...l, config: { ...l.config }, inbound_nodes: (l.inbound_nodes ?? []).map((node) => node.map(rewire)) }))];
+  const entry: LayerJson | null = enter ? { name: `stage${index}_input`, class_name: "InputLayer", config: { batch_input_shape: [null, ...inputShape], dtype: "float32", sparse: false, name: `stage${index}_input` }, inbound_nodes: [] } : null;
+  const rewire = (ref: Inbound): Inbound => (enter && key(ref) === key(enter) ? [entry!.name!, 0, 0, ref[3] ?? {}] : ref);
+  const inputLayers = cfg.layers.filter((l) => l.class_name === "InputLayer" && read.has(l.name!));
+  const layers = [...(entry ? [entry] : []), ...inputLayers, ...slice.map((l) => ({ ...l, config: { ...l.config }, inbound_nodes: (l.inbound_nodes ?? []).map((node) => node.map(rewire)) }))];
+  const inputs = [...(entry ? [[entry.name, 0, 0]] : []), ...modelInputs.filter((n) => read.has(n)).map((n) => [n, 0, 0])];
+  const outputs = [...(leave ? [[leave[0], leave[1], leave[2]]] : []), ...made.map((ref) => [ref[0], ref[1], ref[2]])];
   const name = `${cfg.name ?? "model"}_stage${index}`;
-  return { ...topology, config: { ...cfg, name, layers, input_layers: [[entry.name, 0, 0]], output_layers: [[leave![0], leave![1], leave![2]]] } };
+  return { ...topology, config: { ...cfg, name, layers, input_layers: inputs, output_layers: outputs } };
 }
 
 type LayerVariable = tf.LayersModel["weights"][number];

@@ -17,8 +17,9 @@ export interface StageRun {
   msg: MessageOf<"step">;
   micro: NonNullable<MessageOf<"step">["micro"]>;
   io: StageIO;
-  xs: Tensorlike[];
-  ys: Tensorlike[];
+  /** Per model input the stage reads, and per output it makes the targets of: one tensor per micro-batch. */
+  xs: Tensorlike[][];
+  ys: Tensorlike[][];
   first: boolean;
   t0: number;
   startedAt: number;
@@ -35,10 +36,10 @@ export interface StageRun {
   failure?: unknown;
   inputNonFinite: boolean;
   /** Inputs of micro-batches whose forward ran and whose backward has not. */
-  saved: Map<number, tf.Tensor>;
+  saved: Map<number, tf.Tensor[]>;
   timings: ActionTimings;
   loss: number;
-  /** The last stage's compiled metrics, summed weighted by micro-batch share as the loss. */
+  /** The compiled metrics of the outputs the stage makes, summed weighted by micro-batch share as the loss. */
   metrics: Record<string, number>;
   waitMs: number;
   inFlightMax: number;

@@ -1,26 +1,23 @@
 import type { LoadOf } from "../../protocol/messages";
-import { classWeighted } from "../class-weights";
 import * as tf from "@tensorflow/tfjs";
-import { ModelError, ProtocolError } from "../../errors/errors";
-import { formatBytes, optimizerSlots } from "../../plan/memory";
-import { summarizeModel } from "../../plan/model-summary";
-import { stageCost } from "../../plan/partition";
-import { actionsInFlight, type Action } from "../../plan/schedules";
+import { ProtocolError } from "../../errors/errors";
+import type { Action } from "../../plan/schedules";
 import type { MessageOf } from "../../protocol/messages";
 import type { Tensorlike } from "../../protocol/tensor";
 import { wallClock } from "../../util/clock";
-import { buildModel, compiledLoss, readWeights, tensorOf, type WeightOrder } from "../../model/model-io";
+import { buildModel, readWeights, tensorOf, type WeightOrder } from "../../model/model-io";
 import type { RoleEnv, StepTimes, WorkerRole } from "../role";
 import { makeUpdateRule } from "../update-rule";
 import type { OptimizerState, UpdateRule } from "../tfjs-update";
 import { seedDropout, stageTopology, stageWeightOrder } from "./stage-model";
-import { inputNonFinite, labelTensor, metricScalars, nonFiniteIn, survivedStepError, type NonFinite } from "../step-health";
+import { inputNonFinite, labelTensor, nonFiniteIn, survivedStepError, type NonFinite } from "../step-health";
 import { ModelState } from "../model-state";
 import { onDevice, transfers } from "../device-io";
 import { agreeAcrossStages } from "./stage-agreement";
 import { copyOut, deviceSink, hostSink, type ActionTimings, type StageIO, type StageRun } from "./stage-run";
-import type { MetricSpec } from "../../protocol/metric-spec";
 import { createOptimizer } from "../../model/optimizers";
+import { objectiveLoss, outputList, reported, reportedNames, stageObjective, type Objective } from "../objective";
+import { checkStageMemory } from "./stage-memory";
 
 
 export interface StageStepResult extends StepTimes {
@@ -35,11 +32,13 @@ type Stage = LoadOf<"stage">["stage"];
 
 /**
  * One stage of a pipeline on a worker: runs its schedule's actions in order. F(m) runs the
- * stage's layers on micro-batch m and sends the result on; B(m) recomputes the forward pass with
- * TF.js's autograd, takes the gradient arriving from the next stage (the last stage starts from
- * its share of the loss), accumulates the layers' gradients, and sends the input's gradient
- * back. After the last action the accumulated gradients are summed with the stage's replicas
- * and one optimizer update is applied.
+ * stage's layers on micro-batch m (the activation from the stage before, and the model inputs
+ * its layers read, which the driver sends) and sends its activation on; B(m) recomputes the
+ * forward pass with TF.js's autograd, takes the gradient arriving from the next stage plus its
+ * share of the loss (of the model outputs its layers make: the last stage's, or any stage's in a
+ * model with several outputs), accumulates the layers' gradients, and sends the activation's
+ * gradient back. After the last action the accumulated gradients are summed with the stage's
+ * replicas and one optimizer update is applied.
  */
 export class StageRuntime implements WorkerRole {
   private readonly vars: tf.Variable[];
@@ -47,7 +46,9 @@ export class StageRuntime implements WorkerRole {
   readonly gradientLength: number;
   private readonly actions: readonly Action[];
   private readonly update: UpdateRule;
-  private readonly last: boolean;
+  /** It receives an activation from the stage before (every stage but the first), and passes one on (every stage but the last). */
+  private readonly receives: boolean;
+  private readonly passes: boolean;
   private readonly state: ModelState;
   private readonly names: string[];
   private readonly sizes: number[];
@@ -57,10 +58,10 @@ export class StageRuntime implements WorkerRole {
     private readonly stage: Stage,
     private readonly inputShape: number[],
     private readonly outputShape: number[],
-    private readonly lossFn: ((a: tf.Tensor, b: tf.Tensor) => tf.Tensor) | null,
+    /** The losses and metrics of the model outputs this stage makes; null where it makes none. */
+    private readonly objective: Objective | null,
     private readonly compileOptimizer: tf.Optimizer,
     spec: MessageOf<"load">["optimizer"],
-    private readonly metrics: MetricSpec[],
     private readonly order: WeightOrder,
   ) {
     this.vars = model.trainableWeights.map((w) => w.read() as tf.Variable);
@@ -77,38 +78,22 @@ export class StageRuntime implements WorkerRole {
     // The schedule arrives as data: this stage's actions, in order.
     this.actions = stage.actions;
     this.update = makeUpdateRule(this.vars, spec);
-    this.last = stage.index === stage.count - 1;
+    this.receives = stage.index > 0;
+    this.passes = stage.index < stage.count - 1;
   }
 
   static async load(msg: LoadOf<"stage">, weights: Tensorlike[], env: Pick<RoleEnv, "memoryCapBytes">): Promise<StageRuntime> {
-    const memoryCapBytes = env.memoryCapBytes;
     const stage = msg.stage;
     const inputShape = [...stage.inputShape];
     const order = (m: tf.LayersModel) => stageWeightOrder(m, msg.topology, stage.from, stage.to);
     const model = await buildModel(stageTopology(msg.topology, stage.from, stage.to, inputShape, stage.index), weights, order);
-    const summary = summarizeModel(model);
-    if (memoryCapBytes !== null) {
-      const c = stageCost(
-        { layers: summary.layers, stages: stage.count, microBatchSize: stage.microBatchSize, optimizerSlots: optimizerSlots(msg.optimizer), inFlight: () => actionsInFlight(stage.actions), memoryBytes: () => Infinity },
-        stage.index,
-        0,
-        summary.layers.length,
-      );
-      const need = c.stateBytes + c.activationBytes;
-      if (need > memoryCapBytes) {
-        model.dispose();
-        throw new ModelError(
-          `stage ${stage.index} (layers [${stage.from}, ${stage.to})) needs ${formatBytes(need)} (${formatBytes(c.stateBytes)} parameters, gradients and optimizer state; ${formatBytes(c.activationBytes)} activations for micro-batches of ${stage.microBatchSize}), above this worker's memory cap of ${formatBytes(memoryCapBytes)}`,
-          { hint: "split the model over more stages or workers, use smaller micro-batches, or raise .memory()", details: { neededBytes: need, capBytes: memoryCapBytes } },
-        );
-      }
-    }
+    checkStageMemory(model, msg, env.memoryCapBytes);
     const optimizer = createOptimizer(msg.optimizer);
-    const last = stage.index === stage.count - 1;
-    const plain = last ? compiledLoss(model, msg.loss, optimizer) : null;
-    const lossFn = plain && msg.classWeight ? classWeighted(plain, msg.classWeight) : plain;
-    const outputShape = summary.outputShape.slice(1).map((d) => d ?? 1);
-    return new StageRuntime(model, stage, inputShape, outputShape, lossFn, optimizer, msg.optimizer, msg.metrics ?? [], order);
+    const passes = stage.index < stage.count - 1;
+    const objective = stageObjective(model, msg, stage.heads, passes, optimizer);
+    if (!objective) model.compile({ optimizer, loss: "meanSquaredError" });
+    const outputShape = passes ? model.outputs[0]!.shape.slice(1).map((d) => d ?? 1) : [];
+    return new StageRuntime(model, stage, inputShape, outputShape, objective, optimizer, msg.optimizer, order);
   }
 
   get paramCount(): number {
@@ -131,10 +116,10 @@ export class StageRuntime implements WorkerRole {
       }
       const sums = await run.sink.finish(run.acc, this.state.tensors());
       run.loss = sums.loss;
-      this.metrics.forEach((m, i) => (run.metrics[m.name] = sums.metrics[i]!));
+      this.reportedNames.forEach((name, i) => (run.metrics[name] = sums.metrics[i]!));
       run.stateNow = sums.stateNow;
     } finally {
-      for (const t of run.saved.values()) t.dispose();
+      for (const t of run.saved.values()) tf.dispose(t);
       run.sink.dispose();
       this.state.moved();
     }
@@ -169,13 +154,18 @@ export class StageRuntime implements WorkerRole {
       inFlightMax: run.inFlightMax,
       ...(nonFinite ? { nonFinite } : {}),
       ...(skipped ? { skipped } : {}),
-      ...(this.last && this.metrics.length ? { metrics: run.metrics } : {}),
+      ...(this.reportedNames.length ? { metrics: run.metrics } : {}),
     };
   }
 
-  /** Where this stage saw NaN or Infinity: its share of the loss (last stage), else its gradient. */
+  /** What the stage reports beside its share of the loss: its outputs' metrics (and, with several outputs, their losses). */
+  private get reportedNames(): string[] {
+    return this.objective ? reportedNames(this.objective) : [];
+  }
+
+  /** Where this stage saw NaN or Infinity: its share of the loss (where it makes outputs), else its gradient. */
   private nonFiniteOf(run: StageRun): NonFinite | undefined {
-    return nonFiniteIn(this.last ? run.loss : 0, run.acc.subarray(0, this.gradientLength), this.names, this.sizes);
+    return nonFiniteIn(this.objective ? run.loss : 0, run.acc.subarray(0, this.gradientLength), this.names, this.sizes);
   }
 
   /**
@@ -198,23 +188,24 @@ export class StageRuntime implements WorkerRole {
     if (!micro || micro.sizes.length !== this.stage.microBatches) {
       throw new ProtocolError(`step ${msg.step} for stage ${this.stage.index} needs ${this.stage.microBatches} micro-batch sizes`);
     }
-    const first = this.stage.index === 0;
-    // Stage 0 gets the micro-batches' inputs and the last stage their targets (both, with one stage).
-    const xs = first ? attachments.slice(0, this.stage.microBatches) : [];
-    const ys = this.last ? attachments.slice(first ? this.stage.microBatches : 0) : [];
-    if ((first && xs.length !== this.stage.microBatches) || (this.last && ys.length !== this.stage.microBatches)) {
-      throw new ProtocolError(`step ${msg.step} for stage ${this.stage.index} carries ${attachments.length} tensors`);
+    // Per micro-batch, in the load's order: each model input the stage reads, then the targets of each output it makes.
+    const M = this.stage.microBatches;
+    const { feeds, heads } = this.stage;
+    if (attachments.length !== (feeds.length + heads.length) * M) {
+      throw new ProtocolError(`step ${msg.step} for stage ${this.stage.index} carries ${attachments.length} tensors; it takes ${feeds.length} input(s) and ${heads.length} target(s) for each of ${M} micro-batches`);
     }
+    const xs = feeds.map((_, f) => attachments.slice(f * M, (f + 1) * M));
+    const ys = heads.map((_, h) => attachments.slice((feeds.length + h) * M, (feeds.length + h + 1) * M));
     const acc = new Float32Array(this.gradientLength + this.state.length + 1);
     const t0 = performance.now();
     return {
-      msg, micro, io, xs, ys, first, t0, acc,
+      msg, micro, io, xs, ys, first: !this.receives, t0, acc,
       startedAt: wallClock(),
       stateBefore: await this.state.snapshot(),
       stateNow: new Float32Array(0),
-      inputNonFinite: inputNonFinite(...xs, ...ys) !== undefined,
+      inputNonFinite: inputNonFinite(...xs.flat(), ...ys.flat()) !== undefined,
       saved: new Map(), timings: [], loss: 0, metrics: {}, waitMs: 0, inFlightMax: 0,
-      sink: onDevice() ? deviceSink(this.metrics.length) : hostSink(acc, this.offsets, this.metrics.length),
+      sink: onDevice() ? deviceSink(this.reportedNames.length) : hostSink(acc, this.offsets, this.reportedNames.length),
     };
   }
 
@@ -225,28 +216,28 @@ export class StageRuntime implements WorkerRole {
     return data;
   }
 
-  /** F(m): runs the stage's layers on micro-batch m and sends the result on; keeps the input for B(m). */
+  /** F(m): runs the stage's layers on micro-batch m and sends the activation on; keeps the inputs for B(m). */
   private async forward(run: StageRun, m: number): Promise<void> {
     const size = run.micro.sizes[m]!;
-    const x = run.first ? tensorOf(run.xs[m]!) : tf.tensor(await this.receive(run, "activation", m), [size, ...this.inputShape]);
+    const inputs = [...(this.receives ? [tf.tensor(await this.receive(run, "activation", m), [size, ...this.inputShape])] : []), ...run.xs.map((f) => tensorOf(f[m]!))];
     const start = performance.now() - run.t0;
-    if (!this.last) {
+    if (this.passes) {
       const data = await this.attempt(
         run,
         async () => {
           seedDropout(this.model, run.msg.step, m);
-          const out = tf.tidy(() => this.model.apply(x, { training: true }) as tf.Tensor);
+          const outs = tf.tidy(() => outputList(this.model.apply(inputs.length === 1 ? inputs[0]! : inputs, { training: true }) as tf.Tensor | tf.Tensor[]));
           try {
-            return await copyOut(out);
+            return await copyOut(outs[0]!);
           } finally {
-            out.dispose();
+            tf.dispose(outs);
           }
         },
         () => new Float32Array(size * this.outputShape.reduce((a, b) => a * b, 1)),
       );
       run.io.send("next", "activation", run.msg.step, m, data);
     }
-    run.saved.set(m, x);
+    run.saved.set(m, inputs);
     run.inFlightMax = Math.max(run.inFlightMax, run.saved.size);
     run.timings.push({ kind: "F", micro: m, start, end: performance.now() - run.t0 });
   }
@@ -258,57 +249,59 @@ export class StageRuntime implements WorkerRole {
    */
   private async backward(run: StageRun, m: number): Promise<void> {
     const size = run.micro.sizes[m]!;
-    const x = run.saved.get(m);
-    if (!x) throw new ProtocolError(`stage ${this.stage.index} runs B${m} before F${m}`);
-    const dy = this.last ? null : tf.tensor(await this.receive(run, "gradient", m), [size, ...this.outputShape]);
-    const y = this.last ? labelTensor(run.ys[m]!) : null;
+    const inputs = run.saved.get(m);
+    if (!inputs) throw new ProtocolError(`stage ${this.stage.index} runs B${m} before F${m}`);
+    const dy = this.passes ? tf.tensor(await this.receive(run, "gradient", m), [size, ...this.outputShape]) : null;
+    const ys = run.ys.map((h) => labelTensor(h[m]!));
     const start = performance.now() - run.t0;
     const weight = run.micro.weights[m]!;
     const inputGrad = await this.attempt(
       run,
-      () => this.gradients(run, m, x, dy, y, weight),
-      () => (run.first ? null : new Float32Array(size * this.inputShape.reduce((a, b) => a * b, 1))),
+      () => this.gradients(run, m, inputs, dy, ys, weight),
+      () => (this.receives ? new Float32Array(size * this.inputShape.reduce((a, b) => a * b, 1)) : null),
     );
-    if (!run.first) run.io.send("prev", "gradient", run.msg.step, m, inputGrad!);
-    tf.dispose([x, ...(dy ? [dy] : []), ...(y ? [y] : [])]);
+    if (this.receives) run.io.send("prev", "gradient", run.msg.step, m, inputGrad!);
+    tf.dispose([...inputs, ...(dy ? [dy] : []), ...ys]);
     run.saved.delete(m);
     run.timings.push({ kind: "B", micro: m, start, end: performance.now() - run.t0 });
   }
 
   /**
    * Recomputes micro-batch m's forward pass under autograd and hands its gradients to the step's
-   * sink; returns the input's gradient (null on stage 0). The recomputation must not move the
-   * layers' state a second time (the forward pass did), so a stage before the last puts its
-   * state back after (from copies kept where the state lives).
+   * sink; returns the received activation's gradient (null on stage 0). The recomputation must
+   * not move the layers' state a second time (the forward pass did), so a stage that passes an
+   * activation on puts its state back after (from copies kept where the state lives).
    */
-  private async gradients(run: StageRun, m: number, x: tf.Tensor, dy: tf.Tensor | null, y: tf.Tensor | null, weight: number): Promise<Float32Array | null> {
-    const kept = !this.last && this.state.length > 0 ? this.state.tensors().map((t) => t.clone()) : null;
+  private async gradients(run: StageRun, m: number, inputs: tf.Tensor[], dy: tf.Tensor | null, ys: tf.Tensor[], weight: number): Promise<Float32Array | null> {
+    const kept = this.passes && this.state.length > 0 ? this.state.tensors().map((t) => t.clone()) : null;
     seedDropout(this.model, run.msg.step, m);
-    const wrt: tf.Tensor[] = run.first ? [...this.vars] : [x, ...this.vars];
+    const wrt: tf.Tensor[] = this.receives ? [inputs[0]!, ...this.vars] : [...this.vars];
     let loss: tf.Scalar | null = null;
     let metrics: tf.Scalar[] = [];
     const { value, grads } = tf.engine().gradients(
       () =>
         tf.tidy(() => {
-          const out = this.model.apply(x, { training: true }) as tf.Tensor;
-          // This stage's share of the loss: the last stage's data loss, and every stage's regularizers
+          const outs = outputList(this.model.apply(inputs.length === 1 ? inputs[0]! : inputs, { training: true }) as tf.Tensor | tf.Tensor[]);
+          const made = this.passes ? outs.slice(1) : outs;
+          // This stage's share of the loss: its outputs' losses, and every stage's regularizers
           // (the driver sums the stages' shares, so the step's loss is model.fit's, regularizers included).
           let share: tf.Scalar | null = null;
-          if (this.last) {
-            share = tf.mul(tf.mean(this.lossFn!(y!, out)), weight) as tf.Scalar;
-            metrics = metricScalars(this.metrics, y!, out).map((s) => tf.keep(tf.mul(s, weight) as tf.Scalar));
+          if (this.objective) {
+            const l = objectiveLoss(this.objective, ys, made);
+            share = tf.mul(l.total, weight) as tf.Scalar;
+            metrics = reported(this.objective, ys, made, l.each).map((s) => tf.keep(tf.mul(s, weight) as tf.Scalar));
           }
           for (const reg of this.model.calculateLosses()) share = tf.add(share ?? tf.scalar(0), tf.mul(reg, weight)) as tf.Scalar;
           if (share) loss = tf.keep(share);
-          const upstream = this.last ? tf.scalar(0) : tf.sum(tf.mul(out, dy!));
+          const upstream = this.passes ? tf.sum(tf.mul(outs[0]!, dy!)) : tf.scalar(0);
           return share ? tf.add(upstream, share) : upstream;
         }),
       wrt,
     );
     try {
       if (kept) this.state.restore(kept);
-      run.sink.add(run.first ? grads : grads.slice(1), loss, metrics);
-      return run.first ? null : await copyOut(grads[0]!);
+      run.sink.add(this.receives ? grads.slice(1) : grads, loss, metrics);
+      return this.receives ? await copyOut(grads[0]!) : null;
     } finally {
       tf.dispose([value, ...grads, ...(loss ? [loss] : []), ...metrics, ...(kept ?? [])]);
     }

@@ -12,6 +12,7 @@ import { nonFiniteVariable, survivedStepError, type NonFinite } from "../step-he
 import { ErrorFeedback } from "../error-feedback";
 import { assignFlat, onDevice, transfers } from "../device-io";
 import type { WireFormat } from "../../protocol/wire-formats";
+import { feedRows, splitFeed } from "../objective";
 import { hasNonFinite } from "../../backends/native/finite";
 
 export interface PsStepResult extends StepResult {
@@ -77,8 +78,9 @@ export class PsReplica implements WorkerRole {
   }
 
   async step(msg: MessageOf<"step">, attachments: Tensorlike[], io: HostIO): Promise<PsStepResult> {
-    const [x, y] = attachments;
-    if (!x || !y) throw new ProtocolError(`"step" ${msg.step} carries ${attachments.length} tensors, expected x and y`);
+    const feed = splitFeed(this.r.model, attachments);
+    if (!feed) throw new ProtocolError(`"step" ${msg.step} carries ${attachments.length} tensors, expected ${this.r.model.inputs.length} input(s) and ${this.r.model.outputs.length} target(s)`);
+    const { x, y } = feed;
     const links = io.servers;
     const clock = msg.ps?.clock ?? msg.step;
     const startedAt = wallClock();
@@ -96,7 +98,7 @@ export class PsReplica implements WorkerRole {
     const nonFinite = slice.nonFinite ?? overflow;
     const flagged = nonFinite !== undefined || slice.failure !== undefined;
     const change = new Float32Array(before.length);
-    if (!flagged && x.shape[0]! > 0) this.r.state.writeChange(before, msg.weight, change, stateNow);
+    if (!flagged && feedRows(x) > 0) this.r.state.writeChange(before, msg.weight, change, stateNow);
     const loss = slice.loss;
     const slowdownMs = await slowDown(this.slowdown, performance.now() - t2);
     const t3 = performance.now();

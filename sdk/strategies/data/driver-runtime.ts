@@ -1,5 +1,5 @@
 import type * as tf from "@tensorflow/tfjs";
-import type { Dataset } from "../../data/dataset";
+import { batchAttachments, type Dataset } from "../../data/dataset";
 import { ConfigError, DataError, ModelError } from "../../errors/errors";
 import { splitBatch, splitOf } from "../../plan/batches";
 import type { BatchAt } from "../../driver/epoch-walk";
@@ -85,7 +85,7 @@ function replicaLoader(ctx: FitContext, model: tf.LayersModel, dataset: Dataset,
   const replicaBatch = Math.ceil(o.batchSize / ctx.workers.length / o.accumulate);
   return (w: WorkerHandle, attachments: Tensorlike[]) =>
     w.channel.request(
-      { type: "load", role: "replica", topology, optimizer: o.optimizer, loss: o.loss, metrics: o.metrics, ...(o.classTable ? { classWeight: o.classTable } : {}), replicaBatch, stepTimeoutMs: stepMs, ...data, ...slowdown(plan, w.rank), ...(plan.elastic ? { elastic: true } : {}), ...(plan.compression ? { compression: plan.compression } : {}), ...(plan.overlap.on ? { overlap: true } : {}), ...(o.accumulate > 1 ? { accumulate: o.accumulate } : {}) },
+      { type: "load", role: "replica", topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), metrics: o.metrics, ...(o.classTable ? { classWeight: o.classTable } : {}), replicaBatch, stepTimeoutMs: stepMs, ...data, ...slowdown(plan, w.rank), ...(plan.elastic ? { elastic: true } : {}), ...(plan.compression ? { compression: plan.compression } : {}), ...(plan.overlap.on ? { overlap: true } : {}), ...(o.accumulate > 1 ? { accumulate: o.accumulate } : {}) },
       "loaded",
       { timeoutMs: stepMs, waitingFor: "the model to load", attachments },
     );
@@ -122,7 +122,7 @@ function issueStep(ctx: FitContext, dataset: Dataset, plan: DataParallelPlan, fi
     const waiting = { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `step ${step}` };
     if (plan.feed === "workers") return w.channel.request({ type: "step", step, epoch, weight: shares[r]!, range, ...rate }, "stepDone", waiting);
     const batch = dataset.gather(order, range.start, range.end);
-    return w.channel.request({ type: "step", step, epoch, weight: shares[r]!, ...rate }, "stepDone", { ...waiting, attachments: [batch.x, batch.y] });
+    return w.channel.request({ type: "step", step, epoch, weight: shares[r]!, ...rate }, "stepDone", { ...waiting, attachments: batchAttachments(batch) });
   });
   return {
     samples: count,

@@ -1,4 +1,4 @@
-import type { Dataset } from "../../data/dataset";
+import { batchAttachments, type Dataset } from "../../data/dataset";
 import type { FitContext } from "../../driver/fit-context";
 import { awaitAll } from "../../driver/await";
 import type { WorkerHandle } from "../../members/worker-handle";
@@ -16,9 +16,9 @@ export function validateOnReplicas(ctx: FitContext, workers: readonly WorkerHand
     let from = 0;
     const replies = await awaitAll(ctx)(
       workers.map((w, i) => {
-        const { x, y } = validation.gather(null, from, from + shards[i]!);
+        const batch = validation.gather(null, from, from + shards[i]!);
         from += shards[i]!;
-        return w.channel.request({ type: "evaluate", batchSize }, "evaluated", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `epoch ${epoch}'s validation`, attachments: [x, y] });
+        return w.channel.request({ type: "evaluate", batchSize }, "evaluated", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `epoch ${epoch}'s validation`, attachments: batchAttachments(batch) });
       }),
     );
     const samples = replies.reduce((n, r) => n + r.msg.samples, 0);

@@ -79,7 +79,8 @@ async function loadStages(ctx: FitContext, model: tf.LayersModel, o: ResolvedFit
             loss: o.loss,
             metrics: o.metrics,
             ...(o.classTable && s === S - 1 ? { classWeight: o.classTable } : {}),
-            stage: { index: s, count: S, from: st.from, to: st.to, inputShape: [...st.inputShape], actions: [...plan.schedule.actions[s]!], microBatches: plan.microBatches, microBatchSize },
+            ...(o.heads ? { heads: o.heads } : {}),
+            stage: { index: s, count: S, from: st.from, to: st.to, inputShape: [...st.inputShape], feeds: [...st.feeds], heads: [...st.heads], actions: [...plan.schedule.actions[s]!], microBatches: plan.microBatches, microBatchSize },
             stepTimeoutMs: stepMs,
           },
           "loaded",
@@ -99,7 +100,8 @@ async function loadStages(ctx: FitContext, model: tf.LayersModel, o: ResolvedFit
 
 /**
  * One step: the global batch split among the replicas and each replica's share into
- * micro-batches; stage 0 takes the inputs, the last stage the targets (a one-stage replica both).
+ * micro-batches; each stage takes the model inputs its layers read (stage 0 the input, for most
+ * models) and the targets of the outputs they make (the last stage's, for most).
  */
 function issueStep(ctx: FitContext, dataset: Dataset, plan: PipelinePlan, fitStartWall: number, at: BatchAt): IssuedStep {
   const { step, epoch, order, start, end } = at;
@@ -113,17 +115,19 @@ function issueStep(ctx: FitContext, dataset: Dataset, plan: PipelinePlan, fitSta
   for (let r = 0; r < plan.replicas; r++) {
     const sizes = [...split.micro![r]!];
     const weights = sizes.map((n) => n / count);
-    const xs: Tensorlike[] = [];
-    const ys: Tensorlike[] = [];
+    // xs[k][m]: model input k of micro-batch m; ys[k][m]: the targets of output k.
+    const xs: Tensorlike[][] = dataset.inputs.map(() => []);
+    const ys: Tensorlike[][] = dataset.targets.map(() => []);
     for (const n of sizes) {
       const b = dataset.gather(order, from, from + n);
-      xs.push(b.x);
-      ys.push(b.y);
+      b.xs.forEach((t, k) => xs[k]!.push(t));
+      b.ys.forEach((t, k) => ys[k]!.push(t));
       from += n;
     }
     for (let s = 0; s < S; s++) {
       const rank = plan.ranks[r]![s]!;
-      const attachments = [...(s === 0 ? xs : []), ...(s === S - 1 ? ys : [])];
+      const st = plan.stagePlans[s]!;
+      const attachments = [...st.feeds.flatMap((k) => xs[k]!), ...st.heads.flatMap((k) => ys[k]!)];
       requests[rank] = ctx.workers[rank]!.channel.request({ type: "step", step, epoch, weight: slices[r]! / count, micro: { sizes, weights }, ...rate }, "stepDone", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `step ${step}`, attachments });
     }
   }

@@ -2,7 +2,7 @@ import { ConfigError, ModelError } from "../../errors/errors";
 import { planSplits, replicaSlices } from "../../plan/batches";
 import { formatBytes, optimizerSlots } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
-import { partition, type PartitionRequest } from "../../plan/partition";
+import { partition, type PartitionRequest, type StageCost } from "../../plan/partition";
 import { predictPipeline, sampleBytes, type Prediction } from "../../plan/predict";
 import type { ModelProfile } from "../../plan/profile";
 import type { PipelineKind, PipelinePlan, PlanDevice, StagePlan } from "../../plan/plans";
@@ -70,14 +70,7 @@ export function planPipelineWith(model: ModelSummary, o: PipelineOptions): Pipel
   }
   const costs = p.stages;
   const placed = [...(o.pinned ?? new Map<number, readonly [number, number]>())].sort((a, b) => a[0] - b[0]);
-  const stagePlans: StagePlan[] = costs.map((c, s) => ({
-    ...c,
-    stage: s,
-    layerNames: model.layers.slice(c.from, c.to).map((l) => l.name),
-    inputShape: elems(crossing(model, c.from)),
-    outputShape: elems(crossing(model, c.to)),
-    inFlight: maxInFlight(schedule, s),
-  }));
+  const stagePlans = stagePlansOf(model, costs, schedule);
   checkStageMemory(stagePlans, request.memoryBytes);
   const prediction = predictStages(model, stagePlans, { schedule, micro, batch, R }, o);
   return {
@@ -97,6 +90,20 @@ export function planPipelineWith(model: ModelSummary, o: PipelineOptions): Pipel
     prediction,
     reasons: [...(o.reasons ?? [])],
   };
+}
+
+/** Each stage's layers, what crosses into and out of it, the model inputs it reads and the outputs it makes. */
+function stagePlansOf(model: ModelSummary, costs: readonly StageCost[], schedule: Schedule): StagePlan[] {
+  return costs.map((c, s) => ({
+    ...c,
+    stage: s,
+    layerNames: model.layers.slice(c.from, c.to).map((l) => l.name),
+    inputShape: elems(crossing(model, c.from)),
+    outputShape: elems(crossing(model, c.to)),
+    feeds: model.inputReaders.flatMap((readers, k) => (readers.some((l) => l >= c.from && l < c.to) ? [k] : [])),
+    heads: model.outputMakers.flatMap((l, k) => (l >= c.from && l < c.to ? [k] : [])),
+    inFlight: maxInFlight(schedule, s),
+  }));
 }
 
 /** The shape of the one tensor crossing point j between stages (the model's input at 0, its output at the end). */

@@ -1,5 +1,5 @@
 import type { WorkerHandle } from "../../members/worker-handle";
-import type { Dataset } from "../../data/dataset";
+import { batchAttachments, type Dataset } from "../../data/dataset";
 import { WorkerLostError, type MeshtrainError } from "../../errors/errors";
 import { splitOf } from "../../plan/batches";
 import { EpochWalk } from "../../driver/epoch-walk";
@@ -174,7 +174,7 @@ class AsyncLoop {
           .request({ type: "step", step: run.clock, epoch: slice.epoch, weight: 1, ps: { clock: run.clock } }, "stepDone", {
             timeoutMs: this.stepMs,
             waitingFor: `its step ${run.clock} (pull, compute, push)`,
-            attachments: [batch.x, batch.y],
+            attachments: batchAttachments(batch),
           })
           .then(
             (reply) => this.emit({ kind: "done", w, run, reply }),

@@ -1,7 +1,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { refuseAccumulation, refuseValidation } from "../../driver/replica-options";
 import type { WorkerHandle } from "../../members/worker-handle";
-import type { Dataset } from "../../data/dataset";
+import { batchAttachments, type Dataset } from "../../data/dataset";
 import { ConfigError, ModelError } from "../../errors/errors";
 import type { Tensorlike } from "../../protocol/tensor";
 import { splitOf } from "../../plan/batches";
@@ -121,7 +121,7 @@ async function loadAll(ctx: FitContext, model: tf.LayersModel, o: ResolvedFitOpt
       ),
       ...ctx.workers.map((w) =>
         w.channel.request(
-          { type: "load", role: "ps-worker", topology, optimizer: o.optimizer, loss: o.loss, metrics: o.metrics, ...(o.classTable ? { classWeight: o.classTable } : {}), replicaBatch: Math.ceil(o.batchSize / n), stepTimeoutMs: stepMs, mode: plan.mode, shards, state: stateShards, ...slowdown(plan, w.rank), ...(plan.compression ? { compression: plan.compression } : {}) },
+          { type: "load", role: "ps-worker", topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), metrics: o.metrics, ...(o.classTable ? { classWeight: o.classTable } : {}), replicaBatch: Math.ceil(o.batchSize / n), stepTimeoutMs: stepMs, mode: plan.mode, shards, state: stateShards, ...slowdown(plan, w.rank), ...(plan.compression ? { compression: plan.compression } : {}) },
           "loaded",
           { ...loading, attachments: weights },
         ),
@@ -191,7 +191,7 @@ async function runSync(
     const requests = workers.map((w, r) => {
       const batch = dataset.gather(order, from, from + slices[r]!);
       from += slices[r]!;
-      return w.channel.request({ type: "step", step, epoch, weight: shares[r]!, ps: { clock: step, minVersion: step }, ...(learningRate !== undefined ? { learningRate } : {}) }, "stepDone", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `step ${step}`, attachments: [batch.x, batch.y] });
+      return w.channel.request({ type: "step", step, epoch, weight: shares[r]!, ps: { clock: step, minVersion: step }, ...(learningRate !== undefined ? { learningRate } : {}) }, "stepDone", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `step ${step}`, attachments: batchAttachments(batch) });
     });
     return {
       samples: count,
