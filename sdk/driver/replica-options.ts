@@ -3,15 +3,16 @@ import { ConfigError } from "../errors/errors";
 import { FitAborted } from "./fit-stop";
 
 /**
- * Fit options only data-parallel replicas carry out: validation (each replica evaluates a shard
- * with the whole model) and gradient accumulation (each replica computes its share in chunks).
- * Fits without such replicas refuse them before anything is sent, naming what to use.
+ * Fit options some fits cannot carry out: validation (elastic and async fits have no epoch end
+ * at which every replica holds the same weights) and gradient accumulation (each data-parallel
+ * replica computes its share in chunks). Those fits refuse them before anything is sent, naming
+ * what to use.
  */
 export function refuseValidation(o: { validation?: Dataset }, where: string): void {
   if (!o.validation) return;
   throw new FitAborted(
-    new ConfigError(`validationData and validationSplit are evaluated by data-parallel replicas; ${where} has none yet`, {
-      hint: 'train with strategy("data") to validate each epoch, or evaluate the trained model yourself (model.evaluate)',
+    new ConfigError(`validationData and validationSplit are not evaluated under ${where}`, {
+      hint: 'strategies "data" (not elastic), "ps" (sync), "model", "pipeline" and "hybrid" validate each epoch; or evaluate the trained model yourself (model.evaluate)',
     }),
   );
 }

@@ -10,7 +10,12 @@ import { TensorSpecSchema } from "./tensor";
 export const EvaluateSchema = z.strictObject({
   type: z.literal("evaluate"), v, id,
   batchSize: z.number().int().positive().max(1 << 20),
-  /** One tensor per model input, then one per output. */
+  /**
+   * A pipeline stage: the shard's samples (a stage may get no tensor of it) and the number its
+   * activations between stages are sent under (above any training step's).
+   */
+  stage: z.strictObject({ samples: z.number().int().nonnegative().max(1 << 30), seq: z.number().int().min(2 ** 31).max(2 ** 32 - 1) }).optional(),
+  /** One tensor per model input, then one per output (a pipeline stage: the inputs it reads and the targets of the outputs it makes). */
   attachments: z.array(TensorSpecSchema).max(128),
 });
 

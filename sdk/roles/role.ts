@@ -78,7 +78,7 @@ export interface WorkerRole {
    * Requests only some roles answer (rewind, applied; pulls and pushes from peers). Returns
    * undefined for a request this role does not answer.
    */
-  answer?(msg: Message, attachments: Tensorlike[]): Promise<RoleReply> | undefined;
+  answer?(msg: Message, attachments: Tensorlike[], io?: HostIO): Promise<RoleReply> | undefined;
   dispose(): void;
 }
 

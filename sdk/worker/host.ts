@@ -179,7 +179,7 @@ export class ComputeHost {
           this.reply({ type: "released", re: msg.id });
           return;
         default: {
-          const answer = this.role?.answer?.(msg, attachments);
+          const answer = this.role?.answer?.(msg, attachments, this.links.io(this.links.generation));
           if (!answer) throw new ProtocolError(`the compute thread does not serve "${msg.type}"${this.role ? " for this worker's role" : " without a loaded model"}`);
           const r = await answer;
           this.reply(r.draft, r.attachments ?? []);

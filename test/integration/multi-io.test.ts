@@ -41,9 +41,23 @@ function sameHistory(got: Record<string, number[]>, want: Record<string, number[
   for (const [k, values] of Object.entries(want)) values.forEach((w, e) => assert.ok(Math.abs(got[k]![e]! - w) <= TOLERANCE * Math.max(1, Math.abs(w)), `epoch ${e}: ${k} ${got[k]?.[e]} vs model.fit's ${w}`));
 }
 
+/**
+ * TF.js 4.22's evaluate returns one scalar more than a multi-output model has names (a leading
+ * copy of the first output's loss: [label_loss, loss, label_loss, score_loss, ...]), so model.fit
+ * files its validation entries one place off (its val_loss is the first output's loss). The
+ * last epoch's val_ entries are checked against evaluate's values past that copy.
+ */
+function sameValidation(history: Record<string, number[]>, fitted: tf.LayersModel): void {
+  const v = twoHeadedTensors(12, 70);
+  const evaluated = (fitted.evaluate([v.features, v.context], [v.label, v.score], { batchSize: 12 }) as tf.Scalar[]).map((s) => s.dataSync()[0]!).slice(1);
+  const names = ["val_loss", "val_label_loss", "val_score_loss", "val_label_acc", "val_score_acc"];
+  names.forEach((k, i) => assert.ok(Math.abs(history[k]!.at(-1)! - evaluated[i]!) <= TOLERANCE * Math.max(1, Math.abs(evaluated[i]!)), `${k} ${history[k]?.at(-1)} vs model.evaluate's ${evaluated[i]}`));
+  assert.ok(Math.abs(history.val_loss!.at(-1)! - history.val_label_loss!.at(-1)! - history.val_score_loss!.at(-1)!) < 1e-6, "val_loss is the outputs' total");
+}
+
 const setups: Array<{ name: string; build: () => ClusterBuilder; validate: boolean }> = [
   { name: "data, 2 workers", build: () => cluster().workers(2).strategy("data"), validate: true },
-  { name: "sync parameter servers, 2 workers", build: () => cluster().workers(2).ps(1).strategy("ps", { mode: "sync" }), validate: false },
+  { name: "sync parameter servers, 2 workers", build: () => cluster().workers(2).ps(1).strategy("ps", { mode: "sync" }), validate: true },
   { name: "async parameter servers, 1 worker", build: () => cluster().workers(1).ps(1).strategy("ps", { mode: "async" }), validate: false },
 ];
 
@@ -56,17 +70,7 @@ for (const setup of setups) {
       const want = await modelFit(setup.validate);
       assert.ok("label_loss" in want.history && "score_acc" in want.history, `model.fit's names: ${Object.keys(want.history).join(", ")}`);
       sameHistory(run.byEpoch.history, Object.fromEntries(Object.entries(want.history).filter(([k]) => !k.startsWith("val_"))));
-      if (setup.validate) {
-        // TF.js 4.22's evaluate returns one scalar more than a multi-output model has names (a
-        // leading copy of the first output's loss: [label_loss, loss, label_loss, score_loss, ...]),
-        // so model.fit files its validation entries one place off (its val_loss is the first
-        // output's loss). The last epoch's are checked against evaluate's values past that copy.
-        const v = twoHeadedTensors(12, 70);
-        const evaluated = (want.model.evaluate([v.features, v.context], [v.label, v.score], { batchSize: 12 }) as tf.Scalar[]).map((s) => s.dataSync()[0]!).slice(1);
-        const names = ["val_loss", "val_label_loss", "val_score_loss", "val_label_acc", "val_score_acc"];
-        names.forEach((k, i) => assert.ok(Math.abs(run.byEpoch.history[k]!.at(-1)! - evaluated[i]!) <= TOLERANCE * Math.max(1, Math.abs(evaluated[i]!)), `${k} ${run.byEpoch.history[k]?.at(-1)} vs model.evaluate's ${evaluated[i]}`));
-        assert.ok(Math.abs(run.byEpoch.history.val_loss!.at(-1)! - run.byEpoch.history.val_label_loss!.at(-1)! - run.byEpoch.history.val_score_loss!.at(-1)!) < 1e-6, "val_loss is the outputs' total");
-      }
+      if (setup.validate) sameValidation(run.byEpoch.history, want.model);
       const diff = maxRelativeDifference(model, want.model);
       assert.ok(diff < 1e-4, `relative difference ${diff}`);
       assert.equal(c.state, "ready");
@@ -87,12 +91,13 @@ for (const setup of staged) {
     const c = await setup.build().backend("cpu").launch();
     try {
       const model = compiled(lateContext);
-      const run = await c.fit(model, ds, o);
+      const run = await c.fit(model, ds, { ...o, validationData: held });
       const plan = run.plan as PipelinePlan;
       if (setup.ends) assert.deepEqual(plan.stagePlans.map((st) => [st.feeds, st.heads]), setup.ends);
       assert.ok(plan.stagePlans.some((st) => st.feeds.length > 0 && st.stage > 0) || plan.stagePlans.some((st) => st.heads.length > 0 && st.stage < plan.stages - 1), "an input enters late or an output leaves early");
       const want = await modelFit(false, lateContext);
       sameHistory(run.byEpoch.history, want.history);
+      sameValidation(run.byEpoch.history, want.model);
       const diff = maxRelativeDifference(model, want.model);
       assert.ok(diff < 1e-4, `relative difference ${diff}`);
     } finally {

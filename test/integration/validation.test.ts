@@ -7,7 +7,9 @@ import { maxRelativeDifference, smallClassifier } from "../helpers/models";
 /**
  * Validation against model.fit's on the same model and data: validationData and validationSplit
  * give the History model.fit gives (loss, acc, val_loss, val_acc per epoch), evaluated by the
- * replicas, each a shard; early stopping on val_loss ends both after the same epoch.
+ * replicas, each a shard (through the stages under a pipeline and a hybrid; on the servers'
+ * weights under sync parameter servers); early stopping on val_loss ends both after the same
+ * epoch.
  */
 
 tf.enableProdMode();
@@ -77,10 +79,40 @@ describe("validation under data parallelism, 3 workers", () => {
   });
 });
 
-test("strategies whose workers hold parts of the model refuse validation and accumulation before anything is sent", async () => {
+const elsewhere: Array<{ name: string; build: () => ReturnType<typeof cluster> }> = [
+  { name: "a 2-stage pipeline", build: () => cluster().workers(2).strategy("pipeline", { microBatches: 2 }) },
+  { name: "a 2 x 2 hybrid", build: () => cluster().workers(4).strategy("hybrid", { stages: 2, microBatches: 2 }) },
+  { name: "sync parameter servers", build: () => cluster().workers(2).ps(1).strategy("ps", { mode: "sync" }) },
+];
+
+for (const setup of elsewhere) {
+  test(`validation under ${setup.name}: History equals model.fit's, val_loss and val_acc included`, async () => {
+    const c = await setup.build().launch();
+    try {
+      const p = { ...o, batchSize: 8 };
+      const model = compiled();
+      const run = await c.fit(model, ds, { ...p, validationData: held });
+      const ref = compiled();
+      const [x, y] = tensors(ds);
+      const h = await ref.fit(x, y, { ...p, verbose: 0, validationData: tensors(held) });
+      sameHistory(run.byEpoch.history, h.history as Record<string, number[]>);
+      assert.ok(maxRelativeDifference(model, ref) < 1e-4);
+    } finally {
+      await c.close();
+    }
+  });
+}
+
+test("async parameter servers refuse validation, and pipelines accumulation, before anything is sent", async () => {
+  const a = await cluster().workers(1).ps(1).strategy("ps", { mode: "async" }).launch();
+  try {
+    await assert.rejects(a.fit(compiled(), ds, { ...o, validationSplit: 0.2 }), (e: unknown) => e instanceof ConfigError && /async parameter servers/.test(e.message) && /mode "sync"/.test(e.message));
+    assert.equal(a.state, "ready");
+  } finally {
+    await a.close();
+  }
   const c = await cluster().workers(2).strategy("pipeline").launch();
   try {
-    await assert.rejects(c.fit(compiled(), ds, { ...o, validationSplit: 0.2 }), (e: unknown) => e instanceof ConfigError && /evaluated by data-parallel replicas; strategy "pipeline"/.test(e.message));
     await assert.rejects(c.fit(compiled(), ds, { ...o, validationSplit: 0.2, validationData: held }), (e: unknown) => e instanceof ConfigError && /both given/.test(e.message));
     await assert.rejects(c.fit(compiled(), ds, { ...o, accumulate: 2 }), (e: unknown) => e instanceof ConfigError && /raise microBatches/.test(e.message));
     assert.equal(c.state, "ready");

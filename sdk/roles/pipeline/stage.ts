@@ -6,7 +6,9 @@ import type { MessageOf } from "../../protocol/messages";
 import type { Tensorlike } from "../../protocol/tensor";
 import { wallClock } from "../../util/clock";
 import { buildModel, readWeights, tensorOf, type WeightOrder } from "../../model/model-io";
-import type { RoleEnv, StepTimes, WorkerRole } from "../role";
+import type { HostIO, RoleEnv, RoleReply, StepTimes, WorkerRole } from "../role";
+import type { Message } from "../../protocol/messages";
+import { evaluateStage } from "./stage-evaluate";
 import { makeUpdateRule } from "../update-rule";
 import type { OptimizerState, UpdateRule } from "../tfjs-update";
 import { seedDropout, stageTopology, stageWeightOrder } from "./stage-model";
@@ -305,6 +307,14 @@ export class StageRuntime implements WorkerRole {
     } finally {
       tf.dispose([value, ...grads, ...(loss ? [loss] : []), ...metrics, ...(kept ?? [])]);
     }
+  }
+
+  /** Validation at an epoch's end: this stage's part of the forward pass over a shard (see evaluateStage). */
+  answer(msg: Message, attachments: Tensorlike[] = [], io?: HostIO): Promise<RoleReply> | undefined {
+    if (msg.type !== "evaluate") return undefined;
+    if (!io) return Promise.reject(new ProtocolError(`stage ${this.stage.index} evaluates only with its links to its neighbours`));
+    const st = { model: this.model, objective: this.objective, index: this.stage.index, receives: this.receives, passes: this.passes, inputShape: this.inputShape, feeds: this.stage.feeds.length, heads: this.stage.heads.length };
+    return evaluateStage(st, msg, attachments, io).then((sums) => ({ draft: { type: "evaluated", re: msg.id, ...sums } }));
   }
 
   async weights(): Promise<{ tensors: Tensorlike[] }> {

@@ -5,7 +5,9 @@ import type { MessageOf } from "../../protocol/messages";
 import type { Tensorlike } from "../../protocol/tensor";
 import { wallClock } from "../../util/clock";
 import { readWeights } from "../../model/model-io";
-import type { HostIO, RoleEnv, WorkerRole } from "../role";
+import type { HostIO, RoleEnv, RoleReply, WorkerRole } from "../role";
+import type { Message } from "../../protocol/messages";
+import { evaluateShard } from "../data/evaluate-shard";
 import { checkedSliceGradient, loadReplica, replicaStepReport, slowDown, type LoadedReplica } from "../slice-gradient";
 import type { StepResult } from "../data/replica";
 import { nonFiniteVariable, survivedStepError, type NonFinite } from "../step-health";
@@ -35,6 +37,8 @@ export class PsReplica implements WorkerRole {
   private readonly feedback: ErrorFeedback | null;
   /** Compressed: each server's push, its gradient's values in 16 bits and the rest (state change, flag) in 32. */
   private readonly wires: WireFormat[] | undefined;
+  /** The servers as the last step reached them, and that step's clock: validation pulls the update that step made. */
+  private last: { links: HostIO["servers"]; clock: number } | null = null;
 
   private constructor(
     private readonly r: LoadedReplica,
@@ -83,6 +87,7 @@ export class PsReplica implements WorkerRole {
     const { x, y } = feed;
     const links = io.servers;
     const clock = msg.ps?.clock ?? msg.step;
+    this.last = { links, clock };
     const startedAt = wallClock();
     const t0 = performance.now();
     const pulled = await links.pull(msg.ps?.minVersion);
@@ -125,6 +130,24 @@ export class PsReplica implements WorkerRole {
       ...(onDevice() ? { readbackMs: transfers.readbackMs, uploadMs: transfers.uploadMs } : {}),
       ps: { pulled: pulled.versions, staleness: Math.max(0, ...pushed.staleness), pullMs: t1 - t0, pushMs: t4 - t3 },
     };
+  }
+
+  /**
+   * Validation at an epoch's end (sync servers): the weights and model state the servers hold
+   * after the epoch's last update, pulled, then the shard evaluated as a data-parallel replica
+   * evaluates its own.
+   */
+  answer(msg: Message, attachments: Tensorlike[] = []): Promise<RoleReply> | undefined {
+    if (msg.type !== "evaluate") return undefined;
+    const feed = splitFeed(this.r.model, attachments);
+    if (!feed) return Promise.reject(new ProtocolError(`"evaluate" carries ${attachments.length} tensors, expected ${this.r.model.inputs.length} input(s) and ${this.r.model.outputs.length} target(s)`));
+    const last = this.last;
+    if (!last) return Promise.reject(new StateError("validation before any step: this worker has not reached its servers yet"));
+    return last.links
+      .pull(last.clock + 1)
+      .then((pulled) => this.assign(pulled.shards))
+      .then(() => evaluateShard(this.r, feed.x, feed.y, msg.batchSize))
+      .then((sums) => ({ draft: { type: "evaluated", re: msg.id, ...sums } }));
   }
 
   /** Rounds the gradient to 16 bits with error feedback; where a value overflowed, says so (and forgets the residual). */

@@ -1,5 +1,6 @@
 import type * as tf from "@tensorflow/tfjs";
-import { refuseAccumulation, refuseValidation } from "../../driver/replica-options";
+import { refuseAccumulation } from "../../driver/replica-options";
+import { validateThroughStages } from "./validate-stages";
 import type { Dataset } from "../../data/dataset";
 import { ModelError } from "../../errors/errors";
 import { splitOf } from "../../plan/batches";
@@ -32,7 +33,6 @@ export async function fitPipeline(ctx: FitContext, model: tf.LayersModel, datase
   const started = performance.now();
   const { resumed, options: o } = resumeIfAsked(given, plan.strategy, model, plan.model, dataset);
   const where = `strategy "${plan.strategy}" (its stages hold parts of the model)`;
-  refuseValidation(o, where);
   refuseAccumulation(o, where, `a pipeline accumulates over its micro-batches already: raise microBatches (strategy("${plan.strategy}", { microBatches })) and batchSize`);
   const S = plan.stages;
   const workers = ctx.workers.slice(0, plan.worldSize);
@@ -43,9 +43,12 @@ export async function fitPipeline(ctx: FitContext, model: tf.LayersModel, datase
   if (resumed) await restoreOptimizers(ctx, resumed.ckpt, holders);
   // Replica 0's stages, in order, hold the whole model's weights in the model's order.
   const weightsOf = async (why: string) => modelOrder(model, plan.stagePlans, await fetchWeightsOf(ctx, plan.ranks[0]!.map((r) => workers[r]!), why));
-  const more = checkpointing(ctx, o, resumed, { strategy: plan.strategy, summary: plan.model, dataset, holders, weights: () => weightsOf("the weights to checkpoint") });
+  const more = {
+    ...checkpointing(ctx, o, resumed, { strategy: plan.strategy, summary: plan.model, dataset, holders, weights: () => weightsOf("the weights to checkpoint") }),
+    ...(o.validation ? { validate: validateThroughStages(ctx, plan, o.validation, o.batchSize) } : {}),
+  };
   const fitStartWall = wallClock();
-  const { history, stopped } = await runSteps(ctx, o, dataset, (batch) => issueStep(ctx, dataset, plan, fitStartWall, batch), more);
+  const { history, stopped, validation } = await runSteps(ctx, o, dataset, (batch) => issueStep(ctx, dataset, plan, fitStartWall, batch), more);
   if (stopped) {
     await releaseAll(ctx);
     throw stopped;
@@ -55,7 +58,7 @@ export async function fitPipeline(ctx: FitContext, model: tf.LayersModel, datase
   }
   setModelWeights(model, await weightsOf("the trained weights"));
   await releaseAll(ctx);
-  return { history, plan, workers: workers.map((w) => w.snapshot()), seed: o.seed, epochs: o.epochs, wallMs: performance.now() - started };
+  return { history, plan, workers: workers.map((w) => w.snapshot()), seed: o.seed, epochs: o.epochs, wallMs: performance.now() - started, ...(validation.length > 0 ? { validation } : {}) };
 }
 
 /** Each worker builds its stage's layers with their weights and its part of the schedule. */

@@ -1,5 +1,6 @@
 import * as tf from "@tensorflow/tfjs";
 import { refuseAccumulation, refuseValidation } from "../../driver/replica-options";
+import { validateOnReplicas } from "../data/validate-replicas";
 import type { WorkerHandle } from "../../members/worker-handle";
 import { batchAttachments, type Dataset } from "../../data/dataset";
 import { ConfigError, ModelError } from "../../errors/errors";
@@ -10,7 +11,7 @@ import { wallClock } from "../../util/clock";
 import { slowdown } from "../data/driver-runtime";
 import { runAsync } from "./async-loop";
 import { pushRecord } from "./push-records";
-import type { RunRecord, PsRunRecord, PushRecord, StepRecord } from "../../metrics/records";
+import type { EpochValidation, RunRecord, PsRunRecord, PushRecord, StepRecord } from "../../metrics/records";
 import type { PlanMethods, PsPlan, ShardVariable } from "../../plan/plans";
 import { checkpointing, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
 import { awaitAll, loadEverywhere } from "../../driver/await";
@@ -37,7 +38,8 @@ export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel
   const replicaStep = await loadAll(ctx, model, o, plan);
   const holders = ctx.servers.map((sv, i) => ({ name: `server ${i}`, from: sv, to: [sv] }));
   if (resumed) await restoreOptimizers(ctx, resumed.ckpt, holders);
-  const more = checkpointing(ctx, o, resumed, { strategy: "ps", summary: plan.model, dataset, holders, weights: () => serverWeights(ctx, plan) });
+  // Sync workers validate at each epoch's end on the servers' weights (each pulls them first).
+  const more = { ...checkpointing(ctx, o, resumed, { strategy: "ps", summary: plan.model, dataset, holders, weights: () => serverWeights(ctx, plan) }), ...(o.validation ? { validate: validateOnReplicas(ctx, workers, o.validation, o.batchSize) } : {}) };
   const t = { fitStartWall: wallClock(), fitStart: performance.now() };
   const result = plan.mode === "sync" ? await runSync(ctx, o, dataset, more, t, plan) : await runAsync(ctx, o, dataset, plan, t);
   if (result.stopped) {
@@ -46,13 +48,14 @@ export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel
   }
   const psRecord: PsRunRecord = { mode: plan.mode, staleness: plan.mode === "sync" ? null : plan.staleness, pushes: result.pushes, departures: result.departures, serverVersions: await takeServerWeights(ctx, model, plan) };
   await releaseLive(ctx, workers.filter((w) => !w.lost));
-  return { history: result.history, plan, workers: workers.map((w) => w.snapshot()), seed: o.seed, epochs: o.epochs, wallMs: performance.now() - started, ps: psRecord, ...(replicaStep ? { replicaStep } : {}) };
+  const validation = "validation" in result && result.validation.length > 0 ? { validation: result.validation } : {};
+  return { history: result.history, plan, workers: workers.map((w) => w.snapshot()), seed: o.seed, epochs: o.epochs, wallMs: performance.now() - started, ps: psRecord, ...(replicaStep ? { replicaStep } : {}), ...validation };
 }
 
 /** Async checkpoints, and state that is not float (which servers could not average), are refused before anything is sent. */
 function refuseWhatCannotWork(model: tf.LayersModel, given: ResolvedFitOptions, plan: PsPlan): void {
   const where = "parameter servers (the workers hold the weights of their last pull, not the servers')";
-  refuseValidation(given, where);
+  if (plan.mode === "async") refuseValidation(given, 'async parameter servers (no epoch ends with every push applied); use mode "sync"');
   refuseAccumulation(given, where, 'raise batchSize, or train with strategy("data", ...) and accumulate');
   if ((given.checkpoint || given.resumeFrom) && plan.mode === "async") {
     throw new FitAborted(
@@ -180,7 +183,7 @@ async function runSync(
   more: Parameters<typeof runSteps>[4],
   t: { fitStartWall: number; fitStart: number },
   plan: PsPlan,
-): Promise<{ history: StepRecord[]; pushes: PushRecord[]; departures: []; live: readonly WorkerHandle[]; stopped: FitAborted | undefined }> {
+): Promise<{ history: StepRecord[]; pushes: PushRecord[]; departures: []; live: readonly WorkerHandle[]; stopped: FitAborted | undefined; validation: EpochValidation[] }> {
   const workers = ctx.workers;
   const pushes: PushRecord[] = [];
   const result = await runSteps(ctx, o, dataset, ({ step, epoch, order, start, end, learningRate }) => {
@@ -208,7 +211,7 @@ async function runSync(
       },
     };
   }, more);
-  return { history: result.history, pushes, departures: [], live: workers, stopped: result.stopped };
+  return { history: result.history, pushes, departures: [], live: workers, stopped: result.stopped, validation: result.validation };
 }
 
 /** Tells the servers and the workers still there that the fit is over. */
