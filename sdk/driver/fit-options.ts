@@ -100,6 +100,11 @@ export interface FitOptions {
    */
   progress?: boolean;
   /**
+   * As model.fit's: 0 shows nothing, 1 the live display (as `progress`), 2 one line per epoch on
+   * stderr (time, loss, metrics, validation). Give verbose or progress, not both. Default: progress's.
+   */
+  verbose?: 0 | 1 | 2;
+  /**
    * The plan to train with: one from plan() (e.g. with layers placed by hand with place()), made
    * again for this fit's batch and optimizer. Default: the strategy's own plan.
    */
@@ -131,6 +136,7 @@ const FitOptionsSchema = z.strictObject({
   onStep: z.custom<(record: StepRecord) => void>((v) => typeof v === "function", "must be a function").optional(),
   signal: z.custom<AbortSignal>((v) => v instanceof AbortSignal, "must be an AbortSignal (new AbortController().signal)").optional(),
   progress: z.boolean().optional(),
+  verbose: z.union([z.literal(0), z.literal(1), z.literal(2)]).optional(),
   plan: z
     .custom<PlanData>((v) => typeof v === "object" && v !== null && typeof (v as { strategy?: unknown }).strategy === "string" && typeof (v as { worldSize?: unknown }).worldSize === "number", "must be a plan from plan(model)")
     .optional(),
@@ -165,6 +171,10 @@ export interface ResolvedFitOptions {
   onStep: ((record: StepRecord) => void) | undefined;
   signal: AbortSignal | undefined;
   progress: boolean | undefined;
+  /** model.fit's verbose 2: one line per epoch instead of the live display. */
+  epochLines: boolean;
+  /** Called with each epoch's validation logs (fit() sets it for the display). */
+  onValidated?: (epoch: number, logs: Record<string, number>) => void;
   plan: PlanData | undefined;
   checkpoint: { dir: string; every: number } | undefined;
   resumeFrom: string | undefined;
@@ -191,6 +201,9 @@ export function resolveFitOptions(options: FitOptions, model?: tf.LayersModel): 
   const optimizer = o.optimizer ?? compiledOptimizer ?? DEFAULT_OPTIMIZER;
   const { loss, heads } = resolveHeads(model, o.loss ?? compiledLoss ?? DEFAULT_LOSS, o.lossWeights);
   const origin = (given: unknown, compiled: unknown): Origin => (given !== undefined ? "fit options" : compiled !== undefined ? "model.compile" : "default");
+  if (o.verbose !== undefined && o.progress !== undefined) {
+    throw new ConfigError(`verbose ${o.verbose} and progress ${o.progress} were both given`, { hint: "give one: verbose as model.fit's (0, 1, 2), or progress (true, false)" });
+  }
   if (o.initialEpoch >= o.epochs) {
     throw new ConfigError(`initialEpoch ${o.initialEpoch} is not below epochs ${o.epochs}: there is nothing to train`, {
       hint: `epochs counts from 0 as in model.fit: to train ${o.epochs} more epoch(s) after epoch ${o.initialEpoch - 1}, use epochs: ${o.initialEpoch + o.epochs}`,
@@ -211,7 +224,8 @@ export function resolveFitOptions(options: FitOptions, model?: tf.LayersModel): 
     seed: o.seed ?? Math.floor(Math.random() * 2 ** 31),
     onStep: o.onStep,
     signal: o.signal,
-    progress: o.progress,
+    progress: o.verbose !== undefined ? o.verbose === 1 : o.progress,
+    epochLines: o.verbose === 2,
     plan: o.plan,
     checkpoint: o.checkpoint,
     resumeFrom: o.resumeFrom,

@@ -7,6 +7,7 @@ import { EpochWalk } from "./epoch-walk";
 import { installedFitObserver, type FitWatch } from "../metrics/observer";
 import type { LogLine, StepRecord } from "../metrics/records";
 import { terminalWatch } from "../viz/terminal-progress";
+import { EpochLines } from "../viz/epoch-lines";
 import type { WorkerHandle } from "../members/worker-handle";
 import type { WorkerOutput } from "../members/worker-output";
 
@@ -52,6 +53,11 @@ export class FitWatchers {
     this.display.step(r);
   }
 
+  /** An epoch's validation logs, for a display that prints them. */
+  validated(epoch: number, logs: Record<string, number>): void {
+    if (this.display instanceof EpochLines) this.display.validated(epoch, logs);
+  }
+
   /** The fit ended (`error` when it failed); returns the error to report, a timeout with the stall report added. */
   end(error?: unknown): unknown {
     this.stall.stop();
@@ -71,6 +77,7 @@ export class FitWatchers {
 function display(spec: ClusterSpec, o: ResolvedFitOptions, dataset: Dataset, workers: number): FitWatch {
   const walk = new EpochWalk(dataset.size, o);
   const totalSteps = walk.total - walk.first;
+  if (o.epochLines) return new EpochLines(o.epochs, o.validation !== undefined);
   const observer = installedFitObserver();
   if (o.progress !== false && observer) return observer.start({ totalSteps, workers, strategy: spec.strategy.name });
   if (o.progress ?? Boolean(process.stderr.isTTY)) return terminalWatch(totalSteps);

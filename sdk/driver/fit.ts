@@ -69,7 +69,7 @@ export async function runFit(host: FitHost, strategy: FitStrategy, model: tf.Lay
   }
   const watch = new FitWatchers(host.spec, resolved, dataset, { size: host.workers.length, output: host.output, members: () => host.members(), step: () => host.step() });
   const seen: StepRecord[] = [];
-  const o = { ...resolved, onStep: (r: StepRecord) => (seen.push(r), watch.step(r), resolved.onStep?.(r)) };
+  const o = { ...resolved, onStep: (r: StepRecord) => (seen.push(r), watch.step(r), resolved.onStep?.(r)), onValidated: (epoch: number, logs: Record<string, number>) => watch.validated(epoch, logs) };
   const started = performance.now();
   let chain: tf.LayersModel | undefined;
   let plan: Plan | undefined;

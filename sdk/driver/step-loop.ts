@@ -160,6 +160,7 @@ class StepLoop {
       try {
         logs = await this.more.validate(this.epoch);
         this.validation.push({ epoch: this.epoch, logs });
+        this.o.onValidated?.(this.epoch, logs);
       } catch (err) {
         if (!survived(err)) throw err;
         this.stopped ??= new FitAborted(err);

@@ -67,6 +67,28 @@ describe("validation under data parallelism, 3 workers", () => {
     assert.equal(run.history.reduce((n, s) => n + s.samples, 0), 3 * 30, "30 of 40 samples trained on each epoch");
   });
 
+  test("verbose 2 prints one line per epoch with the History's values, validation included; verbose with progress is refused", async () => {
+    const lines: string[] = [];
+    const write = process.stderr.write.bind(process.stderr);
+    process.stderr.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+      if (typeof chunk === "string" && chunk.startsWith("Epoch ")) lines.push(chunk);
+      return (write as (c: string | Uint8Array, ...r: unknown[]) => boolean)(chunk, ...rest);
+    }) as typeof process.stderr.write;
+    let run;
+    try {
+      run = await c.fit(compiled(), ds, { ...o, verbose: 2, validationData: held });
+    } finally {
+      process.stderr.write = write;
+    }
+    assert.equal(lines.length, 3, lines.join(""));
+    const h = run.byEpoch.history;
+    lines.forEach((line, e) => {
+      assert.match(line, new RegExp(`^Epoch ${e + 1} / 3: \\d+ ms, `));
+      for (const k of ["loss", "acc", "val_loss", "val_acc"]) assert.ok(line.includes(`${k}=${h[k]![e]!.toFixed(4)}`), `${k} ${h[k]![e]} in ${line}`);
+    });
+    await assert.rejects(c.fit(compiled(), ds, { ...o, verbose: 0, progress: true }), (e: unknown) => e instanceof ConfigError && /both given/.test(e.message));
+  });
+
   test("early stopping on val_loss (its default monitor) ends the fit after the epoch model.fit's ends after", async () => {
     const model = compiled();
     const run = await c.fit(model, ds, { ...o, epochs: 6, validationData: held, callbacks: tf.callbacks.earlyStopping({ minDelta: 10 }) });
