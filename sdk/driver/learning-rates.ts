@@ -54,6 +54,14 @@ export function checkSchedule(o: { schedule: LearningRateSchedule | undefined; o
   for (let step = walk.first; step < walk.total; step++) rateAt(o.schedule, step, Math.floor(step / walk.perEpoch), o.optimizer.learningRate);
 }
 
+/** Every step's rate, from the fit's first step to its last: what async servers apply by their own count of updates. */
+export function scheduleRates(o: Parameters<typeof checkSchedule>[0], datasetSize: number): number[] | undefined {
+  const schedule = o.schedule;
+  if (!schedule) return undefined;
+  const walk = new EpochWalk(datasetSize, o);
+  return Array.from({ length: walk.total - walk.first }, (_, i) => rateAt(schedule, walk.first + i, Math.floor((walk.first + i) / walk.perEpoch), o.optimizer.learningRate));
+}
+
 /** The `learningRate` field a step's message carries under a schedule (none without one). */
 export function rateField(o: { schedule: LearningRateSchedule | undefined; optimizer: { learningRate: number } }, step: number, epoch: number): { learningRate?: number } {
   return o.schedule ? { learningRate: rateAt(o.schedule, step, epoch, o.optimizer.learningRate) } : {};

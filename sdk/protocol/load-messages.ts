@@ -98,6 +98,12 @@ export const LoadPsServerSchema = z.strictObject({
   mode: z.enum(["async", "sync"]),
   /** Sync: pushes summed per step (one per worker). */
   workers: z.number().int().positive().max(4096),
+  /**
+   * Async, under a learning-rate schedule: the schedule's rate for each step of the fit, in order.
+   * The server applies its update v at rates[floor(v / workers)]: by its own count of updates,
+   * a step's worth being one push per worker (the last rate past the end).
+   */
+  rates: z.array(z.number().positive().finite()).min(1).max(1 << 20).optional(),
   /** The trainable variables it holds: their index in the model's trainable weights. */
   variables: variableShapes,
   /** The model state it holds (float non-trainable weights, by index in model.nonTrainableWeights). */

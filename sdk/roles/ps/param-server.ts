@@ -53,6 +53,8 @@ export class ParamServer implements WorkerRole {
     private readonly mode: "async" | "sync",
     private readonly workers: number,
     private readonly stepTimeoutMs: number,
+    /** Async under a schedule: each step's rate (see the load's rates). */
+    private readonly rates: readonly number[] | null = null,
   ) {
     this.update = makeUpdateRule(vars, spec);
     this.length = vars.reduce((a, v) => a + v.size, 0);
@@ -73,7 +75,7 @@ export class ParamServer implements WorkerRole {
     const parts = stateSpec.map((v, i) => checked(v, values[ps.variables.length + i]!, "state tensor"));
     const state = new Float32Array(parts.reduce((a, p) => a + p.length, 0));
     parts.reduce((off, p) => (state.set(p, off), off + p.length), 0);
-    return new ParamServer(ps.index, vars, state, ps.optimizer, ps.mode, ps.workers, stepTimeoutMs);
+    return new ParamServer(ps.index, vars, state, ps.optimizer, ps.mode, ps.workers, stepTimeoutMs, ps.rates ?? null);
   }
 
   get version(): number {
@@ -158,7 +160,7 @@ export class ParamServer implements WorkerRole {
     if (this.mode === "async") {
       const staleness = this.version_ - pulled;
       // A flagged push is handled (not handed out again) but changes nothing.
-      if (grad[this.pushLength - 1] === 0) this.applyOne(grad);
+      if (grad[this.pushLength - 1] === 0) this.applyOne(grad, this.rates ? this.rates[Math.min(Math.floor(this.version_ / this.workers), this.rates.length - 1)] : undefined);
       this.applied.add(`${rank}/${clock}`);
       return { version: this.version_, staleness };
     }

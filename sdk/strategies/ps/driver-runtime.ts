@@ -1,6 +1,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { refuseAccumulation, refuseValidation } from "../../driver/replica-options";
 import { validateOnReplicas } from "../data/validate-replicas";
+import { scheduleRates } from "../../driver/learning-rates";
 import type { WorkerHandle } from "../../members/worker-handle";
 import { batchAttachments, type Dataset } from "../../data/dataset";
 import { ConfigError, ModelError } from "../../errors/errors";
@@ -35,7 +36,8 @@ export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel
   const { resumed, options: o } = resumeIfAsked(given, "ps", model, plan.model, dataset);
   const workers = ctx.workers;
   await ctx.connect(serverWiring(workers.length));
-  const replicaStep = await loadAll(ctx, model, o, plan);
+  // Async servers apply a schedule by their own count of updates: they get every step's rate up front.
+  const replicaStep = await loadAll(ctx, model, o, plan, plan.mode === "async" ? scheduleRates(o, dataset.size) : undefined);
   const holders = ctx.servers.map((sv, i) => ({ name: `server ${i}`, from: sv, to: [sv] }));
   if (resumed) await restoreOptimizers(ctx, resumed.ckpt, holders);
   // Sync workers validate at each epoch's end on the servers' weights (each pulls them first).
@@ -64,13 +66,6 @@ function refuseWhatCannotWork(model: tf.LayersModel, given: ResolvedFitOptions, 
       }),
     );
   }
-  if (given.schedule && plan.mode === "async") {
-    throw new FitAborted(
-      new ConfigError("learning-rate schedules are applied per step by synchronous fits; async parameter servers apply each push on its own", {
-        hint: 'use strategy("ps", { mode: "sync" }) or strategy("data") with a schedule',
-      }),
-    );
-  }
   if (given.callbacks && plan.mode === "async") {
     throw new FitAborted(
       new ConfigError("callbacks are called at the step boundaries of synchronous fits; async parameter servers have none (each worker pushes on its own)", {
@@ -90,7 +85,7 @@ function refuseWhatCannotWork(model: tf.LayersModel, given: ResolvedFitOptions, 
 }
 
 /** Each server gets its shard of the trainable variables; each worker the whole model. */
-async function loadAll(ctx: FitContext, model: tf.LayersModel, o: ResolvedFitOptions, plan: PsPlan): Promise<ReplicaStepChoice | undefined> {
+async function loadAll(ctx: FitContext, model: tf.LayersModel, o: ResolvedFitOptions, plan: PsPlan, rates: number[] | undefined): Promise<ReplicaStepChoice | undefined> {
   const n = ctx.workers.length;
   const stepMs = ctx.spec.timeouts.stepMs;
   const topology = model.toJSON(null, false) as unknown as Record<string, unknown>;
@@ -114,6 +109,7 @@ async function loadAll(ctx: FitContext, model: tf.LayersModel, o: ResolvedFitOpt
             index: i,
             mode: plan.mode,
             workers: n,
+            ...(rates ? { rates } : {}),
             variables: described(plan.servers[i]!.variables),
             state: described(plan.servers[i]!.state),
             ...(plan.compression ? { compression: plan.compression } : {}),
