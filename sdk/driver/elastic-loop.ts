@@ -75,6 +75,9 @@ class ElasticLoop {
   private next: number;
   private inflight: InFlight[] = [];
   private lastEnd = performance.now();
+  /** Callbacks: the last epoch and step whose begin was called (a step sent again after a loss is not begun twice), and stopTraining seen. */
+  private begun = { epoch: -1, step: -1 };
+  private ended = false;
 
   constructor(
     private readonly ctx: FitContext,
@@ -107,10 +110,17 @@ class ElasticLoop {
   }
 
   async run(): Promise<{ history: StepRecord[]; membership: MembershipChange[]; members: WorkerHandle[]; stopped: FitAborted | undefined }> {
+    const cb = this.o.callbacks;
     try {
+      await this.hook(() => cb?.trainBegin({ epochs: this.o.epochs, initialEpoch: this.walk.at(this.done).epoch, samples: this.dataset.size, steps: this.walk.perEpoch, batchSize: this.o.batchSize, metrics: ["loss", ...this.o.metrics.map((m) => m.name)] }));
       await this.rewire();
-      while (this.done < this.total && !this.stopped) await this.advance();
+      while (this.done < this.total && !this.stopped && !this.ended) await this.advance();
       await Promise.all(this.inflight.map((f) => f.settled));
+      // As model.fit: the epoch a callback stopped in ends too, then the training.
+      if (cb && !this.stopped) {
+        if (this.ended && this.done % this.walk.perEpoch !== 0) await this.hook(() => cb.epochEnd(this.walk.at(this.done - 1).epoch, this.history));
+        await this.hook(() => cb.trainEnd());
+      }
     } finally {
       this.ctx.setStep(undefined);
     }
@@ -124,7 +134,13 @@ class ElasticLoop {
       return this.recover();
     }
     if (this.joiners.length > 0 && this.inflight.length === 0) return this.admit();
-    while (this.joiners.length === 0 && this.next < this.total && this.next - this.done < 2) this.issue(this.next++);
+    // With callbacks, one step at a time: each batch ends (and may stop the fit) before the next begins, as in model.fit.
+    const ahead = this.o.callbacks ? 1 : 2;
+    while (this.joiners.length === 0 && this.next < this.total && this.next - this.done < ahead && !this.ended) {
+      await this.begin(this.next);
+      if (this.stopped || this.ended) return;
+      this.issue(this.next++);
+    }
     const head = this.inflight[0]!;
     if (!head.result) {
       await this.ctx.guard(new Promise<void>((resolve) => (this.wake = resolve)));
@@ -141,6 +157,36 @@ class ElasticLoop {
     this.inflight.shift();
     this.record(head);
     this.done++;
+    await this.stepRecorded(head);
+  }
+
+  /** Callbacks before a step is first sent: its epoch's begin (once) and the batch's. */
+  private async begin(step: number): Promise<void> {
+    const cb = this.o.callbacks;
+    if (!cb || step <= this.begun.step) return;
+    const { epoch } = this.walk.at(step);
+    if (epoch !== this.begun.epoch) await this.hook(() => cb.epochBegin(epoch));
+    this.begun = { epoch, step };
+    await this.hook(() => cb.batchBegin(step - epoch * this.walk.perEpoch));
+  }
+
+  /** Callbacks once a step is recorded (every member completed it): the batch's end, and its epoch's when it was the last. */
+  private async stepRecorded(f: InFlight): Promise<void> {
+    const cb = this.o.callbacks;
+    if (!cb) return;
+    const rec = this.history[this.history.length - 1]!;
+    await this.hook(() => cb.batchEnd(f.step - f.epoch * this.walk.perEpoch, rec));
+    if ((f.step + 1) % this.walk.perEpoch === 0 || f.step + 1 === this.total) await this.hook(() => cb.epochEnd(f.epoch, this.history));
+  }
+
+  /** Runs a callback hook; one that throws stops the fit, and one that set model.stopTraining ends it after the steps in flight. */
+  private async hook(call: () => Promise<void> | undefined): Promise<void> {
+    try {
+      await call();
+    } catch (err) {
+      this.stopped ??= new FitAborted(err);
+    }
+    if (this.o.callbacks?.stopTraining) this.ended = true;
   }
 
   /** A failed step is usually the echo of a worker about to be declared lost; anything else ends the fit. */

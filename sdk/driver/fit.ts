@@ -64,6 +64,8 @@ export async function runFit(host: FitHost, strategy: FitStrategy, model: tf.Lay
     dataset = split.train;
     resolved = { ...parsed, ...(split.validation ? { validation: split.validation } : {}), ...(parsed.classWeight ? { classTable: classWeightTable(dataset, parsed.classWeight) } : {}) };
     checkSchedule(resolved, dataset.size);
+    // Callbacks read and set model.stopTraining, which an uncompiled Sequential model refuses: compiled as fit will leave it.
+    if (resolved.callbacks) compileIfNot(model, resolved);
   } catch (err) {
     throw new FitAborted(err);
   }

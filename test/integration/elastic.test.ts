@@ -26,11 +26,25 @@ async function reference(d: Dataset, epochs = 2): Promise<tf.LayersModel> {
 }
 
 describe("elastic data parallelism", () => {
-  test("a worker killed mid-fit is left behind; the others finish, equal to model.fit", async (t) => {
+  test("a worker killed mid-fit is left behind; the others finish, equal to model.fit; callbacks see each batch and epoch once", async (t) => {
     const c = await cluster().workers(3).strategy("data", { elastic: { minWorkers: 2 } }).timeouts({ stepMs: 30_000 }).heartbeat({ intervalMs: 200, timeoutMs: 1000 }).launch();
     try {
       const model = smallClassifier(6, 3);
-      const run = await c.fit(model, ds, { ...options, onStep: (s) => void (s.step === 6 && c.kill(1)) });
+      const seen: string[] = [];
+      const epochLoss: number[] = [];
+      const callbacks = {
+        onTrainBegin: async () => void seen.push("train"),
+        onEpochBegin: async (e: number) => void seen.push(`E${e}`),
+        onBatchEnd: async (b: number) => void seen.push(`b${b}`),
+        onEpochEnd: async (_e: number, logs?: tf.Logs) => void epochLoss.push(logs!.loss as number),
+        onTrainEnd: async () => void seen.push("end"),
+      };
+      const run = await c.fit(model, ds, { ...options, callbacks, onStep: (s) => void (s.step === 6 && c.kill(1)) });
+      // Steps after the loss are sent again; their callbacks are called once, when every member completed them.
+      const batches = Array.from({ length: 10 }, (_, i) => `b${i}`);
+      assert.deepEqual(seen, ["train", "E0", ...batches, "E1", ...batches, "end"]);
+      epochLoss.forEach((l, e) => assert.ok(Math.abs(l - run.byEpoch.history.loss![e]!) < 1e-6, `epoch ${e}: ${l} vs ${run.byEpoch.history.loss![e]}`));
+      assert.equal(epochLoss.length, 2);
       const ref = await reference(ds);
       const diff = maxRelativeDifference(model, ref);
       const m = run.membership;

@@ -64,9 +64,6 @@ function refuseWhatCannotWork(o: ResolvedFitOptions, dataset: Dataset, plan: Dat
     throw new FitAborted(new ConfigError("elastic training and checkpoints do not go together yet: a checkpoint is written from one replica at a fixed membership", { hint: "drop checkpoint, or drop elastic" }));
   }
   if (plan.elastic) refuseValidation(o, "an elastic fit (its replicas change between epochs)");
-  if (plan.elastic && o.callbacks) {
-    throw new FitAborted(new ConfigError("callbacks are not called in elastic fits yet: their loop steps back and repeats steps when members change, which model.fit's callbacks have no meaning for", { hint: "drop callbacks (onStep sees every step), or drop elastic" }));
-  }
   if (plan.feed === "workers" && !dataset.source) {
     throw new FitAborted(
       new ConfigError(`feed "workers" needs a dataset the workers can load themselves; "${dataset.name}" exists only in the driver`, {
