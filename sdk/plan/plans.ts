@@ -34,6 +34,8 @@ export interface DataParallelPlan {
   readonly compression: Compression | null;
   /** Whether the gradient is all-reduced in buckets during the backward pass (native data plane and native step only), and why. */
   readonly overlap: OverlapChoice;
+  /** BatchNormalization's statistics: each replica's slice's ("replica"), or the global batch's ("sync"). */
+  readonly batchNorm: "replica" | "sync";
   readonly allReduce: {
     readonly algorithm: "ring";
     /** Bytes each rank sends per step: 2(N-1)/N x the gradient's bytes on the wire (reduce-scatter + all-gather). */

@@ -39,6 +39,8 @@ const variableShapes = z.array(z.strictObject({ index: z.number().int().nonnegat
 /** Data parallelism: a replica of the whole model; weights follow as attachments. */
 export const LoadReplicaSchema = z.strictObject({
   ...loadFields,
+  /** "sync": BatchNormalization layers normalize with the global batch's statistics (all-reduced in rounds each step). */
+  batchNorm: z.enum(["sync"]).optional(),
   role: z.literal("replica"),
   topology,
   replicaBatch,

@@ -78,6 +78,8 @@ export async function loadReplica(msg: LoadOf<"replica" | "ps-worker">, weights:
   const names = model.trainableWeights.map((w) => w.originalName);
   const step: StepChoice = msg.classWeight
     ? { native: null, why: "classWeight weighs each sample's loss, which the native step does not" }
+    : "batchNorm" in msg && msg.batchNorm === "sync"
+    ? { native: null, why: 'batchNorm "sync" takes each step in all-reduced rounds, by autodiff' }
     : objective.heads.length > 1
       ? { native: null, why: `the model has ${objective.heads.length} outputs; the native step computes one` }
       : compileNativeStep(model, msg.loss, vars);

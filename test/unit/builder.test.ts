@@ -29,7 +29,7 @@ test("the spec is frozen all the way down and has the documented defaults", () =
   assert.ok(Object.isFrozen(spec) && Object.isFrozen(spec.workers) && Object.isFrozen(spec.heartbeat));
   assert.deepEqual(spec.heartbeat, { intervalMs: 1000, timeoutMs: 10000 });
   assert.equal(spec.backend, "auto");
-  assert.deepEqual(spec.strategy, { name: "data", options: { feed: "driver", overlap: "auto" } });
+  assert.deepEqual(spec.strategy, { name: "data", options: { feed: "driver", overlap: "auto", batchNorm: "replica" } });
   assert.throws(() => {
     (spec.heartbeat as { intervalMs: number }).intervalMs = 5;
   }, TypeError);
@@ -92,7 +92,7 @@ test("fit options take defaults and refuse nonsense", () => {
 });
 
 test("strategy options are checked: feed is driver or workers", () => {
-  assert.deepEqual(cluster().workers(2).strategy("data", { feed: "workers" }).spec().strategy, { name: "data", options: { feed: "workers", overlap: "auto" } });
+  assert.deepEqual(cluster().workers(2).strategy("data", { feed: "workers" }).spec().strategy, { name: "data", options: { feed: "workers", overlap: "auto", batchNorm: "replica" } });
   assert.throws(() => cluster().strategy("data", { feed: "carrier-pigeon" as never }), configError(/feed/));
   assert.throws(() => cluster().strategy("data", { stages: 2 } as never), configError(/stages/));
 });

@@ -59,6 +59,6 @@ test("a data plan carries the choice and says it in toString() and explain(); a 
 
 test("strategy('data', { overlap }) accepts auto, true and false, and refuses anything else by name", () => {
   const spec = cluster().workers(2).strategy("data", { overlap: false }).spec().strategy;
-  assert.deepEqual(spec, { name: "data", options: { feed: "driver", overlap: false } });
+  assert.deepEqual(spec, { name: "data", options: { feed: "driver", overlap: false, batchNorm: "replica" } });
   assert.throws(() => cluster().strategy("data", { overlap: "yes" as unknown as boolean }), /overlap/);
 });

@@ -18,6 +18,7 @@ import type { OverlapRing } from "../role";
 import { GradientBuckets } from "./buckets";
 import { evaluateShard } from "./evaluate-shard";
 import { accumulatedSlice } from "./accumulate-slices";
+import { SyncNorm } from "./sync-batchnorm";
 import { feedRows, splitFeed, type Feed } from "../objective";
 import type { OptimizerState, UpdateRule } from "../tfjs-update";
 import { hasNonFinite } from "../../backends/native/finite";
@@ -80,6 +81,8 @@ export class DataReplica implements WorkerRole {
   private readonly elastic: boolean;
   /** The plan's choice: all-reduce in buckets during the backward pass (where the data plane and step can). */
   private readonly overlap: boolean;
+  /** batchNorm "sync": normalization with the global batch's statistics, taken in all-reduced rounds. */
+  private readonly sync: SyncNorm | null;
 
   private constructor(private readonly r: LoadedReplica, msg: LoadOf<"replica">) {
     this.update = makeUpdateRule(r.vars, msg.optimizer);
@@ -88,6 +91,7 @@ export class DataReplica implements WorkerRole {
     this.overlap = msg.overlap ?? false;
     this.accumulate = msg.accumulate ?? 1;
     this.feedback = msg.compression ? new ErrorFeedback(msg.compression, r.gradientLength) : null;
+    this.sync = msg.batchNorm === "sync" ? new SyncNorm(r.model) : null;
   }
 
   static async load(msg: LoadOf<"replica">, weights: Tensorlike[] | "initial", env: Partial<RoleEnv> = {}): Promise<DataReplica> {
@@ -180,7 +184,7 @@ export class DataReplica implements WorkerRole {
     const stateBefore = await this.r.state.snapshot();
     // Buckets go while the one backward pass runs: with accumulated chunks the sum is ready only after the last.
     const buckets = overlap && this.r.step.native && this.accumulate === 1 ? new GradientBuckets(flat, n, overlap, this.feedback, this.r) : null;
-    const slice = await this.slice(weight, x, y, flat, stateBefore, buckets);
+    const slice = await this.slice(weight, x, y, flat, stateBefore, buckets, allReduce, step);
     if (!buckets && this.feedback && flat[flat.length - 1] === 0) this.feedback.compress(flat.subarray(0, n));
     const slowdownMs = await slowDown(this.slowdown, performance.now() - t0);
     const t1 = performance.now();
@@ -234,11 +238,13 @@ export class DataReplica implements WorkerRole {
    * Fills this replica's part of the buffer: its weighted gradient and change of state, or
    * nothing but the flag when its slice cannot be learned from (non-finite) or it threw.
    */
-  private async slice(weight: number, x: Feed, y: Feed, flat: Float32Array, stateBefore: Float32Array, buckets: GradientBuckets | null): Promise<SliceOutcome> {
+  private async slice(weight: number, x: Feed, y: Feed, flat: Float32Array, stateBefore: Float32Array, buckets: GradientBuckets | null, allReduce: AllReduceFn, step: number): Promise<SliceOutcome> {
     const n = this.r.gradientLength;
     const stateNow = new Float32Array(this.r.state.length);
     const extra = { ...(buckets ? { ready: buckets.ready } : {}), ...(stateNow.length > 0 ? { stateNow } : {}) };
-    const out = this.accumulate > 1 ? await accumulatedSlice(this.r, this.accumulate, x, y, weight, flat.subarray(0, n), extra) : await checkedSliceGradient(this.r, x, y, weight, flat.subarray(0, n), extra);
+    const out = this.sync
+      ? await this.sync.slice(this.r, x, y, weight, flat.subarray(0, n), extra.stateNow, allReduce, step)
+      : this.accumulate > 1 ? await accumulatedSlice(this.r, this.accumulate, x, y, weight, flat.subarray(0, n), extra) : await checkedSliceGradient(this.r, x, y, weight, flat.subarray(0, n), extra);
     if (out.nonFinite || out.failure !== undefined) flat[flat.length - 1] = 1;
     else if (feedRows(x) > 0) this.r.state.writeChange(stateBefore, weight, flat.subarray(n, flat.length - 1), stateNow);
     return out;

@@ -64,6 +64,9 @@ function refuseWhatCannotWork(o: ResolvedFitOptions, dataset: Dataset, plan: Dat
     throw new FitAborted(new ConfigError("elastic training and checkpoints do not go together yet: a checkpoint is written from one replica at a fixed membership", { hint: "drop checkpoint, or drop elastic" }));
   }
   if (plan.elastic) refuseValidation(o, "an elastic fit (its replicas change between epochs)");
+  if (plan.batchNorm === "sync" && o.accumulate > 1) {
+    throw new FitAborted(new ConfigError(`accumulate ${o.accumulate} with batchNorm "sync": the global batch's statistics are those of the whole update's batch, which accumulation computes a chunk at a time`, { hint: 'raise batchSize instead, or use batchNorm "replica"' }));
+  }
   if (plan.feed === "workers" && !dataset.source) {
     throw new FitAborted(
       new ConfigError(`feed "workers" needs a dataset the workers can load themselves; "${dataset.name}" exists only in the driver`, {
@@ -82,7 +85,7 @@ function replicaLoader(ctx: FitContext, model: tf.LayersModel, dataset: Dataset,
   const replicaBatch = Math.ceil(o.batchSize / ctx.workers.length / o.accumulate);
   return (w: WorkerHandle, attachments: Tensorlike[]) =>
     w.channel.request(
-      { type: "load", role: "replica", topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), metrics: o.metrics, ...(o.classTable ? { classWeight: o.classTable } : {}), replicaBatch, stepTimeoutMs: stepMs, ...data, ...slowdown(plan, w.rank), ...(plan.elastic ? { elastic: true } : {}), ...(plan.compression ? { compression: plan.compression } : {}), ...(plan.overlap.on ? { overlap: true } : {}), ...(o.accumulate > 1 ? { accumulate: o.accumulate } : {}) },
+      { type: "load", role: "replica", topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), metrics: o.metrics, ...(o.classTable ? { classWeight: o.classTable } : {}), replicaBatch, stepTimeoutMs: stepMs, ...data, ...slowdown(plan, w.rank), ...(plan.elastic ? { elastic: true } : {}), ...(plan.compression ? { compression: plan.compression } : {}), ...(plan.overlap.on ? { overlap: true } : {}), ...(o.accumulate > 1 ? { accumulate: o.accumulate } : {}), ...(plan.batchNorm === "sync" ? { batchNorm: "sync" as const } : {}) },
       "loaded",
       { timeoutMs: stepMs, waitingFor: "the model to load", attachments },
     );

@@ -31,6 +31,13 @@ export const DataOptionsSchema = z.strictObject({
    * cores all compute it takes its CPU from the backward pass (bench:scaling measures both).
    */
   overlap: z.union([z.literal("auto"), z.boolean()]).default("auto"),
+  /**
+   * BatchNormalization's statistics: "replica" (default, as Keras' MirroredStrategy) normalizes
+   * each slice by its own; "sync" by the whole global batch's, as one process at the global
+   * batch does, for slices too small for statistics of their own. Sync takes each step in rounds
+   * of small all-reduces (two per layer forward, one back) and computes by autodiff.
+   */
+  batchNorm: z.enum(["replica", "sync"]).default("replica"),
 });
 export type DataOptions = z.output<typeof DataOptionsSchema>;
 
@@ -42,4 +49,5 @@ export function checkDataOptions(o: DataOptions, spec: ClusterSpec): void {
     throw new ConfigError(`elastic: minWorkers ${o.elastic.minWorkers} is more than the ${n} worker(s) the cluster starts with`, { hint: `use minWorkers between 1 and ${n}` });
   }
   if (o.feed === "workers") throw new ConfigError('elastic training re-shards each step\'s batch from the driver; it needs feed "driver"', { hint: 'drop feed: "workers"' });
+  if (o.batchNorm === "sync") throw new ConfigError('batchNorm "sync" all-reduces statistics in rounds within each step; an elastic fit re-forms its ring between steps only', { hint: 'drop batchNorm: "sync", or drop elastic' });
 }

@@ -43,7 +43,9 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
     model,
     gradientBytes,
     compression,
-    overlap: Object.freeze(chooseOverlap(given.overlap, n, options.devices)),
+    // Sync statistics take the step in rounds, by autodiff: no native step to overlap with.
+    overlap: Object.freeze(given.batchNorm === "sync" ? { on: false, why: 'batchNorm "sync" computes each step in all-reduced rounds' } : chooseOverlap(given.overlap, n, options.devices)),
+    batchNorm: given.batchNorm,
     allReduce: Object.freeze({ algorithm: "ring" as const, bytesSentPerRank: n > 1 ? Math.round((2 * (n - 1) * wireBytes) / n) : 0 }),
     batch: batchSize === undefined ? null : Object.freeze({ globalBatch: batchSize, perReplica: Object.freeze(replicaSlices(batchSize, n)), splits: planSplits(batchSize, options.datasetSize, n) }),
     memory: Object.freeze(memory),
@@ -128,6 +130,7 @@ export function explainDataPlan(plan: DataParallelPlan): string {
       : "one worker: no all-reduce",
     ...(plan.compression && n > 1 ? [compressionLine(plan.compression)] : []),
     ...(n > 1 ? [overlapLine(plan.overlap)] : []),
+    ...(plan.batchNorm === "sync" ? [`batchNorm "sync": every BatchNormalization layer normalizes with the global batch's mean and variance (${plan.model.layers.filter((l) => l.className === "BatchNormalization").length} layer(s)), all-reduced twice per layer in the forward pass and once back, as one process at the global batch`] : []),
   ];
   lines.push(...slowdownLines(plan.workers));
   if (plan.prediction) {
