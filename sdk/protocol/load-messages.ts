@@ -91,6 +91,8 @@ export const LoadPsWorkerSchema = z.strictObject({
   state: z.array(z.array(z.number().int().nonnegative()).max(65536)).max(1024),
   slowdown,
   compression,
+  /** Fit option accumulate: each step's slice is computed in this many chunks, their gradients summed before the one push. */
+  accumulate: z.number().int().min(2).max(4096).optional(),
 });
 /** Strategy "ps", a server: its shard; the variables' values, then the state's, follow as attachments. */
 export const LoadPsServerSchema = z.strictObject({

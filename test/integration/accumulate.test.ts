@@ -10,7 +10,7 @@ import { modelFitReference } from "../helpers/reference";
 /**
  * Gradient accumulation: batches of 4 accumulated 3 times on each of 2 replicas make the same
  * updates as model.fit with batches of 12 (weights and every step's loss), uneven chunks and a
- * short last batch included.
+ * short last batch included; the same under sync parameter servers.
  */
 
 tf.enableProdMode();
@@ -42,6 +42,24 @@ test("accumulate 3 x batchSize 4 on 2 workers equals model.fit at batch 12, no p
     t.diagnostic(`largest relative difference from model.fit at batch 12: ${diff.toExponential(2)}`);
     assert.ok(diff < TOLERANCE, `relative difference ${diff}`);
     assert.deepEqual(run.history.map((s) => s.samples), [12, 12, 5, 12, 12, 5]);
+    run.history.forEach((s, i) => assert.ok(Math.abs(s.loss - losses[i]!) <= TOLERANCE * Math.max(1, losses[i]!), `step ${i}: loss ${s.loss} vs ${losses[i]}`));
+  } finally {
+    await c.close();
+  }
+});
+
+test("accumulate under sync parameter servers: 2 x batchSize 6 on 2 workers equals model.fit at batch 12", async (t) => {
+  const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 29, seed: 41 });
+  const o = { epochs: 2, shuffle: true, seed: 6, optimizer: { name: "adam" as const, learningRate: 0.02, beta1: 0.9, beta2: 0.999 } };
+  const c = await cluster().workers(2).ps(1).strategy("ps", { mode: "sync" }).modules([LAYERS]).launch();
+  try {
+    const model = capped(3);
+    const run = await c.fit(model, ds, { ...o, batchSize: 6, accumulate: 2, loss: "categoricalCrossentropy" });
+    const ref = smallClassifier(6, 3, { l2: 0.01 });
+    const losses = await modelFitReference(ref, ds, { ...o, batchSize: 12 });
+    const diff = maxRelativeDifference(model, ref);
+    t.diagnostic(`largest relative difference from model.fit at batch 12: ${diff.toExponential(2)}`);
+    assert.ok(diff < TOLERANCE, `relative difference ${diff}`);
     run.history.forEach((s, i) => assert.ok(Math.abs(s.loss - losses[i]!) <= TOLERANCE * Math.max(1, losses[i]!), `step ${i}: loss ${s.loss} vs ${losses[i]}`));
   } finally {
     await c.close();

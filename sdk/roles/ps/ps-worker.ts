@@ -8,6 +8,7 @@ import { readWeights } from "../../model/model-io";
 import type { HostIO, RoleEnv, RoleReply, WorkerRole } from "../role";
 import type { Message } from "../../protocol/messages";
 import { evaluateShard } from "../data/evaluate-shard";
+import { accumulatedSlice } from "../data/accumulate-slices";
 import { checkedSliceGradient, loadReplica, replicaStepReport, slowDown, type LoadedReplica } from "../slice-gradient";
 import type { StepResult } from "../data/replica";
 import { nonFiniteVariable, survivedStepError, type NonFinite } from "../step-health";
@@ -48,6 +49,8 @@ export class PsReplica implements WorkerRole {
     private readonly stateShards: number[][],
     private readonly slowdown: number,
     compression: LoadOf<"ps-worker">["compression"],
+    /** Chunks each step's slice is computed in (fit option accumulate); 1: one pass. */
+    private readonly accumulate: number,
   ) {
     const f = compression ? new ErrorFeedback(compression, r.gradientLength) : null;
     this.feedback = f;
@@ -66,7 +69,7 @@ export class PsReplica implements WorkerRole {
       r.model.dispose();
       throw new ProtocolError(problem ?? `the servers' state lists ${state.length} servers; their shards ${shards.length}`);
     }
-    return new PsReplica(r, shards.map((s) => [...s]), state.map((s) => [...s]), msg.slowdown ?? 1, msg.compression);
+    return new PsReplica(r, shards.map((s) => [...s]), state.map((s) => [...s]), msg.slowdown ?? 1, msg.compression, msg.accumulate ?? 1);
   }
 
   get paramCount(): number {
@@ -98,7 +101,8 @@ export class PsReplica implements WorkerRole {
     const flat = new Float32Array(this.r.gradientLength);
     // A flagged push of zeros for a non-finite or failed slice: a sync server waits for every worker.
     const stateNow = new Float32Array(this.r.state.length);
-    const slice = await checkedSliceGradient(this.r, x, y, msg.weight, flat, stateNow.length > 0 ? { stateNow } : {});
+    const extra = stateNow.length > 0 ? { stateNow } : {};
+    const slice = this.accumulate > 1 ? await accumulatedSlice(this.r, this.accumulate, x, y, msg.weight, flat, extra) : await checkedSliceGradient(this.r, x, y, msg.weight, flat, extra);
     const overflow = slice.nonFinite === undefined && slice.failure === undefined ? this.compress(flat) : undefined;
     const nonFinite = slice.nonFinite ?? overflow;
     const flagged = nonFinite !== undefined || slice.failure !== undefined;

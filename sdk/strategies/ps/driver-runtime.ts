@@ -1,5 +1,5 @@
 import * as tf from "@tensorflow/tfjs";
-import { refuseAccumulation, refuseValidation } from "../../driver/replica-options";
+import { refuseValidation } from "../../driver/replica-options";
 import { validateOnReplicas } from "../data/validate-replicas";
 import { scheduleRates } from "../../driver/learning-rates";
 import type { WorkerHandle } from "../../members/worker-handle";
@@ -56,9 +56,7 @@ export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel
 
 /** Async checkpoints, and state that is not float (which servers could not average), are refused before anything is sent. */
 function refuseWhatCannotWork(model: tf.LayersModel, given: ResolvedFitOptions, plan: PsPlan): void {
-  const where = "parameter servers (the workers hold the weights of their last pull, not the servers')";
   if (plan.mode === "async") refuseValidation(given, 'async parameter servers (no epoch ends with every push applied); use mode "sync"');
-  refuseAccumulation(given, where, 'raise batchSize, or train with strategy("data", ...) and accumulate');
   if ((given.checkpoint || given.resumeFrom) && plan.mode === "async") {
     throw new FitAborted(
       new ConfigError("checkpoints are written for sync parameter servers; async ones apply pushes in an order no rerun repeats, so a resumed run could not equal an uninterrupted one", {
@@ -120,7 +118,7 @@ async function loadAll(ctx: FitContext, model: tf.LayersModel, o: ResolvedFitOpt
       ),
       ...ctx.workers.map((w) =>
         w.channel.request(
-          { type: "load", role: "ps-worker", topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), metrics: o.metrics, ...(o.classTable ? { classWeight: o.classTable } : {}), replicaBatch: Math.ceil(o.batchSize / n), stepTimeoutMs: stepMs, mode: plan.mode, shards, state: stateShards, ...slowdown(plan, w.rank), ...(plan.compression ? { compression: plan.compression } : {}) },
+          { type: "load", role: "ps-worker", topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), metrics: o.metrics, ...(o.classTable ? { classWeight: o.classTable } : {}), replicaBatch: Math.ceil(o.batchSize / n), stepTimeoutMs: stepMs, mode: plan.mode, shards, state: stateShards, ...slowdown(plan, w.rank), ...(plan.compression ? { compression: plan.compression } : {}), ...(o.accumulate > 1 ? { accumulate: o.accumulate } : {}) },
           "loaded",
           { ...loading, attachments: weights },
         ),
