@@ -5,7 +5,7 @@ import { EpochWalk } from "./epoch-walk";
 import { rateField } from "./learning-rates";
 import type { ResolvedFitOptions } from "./fit-options";
 import type { Tensorlike } from "../protocol/tensor";
-import type { MembershipChange, StepRecord } from "../metrics/records";
+import type { EpochValidation, MembershipChange, StepRecord } from "../metrics/records";
 import { awaitAll, survived } from "./await";
 import { computeEnd, stepOutcome, straggler, workerStep } from "./step-records";
 import { nonFiniteStop } from "./non-finite";
@@ -33,6 +33,8 @@ export interface ElasticHooks {
   load(worker: WorkerHandle, weights: Tensorlike[]): Promise<void>;
   /** Each member's slice of a batch of `count` samples: the plan's split while its membership lasts. */
   split(count: number, members: number): readonly number[];
+  /** Validation at an epoch's end, by the members then (fit options validationData, validationSplit). */
+  validate?: (members: readonly WorkerHandle[], epoch: number) => Promise<Record<string, number>>;
 }
 
 /**
@@ -51,7 +53,7 @@ export function runElastic(
   minWorkers: number,
   t: { fitStart: number; fitStartWall: number; startStep: number },
   hooks: ElasticHooks,
-): Promise<{ history: StepRecord[]; membership: MembershipChange[]; members: WorkerHandle[]; stopped: FitAborted | undefined }> {
+): Promise<{ history: StepRecord[]; membership: MembershipChange[]; members: WorkerHandle[]; stopped: FitAborted | undefined; validation: EpochValidation[] }> {
   return new ElasticLoop(ctx, o, dataset, minWorkers, t, hooks).run();
 }
 
@@ -78,6 +80,9 @@ class ElasticLoop {
   /** Callbacks: the last epoch and step whose begin was called (a step sent again after a loss is not begun twice), and stopTraining seen. */
   private begun = { epoch: -1, step: -1 };
   private ended = false;
+  /** An epoch whose steps are all recorded and whose end (validation, callbacks) is due before the next step. */
+  private pendingEpoch: number | null = null;
+  private readonly validation: EpochValidation[] = [];
 
   constructor(
     private readonly ctx: FitContext,
@@ -109,22 +114,18 @@ class ElasticLoop {
     this.wake?.();
   }
 
-  async run(): Promise<{ history: StepRecord[]; membership: MembershipChange[]; members: WorkerHandle[]; stopped: FitAborted | undefined }> {
+  async run(): Promise<{ history: StepRecord[]; membership: MembershipChange[]; members: WorkerHandle[]; stopped: FitAborted | undefined; validation: EpochValidation[] }> {
     const cb = this.o.callbacks;
     try {
       await this.hook(() => cb?.trainBegin({ epochs: this.o.epochs, initialEpoch: this.walk.at(this.done).epoch, samples: this.dataset.size, steps: this.walk.perEpoch, batchSize: this.o.batchSize, metrics: ["loss", ...this.o.metrics.map((m) => m.name)] }));
       await this.rewire();
-      while (this.done < this.total && !this.stopped && !this.ended) await this.advance();
+      while (!this.stopped && (this.pendingEpoch !== null || (this.done < this.total && !this.ended))) await this.advance();
       await Promise.all(this.inflight.map((f) => f.settled));
-      // As model.fit: the epoch a callback stopped in ends too, then the training.
-      if (cb && !this.stopped) {
-        if (this.ended && this.done % this.walk.perEpoch !== 0) await this.hook(() => cb.epochEnd(this.walk.at(this.done - 1).epoch, this.history));
-        await this.hook(() => cb.trainEnd());
-      }
+      if (cb && !this.stopped) await this.hook(() => cb.trainEnd());
     } finally {
       this.ctx.setStep(undefined);
     }
-    return { history: this.history, membership: this.membership, members: this.members, stopped: this.stopped };
+    return { history: this.history, membership: this.membership, members: this.members, stopped: this.stopped, validation: this.validation };
   }
 
   /** One turn of the loop: recover from a loss, admit joiners, keep two steps in flight, or record the oldest. */
@@ -134,8 +135,9 @@ class ElasticLoop {
       return this.recover();
     }
     if (this.joiners.length > 0 && this.inflight.length === 0) return this.admit();
-    // With callbacks, one step at a time: each batch ends (and may stop the fit) before the next begins, as in model.fit.
-    const ahead = this.o.callbacks ? 1 : 2;
+    if (this.pendingEpoch !== null) return this.endEpoch(this.pendingEpoch);
+    // With callbacks or validation, one step at a time: each batch (and epoch) ends before the next begins, as in model.fit.
+    const ahead = this.o.callbacks || this.hooks.validate ? 1 : 2;
     while (this.joiners.length === 0 && this.next < this.total && this.next - this.done < ahead && !this.ended) {
       await this.begin(this.next);
       if (this.stopped || this.ended) return;
@@ -158,6 +160,9 @@ class ElasticLoop {
     this.record(head);
     this.done++;
     await this.stepRecorded(head);
+    // As model.fit: the epoch a callback stopped in ends too.
+    const last = (head.step + 1) % this.walk.perEpoch === 0 || head.step + 1 === this.total;
+    if ((this.o.callbacks || this.hooks.validate) && (last || this.ended)) this.pendingEpoch = head.epoch;
   }
 
   /** Callbacks before a step is first sent: its epoch's begin (once) and the batch's. */
@@ -176,7 +181,28 @@ class ElasticLoop {
     if (!cb) return;
     const rec = this.history[this.history.length - 1]!;
     await this.hook(() => cb.batchEnd(f.step - f.epoch * this.walk.perEpoch, rec));
-    if ((f.step + 1) % this.walk.perEpoch === 0 || f.step + 1 === this.total) await this.hook(() => cb.epochEnd(f.epoch, this.history));
+  }
+
+  /**
+   * An epoch's end, once its steps are recorded: validation by the members then (a member lost
+   * meanwhile: the loop recovers and validates again), then the callbacks' epoch end with its logs.
+   */
+  private async endEpoch(epoch: number): Promise<void> {
+    let logs: Record<string, number> = {};
+    if (this.hooks.validate) {
+      try {
+        logs = await this.hooks.validate(this.members, epoch);
+      } catch (err) {
+        if (survived(err)) this.stopped ??= new FitAborted(err);
+        else await this.settleFailure({ status: "rejected", reason: err });
+        return;
+      }
+      this.validation.push({ epoch, logs });
+      this.o.onValidated?.(epoch, logs);
+    }
+    this.pendingEpoch = null;
+    const cb = this.o.callbacks;
+    if (cb) await this.hook(() => cb.epochEnd(epoch, this.history, logs));
   }
 
   /** Runs a callback hook; one that throws stops the fit, and one that set model.stopTraining ends it after the steps in flight. */

@@ -3,8 +3,8 @@ import { ConfigError } from "../errors/errors";
 import { FitAborted } from "./fit-stop";
 
 /**
- * Fit options some fits cannot carry out: validation (elastic and async fits have no epoch end
- * at which every replica holds the same weights) and gradient accumulation (each data-parallel
+ * Fit options some fits cannot carry out: validation (async parameter servers have no epoch end
+ * at which every worker holds the same weights) and gradient accumulation (each data-parallel
  * replica computes its share in chunks). Those fits refuse them before anything is sent, naming
  * what to use.
  */
@@ -12,7 +12,7 @@ export function refuseValidation(o: { validation?: Dataset }, where: string): vo
   if (!o.validation) return;
   throw new FitAborted(
     new ConfigError(`validationData and validationSplit are not evaluated under ${where}`, {
-      hint: 'strategies "data" (not elastic), "ps" (sync), "model", "pipeline" and "hybrid" validate each epoch; or evaluate the trained model yourself (model.evaluate)',
+      hint: 'strategies "data" (elastic too), "ps" (sync), "model", "pipeline" and "hybrid" validate each epoch; or evaluate the trained model yourself (model.evaluate)',
     }),
   );
 }

@@ -16,6 +16,7 @@ import { batchNormClassifier } from "../helpers/stateful-models";
 
 tf.enableProdMode();
 const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 240, seed: 4 });
+const held = datasets.synthetic({ inputShape: [6], classes: 3, size: 30, seed: 44 });
 const options: FitOptions = { epochs: 2, batchSize: 24, optimizer: { name: "adam", learningRate: 0.01 }, seed: 5, loss: "categoricalCrossentropy" };
 
 
@@ -26,7 +27,7 @@ async function reference(d: Dataset, epochs = 2): Promise<tf.LayersModel> {
 }
 
 describe("elastic data parallelism", () => {
-  test("a worker killed mid-fit is left behind; the others finish, equal to model.fit; callbacks see each batch and epoch once", async (t) => {
+  test("a worker killed mid-fit is left behind; the others finish, equal to model.fit; callbacks see each batch and epoch once; each epoch is validated", async (t) => {
     const c = await cluster().workers(3).strategy("data", { elastic: { minWorkers: 2 } }).timeouts({ stepMs: 30_000 }).heartbeat({ intervalMs: 200, timeoutMs: 1000 }).launch();
     try {
       const model = smallClassifier(6, 3);
@@ -39,12 +40,19 @@ describe("elastic data parallelism", () => {
         onEpochEnd: async (_e: number, logs?: tf.Logs) => void epochLoss.push(logs!.loss as number),
         onTrainEnd: async () => void seen.push("end"),
       };
-      const run = await c.fit(model, ds, { ...options, callbacks, onStep: (s) => void (s.step === 6 && c.kill(1)) });
+      const run = await c.fit(model, ds, { ...options, callbacks, validationData: held, onStep: (s) => void (s.step === 6 && c.kill(1)) });
       // Steps after the loss are sent again; their callbacks are called once, when every member completed them.
       const batches = Array.from({ length: 10 }, (_, i) => `b${i}`);
       assert.deepEqual(seen, ["train", "E0", ...batches, "E1", ...batches, "end"]);
       epochLoss.forEach((l, e) => assert.ok(Math.abs(l - run.byEpoch.history.loss![e]!) < 1e-6, `epoch ${e}: ${l} vs ${run.byEpoch.history.loss![e]}`));
       assert.equal(epochLoss.length, 2);
+      // Each epoch validated by the members then; the last equals model.fit's model evaluated on the held-out samples.
+      assert.equal(run.byEpoch.history.val_loss?.length, 2);
+      const ref0 = await reference(ds);
+      const { x: hx, y: hy } = held.toTensors();
+      ref0.compile({ optimizer: "sgd", loss: "categoricalCrossentropy" });
+      const evaluated = (ref0.evaluate(hx, hy, { batchSize: 24 }) as tf.Scalar).dataSync()[0]!;
+      assert.ok(Math.abs(run.byEpoch.history.val_loss![1]! - evaluated) < 1e-4 * Math.max(1, evaluated), `val_loss ${run.byEpoch.history.val_loss![1]} vs model.evaluate's ${evaluated}`);
       const ref = await reference(ds);
       const diff = maxRelativeDifference(model, ref);
       const m = run.membership;

@@ -20,7 +20,6 @@ import { dataWiring } from "../../plan/wiring";
 import { checkpointing, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
 import { runElastic } from "../../driver/elastic-loop";
 import { validateOnReplicas } from "./validate-replicas";
-import { refuseValidation } from "../../driver/replica-options";
 import { askedToStop, FitAborted } from "../../driver/fit-stop";
 
 
@@ -49,8 +48,10 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
     const load = async (w: WorkerHandle, attachments: Tensorlike[]): Promise<void> => void (await awaitAll(ctx)([loadOn(w, attachments)]));
     // The plan split each batch among its replicas; a membership the plan did not make shares it evenly.
     const split = (count: number, members: number): readonly number[] => (members === plan.replicas ? splitOf(plan.batch, count) : splitBatch(count, members)).perReplica;
-    const r = await runElastic(ctx, o, dataset, plan.elastic.minWorkers, { fitStart: performance.now(), fitStartWall, startStep: resumed?.ckpt.body.step ?? 0 }, { load, split });
-    return { ...(await finish(ctx, model, o, plan, r.history, r.members, r.stopped, started, r.membership)), ...(replicaStep ? { replicaStep } : {}) };
+    const validation = o.validation;
+    const validate = validation ? { validate: (members: readonly WorkerHandle[], epoch: number) => validateOnReplicas(ctx, members, validation, o.batchSize)(epoch) } : {};
+    const r = await runElastic(ctx, o, dataset, plan.elastic.minWorkers, { fitStart: performance.now(), fitStartWall, startStep: resumed?.ckpt.body.step ?? 0 }, { load, split, ...validate });
+    return { ...(await finish(ctx, model, o, plan, r.history, r.members, r.stopped, started, r.membership)), ...(replicaStep ? { replicaStep } : {}), ...(r.validation.length > 0 ? { validation: r.validation } : {}) };
   }
   const more = checkpointing(ctx, o, resumed, { strategy: "data", summary: plan.model, dataset, holders, weights: async () => (await fetchWeightsOf(ctx, [workers[0]!], "the weights to checkpoint"))[0]! });
   const validate = o.validation ? { validate: validateOnReplicas(ctx, workers, o.validation, o.batchSize) } : {};
@@ -63,7 +64,6 @@ function refuseWhatCannotWork(o: ResolvedFitOptions, dataset: Dataset, plan: Dat
   if (plan.elastic && o.checkpoint) {
     throw new FitAborted(new ConfigError("elastic training and checkpoints do not go together yet: a checkpoint is written from one replica at a fixed membership", { hint: "drop checkpoint, or drop elastic" }));
   }
-  if (plan.elastic) refuseValidation(o, "an elastic fit (its replicas change between epochs)");
   if (plan.batchNorm === "sync" && o.accumulate > 1) {
     throw new FitAborted(new ConfigError(`accumulate ${o.accumulate} with batchNorm "sync": the global batch's statistics are those of the whole update's batch, which accumulation computes a chunk at a time`, { hint: 'raise batchSize instead, or use batchNorm "replica"' }));
   }
