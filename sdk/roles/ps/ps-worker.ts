@@ -51,6 +51,7 @@ export class PsReplica implements WorkerRole {
     compression: LoadOf<"ps-worker">["compression"],
     /** Chunks each step's slice is computed in (fit option accumulate); 1: one pass. */
     private readonly accumulate: number,
+    private readonly mode: "sync" | "async",
   ) {
     const f = compression ? new ErrorFeedback(compression, r.gradientLength) : null;
     this.feedback = f;
@@ -69,7 +70,7 @@ export class PsReplica implements WorkerRole {
       r.model.dispose();
       throw new ProtocolError(problem ?? `the servers' state lists ${state.length} servers; their shards ${shards.length}`);
     }
-    return new PsReplica(r, shards.map((s) => [...s]), state.map((s) => [...s]), msg.slowdown ?? 1, msg.compression, msg.accumulate ?? 1);
+    return new PsReplica(r, shards.map((s) => [...s]), state.map((s) => [...s]), msg.slowdown ?? 1, msg.compression, msg.accumulate ?? 1, msg.mode);
   }
 
   get paramCount(): number {
@@ -137,18 +138,19 @@ export class PsReplica implements WorkerRole {
   }
 
   /**
-   * Validation at an epoch's end (sync servers): the weights and model state the servers hold
-   * after the epoch's last update, pulled, then the shard evaluated as a data-parallel replica
-   * evaluates its own.
+   * Validation at an epoch's end: the weights and model state the servers hold after the epoch's
+   * last update (sync: the version after this worker's last step; async: what they hold, the
+   * driver having waited for every push of the epoch), pulled, then the shard evaluated as a
+   * data-parallel replica evaluates its own.
    */
-  answer(msg: Message, attachments: Tensorlike[] = []): Promise<RoleReply> | undefined {
+  answer(msg: Message, attachments: Tensorlike[] = [], io?: HostIO): Promise<RoleReply> | undefined {
     if (msg.type !== "evaluate") return undefined;
     const feed = splitFeed(this.r.model, attachments);
     if (!feed) return Promise.reject(new ProtocolError(`"evaluate" carries ${attachments.length} tensors, expected ${this.r.model.inputs.length} input(s) and ${this.r.model.outputs.length} target(s)`));
-    const last = this.last;
-    if (!last) return Promise.reject(new StateError("validation before any step: this worker has not reached its servers yet"));
-    return last.links
-      .pull(last.clock + 1)
+    const servers = io?.servers ?? this.last?.links;
+    if (!servers || (this.mode === "sync" && !this.last)) return Promise.reject(new StateError("validation before any step: this worker has not reached its servers yet"));
+    return servers
+      .pull(this.mode === "sync" ? this.last!.clock + 1 : undefined)
       .then((pulled) => this.assign(pulled.shards))
       .then(() => evaluateShard(this.r, feed.x, feed.y, msg.batchSize))
       .then((sums) => ({ draft: { type: "evaluated", re: msg.id, ...sums } }));

@@ -6,7 +6,7 @@ import { EpochWalk } from "../../driver/epoch-walk";
 import type { ResolvedFitOptions } from "../../driver/fit-options";
 import { pushRecord, roundRecord } from "./push-records";
 import { leadOf, mayStart } from "./ssp";
-import type { StepRecord, Departure, PushRecord } from "../../metrics/records";
+import type { StepRecord, Departure, EpochValidation, PushRecord } from "../../metrics/records";
 import type { PsPlan } from "../../plan/plans";
 import { awaitAll, survived } from "../../driver/await";
 import { nonFiniteError } from "../../driver/non-finite";
@@ -41,12 +41,17 @@ type Event =
   | { kind: "done"; w: WorkerState; run: Running; reply: StepDone }
   | { kind: "failed"; w: WorkerState; run: Running; error: unknown }
   | { kind: "departed"; w: WorkerState; error: MeshtrainError }
-  | { kind: "undecided"; w: WorkerState; error: unknown };
+  | { kind: "undecided"; w: WorkerState; error: unknown }
+  | { kind: "validated"; epoch: number; logs: Record<string, number> }
+  | { kind: "validationFailed"; error: unknown; gone: number };
+
+/** Validation at an epoch's end by the live workers (fit options validationData, validationSplit). */
+export type AsyncValidate = (workers: readonly WorkerHandle[], epoch: number) => Promise<Record<string, number>>;
 
 /** Steps handed to a worker before its last one finished, so it never waits for data. */
 const AHEAD = 2;
 
-type AsyncResult = { history: StepRecord[]; pushes: PushRecord[]; departures: Departure[]; live: WorkerHandle[]; stopped: FitAborted | undefined };
+type AsyncResult = { history: StepRecord[]; pushes: PushRecord[]; departures: Departure[]; live: WorkerHandle[]; stopped: FitAborted | undefined; validation: EpochValidation[] };
 
 /**
  * Asynchronous training: each free worker is handed the next slice of data (so a slow worker
@@ -55,8 +60,8 @@ type AsyncResult = { history: StepRecord[]; pushes: PushRecord[]; departures: De
  * steps ahead of the slowest live worker. A worker that leaves is recorded; the slices it was
  * working on go to the others unless the servers already applied them.
  */
-export function runAsync(ctx: FitContext, o: ResolvedFitOptions, dataset: Dataset, plan: PsPlan, t: { fitStart: number; fitStartWall: number }): Promise<AsyncResult> {
-  return new AsyncLoop(ctx, o, dataset, plan, t).run();
+export function runAsync(ctx: FitContext, o: ResolvedFitOptions, dataset: Dataset, plan: PsPlan, t: { fitStart: number; fitStartWall: number }, validate?: AsyncValidate): Promise<AsyncResult> {
+  return new AsyncLoop(ctx, o, dataset, plan, t, validate).run();
 }
 
 /** Every slice of every epoch's global batches, in the order they are handed out (popped from the end). */
@@ -86,6 +91,13 @@ class AsyncLoop {
   private round: PushRecord[] = [];
   private roundStart = 0;
   private stopped: FitAborted | undefined;
+  /**
+   * With validation, epochs end as in model.fit: no slice of the next epoch is handed out until
+   * every push of this one is applied and the workers validated on the servers' weights.
+   */
+  private epoch = -1;
+  private validating = false;
+  private readonly validation: EpochValidation[] = [];
 
   constructor(
     private readonly ctx: FitContext,
@@ -93,6 +105,7 @@ class AsyncLoop {
     private readonly dataset: Dataset,
     private readonly plan: PsPlan,
     private readonly t: { fitStart: number; fitStartWall: number },
+    private readonly validate?: AsyncValidate,
   ) {
     this.n = ctx.workers.length;
     this.stepMs = ctx.spec.timeouts.stepMs;
@@ -122,7 +135,10 @@ class AsyncLoop {
       this.dispatch();
     }
     this.closeRound();
-    return { history: this.history, pushes: this.pushes, departures: this.departures, live: this.states.filter((s) => !s.gone).map((s) => s.handle), stopped: this.stopped };
+    const live = this.states.filter((s) => !s.gone).map((s) => s.handle);
+    // The last epoch's validation: every push applied, nothing else to wait for.
+    if (this.validate && !this.stopped && this.epoch >= 0 && this.validation.at(-1)?.epoch !== this.epoch) this.validated(this.epoch, await this.validate(live, this.epoch));
+    return { history: this.history, pushes: this.pushes, departures: this.departures, live, stopped: this.stopped, validation: this.validation };
   }
 
   private async handle(e: Event): Promise<void> {
@@ -157,7 +173,40 @@ class AsyncLoop {
       case "departed":
         if (!e.w.gone) await this.depart(e.w, e.error);
         return;
+      case "validated":
+        this.validating = false;
+        this.validated(e.epoch, e.logs);
+        return;
+      case "validationFailed":
+        // A worker lost meanwhile: the others validate again; anything else ends the fit.
+        if (survived(e.error)) this.stopped ??= new FitAborted(e.error);
+        else if (this.states.filter((s) => s.gone || s.handle.lost).length === e.gone) throw (await this.ctx.lossWithin(0)) ?? e.error;
+        this.validating = false;
+        return;
     }
+  }
+
+  private validated(epoch: number, logs: Record<string, number>): void {
+    this.validation.push({ epoch, logs });
+    this.o.onValidated?.(epoch, logs);
+  }
+
+  /** Whether handing out the next slice waits for its epoch's predecessor to end (validation). */
+  private atEpochEnd(): boolean {
+    const next = this.queue[this.queue.length - 1];
+    if (!this.validate || !next || this.epoch < 0 || next.epoch === this.epoch) return false;
+    if (this.validation.at(-1)?.epoch === this.epoch) return false;
+    if (!this.validating && this.states.every((s) => s.running.length === 0)) {
+      this.validating = true;
+      const epoch = this.epoch;
+      const live = this.states.filter((s) => !s.gone).map((s) => s.handle);
+      const gone = this.states.filter((s) => s.gone || s.handle.lost).length;
+      this.validate(live, epoch).then(
+        (logs) => this.emit({ kind: "validated", epoch, logs }),
+        (error: unknown) => setTimeout(() => this.emit({ kind: "validationFailed", error, gone }), this.grace).unref(),
+      );
+    }
+    return true;
   }
 
   /** Hands every free worker its next slices, as far as the staleness bound allows. */
@@ -166,7 +215,9 @@ class AsyncLoop {
     this.stopped ??= stopRequest(this.ctx);
     for (const w of this.states) {
       while (!w.gone && !this.stopped && this.queue.length > 0 && w.running.length < AHEAD && mayStart(w.next, this.finishedOf(), this.plan.staleness)) {
+        if (this.atEpochEnd()) return;
         const slice = this.queue.pop()!;
+        this.epoch = slice.epoch;
         const run: Running = { slice, clock: w.next++, lead: leadOf(w.next - 1, this.finishedOf()) };
         w.running.push(run);
         const batch = this.dataset.gather(slice.order, slice.start, slice.end);

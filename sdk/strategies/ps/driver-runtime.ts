@@ -1,5 +1,4 @@
 import * as tf from "@tensorflow/tfjs";
-import { refuseValidation } from "../../driver/replica-options";
 import { validateOnReplicas } from "../data/validate-replicas";
 import { scheduleRates } from "../../driver/learning-rates";
 import type { WorkerHandle } from "../../members/worker-handle";
@@ -43,7 +42,9 @@ export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel
   // Sync workers validate at each epoch's end on the servers' weights (each pulls them first).
   const more = { ...checkpointing(ctx, o, resumed, { strategy: "ps", summary: plan.model, dataset, holders, weights: () => serverWeights(ctx, plan) }), ...(o.validation ? { validate: validateOnReplicas(ctx, workers, o.validation, o.batchSize) } : {}) };
   const t = { fitStartWall: wallClock(), fitStart: performance.now() };
-  const result = plan.mode === "sync" ? await runSync(ctx, o, dataset, more, t, plan) : await runAsync(ctx, o, dataset, plan, t);
+  const held = o.validation;
+  const asyncValidate = held ? (live: readonly WorkerHandle[], epoch: number) => validateOnReplicas(ctx, live, held, o.batchSize)(epoch) : undefined;
+  const result = plan.mode === "sync" ? await runSync(ctx, o, dataset, more, t, plan) : await runAsync(ctx, o, dataset, plan, t, asyncValidate);
   if (result.stopped) {
     await releaseLive(ctx, result.live);
     throw result.stopped;
@@ -56,7 +57,6 @@ export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel
 
 /** Async checkpoints, and state that is not float (which servers could not average), are refused before anything is sent. */
 function refuseWhatCannotWork(model: tf.LayersModel, given: ResolvedFitOptions, plan: PsPlan): void {
-  if (plan.mode === "async") refuseValidation(given, 'async parameter servers (no epoch ends with every push applied); use mode "sync"');
   if ((given.checkpoint || given.resumeFrom) && plan.mode === "async") {
     throw new FitAborted(
       new ConfigError("checkpoints are written for sync parameter servers; async ones apply pushes in an order no rerun repeats, so a resumed run could not equal an uninterrupted one", {
