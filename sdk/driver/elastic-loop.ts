@@ -11,7 +11,7 @@ import { computeEnd, stepOutcome, straggler, workerStep } from "./step-records";
 import { nonFiniteStop } from "./non-finite";
 import { type FitContext, type StepDone } from "./fit-context";
 import type { Wiring } from "../plan/wiring";
-import { FitAborted, stepSeen } from "./fit-stop";
+import { FitAborted, runHook, stepSeen } from "./fit-stop";
 
 interface InFlight {
   step: number;
@@ -205,15 +205,13 @@ class ElasticLoop {
     if (cb) await this.hook(() => cb.epochEnd(epoch, this.history, logs));
   }
 
-  /** Runs a callback hook; one that throws stops the fit, and one that set model.stopTraining ends it after the steps in flight. */
+  /** Runs a callback hook (see runHook): its error stops the fit, model.stopTraining ends it. */
   private async hook(call: () => Promise<void> | undefined): Promise<void> {
-    try {
-      await call();
-    } catch (err) {
-      this.stopped ??= new FitAborted(err);
-    }
-    if (this.o.callbacks?.stopTraining) this.ended = true;
+    const r = await runHook(call, () => this.o.callbacks?.stopTraining ?? false);
+    this.stopped ??= r.error;
+    if (r.ended) this.ended = true;
   }
+
 
   /** A failed step is usually the echo of a worker about to be declared lost; anything else ends the fit. */
   private async settleFailure(failed: PromiseRejectedResult): Promise<void> {

@@ -78,3 +78,18 @@ export function askedToStop(stopped: FitAborted | undefined): boolean {
 export interface StopAsked {
   stopRequested(): MeshtrainError | undefined;
 }
+
+/**
+ * Runs a callback hook as the step loops do: one that throws stops the fit with its error (as
+ * onStep's exceptions do), and one that set model.stopTraining (`stopTraining()` says) ends it
+ * at the next step boundary.
+ */
+export async function runHook(call: () => Promise<void> | undefined, stopTraining: () => boolean): Promise<{ error?: FitAborted; ended: boolean }> {
+  let error: FitAborted | undefined;
+  try {
+    await call();
+  } catch (err) {
+    error = new FitAborted(err);
+  }
+  return { ...(error ? { error } : {}), ended: stopTraining() };
+}

@@ -6,7 +6,7 @@ import { awaitAll, survived } from "./await";
 import { type FitContext, type StepDone } from "./fit-context";
 import { nonFiniteStop } from "./non-finite";
 import { rateField } from "./learning-rates";
-import { askedToStop, FitAborted, stepSeen, stopRequest } from "./fit-stop";
+import { askedToStop, FitAborted, runHook, stepSeen, stopRequest } from "./fit-stop";
 
 /** One step sent to the workers: its replies, and how to turn them into the step's record. */
 export interface IssuedStep {
@@ -140,15 +140,13 @@ class StepLoop {
     if (cb) await this.hook(() => cb.batchEnd(f.step - f.epoch * this.walk.perEpoch, rec));
   }
 
-  /** Runs a callback hook; one that throws stops the fit as onStep's exceptions do, and one that set model.stopTraining ends it. */
+  /** Runs a callback hook (see runHook): its error stops the fit, model.stopTraining ends it. */
   private async hook(call: () => Promise<void> | undefined): Promise<void> {
-    try {
-      await call();
-    } catch (err) {
-      this.stopped ??= new FitAborted(err);
-    }
-    if (this.o.callbacks?.stopTraining) this.ended = true;
+    const r = await runHook(call, () => this.o.callbacks?.stopTraining ?? false);
+    this.stopped ??= r.error;
+    if (r.ended) this.ended = true;
   }
+
 
   /** The steps in flight recorded, the epoch validated and its end called; false when the fit stops there. */
   private async endEpoch(): Promise<boolean> {
