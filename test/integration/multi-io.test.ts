@@ -59,6 +59,7 @@ const setups: Array<{ name: string; build: () => ClusterBuilder; validate: boole
   { name: "data, 2 workers", build: () => cluster().workers(2).strategy("data"), validate: true },
   { name: "sync parameter servers, 2 workers", build: () => cluster().workers(2).ps(1).strategy("ps", { mode: "sync" }), validate: true },
   { name: "async parameter servers, 1 worker", build: () => cluster().workers(1).ps(1).strategy("ps", { mode: "async" }), validate: false },
+  { name: "elastic data, 2 workers", build: () => cluster().workers(2).strategy("data", { elastic: { minWorkers: 1 } }), validate: true },
 ];
 
 for (const setup of setups) {
@@ -84,6 +85,7 @@ const staged: Array<{ name: string; build: () => ClusterBuilder; ends?: number[]
   // The only cut points are after "trunk" and before "score": stage 1 reads "context" and makes "label".
   { name: "pipeline, 3 stages", build: () => cluster().workers(3).strategy("pipeline", { stages: 3, microBatches: 2 }), ends: [[[0], []], [[1], [0]], [[], [1]]] },
   { name: "hybrid, 2 x 2", build: () => cluster().workers(4).strategy("hybrid", { stages: 2, replicas: 2, microBatches: 2 }) },
+  { name: "model parallelism, 3 stages", build: () => cluster().workers(3).strategy("model"), ends: [[[0], []], [[1], [0]], [[], [1]]] },
 ];
 
 for (const setup of staged) {

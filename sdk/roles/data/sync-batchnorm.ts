@@ -157,7 +157,7 @@ export class SyncNorm {
 
   /** The replica's part of a round, summed over every replica (its zeros once it is broken). */
   private async sumUp(run: Run, local: () => Float32Array, length: number): Promise<Float32Array> {
-    let data = new Float32Array(length);
+    let data: Float32Array = new Float32Array(length);
     if (!run.broken) {
       try {
         data = local();
