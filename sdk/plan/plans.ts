@@ -34,6 +34,8 @@ export interface DataParallelPlan {
   readonly compression: Compression | null;
   /** Whether the gradient is all-reduced in buckets during the backward pass (native data plane and native step only), and why. */
   readonly overlap: OverlapChoice;
+  /** Low-rank gradients (PowerSGD) at this rank, or null. */
+  readonly powerSgd: { readonly rank: number } | null;
   /** BatchNormalization's statistics: each replica's slice's ("replica"), or the global batch's ("sync"). */
   readonly batchNorm: "replica" | "sync";
   readonly allReduce: {

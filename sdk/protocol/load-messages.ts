@@ -39,6 +39,8 @@ const variableShapes = z.array(z.strictObject({ index: z.number().int().nonnegat
 /** Data parallelism: a replica of the whole model; weights follow as attachments. */
 export const LoadReplicaSchema = z.strictObject({
   ...loadFields,
+  /** Low-rank gradients (PowerSGD) at this rank, with error feedback, instead of the whole gradient. */
+  powerSgd: z.strictObject({ rank: z.number().int().min(1).max(4096) }).optional(),
   /** "sync": BatchNormalization layers normalize with the global batch's statistics (all-reduced in rounds each step). */
   batchNorm: z.enum(["sync"]).optional(),
   role: z.literal("replica"),

@@ -19,6 +19,7 @@ import { GradientBuckets } from "./buckets";
 import { evaluateShard } from "./evaluate-shard";
 import { accumulatedSlice } from "./accumulate-slices";
 import { SyncNorm } from "./sync-batchnorm";
+import { PowerSgd } from "./power-sgd";
 import { feedRows, splitFeed, type Feed } from "../objective";
 import type { OptimizerState, UpdateRule } from "../tfjs-update";
 import { hasNonFinite } from "../../backends/native/finite";
@@ -83,6 +84,8 @@ export class DataReplica implements WorkerRole {
   private readonly overlap: boolean;
   /** batchNorm "sync": normalization with the global batch's statistics, taken in all-reduced rounds. */
   private readonly sync: SyncNorm | null;
+  /** compression powersgd: the gradient all-reduced as low-rank factors, with error feedback. */
+  private readonly power: PowerSgd | null;
 
   private constructor(private readonly r: LoadedReplica, msg: LoadOf<"replica">) {
     this.update = makeUpdateRule(r.vars, msg.optimizer);
@@ -92,6 +95,7 @@ export class DataReplica implements WorkerRole {
     this.accumulate = msg.accumulate ?? 1;
     this.feedback = msg.compression ? new ErrorFeedback(msg.compression, r.gradientLength) : null;
     this.sync = msg.batchNorm === "sync" ? new SyncNorm(r.model) : null;
+    this.power = msg.powerSgd ? new PowerSgd(r.vars.map((v) => v.shape), msg.powerSgd.rank) : null;
   }
 
   static async load(msg: LoadOf<"replica">, weights: Tensorlike[] | "initial", env: Partial<RoleEnv> = {}): Promise<DataReplica> {
@@ -190,7 +194,7 @@ export class DataReplica implements WorkerRole {
     const t1 = performance.now();
     let reduced: Awaited<ReturnType<AllReduceFn>>;
     try {
-      reduced = buckets ? { data: flat, stats: await this.finishBuckets(buckets, slice, flat) } : await allReduce(flat, this.feedback?.wire(n));
+      reduced = buckets ? { data: flat, stats: await this.finishBuckets(buckets, slice, flat) } : this.power ? await this.power.allReduce(flat, n, (d) => allReduce(d)) : await allReduce(flat, this.feedback?.wire(n));
     } catch (err) {
       // The forward pass moved the statistics; a step that never completed must leave none behind
       // (an elastic survivor retries the step from here).
@@ -204,7 +208,11 @@ export class DataReplica implements WorkerRole {
     if (skipped) {
       this.r.state.set(stateBefore);
       this.feedback?.clear();
-    } else await this.apply(reduced.data, stateBefore);
+      this.power?.drop();
+    } else {
+      this.power?.commit();
+      await this.apply(reduced.data, stateBefore);
+    }
     // Whatever buffer the sum came back in (flat, or the communication thread's) is ours again.
     this.spare = reduced.data;
     const t3 = performance.now();

@@ -85,7 +85,7 @@ function replicaLoader(ctx: FitContext, model: tf.LayersModel, dataset: Dataset,
   const replicaBatch = Math.ceil(o.batchSize / ctx.workers.length / o.accumulate);
   return (w: WorkerHandle, attachments: Tensorlike[]) =>
     w.channel.request(
-      { type: "load", role: "replica", topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), metrics: o.metrics, ...(o.classTable ? { classWeight: o.classTable } : {}), replicaBatch, stepTimeoutMs: stepMs, ...data, ...slowdown(plan, w.rank), ...(plan.elastic ? { elastic: true } : {}), ...(plan.compression ? { compression: plan.compression } : {}), ...(plan.overlap.on ? { overlap: true } : {}), ...(o.accumulate > 1 ? { accumulate: o.accumulate } : {}), ...(plan.batchNorm === "sync" ? { batchNorm: "sync" as const } : {}) },
+      { type: "load", role: "replica", topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), metrics: o.metrics, ...(o.classTable ? { classWeight: o.classTable } : {}), replicaBatch, stepTimeoutMs: stepMs, ...data, ...slowdown(plan, w.rank), ...(plan.elastic ? { elastic: true } : {}), ...(plan.compression ? { compression: plan.compression } : {}), ...(plan.overlap.on ? { overlap: true } : {}), ...(o.accumulate > 1 ? { accumulate: o.accumulate } : {}), ...(plan.batchNorm === "sync" ? { batchNorm: "sync" as const } : {}), ...(plan.powerSgd ? { powerSgd: { rank: plan.powerSgd.rank } } : {}) },
       "loaded",
       { timeoutMs: stepMs, waitingFor: "the model to load", attachments },
     );

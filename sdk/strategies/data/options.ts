@@ -21,9 +21,10 @@ export const DataOptionsSchema = z.strictObject({
   /**
    * Gradients travel as 16-bit floats (half the bytes), the rounding error carried to the next
    * step (error feedback). "fp16": 10 bits of mantissa, values up to 65504; "bf16": 7 bits, the
-   * range of float32. Default: float32.
+   * range of float32. `{ name: "powersgd", rank }`: each gradient of two or more dimensions as a
+   * rank-r product P Q^T (PowerSGD, as DDP's powerSGD_hook), with error feedback. Default: float32.
    */
-  compression: z.enum(COMPRESSIONS).optional(),
+  compression: z.union([z.enum(COMPRESSIONS), z.strictObject({ name: z.literal("powersgd"), rank: z.number().int().min(1).max(4096) })]).optional(),
   /**
    * All-reduce the gradient in buckets while the backward pass still computes earlier layers
    * (as DDP does; native data plane and native step only). "auto" (default): only where every
@@ -49,5 +50,6 @@ export function checkDataOptions(o: DataOptions, spec: ClusterSpec): void {
     throw new ConfigError(`elastic: minWorkers ${o.elastic.minWorkers} is more than the ${n} worker(s) the cluster starts with`, { hint: `use minWorkers between 1 and ${n}` });
   }
   if (o.feed === "workers") throw new ConfigError('elastic training re-shards each step\'s batch from the driver; it needs feed "driver"', { hint: 'drop feed: "workers"' });
+  if (typeof o.compression === "object") throw new ConfigError("PowerSGD keeps each replica's error and the shared Q between steps; an elastic fit steps replicas back, which that state does not follow", { hint: 'use compression "fp16" or "bf16" with elastic, or drop elastic' });
   if (o.batchNorm === "sync") throw new ConfigError('batchNorm "sync" all-reduces statistics in rounds within each step; an elastic fit re-forms its ring between steps only', { hint: 'drop batchNorm: "sync", or drop elastic' });
 }

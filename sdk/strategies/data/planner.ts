@@ -19,9 +19,10 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
   if (batchSize !== undefined) checkBatch(batchSize, n);
   const ring = Array.from({ length: n }, (_, r) => r);
   const gradientBytes = model.trainableParamCount * 4;
-  const compression = given.compression ?? null;
-  // What the ring moves: 16-bit values halve the gradient's bytes (the float32 state and flag are a few values).
-  const wireBytes = compression ? gradientBytes / 2 : gradientBytes;
+  const compression = typeof given.compression === "string" ? given.compression : null;
+  const powerSgd = typeof given.compression === "object" ? { rank: given.compression.rank } : null;
+  // What the ring moves: 16-bit values halve the gradient's bytes; PowerSGD sends r (n + m) values per matrix.
+  const wireBytes = compression ? gradientBytes / 2 : powerSgd ? lowRankBytes(model, powerSgd.rank) : gradientBytes;
   const memory = estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer: options.optimizer });
   const speeds = speedsOf(options.devices, options.ring);
   const feed = given.feed;
@@ -43,8 +44,9 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
     model,
     gradientBytes,
     compression,
+    powerSgd,
     // Sync statistics take the step in rounds, by autodiff: no native step to overlap with.
-    overlap: Object.freeze(given.batchNorm === "sync" ? { on: false, why: 'batchNorm "sync" computes each step in all-reduced rounds' } : chooseOverlap(given.overlap, n, options.devices)),
+    overlap: Object.freeze(given.batchNorm === "sync" ? { on: false, why: 'batchNorm "sync" computes each step in all-reduced rounds' } : powerSgd ? { on: false, why: "PowerSGD all-reduces P and Q after the backward pass" } : chooseOverlap(given.overlap, n, options.devices)),
     batchNorm: given.batchNorm,
     allReduce: Object.freeze({ algorithm: "ring" as const, bytesSentPerRank: n > 1 ? Math.round((2 * (n - 1) * wireBytes) / n) : 0 }),
     batch: batchSize === undefined ? null : Object.freeze({ globalBatch: batchSize, perReplica: Object.freeze(replicaSlices(batchSize, n)), splits: planSplits(batchSize, options.datasetSize, n) }),
@@ -129,6 +131,7 @@ export function explainDataPlan(plan: DataParallelPlan): string {
       ? `each step every replica computes gradients on ${slice} and a ring all-reduce sums ${formatBytes(plan.gradientBytes)} of gradients; each rank sends 2(N-1)/N of that${plan.compression ? ", halved" : ""}`
       : "one worker: no all-reduce",
     ...(plan.compression && n > 1 ? [compressionLine(plan.compression)] : []),
+    ...(plan.powerSgd && n > 1 ? [`compression powersgd, rank ${plan.powerSgd.rank}: each gradient of two or more dimensions goes as P (n x r) and Q (m x r) in two all-reduces, ${formatBytes(lowRankBytes(plan.model, plan.powerSgd.rank))} instead of ${formatBytes(plan.gradientBytes)}; vectors go whole; each worker keeps what the approximation left out for its next step (error feedback)`] : []),
     ...(n > 1 ? [overlapLine(plan.overlap)] : []),
     ...(plan.batchNorm === "sync" ? [`batchNorm "sync": every BatchNormalization layer normalizes with the global batch's mean and variance (${plan.model.layers.filter((l) => l.className === "BatchNormalization").length} layer(s)), all-reduced twice per layer in the forward pass and once back, as one process at the global batch`] : []),
   ];
@@ -140,6 +143,17 @@ export function explainDataPlan(plan: DataParallelPlan): string {
     if (slower) lines.push(slower);
   }
   return lines.join("\n");
+}
+
+/** Bytes of PowerSGD's two all-reduces: r (n + m) per matrix (m its last dimension), vectors whole. */
+export function lowRankBytes(model: ModelSummary, rank: number): number {
+  return 4 * model.variables.reduce((a, v) => {
+    const size = v.shape.reduce((x, d) => x * d, 1);
+    if (v.shape.length < 2) return a + size;
+    const m = v.shape[v.shape.length - 1]!;
+    const r = Math.min(rank, size / m, m);
+    return a + r * (size / m + m);
+  }, 0);
 }
 
 /** What compression costs and keeps, said where a plan is explained. */
