@@ -49,11 +49,6 @@ export class PowerSgd {
     });
   }
 
-  /** Values each replica sends per step, over the two all-reduces (with `rest` values of state and flag). */
-  valuesSent(rest: number): number {
-    return this.whole.reduce((a, [, len]) => a + len, 0) + rest + this.matrices.reduce((a, x) => a + x.r * (x.n + x.m), 0);
-  }
-
   /**
    * All-reduces `flat` ([gradient (n values) | rest]) the PowerSGD way and returns the sum laid
    * out as `flat` is, the gradient approximated. The new error and Q wait for commit(): a step
