@@ -4,7 +4,22 @@ import { tensorOf } from "../../model/model-io";
 import type { LoadedReplica } from "../slice-gradient";
 import { labelTensor } from "../step-health";
 import { readConcat } from "../device-io";
-import { feedList, feedRows, objectiveLoss, outputList, reported, reportedNames, type Feed } from "../objective";
+import { feedList, feedRows, objectiveLoss, outputList, reported, reportedNames, type Feed, type Objective } from "../objective";
+
+/**
+ * Adds one validation batch to `sums` ([loss | reported...], each the batch's mean times its
+ * `rows`): the plain losses, without class weights or regularizers, as model.fit validates. One
+ * read per batch: on a GPU worker each read is a round trip.
+ */
+export async function addBatchSums(o: Objective, ys: readonly tf.Tensor[], outs: readonly tf.Tensor[], rows: number, sums: Float64Array): Promise<void> {
+  const means = tf.tidy(() => {
+    const loss = objectiveLoss(o, ys, outs, true);
+    return [loss.total, ...reported(o, ys, outs, loss.each)].map((s) => s.reshape([1]));
+  });
+  const values = await readConcat(means);
+  tf.dispose(means);
+  values.forEach((v, i) => (sums[i]! += v * rows));
+}
 
 /**
  * The model as it now is on a shard of validation data, as model.fit's validation computes it:
@@ -19,17 +34,14 @@ export async function evaluateShard(r: LoadedReplica, x: Feed, y: Feed, batchSiz
   const sums = new Float64Array(1 + names.length);
   for (let start = 0; start < samples; start += batchSize) {
     const end = Math.min(samples, start + batchSize);
-    const means = tf.tidy(() => {
-      const xs = feedList(x).map((t) => tensorOf(rowsOf(t, start, end)));
-      const ys = feedList(y).map((t) => labelTensor(rowsOf(t, start, end)));
-      const outs = outputList(r.model.apply(xs.length === 1 ? xs[0]! : xs, { training: false }) as tf.Tensor | tf.Tensor[]);
-      const loss = objectiveLoss(r.objective, ys, outs, true);
-      return [loss.total, ...reported(r.objective, ys, outs, loss.each)].map((s) => s.reshape([1]));
-    });
-    // One read per batch: on a GPU worker each read is a round trip.
-    const values = await readConcat(means);
-    tf.dispose(means);
-    values.forEach((v, i) => (sums[i]! += v * (end - start)));
+    const xs = feedList(x).map((t) => tensorOf(rowsOf(t, start, end)));
+    const ys = feedList(y).map((t) => labelTensor(rowsOf(t, start, end)));
+    const outs = tf.tidy(() => outputList(r.model.apply(xs.length === 1 ? xs[0]! : xs, { training: false }) as tf.Tensor | tf.Tensor[]));
+    try {
+      await addBatchSums(r.objective, ys, outs, end - start, sums);
+    } finally {
+      tf.dispose([...xs, ...ys, ...outs]);
+    }
   }
   return { samples, lossSum: sums[0]!, metricSums: Object.fromEntries(names.map((m, i) => [m, sums[1 + i]!])) };
 }

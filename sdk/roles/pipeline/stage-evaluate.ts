@@ -5,7 +5,8 @@ import { rowsOf, type Tensorlike } from "../../protocol/tensor";
 import { tensorOf } from "../../model/model-io";
 import { labelTensor } from "../step-health";
 import { readConcat } from "../device-io";
-import { objectiveLoss, outputList, reported, reportedNames, type Objective } from "../objective";
+import { outputList, reportedNames, type Objective } from "../objective";
+import { addBatchSums } from "../data/evaluate-shard";
 import type { StageIO } from "./stage-run";
 
 /** What a stage is, as its evaluation needs it. */
@@ -41,17 +42,7 @@ export async function evaluateStage(st: EvaluatedStage, msg: MessageOf<"evaluate
     const outs = tf.tidy(() => outputList(st.model.apply(inputs.length === 1 ? inputs[0]! : inputs, { training: false }) as tf.Tensor | tf.Tensor[]));
     try {
       if (st.passes) io.send("next", "activation", at.seq, chunk, Float32Array.from(await readConcat([outs[0]!])));
-      if (st.objective) {
-        const obj = st.objective;
-        const made = st.passes ? outs.slice(1) : outs;
-        const means = tf.tidy(() => {
-          const l = objectiveLoss(obj, ys, made, true);
-          return [l.total, ...reported(obj, ys, made, l.each)].map((s) => s.reshape([1]));
-        });
-        const values = await readConcat(means);
-        tf.dispose(means);
-        values.forEach((v, i) => (sums[i]! += v * (end - start)));
-      }
+      if (st.objective) await addBatchSums(st.objective, ys, st.passes ? outs.slice(1) : outs, end - start, sums);
     } finally {
       tf.dispose([...inputs, ...ys, ...outs]);
     }

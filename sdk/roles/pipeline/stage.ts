@@ -93,7 +93,6 @@ export class StageRuntime implements WorkerRole {
     const optimizer = createOptimizer(msg.optimizer);
     const passes = stage.index < stage.count - 1;
     const objective = stageObjective(model, msg, stage.heads, passes, optimizer);
-    if (!objective) model.compile({ optimizer, loss: "meanSquaredError" });
     const outputShape = passes ? model.outputs[0]!.shape.slice(1).map((d) => d ?? 1) : [];
     return new StageRuntime(model, stage, inputShape, outputShape, objective, optimizer, msg.optimizer, order);
   }

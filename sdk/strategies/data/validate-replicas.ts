@@ -21,9 +21,13 @@ export function validateOnReplicas(ctx: FitContext, workers: readonly WorkerHand
         return w.channel.request({ type: "evaluate", batchSize }, "evaluated", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `epoch ${epoch}'s validation`, attachments: batchAttachments(batch) });
       }),
     );
-    const samples = replies.reduce((n, r) => n + r.msg.samples, 0);
-    const logs: Record<string, number> = { val_loss: replies.reduce((n, r) => n + r.msg.lossSum, 0) / samples };
-    for (const name of Object.keys(replies[0]!.msg.metricSums)) logs[`val_${name}`] = replies.reduce((n, r) => n + (r.msg.metricSums[name] ?? 0), 0) / samples;
-    return logs;
+    return validationLogs(replies, replies.reduce((n, r) => n + r.msg.samples, 0));
   };
+}
+
+/** val_loss and val_ of each metric: every reply's sums added, over the validation's samples. */
+export function validationLogs(replies: ReadonlyArray<{ msg: { lossSum: number; metricSums: Record<string, number> } }>, samples: number): Record<string, number> {
+  const logs: Record<string, number> = { val_loss: replies.reduce((n, r) => n + r.msg.lossSum, 0) / samples };
+  for (const r of replies) for (const [name, v] of Object.entries(r.msg.metricSums)) logs[`val_${name}`] = (logs[`val_${name}`] ?? 0) + v / samples;
+  return logs;
 }

@@ -3,6 +3,7 @@ import type { FitContext } from "../../driver/fit-context";
 import { awaitAll } from "../../driver/await";
 import { splitBatch } from "../../plan/batches";
 import type { PipelinePlan } from "../../plan/plans";
+import { validationLogs } from "../data/validate-replicas";
 
 /** Validation activations travel under numbers above every training step's (frames number them in 32 bits). */
 const VALIDATION_SEQ = 2 ** 31;
@@ -29,10 +30,7 @@ export function validateThroughStages(ctx: FitContext, plan: PipelinePlan, valid
         return ctx.workers[rank]!.channel.request({ type: "evaluate", batchSize, stage }, "evaluated", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `epoch ${epoch}'s validation on stage ${s}`, attachments });
       });
     });
-    const replies = await awaitAll(ctx)(requests);
-    const samples = validation.size;
-    const logs: Record<string, number> = { val_loss: replies.reduce((n, r) => n + r.msg.lossSum, 0) / samples };
-    for (const reply of replies) for (const [name, v] of Object.entries(reply.msg.metricSums)) logs[`val_${name}`] = (logs[`val_${name}`] ?? 0) + v / samples;
-    return logs;
+    // Every stage of a replica reports its own outputs' sums over the same samples: count them once.
+    return validationLogs(await awaitAll(ctx)(requests), validation.size);
   };
 }
