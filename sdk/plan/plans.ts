@@ -38,6 +38,8 @@ export interface DataParallelPlan {
   readonly powerSgd: { readonly rank: number } | null;
   /** BatchNormalization's statistics: each replica's slice's ("replica"), or the global batch's ("sync"). */
   readonly batchNorm: "replica" | "sync";
+  /** Local SGD / DiLoCo: replicas step alone and all-reduce their weights' change every `every` steps (and at each epoch's end), which `outer` applies; null: every step. */
+  readonly sync: { readonly every: number; readonly outer: OptimizerSpec } | null;
   readonly allReduce: {
     readonly algorithm: "ring";
     /** Bytes each rank sends per step: 2(N-1)/N x the gradient's bytes on the wire (reduce-scatter + all-gather). */

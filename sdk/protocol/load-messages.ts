@@ -41,6 +41,8 @@ export const LoadReplicaSchema = z.strictObject({
   ...loadFields,
   /** Low-rank gradients (PowerSGD) at this rank, with error feedback, instead of the whole gradient. */
   powerSgd: z.strictObject({ rank: z.number().int().min(1).max(4096) }).optional(),
+  /** Local SGD / DiLoCo: steps update this replica alone; the steps marked sync all-reduce the weights' change, which this optimizer applies. */
+  localSgd: z.strictObject({ outer: OptimizerSpecSchema }).optional(),
   /** "sync": BatchNormalization layers normalize with the global batch's statistics (all-reduced in rounds each step). */
   batchNorm: z.enum(["sync"]).optional(),
   role: z.literal("replica"),

@@ -172,6 +172,11 @@ export const StepSchema = z.strictObject({
   generation: z.number().int().nonnegative().optional(),
   /** Under a learning-rate schedule: the rate this step's update uses (replicas, stages, and sync servers through the pushes). */
   learningRate: z.number().positive().finite().optional(),
+  /**
+   * Local SGD / DiLoCo replicas: "after" this step's own update, all-reduce the weights' change
+   * since the last sync; "only" that, with no slice (a fit that stopped between syncs).
+   */
+  sync: z.enum(["after", "only"]).optional(),
   /** Strategy "ps": this worker's own step count, and (sync) the parameter version it must compute on. */
   ps: z.strictObject({ clock: z.number().int().nonnegative(), minVersion: z.number().int().nonnegative().optional() }).optional(),
   attachments,

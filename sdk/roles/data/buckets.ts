@@ -1,6 +1,7 @@
 import type { AllReduceStats } from "../../collectives/ring-allreduce";
 import type { OverlapRing } from "../role";
 import type { ErrorFeedback } from "../error-feedback";
+import type { SliceOutcome } from "../slice-gradient";
 import { nonFiniteVariable, type NonFinite } from "../step-health";
 import { hasNonFinite } from "../../backends/native/finite";
 
@@ -86,4 +87,21 @@ export class GradientBuckets {
     }
     if (this.feedback && !flagged && this.found === undefined) this.feedback.compress(part, from);
   }
+}
+
+/**
+ * The buckets not sent during the backward pass, then the state and flag; a bucket's NaN or
+ * Infinity joins the slice's findings. The times reported are those the step waited after
+ * computing (what overlap hid is not counted), waiting for peers first.
+ */
+export async function finishBuckets(buckets: GradientBuckets, slice: SliceOutcome, flat: Float32Array): Promise<AllReduceStats> {
+  const flagged = slice.nonFinite !== undefined || slice.failure !== undefined;
+  const t0 = performance.now();
+  const stats = await buckets.finish(flagged, (flag) => {
+    if (flag) flat[flat.length - 1] = 1;
+  });
+  const exposed = performance.now() - t0;
+  if (!flagged && buckets.nonFinite) slice.nonFinite = buckets.nonFinite;
+  const waitMs = Math.min(stats.waitMs, exposed);
+  return { waitMs, commMs: exposed - waitMs, bytesSent: stats.bytesSent };
 }

@@ -1,25 +1,22 @@
-import type { LoadOf } from "../../protocol/messages";
 import type { AllReduceStats } from "../../collectives/ring-allreduce";
 import type { WireFormat } from "../../protocol/wire-formats";
-import type { Dataset } from "../../data/dataset";
-import { loadSource } from "../../data/index";
 import { ProtocolError, StateError } from "../../errors/errors";
-import { epochOrder } from "../../plan/batches";
-import type { Message, MessageOf } from "../../protocol/messages";
+import type { LoadOf, Message, MessageOf } from "../../protocol/messages";
 import type { Tensorlike } from "../../protocol/tensor";
 import { wallClock } from "../../util/clock";
 import { readWeights } from "../../model/model-io";
-import type { HostIO, RoleEnv, RoleReply, StepReport, StepTimes, WorkerRole } from "../role";
+import type { HostIO, OverlapRing, RoleEnv, RoleReply, StepReport, StepTimes, WorkerRole } from "../role";
 import { checkedSliceGradient, loadReplica, replicaStepReport, slowDown, type LoadedReplica, type SliceOutcome } from "../slice-gradient";
 import { makeUpdateRule } from "../update-rule";
 import { nonFiniteVariable, survivedStepError, type NonFinite } from "../step-health";
 import { ErrorFeedback } from "../error-feedback";
-import type { OverlapRing } from "../role";
-import { GradientBuckets } from "./buckets";
+import { finishBuckets, GradientBuckets } from "./buckets";
 import { evaluateShard } from "./evaluate-shard";
 import { accumulatedSlice } from "./accumulate-slices";
 import { SyncNorm } from "./sync-batchnorm";
 import { PowerSgd } from "./power-sgd";
+import { LocalRounds } from "./local-sgd";
+import { OwnCopy } from "./own-copy";
 import { feedRows, splitFeed, type Feed } from "../objective";
 import type { OptimizerState, UpdateRule } from "../tfjs-update";
 import { hasNonFinite } from "../../backends/native/finite";
@@ -62,7 +59,7 @@ export interface StepResult extends StepTimes {
 export class DataReplica implements WorkerRole {
   private readonly update: UpdateRule;
   /** The worker's own copy of the data (feed "workers"), and the order of the epoch it is in. */
-  private shard: { dataset: Dataset; shuffle: boolean; seed: number; epoch: number; order: Uint32Array | null } | null = null;
+  private shard: OwnCopy | null = null;
   /** Chunks each step's slice is computed in (fit option accumulate); 1: one pass. */
   private readonly accumulate: number;
   /** The step's rate under a learning-rate schedule (else the optimizer's own). */
@@ -86,6 +83,8 @@ export class DataReplica implements WorkerRole {
   private readonly sync: SyncNorm | null;
   /** compression powersgd: the gradient all-reduced as low-rank factors, with error feedback. */
   private readonly power: PowerSgd | null;
+  /** Local SGD / DiLoCo: steps update this replica alone; the steps marked sync all-reduce the weights' change. */
+  private local: LocalRounds | null = null;
 
   private constructor(private readonly r: LoadedReplica, msg: LoadOf<"replica">) {
     this.update = makeUpdateRule(r.vars, msg.optimizer);
@@ -100,7 +99,8 @@ export class DataReplica implements WorkerRole {
 
   static async load(msg: LoadOf<"replica">, weights: Tensorlike[] | "initial", env: Partial<RoleEnv> = {}): Promise<DataReplica> {
     const replica = new DataReplica(await loadReplica(msg, weights, env.memoryCapBytes ?? null), msg);
-    if (msg.data) replica.shard = { dataset: loadSource(msg.data.source), shuffle: msg.data.shuffle, seed: msg.data.seed, epoch: -1, order: null };
+    if (msg.localSgd) replica.local = await LocalRounds.start(replica.r, msg.localSgd.outer);
+    if (msg.data) replica.shard = OwnCopy.of(msg.data);
     return replica;
   }
 
@@ -110,11 +110,13 @@ export class DataReplica implements WorkerRole {
 
   /** A step of the driver's: its slice comes attached (in-graph) or is read from the worker's own copy (between-graph). */
   step(msg: MessageOf<"step">, attachments: Tensorlike[], io: HostIO): Promise<StepReport> {
+    if (this.local && msg.sync === "only") return this.trainLocal(this.local, 0, [], [], (data, wire) => io.allReduce(data, wire), msg.step, "only");
     const feed = msg.range ? this.readSlice(msg.epoch, msg.range.start, msg.range.end) : splitFeed(this.r.model, attachments);
     if (!feed) throw new ProtocolError(`"step" ${msg.step} carries ${attachments.length} tensors, expected ${this.expected}`);
     const { x, y } = feed;
     const overlap = this.overlap ? io.overlap() : null;
     this.learningRate = msg.learningRate;
+    if (this.local) return this.trainLocal(this.local, msg.weight, x, y, (data, wire) => io.allReduce(data, wire), msg.step, msg.sync);
     return this.train(msg.weight, x, y, (data, wire) => io.allReduce(data, wire), msg.step, overlap);
   }
 
@@ -136,15 +138,8 @@ export class DataReplica implements WorkerRole {
 
   /** This replica's slice of a step, read from the worker's own copy of the dataset. */
   private readSlice(epoch: number, start: number, end: number): { x: Tensorlike[]; y: Tensorlike[] } {
-    const s = this.shard;
-    if (!s) throw new StateError("a step named a range of the dataset, but no dataset was loaded on this worker");
-    if (end > s.dataset.size || start > end) throw new ProtocolError(`step range [${start}, ${end}) is outside the dataset of ${s.dataset.size} samples`);
-    if (s.epoch !== epoch) {
-      s.order = epochOrder(s.dataset.size, s.shuffle, s.seed, epoch);
-      s.epoch = epoch;
-    }
-    const b = s.dataset.gather(s.order, start, end);
-    return { x: b.xs, y: b.ys };
+    if (!this.shard) throw new StateError("a step named a range of the dataset, but no dataset was loaded on this worker");
+    return this.shard.slice(epoch, start, end);
   }
 
   /**
@@ -189,12 +184,12 @@ export class DataReplica implements WorkerRole {
     // Buckets go while the one backward pass runs: with accumulated chunks the sum is ready only after the last.
     const buckets = overlap && this.r.step.native && this.accumulate === 1 ? new GradientBuckets(flat, n, overlap, this.feedback, this.r) : null;
     const slice = await this.slice(weight, x, y, flat, stateBefore, buckets, allReduce, step);
-    if (!buckets && this.feedback && flat[flat.length - 1] === 0) this.feedback.compress(flat.subarray(0, n));
+    if (!buckets) this.compress(flat);
     const slowdownMs = await slowDown(this.slowdown, performance.now() - t0);
     const t1 = performance.now();
     let reduced: Awaited<ReturnType<AllReduceFn>>;
     try {
-      reduced = buckets ? { data: flat, stats: await this.finishBuckets(buckets, slice, flat) } : this.power ? await this.power.allReduce(flat, n, (d) => allReduce(d)) : await allReduce(flat, this.feedback?.wire(n));
+      reduced = buckets ? { data: flat, stats: await finishBuckets(buckets, slice, flat) } : await this.reduce(flat, allReduce);
     } catch (err) {
       // The forward pass moved the statistics; a step that never completed must leave none behind
       // (an elastic survivor retries the step from here).
@@ -205,14 +200,9 @@ export class DataReplica implements WorkerRole {
     // flat was moved to the communication thread; the sum comes back in its own buffer.
     const overflow = this.overflowed(reduced.data);
     const skipped = reduced.data[reduced.data.length - 1] !== 0 || overflow !== undefined;
-    if (skipped) {
-      this.r.state.set(stateBefore);
-      this.feedback?.clear();
-      this.power?.drop();
-    } else {
-      this.power?.commit();
-      await this.apply(reduced.data, stateBefore);
-    }
+    this.keptOrDropped(!skipped);
+    if (skipped) this.r.state.set(stateBefore);
+    else await this.apply(reduced.data, stateBefore);
     // Whatever buffer the sum came back in (flat, or the communication thread's) is ours again.
     this.spare = reduced.data;
     const t3 = performance.now();
@@ -230,6 +220,60 @@ export class DataReplica implements WorkerRole {
       ...(slice.metrics ? { metrics: slice.metrics } : {}),
       ...(slice.nonFinite ?? overflow ? { nonFinite: slice.nonFinite ?? overflow } : {}),
       ...(skipped ? { skipped } : {}),
+    };
+  }
+
+  /** With 16-bit compression, an unflagged buffer's values rounded as the wire will carry them, the error kept for the next. */
+  private compress(flat: Float32Array): void {
+    if (this.feedback && flat[flat.length - 1] === 0) this.feedback.compress(flat.subarray(0, this.r.gradientLength));
+  }
+
+  /** [values | state | flag] summed with every replica's: as PowerSGD's factors, in 16 bits, or whole. */
+  private reduce(flat: Float32Array, allReduce: AllReduceFn): ReturnType<AllReduceFn> {
+    const n = this.r.gradientLength;
+    return this.power ? this.power.allReduce(flat, n, (d) => allReduce(d)) : allReduce(flat, this.feedback?.wire(n));
+  }
+
+  /** A sum applied keeps its PowerSGD factors; a dropped one forgets them and the rounding error (which may hold Infinity). */
+  private keptOrDropped(kept: boolean): void {
+    if (kept) return this.power?.commit();
+    this.feedback?.clear();
+    this.power?.drop();
+  }
+
+  /**
+   * A step of local SGD: the slice's own mean gradient through this replica's optimizer, alone;
+   * on a sync step then the weights' change since the last sync, summed with every replica's
+   * and applied by the outer optimizer (see LocalRounds).
+   */
+  private async trainLocal(local: LocalRounds, weight: number, x: Feed, y: Feed, allReduce: AllReduceFn, step: number, sync: "after" | "only" | undefined): Promise<StepResult> {
+    const t0 = performance.now();
+    const startedAt = wallClock();
+    const n = this.r.gradientLength;
+    transfers.reset();
+    let slice: SliceOutcome = { loss: 0 };
+    if (sync !== "only" && feedRows(x) > 0) {
+      const stateBefore = await this.r.state.snapshot();
+      const grad = this.stepBuffer(n + this.r.state.length + 1);
+      slice = await this.slice(1, x, y, grad, stateBefore, null, allReduce, step);
+      if (grad[grad.length - 1] !== 0) this.r.state.set(stateBefore);
+      else this.update.apply(grad.subarray(0, n), this.learningRate);
+      this.spare = grad;
+    }
+    if (sync !== "only") local.took(weight);
+    const slowdownMs = await slowDown(this.slowdown, performance.now() - t0);
+    const t1 = performance.now();
+    const synced = sync ? await local.sync({ sum: (change) => (this.compress(change), this.reduce(change, allReduce)), overflowed: (sum) => this.overflowed(sum), kept: (kept) => this.keptOrDropped(kept), names: this.r.names, sizes: this.r.sizes }) : null;
+    if (synced && !synced.skipped) this.applied++;
+    const t2 = performance.now();
+    if (slice.failure !== undefined) throw survivedStepError(slice.failure, step);
+    const nonFinite = slice.nonFinite ?? synced?.nonFinite;
+    return {
+      loss: slice.loss, startedAt, computeMs: t1 - t0, slowdownMs,
+      commMs: synced?.stats.commMs ?? 0, waitMs: synced?.stats.waitMs ?? 0, sentBytes: synced?.stats.bytesSent ?? 0, applyMs: synced ? t2 - t1 - synced.stats.commMs - synced.stats.waitMs : 0,
+      ...(slice.metrics ? { metrics: slice.metrics } : {}),
+      ...(nonFinite ? { nonFinite } : {}),
+      ...(slice.nonFinite || synced?.skipped ? { skipped: true } : {}),
     };
   }
 
@@ -256,23 +300,6 @@ export class DataReplica implements WorkerRole {
     if (out.nonFinite || out.failure !== undefined) flat[flat.length - 1] = 1;
     else if (feedRows(x) > 0) this.r.state.writeChange(stateBefore, weight, flat.subarray(n, flat.length - 1), stateNow);
     return out;
-  }
-
-  /**
-   * The buckets not sent during the backward pass, then the state and flag; a bucket's NaN or
-   * Infinity joins the slice's findings. The times reported are those the step waited after
-   * computing (what overlap hid is not counted), waiting for peers first.
-   */
-  private async finishBuckets(buckets: GradientBuckets, slice: SliceOutcome, flat: Float32Array): Promise<AllReduceStats> {
-    const flagged = slice.nonFinite !== undefined || slice.failure !== undefined;
-    const t0 = performance.now();
-    const stats = await buckets.finish(flagged, (flag) => {
-      if (flag) flat[flat.length - 1] = 1;
-    });
-    const exposed = performance.now() - t0;
-    if (!flagged && buckets.nonFinite) slice.nonFinite = buckets.nonFinite;
-    const waitMs = Math.min(stats.waitMs, exposed);
-    return { waitMs, commMs: exposed - waitMs, bytesSent: stats.bytesSent };
   }
 
   /** Where a compressed sum of finite gradients overflowed the 16-bit format, if it did. */
@@ -307,6 +334,7 @@ export class DataReplica implements WorkerRole {
     this.shard = null;
     this.r.model.dispose();
     this.update.dispose();
+    this.local?.dispose();
     this.r.compileOptimizer.dispose();
   }
 }

@@ -21,6 +21,8 @@ import { checkpointing, restoreOptimizers, resumeIfAsked } from "../../driver/ch
 import { runElastic } from "../../driver/elastic-loop";
 import { validateOnReplicas } from "./validate-replicas";
 import { askedToStop, FitAborted } from "../../driver/fit-stop";
+import { stepsPerEpoch } from "../../plan/batches";
+import { syncIfBetween, syncsAfter } from "./local-sync";
 
 
 /** The slowdown to send worker `rank`, if it is slowed down on purpose. */
@@ -55,7 +57,9 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
   }
   const more = checkpointing(ctx, o, resumed, { strategy: "data", summary: plan.model, dataset, holders, weights: async () => (await fetchWeightsOf(ctx, [workers[0]!], "the weights to checkpoint"))[0]! });
   const validate = o.validation ? { validate: validateOnReplicas(ctx, workers, o.validation, o.batchSize) } : {};
-  const { history, stopped, validation } = await runSteps(ctx, o, dataset, (batch) => issueStep(ctx, dataset, plan, fitStartWall, batch), { ...more, ...validate });
+  const perEpoch = stepsPerEpoch(dataset.size, o.batchSize);
+  const { history, stopped, validation } = await runSteps(ctx, o, dataset, (batch) => issueStep(ctx, dataset, plan, fitStartWall, batch, syncsAfter(plan, perEpoch, batch.step)), { ...more, ...validate });
+  if (!stopped || askedToStop(stopped)) await syncIfBetween(ctx, plan, perEpoch, workers, history);
   return { ...(await finish(ctx, model, o, plan, history, workers, stopped, started)), ...(replicaStep ? { replicaStep } : {}), ...(validation.length > 0 ? { validation } : {}) };
 }
 
@@ -63,6 +67,9 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
 function refuseWhatCannotWork(o: ResolvedFitOptions, dataset: Dataset, plan: DataParallelPlan): void {
   if (plan.elastic && o.checkpoint) {
     throw new FitAborted(new ConfigError("elastic training and checkpoints do not go together yet: a checkpoint is written from one replica at a fixed membership", { hint: "drop checkpoint, or drop elastic" }));
+  }
+  if (plan.sync && o.checkpoint) {
+    throw new FitAborted(new ConfigError(`checkpoints and sync every ${plan.sync.every} steps do not go together yet: between syncs each replica holds weights and optimizer state of its own, which a checkpoint of one replica does not keep`, { hint: "drop checkpoint, or drop sync" }));
   }
   if (plan.batchNorm === "sync" && o.accumulate > 1) {
     throw new FitAborted(new ConfigError(`accumulate ${o.accumulate} with batchNorm "sync": the global batch's statistics are those of the whole update's batch, which accumulation computes a chunk at a time`, { hint: 'raise batchSize instead, or use batchNorm "replica"' }));
@@ -85,7 +92,7 @@ function replicaLoader(ctx: FitContext, model: tf.LayersModel, dataset: Dataset,
   const replicaBatch = Math.ceil(o.batchSize / ctx.workers.length / o.accumulate);
   return (w: WorkerHandle, attachments: Tensorlike[]) =>
     w.channel.request(
-      { type: "load", role: "replica", topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), metrics: o.metrics, ...(o.classTable ? { classWeight: o.classTable } : {}), replicaBatch, stepTimeoutMs: stepMs, ...data, ...slowdown(plan, w.rank), ...(plan.elastic ? { elastic: true } : {}), ...(plan.compression ? { compression: plan.compression } : {}), ...(plan.overlap.on ? { overlap: true } : {}), ...(o.accumulate > 1 ? { accumulate: o.accumulate } : {}), ...(plan.batchNorm === "sync" ? { batchNorm: "sync" as const } : {}), ...(plan.powerSgd ? { powerSgd: { rank: plan.powerSgd.rank } } : {}) },
+      { type: "load", role: "replica", topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), metrics: o.metrics, ...(o.classTable ? { classWeight: o.classTable } : {}), replicaBatch, stepTimeoutMs: stepMs, ...data, ...slowdown(plan, w.rank), ...(plan.elastic ? { elastic: true } : {}), ...(plan.compression ? { compression: plan.compression } : {}), ...(plan.overlap.on ? { overlap: true } : {}), ...(o.accumulate > 1 ? { accumulate: o.accumulate } : {}), ...(plan.batchNorm === "sync" ? { batchNorm: "sync" as const } : {}), ...(plan.powerSgd ? { powerSgd: { rank: plan.powerSgd.rank } } : {}), ...(plan.sync ? { localSgd: { outer: plan.sync.outer } } : {}) },
       "loaded",
       { timeoutMs: stepMs, waitingFor: "the model to load", attachments },
     );
@@ -108,9 +115,9 @@ function checkLoaded(loaded: ReadonlyArray<{ msg: { gradientLength: number; data
 }
 
 /** One step: each replica's slice of the global batch, sent by the driver (in-graph) or read by the worker (between-graph). */
-function issueStep(ctx: FitContext, dataset: Dataset, plan: DataParallelPlan, fitStartWall: number, at: BatchAt): IssuedStep {
+function issueStep(ctx: FitContext, dataset: Dataset, plan: DataParallelPlan, fitStartWall: number, at: BatchAt, sync: { sync?: "after" }): IssuedStep {
   const { step, epoch, order, start, end } = at;
-  const rate = at.learningRate !== undefined ? { learningRate: at.learningRate } : {};
+  const rate = { ...(at.learningRate !== undefined ? { learningRate: at.learningRate } : {}), ...sync };
   const workers = ctx.workers;
   const count = end - start;
   const slices = splitOf(plan.batch, count).perReplica;

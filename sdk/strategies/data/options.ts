@@ -3,6 +3,13 @@ import type { ClusterSpec } from "../../config/cluster-spec";
 import { workerCount } from "../../config/cluster-spec";
 import { ConfigError } from "../../errors/errors";
 import { COMPRESSIONS } from "../../protocol/wire-formats";
+import { OPTIMIZER_NAMES, OptimizerSpecSchema } from "../../protocol/optimizer-spec";
+
+/** DiLoCo's outer optimizer (Douillard et al. 2023, section 3): Nesterov momentum 0.9 at rate 0.7. */
+export const DILOCO_OUTER = { name: "momentum", learningRate: 0.7, momentum: 0.9, useNesterov: true } as const;
+
+/** An optimizer by name (its defaults) or by name and settings, as fit's optimizer option. */
+const OuterSchema = z.union([z.enum(OPTIMIZER_NAMES).transform((name) => OptimizerSpecSchema.parse({ name })), OptimizerSpecSchema]);
 
 /** strategy("data", options): synchronous data parallelism. */
 export const DataOptionsSchema = z.strictObject({
@@ -39,12 +46,22 @@ export const DataOptionsSchema = z.strictObject({
    * of small all-reduces (two per layer forward, one back) and computes by autodiff.
    */
   batchNorm: z.enum(["replica", "sync"]).default("replica"),
+  /**
+   * Talk less (local SGD; DiLoCo with its outer optimizer): each replica takes `every` steps on
+   * its own slices with the model's optimizer, then the replicas all-reduce how far their
+   * weights moved since the last sync and `outer` applies that mean change to the weights they
+   * all started from. Also synced at every epoch's end. `outer` default: Nesterov momentum 0.9,
+   * learning rate 0.7 (DiLoCo's); `{ name: "sgd", learningRate: 1 }` is plain local SGD (model
+   * averaging), and with `every: 1` plain data parallelism under SGD.
+   */
+  sync: z.strictObject({ every: z.number().int().min(1).max(1 << 20), outer: OuterSchema.default(DILOCO_OUTER) }).optional(),
 });
 export type DataOptions = z.output<typeof DataOptionsSchema>;
 
 /** Elastic training against the cluster it starts with. */
 export function checkDataOptions(o: DataOptions, spec: ClusterSpec): void {
   const n = workerCount(spec);
+  if (o.sync && o.batchNorm === "sync") throw new ConfigError('batchNorm "sync" all-reduces statistics within every step, which a fit synced every few steps is there to avoid', { hint: 'drop one of sync and batchNorm: "sync"' });
   if (!o.elastic) return;
   if (o.elastic.minWorkers > n) {
     throw new ConfigError(`elastic: minWorkers ${o.elastic.minWorkers} is more than the ${n} worker(s) the cluster starts with`, { hint: `use minWorkers between 1 and ${n}` });
@@ -52,4 +69,5 @@ export function checkDataOptions(o: DataOptions, spec: ClusterSpec): void {
   if (o.feed === "workers") throw new ConfigError('elastic training re-shards each step\'s batch from the driver; it needs feed "driver"', { hint: 'drop feed: "workers"' });
   if (typeof o.compression === "object") throw new ConfigError("PowerSGD keeps each replica's error and the shared Q between steps; an elastic fit steps replicas back, which that state does not follow", { hint: 'use compression "fp16" or "bf16" with elastic, or drop elastic' });
   if (o.batchNorm === "sync") throw new ConfigError('batchNorm "sync" all-reduces statistics in rounds within each step; an elastic fit re-forms its ring between steps only', { hint: 'drop batchNorm: "sync", or drop elastic' });
+  if (o.sync) throw new ConfigError("an elastic fit steps its replicas back one update after a loss; a replica synced every few steps would have to go back to its last sync, which is not kept", { hint: "drop sync, or drop elastic" });
 }

@@ -22,13 +22,16 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
   const compression = typeof given.compression === "string" ? given.compression : null;
   const powerSgd = typeof given.compression === "object" ? { rank: given.compression.rank } : null;
   // What the ring moves: 16-bit values halve the gradient's bytes; PowerSGD sends r (n + m) values per matrix.
+  const sync = given.sync ? Object.freeze({ every: given.sync.every, outer: Object.freeze({ ...given.sync.outer }) }) : null;
   const wireBytes = compression ? gradientBytes / 2 : powerSgd ? lowRankBytes(model, powerSgd.rank) : gradientBytes;
+  // Synced every H steps, a step's share of the all-reduce is 1/H of one (epoch ends sync early: a little more).
+  const stepWireBytes = wireBytes / (sync?.every ?? 1);
   const memory = estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer: options.optimizer });
   const speeds = speedsOf(options.devices, options.ring);
   const feed = given.feed;
   const feedBytes = feed === "driver" && batchSize !== undefined ? batchSize * sampleBytes(model) : 0;
   const predict = (replicas: number) =>
-    speeds && batchSize !== undefined ? predictData({ flopsPerSample: model.flopsPerSample, layers: model.layers.length, gradientBytes: wireBytes, globalBatch: batchSize, replicas, feedBytes, ...(options.profile ? { profile: options.profile } : {}) }, speeds) : null;
+    speeds && batchSize !== undefined ? predictData({ flopsPerSample: model.flopsPerSample, layers: model.layers.length, gradientBytes: stepWireBytes, globalBatch: batchSize, replicas, feedBytes, ...(options.profile ? { profile: options.profile } : {}) }, speeds) : null;
   const many = predict(n);
   // The same batch on one worker: what explain() and toString() hold the cluster up against.
   const one = n > 1 ? predict(1) : null;
@@ -46,9 +49,10 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
     compression,
     powerSgd,
     // Sync statistics take the step in rounds, by autodiff: no native step to overlap with.
-    overlap: Object.freeze(given.batchNorm === "sync" ? { on: false, why: 'batchNorm "sync" computes each step in all-reduced rounds' } : powerSgd ? { on: false, why: "PowerSGD all-reduces P and Q after the backward pass" } : chooseOverlap(given.overlap, n, options.devices)),
+    overlap: Object.freeze(given.batchNorm === "sync" ? { on: false, why: 'batchNorm "sync" computes each step in all-reduced rounds' } : sync ? { on: false, why: "the weights' change is all-reduced after a sync step's update" } : powerSgd ? { on: false, why: "PowerSGD all-reduces P and Q after the backward pass" } : chooseOverlap(given.overlap, n, options.devices)),
     batchNorm: given.batchNorm,
-    allReduce: Object.freeze({ algorithm: "ring" as const, bytesSentPerRank: n > 1 ? Math.round((2 * (n - 1) * wireBytes) / n) : 0 }),
+    sync,
+    allReduce: Object.freeze({ algorithm: "ring" as const, bytesSentPerRank: n > 1 ? Math.round((2 * (n - 1) * stepWireBytes) / n) : 0 }),
     batch: batchSize === undefined ? null : Object.freeze({ globalBatch: batchSize, perReplica: Object.freeze(replicaSlices(batchSize, n)), splits: planSplits(batchSize, options.datasetSize, n) }),
     memory: Object.freeze(memory),
     devices: options.devices ? Object.freeze(options.devices.map((d) => Object.freeze({ ...d }))) : null,
@@ -102,8 +106,9 @@ export function formatDataPlan(plan: DataParallelPlan): string {
   }
   if (plan.worldSize > 1) {
     const wire = plan.compression ? `, gradients as ${plan.compression} with error feedback` : "";
-    lines.push(`all-reduce: ring (reduce-scatter + all-gather)${wire}; each rank sends ${kib(plan.allReduce.bytesSentPerRank)} per step; ${plan.overlap.on ? "in buckets during the backward pass" : "after the backward pass"}`);
+    lines.push(`all-reduce: ring (reduce-scatter + all-gather)${wire}; each rank sends ${kib(plan.allReduce.bytesSentPerRank)} per step${plan.sync ? " (averaged over a sync's steps)" : ""}; ${plan.overlap.on ? "in buckets during the backward pass" : "after the backward pass"}`);
   }
+  if (plan.sync) lines.push(syncLine(plan.sync));
   const m = plan.memory;
   const parts = [`parameters ${formatBytes(m.paramsBytes)}`, `gradients ${formatBytes(m.gradientBytes)}`];
   if (m.optimizerBytes !== null) parts.push(`optimizer state ${formatBytes(m.optimizerBytes)}`);
@@ -133,6 +138,7 @@ export function explainDataPlan(plan: DataParallelPlan): string {
     ...(plan.compression && n > 1 ? [compressionLine(plan.compression)] : []),
     ...(plan.powerSgd && n > 1 ? [`compression powersgd, rank ${plan.powerSgd.rank}: each gradient of two or more dimensions goes as P (n x r) and Q (m x r) in two all-reduces, ${formatBytes(lowRankBytes(plan.model, plan.powerSgd.rank))} instead of ${formatBytes(plan.gradientBytes)}; vectors go whole; each worker keeps what the approximation left out for its next step (error feedback)`] : []),
     ...(n > 1 ? [overlapLine(plan.overlap)] : []),
+    ...(plan.sync && n > 1 ? [`${syncLine(plan.sync)}; the replicas differ between syncs and each keeps its own inner optimizer state, a copy of the last sync's weights and the outer optimizer's state (${formatBytes(plan.gradientBytes)} more per replica, and more for a stateful outer optimizer); fewer syncs send fewer bytes, and learn less per step as the replicas drift apart`] : []),
     ...(plan.batchNorm === "sync" ? [`batchNorm "sync": every BatchNormalization layer normalizes with the global batch's mean and variance (${plan.model.layers.filter((l) => l.className === "BatchNormalization").length} layer(s)), all-reduced twice per layer in the forward pass and once back, as one process at the global batch`] : []),
   ];
   lines.push(...slowdownLines(plan.workers));
@@ -143,6 +149,13 @@ export function explainDataPlan(plan: DataParallelPlan): string {
     if (slower) lines.push(slower);
   }
   return lines.join("\n");
+}
+
+/** Local SGD / DiLoCo in one line: how often, and which outer optimizer. */
+function syncLine(sync: NonNullable<DataParallelPlan["sync"]>): string {
+  const o = sync.outer;
+  const outer = o.name === "momentum" ? `${o.useNesterov ? "Nesterov " : ""}momentum ${o.momentum}, learning rate ${o.learningRate}` : `${o.name}, learning rate ${o.learningRate}`;
+  return `sync every ${sync.every} step(s) and at each epoch's end: each replica steps alone with the model's optimizer, then the replicas all-reduce how far their weights moved and the outer optimizer (${outer}) applies that mean change`;
 }
 
 /** Bytes of PowerSGD's two all-reduces: r (n + m) per matrix (m its last dimension), vectors whole. */

@@ -1,0 +1,111 @@
+import type { OptimizerSpec } from "../../protocol/optimizer-spec";
+import type { LoadedReplica } from "../slice-gradient";
+import { makeUpdateRule } from "../update-rule";
+import type { UpdateRule } from "../tfjs-update";
+import { assignFlat, readConcat } from "../device-io";
+import type { AllReduceStats } from "../../collectives/ring-allreduce";
+import { hasNonFinite } from "../../backends/native/finite";
+import { nonFiniteVariable, type NonFinite } from "../step-health";
+
+/** How a replica sums a buffer with every other's and what it makes of the sum (see DataReplica). */
+export interface SyncParts {
+  sum(change: Float32Array): Promise<{ data: Float32Array; stats: AllReduceStats }>;
+  /** Where a compressed sum overflowed its format, if it did. */
+  overflowed(sum: Float32Array): NonFinite | undefined;
+  /** The sum was applied (true) or dropped: compression's carried state follows. */
+  kept(kept: boolean): void;
+  names: readonly string[];
+  sizes: readonly number[];
+}
+
+/**
+ * Local SGD and DiLoCo (Douillard et al. 2023) on one replica. Between syncs the replica steps
+ * its own copy with the model's optimizer (the inner one) on its own slices. At a sync the
+ * replicas all-reduce how far each one's weights moved from the last sync's (weighted by its
+ * share of the batches since), and the outer optimizer takes that sum as its gradient, applied
+ * to the last sync's weights: every replica ends the sync with the same weights. The inner
+ * optimizer's state stays each replica's own, as in DiLoCo.
+ *
+ * Model state (BatchNormalization's moving statistics) is averaged the same way, by its change.
+ */
+export class LocalRounds {
+  /** This replica's shares of the global batches since the last sync, summed, and their count. */
+  private shares = 0;
+  private steps = 0;
+
+  private constructor(
+    private readonly r: LoadedReplica,
+    private readonly outer: UpdateRule,
+    /** The weights and model state every replica held at the last sync. */
+    private anchor: Float32Array,
+    private stateAnchor: Float32Array,
+  ) {}
+
+  static async start(r: LoadedReplica, outer: OptimizerSpec): Promise<LocalRounds> {
+    return new LocalRounds(r, makeUpdateRule(r.vars, outer), await readConcat(r.vars), await r.state.snapshot());
+  }
+
+  /** A step taken alone, whose slice was this share of its global batch. */
+  took(share: number): void {
+    this.shares += share;
+    this.steps++;
+  }
+
+  /**
+   * The sync: every replica's change summed in [change | state | flag]. A non-finite change
+   * (or an overflowed compressed sum) sends every replica back to the last sync alike.
+   */
+  async sync(p: SyncParts): Promise<{ stats: AllReduceStats; skipped: boolean; nonFinite?: NonFinite }> {
+    const change = new Float32Array(this.anchor.length + this.stateAnchor.length + 1);
+    await this.writeChange(change);
+    const weights = change.subarray(0, this.anchor.length);
+    const own = hasNonFinite(weights) ? { where: "gradient" as const, variable: nonFiniteVariable(weights, p.names, p.sizes) ?? "?" } : undefined;
+    if (own) change[change.length - 1] = 1;
+    const reduced = await p.sum(change);
+    const overflow = p.overflowed(reduced.data);
+    const skipped = reduced.data[reduced.data.length - 1] !== 0 || overflow !== undefined;
+    p.kept(!skipped);
+    if (skipped) this.revert();
+    else await this.apply(reduced.data);
+    const nonFinite = own ?? overflow;
+    return { stats: reduced.stats, skipped, ...(nonFinite ? { nonFinite } : {}) };
+  }
+
+  /**
+   * Writes [share x (last sync's weights - now) | share x (state now - last sync's)] into
+   * `out`, the share being this replica's mean share of the batches since the last sync: summed
+   * over replicas, the mean change (the replicas' shares of each batch add up to one).
+   */
+  private async writeChange(out: Float32Array): Promise<void> {
+    const share = this.steps > 0 ? this.shares / this.steps : 0;
+    const now = await readConcat(this.r.vars);
+    const n = now.length;
+    for (let i = 0; i < n; i++) out[i] = share * (this.anchor[i]! - now[i]!);
+    const state = await this.r.state.snapshot();
+    this.r.state.writeChange(this.stateAnchor, share, out.subarray(n, n + state.length), state);
+  }
+
+  /** The replicas' summed change: the outer optimizer applies it to the last sync's weights, which it replaces. */
+  private async apply(sum: Float32Array): Promise<void> {
+    const n = this.anchor.length;
+    assignFlat(this.r.vars, this.anchor);
+    this.outer.apply(sum.subarray(0, n));
+    this.r.state.set(this.stateAnchor, sum.subarray(n, n + this.stateAnchor.length));
+    this.anchor = await readConcat(this.r.vars);
+    this.stateAnchor = await this.r.state.snapshot();
+    this.shares = 0;
+    this.steps = 0;
+  }
+
+  /** A sync whose sum is dropped (non-finite): every replica goes back to the last sync's weights alike. */
+  private revert(): void {
+    assignFlat(this.r.vars, this.anchor);
+    this.r.state.set(this.stateAnchor);
+    this.shares = 0;
+    this.steps = 0;
+  }
+
+  dispose(): void {
+    this.outer.dispose();
+  }
+}

@@ -1,0 +1,71 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import * as tf from "@tensorflow/tfjs";
+import { cluster, ConfigError, datasets } from "../../sdk/index";
+import { maxRelativeDifference, smallClassifier } from "../helpers/models";
+import { modelFitReference } from "../helpers/reference";
+import { localSgdReference } from "../helpers/local-sgd-reference";
+
+/**
+ * strategy("data", { sync: { every, outer } }) on real workers: synced every step with outer
+ * SGD at rate 1 it is plain data parallelism (model.fit); synced every 3 steps with DiLoCo's
+ * outer Nesterov momentum and Adam inside, it equals the algorithm simulated in one process,
+ * uneven and empty slices included, and so does a fit a callback stops between syncs.
+ */
+
+tf.enableProdMode();
+const sgd = { name: "sgd" as const, learningRate: 0.3 };
+const base = { epochs: 2, batchSize: 12, seed: 7, loss: "categoricalCrossentropy" as const };
+
+test("sync every step with outer SGD at rate 1 equals model.fit", async (t) => {
+  const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 48, seed: 51 });
+  const c = await cluster().workers(2).strategy("data", { sync: { every: 1, outer: { name: "sgd", learningRate: 1 } } }).backend("cpu").launch();
+  try {
+    const model = smallClassifier(6, 3);
+    await c.fit(model, ds, { ...base, optimizer: sgd });
+    const ref = smallClassifier(6, 3);
+    await modelFitReference(ref, ds, { ...base, optimizer: sgd });
+    const diff = maxRelativeDifference(model, ref);
+    t.diagnostic(`every 1, outer sgd 1 vs model.fit: ${diff.toExponential(2)}`);
+    assert.ok(diff < 1e-5, `relative difference ${diff}`);
+  } finally {
+    await c.close();
+  }
+});
+
+test("sync every 3 steps (DiLoCo's outer Nesterov, Adam inside) equals the one-process simulation, stopped between syncs too; the plan says what it sends", async (t) => {
+  // 50 samples in batches of 12 over 3 workers: each epoch's last batch of 2 leaves one replica an empty slice.
+  const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 50, seed: 52 });
+  const adam = { name: "adam" as const, learningRate: 0.01, beta1: 0.9, beta2: 0.999 };
+  const outer = { name: "momentum" as const, learningRate: 0.7, momentum: 0.9, useNesterov: true };
+  const c = await cluster().workers(3).strategy("data", { sync: { every: 3 } }).backend("cpu").launch();
+  try {
+    const plan = c.plan(smallClassifier(6, 3), { batchSize: 12 });
+    assert.match(plan.toString(), /sync every 3 step\(s\) and at each epoch's end: .* the outer optimizer \(Nesterov momentum 0\.9, learning rate 0\.7\)/);
+    assert.match(plan.explain(), /each keeps its own inner optimizer state/);
+    const model = smallClassifier(6, 3);
+    await c.fit(model, ds, { ...base, optimizer: adam });
+    const sim = smallClassifier(6, 3);
+    localSgdReference(sim, ds, { ...base, optimizer: adam, outer, every: 3, replicas: 3 });
+    const diff = maxRelativeDifference(model, sim);
+    t.diagnostic(`every 3 vs the one-process simulation: ${diff.toExponential(2)}`);
+    assert.ok(diff < 1e-5, `relative difference ${diff}`);
+    const ref = smallClassifier(6, 3);
+    await modelFitReference(ref, ds, { ...base, optimizer: adam });
+    assert.ok(maxRelativeDifference(model, ref) > 1e-3, "replicas that step alone end away from model.fit's");
+
+    // A callback stops the fit after step 3, the first after a sync: one more sync without a slice.
+    const stopped = smallClassifier(6, 3);
+    const run = await c.fit(stopped, ds, { ...base, optimizer: adam, callbacks: { onBatchEnd: async (b) => void (b === 3 && (stopped.stopTraining = true)) } });
+    assert.equal(run.history.length, 4);
+    const simStopped = smallClassifier(6, 3);
+    localSgdReference(simStopped, ds, { ...base, optimizer: adam, outer, every: 3, replicas: 3, stopAfter: 3 });
+    const stopDiff = maxRelativeDifference(stopped, simStopped);
+    t.diagnostic(`stopped after step 3 vs the simulation: ${stopDiff.toExponential(2)}`);
+    assert.ok(stopDiff < 1e-5, `relative difference ${stopDiff}`);
+  } finally {
+    await c.close();
+  }
+  assert.throws(() => cluster().workers(2).strategy("data", { sync: { every: 2 }, elastic: { minWorkers: 1 } }).spec(), (e: unknown) => e instanceof ConfigError && /synced every few steps/.test(e.message));
+  assert.throws(() => cluster().workers(2).strategy("data", { sync: { every: 0 } }).spec(), ConfigError);
+});
