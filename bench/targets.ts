@@ -3,7 +3,7 @@ import * as path from "node:path";
 import { fmt, RESULTS } from "./common";
 
 /**
- * The speed targets of issue 15, each a ratio read from the benchmarks' own results (every
+ * The speed targets of issues 15 and 38, each a ratio read from the benchmarks' own results (every
  * side measured in the same run), marked reached or missed: bench/results/targets.md. Run by
  * `npm run bench` after the benchmarks; a target whose benchmark has not run says so.
  */
@@ -22,7 +22,7 @@ function line(what: string, ratio: number | undefined, target: number, within?: 
 }
 
 const MiB = 1024 * 1024;
-const out = ["### Targets (issue 15), as measured", "", "| what | ratio | target | |", "|---|---|---|---|"];
+const out = ["### Targets (issues 15 and 38), as measured", "", "| what | ratio | target | |", "|---|---|---|---|"];
 for (const r of rows("allreduce") ?? []) out.push(line(`all-reduce busbw, ${String(r.ranks)} ranks, ${Number(r.bytes) / MiB} MiB: native / gloo`, r.ratio as number, 1));
 for (const r of (rows("scaling") ?? []).filter((x) => x.workers === 2)) out.push(line(`data-parallel samples/s, ${String(r.model)}, 2 workers: meshtrain / DDP`, r.ratio as number, 1));
 for (const [model, target] of [["mlp", 0.9], ["cnn", 1.0]] as const) {
@@ -30,6 +30,13 @@ for (const [model, target] of [["mlp", 0.9], ["cnn", 1.0]] as const) {
   out.push(line(`replica step samples/s, ${model}: meshtrain native / PyTorch OpenBLAS`, r?.ratioToPyTorchOpenBLAS as number | undefined, target));
 }
 for (const r of (rows("pipeline") ?? []).filter((x) => x.table === "strategies")) out.push(line(`plan's predicted samples/s, ${String(r.config)}: measured / predicted`, r.ratio as number, 1, 0.25));
+// Issue 38: between machines (namespace hosts on shaped links).
+const net = rows("network") ?? [];
+const rate = (link: string, peer: string, variant: string) => net.find((x) => x.link === link && x.model === "mlp10m" && x.peer === peer && x.variant === variant)?.samplesPerSecond as number | undefined;
+const psgd = rate("1 Gbit/s", "meshtrain", "powersgd-4");
+out.push(line("between machines, 1 Gbit/s, MLP 11.4M: PowerSGD (rank 4) / float32 samples/s", psgd !== undefined ? psgd / (rate("1 Gbit/s", "meshtrain", "float32") ?? NaN) : undefined, 3));
+out.push(line("between machines, 1 Gbit/s, MLP 11.4M: PowerSGD (rank 4) / DDP's fp16 hook samples/s", psgd !== undefined ? psgd / (rate("1 Gbit/s", "pytorch-ddp", "fp16") ?? NaN) : undefined, 2));
+for (const r of net.filter((x) => x.peer === "meshtrain" && typeof x.predicted === "number")) out.push(line(`between machines, ${String(r.link)}, ${String(r.model)} ${String(r.variant)}: plan's predicted / measured samples/s`, (r.predicted as number) / (r.samplesPerSecond as number), 1, 0.25));
 out.push("", "Every ratio comes from one run in which both sides were measured; see each benchmark's table for the numbers behind it.");
 fs.writeFileSync(path.join(RESULTS, "targets.md"), `${out.join("\n")}\n`);
 process.stderr.write(`wrote ${path.join(RESULTS, "targets.md")}\n`);

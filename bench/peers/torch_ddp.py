@@ -1,9 +1,12 @@
 """PyTorch DistributedDataParallel peer (gloo, CPU) for the data-parallel scaling benchmark.
 One process per rank; rank 0 prints samples/s of the global batch after warm-up.
 
-usage: python3 torch_ddp.py --rank R --world N --port P --model mlp|cnn --batch 64 --steps 100 --warmup 10 [--compress fp16]
+usage: python3 torch_ddp.py --rank R --world N --port P --model mlp|cnn --batch 64 --steps 100 --warmup 10 [--compress fp16|powersgd] [--master ADDR]
 --compress fp16: DDP's fp16_compress_hook (gradients all-reduced as float16, no error feedback;
 its bf16 hook needs NCCL, so CPU runs have fp16 only)
+--compress powersgd: DDP's powerSGD_hook at --powersgd-rank (error feedback, warm start)
+--master: rank 0's address (another host of the shaped-link benchmark); gloo picks the
+interface by GLOO_SOCKET_IFNAME
 """
 import argparse
 import json
@@ -26,15 +29,22 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=64, help="per rank")
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--warmup", type=int, default=10)
-    p.add_argument("--compress", default="none", choices=["none", "fp16"])
+    p.add_argument("--compress", default="none", choices=["none", "fp16", "powersgd"])
+    p.add_argument("--powersgd-rank", type=int, default=4)
+    p.add_argument("--master", default="127.0.0.1")
     a = p.parse_args()
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{a.port}", rank=a.rank, world_size=a.world)
+    dist.init_process_group("gloo", init_method=f"tcp://{a.master}:{a.port}", rank=a.rank, world_size=a.world)
     torch.manual_seed(0)
     model = DDP(build(a.model))
     if a.compress == "fp16":
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
         model.register_comm_hook(None, default_hooks.fp16_compress_hook)
+    if a.compress == "powersgd":
+        from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as power_sgd
+        # start_powerSGD_iter 2: the first step all-reduces whole (DDP's bucket rebuild), as its docs advise.
+        state = power_sgd.PowerSGDState(process_group=None, matrix_approximation_rank=a.powersgd_rank, start_powerSGD_iter=2)
+        model.register_comm_hook(state, power_sgd.powerSGD_hook)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
     x = torch.rand(a.batch, 1, 28, 28)

@@ -1,0 +1,154 @@
+import { spawnSync } from "node:child_process";
+import * as os from "node:os";
+import * as path from "node:path";
+import { BLAS, fmt, machine, median, PEERS, pinnedEnv, ports, PYTHON, QUICK, runJson, torchMissing, writeResults, type Json } from "../common";
+import { LINKS, NamespaceHosts, type Link } from "./netns";
+import { joined } from "./joined";
+import { measureAccuracy } from "./accuracy";
+
+/**
+ * Data parallelism between machines, made on one: namespace hosts on shaped links (see netns.ts),
+ * the driver on a host of its own, each worker on its own host pinned to its own core. meshtrain
+ * (float32 over the native data plane and over WebSockets, fp16, PowerSGD, local SGD / DiLoCo)
+ * beside PyTorch DDP on gloo (plain, its fp16 hook, its PowerSGD hook) over the same links in the
+ * same run, medians of interleaved rounds; with the bytes a worker sent per step and the plan's
+ * prediction, made from the ring probe over those links.
+ *
+ * usage: npm run bench:network [-- --quick] [-- --links 1gbit,100mbit] [-- --workers 2]
+ */
+
+const arg = (name: string): string | undefined => {
+  const at = process.argv.indexOf(name);
+  return at >= 0 ? process.argv[at + 1] : undefined;
+};
+const ROUNDS = QUICK ? 1 : Number(arg("--rounds") ?? 3);
+const BATCH = 64;
+const WORKERS = Number(arg("--workers") ?? 2);
+const LINKS_RUN: readonly Link[] = QUICK ? [LINKS[1]!] : LINKS.filter((l) => (arg("--links") ?? "10gbit,1gbit,100mbit").split(",").includes(l.rate));
+type Model = "mlp" | "cnn" | "mlp10m";
+const MODELS: readonly Model[] = QUICK ? ["mlp"] : ((arg("--models") ?? "mlp,cnn,mlp10m").split(",") as Model[]);
+const NAMES: Record<Model, string> = { mlp: "MLP", cnn: "CNN", mlp10m: "MLP 11.4M" };
+/** Steps per run, by link: a slower link makes each step of a big model take seconds. */
+const STEPS: Record<Model, number> = { mlp: QUICK ? 8 : 60, cnn: 16, mlp10m: 14 };
+const MESHTRAIN = QUICK ? ["float32", "sync-4"] : ["float32", "websocket", "fp16", "powersgd-4", "sync-8"];
+const DDP = QUICK ? ["none"] : ["none", "fp16", "powersgd"];
+
+interface Row extends Json {
+  link: string;
+  model: Model;
+  peer: string;
+  variant: string;
+  runs: number[];
+  samplesPerSecond: number;
+  predicted: number | null;
+  sentBytesPerStep: number | null;
+  failed: string | null;
+}
+
+function meshtrain(hosts: NamespaceHosts, model: Model, variant: string): Promise<Json> {
+  return joined(hosts, WORKERS, (port) => [path.join(__dirname, "meshtrain-join.js"), model, String(WORKERS), String(BATCH), String(STEPS[model]), variant, hosts.address(0), String(port)]);
+}
+
+async function ddp(hosts: NamespaceHosts, model: Model, compress: string): Promise<Json> {
+  const port = ports(1);
+  const lines = await Promise.all(
+    Array.from({ length: WORKERS }, (_, r) => {
+      const [cmd, args] = hosts.command(r + 1, PYTHON, [path.join(PEERS, "torch_ddp.py"), "--rank", String(r), "--world", String(WORKERS), "--port", String(port), "--master", hosts.address(1), "--model", model, "--batch", String(BATCH), "--steps", String(STEPS[model]), "--warmup", "3", "--compress", compress], r);
+      // A rank that aborts (the PowerSGD hook on gloo) leaves the other waiting on gloo's 30-minute timeout: end it.
+      return runJson(cmd, args, pinnedEnv(1, { LD_LIBRARY_PATH: BLAS.openblas, PYTHONPATH: PEERS, GLOO_SOCKET_IFNAME: hosts.interfaceOf(r + 1) }), 900_000).catch((err: unknown) => {
+        spawnSync("pkill", ["-f", `torch_ddp.py .*--port ${port} `]);
+        throw err;
+      });
+    }),
+  );
+  return lines.flat().find((l) => typeof l.samples_per_second === "number")!;
+}
+
+/** What a failed run printed, the last line that says why (DDP's PowerSGD hook aborts on gloo in torch 1.13). */
+function why(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  const lines = text.split("\n").map((l) => l.trim()).filter((l) => /Error|error|enforce|Assertion/.test(l));
+  return (lines[lines.length - 1] ?? text.split("\n")[0] ?? "failed").slice(0, 300);
+}
+
+async function measureLink(link: Link, torchGone: string | null, rows: Map<string, Row>): Promise<void> {
+  const hosts = NamespaceHosts.up(WORKERS + 1, link);
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const model of MODELS) {
+        const jobs: Array<[string, string, () => Promise<Json>]> = [
+          ...MESHTRAIN.map((v): [string, string, () => Promise<Json>] => ["meshtrain", v, () => meshtrain(hosts, model, v)]),
+          ...(torchGone ? [] : DDP.map((c): [string, string, () => Promise<Json>] => ["pytorch-ddp", c === "none" ? "float32" : c, () => ddp(hosts, model, c)])),
+        ];
+        for (const [peer, variant, job] of jobs) {
+          const key = `${link.rate}/${model}/${peer}/${variant}`;
+          const row = rows.get(key) ?? { link: link.name, model, peer, variant, runs: [], samplesPerSecond: NaN, predicted: null, sentBytesPerStep: null, failed: null };
+          rows.set(key, row);
+          if (row.failed) continue;
+          try {
+            const r = await job();
+            row.runs.push(r.samples_per_second as number);
+            if (typeof r.predicted_samples_per_second === "number") row.predicted = r.predicted_samples_per_second;
+            if (typeof r.sent_bytes_per_step === "number") row.sentBytesPerStep = r.sent_bytes_per_step;
+          } catch (err) {
+            row.failed = why(err);
+          }
+          process.stderr.write(`${link.name} round ${round + 1}/${ROUNDS}: ${NAMES[model]} ${peer} ${variant}: ${row.failed ?? fmt(row.runs[row.runs.length - 1]!, 1)}\n`);
+        }
+      }
+    }
+  } finally {
+    hosts.down();
+  }
+}
+
+function table(rows: Row[]): string[] {
+  const out = ["| link | model | peer | variant | samples/s | predicted | predicted / measured | MB sent per worker per step | vs its float32 | vs DDP float32 | vs DDP fp16 |", "|---|---|---|---|---|---|---|---|---|---|---|"];
+  for (const r of rows) {
+    const same = (peer: string, variant: string) => rows.find((x) => x.link === r.link && x.model === r.model && x.peer === peer && x.variant === variant)?.samplesPerSecond ?? NaN;
+    const own = same(r.peer, "float32");
+    const pred = r.predicted !== null ? `${fmt(r.predicted, 0)}` : "-";
+    const ratio = r.predicted !== null ? fmt(r.predicted / r.samplesPerSecond) : "-";
+    const mb = r.sentBytesPerStep !== null ? fmt(r.sentBytesPerStep / 1e6, 2) : "-";
+    const rate = r.failed ? `failed: ${r.failed.replace(/\|/g, "/")}` : fmt(r.samplesPerSecond, 1);
+    out.push(`| ${r.link} | ${NAMES[r.model]} | ${r.peer} | ${r.variant} | ${rate} | ${pred} | ${ratio} | ${mb} | ${fmt(r.samplesPerSecond / own)} | ${fmt(r.samplesPerSecond / same("pytorch-ddp", "float32"))} | ${fmt(r.samplesPerSecond / same("pytorch-ddp", "fp16"))} |`);
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  const missing = NamespaceHosts.missing();
+  const heading = `### Between machines: ${WORKERS} namespace hosts on shaped links, ${BATCH} samples per worker per step, SGD (medians of ${ROUNDS} interleaved rounds)`;
+  if (missing) {
+    writeResults("network", { machine: machine(), quick: QUICK, rows: [], missing }, `${heading}\n\nNot measured: ${missing}.\nCommand: \`npm run bench:network\`.`);
+    return;
+  }
+  const torchGone = torchMissing();
+  const delay = NamespaceHosts.delayMissing();
+  const byKey = new Map<string, Row>();
+  for (const link of LINKS_RUN) await measureLink(link, torchGone, byKey);
+  const rows = [...byKey.values()].map((r) => ({ ...r, samplesPerSecond: median(r.runs) }));
+  // Accuracy on the slowest link measured (where talking less matters most), unless --accuracy none.
+  const accuracyLink = arg("--accuracy") === "none" ? undefined : LINKS_RUN[LINKS_RUN.length - 1];
+  const accuracy = accuracyLink ? await measureAccuracy(accuracyLink, WORKERS) : null;
+  const md = [
+    heading,
+    "",
+    ...table(rows),
+    "",
+    `Hosts are Linux network namespaces on this one machine (${os.cpus().length} cores): the driver on one, each worker on its own, pinned to its own core; every host's link to a bridge is limited in both directions by tc's token bucket (tbf). They share the machine's cores and memory bandwidth: what differs from real machines is that, and no propagation delay (${delay ? `this kernel has no netem: ${delay}` : "netem is there, but this run added no delay"}).`,
+    "meshtrain: strategy(\"data\", { feed: \"workers\" }) on a join() cluster; float32 over the native data plane (websocket: over the WebSocket links), fp16 (16-bit with error feedback), powersgd-4 (compression { name: \"powersgd\", rank: 4 }), sync-8 (sync { every: 8 }, DiLoCo's outer Nesterov momentum: it trains differently, so its samples/s are not the same work as the others'). Predicted: the plan's samples/s from the ring probe over these links and each worker's measured speed. MB sent: what one worker sent per step (ring frames and headers), averaged over the measured steps.",
+    "DDP: torch's DistributedDataParallel on gloo over the same links (float32; its fp16_compress_hook; its powerSGD_hook at rank 4). A failed row says what it printed.",
+    ...(torchGone ? [`DDP: not measured: ${torchGone}.`] : []),
+    ...(accuracy ? ["", ...accuracy.markdown] : []),
+    "",
+    "Command: `npm run bench:network` (`-- --links 1gbit,100mbit --models mlp10m --rounds 3 --accuracy none` picks parts).",
+  ].join("\n");
+  writeResults("network", { machine: machine(), quick: QUICK, delay: delay ?? "netem", rows, accuracy: accuracy?.rows ?? [] }, md);
+}
+
+main().catch((err: unknown) => {
+  NamespaceHosts.clean();
+  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,14 @@
+import * as tf from "@tensorflow/tfjs";
+
+/** 784-3000-3000-10, 11.4M parameters: the size of model whose all-reduce outweighs the compute it splits. */
+export function bigMlp(): tf.LayersModel {
+  const init = (k: number): ReturnType<typeof tf.initializers.glorotUniform> => tf.initializers.glorotUniform({ seed: 42 + k });
+  return tf.sequential({
+    layers: [
+      tf.layers.flatten({ inputShape: [28, 28, 1] }),
+      tf.layers.dense({ units: 3000, activation: "relu", kernelInitializer: init(0) }),
+      tf.layers.dense({ units: 3000, activation: "relu", kernelInitializer: init(1) }),
+      tf.layers.dense({ units: 10, activation: "softmax", kernelInitializer: init(2) }),
+    ],
+  });
+}
