@@ -24,6 +24,7 @@ import { configureLinks } from "../driver/configure-links";
 import { refuseAdd, refuseUnusable, type ClusterState } from "./usable";
 import { register, replaceEarlier, unregister, type LaunchOrigin, type LiveCluster } from "./live-clusters";
 import { dataWiring, wiringKey, type Wiring } from "../plan/wiring";
+import { hostRing } from "../plan/host-ring";
 import { WorkerOutput } from "../members/worker-output";
 import { ModelProfiles } from "../driver/model-profiles";
 import { stopMembers } from "./stop-members";
@@ -146,7 +147,7 @@ export class Cluster implements LiveCluster {
   /** Strategy "data": the ring wired as its fits use it, and its all-reduce timed (once per wiring). */
   private measuredRing(): Promise<RingSpeed | undefined> {
     return this.rings.measure(strategyOfSpec(this.spec).probesRing(this.spec), async () => {
-      await this.connect(dataWiring(this.handles.length));
+      await this.connect(dataWiring(hostRing(this.handles.map((h) => h.info?.hostname)).order));
       return { key: this.wired!, time: () => this.losses.guard(probeRing(this.handles, this.dataPlane!.path, this.spec.timeouts.stepMs)) };
     });
   }

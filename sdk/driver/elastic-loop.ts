@@ -11,6 +11,7 @@ import { computeEnd, stepOutcome, straggler, workerStep } from "./step-records";
 import { nonFiniteStop } from "./non-finite";
 import { type FitContext, type StepDone } from "./fit-context";
 import type { Wiring } from "../plan/wiring";
+import { hostRing } from "../plan/host-ring";
 import { FitAborted, runHook, stepSeen } from "./fit-stop";
 
 interface InFlight {
@@ -23,9 +24,12 @@ interface InFlight {
   learningRate?: number;
 }
 
-/** One ring of the members, in rank order; nobody else is wired. */
+/** One ring of the members, machine by machine and in rank order within one; nobody else is wired. */
 function ringOf(members: readonly WorkerHandle[], size: number): Wiring {
-  return { groups: [members.map((h) => h.rank).sort((a, b) => a - b)], pipe: Array.from({ length: size }, () => ({ prev: null, next: null })) };
+  const sorted = [...members].sort((a, b) => a.rank - b.rank);
+  // Members sharing a machine are neighbours, as in a fixed membership's ring (plan/host-ring.ts).
+  const ring = hostRing(sorted.map((h) => h.info?.hostname)).order.map((i) => sorted[i]!.rank);
+  return { groups: [ring], pipe: Array.from({ length: size }, () => ({ prev: null, next: null })) };
 }
 
 export interface ElasticHooks {

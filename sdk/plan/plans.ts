@@ -23,8 +23,10 @@ export interface DataParallelPlan {
   readonly worldSize: number;
   /** One replica per worker. */
   readonly replicas: number;
-  /** Ranks in ring order; each sends to the next and receives from the one before. */
+  /** Ranks in ring order; each sends to the next and receives from the one before. Workers sharing a machine are neighbours. */
   readonly ring: readonly number[];
+  /** How the ring was ordered by machine, where machines are shared (null: one worker per machine, or all on one). */
+  readonly ringNote: string | null;
   /** `slowdown`: a straggler made on purpose (.slowdown()): it waits (slowdown - 1) x its compute after computing (1: not slowed). */
   readonly workers: ReadonlyArray<{ rank: number; replica: number; ringPosition: number; layers: "all"; params: number; slowdown: number }>;
   readonly model: ModelSummary;

@@ -17,8 +17,8 @@ export function wiringKey(w: Wiring): string {
 }
 
 /** Data parallelism: one ring of every rank, no pipeline. */
-export function dataWiring(n: number): Wiring {
-  return { groups: [Array.from({ length: n }, (_, r) => r)], pipe: Array.from({ length: n }, () => ({ prev: null, next: null })) };
+export function dataWiring(ring: readonly number[]): Wiring {
+  return { groups: [[...ring]], pipe: Array.from({ length: ring.length }, () => ({ prev: null, next: null })) };
 }
 
 /** R replicas x S stages, rank = r * S + s: each replica a pipeline, each stage's replicas a ring. */

@@ -1,3 +1,4 @@
+import { machineName } from "./machine-name";
 import * as os from "node:os";
 import { isMeshtrainError, ProtocolError, TimeoutError } from "../errors/errors";
 import type { JoinAssigned, RankClaim } from "../protocol/join";
@@ -45,7 +46,7 @@ export async function joinDriver(target: JoinTarget, o: { token: string; ownUrl:
       version: VERSION,
       url: o.ownUrl,
       pid: process.pid,
-      hostname: os.hostname(),
+      hostname: machineName(),
       node: process.version,
       cpus: os.availableParallelism(),
       memoryBytes: os.totalmem(),

@@ -1,3 +1,4 @@
+import { machineName } from "./machine-name";
 import * as os from "node:os";
 import type { MessageOf, WorkerInfo } from "../protocol/messages";
 import { nativeDataPlane } from "../collectives/native-plane";
@@ -19,7 +20,7 @@ export async function joinWorker(msg: MessageOf<"join">): Promise<{ backend: Bac
     backend,
     info: {
       pid: process.pid,
-      hostname: os.hostname(),
+      hostname: machineName(),
       version: VERSION,
       node: process.version,
       backend: backend.backend,

@@ -48,6 +48,23 @@ describe("workers that join the driver", () => {
     assert.deepEqual(await allExited([slurm, flag, any], 15_000), [0, 0, 0]);
   });
 
+  test("workers whose ranks alternate between two machines (MESHTRAIN_MACHINE) form the ring machine by machine; data parallelism equals model.fit", async () => {
+    const { launching, url } = await joinCluster(4, "data");
+    const joiners = [0, 1, 2, 3].map((r) => startJoiner(url, { token: TOKEN, args: ["--rank", String(r)], env: { MESHTRAIN_MACHINE: r % 2 === 0 ? "machine-a" : "machine-b" } }));
+    const c = await launching;
+    try {
+      assert.deepEqual(c.workers.map((w) => w.info.hostname), ["machine-a", "machine-b", "machine-a", "machine-b"]);
+      const plan = c.plan(smallClassifier(6, 3), { batchSize: 16 });
+      assert.ok(plan.strategy === "data");
+      assert.deepEqual(plan.ring, [0, 2, 1, 3]);
+      assert.match(plan.toString(), /ring 0 -> 2 -> 1 -> 3 -> 0[\s\S]*ring ordered by machine \(machine-a: 0, 2; machine-b: 1, 3\): 2 hops between machines instead of 4/);
+      await fitsLikeModelFit(c, { size: 96, seed: 97 });
+    } finally {
+      await c.close();
+    }
+    assert.deepEqual(await allExited(joiners, 15_000), [0, 0, 0, 0]);
+  });
+
   test("a pipeline over joined workers equals model.fit", async () => {
     const { launching, url } = await joinCluster(2, "pipeline");
     const joiners = [0, 1].map((r) => startJoiner(url, { token: TOKEN, env: { RANK: String(r), WORLD_SIZE: "2" } }));

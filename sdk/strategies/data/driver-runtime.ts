@@ -37,7 +37,7 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
   const { resumed, options: o } = resumeIfAsked(given, "data", model, plan.model, dataset);
   refuseWhatCannotWork(o, dataset, plan);
   const workers = ctx.workers;
-  if (!plan.elastic) await ctx.connect(dataWiring(workers.length));
+  if (!plan.elastic) await ctx.connect(dataWiring(plan.ring));
   const loadOn = replicaLoader(ctx, model, dataset, o, plan);
   const weights = hostCopies(model.getWeights());
   const loaded = await loadEverywhere(() => awaitAll(ctx)(workers.map((w) => loadOn(w, weights))));

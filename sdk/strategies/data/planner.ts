@@ -8,6 +8,7 @@ import type { DataParallelPlan, PlanOptions } from "../../plan/plans";
 import { speedsOf } from "../../plan/speeds";
 import { chooseOverlap } from "../../plan/overlap";
 import { overlapLine } from "./overlap-lines";
+import { hostRing } from "../../plan/host-ring";
 import { predictedSlowerThanOne } from "../../plan/slower-than-one";
 import { slowdownOf, workerCount, type ClusterSpec } from "../../config/cluster-spec";
 import type { DataOptions } from "./options";
@@ -17,7 +18,9 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
   const { batchSize } = options;
   const n = workerCount(spec);
   if (batchSize !== undefined) checkBatch(batchSize, n);
-  const ring = Array.from({ length: n }, (_, r) => r);
+  // Workers sharing a machine are ring neighbours (the plan says so where machines are shared).
+  const placed = options.devices?.length === n ? hostRing(options.devices.map((d) => d.host)) : { order: Array.from({ length: n }, (_, r) => r), note: null };
+  const ring = placed.order;
   const gradientBytes = model.trainableParamCount * 4;
   const compression = typeof given.compression === "string" ? given.compression : null;
   const powerSgd = typeof given.compression === "object" ? { rank: given.compression.rank } : null;
@@ -43,7 +46,8 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
     worldSize: n,
     replicas: n,
     ring: Object.freeze(ring),
-    workers: Object.freeze(ring.map((rank, pos) => Object.freeze({ rank, replica: rank, ringPosition: pos, layers: "all" as const, params: model.paramCount, slowdown: slowdownOf(spec, rank) }))),
+    workers: Object.freeze(Array.from({ length: n }, (_, rank) => Object.freeze({ rank, replica: rank, ringPosition: ring.indexOf(rank), layers: "all" as const, params: model.paramCount, slowdown: slowdownOf(spec, rank) }))),
+    ringNote: placed.note,
     model,
     gradientBytes,
     compression,
@@ -85,6 +89,7 @@ export function formatDataPlan(plan: DataParallelPlan): string {
   const lines: string[] = [];
   const ring = plan.worldSize > 1 ? `ring ${[...plan.ring, plan.ring[0]].join(" -> ")}` : "no all-reduce (one worker)";
   lines.push(`data-parallel plan: ${plan.worldSize} worker(s), ${plan.replicas} replica(s), ${ring}`);
+  if (plan.ringNote) lines.push(plan.ringNote);
   lines.push(
     `model "${plan.model.name}": ${plan.model.layers.length} layers, ${plan.model.paramCount.toLocaleString("en-US")} parameters, ` +
       `${kib(plan.gradientBytes)} of float32 gradients per step`,
@@ -137,6 +142,7 @@ export function explainDataPlan(plan: DataParallelPlan): string {
       : "one worker: no all-reduce",
     ...(plan.compression && n > 1 ? [compressionLine(plan.compression)] : []),
     ...(plan.powerSgd && n > 1 ? [`compression powersgd, rank ${plan.powerSgd.rank}: each gradient of two or more dimensions goes as P (n x r) and Q (m x r) in two all-reduces, ${formatBytes(lowRankBytes(plan.model, plan.powerSgd.rank))} instead of ${formatBytes(plan.gradientBytes)}; vectors go whole; each worker keeps what the approximation left out for its next step (error feedback)`] : []),
+    ...(plan.ringNote ? [plan.ringNote] : []),
     ...(n > 1 ? [overlapLine(plan.overlap)] : []),
     ...(plan.sync && n > 1 ? [`${syncLine(plan.sync)}; the replicas differ between syncs and each keeps its own inner optimizer state, a copy of the last sync's weights and the outer optimizer's state (${formatBytes(plan.gradientBytes)} more per replica, and more for a stateful outer optimizer); fewer syncs send fewer bytes, and learn less per step as the replicas drift apart`] : []),
     ...(plan.batchNorm === "sync" ? [`batchNorm "sync": every BatchNormalization layer normalizes with the global batch's mean and variance (${plan.model.layers.filter((l) => l.className === "BatchNormalization").length} layer(s)), all-reduced twice per layer in the forward pass and once back, as one process at the global batch`] : []),
