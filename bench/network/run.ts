@@ -51,17 +51,25 @@ function meshtrain(hosts: NamespaceHosts, model: Model, variant: string): Promis
 
 async function ddp(hosts: NamespaceHosts, model: Model, compress: string): Promise<Json> {
   const port = ports(1);
-  const lines = await Promise.all(
-    Array.from({ length: WORKERS }, (_, r) => {
-      const [cmd, args] = hosts.command(r + 1, PYTHON, [path.join(PEERS, "torch_ddp.py"), "--rank", String(r), "--world", String(WORKERS), "--port", String(port), "--master", hosts.address(1), "--model", model, "--batch", String(BATCH), "--steps", String(STEPS[model]), "--warmup", "3", "--compress", compress], r);
-      // A rank that aborts (the PowerSGD hook on gloo) leaves the other waiting on gloo's 30-minute timeout: end it.
-      return runJson(cmd, args, pinnedEnv(1, { LD_LIBRARY_PATH: BLAS.openblas, PYTHONPATH: PEERS, GLOO_SOCKET_IFNAME: hosts.interfaceOf(r + 1) }), 900_000).catch((err: unknown) => {
-        spawnSync("pkill", ["-f", `torch_ddp.py .*--port ${port} `]);
-        throw err;
-      });
-    }),
-  );
-  return lines.flat().find((l) => typeof l.samples_per_second === "number")!;
+  // One rank that aborts (the PowerSGD hook on gloo) or hangs after the others ended leaves the rest waiting on gloo's 30-minute timeout: end them.
+  const stop = (): void => void spawnSync("pkill", ["-f", `torch_ddp.py .*--port ${port} `]);
+  let straggling: NodeJS.Timeout | undefined;
+  const ranks = Array.from({ length: WORKERS }, (_, r) => {
+    const [cmd, args] = hosts.command(r + 1, PYTHON, [path.join(PEERS, "torch_ddp.py"), "--rank", String(r), "--world", String(WORKERS), "--port", String(port), "--master", hosts.address(1), "--model", model, "--batch", String(BATCH), "--steps", String(STEPS[model]), "--warmup", "3", "--compress", compress], r);
+    return runJson(cmd, args, pinnedEnv(1, { LD_LIBRARY_PATH: BLAS.openblas, PYTHONPATH: PEERS, GLOO_SOCKET_IFNAME: hosts.interfaceOf(r + 1) }), 900_000).then(
+      (lines) => ((straggling ??= setTimeout(stop, 60_000)), lines),
+      (err: unknown) => (stop(), Promise.reject(err)),
+    );
+  });
+  try {
+    const settled = await Promise.allSettled(ranks);
+    // Rank 0 prints the measurement; a rank that hung after it and was ended does not make it fail.
+    const line = settled.flatMap((x) => (x.status === "fulfilled" ? x.value : [])).find((l) => typeof l.samples_per_second === "number");
+    if (line) return line;
+    throw (settled.find((x) => x.status === "rejected") as PromiseRejectedResult).reason;
+  } finally {
+    clearTimeout(straggling);
+  }
 }
 
 /** What a failed run printed, the last line that says why (DDP's PowerSGD hook aborts on gloo in torch 1.13). */
