@@ -1,3 +1,4 @@
+import { spawn, spawnSync } from "node:child_process";
 import * as crypto from "node:crypto";
 import * as path from "node:path";
 import { pinnedEnv, ports, runJson, type Json } from "../common";
@@ -6,15 +7,19 @@ import type { NamespaceHosts } from "./netns";
 /**
  * One meshtrain job across namespace hosts: `driver` (a script of this folder, given its join
  * port) on host 0, and `workers` workers, worker r on host r + 1 pinned to core r, each started
- * as `meshtrain worker --join` with the job's own token. Resolves with the driver's JSON line.
+ * as `meshtrain worker --join` with the job's own token. With `server`, a parameter server on
+ * host workers + 1, listening before the driver starts (its address in the driver's PS_URL).
+ * Resolves with the driver's JSON line.
  */
-export async function joined(hosts: NamespaceHosts, workers: number, driver: (port: number) => string[]): Promise<Json> {
+export async function joined(hosts: NamespaceHosts, workers: number, driver: (port: number) => string[], o: { server?: boolean } = {}): Promise<Json> {
   const token = crypto.randomBytes(24).toString("hex");
-  const port = ports(1);
+  const port = ports(2);
   const env = pinnedEnv(1, { MESHTRAIN_TOKEN: token });
   const cli = path.join(__dirname, "..", "..", "sdk", "cli", "main.js");
+  const serverAt = hosts.address(workers + 1);
+  const server = o.server ? startServer(hosts, workers + 1, cli, serverAt, port + 1, env) : null;
   const [cmd, args] = hosts.command(0, process.execPath, driver(port));
-  const run = runJson(cmd, args, env, 1_800_000);
+  const run = runJson(cmd, args, { ...env, ...(server ? { PS_URL: `ws://${serverAt}:${port + 1}` } : {}) }, 1_800_000);
   // Workers retry while the driver starts listening (--join-timeout), then end with it.
   const started = Array.from({ length: workers }, (_, r) => {
     const [wcmd, wargs] = hosts.command(r + 1, process.execPath, [cli, "worker", "--join", `ws://${hosts.address(0)}:${port}`, "--rank", String(r), "--join-timeout", "120"], r);
@@ -25,5 +30,14 @@ export async function joined(hosts: NamespaceHosts, workers: number, driver: (po
     return line!;
   } finally {
     await Promise.all(started);
+    // A server started without --join serves until it is stopped.
+    server?.stop();
   }
+}
+
+function startServer(hosts: NamespaceHosts, host: number, cli: string, address: string, port: number, env: NodeJS.ProcessEnv): { stop(): void } {
+  const [cmd, args] = hosts.command(host, process.execPath, [cli, "worker", "--host", address, "--port", String(port)], host - 1);
+  spawn(cmd, args, { env, stdio: "ignore" });
+  // By its command line: `ip netns exec` (and taskset) stand between this process and node.
+  return { stop: () => void spawnSync("pkill", ["-f", `worker --host ${address} --port ${port}`]) };
 }

@@ -11,6 +11,7 @@ import { median } from "../common";
  * step and the plan's prediction (made from the ring probe over the same links).
  *
  * variant: float32 | websocket (float32 over the WebSocket links) | fp16 | bf16 | powersgd-<rank> | sync-<every>
+ * | ps-sync | ps-async (strategy "ps" with one server, already listening at PS_URL; the driver feeds the data)
  * usage: node meshtrain-join.js <model> <workers> <batchPerWorker> <steps> <variant> <host> <port>   (MESHTRAIN_TOKEN set)
  */
 export function dataOptions(variant: string): StrategyInput<"data"> {
@@ -29,12 +30,12 @@ async function main(): Promise<void> {
   const steps = Number(stepsArg);
   tf.enableProdMode();
   const data = datasets.synthetic({ inputShape: [28, 28, 1], classes: 10, size: batch * steps, seed: 1 });
-  const c = await cluster()
-    .join({ workers, host, port: Number(port), timeoutMs: 120_000 })
-    .token(process.env.MESHTRAIN_TOKEN!)
-    .strategy("data", { feed: "workers", ...dataOptions(variant) })
-    .dataPlane(variant === "websocket" ? "websocket" : "auto")
-    .launch();
+  const base = cluster().join({ workers, host, port: Number(port), timeoutMs: 120_000 }).token(process.env.MESHTRAIN_TOKEN!);
+  const ps = /^ps-(sync|async)$/.exec(variant);
+  const c = await (ps
+    ? base.ps([process.env.PS_URL!]).strategy("ps", { mode: ps[1] as "sync" | "async" })
+    : base.strategy("data", { feed: "workers", ...dataOptions(variant) }).dataPlane(variant === "websocket" ? "websocket" : "auto")
+  ).launch();
   try {
     // One epoch of `steps` batches: a sync variant syncs every H steps and once more at the end.
     const run = await c.fit(isDemoModel(model) ? buildDemoModel(model) : bigMlp(), data, { epochs: 1, batchSize: batch, optimizer: { name: "sgd", learningRate: 0.01 }, shuffle: false });

@@ -30,7 +30,7 @@ const MODELS: readonly Model[] = QUICK ? ["mlp"] : ((arg("--models") ?? "mlp,cnn
 const NAMES: Record<Model, string> = { mlp: "MLP", cnn: "CNN", mlp10m: "MLP 11.4M" };
 /** Steps per run, by link: a slower link makes each step of a big model take seconds. */
 const STEPS: Record<Model, number> = { mlp: QUICK ? 8 : 60, cnn: 16, mlp10m: 14 };
-const MESHTRAIN = QUICK ? ["float32", "sync-4"] : ["float32", "websocket", "fp16", "powersgd-4", "sync-8"];
+const MESHTRAIN = QUICK ? ["float32", "sync-4", "ps-async"] : ["float32", "websocket", "fp16", "powersgd-4", "sync-8", "ps-sync", "ps-async"];
 const DDP = QUICK ? ["none"] : ["none", "fp16", "powersgd"];
 
 interface Row extends Json {
@@ -42,11 +42,12 @@ interface Row extends Json {
   samplesPerSecond: number;
   predicted: number | null;
   sentBytesPerStep: number | null;
-  failed: string | null;
+  /** What each run that did not finish printed. */
+  failures: string[];
 }
 
 function meshtrain(hosts: NamespaceHosts, model: Model, variant: string): Promise<Json> {
-  return joined(hosts, WORKERS, (port) => [path.join(__dirname, "meshtrain-join.js"), model, String(WORKERS), String(BATCH), String(STEPS[model]), variant, hosts.address(0), String(port)]);
+  return joined(hosts, WORKERS, (port) => [path.join(__dirname, "meshtrain-join.js"), model, String(WORKERS), String(BATCH), String(STEPS[model]), variant, hosts.address(0), String(port)], { server: variant.startsWith("ps-") });
 }
 
 async function ddp(hosts: NamespaceHosts, model: Model, compress: string): Promise<Json> {
@@ -80,28 +81,33 @@ function why(err: unknown): string {
 }
 
 async function measureLink(link: Link, torchGone: string | null, rows: Map<string, Row>): Promise<void> {
-  const hosts = NamespaceHosts.up(WORKERS + 1, link);
+  // The driver, the workers, and a parameter server's host.
+  const hosts = NamespaceHosts.up(WORKERS + 2, link);
   try {
     for (let round = 0; round < ROUNDS; round++) {
       for (const model of MODELS) {
+        // A parameter server's link carries every worker's pull and push: 180 MB a step for the 11.4M MLP, 15 s at 100 Mbit/s.
+        const variants = MESHTRAIN.filter((v) => !(v.startsWith("ps-") && model === "mlp10m" && link.bitsPerSecond < 1e9));
         const jobs: Array<[string, string, () => Promise<Json>]> = [
-          ...MESHTRAIN.map((v): [string, string, () => Promise<Json>] => ["meshtrain", v, () => meshtrain(hosts, model, v)]),
+          ...variants.map((v): [string, string, () => Promise<Json>] => ["meshtrain", v, () => meshtrain(hosts, model, v)]),
           ...(torchGone ? [] : DDP.map((c): [string, string, () => Promise<Json>] => ["pytorch-ddp", c === "none" ? "float32" : c, () => ddp(hosts, model, c)])),
         ];
         for (const [peer, variant, job] of jobs) {
           const key = `${link.rate}/${model}/${peer}/${variant}`;
-          const row = rows.get(key) ?? { link: link.name, model, peer, variant, runs: [], samplesPerSecond: NaN, predicted: null, sentBytesPerStep: null, failed: null };
+          const row = rows.get(key) ?? { link: link.name, model, peer, variant, runs: [], samplesPerSecond: NaN, predicted: null, sentBytesPerStep: null, failures: [] };
           rows.set(key, row);
-          if (row.failed) continue;
+          let outcome: string;
           try {
             const r = await job();
             row.runs.push(r.samples_per_second as number);
             if (typeof r.predicted_samples_per_second === "number") row.predicted = r.predicted_samples_per_second;
             if (typeof r.sent_bytes_per_step === "number") row.sentBytesPerStep = r.sent_bytes_per_step;
+            outcome = fmt(r.samples_per_second as number, 1);
           } catch (err) {
-            row.failed = why(err);
+            // Every round tries again: the median is of the runs that finished, and the row says how many failed and why.
+            row.failures.push((outcome = why(err)));
           }
-          process.stderr.write(`${link.name} round ${round + 1}/${ROUNDS}: ${NAMES[model]} ${peer} ${variant}: ${row.failed ?? fmt(row.runs[row.runs.length - 1]!, 1)}\n`);
+          process.stderr.write(`${link.name} round ${round + 1}/${ROUNDS}: ${NAMES[model]} ${peer} ${variant}: ${outcome}\n`);
         }
       }
     }
@@ -118,7 +124,8 @@ function table(rows: Row[]): string[] {
     const pred = r.predicted !== null ? `${fmt(r.predicted, 0)}` : "-";
     const ratio = r.predicted !== null ? fmt(r.predicted / r.samplesPerSecond) : "-";
     const mb = r.sentBytesPerStep !== null ? fmt(r.sentBytesPerStep / 1e6, 2) : "-";
-    const rate = r.failed ? `failed: ${r.failed.replace(/\|/g, "/")}` : fmt(r.samplesPerSecond, 1);
+    const failed = r.failures.length > 0 ? `${r.runs.length > 0 ? `${fmt(r.samplesPerSecond, 1)}; ` : ""}${r.failures.length} of ${r.failures.length + r.runs.length} run(s) failed: ${r.failures[r.failures.length - 1]!.replace(/\|/g, "/")}` : null;
+    const rate = failed ?? fmt(r.samplesPerSecond, 1);
     out.push(`| ${r.link} | ${NAMES[r.model]} | ${r.peer} | ${r.variant} | ${rate} | ${pred} | ${ratio} | ${mb} | ${fmt(r.samplesPerSecond / own)} | ${fmt(r.samplesPerSecond / same("pytorch-ddp", "float32"))} | ${fmt(r.samplesPerSecond / same("pytorch-ddp", "fp16"))} |`);
   }
   return out;
@@ -145,7 +152,7 @@ async function main(): Promise<void> {
     ...table(rows),
     "",
     `Hosts are Linux network namespaces on this one machine (${os.cpus().length} cores): the driver on one, each worker on its own, pinned to its own core; every host's link to a bridge is limited in both directions by tc's token bucket (tbf). They share the machine's cores and memory bandwidth: what differs from real machines is that, and no propagation delay (${delay ? `this kernel has no netem: ${delay}` : "netem is there, but this run added no delay"}).`,
-    "meshtrain: strategy(\"data\", { feed: \"workers\" }) on a join() cluster; float32 over the native data plane (websocket: over the WebSocket links), fp16 (16-bit with error feedback), powersgd-4 (compression { name: \"powersgd\", rank: 4 }), sync-8 (sync { every: 8 }, DiLoCo's outer Nesterov momentum: it trains differently, so its samples/s are not the same work as the others'). Predicted: the plan's samples/s from the ring probe over these links and each worker's measured speed. MB sent: what one worker sent per step (ring frames and headers), averaged over the measured steps.",
+    "meshtrain: strategy(\"data\", { feed: \"workers\" }) on a join() cluster; float32 over the native data plane (websocket: over the WebSocket links), fp16 (16-bit with error feedback), powersgd-4 (compression { name: \"powersgd\", rank: 4 }), sync-8 (sync { every: 8 }, DiLoCo's outer Nesterov momentum: it trains differently, so its samples/s are not the same work as the others'); ps-sync and ps-async: strategy(\"ps\") with one parameter server on a host of its own (the driver sends the data; MB sent: a worker's pushes). Predicted: the plan's samples/s from the ring probe over these links and each worker's measured speed. MB sent: what one worker sent per step (ring frames and headers), averaged over the measured steps.",
     "DDP: torch's DistributedDataParallel on gloo over the same links (float32; its fp16_compress_hook; its powerSGD_hook at rank 4). A failed row says what it printed.",
     ...(torchGone ? [`DDP: not measured: ${torchGone}.`] : []),
     ...(accuracy ? ["", ...accuracy.markdown] : []),
