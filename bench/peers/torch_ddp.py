@@ -9,6 +9,7 @@ its bf16 hook needs NCCL, so CPU runs have fp16 only)
 interface by GLOO_SOCKET_IFNAME
 """
 import argparse
+import datetime
 import os
 import sys
 import json
@@ -34,9 +35,11 @@ def main() -> None:
     p.add_argument("--compress", default="none", choices=["none", "fp16", "powersgd"])
     p.add_argument("--powersgd-rank", type=int, default=4)
     p.add_argument("--master", default="127.0.0.1")
+    p.add_argument("--timeout", type=int, default=60, help="seconds a collective may wait")
     a = p.parse_args()
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://{a.master}:{a.port}", rank=a.rank, world_size=a.world)
+    # A collective that waits a minute has hung (the PowerSGD hook on gloo does, on the 11.4M MLP): fail instead of gloo's 30 minutes.
+    dist.init_process_group("gloo", init_method=f"tcp://{a.master}:{a.port}", rank=a.rank, world_size=a.world, timeout=datetime.timedelta(seconds=a.timeout))
     torch.manual_seed(0)
     model = DDP(build(a.model))
     if a.compress == "fp16":
