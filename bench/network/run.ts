@@ -67,7 +67,9 @@ async function ddp(hosts: NamespaceHosts, model: Model, compress: string): Promi
     // Rank 0 prints the measurement; a rank that hung after it and was ended does not make it fail.
     const line = settled.flatMap((x) => (x.status === "fulfilled" ? x.value : [])).find((l) => typeof l.samples_per_second === "number");
     if (line) return line;
-    throw (settled.find((x) => x.status === "rejected") as PromiseRejectedResult).reason;
+    // The rank that failed first says why (gloo's enforce); the others only lost their peer.
+    const reasons = settled.flatMap((x) => (x.status === "rejected" ? [x.reason as unknown] : []));
+    throw reasons.find((e) => /enforce|Assertion/.test(String(e))) ?? reasons[0];
   } finally {
     clearTimeout(straggling);
   }
