@@ -73,6 +73,14 @@ export class NamespaceHosts {
       const ns = line.split(" ")[0];
       if (ns && ns.startsWith(PREFIX)) spawnSync("ip", ["netns", "del", ns]);
     }
+    // A namespace goes once the last process in it has exited; its veth's bridge end with it.
+    // Delete those ends now, and wait until none is left, so the next hosts can take the names.
+    for (let i = 0; i < 50; i++) {
+      const links = (spawnSync("ip", ["-o", "link", "show"], { encoding: "utf8" }).stdout ?? "").match(new RegExp(`${PREFIX}\\d+b`, "g")) ?? [];
+      if (links.length === 0) break;
+      for (const dev of new Set(links)) spawnSync("ip", ["link", "del", dev]);
+      spawnSync("sleep", ["0.1"]);
+    }
     spawnSync("ip", ["link", "del", BRIDGE]);
   }
 

@@ -50,6 +50,13 @@ function meshtrain(hosts: NamespaceHosts, model: Model, variant: string): Promis
   return joined(hosts, WORKERS, (port) => [path.join(__dirname, "meshtrain-join.js"), model, String(WORKERS), String(BATCH), String(STEPS[model]), variant, hosts.address(0), String(port)], { server: variant.startsWith("ps-") });
 }
 
+/**
+ * A DDP run that takes longer than this has hung: DDP's PowerSGD hook on gloo hung past gloo's
+ * own timeout on the 11.4M MLP. The slowest run that finishes (float32 at 100 Mbit/s) takes
+ * about 75 s.
+ */
+const DDP_LIMIT_MS = 240_000;
+
 async function ddp(hosts: NamespaceHosts, model: Model, compress: string): Promise<Json> {
   const port = ports(1);
   // One rank that aborts (the PowerSGD hook on gloo) or hangs after the others ended leaves the rest waiting on gloo's 30-minute timeout: end them.
@@ -57,7 +64,7 @@ async function ddp(hosts: NamespaceHosts, model: Model, compress: string): Promi
   let straggling: NodeJS.Timeout | undefined;
   const ranks = Array.from({ length: WORKERS }, (_, r) => {
     const [cmd, args] = hosts.command(r + 1, PYTHON, [path.join(PEERS, "torch_ddp.py"), "--rank", String(r), "--world", String(WORKERS), "--port", String(port), "--master", hosts.address(1), "--model", model, "--batch", String(BATCH), "--steps", String(STEPS[model]), "--warmup", "3", "--compress", compress], r);
-    return runJson(cmd, args, pinnedEnv(1, { LD_LIBRARY_PATH: BLAS.openblas, PYTHONPATH: PEERS, GLOO_SOCKET_IFNAME: hosts.interfaceOf(r + 1) }), 900_000).then(
+    return runJson(cmd, args, pinnedEnv(1, { LD_LIBRARY_PATH: BLAS.openblas, PYTHONPATH: PEERS, GLOO_SOCKET_IFNAME: hosts.interfaceOf(r + 1) }), DDP_LIMIT_MS).then(
       (lines) => ((straggling ??= setTimeout(stop, 60_000)), lines),
       (err: unknown) => (stop(), Promise.reject(err)),
     );
@@ -143,13 +150,22 @@ async function main(): Promise<void> {
   const torchGone = torchMissing();
   const delay = NamespaceHosts.delayMissing();
   const byKey = new Map<string, Row>();
-  for (const link of LINKS_RUN) await measureLink(link, torchGone, byKey);
-  const rows = [...byKey.values()].map((r) => ({ ...r, samplesPerSecond: median(r.runs) }));
+  const rowsNow = (): Row[] => [...byKey.values()].map((r) => ({ ...r, samplesPerSecond: median(r.runs) }));
+  // Written after each link too: a run that fails later keeps what it measured.
+  for (const link of LINKS_RUN) {
+    await measureLink(link, torchGone, byKey);
+    report(heading, rowsNow(), null, torchGone, delay, `links measured so far: up to ${link.name}`);
+  }
   // Accuracy on the slowest link measured (where talking less matters most), unless --accuracy none.
   const accuracyLink = arg("--accuracy") === "none" ? undefined : LINKS_RUN[LINKS_RUN.length - 1];
   const accuracy = accuracyLink ? await measureAccuracy(accuracyLink, WORKERS) : null;
+  report(heading, rowsNow(), accuracy, torchGone, delay, null);
+}
+
+function report(heading: string, rows: Row[], accuracy: Awaited<ReturnType<typeof measureAccuracy>> | null, torchGone: string | null, delay: string | null, partial: string | null): void {
   const md = [
     heading,
+    ...(partial ? ["", `Partial: ${partial}.`] : []),
     "",
     ...table(rows),
     "",
@@ -161,7 +177,7 @@ async function main(): Promise<void> {
     "",
     "Command: `npm run bench:network` (`-- --links 1gbit,100mbit --models mlp10m --rounds 3 --accuracy none` picks parts).",
   ].join("\n");
-  writeResults("network", { machine: machine(), quick: QUICK, delay: delay ?? "netem", rows, accuracy: accuracy?.rows ?? [] }, md);
+  writeResults("network", { machine: machine(), quick: QUICK, delay: delay ?? "netem", rows, accuracy: accuracy?.rows ?? [], ...(partial ? { partial } : {}) }, md);
 }
 
 main().catch((err: unknown) => {
