@@ -70,3 +70,24 @@ test("sync every 3 steps (DiLoCo's outer Nesterov, Adam inside) equals the one-p
   assert.throws(() => cluster().workers(2).strategy("data", { sync: { every: 2 }, elastic: { minWorkers: 1 } }).spec(), (e: unknown) => e instanceof ConfigError && /synced every few steps/.test(e.message));
   assert.throws(() => cluster().workers(2).strategy("data", { sync: { every: 0 } }).spec(), ConfigError);
 });
+
+test("the sync's all-reduce compressed: PowerSGD at the full rank is exact, fp16 with error feedback stays close", async (t) => {
+  const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 48, seed: 53 });
+  const o = { ...base, optimizer: sgd };
+  const trained = async (compression?: "fp16" | { name: "powersgd"; rank: number }): Promise<tf.LayersModel> => {
+    const c = await cluster().workers(2).strategy("data", { sync: { every: 2 }, ...(compression ? { compression } : {}) }).backend("cpu").launch();
+    try {
+      const model = smallClassifier(6, 3);
+      await c.fit(model, ds, o);
+      return model;
+    } finally {
+      await c.close();
+    }
+  };
+  const plain = await trained();
+  const full = maxRelativeDifference(await trained({ name: "powersgd", rank: 64 }), plain);
+  const half = maxRelativeDifference(await trained("fp16"), plain);
+  t.diagnostic(`PowerSGD full rank vs float32: ${full.toExponential(2)}; fp16 vs float32: ${half.toExponential(2)}`);
+  assert.ok(full < 1e-5, `PowerSGD at the full rank: relative difference ${full}`);
+  assert.ok(half > 0 && half < 1e-2, `fp16: relative difference ${half}`);
+});
