@@ -110,6 +110,8 @@ export interface PushRecord {
   /** Time the servers held the pull back for other workers' pushes (sync). */
   waitMs: number;
   slowdownMs: number;
+  /** Bytes the push carried (its tensors' bytes). */
+  sentBytes?: number;
   /** The model's compiled metrics over the slice. */
   metrics?: Record<string, number>;
   /** Where the worker found NaN or Infinity; the servers dropped the push. */

@@ -84,7 +84,7 @@ test("the stale-synchronous rule: at most k steps ahead of the slowest live work
 
 test("async rounds: samples and losses add up, and the slowest rank is the straggler", () => {
   const push = (rank: number, computeMs: number, loss: number, samples = 8): PushRecord => ({
-    rank, clock: 0, epoch: 0, samples, loss, version: 0, staleness: 0, lead: 0, startMs: 10 * rank, endMs: 100 + rank, computeMs, pullMs: 1, pushMs: 1, waitMs: 0, slowdownMs: 0,
+    rank, clock: 0, epoch: 0, samples, loss, version: 0, staleness: 0, lead: 0, startMs: 10 * rank, endMs: 100 + rank, computeMs, pullMs: 1, pushMs: 1, waitMs: 0, slowdownMs: 0, sentBytes: 100 * (rank + 1),
   });
   const r = roundRecord(4, [push(0, 5, 1), push(1, 30, 2, 4), push(0, 5, 1)], 50);
   assert.equal(r.step, 4);
@@ -94,6 +94,8 @@ test("async rounds: samples and losses add up, and the slowest rank is the strag
   assert.equal(r.endMs, 101);
   assert.equal(r.ms, 51);
   assert.deepEqual(r.workers.map((w) => [w.rank, w.computeMs]), [[0, 10], [1, 30]]);
+  // A round's bytes are every push a worker made in it.
+  assert.deepEqual(r.workers.map((w) => w.sentBytes), [200, 200]);
 });
 
 function serverLoad(mode: "async" | "sync", workers: number, shapes: number[][], optimizer: OptimizerSpec, stateShapes: number[][] = []): LoadOf<"ps-server"> {

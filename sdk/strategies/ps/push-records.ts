@@ -19,6 +19,8 @@ export function roundRecord(step: number, pushes: readonly PushRecord[], startOf
     w.waitMs += p.waitMs;
     w.slowdownMs = (w.slowdownMs ?? 0) + p.slowdownMs;
     w.startMs = Math.min(w.startMs, p.startMs);
+    // A round's bytes: every push the worker made in it.
+    if (p.sentBytes !== undefined) w.sentBytes = (w.sentBytes ?? 0) + p.sentBytes;
     w.n++;
     byRank.set(p.rank, w);
   }
@@ -67,6 +69,7 @@ export function pushRecord(r: StepDone, w: WorkerHandle, fitStartWall: number, a
     pushMs: ps.pushMs,
     waitMs: m.waitMs,
     slowdownMs: m.slowdownMs ?? 0,
+    ...(m.sentBytes !== undefined ? { sentBytes: m.sentBytes } : {}),
     ...(m.metrics ? { metrics: m.metrics } : {}),
     ...(m.nonFinite ? { nonFinite: { rank: w.rank, ...m.nonFinite } } : {}),
   };
