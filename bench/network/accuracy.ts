@@ -44,10 +44,10 @@ export async function measureAccuracy(link: Link, workers: number): Promise<{ ro
   } finally {
     hosts.down();
   }
-  return { rows, markdown: table(rows, link, workers) };
+  return { rows, markdown: accuracyTable(rows, link, workers) };
 }
 
-function table(rows: AccuracyRow[], link: Link, workers: number): string[] {
+export function accuracyTable(rows: AccuracyRow[], link: Link, workers: number): string[] {
   const base = rows.find((r) => r.variant === "float32");
   const acc0 = base ? median(base.accuracy) : NaN;
   const wall0 = base ? median(base.wallMs) : NaN;

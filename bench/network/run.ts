@@ -1,10 +1,11 @@
 import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { BLAS, fmt, machine, median, PEERS, pinnedEnv, ports, PYTHON, QUICK, runJson, torchMissing, writeResults, type Json } from "../common";
+import { BLAS, fmt, machine, median, PEERS, pinnedEnv, ports, PYTHON, QUICK, RESULTS, runJson, torchMissing, writeResults, type Json } from "../common";
 import { LINKS, NamespaceHosts, type Link } from "./netns";
 import { joined } from "./joined";
-import { measureAccuracy } from "./accuracy";
+import { accuracyTable, measureAccuracy, type AccuracyRow } from "./accuracy";
 
 /**
  * Data parallelism between machines, made on one: namespace hosts on shaped links (see netns.ts),
@@ -132,7 +133,8 @@ function table(rows: Row[]): string[] {
     const own = same(r.peer, "float32");
     const pred = r.predicted !== null ? `${fmt(r.predicted, 0)}` : "-";
     const ratio = r.predicted !== null ? fmt(r.predicted / r.samplesPerSecond) : "-";
-    const mb = r.sentBytesPerStep !== null ? fmt(r.sentBytesPerStep / 1e6, 2) : "-";
+    // Zero: a run whose records carried no bytes (async parameter servers' rounds did not, before 2026-11-26).
+    const mb = r.sentBytesPerStep ? fmt(r.sentBytesPerStep / 1e6, 2) : "-";
     const failed = r.failures.length > 0 ? `${r.runs.length > 0 ? `${fmt(r.samplesPerSecond, 1)}; ` : ""}${r.failures.length} of ${r.failures.length + r.runs.length} run(s) failed: ${r.failures[r.failures.length - 1]!.replace(/\|/g, "/")}` : null;
     const rate = failed ?? fmt(r.samplesPerSecond, 1);
     out.push(`| ${r.link} | ${NAMES[r.model]} | ${r.peer} | ${r.variant} | ${rate} | ${pred} | ${ratio} | ${mb} | ${fmt(r.samplesPerSecond / own)} | ${fmt(r.samplesPerSecond / same("pytorch-ddp", "float32"))} | ${fmt(r.samplesPerSecond / same("pytorch-ddp", "fp16"))} |`);
@@ -149,6 +151,12 @@ async function main(): Promise<void> {
   }
   const torchGone = torchMissing();
   const delay = NamespaceHosts.delayMissing();
+  if (process.argv.includes("--from-json")) {
+    // The tables again from the last run's results, measuring nothing (after a change to how they are written).
+    const last = JSON.parse(fs.readFileSync(path.join(RESULTS, "network.json"), "utf8")) as { rows: Row[]; accuracy: AccuracyRow[] };
+    report(heading, last.rows, last.accuracy.length > 0 ? { rows: last.accuracy, markdown: accuracyTable(last.accuracy, LINKS_RUN[LINKS_RUN.length - 1]!, WORKERS) } : null, torchGone, delay, null);
+    return;
+  }
   const byKey = new Map<string, Row>();
   const rowsNow = (): Row[] => [...byKey.values()].map((r) => ({ ...r, samplesPerSecond: median(r.runs) }));
   // Written after each link too: a run that fails later keeps what it measured.
