@@ -75,7 +75,7 @@ async function main(): Promise<void> {
     }
   }
   const md = [
-    `### All-reduce bus bandwidth (medians of ${ROUNDS} interleaved rounds x ${ITERS} operations)`,
+    `### All-reduce bus bandwidth, over loopback (medians of ${ROUNDS} interleaved rounds x ${ITERS} operations)`,
     "",
     ...lines,
     "",

@@ -109,7 +109,7 @@ async function main(): Promise<void> {
   const s = await speed(torchGone);
   const a = await accuracy();
   const md = [
-    `### Gradient compression, 2 workers, ${BATCH} samples per worker per step (medians of ${ROUNDS} interleaved rounds)`,
+    `### Gradient compression over loopback, 2 workers, ${BATCH} samples per worker per step (medians of ${ROUNDS} interleaved rounds)`,
     "",
     ...s.table,
     "",

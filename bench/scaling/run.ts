@@ -79,7 +79,7 @@ async function main(): Promise<void> {
     }
   }
   const md = [
-    `### Data-parallel scaling, ${BATCH} samples per worker per step, SGD (medians of ${ROUNDS} interleaved rounds)`,
+    `### Data-parallel scaling over loopback, ${BATCH} samples per worker per step, SGD (medians of ${ROUNDS} interleaved rounds)`,
     "",
     ...table,
     "",
