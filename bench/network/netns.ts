@@ -88,7 +88,13 @@ export class NamespaceHosts {
   static missing(): string | null {
     if (process.getuid?.() !== 0) return "network namespaces need root";
     for (const tool of ["ip", "tc", "taskset"]) if (spawnSync("which", [tool]).status !== 0) return `${tool} is not installed`;
-    return null;
+    // Root in a container may still lack CAP_NET_ADMIN: try a namespace and a token bucket in it.
+    const ns = `${PREFIX}probe`;
+    const made = spawnSync("ip", ["netns", "add", ns], { encoding: "utf8" });
+    if (made.status !== 0) return `cannot make a network namespace: ${(made.stderr || "ip netns add failed").trim()}`;
+    const shaped = spawnSync("ip", ["netns", "exec", ns, "tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate", "1gbit", "burst", "262144", "latency", "50ms"], { encoding: "utf8" });
+    spawnSync("ip", ["netns", "del", ns]);
+    return shaped.status === 0 ? null : `cannot shape a link with tc tbf: ${(shaped.stderr || "tc failed").trim()}`;
   }
 
   /** netem (delay) is a kernel module some kernels lack: null when it is there, else what tc said. */
