@@ -7,30 +7,10 @@ import type { ResolvedFitOptions } from "./fit-options";
 import type { Tensorlike } from "../protocol/tensor";
 import type { EpochValidation, MembershipChange, StepRecord } from "../metrics/records";
 import { awaitAll, survived } from "./await";
-import { computeEnd, stepOutcome, straggler, workerStep } from "./step-records";
 import { nonFiniteStop } from "./non-finite";
-import { type FitContext, type StepDone } from "./fit-context";
-import type { Wiring } from "../plan/wiring";
-import { hostRing } from "../plan/host-ring";
+import type { FitContext } from "./fit-context";
+import { inFlightRecord, ringOf, type InFlight } from "./elastic-record";
 import { FitAborted, runHook, stepSeen } from "./fit-stop";
-
-interface InFlight {
-  step: number;
-  epoch: number;
-  members: WorkerHandle[];
-  slices: number[];
-  settled: Promise<Array<PromiseSettledResult<StepDone>>>;
-  result?: Array<PromiseSettledResult<StepDone>>;
-  learningRate?: number;
-}
-
-/** One ring of the members, machine by machine and in rank order within one; nobody else is wired. */
-function ringOf(members: readonly WorkerHandle[], size: number): Wiring {
-  const sorted = [...members].sort((a, b) => a.rank - b.rank);
-  // Members sharing a machine are neighbours, as in a fixed membership's ring (plan/host-ring.ts).
-  const ring = hostRing(sorted.map((h) => h.info?.hostname)).order.map((i) => sorted[i]!.rank);
-  return { groups: [ring], pipe: Array.from({ length: size }, () => ({ prev: null, next: null })) };
-}
 
 export interface ElasticHooks {
   /** Loads the model on a worker that joins, with these weights. */
@@ -39,6 +19,12 @@ export interface ElasticHooks {
   split(count: number, members: number): readonly number[];
   /** Validation at an epoch's end, by the members then (fit options validationData, validationSplit). */
   validate?: (members: readonly WorkerHandle[], epoch: number) => Promise<Record<string, number>>;
+  /**
+   * Local SGD: whether the replicas sync after this step. Between syncs the replicas differ, so
+   * a loss sends the survivors back to the last sync (the steps since are run again, their
+   * records replaced) and workers join right after one.
+   */
+  syncAfter?: (step: number) => boolean;
 }
 
 /**
@@ -70,7 +56,7 @@ class ElasticLoop {
   /** The global step each member was at when it was loaded: its applied count starts there. */
   private readonly base: Map<number, number>;
   private readonly membership: MembershipChange[] = [];
-  private readonly history: StepRecord[] = [];
+  private history: StepRecord[] = [];
   private readonly joiners: WorkerHandle[] = [];
   private generation = 0;
   private stopped: FitAborted | undefined;
@@ -82,7 +68,7 @@ class ElasticLoop {
   private inflight: InFlight[] = [];
   private lastEnd = performance.now();
   /** Callbacks: the last epoch and step whose begin was called (a step sent again after a loss is not begun twice), and stopTraining seen. */
-  private begun = { epoch: -1, step: -1 };
+  private begun = { epoch: -1, step: -1, ended: -1 };
   private ended = false;
   /** An epoch whose steps are all recorded and whose end (validation, callbacks) is due before the next step. */
   private pendingEpoch: number | null = null;
@@ -138,11 +124,11 @@ class ElasticLoop {
       this.departures = 0;
       return this.recover();
     }
-    if (this.joiners.length > 0 && this.inflight.length === 0) return this.admit();
+    if (this.joiners.length > 0 && this.inflight.length === 0 && this.atSync(this.next)) return this.admit();
     if (this.pendingEpoch !== null) return this.endEpoch(this.pendingEpoch);
     // With callbacks or validation, one step at a time: each batch (and epoch) ends before the next begins, as in model.fit.
     const ahead = this.o.callbacks || this.hooks.validate ? 1 : 2;
-    while (this.joiners.length === 0 && this.next < this.total && this.next - this.done < ahead && !this.ended) {
+    while ((this.joiners.length === 0 || !this.atSync(this.next)) && this.next < this.total && this.next - this.done < ahead && !this.ended) {
       await this.begin(this.next);
       if (this.stopped || this.ended) return;
       this.issue(this.next++);
@@ -175,14 +161,16 @@ class ElasticLoop {
     if (!cb || step <= this.begun.step) return;
     const { epoch } = this.walk.at(step);
     if (epoch !== this.begun.epoch) await this.hook(() => cb.epochBegin(epoch));
-    this.begun = { epoch, step };
+    this.begun = { ...this.begun, epoch, step };
     await this.hook(() => cb.batchBegin(step - epoch * this.walk.perEpoch));
   }
 
   /** Callbacks once a step is recorded (every member completed it): the batch's end, and its epoch's when it was the last. */
   private async stepRecorded(f: InFlight): Promise<void> {
     const cb = this.o.callbacks;
-    if (!cb) return;
+    // A step run again after going back to a sync ended once already.
+    if (!cb || f.step <= this.begun.ended) return;
+    this.begun.ended = f.step;
     const rec = this.history[this.history.length - 1]!;
     await this.hook(() => cb.batchEnd(f.step - f.epoch * this.walk.perEpoch, rec));
   }
@@ -234,7 +222,7 @@ class ElasticLoop {
     const requests = this.members.map((w, i) => {
       const batch = this.dataset.gather(order, from, from + slices[i]!);
       from += slices[i]!;
-      return w.channel.request({ type: "step", step, epoch, weight: slices[i]! / count, generation: this.generation, ...rate }, "stepDone", {
+      return w.channel.request({ type: "step", step, epoch, weight: slices[i]! / count, generation: this.generation, ...rate, ...(this.hooks.syncAfter?.(step) ? { sync: "after" as const } : {}) }, "stepDone", {
         timeoutMs: this.stepMs,
         waitingFor: `step ${step}`,
         attachments: batchAttachments(batch),
@@ -250,20 +238,7 @@ class ElasticLoop {
 
   private record(f: InFlight): void {
     const now = performance.now();
-    const samples = f.slices.reduce((a, b) => a + b, 0);
-    const ok = f.result!.map((r, i) => ({ r, w: f.members[i]!, share: f.slices[i]! / samples })).filter((x): x is { r: PromiseFulfilledResult<StepDone>; w: WorkerHandle; share: number } => x.r.status === "fulfilled");
-    const rec: StepRecord = {
-      step: f.step,
-      epoch: f.epoch,
-      samples,
-      ms: now - this.lastEnd,
-      endMs: now - this.t.fitStart,
-      loss: ok.reduce((a, x) => a + x.share * x.r.value.msg.loss, 0) / Math.max(1e-12, ok.reduce((a, x) => a + x.share, 0)),
-      workers: ok.map((x) => workerStep(x.r.value, x.w, this.t.fitStartWall)),
-      straggler: straggler(ok.map((x) => computeEnd(x.r.value, x.w))),
-      ...stepOutcome(ok.map((x) => x.r.value), ok.map((x) => x.w.rank), ok.map((x) => x.share)),
-      ...(f.learningRate !== undefined ? { learningRate: f.learningRate } : {}),
-    };
+    const rec = inFlightRecord(f, { ms: now - this.lastEnd, endMs: now - this.t.fitStart, fitStartWall: this.t.fitStartWall });
     this.lastEnd = now;
     this.history.push(rec);
     this.stopped ??= nonFiniteStop(rec, this.o);
@@ -295,11 +270,19 @@ class ElasticLoop {
     await this.rewire();
     await Promise.all(this.inflight.map((f) => f.settled));
     await this.stepBack();
+    // The step training goes on from: past the steps every survivor completed, or (local SGD) back at a sync.
+    for (const m of this.membership.slice(-lost.length)) m.step = this.done;
+  }
+
+  /** Whether a joiner may be loaded before `step`: at any step boundary, or with local SGD right after a sync (or the start). */
+  private atSync(step: number): boolean {
+    return !this.hooks.syncAfter || step <= Math.max(this.t.startStep, this.walk.first) || this.hooks.syncAfter(step - 1);
   }
 
   /** Steps every survivor completed stand; a survivor one update ahead of the others steps back. */
   private async stepBack(): Promise<void> {
-    const reported = await this.all(this.members.map((h) => h.channel.request({ type: "rewind" }, "rewound", { timeoutMs: this.stepMs, waitingFor: "how many steps it applied" })));
+    const ask = this.hooks.syncAfter ? { type: "rewind" as const, sync: "last" as const } : { type: "rewind" as const };
+    const reported = await this.all(this.members.map((h) => h.channel.request(ask, "rewound", { timeoutMs: this.stepMs, waitingFor: "how many steps it applied" })));
     const at = this.members.map((h, i) => this.base.get(h.rank)! + reported[i]!.msg.applied);
     const target = Math.min(...at);
     for (const f of this.inflight) if (f.step >= this.done && f.step < target) this.record(f);
@@ -309,7 +292,10 @@ class ElasticLoop {
         at[i]! > target ? [h.channel.request({ type: "rewind", to: reported[i]!.msg.applied - (at[i]! - target) }, "rewound", { timeoutMs: this.stepMs, waitingFor: "stepping back one update" })] : [],
       ),
     );
+    // Steps after the sync gone back to no longer stand.
+    this.history = this.history.filter((r) => r.step < target);
     this.done = this.next = target;
+    this.ctx.setStep(target);
   }
 
   /** At a step boundary: the joiners get a member's weights and optimizer state, then the ring is re-formed. */

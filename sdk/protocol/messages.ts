@@ -278,8 +278,11 @@ export const StateSchema = z.strictObject({ type: z.literal("state"), v, re: id,
 export const SetStateSchema = z.strictObject({ type: z.literal("setState"), v, id, ...optimizerStateFields, attachments });
 export const StateSetSchema = z.strictObject({ type: z.literal("stateSet"), v, re: id });
 
-/** Elastic data parallelism: go back to `to` updates applied (or just report, without `to`). */
-export const RewindSchema = z.strictObject({ type: z.literal("rewind"), v, id, to: z.number().int().nonnegative().optional() });
+/**
+ * Elastic data parallelism: go back to `to` updates applied (or just report, without `to`). Local
+ * SGD counts steps taken, and `sync: "last"` goes back to the last sync (its steps since re-run).
+ */
+export const RewindSchema = z.strictObject({ type: z.literal("rewind"), v, id, to: z.number().int().nonnegative().optional(), sync: z.literal("last").optional() });
 export const RewoundSchema = z.strictObject({ type: z.literal("rewound"), v, re: id, applied: z.number().int().nonnegative() });
 
 export const ReleaseSchema = z.strictObject({ type: z.literal("release"), v, id });

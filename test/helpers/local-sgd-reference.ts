@@ -14,23 +14,30 @@ type LossFn = (a: tf.Tensor, b: tf.Tensor) => tf.Tensor;
  * the replicas' mean change from the last sync's weights (each replica weighted by its mean share
  * of the batches since), which the outer optimizer applies to those weights; every replica then
  * starts from the result. Trains `model` in place.
+ *
+ * `membership` (an elastic fit's changes, each at the step training went on from) takes a
+ * replica out of the steps from then on, or adds one (right after a sync) with the sync's
+ * weights and a copy of the lowest-ranked replica's inner optimizer state; each step's batch is
+ * split among the replicas then, in rank order.
  */
-export function localSgdReference(
+export async function localSgdReference(
   model: tf.LayersModel,
   ds: Dataset,
-  o: { epochs: number; batchSize: number; optimizer: OptimizerSpec; outer: OptimizerSpec; every: number; loss: string; seed: number; replicas: number; stopAfter?: number },
-): void {
+  o: { epochs: number; batchSize: number; optimizer: OptimizerSpec; outer: OptimizerSpec; every: number; loss: string; seed: number; replicas: number; stopAfter?: number; membership?: ReadonlyArray<{ change: "left" | "joined"; rank: number; step: number }> },
+): Promise<void> {
   model.compile({ optimizer: createOptimizer(o.optimizer), loss: o.loss });
   const c = model as unknown as { lossFunctions?: LossFn[]; model?: { lossFunctions: LossFn[] } };
   const loss = (c.lossFunctions ?? c.model!.lossFunctions)[0]!;
   const vars = model.trainableWeights.map((w) => w.read() as tf.Variable);
   const outer = createOptimizer(o.outer);
-  const replicas = Array.from({ length: o.replicas }, (_, r) => ({
-    vars: vars.map((v, k) => tf.variable(v.clone(), true, `local_sgd_ref_${r}_${k}_${Math.random().toString(36).slice(2)}`)),
+  const replica = (rank: number) => ({
+    rank,
+    vars: vars.map((v, k) => tf.variable(v.clone(), true, `local_sgd_ref_${rank}_${k}_${Math.random().toString(36).slice(2)}`)),
     inner: createOptimizer(o.optimizer),
     shares: 0,
     steps: 0,
-  }));
+  });
+  let replicas = Array.from({ length: o.replicas }, (_, r) => replica(r));
   // The last sync's weights, which the model's variables hold between replicas' steps.
   let anchor = vars.map((v) => v.clone());
   const sync = (): void => {
@@ -49,9 +56,13 @@ export function localSgdReference(
   for (let epoch = 0; epoch < o.epochs; epoch++) {
     const order = epochOrder(ds.size, true, o.seed, epoch);
     for (let i = 0; i < perEpoch; i++, step++) {
+      for (const m of o.membership?.filter((x) => x.step === step) ?? []) {
+        if (m.change === "left") replicas = replicas.filter((r) => r.rank !== m.rank);
+        else replicas = [...replicas, await joined(replica(m.rank), replicas[0]!.inner)].sort((a, b) => a.rank - b.rank);
+      }
       const [start, end] = globalBatch(ds.size, o.batchSize, i);
       let from = start;
-      replicaSlices(end - start, o.replicas).forEach((n, r) => {
+      replicaSlices(end - start, replicas.length).forEach((n, r) => {
         const rep = replicas[r]!;
         rep.shares += n / (end - start);
         rep.steps++;
@@ -69,4 +80,15 @@ export function localSgdReference(
       if (stops) return;
     }
   }
+}
+
+/** A joining replica: the inner optimizer's state copied from `from` (Adam's running products too, as the workers carry them). */
+async function joined<R extends { inner: tf.Optimizer }>(r: R, from: tf.Optimizer): Promise<R> {
+  await r.inner.setWeights((await from.getWeights()).map((w) => ({ name: w.name, tensor: w.tensor.clone() })));
+  for (const k of ["accBeta1", "accBeta2"]) {
+    const src = (from as unknown as Record<string, tf.Variable | undefined>)[k];
+    const dst = (r.inner as unknown as Record<string, tf.Variable | undefined>)[k];
+    if (src && dst) dst.assign(src);
+  }
+  return r;
 }

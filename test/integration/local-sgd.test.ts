@@ -10,7 +10,8 @@ import { localSgdReference } from "../helpers/local-sgd-reference";
  * strategy("data", { sync: { every, outer } }) on real workers: synced every step with outer
  * SGD at rate 1 it is plain data parallelism (model.fit); synced every 3 steps with DiLoCo's
  * outer Nesterov momentum and Adam inside, it equals the algorithm simulated in one process,
- * uneven and empty slices included, and so does a fit a callback stops between syncs.
+ * uneven and empty slices included, and so does a fit a callback stops between syncs, and an
+ * elastic one that loses a worker between syncs and gains one (simulated with the same changes).
  */
 
 tf.enableProdMode();
@@ -47,7 +48,7 @@ test("sync every 3 steps (DiLoCo's outer Nesterov, Adam inside) equals the one-p
     const model = smallClassifier(6, 3);
     await c.fit(model, ds, { ...base, optimizer: adam });
     const sim = smallClassifier(6, 3);
-    localSgdReference(sim, ds, { ...base, optimizer: adam, outer, every: 3, replicas: 3 });
+    await localSgdReference(sim, ds, { ...base, optimizer: adam, outer, every: 3, replicas: 3 });
     const diff = maxRelativeDifference(model, sim);
     t.diagnostic(`every 3 vs the one-process simulation: ${diff.toExponential(2)}`);
     assert.ok(diff < 1e-5, `relative difference ${diff}`);
@@ -60,15 +61,44 @@ test("sync every 3 steps (DiLoCo's outer Nesterov, Adam inside) equals the one-p
     const run = await c.fit(stopped, ds, { ...base, optimizer: adam, callbacks: { onBatchEnd: async (b) => void (b === 3 && (stopped.stopTraining = true)) } });
     assert.equal(run.history.length, 4);
     const simStopped = smallClassifier(6, 3);
-    localSgdReference(simStopped, ds, { ...base, optimizer: adam, outer, every: 3, replicas: 3, stopAfter: 3 });
+    await localSgdReference(simStopped, ds, { ...base, optimizer: adam, outer, every: 3, replicas: 3, stopAfter: 3 });
     const stopDiff = maxRelativeDifference(stopped, simStopped);
     t.diagnostic(`stopped after step 3 vs the simulation: ${stopDiff.toExponential(2)}`);
     assert.ok(stopDiff < 1e-5, `relative difference ${stopDiff}`);
   } finally {
     await c.close();
   }
-  assert.throws(() => cluster().workers(2).strategy("data", { sync: { every: 2 }, elastic: { minWorkers: 1 } }).spec(), (e: unknown) => e instanceof ConfigError && /synced every few steps/.test(e.message));
   assert.throws(() => cluster().workers(2).strategy("data", { sync: { every: 0 } }).spec(), ConfigError);
+});
+
+test("elastic: a worker killed between syncs sends the others back to the last sync, a worker added joins right after one; equal to the simulation with the same membership", async (t) => {
+  // 800 steps on stock cpu kernels: long enough for a new worker process to start and join.
+  const long = datasets.synthetic({ inputShape: [6], classes: 3, size: 19_200, seed: 54 });
+  const adam = { name: "adam" as const, learningRate: 0.01, beta1: 0.9, beta2: 0.999 };
+  const outer = { name: "momentum" as const, learningRate: 0.7, momentum: 0.9, useNesterov: true };
+  const o = { ...base, epochs: 1, batchSize: 24, optimizer: adam };
+  const c = await cluster().workers(3).strategy("data", { sync: { every: 3 }, elastic: { minWorkers: 2 } }).timeouts({ stepMs: 30_000 }).heartbeat({ intervalMs: 200, timeoutMs: 1000 }).backend("cpu").launch();
+  try {
+    assert.match(c.plan(smallClassifier(6, 3), { batchSize: 24 }).toString(), /after a loss the others go back to the last sync .* join right after a sync/);
+    const model = smallClassifier(6, 3);
+    let joined: Promise<number> | undefined;
+    let killed = false;
+    // Step 4 is between the syncs after steps 2 and 5; it is run again after the loss, and must not kill twice.
+    const run = await c.fit(model, long, { ...o, onStep: (s) => void (s.step === 0 && !joined && (joined = c.add()), s.step === 4 && !killed && ((killed = true), c.kill(1))) });
+    assert.equal(await joined, 3);
+    const m = run.membership!;
+    t.diagnostic(`membership: ${m.map((x) => `${x.change} ${x.rank} at step ${x.step}`).join("; ")}`);
+    assert.deepEqual(m.map((x) => [x.change, x.rank]).sort(), [["joined", 3], ["left", 1]]);
+    assert.ok(m.every((x) => x.step % 3 === 0), "each change right after a sync");
+    assert.deepEqual(run.history.map((s) => s.step), Array.from({ length: 800 }, (_, i) => i), "every step that stands once, in order");
+    const sim = smallClassifier(6, 3);
+    await localSgdReference(sim, long, { ...o, outer, every: 3, replicas: 3, membership: m });
+    const diff = maxRelativeDifference(model, sim);
+    t.diagnostic(`elastic every 3 vs the simulation with the same membership: ${diff.toExponential(2)}`);
+    assert.ok(diff < 1e-5, `relative difference ${diff}`);
+  } finally {
+    await c.close();
+  }
 });
 
 test("the sync's all-reduce compressed: PowerSGD at the full rank is exact, fp16 with error feedback stays close", async (t) => {

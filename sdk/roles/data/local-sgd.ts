@@ -1,11 +1,13 @@
 import type { OptimizerSpec } from "../../protocol/optimizer-spec";
 import { makeUpdateRule } from "../update-rule";
-import type { UpdateRule } from "../tfjs-update";
+import type { OptimizerState, UpdateRule } from "../tfjs-update";
 import { assignFlat, readConcat } from "../device-io";
 import { addInPlace, scaleInPlace, type LoadedReplica } from "../slice-gradient";
 import type { AllReduceStats } from "../../collectives/ring-allreduce";
 import { hasNonFinite } from "../../backends/native/finite";
+import { StateError } from "../../errors/errors";
 import { nonFiniteVariable, type NonFinite } from "../step-health";
+import { SyncMarks, splitOuter, withOuter } from "./sync-marks";
 
 /** How a replica sums a buffer with every other's and what it makes of the sum (see DataReplica). */
 export interface SyncParts {
@@ -32,6 +34,8 @@ export class LocalRounds {
   /** This replica's shares of the global batches since the last sync, summed, and their count. */
   private shares = 0;
   private steps = 0;
+  /** Steps taken since the load (an elastic fit counts where it can go back to in these). */
+  private taken = 0;
   /** Room to read the weights into at a sync, kept between syncs (45 MB for the 11.4M MLP). */
   private now: Float32Array | null = null;
   private spare: Float32Array | null = null;
@@ -42,16 +46,57 @@ export class LocalRounds {
     /** The weights and model state every replica held at the last sync. */
     private readonly anchor: Float32Array,
     private stateAnchor: Float32Array,
+    /** An elastic fit's: the state at the last two syncs, to go back to when a worker is lost. */
+    private readonly marks: SyncMarks | null,
   ) {}
 
-  static async start(r: LoadedReplica, outer: OptimizerSpec): Promise<LocalRounds> {
-    return new LocalRounds(r, makeUpdateRule(r.vars, outer), await readConcat(r.vars), await r.state.snapshot());
+  /** `inner` (the replica's own optimizer) is given in an elastic fit, whose syncs are kept to go back to. */
+  static async start(r: LoadedReplica, outerSpec: OptimizerSpec, inner: UpdateRule | null): Promise<LocalRounds> {
+    const outer = makeUpdateRule(r.vars, outerSpec);
+    const local = new LocalRounds(r, outer, await readConcat(r.vars), await r.state.snapshot(), inner ? new SyncMarks(inner, outer) : null);
+    await local.marks?.mark(0, local.anchor, local.stateAnchor);
+    return local;
   }
 
   /** A step taken alone, whose slice was this share of its global batch. */
   took(share: number): void {
     this.shares += share;
     this.steps++;
+    this.taken++;
+  }
+
+  get stepsTaken(): number {
+    return this.taken;
+  }
+
+  /**
+   * Back to a sync (an elastic fit lost a worker): the last one, or the one before, named by
+   * the steps taken then. Weights, model state and both optimizers as they were right after it.
+   */
+  async back(to: number | "last"): Promise<number> {
+    if (!this.marks) throw new StateError("only an elastic fit keeps its syncs to go back to");
+    const m = this.marks.at(to);
+    await this.marks.restore(m);
+    assignFlat(this.r.vars, m.weights.slice());
+    this.anchor.set(m.weights);
+    this.stateAnchor = m.model.slice();
+    this.r.state.set(this.stateAnchor);
+    this.shares = this.steps = 0;
+    this.taken = m.taken;
+    return this.taken;
+  }
+
+  /** For a worker joining at a sync: the inner optimizer's state and the outer's. */
+  async exportState(inner: OptimizerState): Promise<OptimizerState> {
+    return withOuter(inner, await this.outer.exportState());
+  }
+
+  /** A joining worker's: the outer part for the outer optimizer, the inner part for `importInner`; then the sync it joins at is the one kept. */
+  async importState(state: OptimizerState, importInner: (inner: OptimizerState) => Promise<void>): Promise<void> {
+    const { inner, outer } = splitOuter(state);
+    await this.outer.importState(outer);
+    await importInner(inner);
+    await this.marks?.mark(this.taken, this.anchor, this.stateAnchor);
   }
 
   /**
@@ -73,6 +118,7 @@ export class LocalRounds {
     p.kept(!skipped);
     if (skipped) this.revert();
     else await this.apply(reduced.data);
+    await this.marks?.mark(this.taken, this.anchor, this.stateAnchor);
     this.spare = reduced.data;
     const nonFinite = own ?? overflow;
     return { stats: reduced.stats, skipped, ...(nonFinite ? { nonFinite } : {}) };

@@ -17,10 +17,11 @@ import { SyncNorm } from "./sync-batchnorm";
 import { PowerSgd } from "./power-sgd";
 import { LocalRounds } from "./local-sgd";
 import { OwnCopy } from "./own-copy";
+import { StepBack } from "./step-back";
 import { feedRows, splitFeed, type Feed } from "../objective";
 import type { OptimizerState, UpdateRule } from "../tfjs-update";
 import { hasNonFinite } from "../../backends/native/finite";
-import { assignFlat, onDevice, readConcat, transfers } from "../device-io";
+import { onDevice, transfers } from "../device-io";
 
 export type AllReduceFn = (data: Float32Array, wire?: WireFormat) => Promise<{ data: Float32Array; stats: AllReduceStats }>;
 
@@ -64,10 +65,8 @@ export class DataReplica implements WorkerRole {
   private readonly accumulate: number;
   /** The step's rate under a learning-rate schedule (else the optimizer's own). */
   private learningRate: number | undefined;
-  /** Updates applied since the model was loaded. */
-  private applied = 0;
-  /** Elastic training: the weights, model state and optimizer state before the last update, to step back to. */
-  private before: { weights: Float32Array; model: Float32Array; state: OptimizerState } | null = null;
+  /** Steps taken since the load, and (elastic) the state before the last, to step back to. */
+  private readonly back: StepBack;
   /**
    * The buffer the last step's sum came back in, for the next step: a fresh megabyte each step
    * made V8 count it as external memory and run a full collection every few dozen steps, which
@@ -88,6 +87,7 @@ export class DataReplica implements WorkerRole {
 
   private constructor(private readonly r: LoadedReplica, msg: LoadOf<"replica">) {
     this.update = makeUpdateRule(r.vars, msg.optimizer);
+    this.back = new StepBack(r, this.update, msg.elastic ?? false);
     this.slowdown = msg.slowdown ?? 1;
     this.elastic = msg.elastic ?? false;
     this.overlap = msg.overlap ?? false;
@@ -99,7 +99,7 @@ export class DataReplica implements WorkerRole {
 
   static async load(msg: LoadOf<"replica">, weights: Tensorlike[] | "initial", env: Partial<RoleEnv> = {}): Promise<DataReplica> {
     const replica = new DataReplica(await loadReplica(msg, weights, env.memoryCapBytes ?? null), msg);
-    if (msg.localSgd) replica.local = await LocalRounds.start(replica.r, msg.localSgd.outer);
+    if (msg.localSgd) replica.local = await LocalRounds.start(replica.r, msg.localSgd.outer, replica.elastic ? replica.update : null);
     if (msg.data) replica.shard = OwnCopy.of(msg.data);
     return replica;
   }
@@ -128,7 +128,15 @@ export class DataReplica implements WorkerRole {
       return evaluateShard(this.r, feed.x, feed.y, msg.batchSize).then((sums) => ({ draft: { type: "evaluated", re: msg.id, ...sums } }));
     }
     if (msg.type !== "rewind") return undefined;
-    return (msg.to === undefined ? Promise.resolve(this.applied) : this.rewind(msg.to)).then((applied) => ({ draft: { type: "rewound", re: msg.id, applied } }));
+    const back = this.local ? this.rewindLocal(this.local, msg.sync ?? msg.to) : msg.to === undefined ? Promise.resolve(this.back.taken) : this.rewind(msg.to);
+    return back.then((applied) => ({ draft: { type: "rewound", re: msg.id, applied } }));
+  }
+
+  /** Local SGD goes back to a sync (the last, or one named by its steps taken), its carried rounding error with it. */
+  private rewindLocal(local: LocalRounds, to: number | "last" | undefined): Promise<number> {
+    if (to === undefined) return Promise.resolve(local.stepsTaken);
+    this.feedback?.clear();
+    return local.back(to);
   }
 
   /** What a step or an evaluation carries: the model's inputs, then one target per output. */
@@ -142,23 +150,10 @@ export class DataReplica implements WorkerRole {
     return this.shard.slice(epoch, start, end);
   }
 
-  /**
-   * Goes back to `to` updates applied. A worker may be one update ahead of another when a peer
-   * died between their all-reduces finishing: it steps back to the state it kept.
-   */
+  /** Goes back to `to` steps taken (see StepBack); the carried rounding error belongs to the update stepped back from. */
   async rewind(to: number): Promise<number> {
-    if (to === this.applied) return this.applied;
-    if (to !== this.applied - 1 || !this.before) {
-      throw new StateError(`cannot go back from ${this.applied} applied steps to ${to}: only the state before the last update is kept`);
-    }
-    assignFlat(this.r.vars, this.before.weights);
-    this.r.state.set(this.before.model);
-    await this.update.importState(this.before.state);
-    // The residual belongs to the update stepped back from.
-    this.feedback?.clear();
-    this.before = null;
-    this.applied = to;
-    return this.applied;
+    if (to !== this.back.taken) this.feedback?.clear();
+    return this.back.rewind(to);
   }
 
   get gradientLength(): number {
@@ -201,7 +196,7 @@ export class DataReplica implements WorkerRole {
     const overflow = this.overflowed(reduced.data);
     const skipped = reduced.data[reduced.data.length - 1] !== 0 || overflow !== undefined;
     this.keptOrDropped(!skipped);
-    if (skipped) this.r.state.set(stateBefore);
+    if (skipped) await this.skip(stateBefore);
     else await this.apply(reduced.data, stateBefore);
     // Whatever buffer the sum came back in (flat, or the communication thread's) is ours again.
     this.spare = reduced.data;
@@ -264,7 +259,6 @@ export class DataReplica implements WorkerRole {
     const slowdownMs = await slowDown(this.slowdown, performance.now() - t0);
     const t1 = performance.now();
     const synced = sync ? await local.sync({ sum: (change) => (this.compress(change), this.reduce(change, allReduce)), overflowed: (sum) => this.overflowed(sum), kept: (kept) => this.keptOrDropped(kept), names: this.r.names, sizes: this.r.sizes }) : null;
-    if (synced && !synced.skipped) this.applied++;
     const t2 = performance.now();
     if (slice.failure !== undefined) throw survivedStepError(slice.failure, step);
     const nonFinite = slice.nonFinite ?? synced?.nonFinite;
@@ -312,22 +306,29 @@ export class DataReplica implements WorkerRole {
   /** The summed gradient through the optimizer, and the state to its replicas' mean. */
   private async apply(reduced: Float32Array, stateBefore: Float32Array): Promise<void> {
     const n = this.r.gradientLength;
-    if (this.elastic) this.before = { weights: await readConcat(this.r.vars), model: stateBefore, state: await this.update.exportState() };
+    await this.back.taking(stateBefore);
     this.update.apply(reduced.subarray(0, n), this.learningRate);
     this.r.state.set(stateBefore, reduced.subarray(n, reduced.length - 1));
-    this.applied++;
+  }
+
+  /** A step every replica dropped still counts as taken: an elastic fit steps back from it to where it is. */
+  private async skip(stateBefore: Float32Array): Promise<void> {
+    this.r.state.set(stateBefore);
+    await this.back.taking(stateBefore);
   }
 
   async weights(): Promise<{ tensors: Tensorlike[] }> {
     return { tensors: await readWeights(this.r.model) };
   }
 
-  exportState(): Promise<OptimizerState> {
-    return this.update.exportState();
+  /** Local SGD's outer optimizer state goes with it, for a worker joining at a sync. */
+  async exportState(): Promise<OptimizerState> {
+    const own = await this.update.exportState();
+    return this.local ? this.local.exportState(own) : own;
   }
 
   importState(state: OptimizerState): Promise<void> {
-    return this.update.importState(state);
+    return this.local ? this.local.importState(state, (inner) => this.update.importState(inner)) : this.update.importState(state);
   }
 
   dispose(): void {

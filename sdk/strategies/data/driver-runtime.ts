@@ -52,7 +52,10 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
     const split = (count: number, members: number): readonly number[] => (members === plan.replicas ? splitOf(plan.batch, count) : splitBatch(count, members)).perReplica;
     const validation = o.validation;
     const validate = validation ? { validate: (members: readonly WorkerHandle[], epoch: number) => validateOnReplicas(ctx, members, validation, o.batchSize)(epoch) } : {};
-    const r = await runElastic(ctx, o, dataset, plan.elastic.minWorkers, { fitStart: performance.now(), fitStartWall, startStep: resumed?.ckpt.body.step ?? 0 }, { load, split, ...validate });
+    const perEpoch = stepsPerEpoch(dataset.size, o.batchSize);
+    const local = plan.sync ? { syncAfter: (step: number) => syncsAfter(plan, perEpoch, step).sync !== undefined } : {};
+    const r = await runElastic(ctx, o, dataset, plan.elastic.minWorkers, { fitStart: performance.now(), fitStartWall, startStep: resumed?.ckpt.body.step ?? 0 }, { load, split, ...validate, ...local });
+    if (!r.stopped || askedToStop(r.stopped)) await syncIfBetween(ctx, plan, perEpoch, r.members, r.history);
     return { ...(await finish(ctx, model, o, plan, r.history, r.members, r.stopped, started, r.membership)), ...(replicaStep ? { replicaStep } : {}), ...(r.validation.length > 0 ? { validation: r.validation } : {}) };
   }
   const more = checkpointing(ctx, o, resumed, { strategy: "data", summary: plan.model, dataset, holders, weights: async () => (await fetchWeightsOf(ctx, [workers[0]!], "the weights to checkpoint"))[0]! });

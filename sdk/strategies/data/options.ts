@@ -69,5 +69,4 @@ export function checkDataOptions(o: DataOptions, spec: ClusterSpec): void {
   if (o.feed === "workers") throw new ConfigError('elastic training re-shards each step\'s batch from the driver; it needs feed "driver"', { hint: 'drop feed: "workers"' });
   if (typeof o.compression === "object") throw new ConfigError("PowerSGD keeps each replica's error and the shared Q between steps; an elastic fit steps replicas back, which that state does not follow", { hint: 'use compression "fp16" or "bf16" with elastic, or drop elastic' });
   if (o.batchNorm === "sync") throw new ConfigError('batchNorm "sync" all-reduces statistics in rounds within each step; an elastic fit re-forms its ring between steps only', { hint: 'drop batchNorm: "sync", or drop elastic' });
-  if (o.sync) throw new ConfigError("an elastic fit steps its replicas back one update after a loss; a replica synced every few steps would have to go back to its last sync, which is not kept", { hint: "drop sync, or drop elastic" });
 }

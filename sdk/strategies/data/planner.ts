@@ -120,7 +120,7 @@ export function formatDataPlan(plan: DataParallelPlan): string {
   if (m.activationBytes !== null) parts.push(`activations ${formatBytes(m.activationBytes)}`);
   lines.push(`memory per replica (estimate): ${parts.join(", ")}`);
   lines.push(...slowdownLines(plan.workers));
-  if (plan.elastic) lines.push(`elastic: a lost worker's slice goes to the others while at least ${plan.elastic.minWorkers} remain; workers added with cluster.add() join at a step boundary`);
+  if (plan.elastic) lines.push(plan.sync ? elasticSyncLine(plan.elastic.minWorkers) : `elastic: a lost worker's slice goes to the others while at least ${plan.elastic.minWorkers} remain; workers added with cluster.add() join at a step boundary`);
   const p = plan.prediction;
   if (p) {
     const slower = p.oneWorker && predictedSlowerThanOne({ workers: plan.worldSize, gradientBytes: plan.gradientBytes, prediction: p, one: p.oneWorker }) ? `: SLOWER than one worker (${p.oneWorker.samplesPerSecond.toFixed(0)} samples/s); explain() says why` : "";
@@ -158,6 +158,11 @@ export function explainDataPlan(plan: DataParallelPlan): string {
 }
 
 /** Local SGD / DiLoCo in one line: how often, and which outer optimizer. */
+/** Elastic local SGD: the survivors of a loss go back to the last sync, as its state is the last all of them share. */
+function elasticSyncLine(minWorkers: number): string {
+  return `elastic: after a loss the others go back to the last sync (each keeps the last two: weights, model state and both optimizers' state) and run the steps since again, the lost worker's slices shared among them, while at least ${minWorkers} remain; workers added with cluster.add() join right after a sync`;
+}
+
 function syncLine(sync: NonNullable<DataParallelPlan["sync"]>): string {
   const o = sync.outer;
   const outer = o.name === "momentum" ? `${o.useNesterov ? "Nesterov " : ""}momentum ${o.momentum}, learning rate ${o.learningRate}` : `${o.name}, learning rate ${o.learningRate}`;
