@@ -87,6 +87,8 @@ export interface PlanDevice {
   /** The machine it runs on and that machine's cores: workers beyond the cores share them. */
   host?: string;
   cpus?: number;
+  /** The cores it may run on (its affinity), where it said. */
+  cores?: readonly number[];
 }
 
 export interface PlanOptions {

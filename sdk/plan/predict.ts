@@ -60,9 +60,12 @@ export function sampleBytes(model: { inputShape: ReadonlyArray<number | null>; o
 const KERNELS_FWD = 3;
 const KERNELS_BWD = 6;
 
-/** Ring all-reduce: 2(N-1) phases, each a message of bytes/N to the next rank, at the speeds of `link`. */
-function allReduceMs(bytes: number, members: number, link: { linkBytesPerSecond: number; latencySeconds: number }): number {
-  return members > 1 ? (((2 * (members - 1)) / members) * (bytes / link.linkBytesPerSecond) + 2 * (members - 1) * link.latencySeconds) * 1000 : 0;
+/**
+ * Ring all-reduce: 2(N-1) phases, each a message of bytes/N to the next rank, at the speeds of
+ * `link`; `rounds` all-reduces of these bytes in all (each its own phases' latency).
+ */
+function allReduceMs(bytes: number, members: number, link: { linkBytesPerSecond: number; latencySeconds: number }, rounds = 1): number {
+  return members > 1 ? (((2 * (members - 1)) / members) * (bytes / link.linkBytesPerSecond) + rounds * 2 * (members - 1) * link.latencySeconds) * 1000 : 0;
 }
 
 /**
@@ -75,9 +78,10 @@ function stepOverheadMs(s: Speeds, feedBytes: number): number {
 
 /**
  * Data parallelism: one replica's step on its slice (timed on a worker when a profile was
- * taken, else from FLOPs and kernel counts), then a ring all-reduce.
+ * taken, else from FLOPs and kernel counts), then a ring all-reduce of `gradientBytes` a step,
+ * in `allReduces` of them (PowerSGD: 2, P then Q; synced every H steps: 1/H).
  */
-export function predictData(o: { flopsPerSample: number; layers: number; gradientBytes: number; globalBatch: number; replicas: number; feedBytes: number; profile?: ModelProfile }, s: Speeds): Prediction {
+export function predictData(o: { flopsPerSample: number; layers: number; gradientBytes: number; globalBatch: number; replicas: number; feedBytes: number; profile?: ModelProfile; allReduces?: number }, s: Speeds): Prediction {
   const perReplica = o.globalBatch / o.replicas;
   // NaN without a profile, or with one whose replica step was not timed at every batch.
   const timed = o.profile ? atBatch(o.profile.batches, o.profile.replicaStepMs, perReplica) : NaN;
@@ -86,7 +90,7 @@ export function predictData(o: { flopsPerSample: number; layers: number; gradien
   const alone = Number.isFinite(timed) ? timed : ((3 * o.flopsPerSample * perReplica) / s.flopsPerSecond + o.layers * (KERNELS_FWD + KERNELS_BWD) * s.kernelSeconds) * 1000 + transfersMs;
   const computeMs = alone * (o.replicas > 1 ? fullSharing(s, o.profile) : 1);
   // The ring measured itself where it could; else the driver's links stand in for it.
-  const commMs = allReduceMs(o.gradientBytes, o.replicas, s.ring ?? s);
+  const commMs = allReduceMs(o.gradientBytes, o.replicas, s.ring ?? s, o.allReduces);
   const stepMs = computeMs + commMs + stepOverheadMs(s, o.feedBytes);
   return { stepMs, computeMs, commMs, bubble: 0, samplesPerSecond: (o.globalBatch / stepMs) * 1000, basis: basis(s, Number.isFinite(timed) ? o.profile : undefined, o.replicas > 1), timed: Number.isFinite(timed) };
 }

@@ -9,6 +9,7 @@ export interface MeasuredDevice {
   linkLatencyMs?: number;
   host?: string;
   cpus?: number;
+  cores?: readonly number[];
   /** A worker on a GPU: its measured host-device transfer rate, bytes/s. */
   deviceBytesPerSecond?: number;
 }

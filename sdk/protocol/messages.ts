@@ -57,6 +57,8 @@ export const WorkerInfoSchema = z.strictObject({
   /** Memory the device has, in bytes (host RAM for CPU backends). */
   memoryBytes: z.number().nonnegative(),
   cpus: z.number().int().nonnegative(),
+  /** The cores it may run on (its CPU affinity), where the system says: a machine's cores are the union of its workers'. */
+  cores: z.array(z.number().int().nonnegative().max(65535)).max(4096).optional(),
   /** Measured at join: matrix-multiply speed of the backend, in GFLOP/s. */
   gflops: z.number().nonnegative(),
   /** Measured at join: the fixed cost of one TF.js kernel on the backend, in microseconds. */

@@ -1,4 +1,5 @@
 import { machineName } from "./machine-name";
+import { allowedCores } from "./cpu-set";
 import * as os from "node:os";
 import type { MessageOf, WorkerInfo } from "../protocol/messages";
 import { nativeDataPlane } from "../collectives/native-plane";
@@ -15,6 +16,7 @@ export async function joinWorker(msg: MessageOf<"join">): Promise<{ backend: Bac
   const backend = await selectBackend(choice, msg.threads === 0 ? os.availableParallelism() : msg.threads);
   const cap = msg.memoryCapBytes ?? null;
   const speed = await calibrate();
+  const cores = allowedCores();
   const plane = nativeDataPlane();
   return {
     backend,
@@ -28,6 +30,7 @@ export async function joinWorker(msg: MessageOf<"join">): Promise<{ backend: Bac
       ...(backend.gpu ? { gpu: { ...backend.gpu, transferBytesPerSecond: await transferRate() } } : {}),
       memoryBytes: cap === null ? backend.memoryBytes : Math.min(cap, backend.memoryBytes),
       cpus: os.availableParallelism(),
+      ...(cores ? { cores } : {}),
       gflops: speed.gflops,
       kernelOverheadUs: speed.kernelOverheadUs,
       notes: backend.notes,
