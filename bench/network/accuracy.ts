@@ -11,7 +11,7 @@ import { joined } from "./joined";
  */
 const SEEDS = QUICK ? [1] : [1, 2, 3];
 const EPOCHS = QUICK ? 1 : 2;
-const VARIANTS = QUICK ? ["sync-4"] : ["float32", "fp16", "powersgd-4", "sync-8"];
+const VARIANTS = QUICK ? ["sync-4"] : ["float32", "fp16", "powersgd-4", "sync-8", "sync-16"];
 
 export interface AccuracyRow extends Json {
   link: string;

@@ -8,7 +8,8 @@ import { median } from "../common";
  * meshtrain's side of the shaped-link benchmark, run on the driver's host: waits on its join
  * port for the workers (started on their hosts with `meshtrain worker --join`), trains with data
  * parallelism as `variant` says, and prints samples/s after warm-up, the bytes a worker sent per
- * step and the plan's prediction (made from the ring probe over the same links).
+ * step and the plan's prediction (made from the ring probe over the same links and the
+ * replica's step fit() times on a worker before it trains).
  *
  * variant: float32 | websocket (float32 over the WebSocket links) | fp16 | bf16 | powersgd-<rank> | sync-<every>
  * | ps-sync | ps-async (strategy "ps" with one server, already listening at PS_URL; the driver feeds the data)
@@ -37,12 +38,13 @@ async function main(): Promise<void> {
     : base.strategy("data", { feed: "workers", ...dataOptions(variant) }).dataPlane(variant === "websocket" ? "websocket" : "auto")
   ).launch();
   try {
+    const m = isDemoModel(model) ? buildDemoModel(model) : bigMlp();
     // One epoch of `steps` batches: a sync variant syncs every H steps and once more at the end.
-    const run = await c.fit(isDemoModel(model) ? buildDemoModel(model) : bigMlp(), data, { epochs: 1, batchSize: batch, optimizer: { name: "sgd", learningRate: 0.01 }, shuffle: false });
+    const run = await c.fit(m, data, { batchSize: batch, optimizer: { name: "sgd", learningRate: 0.01 }, shuffle: false, epochs: 1 });
     const s = run.summary();
     const sent = run.history.slice(s.warmupSteps).map((st) => st.workers[0]?.sentBytes ?? 0);
     const predicted = run.plan.prediction?.samplesPerSecond ?? null;
-    process.stdout.write(`${JSON.stringify({ peer: "meshtrain", model, variant, dataPlane: run.dataPlane?.path ?? null, world: workers, batch_per_rank: batch / workers, samples_per_second: s.samplesPerSecond, predicted_samples_per_second: predicted, sent_bytes_per_step: sent.reduce((a, b) => a + b, 0) / Math.max(1, sent.length), median_sent_bytes: median(sent), median_step_ms: s.medianStepMs })}\n`);
+    process.stdout.write(`${JSON.stringify({ peer: "meshtrain", model, variant, dataPlane: run.dataPlane?.path ?? null, world: workers, batch_per_rank: batch / workers, samples_per_second: s.samplesPerSecond, predicted_samples_per_second: predicted, predicted_timed: run.plan.prediction?.timed ?? false, sent_bytes_per_step: sent.reduce((a, b) => a + b, 0) / Math.max(1, sent.length), median_sent_bytes: median(sent), median_step_ms: s.medianStepMs })}\n`);
   } finally {
     await c.close();
   }

@@ -28,6 +28,8 @@ const WORKERS = Number(arg("--workers") ?? 2);
 const LINKS_RUN: readonly Link[] = QUICK ? [LINKS[1]!] : LINKS.filter((l) => (arg("--links") ?? "10gbit,1gbit,100mbit").split(",").includes(l.rate));
 type Model = "mlp" | "cnn" | "mlp10m";
 const MODELS: readonly Model[] = QUICK ? ["mlp"] : ((arg("--models") ?? "mlp,cnn,mlp10m").split(",") as Model[]);
+/** Some links or models only: the rest of the last results stay. */
+const PARTS = !QUICK && (arg("--links") !== undefined || arg("--models") !== undefined);
 const NAMES: Record<Model, string> = { mlp: "MLP", cnn: "CNN", mlp10m: "MLP 11.4M" };
 /** Steps per run, by link: a slower link makes each step of a big model take seconds. */
 const STEPS: Record<Model, number> = { mlp: QUICK ? 8 : 60, cnn: 16, mlp10m: 14 };
@@ -42,6 +44,8 @@ interface Row extends Json {
   runs: number[];
   samplesPerSecond: number;
   predicted: number | null;
+  /** Whether the prediction rests on the replica's step timed on a worker (false: on FLOPs; absent in older results). */
+  timed?: boolean;
   sentBytesPerStep: number | null;
   /** What each run that did not finish printed. */
   failures: string[];
@@ -111,6 +115,7 @@ async function measureLink(link: Link, torchGone: string | null, rows: Map<strin
             const r = await job();
             row.runs.push(r.samples_per_second as number);
             if (typeof r.predicted_samples_per_second === "number") row.predicted = r.predicted_samples_per_second;
+            if (typeof r.predicted_timed === "boolean") row.timed = r.predicted_timed;
             if (typeof r.sent_bytes_per_step === "number") row.sentBytesPerStep = r.sent_bytes_per_step;
             outcome = fmt(r.samples_per_second as number, 1);
           } catch (err) {
@@ -131,7 +136,7 @@ function table(rows: Row[]): string[] {
   for (const r of rows) {
     const same = (peer: string, variant: string) => rows.find((x) => x.link === r.link && x.model === r.model && x.peer === peer && x.variant === variant)?.samplesPerSecond ?? NaN;
     const own = same(r.peer, "float32");
-    const pred = r.predicted !== null ? `${fmt(r.predicted, 0)}` : "-";
+    const pred = r.predicted !== null ? `${fmt(r.predicted, 0)}${r.timed === false ? " (FLOPs)" : ""}` : "-";
     const ratio = r.predicted !== null ? fmt(r.predicted / r.samplesPerSecond) : "-";
     // Zero: a run whose records carried no bytes (async parameter servers' rounds did not, before 2026-11-26).
     const mb = r.sentBytesPerStep ? fmt(r.sentBytesPerStep / 1e6, 2) : "-";
@@ -158,7 +163,10 @@ async function main(): Promise<void> {
     return;
   }
   const byKey = new Map<string, Row>();
-  const rowsNow = (): Row[] => [...byKey.values()].map((r) => ({ ...r, samplesPerSecond: median(r.runs) }));
+  // A run of some links or models (--links, --models) replaces those rows of the last results and keeps the rest.
+  const last = PARTS ? lastResults() : null;
+  const measured = (r: Row): boolean => LINKS_RUN.some((l) => l.name === r.link) && MODELS.includes(r.model);
+  const rowsNow = (): Row[] => [...(last?.rows.filter((r) => !measured(r)) ?? []), ...[...byKey.values()].map((r) => ({ ...r, samplesPerSecond: median(r.runs) }))];
   // Written after each link too: a run that fails later keeps what it measured.
   for (const link of LINKS_RUN) {
     await measureLink(link, torchGone, byKey);
@@ -166,8 +174,19 @@ async function main(): Promise<void> {
   }
   // Accuracy on the slowest link measured (where talking less matters most), unless --accuracy none.
   const accuracyLink = arg("--accuracy") === "none" ? undefined : LINKS_RUN[LINKS_RUN.length - 1];
-  const accuracy = accuracyLink ? await measureAccuracy(accuracyLink, WORKERS) : null;
+  const kept = last && last.accuracy.length > 0 ? { rows: last.accuracy, markdown: accuracyTable(last.accuracy, LINKS[LINKS.length - 1]!, WORKERS) } : null;
+  const accuracy = accuracyLink ? await measureAccuracy(accuracyLink, WORKERS) : kept;
   report(heading, rowsNow(), accuracy, torchGone, delay, null);
+}
+
+/** The last full-size run's results, where there are some. */
+function lastResults(): { rows: Row[]; accuracy: AccuracyRow[] } | null {
+  try {
+    const r = JSON.parse(fs.readFileSync(path.join(RESULTS, "network.json"), "utf8")) as { rows: Row[]; accuracy: AccuracyRow[]; quick?: boolean };
+    return r.quick ? null : r;
+  } catch {
+    return null;
+  }
 }
 
 function report(heading: string, rows: Row[], accuracy: Awaited<ReturnType<typeof measureAccuracy>> | null, torchGone: string | null, delay: string | null, partial: string | null): void {
@@ -178,12 +197,12 @@ function report(heading: string, rows: Row[], accuracy: Awaited<ReturnType<typeo
     ...table(rows),
     "",
     `Hosts are Linux network namespaces on this one machine (${os.cpus().length} cores): the driver on one, each worker on its own, pinned to its own core; every host's link to a bridge is limited in both directions by tc's token bucket (tbf). They share the machine's cores and memory bandwidth: what differs from real machines is that, and no propagation delay (${delay ? `this kernel has no netem: ${delay}` : "netem is there, but this run added no delay"}).`,
-    "meshtrain: strategy(\"data\", { feed: \"workers\" }) on a join() cluster; float32 over the native data plane (websocket: over the WebSocket links), fp16 (16-bit with error feedback), powersgd-4 (compression { name: \"powersgd\", rank: 4 }), sync-8 (sync { every: 8 }, DiLoCo's outer Nesterov momentum: it trains differently, so its samples/s are not the same work as the others'); ps-sync and ps-async: strategy(\"ps\") with one parameter server on a host of its own (the driver sends the data; MB sent: a worker's pushes). Predicted: the plan's samples/s from the ring probe over these links and each worker's measured speed. MB sent: what one worker sent per step (ring frames and headers), averaged over the measured steps.",
+    "meshtrain: strategy(\"data\", { feed: \"workers\" }) on a join() cluster; float32 over the native data plane (websocket: over the WebSocket links), fp16 (16-bit with error feedback), powersgd-4 (compression { name: \"powersgd\", rank: 4 }), sync-8 (sync { every: 8 }, DiLoCo's outer Nesterov momentum: it trains differently, so its samples/s are not the same work as the others'); ps-sync and ps-async: strategy(\"ps\") with one parameter server on a host of its own (the driver sends the data; MB sent: a worker's pushes). Predicted: the plan's samples/s from the ring probe over these links and the replica's step fit() times on a worker before it trains (marked (FLOPs) where it could not: from the model's FLOPs and the worker's matrix speed). MB sent: what one worker sent per step (ring frames and headers), averaged over the measured steps.",
     "DDP: torch's DistributedDataParallel on gloo over the same links (float32; its fp16_compress_hook; its powerSGD_hook at rank 4). A failed row says what it printed.",
     ...(torchGone ? [`DDP: not measured: ${torchGone}.`] : []),
     ...(accuracy ? ["", ...accuracy.markdown] : []),
     "",
-    "Command: `npm run bench:network` (`-- --links 1gbit,100mbit --models mlp10m --rounds 3 --accuracy none` picks parts).",
+    "Command: `npm run bench:network` (`-- --links 1gbit,100mbit --models mlp10m --rounds 3 --accuracy none` picks parts, which replace those rows of the last results and keep the rest).",
   ].join("\n");
   writeResults("network", { machine: machine(), quick: QUICK, delay: delay ?? "netem", rows, accuracy: accuracy?.rows ?? [], ...(partial ? { partial } : {}) }, md);
 }
