@@ -29,12 +29,14 @@ const LINKS_RUN: readonly Link[] = QUICK ? [LINKS[1]!] : LINKS.filter((l) => (ar
 type Model = "mlp" | "cnn" | "mlp10m";
 const MODELS: readonly Model[] = QUICK ? ["mlp"] : ((arg("--models") ?? "mlp,cnn,mlp10m").split(",") as Model[]);
 /** Some links or models only: the rest of the last results stay. */
-const PARTS = !QUICK && (arg("--links") !== undefined || arg("--models") !== undefined);
+const PARTS = !QUICK && ["--links", "--models", "--variants"].some((a) => arg(a) !== undefined);
+/** --variants: only these of meshtrain's, and no DDP rows. */
+const VARIANTS = arg("--variants")?.split(",");
 const NAMES: Record<Model, string> = { mlp: "MLP", cnn: "CNN", mlp10m: "MLP 11.4M" };
 /** Steps per run, by link: a slower link makes each step of a big model take seconds. */
 const STEPS: Record<Model, number> = { mlp: QUICK ? 8 : 60, cnn: 16, mlp10m: 14 };
-const MESHTRAIN = QUICK ? ["float32", "sync-4", "ps-async"] : ["float32", "websocket", "fp16", "powersgd-4", "sync-8", "ps-sync", "ps-async"];
-const DDP = QUICK ? ["none"] : ["none", "fp16", "powersgd"];
+const MESHTRAIN = VARIANTS ?? (QUICK ? ["float32", "sync-4", "ps-async"] : ["float32", "websocket", "fp16", "powersgd-4", "sync-8", "ps-sync", "ps-async"]);
+const DDP = VARIANTS ? [] : QUICK ? ["none"] : ["none", "fp16", "powersgd"];
 
 interface Row extends Json {
   link: string;
@@ -133,7 +135,12 @@ async function measureLink(link: Link, torchGone: string | null, rows: Map<strin
 
 function table(rows: Row[]): string[] {
   const out = ["| link | model | peer | variant | samples/s | predicted | predicted / measured | MB sent per worker per step | vs its float32 | vs DDP float32 | vs DDP fp16 |", "|---|---|---|---|---|---|---|---|---|---|---|"];
-  for (const r of rows) {
+  // Links fastest first, then models, peers and variants in the order runs make them (merged parts included).
+  const at = (list: readonly string[], x: string): number => (list.indexOf(x) + 1 || list.length + 1);
+  const variants = ["float32", "websocket", "fp16", "bf16", "powersgd-4", "sync-8", "ps-sync", "ps-async", "powersgd"];
+  const key = (r: Row): number[] => [at(LINKS.map((l) => l.name), r.link), at(Object.keys(NAMES), r.model), at(["meshtrain", "pytorch-ddp"], r.peer), at(variants, r.variant)];
+  const sorted = [...rows].sort((a, b) => key(a).reduce((d, v, i) => d || v - key(b)[i]!, 0));
+  for (const r of sorted) {
     const same = (peer: string, variant: string) => rows.find((x) => x.link === r.link && x.model === r.model && x.peer === peer && x.variant === variant)?.samplesPerSecond ?? NaN;
     const own = same(r.peer, "float32");
     const pred = r.predicted !== null ? `${fmt(r.predicted, 0)}${r.timed === false ? " (FLOPs)" : ""}` : "-";
@@ -165,7 +172,7 @@ async function main(): Promise<void> {
   const byKey = new Map<string, Row>();
   // A run of some links or models (--links, --models) replaces those rows of the last results and keeps the rest.
   const last = PARTS ? lastResults() : null;
-  const measured = (r: Row): boolean => LINKS_RUN.some((l) => l.name === r.link) && MODELS.includes(r.model);
+  const measured = (r: Row): boolean => LINKS_RUN.some((l) => l.name === r.link) && MODELS.includes(r.model) && (!VARIANTS || (r.peer === "meshtrain" && VARIANTS.includes(r.variant)));
   const rowsNow = (): Row[] => [...(last?.rows.filter((r) => !measured(r)) ?? []), ...[...byKey.values()].map((r) => ({ ...r, samplesPerSecond: median(r.runs) }))];
   // Written after each link too: a run that fails later keeps what it measured.
   for (const link of LINKS_RUN) {
@@ -202,7 +209,7 @@ function report(heading: string, rows: Row[], accuracy: Awaited<ReturnType<typeo
     ...(torchGone ? [`DDP: not measured: ${torchGone}.`] : []),
     ...(accuracy ? ["", ...accuracy.markdown] : []),
     "",
-    "Command: `npm run bench:network` (`-- --links 1gbit,100mbit --models mlp10m --rounds 3 --accuracy none` picks parts, which replace those rows of the last results and keep the rest).",
+    "Command: `npm run bench:network` (`-- --links 1gbit,100mbit --models mlp10m --variants fp16,ps-sync --rounds 3 --accuracy none` picks parts, which replace those rows of the last results and keep the rest).",
   ].join("\n");
   writeResults("network", { machine: machine(), quick: QUICK, delay: delay ?? "netem", rows, accuracy: accuracy?.rows ?? [], ...(partial ? { partial } : {}) }, md);
 }

@@ -135,7 +135,7 @@ export class Cluster implements LiveCluster {
   plan(model: tf.LayersModel, options: PlanRequest = {}): Plan {
     const o = planOptions(options), profile = this.profiles.find(model, o.batchSize);
     const ring = this.rings.find(this.wired);
-    return makePlan(this.spec, summarizeModel(model), { ...o, devices: this.handles.map((h) => devicesOf(h)), ...(profile ? { profile } : {}), ...(ring ? { ring } : {}) });
+    return makePlan(this.spec, summarizeModel(model), { ...o, devices: this.handles.map((h) => devicesOf(h)), serverDevices: this.servers.map((h) => devicesOf(h)), ...(profile ? { profile } : {}), ...(ring ? { ring } : {}) });
   }
 
   /** Times `model`'s layers and replica step on the slowest worker at `batchSize` (and an eighth of it), and under strategy "data" the data ring's all-reduce, so that plan() and fit() predict from measured times. fit() does this itself. */

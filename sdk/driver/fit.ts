@@ -79,7 +79,7 @@ export async function runFit(host: FitHost, strategy: FitStrategy, model: tf.Lay
     try {
       checkShapes(model, dataset, o);
       const summary = summarizeModel(model);
-      const base: PlanOptions = { batchSize: o.batchSize, datasetSize: dataset.size, optimizer: o.optimizer, devices: host.workers.map((h) => devicesOf(h)) };
+      const base: PlanOptions = { batchSize: o.batchSize, datasetSize: dataset.size, optimizer: o.optimizer, devices: host.workers.map((h) => devicesOf(h)), serverDevices: host.members().filter((h) => h.role === "ps").map((h) => devicesOf(h)) };
       // Bounded by what it can save: a tenth of the epoch the plan predicts from FLOPs, or a second.
       const request = () => ({ layers: strategy.profiled === "layers", budgetMs: profileBudgetMs(strategy.plan(summary, base, undefined), dataset.size, o.batchSize) });
       const profile = o.plan || !strategy.profiled ? undefined : await host.profileFor(model, o, request());

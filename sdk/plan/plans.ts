@@ -106,6 +106,8 @@ export interface PlanOptions {
   ring?: RingSpeed;
   /** The model's layers and replica step timed on a worker: predictions rest on it instead of FLOPs. */
   profile?: ModelProfile;
+  /** Each parameter server's device and link (strategy "ps"). */
+  serverDevices?: readonly PlanDevice[];
 }
 
 /** One variable as a server holds it: trainable, or state (a float non-trainable weight). */
@@ -141,8 +143,8 @@ export interface PsPlan {
   /** What each worker holds (estimate). */
   readonly memory: MemoryEstimate;
   readonly devices: readonly PlanDevice[] | null;
-  /** Parameter-server runs are measured, not predicted: the cost model has no term for servers yet. */
-  readonly prediction: null;
+  /** From the workers' and servers' measured links and the timed replica step (null where they were not measured). */
+  readonly prediction: Prediction | null;
   readonly reasons: readonly string[];
 }
 

@@ -72,7 +72,7 @@ function allReduceMs(bytes: number, members: number, link: { linkBytesPerSecond:
  * Every step the driver sends the step and waits for the replies (a round trip), and with the
  * data fed by the driver, sends every sample's input and label over its links one after another.
  */
-function stepOverheadMs(s: Speeds, feedBytes: number): number {
+export function stepOverheadMs(s: Speeds, feedBytes: number): number {
   return (2 * s.latencySeconds + feedBytes / s.linkBytesPerSecond) * 1000;
 }
 
@@ -82,17 +82,25 @@ function stepOverheadMs(s: Speeds, feedBytes: number): number {
  * in `allReduces` of them (PowerSGD: 2, P then Q; synced every H steps: 1/H).
  */
 export function predictData(o: { flopsPerSample: number; layers: number; gradientBytes: number; globalBatch: number; replicas: number; feedBytes: number; profile?: ModelProfile; allReduces?: number }, s: Speeds): Prediction {
-  const perReplica = o.globalBatch / o.replicas;
+  const { computeMs, timed } = replicaComputeMs(o, o.globalBatch / o.replicas, s);
+  // The ring measured itself where it could; else the driver's links stand in for it.
+  const commMs = allReduceMs(o.gradientBytes, o.replicas, s.ring ?? s, o.allReduces);
+  const stepMs = computeMs + commMs + stepOverheadMs(s, o.feedBytes);
+  return { stepMs, computeMs, commMs, bubble: 0, samplesPerSecond: (o.globalBatch / stepMs) * 1000, basis: basis(s, timed ? o.profile : undefined, o.replicas > 1), timed };
+}
+
+/**
+ * One replica's whole step (forward, backward, update) on `perReplica` samples: timed on a worker
+ * where the profile has it, else from FLOPs and kernel counts; longer as the machine's workers
+ * share its cores.
+ */
+export function replicaComputeMs(o: { flopsPerSample: number; layers: number; gradientBytes: number; replicas: number; profile?: ModelProfile }, perReplica: number, s: Speeds): { computeMs: number; timed: boolean } {
   // NaN without a profile, or with one whose replica step was not timed at every batch.
   const timed = o.profile ? atBatch(o.profile.batches, o.profile.replicaStepMs, perReplica) : NaN;
   // A timed step includes a GPU worker's readback and upload; an estimate adds them.
   const transfersMs = s.deviceBytesPerSecond ? ((2 * o.gradientBytes) / s.deviceBytesPerSecond) * 1000 : 0;
   const alone = Number.isFinite(timed) ? timed : ((3 * o.flopsPerSample * perReplica) / s.flopsPerSecond + o.layers * (KERNELS_FWD + KERNELS_BWD) * s.kernelSeconds) * 1000 + transfersMs;
-  const computeMs = alone * (o.replicas > 1 ? fullSharing(s, o.profile) : 1);
-  // The ring measured itself where it could; else the driver's links stand in for it.
-  const commMs = allReduceMs(o.gradientBytes, o.replicas, s.ring ?? s, o.allReduces);
-  const stepMs = computeMs + commMs + stepOverheadMs(s, o.feedBytes);
-  return { stepMs, computeMs, commMs, bubble: 0, samplesPerSecond: (o.globalBatch / stepMs) * 1000, basis: basis(s, Number.isFinite(timed) ? o.profile : undefined, o.replicas > 1), timed: Number.isFinite(timed) };
+  return { computeMs: alone * (o.replicas > 1 ? fullSharing(s, o.profile) : 1), timed: Number.isFinite(timed) };
 }
 
 /**
@@ -173,7 +181,7 @@ function stageSeconds(stages: ReadonlyArray<{ from: number; to: number; flopsPer
   });
 }
 
-function basis(s: Speeds, profile: ModelProfile | undefined, dataRing = false): string {
+export function basis(s: Speeds, profile: ModelProfile | undefined, dataRing = false): string {
   const compute = profile
     ? `the model's ${profile.layers.length > 0 ? "layers and step" : "step"} timed on ${profile.timedOn} at batches ${profile.batches.join(" and ")}`
     : `${(s.flopsPerSecond / 1e9).toFixed(1)} GFLOP/s matrix speed and ${(s.kernelSeconds * 1e6).toFixed(1)} us per TF.js kernel (the model's FLOPs; no profile was taken)`;

@@ -157,12 +157,12 @@ export function explainDataPlan(plan: DataParallelPlan): string {
   return lines.join("\n");
 }
 
-/** Local SGD / DiLoCo in one line: how often, and which outer optimizer. */
 /** Elastic local SGD: the survivors of a loss go back to the last sync, as its state is the last all of them share. */
 function elasticSyncLine(minWorkers: number): string {
   return `elastic: after a loss the others go back to the last sync (each keeps the last two: weights, model state and both optimizers' state) and run the steps since again, the lost worker's slices shared among them, while at least ${minWorkers} remain; workers added with cluster.add() join right after a sync`;
 }
 
+/** Local SGD / DiLoCo in one line: how often, and which outer optimizer. */
 function syncLine(sync: NonNullable<DataParallelPlan["sync"]>): string {
   const o = sync.outer;
   const outer = o.name === "momentum" ? `${o.useNesterov ? "Nesterov " : ""}momentum ${o.momentum}, learning rate ${o.learningRate}` : `${o.name}, learning rate ${o.learningRate}`;

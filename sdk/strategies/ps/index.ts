@@ -14,8 +14,8 @@ export const psStrategy: Strategy<PsOptions, PsPlan> & { options: typeof PsOptio
   family: "servers",
   servers: "required",
   slowdown: true,
-  // Its plans predict nothing yet (the cost model has no term for servers): a profile would not be used.
-  profiled: false,
+  // Its plans predict from the replica's step timed alone (no layer times).
+  profiled: "step",
   check: checkPsOptions,
   probesRing: () => false,
   plan: planParameterServers,

@@ -5,6 +5,9 @@ import { serverCount, slowdownOf, workerCount, type ClusterSpec } from "../../co
 import { checkBatch, compressionLine, slowdownLines } from "../data/planner";
 import type { PlanOptions, PsPlan, ShardVariable } from "../../plan/plans";
 import type { PsOptions } from "./options";
+import { speedsOf } from "../../plan/speeds";
+import { sampleBytes, type Prediction } from "../../plan/predict";
+import { predictPs } from "../../plan/predict-ps";
 
 /**
  * Splits the variables among `servers` so each holds about the same bytes: largest first, each
@@ -48,9 +51,23 @@ export function planParameterServers(given: PsOptions, spec: ClusterSpec, model:
     batch: batchSize === undefined ? null : Object.freeze({ globalBatch: batchSize, perReplica: Object.freeze(replicaSlices(batchSize, n)), splits: planSplits(batchSize, options.datasetSize, n) }),
     memory: Object.freeze(estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer: options.optimizer })),
     devices: options.devices ? Object.freeze(options.devices.map((d) => Object.freeze({ ...d }))) : null,
-    prediction: null,
+    prediction: psPrediction(mode, model, options, n, load, given.compression ?? null),
     reasons: Object.freeze([...(options.reasons ?? [])]),
   });
+}
+
+/** From the workers' speeds and every server's link, where all were measured (no prediction is better than an invented one). */
+function psPrediction(mode: "sync" | "async", model: ModelSummary, options: PlanOptions, n: number, load: readonly number[], compression: string | null): Prediction | null {
+  const speeds = speedsOf(options.devices);
+  const sd = options.serverDevices ?? [];
+  const total = load.reduce((a, b) => a + b, 0);
+  if (!speeds || options.batchSize === undefined || sd.length !== load.length || total === 0 || sd.some((d) => !(d.linkBytesPerSecond! > 0) || d.linkLatencyMs === undefined)) return null;
+  const servers = sd.map((d, j) => ({ share: load[j]! / total, linkBytesPerSecond: d.linkBytesPerSecond!, latencySeconds: d.linkLatencyMs! / 1000 }));
+  // Pulls carry the parameters and state; pushes the gradient (16-bit when compressed) and the state's change.
+  const stateBytes = total - model.trainableParamCount * 4;
+  const grad = model.trainableParamCount * 4 * (compression ? 0.5 : 1);
+  const feedBytes = options.batchSize * sampleBytes(model);
+  return predictPs({ mode, flopsPerSample: model.flopsPerSample, layers: model.layers.length, pullBytes: total, pushBytes: grad + stateBytes, globalBatch: options.batchSize, replicas: n, feedBytes, ...(options.profile ? { profile: options.profile } : {}) }, speeds, servers);
 }
 
 function modeLine(plan: PsPlan): string {
@@ -71,6 +88,8 @@ export function formatPsPlan(plan: PsPlan): string {
   for (const s of plan.servers) lines.push(`${String(s.index).padEnd(8)}${formatBytes(s.bytes).padEnd(12)}${[...s.variables, ...s.state].map((v) => v.name).join(", ")}`);
   lines.push(...slowdownLines(plan.workers));
   lines.push("data: the driver hands each worker its slices; workers pull from and push to the servers directly");
+  const p = plan.prediction;
+  if (p) lines.push(`predicted ${p.samplesPerSecond.toFixed(0)} samples/s (${p.computeMs.toFixed(1)} ms a worker's step, ${p.commMs.toFixed(1)} ms pulling and pushing a global step), from ${p.basis}`);
   return lines.join("\n");
 }
 
