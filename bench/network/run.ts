@@ -25,6 +25,8 @@ const arg = (name: string): string | undefined => {
 const ROUNDS = QUICK ? 1 : Number(arg("--rounds") ?? 3);
 const BATCH = 64;
 const WORKERS = Number(arg("--workers") ?? 2);
+/** Results of another number of worker hosts go beside the 2-host ones, not over them. */
+const NAME = WORKERS === 2 ? "network" : `network-${WORKERS}-workers`;
 const LINKS_RUN: readonly Link[] = QUICK ? [LINKS[1]!] : LINKS.filter((l) => (arg("--links") ?? "10gbit,1gbit,100mbit").split(",").includes(l.rate));
 type Model = "mlp" | "cnn" | "mlp10m";
 const MODELS: readonly Model[] = QUICK ? ["mlp"] : ((arg("--models") ?? "mlp,cnn,mlp10m").split(",") as Model[]);
@@ -158,14 +160,14 @@ async function main(): Promise<void> {
   const missing = NamespaceHosts.missing();
   const heading = `### Between machines: ${WORKERS} namespace hosts on shaped links, ${BATCH} samples per worker per step, SGD (medians of ${ROUNDS} interleaved rounds)`;
   if (missing) {
-    writeResults("network", { machine: machine(), quick: QUICK, rows: [], missing }, `${heading}\n\nNot measured: ${missing}.\nCommand: \`npm run bench:network\`.`);
+    writeResults(NAME, { machine: machine(), quick: QUICK, rows: [], missing }, `${heading}\n\nNot measured: ${missing}.\nCommand: \`npm run bench:network\`.`);
     return;
   }
   const torchGone = torchMissing();
   const delay = NamespaceHosts.delayMissing();
   if (process.argv.includes("--from-json")) {
     // The tables again from the last run's results, measuring nothing (after a change to how they are written).
-    const last = JSON.parse(fs.readFileSync(path.join(RESULTS, "network.json"), "utf8")) as { rows: Row[]; accuracy: AccuracyRow[] };
+    const last = JSON.parse(fs.readFileSync(path.join(RESULTS, `${NAME}.json`), "utf8")) as { rows: Row[]; accuracy: AccuracyRow[] };
     report(heading, last.rows, last.accuracy.length > 0 ? { rows: last.accuracy, markdown: accuracyTable(last.accuracy, LINKS_RUN[LINKS_RUN.length - 1]!, WORKERS) } : null, torchGone, delay, null);
     return;
   }
@@ -189,7 +191,7 @@ async function main(): Promise<void> {
 /** The last full-size run's results, where there are some. */
 function lastResults(): { rows: Row[]; accuracy: AccuracyRow[] } | null {
   try {
-    const r = JSON.parse(fs.readFileSync(path.join(RESULTS, "network.json"), "utf8")) as { rows: Row[]; accuracy: AccuracyRow[]; quick?: boolean };
+    const r = JSON.parse(fs.readFileSync(path.join(RESULTS, `${NAME}.json`), "utf8")) as { rows: Row[]; accuracy: AccuracyRow[]; quick?: boolean };
     return r.quick ? null : r;
   } catch {
     return null;
@@ -203,7 +205,7 @@ function report(heading: string, rows: Row[], accuracy: Awaited<ReturnType<typeo
     "",
     ...table(rows),
     "",
-    `Hosts are Linux network namespaces on this one machine (${os.cpus().length} cores): the driver on one, each worker on its own, pinned to its own core; every host's link to a bridge is limited in both directions by tc's token bucket (tbf). They share the machine's cores and memory bandwidth: what differs from real machines is that, and no propagation delay (${delay ? `this kernel has no netem: ${delay}` : "netem is there, but this run added no delay"}).`,
+    `Hosts are Linux network namespaces on this one machine (${os.cpus().length} cores): the driver on one, each worker on its own, pinned to ${WORKERS > os.cpus().length ? `core (rank mod ${os.cpus().length}): ${WORKERS} workers share ${os.cpus().length} cores` : "its own core"}; every host's link to a bridge is limited in both directions by tc's token bucket (tbf). They share the machine's cores and memory bandwidth: what differs from real machines is that, and no propagation delay (${delay ? `this kernel has no netem: ${delay}` : "netem is there, but this run added no delay"}).`,
     "meshtrain: strategy(\"data\", { feed: \"workers\" }) on a join() cluster; float32 over the native data plane (websocket: over the WebSocket links), fp16 (16-bit with error feedback), powersgd-4 (compression { name: \"powersgd\", rank: 4 }), sync-8 (sync { every: 8 }, DiLoCo's outer Nesterov momentum: it trains differently, so its samples/s are not the same work as the others'); ps-sync and ps-async: strategy(\"ps\") with one parameter server on a host of its own (the driver sends the data; MB sent: a worker's pushes). Predicted: the plan's samples/s from the ring probe over these links and the replica's step fit() times on a worker before it trains (marked (FLOPs) where it could not: from the model's FLOPs and the worker's matrix speed). MB sent: what one worker sent per step (ring frames and headers), averaged over the measured steps.",
     "DDP: torch's DistributedDataParallel on gloo over the same links (float32; its fp16_compress_hook; its powerSGD_hook at rank 4). A failed row says what it printed.",
     ...(torchGone ? [`DDP: not measured: ${torchGone}.`] : []),
@@ -211,7 +213,7 @@ function report(heading: string, rows: Row[], accuracy: Awaited<ReturnType<typeo
     "",
     "Command: `npm run bench:network` (`-- --links 1gbit,100mbit --models mlp10m --variants fp16,ps-sync --rounds 3 --accuracy none` picks parts, which replace those rows of the last results and keep the rest).",
   ].join("\n");
-  writeResults("network", { machine: machine(), quick: QUICK, delay: delay ?? "netem", rows, accuracy: accuracy?.rows ?? [], ...(partial ? { partial } : {}) }, md);
+  writeResults(NAME, { machine: machine(), quick: QUICK, delay: delay ?? "netem", rows, accuracy: accuracy?.rows ?? [], ...(partial ? { partial } : {}) }, md);
 }
 
 main().catch((err: unknown) => {
