@@ -58,10 +58,15 @@ typedef struct {
   const char *prev_name, *next_name;
   int format;            /* HALF_NONE, or the 16-bit format (half.h) of the leading elements */
   size_t packed;         /* how many leading elements travel in it; the rest as float32 */
+  int phases;            /* DP_BOTH, or one phase alone (sharded data parallelism) */
 } dp_ring;
 
+enum { DP_BOTH = 0, DP_REDUCE_SCATTER = 1, DP_ALL_GATHER = 2 };
+
 /* Sums data[0..n) in place across the ring: reduce-scatter then all-gather, pipelined by chunk.
- * With a 16-bit format, data[0..packed) travels in it and every position ends with the same bits. */
+ * With a 16-bit format, data[0..packed) travels in it and every position ends with the same bits.
+ * One phase alone: after DP_REDUCE_SCATTER position p holds the sum of segment (p+1) mod N (the
+ * rest is left partly summed); DP_ALL_GATHER sends each position's segment (p+1) mod N to all. */
 int dp_allreduce(const dp_ring *r, float *data, size_t n, dp_stats *st, dp_error *e);
 
 #endif

@@ -20,7 +20,7 @@ typedef struct {
   char *host, *token, *who, *who2;
   int fd_a, fd_b, port, rank, timeout_ms, position, size;
   size_t chunk, n, packed;
-  int format;
+  int format, phases;
   uint64_t seq;
   float *data;
   int result_fd;
@@ -65,7 +65,7 @@ static void execute(napi_env env, void *p) {
   if (j->kind == JOB_ACCEPT) j->result_fd = dp_accept(j->fd_a, j->token, j->rank, j->timeout_ms, j->who, &j->err);
   else if (j->kind == JOB_DIAL) j->result_fd = dp_dial(j->host, j->port, j->token, j->rank, j->timeout_ms, j->who, &j->err);
   else {
-    dp_ring r = {j->fd_a, j->fd_b, j->position, j->size, j->chunk, j->seq, j->timeout_ms, j->who, j->who2, j->format, j->packed};
+    dp_ring r = {j->fd_a, j->fd_b, j->position, j->size, j->chunk, j->seq, j->timeout_ms, j->who, j->who2, j->format, j->packed, j->phases};
     dp_allreduce(&r, j->data, j->n, &j->st, &j->err);
   }
 }
@@ -175,9 +175,10 @@ static napi_value dial(napi_env env, napi_callback_info info) {
 }
 
 /* dataAllReduce(prevFd, nextFd, data, position, size, chunk, seq, timeoutMs, prevName, nextName,
- * format, packed) -> Promise<stats>: data[0..packed) travels as format (0 none, 1 fp16, 2 bf16). */
+ * format, packed, phases) -> Promise<stats>: data[0..packed) travels as format (0 none, 1 fp16,
+ * 2 bf16); phases 0 both, 1 the reduce-scatter alone, 2 the all-gather alone. */
 static napi_value all_reduce(napi_env env, napi_callback_info info) {
-  call c = begin(env, info, 12);
+  call c = begin(env, info, 13);
   job *j = calloc(1, sizeof *j);
   j->kind = JOB_ALLREDUCE;
   j->fd_a = (int)num(&c, 0);
@@ -192,6 +193,8 @@ static napi_value all_reduce(napi_env env, napi_callback_info info) {
   j->who2 = str(&c, 9);
   j->format = (int)num(&c, 10);
   j->packed = (size_t)num(&c, 11);
+  j->phases = (int)num(&c, 12);
+  if (!c.failed && (j->phases < DP_BOTH || j->phases > DP_ALL_GATHER)) fail(&c, "meshtrain native: phases must be 0 (both), 1 (reduce-scatter) or 2 (all-gather)");
   if (!c.failed && (j->position < 0 || j->position >= j->size)) fail(&c, "meshtrain native: ring position outside the ring");
   if (!c.failed && (j->format < 0 || j->format > 2 || j->packed > j->n)) fail(&c, "meshtrain native: 16-bit format or count outside the data");
   if (!c.failed) napi_create_reference(env, c.argv[2], 1, &j->data_ref);

@@ -7,8 +7,12 @@
  * steps overlap chunk by chunk instead of waiting for whole segments, and every segment's sum is
  * computed once, in ring order (the same additions, in the same order, as the WebSocket path).
  *
- * Each operation starts with a 32-byte header ("MTAR", version, format, seq, element count,
- * 16-bit count) checked against this position's own; after it, each segment's leading elements
+ * Either phase also runs alone (sharded data parallelism): a reduce-scatter stops after its N-1
+ * steps, each position holding the sum of segment (p+1) mod N; an all-gather starts at step N-1,
+ * sending that segment as it stands.
+ *
+ * Each operation starts with a 32-byte header ("MTAR", version, format, phases, seq, element
+ * count, 16-bit count) checked against this position's own; after it, each segment's leading elements
  * (those below the 16-bit count) as little-endian 16-bit values, the rest as float32. A 16-bit
  * segment is rounded once more by its owner when its sum is complete, so the all-gather hands
  * every position the same bits. */
@@ -50,13 +54,14 @@ static void header(unsigned char *h, const dp_ring *r, uint64_t n) {
   h[4] = (unsigned char)VERSION;
   h[5] = (unsigned char)(VERSION >> 8);
   h[6] = (unsigned char)r->format;
-  h[7] = 0;
+  h[7] = (unsigned char)r->phases;
   put_u64(h + 8, r->seq);
   put_u64(h + 16, n);
   put_u64(h + 24, r->format ? r->packed : 0);
 }
 
 static const char *format_name(int f) { return f == HALF_FP16 ? "fp16" : f == HALF_BF16 ? "bf16" : "float32"; }
+static const char *phase_name(int p) { return p == DP_REDUCE_SCATTER ? "a reduce-scatter" : p == DP_ALL_GATHER ? "an all-gather" : p == DP_BOTH ? "an all-reduce" : "an unknown collective"; }
 
 /* Plain IEEE additions (no flush-to-zero), which the compiler vectorises; src at any alignment. */
 static void add(float *restrict dst, const unsigned char *restrict src, size_t k) {
@@ -71,7 +76,7 @@ typedef struct {
   const dp_ring *r;
   float *data;
   size_t n;
-  int steps; /* 2(N-1) */
+  int first, steps; /* the ring steps run: [0, 2(N-1)), or one phase's half */
   /* sending */
   unsigned char hout[HEADER];
   size_t hout_sent;
@@ -110,7 +115,7 @@ static size_t elems_in(const ring_op *o, span s, size_t b) {
 /* Bytes of the current send segment that are final enough to send. */
 static size_t sendable(const ring_op *o) {
   size_t all = wire_len(o, send_seg(o, o->sg));
-  if (o->sg == 0 || o->rg > o->sg - 1) return all;
+  if (o->sg == o->first || o->rg > o->sg - 1) return all;
   return o->rg == o->sg - 1 ? o->done : 0;
 }
 
@@ -137,6 +142,7 @@ static int check_header(ring_op *o, dp_error *e) {
   if ((h[4] | h[5] << 8) != VERSION) return dp_fail(e, DP_PROTOCOL, "%s speaks version %d of the data plane's all-reduce, this worker version %u: run one meshtrain version on every worker", r->prev_name, h[4] | h[5] << 8, VERSION), -1;
   if (get_u64(h + 8) != r->seq) return dp_fail(e, DP_PROTOCOL, "%s is at all-reduce %llu where this position is at %llu", r->prev_name, (unsigned long long)get_u64(h + 8), (unsigned long long)r->seq), -1;
   if (get_u64(h + 16) != o->n) return dp_fail(e, DP_PROTOCOL, "%s all-reduces %llu elements where this position has %zu: the replicas' gradients differ in size", r->prev_name, (unsigned long long)get_u64(h + 16), o->n), -1;
+  if (h[7] != r->phases) return dp_fail(e, DP_PROTOCOL, "%s runs %s where this position runs %s: the replicas' collectives differ", r->prev_name, phase_name(h[7]), phase_name(r->phases)), -1;
   if (h[6] != r->format || get_u64(h + 24) != (r->format ? r->packed : 0)) return dp_fail(e, DP_PROTOCOL, "%s sends %llu elements as %s where this position sends %zu as %s: the replicas' compression differs", r->prev_name, (unsigned long long)get_u64(h + 24), format_name(h[6]), r->format ? r->packed : 0, format_name(r->format)), -1;
   return 1;
 }
@@ -261,7 +267,9 @@ int dp_allreduce(const dp_ring *r, float *data, size_t n, dp_stats *st, dp_error
   o.r = r;
   o.data = data;
   o.n = n;
-  o.steps = 2 * (r->size - 1);
+  o.first = r->phases == DP_ALL_GATHER ? r->size - 1 : 0;
+  o.steps = r->phases == DP_REDUCE_SCATTER ? r->size - 1 : 2 * (r->size - 1);
+  o.sg = o.rg = o.first;
   o.chunk_bytes = (r->chunk ? r->chunk : 262144) * 4;
   o.tmp_cap = o.chunk_bytes;
   o.tmp = malloc(o.tmp_cap);

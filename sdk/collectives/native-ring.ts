@@ -1,9 +1,13 @@
 import type { NativeAddon } from "../backends/native/addon";
 import { CollectiveError, type MeshtrainError } from "../errors/errors";
 import type { AllReducer } from "./all-reducer";
+import type { RingPhases } from "./segments";
 import { FORMAT_CODE, type WireFormat } from "../protocol/wire-formats";
 import { dataPlaneError } from "./native-plane";
 import type { AllReduceStats } from "./ring-allreduce";
+
+/** The addon's codes for the phases (dataplane.h: DP_BOTH, DP_REDUCE_SCATTER, DP_ALL_GATHER). */
+const PHASE_CODE: Record<RingPhases, number> = { both: 0, reduceScatter: 1, allGather: 2 };
 
 /** How long a ring whose socket was closed under it waits to hear why (a failure from the heartbeats). */
 const CAUSE_WAIT_MS = 250;
@@ -39,15 +43,16 @@ export class NativeRing implements AllReducer {
     private readonly o: NativeRingOptions,
   ) {}
 
-  run(data: Float32Array, seq: number, timeoutMs: number, wire?: WireFormat): Promise<AllReduceStats> {
+  run(data: Float32Array, seq: number, timeoutMs: number, wire?: WireFormat, phases: RingPhases = "both"): Promise<AllReduceStats> {
     if (this.failure) return Promise.reject(this.failure);
     if (this.running) return Promise.reject(new CollectiveError(`all-reduce ${seq} started while ${this.running.seq} is still running`));
     if (seq <= this.lastSeq) return Promise.reject(new CollectiveError(`all-reduce sequence went backwards: ${seq} after ${this.lastSeq}`));
     this.lastSeq = seq;
     if (this.o.size === 1 || data.length === 0) return Promise.resolve({ waitMs: 0, commMs: 0, bytesSent: 0 });
+    if (wire && phases === "allGather") return Promise.reject(new CollectiveError("an all-gather travels in float32: its owners' values are not rounded to a 16-bit format"));
     this.running = { seq };
     const o = this.o;
-    return this.addon.dataAllReduce(o.prevFd, o.nextFd, data, o.position, o.size, o.chunkElements, seq, timeoutMs, o.prevName, o.nextName, wire ? FORMAT_CODE[wire.compression] : 0, wire ? wire.packed : 0).then(
+    return this.addon.dataAllReduce(o.prevFd, o.nextFd, data, o.position, o.size, o.chunkElements, seq, timeoutMs, o.prevName, o.nextName, wire ? FORMAT_CODE[wire.compression] : 0, wire ? wire.packed : 0, PHASE_CODE[phases]).then(
       (stats) => {
         this.settled();
         if (this.failure) throw this.failure;

@@ -2,8 +2,9 @@ import { CollectiveError, ProtocolError, TimeoutError, type MeshtrainError } fro
 import { ELEMENT_BYTES, HEADER_BYTES, writeHeader, type DecodedFrame, type FrameDType } from "../protocol/frame";
 import { bestAccumulate, type Accumulate } from "./accumulate";
 import { DECODE, FORMAT_CODE, type HalfCodec, type WireFormat } from "../protocol/wire-formats";
-import { chunkOffsets, mod, segmentBounds } from "./segments";
+import { chunkOffsets, mod, segmentBounds, shardBounds } from "./segments";
 import { bestHalfCodec } from "./half-codec";
+import type { RingPhases } from "./segments";
 
 /**
  * Ring all-reduce (sum) in two phases, reduce-scatter then all-gather, each N-1 ring steps.
@@ -47,6 +48,7 @@ interface Op {
   data: Float32Array;
   /** Values below this index travel as 16-bit floats of `format` (a FORMAT_CODE). */
   packed: number;
+  phases: RingPhases;
   format: number;
   started: number;
   firstFrameAt: number | undefined;
@@ -78,8 +80,8 @@ export class RingAllReduce {
     private readonly codec: HalfCodec = bestHalfCodec(),
   ) {}
 
-  /** Sums `data` in place across the ring. `seq` must grow by one per call (the step number works). */
-  run(data: Float32Array, seq: number, timeoutMs: number, wire?: WireFormat): Promise<AllReduceStats> {
+  /** Sums `data` in place across the ring (or runs one phase: see RingPhases). `seq` must grow by one per call (the step number works). */
+  run(data: Float32Array, seq: number, timeoutMs: number, wire?: WireFormat, phases: RingPhases = "both"): Promise<AllReduceStats> {
     if (this.failure) return Promise.reject(this.failure);
     if (this.op) return Promise.reject(new CollectiveError(`all-reduce ${seq} started while ${this.op.seq} is still running`));
     if (seq <= this.lastSeq) {
@@ -88,16 +90,18 @@ export class RingAllReduce {
     this.lastSeq = seq;
     const started = performance.now();
     if (this.size === 1 || data.length === 0) return Promise.resolve({ waitMs: 0, commMs: 0, bytesSent: 0 });
+    if (wire && phases === "allGather") return Promise.reject(new CollectiveError("an all-gather travels in float32: its owners' values are not rounded to a 16-bit format"));
     const packed = wire ? Math.min(wire.packed, data.length) : 0;
     return new Promise((resolve, reject) => {
       const op: Op = {
         seq,
         data,
         packed,
+        phases,
         format: wire ? FORMAT_CODE[wire.compression] : 0,
         started,
         firstFrameAt: undefined,
-        expected: this.expectedChunks(data.length, packed),
+        expected: this.expectedChunks(data.length, packed, phases),
         sends: [],
         inFlight: new Map(),
         deferred: 0,
@@ -105,7 +109,7 @@ export class RingAllReduce {
         resolve,
         reject,
         timer: setTimeout(() => {
-          const total = this.expectedChunks(data.length, packed).size;
+          const total = this.expectedChunks(data.length, packed, phases).size;
           const got = total - op.expected.size;
           this.abort(
             new TimeoutError(
@@ -116,8 +120,10 @@ export class RingAllReduce {
         }, timeoutMs),
       };
       this.op = op;
-      const [s, e] = segmentBounds(data.length, this.size, this.position);
-      for (const [off, length] of this.pieces(s, e, packed)) this.send(op, RS, 0, off, length);
+      // An all-gather alone starts where the reduce-scatter ended: each position sends its shard, segment p + 1.
+      const gather = phases === "allGather";
+      const [s, e] = gather ? shardBounds(data.length, this.size, this.position) : segmentBounds(data.length, this.size, this.position);
+      for (const [off, length] of this.pieces(s, e, packed)) this.send(op, gather ? AG : RS, 0, off, length);
       const early = this.early;
       this.early = [];
       for (const f of early) this.receive(f);
@@ -129,7 +135,7 @@ export class RingAllReduce {
   waitingFor(): string | undefined {
     const op = this.op;
     if (!op) return undefined;
-    const total = this.expectedChunks(op.data.length, op.packed).size;
+    const total = this.expectedChunks(op.data.length, op.packed, op.phases).size;
     return `${op.expected.size} of ${total} chunks still to come from ${this.links.prevName}`;
   }
 
@@ -168,7 +174,7 @@ export class RingAllReduce {
       if (half) this.codec.decode(op.format, bytes, op.data, off, k === last ? DECODE.addRound : DECODE.add);
       else this.accumulate(op.data, bytes, off);
       if (k < last) this.send(op, RS, k + 1, off, h.length);
-      else this.send(op, AG, 0, off, h.length);
+      else if (op.phases === "both") this.send(op, AG, 0, off, h.length);
       this.maybeFinish(op);
       return;
     }
@@ -260,12 +266,14 @@ export class RingAllReduce {
     return out;
   }
 
-  private expectedChunks(length: number, packed: number): Op["expected"] {
+  private expectedChunks(length: number, packed: number, phases: RingPhases): Op["expected"] {
     const m: Op["expected"] = new Map();
     const n = this.size;
     const p = this.position;
+    const run = [...(phases !== "allGather" ? [RS] : []), ...(phases !== "reduceScatter" ? [AG] : [])];
     for (let k = 0; k <= n - 2; k++) {
       for (const [phase, seg] of [[RS, mod(p - k - 1, n)], [AG, mod(p - k, n)]] as const) {
+        if (!run.includes(phase)) continue;
         const [s, e] = segmentBounds(length, n, seg);
         for (const [off, len] of this.pieces(s, e, packed)) m.set(`${phase}:${k}:${off}`, [phase, k, off, len]);
       }

@@ -16,3 +16,16 @@ export function chunkOffsets(start: number, end: number, chunk: number): number[
 export function mod(a: number, n: number): number {
   return ((a % n) + n) % n;
 }
+
+/**
+ * Which part of the ring all-reduce runs: both phases, or one alone (sharded data parallelism).
+ * After "reduceScatter" position p holds the sum of its shard, segment (p+1) mod N (the rest of
+ * the buffer is left partly summed); "allGather" sends each position's shard as it stands to
+ * every other.
+ */
+export type RingPhases = "both" | "reduceScatter" | "allGather";
+
+/** The segment a ring position holds summed after a reduce-scatter, and sends in an all-gather. */
+export function shardBounds(length: number, size: number, position: number): [start: number, end: number] {
+  return segmentBounds(length, size, mod(position + 1, size));
+}

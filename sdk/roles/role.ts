@@ -23,6 +23,15 @@ export interface HostIO {
    */
   allReduce(data: Float32Array, wire?: WireFormat): Promise<{ data: Float32Array; stats: AllReduceStats }>;
   /**
+   * The all-reduce's first phase alone: `shardOf(data.length)` of the result holds the sum (the
+   * same bits an all-reduce gives it); the rest of the buffer is left partly summed.
+   */
+  reduceScatter(data: Float32Array, wire?: WireFormat): Promise<{ data: Float32Array; stats: AllReduceStats }>;
+  /** The second phase alone: every member's shard of `data` (as it stands there) into every member's buffer, in float32. */
+  allGather(data: Float32Array): Promise<{ data: Float32Array; stats: AllReduceStats }>;
+  /** [start, end) of this worker's shard of a buffer of `length` values in its ring. */
+  shardOf(length: number): [start: number, end: number];
+  /**
    * Buckets of one buffer all-reduced while the step still computes, where the ring runs on
    * this thread's native data plane; null where it does not (the WebSocket path moves the
    * whole buffer to the communication thread).

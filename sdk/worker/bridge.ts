@@ -1,4 +1,5 @@
 import type { WireFormat } from "../protocol/wire-formats";
+import type { RingPhases } from "../collectives/segments";
 import type { NativeRingOptions } from "../collectives/native-ring";
 import type { AllReduceStats } from "../collectives/ring-allreduce";
 import type { Message } from "../protocol/messages";
@@ -26,6 +27,8 @@ export type CommToCompute =
   | { kind: "psFailed"; seq: number; error: WireError }
   /** Elastic training: the links were re-formed for this membership; steps sent for another are stale. */
   | { kind: "generation"; n: number }
+  /** This worker's place in its all-reduce ring, as wired (sharded data parallelism: which shard is its own). */
+  | { kind: "ringPlace"; position: number; size: number }
   /**
    * The ring's native data links, connected: this thread runs the all-reduce on them itself (no
    * hop through the communication thread). The descriptors are this process's; this thread closes them.
@@ -45,7 +48,7 @@ export type ComputeToComm =
   | { kind: "psPull"; seq: number; minVersion: number | undefined }
   | { kind: "psPush"; seq: number; clock: number; pulled: number[]; shards: Float32Array[]; wires?: WireFormat[]; learningRate?: number }
   /** `generation`: the membership the step belongs to; the communication thread refuses another's. */
-  | { kind: "allReduce"; seq: number; data: Float32Array; generation: number; wire?: WireFormat }
+  | { kind: "allReduce"; seq: number; data: Float32Array; generation: number; wire?: WireFormat; phases?: RingPhases }
   | { kind: "pipeSend"; to: "prev" | "next"; frameKind: "activation" | "gradient"; step: number; micro: number; data: Float32Array }
   /** What the compute thread does now, reported to the driver as progress. */
   | { kind: "activity"; text: string; state: ActivityState }

@@ -6,6 +6,7 @@ import { fromWireError } from "../protocol/wire-error";
 import type { ActivityState, CommToCompute, ComputeToComm } from "./bridge";
 import type { HostIO, OverlapRing, ServerLinks } from "../roles/role";
 import type { AllReduceStats } from "../collectives/ring-allreduce";
+import { shardBounds, type RingPhases } from "../collectives/segments";
 
 type Reduced = Awaited<ReturnType<HostIO["allReduce"]>>;
 
@@ -27,6 +28,8 @@ export class HostLinks {
   private readonly psPending = new Map<number, { resolve(m: CommToCompute): void; reject(err: unknown): void }>();
   private psSeq = 0;
   stepTimeoutMs = 600_000;
+  /** This worker's place in its all-reduce ring (alone until the links are configured). */
+  private place = { position: 0, size: 1 };
   /** The step being computed, as activity reports name it. */
   step: number | undefined;
 
@@ -45,6 +48,9 @@ export class HostLinks {
   io(generation: number): HostIO {
     return {
       allReduce: (data, wire) => this.allReduce(data, generation, wire),
+      reduceScatter: (data, wire) => this.allReduce(data, generation, wire, "reduceScatter"),
+      allGather: (data) => this.allReduce(data, generation, undefined, "allGather"),
+      shardOf: (length) => shardBounds(length, this.place.size, this.place.position),
       overlap: () => this.overlap(generation),
       receive: this.receive,
       send: this.send,
@@ -76,6 +82,9 @@ export class HostLinks {
       case "nativeRingFailed":
         this.native?.fail(fromWireError(m.error));
         this.native = null;
+        return true;
+      case "ringPlace":
+        this.place = { position: m.position, size: m.size };
         return true;
       case "generation":
         // A new membership is a new ring, counting its all-reduces from 0 on every member
@@ -145,19 +154,19 @@ export class HostLinks {
     return out;
   }
 
-  private allReduce(data: Float32Array, generation: number, wire?: WireFormat): Promise<Reduced> {
+  private allReduce(data: Float32Array, generation: number, wire?: WireFormat, phases: RingPhases = "both"): Promise<Reduced> {
     if (generation !== this.generation) return Promise.reject(new CollectiveError(`an all-reduce of membership ${generation} after the workers were re-formed as membership ${this.generation}: dropped`));
     const seq = this.reduceSeq++;
     this.doing(`the all-reduce of step ${this.step ?? "?"}`, "waiting");
     if (this.native) {
-      return this.native.run(data, seq, this.stepTimeoutMs, wire).then((stats) => {
+      return this.native.run(data, seq, this.stepTimeoutMs, wire, phases).then((stats) => {
         this.computing();
         return { data, stats };
       });
     }
     return new Promise((resolve, reject) => {
       this.reduce = { seq, resolve, reject };
-      this.post({ kind: "allReduce", seq, data, generation, ...(wire ? { wire } : {}) }, [data.buffer as ArrayBuffer]);
+      this.post({ kind: "allReduce", seq, data, generation, ...(wire ? { wire } : {}), ...(phases !== "both" ? { phases } : {}) }, [data.buffer as ArrayBuffer]);
     });
   }
 

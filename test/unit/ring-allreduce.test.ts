@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import fc from "fast-check";
-import { chunkOffsets, segmentBounds } from "../../sdk/collectives/segments";
+import { chunkOffsets, segmentBounds, shardBounds } from "../../sdk/collectives/segments";
 import { CollectiveError, TimeoutError } from "../../sdk/errors/errors";
 import { inProcessRing } from "../helpers/in-process-ring";
 
@@ -81,4 +81,33 @@ test("a neighbour that never sends makes a TimeoutError that names it", async ()
     rings[0]!.run(new Float32Array(20), 0, 80),
     (e: unknown) => e instanceof TimeoutError && /waited 80 ms for data from rank 1/.test(e.message),
   );
+});
+
+test("a reduce-scatter leaves each position its shard's sum, the all-reduce's bits; an all-gather of the shards gives every position all of them", async () => {
+  await fc.assert(
+    fc.asyncProperty(fc.integer({ min: 2, max: 4 }), fc.integer({ min: 0, max: 2000 }), fc.integer({ min: 1, max: 300 }), fc.boolean(), async (n, length, chunk, half) => {
+      const inputs = Array.from({ length: n }, (_, p) => Float32Array.from({ length }, (_, i) => Math.sin(i * 7.3 + p * 1.1) * 50));
+      const wire = half ? { compression: "fp16" as const, packed: Math.floor(length / 2) } : undefined;
+      const whole = inputs.map((x) => Float32Array.from(x));
+      const a = inProcessRing(n, chunk);
+      await Promise.all(a.rings.map((r, p) => r.run(whole[p]!, 0, 5000, wire)));
+      const split = inputs.map((x) => Float32Array.from(x));
+      const b = inProcessRing(n, chunk);
+      await Promise.all(b.rings.map((r, p) => r.run(split[p]!, 0, 5000, wire, "reduceScatter")));
+      // Each shard's sum is summed in the same order, and 16-bit values rounded the same way, as in the all-reduce.
+      const shard = (p: number): [number, number] => shardBounds(length, n, p);
+      for (let p = 0; p < n; p++) assert.deepEqual(Array.from(split[p]!.subarray(...shard(p))), Array.from(whole[0]!.subarray(...shard(p))), `position ${p}'s shard`);
+      // Every position puts garbage outside its shard: the all-gather overwrites all of it.
+      for (let p = 0; p < n; p++) {
+        const [s, e] = shard(p);
+        split[p]!.fill(NaN, 0, s);
+        split[p]!.fill(NaN, e);
+      }
+      await Promise.all(b.rings.map((r, p) => r.run(split[p]!, 1, 5000, undefined, "allGather")));
+      for (let p = 0; p < n; p++) assert.deepEqual(Buffer.from(split[p]!.buffer), Buffer.from(whole[0]!.buffer), `position ${p} after the all-gather`);
+    }),
+    { numRuns: 60 },
+  );
+  const { rings } = inProcessRing(2, 8);
+  await assert.rejects(rings[0]!.run(new Float32Array(10), 0, 1000, { compression: "fp16", packed: 4 }, "allGather"), CollectiveError);
 });

@@ -43,7 +43,7 @@ export interface NativeAddon {
   dataAccept(listenFd: number, token: string, expectRank: number, timeoutMs: number, who: string): Promise<number>;
   dataDial(host: string, port: number, token: string, myRank: number, timeoutMs: number, who: string): Promise<number>;
   /** format: 0 none, 1 fp16, 2 bf16, for data[0..packed). */
-  dataAllReduce(prevFd: number, nextFd: number, data: Float32Array, position: number, size: number, chunkElements: number, seq: number, timeoutMs: number, prevName: string, nextName: string, format: number, packed: number): Promise<{ waitMs: number; commMs: number; bytesSent: number }>;
+  dataAllReduce(prevFd: number, nextFd: number, data: Float32Array, position: number, size: number, chunkElements: number, seq: number, timeoutMs: number, prevName: string, nextName: string, format: number, packed: number, phases: number): Promise<{ waitMs: number; commMs: number; bytesSent: number }>;
   dataShutdown(fd: number): void;
   dataClose(fd: number): void;
   /** The 16-bit codec (native/src/half.c); see sdk/collectives/half-codec.ts. */

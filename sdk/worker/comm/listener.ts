@@ -129,7 +129,7 @@ export class CommServer implements SessionHost {
         else toCompute({ kind: "psFailed", seq: m.seq, error: toWireError(new CollectiveError("no driver session")) });
         return;
       case "allReduce":
-        if (s && !s.ended) s.allReduce(m.seq, m.data, m.generation, m.wire);
+        if (s && !s.ended) s.allReduce(m.seq, m.data, m.generation, m.wire, m.phases);
         else toCompute({ kind: "allReduceFailed", seq: m.seq, error: toWireError(new CollectiveError("no driver session")) });
         return;
       case "pipeSend":

@@ -1,4 +1,5 @@
 import type { AllReducer } from "../../collectives/all-reducer";
+import type { RingPhases } from "../../collectives/segments";
 import type { WireFormat } from "../../protocol/wire-formats";
 import { RingAllReduce, type RingNeighbours } from "../../collectives/ring-allreduce";
 import { PipeEnds } from "../../collectives/pipe-links";
@@ -177,6 +178,7 @@ export class Session {
     } else {
       this.ring = new RingAllReduce(noNeighbours, 0, 1, msg.chunkElements);
     }
+    toCompute(ringFromPrev && ringToNext ? { kind: "ringPlace", position: pos, size: g } : { kind: "ringPlace", position: 0, size: 1 });
     this.pipeNames = [pipePrev === null ? "" : `previous stage ${name(pipePrev)}`, pipeNext === null ? "" : `next stage ${name(pipeNext)}`].filter(Boolean).join("; ");
     if (pipeToPrev || pipeFromNext) {
       this.pipe = new PipeEnds({
@@ -252,7 +254,7 @@ export class Session {
     this.pipe.send(to, kind, step, micro, data).catch((err: unknown) => toCompute({ kind: "pipeFailed", error: toWireError(err) }));
   }
 
-  allReduce(seq: number, data: Float32Array, generation: number, wire?: WireFormat): void {
+  allReduce(seq: number, data: Float32Array, generation: number, wire?: WireFormat, phases?: RingPhases): void {
     if (generation !== this.generation) {
       toCompute({ kind: "allReduceFailed", seq, error: toWireError(new CollectiveError(`an all-reduce of membership ${generation} reached the ring of membership ${this.generation}: dropped`)) });
       return;
@@ -262,7 +264,7 @@ export class Session {
       toCompute({ kind: "allReduceFailed", seq, error: toWireError(new ProtocolError("all-reduce before the ring was configured")) });
       return;
     }
-    ring.run(data, seq, this.stepTimeoutMs, wire).then(
+    ring.run(data, seq, this.stepTimeoutMs, wire, phases).then(
       (stats) => toCompute({ kind: "allReduced", seq, data, stats }, [data.buffer as ArrayBuffer]),
       (err: unknown) => toCompute({ kind: "allReduceFailed", seq, error: toWireError(err) }),
     );
