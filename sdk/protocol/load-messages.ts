@@ -45,6 +45,8 @@ export const LoadReplicaSchema = z.strictObject({
   localSgd: z.strictObject({ outer: OptimizerSpecSchema }).optional(),
   /** "sync": BatchNormalization layers normalize with the global batch's statistics (all-reduced in rounds each step). */
   batchNorm: z.enum(["sync"]).optional(),
+  /** ZeRO stage 1: this replica keeps the optimizer state of its ring shard only, reduce-scatters the gradient and all-gathers the weights. */
+  shard: z.enum(["optimizer"]).optional(),
   role: z.literal("replica"),
   topology,
   replicaBatch,

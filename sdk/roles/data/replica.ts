@@ -18,6 +18,7 @@ import { PowerSgd } from "./power-sgd";
 import { LocalRounds } from "./local-sgd";
 import { OwnCopy } from "./own-copy";
 import { StepBack } from "./step-back";
+import { ZeroOne } from "./zero-one";
 import { feedRows, splitFeed, type Feed } from "../objective";
 import type { OptimizerState, UpdateRule } from "../tfjs-update";
 import { hasNonFinite } from "../../backends/native/finite";
@@ -82,11 +83,14 @@ export class DataReplica implements WorkerRole {
   private readonly sync: SyncNorm | null;
   /** compression powersgd: the gradient all-reduced as low-rank factors, with error feedback. */
   private readonly power: PowerSgd | null;
+  private readonly zero: ZeroOne | null;
   /** Local SGD / DiLoCo: steps update this replica alone; the steps marked sync all-reduce the weights' change. */
   private local: LocalRounds | null = null;
 
   private constructor(private readonly r: LoadedReplica, msg: LoadOf<"replica">) {
-    this.update = makeUpdateRule(r.vars, msg.optimizer);
+    // Sharded (ZeRO-1), the optimizer's state is the shard's alone: none for the whole model.
+    this.update = makeUpdateRule(msg.shard ? [] : r.vars, msg.optimizer);
+    this.zero = msg.shard ? new ZeroOne(r.vars, msg.optimizer, r.names, r.sizes) : null;
     this.back = new StepBack(r, this.update, msg.elastic ?? false);
     this.slowdown = msg.slowdown ?? 1;
     this.elastic = msg.elastic ?? false;
@@ -117,7 +121,7 @@ export class DataReplica implements WorkerRole {
     const overlap = this.overlap ? io.overlap() : null;
     this.learningRate = msg.learningRate;
     if (this.local) return this.trainLocal(this.local, msg.weight, x, y, (data, wire) => io.allReduce(data, wire), msg.step, msg.sync);
-    return this.train(msg.weight, x, y, (data, wire) => io.allReduce(data, wire), msg.step, overlap);
+    return this.train(msg.weight, x, y, (data, wire) => io.allReduce(data, wire), msg.step, overlap, io);
   }
 
   /** Elastic training asks how many updates were applied, or to step back one. */
@@ -169,7 +173,7 @@ export class DataReplica implements WorkerRole {
    * the update. With `overlap` (the native data plane) and the native step, the gradient goes in
    * buckets that start while the backward pass still runs.
    */
-  async train(weight: number, x: Feed, y: Feed, allReduce: AllReduceFn, step = 0, overlap: OverlapRing | null = null): Promise<StepResult> {
+  async train(weight: number, x: Feed, y: Feed, allReduce: AllReduceFn, step = 0, overlap: OverlapRing | null = null, io: HostIO | null = null): Promise<StepResult> {
     const t0 = performance.now();
     const startedAt = wallClock();
     const n = this.r.gradientLength;
@@ -182,9 +186,9 @@ export class DataReplica implements WorkerRole {
     if (!buckets) this.compress(flat);
     const slowdownMs = await slowDown(this.slowdown, performance.now() - t0);
     const t1 = performance.now();
-    let reduced: Awaited<ReturnType<AllReduceFn>>;
+    let reduced: Awaited<ReturnType<AllReduceFn>> & { overflow?: NonFinite };
     try {
-      reduced = buckets ? { data: flat, stats: await finishBuckets(buckets, slice, flat) } : await this.reduce(flat, allReduce);
+      reduced = buckets ? { data: flat, stats: await finishBuckets(buckets, slice, flat) } : this.zero && io ? await this.zero.sum(flat, n, io, this.feedback?.wire(n)) : await this.reduce(flat, allReduce);
     } catch (err) {
       // The forward pass moved the statistics; a step that never completed must leave none behind
       // (an elastic survivor retries the step from here).
@@ -193,13 +197,13 @@ export class DataReplica implements WorkerRole {
     }
     const t2 = performance.now();
     // flat was moved to the communication thread; the sum comes back in its own buffer.
-    const overflow = this.overflowed(reduced.data);
+    const overflow = this.zero ? reduced.overflow : this.overflowed(reduced.data);
     const skipped = reduced.data[reduced.data.length - 1] !== 0 || overflow !== undefined;
     this.keptOrDropped(!skipped);
     if (skipped) await this.skip(stateBefore);
     else await this.apply(reduced.data, stateBefore);
-    // Whatever buffer the sum came back in (flat, or the communication thread's) is ours again.
-    this.spare = reduced.data;
+    // Whatever buffer the sum (or a sharded step's all-gather) came back in is ours again.
+    this.spare = this.zero?.takeBuffer() ?? reduced.data;
     const t3 = performance.now();
     if (slice.failure !== undefined) throw survivedStepError(slice.failure, step);
     return {
@@ -208,7 +212,7 @@ export class DataReplica implements WorkerRole {
       computeMs: t1 - t0,
       commMs: reduced.stats.commMs,
       waitMs: reduced.stats.waitMs,
-      applyMs: t3 - t2,
+      applyMs: t3 - t2 - (this.zero?.gatherMs ?? 0),
       slowdownMs,
       sentBytes: reduced.stats.bytesSent,
       ...(onDevice() ? { readbackMs: transfers.readbackMs, uploadMs: transfers.uploadMs } : {}),
@@ -307,8 +311,10 @@ export class DataReplica implements WorkerRole {
   private async apply(reduced: Float32Array, stateBefore: Float32Array): Promise<void> {
     const n = this.r.gradientLength;
     await this.back.taking(stateBefore);
-    this.update.apply(reduced.subarray(0, n), this.learningRate);
+    // First: a sharded step's all-gather may move `reduced` to the communication thread.
     this.r.state.set(stateBefore, reduced.subarray(n, reduced.length - 1));
+    if (this.zero) await this.zero.apply(reduced.subarray(0, n), this.learningRate);
+    else this.update.apply(reduced.subarray(0, n), this.learningRate);
   }
 
   /** A step every replica dropped still counts as taken: an elastic fit steps back from it to where it is. */
@@ -336,6 +342,7 @@ export class DataReplica implements WorkerRole {
     this.r.model.dispose();
     this.update.dispose();
     this.local?.dispose();
+    this.zero?.dispose();
     this.r.compileOptimizer.dispose();
   }
 }

@@ -74,6 +74,9 @@ function refuseWhatCannotWork(o: ResolvedFitOptions, dataset: Dataset, plan: Dat
   if (plan.sync && o.checkpoint) {
     throw new FitAborted(new ConfigError(`checkpoints and sync every ${plan.sync.every} steps do not go together yet: between syncs each replica holds weights and optimizer state of its own, which a checkpoint of one replica does not keep`, { hint: "drop checkpoint, or drop sync" }));
   }
+  if (plan.shard && (o.checkpoint || o.resumeFrom)) {
+    throw new FitAborted(new ConfigError(`shard "${plan.shard}" with checkpoints: each replica holds only its shard's optimizer state, and sharded checkpoints are not built yet`, { hint: "drop checkpoint and resumeFrom, or drop shard" }));
+  }
   if (plan.batchNorm === "sync" && o.accumulate > 1) {
     throw new FitAborted(new ConfigError(`accumulate ${o.accumulate} with batchNorm "sync": the global batch's statistics are those of the whole update's batch, which accumulation computes a chunk at a time`, { hint: 'raise batchSize instead, or use batchNorm "replica"' }));
   }
@@ -95,7 +98,7 @@ function replicaLoader(ctx: FitContext, model: tf.LayersModel, dataset: Dataset,
   const replicaBatch = Math.ceil(o.batchSize / ctx.workers.length / o.accumulate);
   return (w: WorkerHandle, attachments: Tensorlike[]) =>
     w.channel.request(
-      { type: "load", role: "replica", topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), metrics: o.metrics, ...(o.classTable ? { classWeight: o.classTable } : {}), replicaBatch, stepTimeoutMs: stepMs, ...data, ...slowdown(plan, w.rank), ...(plan.elastic ? { elastic: true } : {}), ...(plan.compression ? { compression: plan.compression } : {}), ...(plan.overlap.on ? { overlap: true } : {}), ...(o.accumulate > 1 ? { accumulate: o.accumulate } : {}), ...(plan.batchNorm === "sync" ? { batchNorm: "sync" as const } : {}), ...(plan.powerSgd ? { powerSgd: { rank: plan.powerSgd.rank } } : {}), ...(plan.sync ? { localSgd: { outer: plan.sync.outer } } : {}) },
+      { type: "load", role: "replica", topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), metrics: o.metrics, ...(o.classTable ? { classWeight: o.classTable } : {}), replicaBatch, stepTimeoutMs: stepMs, ...data, ...slowdown(plan, w.rank), ...(plan.elastic ? { elastic: true } : {}), ...(plan.compression ? { compression: plan.compression } : {}), ...(plan.overlap.on ? { overlap: true } : {}), ...(o.accumulate > 1 ? { accumulate: o.accumulate } : {}), ...(plan.batchNorm === "sync" ? { batchNorm: "sync" as const } : {}), ...(plan.powerSgd ? { powerSgd: { rank: plan.powerSgd.rank } } : {}), ...(plan.sync ? { localSgd: { outer: plan.sync.outer } } : {}), ...(plan.shard ? { shard: plan.shard } : {}) },
       "loaded",
       { timeoutMs: stepMs, waitingFor: "the model to load", attachments },
     );

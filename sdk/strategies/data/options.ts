@@ -55,13 +55,32 @@ export const DataOptionsSchema = z.strictObject({
    * averaging), and with `every: 1` plain data parallelism under SGD.
    */
   sync: z.strictObject({ every: z.number().int().min(1).max(1 << 20), outer: OuterSchema.default(DILOCO_OUTER) }).optional(),
+  /**
+   * Sharded data parallelism (ZeRO, Rajbhandari et al. 2020). "optimizer" (stage 1): each
+   * replica keeps the optimizer's state for its shard of the parameters only (1/N of it); the
+   * gradient is reduce-scattered, each replica updates its shard, and the weights are
+   * all-gathered: the all-reduce's bytes, in its two halves.
+   */
+  shard: z.enum(["optimizer"]).optional(),
 });
 export type DataOptions = z.output<typeof DataOptionsSchema>;
+
+/** What sharded replicas cannot do yet, each refused with why. */
+function checkShard(o: DataOptions): void {
+  if (!o.shard) return;
+  const no = (what: string, why: string): never => {
+    throw new ConfigError(`shard "${o.shard}" with ${what}: ${why}`, { hint: `drop ${what}, or drop shard` });
+  };
+  if (o.elastic) no("elastic", "a lost or joining worker would change every replica's shard, and re-sharding the optimizer state is not built");
+  if (o.sync) no("sync", "local SGD keeps each replica's own inner optimizer state for the whole model, which is what sharding divides");
+  if (typeof o.compression === "object") no("compression powersgd", "PowerSGD all-reduces low-rank factors, not a gradient that can be reduce-scattered");
+}
 
 /** Elastic training against the cluster it starts with. */
 export function checkDataOptions(o: DataOptions, spec: ClusterSpec): void {
   const n = workerCount(spec);
   if (o.sync && o.batchNorm === "sync") throw new ConfigError('batchNorm "sync" all-reduces statistics within every step, which a fit synced every few steps is there to avoid', { hint: 'drop one of sync and batchNorm: "sync"' });
+  checkShard(o);
   if (!o.elastic) return;
   if (o.elastic.minWorkers > n) {
     throw new ConfigError(`elastic: minWorkers ${o.elastic.minWorkers} is more than the ${n} worker(s) the cluster starts with`, { hint: `use minWorkers between 1 and ${n}` });

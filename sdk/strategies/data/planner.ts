@@ -1,7 +1,7 @@
 import type { Compression } from "../../protocol/wire-formats";
 import { ConfigError } from "../../errors/errors";
-import { planSplits, replicaSlices } from "../../plan/batches";
-import { estimateReplicaMemory, formatBytes, memoryTotal } from "../../plan/memory";
+import { planSplits, replicaSlices, stepsPerEpoch } from "../../plan/batches";
+import { estimateReplicaMemory, formatBytes, memoryTotal, type MemoryEstimate } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
 import { predictData, sampleBytes } from "../../plan/predict";
 import type { DataParallelPlan, PlanOptions } from "../../plan/plans";
@@ -27,14 +27,19 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
   // What the ring moves: 16-bit values halve the gradient's bytes; PowerSGD sends r (n + m) values per matrix.
   const sync = given.sync ? Object.freeze({ every: given.sync.every, outer: Object.freeze({ ...given.sync.outer }) }) : null;
   const wireBytes = compression ? gradientBytes / 2 : powerSgd ? lowRankBytes(model, powerSgd.rank) : gradientBytes;
-  // Synced every H steps, a step's share of the all-reduce is 1/H of one (epoch ends sync early: a little more).
-  const stepWireBytes = wireBytes / (sync?.every ?? 1);
-  const memory = estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer: options.optimizer });
+  const shard = given.shard ?? null;
+  // Sharded: the reduce-scatter carries the gradient (16-bit when compressed), the all-gather the weights in float32.
+  const ringBytes = shard ? (wireBytes + gradientBytes) / 2 : wireBytes;
+  // A fit's plan knows its epochs: syncs after every H steps of one and at its end, ceil(steps / H) of them.
+  const perEpoch = batchSize !== undefined && options.datasetSize !== undefined ? stepsPerEpoch(options.datasetSize, batchSize) : null;
+  const syncShare = !sync ? 1 : perEpoch ? Math.ceil(perEpoch / sync.every) / perEpoch : 1 / sync.every;
+  const stepWireBytes = ringBytes * syncShare;
+  const memory = shardMemory(estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer: options.optimizer }), shard, n);
   const speeds = speedsOf(options.devices, options.ring);
   const feed = given.feed;
   const feedBytes = feed === "driver" && batchSize !== undefined ? batchSize * sampleBytes(model) : 0;
   const predict = (replicas: number) =>
-    speeds && batchSize !== undefined ? predictData({ flopsPerSample: model.flopsPerSample, layers: model.layers.length, gradientBytes: stepWireBytes, allReduces: (powerSgd ? 2 : 1) / (sync?.every ?? 1), globalBatch: batchSize, replicas, feedBytes, ...(options.profile ? { profile: options.profile } : {}) }, speeds) : null;
+    speeds && batchSize !== undefined ? predictData({ flopsPerSample: model.flopsPerSample, layers: model.layers.length, gradientBytes: stepWireBytes, allReduces: (powerSgd || shard ? 2 : 1) * syncShare, globalBatch: batchSize, replicas, feedBytes, ...(options.profile ? { profile: options.profile } : {}) }, speeds) : null;
   const many = predict(n);
   // The same batch on one worker: what explain() and toString() hold the cluster up against.
   const one = n > 1 ? predict(1) : null;
@@ -53,9 +58,10 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
     compression,
     powerSgd,
     // Sync statistics take the step in rounds, by autodiff: no native step to overlap with.
-    overlap: Object.freeze(given.batchNorm === "sync" ? { on: false, why: 'batchNorm "sync" computes each step in all-reduced rounds' } : sync ? { on: false, why: "the weights' change is all-reduced after a sync step's update" } : powerSgd ? { on: false, why: "PowerSGD all-reduces P and Q after the backward pass" } : chooseOverlap(given.overlap, n, options.devices)),
+    overlap: Object.freeze(given.batchNorm === "sync" ? { on: false, why: 'batchNorm "sync" computes each step in all-reduced rounds' } : sync ? { on: false, why: "the weights' change is all-reduced after a sync step's update" } : shard ? { on: false, why: "the sharded update reduce-scatters the whole gradient after the backward pass" } : powerSgd ? { on: false, why: "PowerSGD all-reduces P and Q after the backward pass" } : chooseOverlap(given.overlap, n, options.devices)),
     batchNorm: given.batchNorm,
     sync,
+    shard,
     allReduce: Object.freeze({ algorithm: "ring" as const, bytesSentPerRank: n > 1 ? Math.round((2 * (n - 1) * stepWireBytes) / n) : 0 }),
     batch: batchSize === undefined ? null : Object.freeze({ globalBatch: batchSize, perReplica: Object.freeze(replicaSlices(batchSize, n)), splits: planSplits(batchSize, options.datasetSize, n) }),
     memory: Object.freeze(memory),
@@ -114,6 +120,7 @@ export function formatDataPlan(plan: DataParallelPlan): string {
     lines.push(`all-reduce: ring (reduce-scatter + all-gather)${wire}; each rank sends ${kib(plan.allReduce.bytesSentPerRank)} per step${plan.sync ? " (averaged over a sync's steps)" : ""}; ${plan.overlap.on ? "in buckets during the backward pass" : "after the backward pass"}`);
   }
   if (plan.sync) lines.push(syncLine(plan.sync));
+  if (plan.shard && plan.replicas > 1) lines.push(shardLine(plan, plan.replicas));
   const m = plan.memory;
   const parts = [`parameters ${formatBytes(m.paramsBytes)}`, `gradients ${formatBytes(m.gradientBytes)}`];
   if (m.optimizerBytes !== null) parts.push(`optimizer state ${formatBytes(m.optimizerBytes)}`);
@@ -155,6 +162,18 @@ export function explainDataPlan(plan: DataParallelPlan): string {
     if (slower) lines.push(slower);
   }
   return lines.join("\n");
+}
+
+/** ZeRO-1 in one line: what each replica keeps and how the step moves the bytes. */
+function shardLine(plan: DataParallelPlan, n: number): string {
+  const state = plan.memory.optimizerBytes;
+  const held = state === null ? "its shard's optimizer state" : `its shard's optimizer state (${formatBytes(state)} of ${formatBytes(state * n)})`;
+  return `shard "optimizer" (ZeRO-1): each replica keeps ${held}: the gradient is reduce-scattered, each replica updates its 1/${n} of the parameters, and the weights are all-gathered (float32), then a small all-reduce agrees on skipped steps`;
+}
+
+/** The memory estimate with the optimizer's state divided among the replicas (ZeRO-1). */
+function shardMemory(e: MemoryEstimate, shard: "optimizer" | null, n: number): MemoryEstimate {
+  return shard && e.optimizerBytes !== null ? { ...e, optimizerBytes: Math.ceil(e.optimizerBytes / n) } : e;
 }
 
 /** Elastic local SGD: the survivors of a loss go back to the last sync, as its state is the last all of them share. */
