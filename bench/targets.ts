@@ -37,6 +37,16 @@ const psgd = rate("1 Gbit/s", "meshtrain", "powersgd-4");
 out.push(line("between machines, 1 Gbit/s, MLP 11.4M: PowerSGD (rank 4) / float32 samples/s", psgd !== undefined ? psgd / (rate("1 Gbit/s", "meshtrain", "float32") ?? NaN) : undefined, 3));
 out.push(line("between machines, 1 Gbit/s, MLP 11.4M: PowerSGD (rank 4) / DDP's fp16 hook samples/s", psgd !== undefined ? psgd / (rate("1 Gbit/s", "pytorch-ddp", "fp16") ?? NaN) : undefined, 2));
 for (const r of net.filter((x) => x.peer === "meshtrain" && typeof x.predicted === "number")) out.push(line(`between machines, ${String(r.link)}, ${String(r.model)} ${String(r.variant)}: plan's predicted / measured samples/s`, (r.predicted as number) / (r.samplesPerSecond as number), 1, 0.25));
+// Accuracy for the bytes (the demo CNN on MNIST at the slowest link): medians over seeds, beside float32's.
+const acc = (fs.existsSync(path.join(RESULTS, "network.json")) ? ((JSON.parse(fs.readFileSync(path.join(RESULTS, "network.json"), "utf8")) as { accuracy?: Row[] }).accuracy ?? []) : []) as Array<{ variant: string; accuracy: number[]; wallMs: number[] }>;
+const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+const f32 = acc.find((r) => r.variant === "float32");
+for (const r of acc.filter((x) => f32 && x.accuracy.length > 0 && (x.variant.startsWith("powersgd") || x.variant.startsWith("sync")))) {
+  const points = 100 * (med(r.accuracy) - med(f32!.accuracy));
+  const ok = points >= -1 && (r.variant.startsWith("powersgd") || med(f32!.wallMs) / med(r.wallMs) >= 3);
+  const what = r.variant.startsWith("sync") ? `within 1 point of float32's accuracy in >= 3x less wall time (${fmt(med(f32!.wallMs) / med(r.wallMs))}x)` : "within 1 point of float32's accuracy";
+  out.push(`| between machines, MNIST CNN ${r.variant}: held-out accuracy vs float32, points | ${fmt(points, 2)} | ${what} | ${ok ? "reached" : "missed"} |`);
+}
 out.push("", "Every ratio comes from one run in which both sides were measured; see each benchmark's table for the numbers behind it.");
 fs.writeFileSync(path.join(RESULTS, "targets.md"), `${out.join("\n")}\n`);
 process.stderr.write(`wrote ${path.join(RESULTS, "targets.md")}\n`);
