@@ -10,6 +10,19 @@ const f32 = Math.fround;
 export type NativeOptimizerSpec = Extract<OptimizerSpec, { name: "sgd" | "momentum" | "adam" | "rmsprop" }>;
 
 /**
+ * A native-backend variable's values, exclusively its own, to write in place: one whose memory
+ * is shared with another tensor is copied first, so no tensor anyone else can read ever changes.
+ */
+export function ownValues(b: NativeBackend, v: tf.Variable): Float32Array {
+  if (b.refCount(v.dataId) > 1) {
+    const copy = tf.tensor(Float32Array.from(b.values(v)), v.shape, "float32");
+    v.assign(copy);
+    copy.dispose();
+  }
+  return b.values(v);
+}
+
+/**
  * Optimizer steps computed in place on the variables' own memory by the native kernels, in the
  * same float32 operations, in the same order, as tf.train's optimizers (test/unit checks they
  * agree). A variable whose memory is shared with another tensor is copied first, so no tensor
@@ -29,16 +42,6 @@ export class NativeUpdate implements UpdateRule {
     }
   }
 
-  /** The variable's values, exclusively its own. */
-  private own(v: tf.Variable): Float32Array {
-    const b = this.backend;
-    if (b.refCount(v.dataId) > 1) {
-      const copy = tf.tensor(Float32Array.from(b.values(v)), v.shape, "float32");
-      v.assign(copy);
-      copy.dispose();
-    }
-    return b.values(v);
-  }
 
   apply(flat: Float32Array, learningRate?: number): void {
     const a = this.backend.addon;
@@ -48,7 +51,7 @@ export class NativeUpdate implements UpdateRule {
     this.vars.forEach((v, i) => {
       const g = flat.subarray(off, off + v.size);
       off += v.size;
-      const w = this.own(v);
+      const w = ownValues(this.backend, v);
       const st = this.state[i]!;
       switch (s.name) {
         case "sgd":

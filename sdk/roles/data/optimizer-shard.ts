@@ -3,7 +3,8 @@ import { StateError } from "../../errors/errors";
 import type { OptimizerSpec } from "../../protocol/optimizer-spec";
 import { NATIVE_BACKEND, type NativeBackend } from "../../backends/native/backend";
 import { assignFlat, readConcat } from "../device-io";
-import type { OptimizerState, UpdateRule } from "../tfjs-update";
+import type { UpdateRule } from "../tfjs-update";
+import { ownValues } from "../native-update";
 import { makeUpdateRule } from "../update-rule";
 
 /**
@@ -42,10 +43,6 @@ export class OptimizerShard {
     await readConcat([this.weights], out.subarray(this.start, this.end));
   }
 
-  exportState(): Promise<OptimizerState> {
-    return this.update.exportState();
-  }
-
   dispose(): void {
     this.update.dispose();
     this.weights.dispose();
@@ -62,13 +59,7 @@ export function writeWeights(vars: readonly tf.Variable[], flat: Float32Array): 
   const b = tf.backend() as NativeBackend;
   let off = 0;
   for (const v of vars) {
-    const part = flat.subarray(off, off + v.size);
+    ownValues(b, v).set(flat.subarray(off, off + v.size));
     off += v.size;
-    // A variable sharing its memory with another tensor gets a copy of its own (NativeUpdate does the same).
-    if (b.refCount(v.dataId) > 1) {
-      const copy = tf.tensor(part.slice(), v.shape, "float32");
-      v.assign(copy);
-      copy.dispose();
-    } else b.values(v).set(part);
   }
 }

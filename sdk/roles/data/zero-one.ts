@@ -93,10 +93,6 @@ export class ZeroOne {
     return b ? new Float32Array(b.buffer) : null;
   }
 
-  exportState(): ReturnType<OptimizerShard["exportState"]> | undefined {
-    return this.shard?.exportState();
-  }
-
   dispose(): void {
     this.shard?.dispose();
   }
