@@ -4,7 +4,8 @@ import { dataPlaneLine } from "../driver/data-plane-choice";
 import { replicaStepLine } from "../metrics/replica-step";
 import { cost, type CostReport } from "../metrics/cost";
 import { epochHistory } from "../metrics/epochs";
-import type { Departure, EpochHistory, LogLine, MembershipChange, PushRecord, RunRecord, StepRecord, TrainingSetup } from "../metrics/records";
+import type { Departure, EpochHistory, LogLine, MemberMemory, MembershipChange, PushRecord, RunRecord, StepRecord, TrainingSetup } from "../metrics/records";
+import { memoryLines } from "../metrics/memory-lines";
 import { summarize, type RunSummary } from "../metrics/summary";
 import type { Plan } from "../plan/plans";
 import { strategyOf } from "../strategies/strategy-table";
@@ -63,6 +64,8 @@ export class TrainingRun {
    * level (the driver keeps its last 10,000 lines; a run's share is copied at its end).
    */
   readonly logs: readonly LogLine[];
+  /** What each worker and server measured of its memory during the fit: peak resident set, and TF.js's tensors at the end. */
+  readonly memory: readonly MemberMemory[];
   private readonly record: RunRecord;
 
   /** A run from its record (Cluster.fit makes it). */
@@ -83,6 +86,7 @@ export class TrainingRun {
     this.dataPlane = record.dataPlane;
     this.replicaStep = record.replicaStep;
     this.logs = record.logs ?? [];
+    this.memory = record.memory ?? [];
     Object.defineProperty(this, "record", { enumerable: false });
     makeDisplayable(this, () => this.bundles(), () => this.toString());
   }
@@ -107,7 +111,7 @@ export class TrainingRun {
   }
 
   private noteLines(s: RunSummary): string[] {
-    return [...this.setupLines(), ...this.strategyNotes(s).lines, ...this.membershipLines()];
+    return [...this.setupLines(), ...this.strategyNotes(s).lines, ...this.membershipLines(), ...memoryLines(this.plan, this.memory)];
   }
 
   /** Samples per second of every step (a Plotly figure; draws itself in a notebook). */

@@ -1,4 +1,6 @@
 import { WorkerLostError } from "../errors/errors";
+import type { WorkerHandle } from "../members/worker-handle";
+import type { MemberMemory } from "../metrics/records";
 import { type FitContext } from "./fit-context";
 import { FitAborted } from "./fit-stop";
 
@@ -28,8 +30,14 @@ export async function loadEverywhere<T>(load: () => Promise<T>): Promise<T> {
 }
 
 /** Tells every worker the fit is over (they drop the model). */
-export async function releaseAll(ctx: FitContext): Promise<void> {
-  await awaitAll(ctx)(ctx.workers.map((w) => w.channel.request({ type: "release" }, "released", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: "release" })));
+export async function releaseAll(ctx: FitContext): Promise<MemberMemory[]> {
+  return await release(ctx, ctx.workers);
+}
+
+/** Tells `members` the fit is over (they drop the model); what each measured of its memory during the fit. */
+export async function release(ctx: FitContext, members: readonly WorkerHandle[]): Promise<MemberMemory[]> {
+  const replies = await awaitAll(ctx)(members.map((w) => w.channel.request({ type: "release" }, "released", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: "release" })));
+  return replies.flatMap((r, i) => (r.msg.memory ? [{ rank: members[i]!.rank, role: members[i]!.role, ...r.msg.memory }] : []));
 }
 
 /** A worker's step failed but the worker did its part of the step's communication: the cluster is consistent. */

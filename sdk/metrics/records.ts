@@ -5,6 +5,7 @@ import type { Plan } from "../plan/plans";
 import type { WorkerSnapshot } from "../config/worker-snapshot";
 import type { DataPlaneChoice } from "../protocol/data-plane";
 import type { ReplicaStepChoice } from "../protocol/profile-messages";
+import type { WorkerMemory } from "../protocol/worker-memory";
 
 /**
  * What a fit records, as plain data: the driver's runtimes write these, TrainingRun, metrics
@@ -179,6 +180,14 @@ export interface RunRecord {
   replicaStep?: ReplicaStepChoice;
   /** Each epoch's validation (fit options validationData, validationSplit). */
   validation?: readonly EpochValidation[];
+  /** What each worker and server still there at the end measured of its memory during the fit. */
+  memory?: readonly MemberMemory[];
+}
+
+/** One member's memory during a fit, as it measured it (see WorkerMemory). */
+export interface MemberMemory extends WorkerMemory {
+  rank: number;
+  role: "worker" | "ps";
 }
 
 /** One epoch's validation, as model.fit's History has it: val_loss and val_ of each compiled metric. */

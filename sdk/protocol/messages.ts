@@ -6,6 +6,7 @@ import { LoadSchema } from "./load-messages";
 export { LoadPsServerSchema, LoadPsWorkerSchema, LoadReplicaSchema, LoadSchema, LoadStageSchema, type LoadMessage, type LoadOf, type RoleName } from "./load-messages";
 import { WireErrorSchema } from "./wire-error";
 import { NoticeSchema, OutputSchema, ProgressSchema } from "./worker-reports";
+import { WorkerMemorySchema } from "./worker-memory";
 import { id, v } from "./fields";
 import { EvaluatedSchema, EvaluateSchema } from "./evaluate-messages";
 import { ProbedSchema, ProbeSchema, ProfiledSchema, ProfileSchema, ReplicaStepSchema, RingProbedSchema, RingProbeSchema } from "./profile-messages";
@@ -288,7 +289,8 @@ export const RewindSchema = z.strictObject({ type: z.literal("rewind"), v, id, t
 export const RewoundSchema = z.strictObject({ type: z.literal("rewound"), v, re: id, applied: z.number().int().nonnegative() });
 
 export const ReleaseSchema = z.strictObject({ type: z.literal("release"), v, id });
-export const ReleasedSchema = z.strictObject({ type: z.literal("released"), v, re: id });
+/** The fit is over on this worker: what it measured of its memory during the fit, where it had a model loaded. */
+export const ReleasedSchema = z.strictObject({ type: z.literal("released"), v, re: id, memory: WorkerMemorySchema.optional() });
 export const ShutdownSchema = z.strictObject({ type: z.literal("shutdown"), v });
 
 export const MessageSchema = z.discriminatedUnion("type", [

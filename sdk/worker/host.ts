@@ -12,6 +12,7 @@ import { joinWorker } from "./join-session";
 import { profileModel } from "../roles/profiler";
 import { weightsDigest } from "../model/model-io";
 import { makeRole, type RoleReply, type RoleTable, type WorkerRole } from "../roles/role";
+import { MemoryWatch } from "./memory-watch";
 
 /**
  * The compute side of a worker (the process's main thread, where TF.js runs). Requests from the
@@ -26,6 +27,8 @@ export class ComputeHost {
   private backend: BackendReport | null = null;
   /** The memory limit the driver asked this worker to enforce, if any. */
   private memoryCapBytes: number | null = null;
+  /** The loaded model's fit: its peak memory, reported when the driver releases it. */
+  private readonly memory = new MemoryWatch();
   private readonly links: HostLinks;
   /** Bumped when a session ends, so work queued for the old session is dropped. */
   private epoch = 0;
@@ -97,6 +100,7 @@ export class ComputeHost {
     this.drop("a new model was loaded");
     this.links.stepTimeoutMs = msg.stepTimeoutMs;
     this.links.doing("loading the model");
+    this.memory.start();
     this.role = await makeRole(this.roles, msg.role, msg, attachments, { memoryCapBytes: this.memoryCapBytes, stepTimeoutMs: this.links.stepTimeoutMs });
     this.reply({ type: "loaded", re: msg.id, ...this.role.loaded });
     this.links.doing(msg.role === "ps-server" ? "serving the workers' pulls and pushes" : "model loaded, waiting for a step", "idle");
@@ -117,6 +121,7 @@ export class ComputeHost {
         throw err;
       },
     ).finally(() => (this.links.step = undefined));
+    this.memory.stepDone();
     this.reply({ type: "stepDone", re: msg.id, step: msg.step, ...r });
   }
 
@@ -144,6 +149,7 @@ export class ComputeHost {
           const j = await joinWorker(msg);
           this.backend = j.backend;
           this.memoryCapBytes = msg.memoryCapBytes ?? null;
+          this.memory.idle();
           this.reply({ type: "joined", re: msg.id, info: j.info, clock: wallClock() });
           return;
         }
@@ -173,11 +179,14 @@ export class ComputeHost {
           await this.need("setState").importState({ format: msg.format, tensors: stateTensors(msg, attachments), scalars: msg.scalars });
           this.reply({ type: "stateSet", re: msg.id });
           return;
-        case "release":
+        case "release": {
+          const memory = this.role ? this.memory.report() : undefined;
           this.drop("released");
+          this.memory.idle();
           this.links.doing("the fit is over", "idle");
-          this.reply({ type: "released", re: msg.id });
+          this.reply({ type: "released", re: msg.id, ...(memory ? { memory } : {}) });
           return;
+        }
         default: {
           const answer = this.role?.answer?.(msg, attachments, this.links.io(this.links.generation));
           if (!answer) throw new ProtocolError(`the compute thread does not serve "${msg.type}"${this.role ? " for this worker's role" : " without a loaded model"}`);

@@ -26,7 +26,11 @@ async function trained(workers: number, o: FitOptions, options: { shard?: "optim
   try {
     if (options.shard) assert.match(c.plan(smallClassifier(6, 3), { batchSize: 12, optimizer: o.optimizer }).toString(), new RegExp(`shard "optimizer" \\(ZeRO-1\\): each replica keeps its shard's optimizer state .* of .*\\): the gradient is reduce-scattered`));
     const model = smallClassifier(6, 3);
-    await c.fit(model, ds, o);
+    const run = await c.fit(model, ds, o);
+    // Every worker measured its memory during the fit, from the kernel's high-water mark.
+    assert.deepEqual(run.memory.map((m) => [m.rank, m.peakFrom]), Array.from({ length: workers }, (_, r) => [r, "kernel"]));
+    for (const m of run.memory) assert.ok(m.peakRssBytes >= m.idleRssBytes && m.tensorBytes >= model.countParams() * 4, JSON.stringify(m));
+    assert.equal(run.notes.filter((l) => / memory: peak resident set .* the plan estimated /.test(l)).length, workers);
     return model;
   } finally {
     await c.close();

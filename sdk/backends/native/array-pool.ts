@@ -67,6 +67,12 @@ export class ArrayPool {
     this.freeBytes += array.byteLength;
   }
 
+  /** Forgets every free array, so that memory can go back to the system (between fits). */
+  drain(): void {
+    this.free.clear();
+    this.freeBytes = 0;
+  }
+
   get pooledBytes(): number {
     return this.freeBytes;
   }

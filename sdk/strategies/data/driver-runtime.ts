@@ -9,7 +9,7 @@ import type { ResolvedFitOptions } from "../../driver/fit-options";
 import type { Tensorlike } from "../../protocol/tensor";
 import type { RunRecord, StepRecord, MembershipChange } from "../../metrics/records";
 import type { PlanMethods, DataParallelPlan } from "../../plan/plans";
-import { awaitAll, loadEverywhere } from "../../driver/await";
+import { awaitAll, loadEverywhere, release } from "../../driver/await";
 import { replicaStepOf } from "../../metrics/replica-step";
 import { checkIdentical } from "../../driver/replicas";
 import { type FitContext } from "../../driver/fit-context";
@@ -161,17 +161,15 @@ async function finish(
   started: number,
   membership?: MembershipChange[],
 ): Promise<RunRecord> {
-  const all = awaitAll(ctx);
-  const release = (): Promise<unknown> => all(members.map((w) => w.channel.request({ type: "release" }, "released", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: "release" })));
   // Asked to stop (AbortSignal, interrupt): the replicas agree at the last whole step, and the model takes those weights, as model.fit's would.
   if (stopped && !askedToStop(stopped)) {
-    await release();
+    await release(ctx, members);
     throw stopped;
   }
   await checkIdentical(ctx, members, "the model", history.length);
   const [weights] = await fetchWeightsOf(ctx, [members[0]!], "the trained weights");
   setModelWeights(model, weights!);
-  await release();
+  const memory = await release(ctx, members);
   if (stopped) throw stopped;
   return {
     history,
@@ -181,5 +179,6 @@ async function finish(
     epochs: o.epochs,
     wallMs: performance.now() - started,
     ...(membership ? { membership } : {}),
+    ...(memory.length ? { memory } : {}),
   };
 }

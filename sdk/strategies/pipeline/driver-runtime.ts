@@ -57,8 +57,8 @@ export async function fitPipeline(ctx: FitContext, model: tf.LayersModel, datase
     for (let s = 0; s < S; s++) await checkIdentical(ctx, plan.ranks.map((row) => workers[row[s]!]!), `stage ${s}`, history.length);
   }
   setModelWeights(model, await weightsOf("the trained weights"));
-  await releaseAll(ctx);
-  return { history, plan, workers: workers.map((w) => w.snapshot()), seed: o.seed, epochs: o.epochs, wallMs: performance.now() - started, ...(validation.length > 0 ? { validation } : {}) };
+  const memory = await releaseAll(ctx);
+  return { history, plan, workers: workers.map((w) => w.snapshot()), seed: o.seed, epochs: o.epochs, wallMs: performance.now() - started, ...(validation.length > 0 ? { validation } : {}), ...(memory.length ? { memory } : {}) };
 }
 
 /** Each worker builds its stage's layers with their weights and its part of the schedule. */

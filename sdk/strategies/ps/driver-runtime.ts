@@ -11,10 +11,10 @@ import { wallClock } from "../../util/clock";
 import { slowdown } from "../data/driver-runtime";
 import { runAsync } from "./async-loop";
 import { pushRecord } from "./push-records";
-import type { EpochValidation, RunRecord, PsRunRecord, PushRecord, StepRecord } from "../../metrics/records";
+import type { EpochValidation, MemberMemory, RunRecord, PsRunRecord, PushRecord, StepRecord } from "../../metrics/records";
 import type { PlanMethods, PsPlan, ShardVariable } from "../../plan/plans";
 import { checkpointing, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
-import { awaitAll, loadEverywhere } from "../../driver/await";
+import { awaitAll, loadEverywhere, release } from "../../driver/await";
 import { replicaStepOf } from "../../metrics/replica-step";
 import { computeEnd, stepOutcome, straggler, workerStep } from "../../driver/step-records";
 import { type FitContext } from "../../driver/fit-context";
@@ -50,9 +50,9 @@ export async function fitParameterServers(ctx: FitContext, model: tf.LayersModel
     throw result.stopped;
   }
   const psRecord: PsRunRecord = { mode: plan.mode, staleness: plan.mode === "sync" ? null : plan.staleness, pushes: result.pushes, departures: result.departures, serverVersions: await takeServerWeights(ctx, model, plan) };
-  await releaseLive(ctx, workers.filter((w) => !w.lost));
+  const memory = await releaseLive(ctx, workers.filter((w) => !w.lost));
   const validation = "validation" in result && result.validation.length > 0 ? { validation: result.validation } : {};
-  return { history: result.history, plan, workers: workers.map((w) => w.snapshot()), seed: o.seed, epochs: o.epochs, wallMs: performance.now() - started, ps: psRecord, ...(replicaStep ? { replicaStep } : {}), ...validation };
+  return { history: result.history, plan, workers: workers.map((w) => w.snapshot()), seed: o.seed, epochs: o.epochs, wallMs: performance.now() - started, ps: psRecord, ...(replicaStep ? { replicaStep } : {}), ...validation, ...(memory.length ? { memory } : {}) };
 }
 
 /** Async checkpoints, and state that is not float (which servers could not average), are refused before anything is sent. */
@@ -209,6 +209,6 @@ async function runSync(
 }
 
 /** Tells the servers and the workers still there that the fit is over. */
-async function releaseLive(ctx: FitContext, live: readonly WorkerHandle[]): Promise<void> {
-  await awaitAll(ctx)([...ctx.servers, ...live].map((w) => w.channel.request({ type: "release" }, "released", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: "release" })));
+async function releaseLive(ctx: FitContext, live: readonly WorkerHandle[]): Promise<MemberMemory[]> {
+  return await release(ctx, [...ctx.servers, ...live]);
 }

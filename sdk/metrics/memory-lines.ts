@@ -1,0 +1,32 @@
+import type { MemberMemory } from "./records";
+import { formatBytes, memoryTotal } from "../plan/memory";
+import type { Plan } from "../plan/plans";
+
+/**
+ * What the plan estimated `m` would hold for training (weights, gradient, optimizer state,
+ * activations), where it estimated that member at all: a replica or ps worker the plan's
+ * memory, a pipeline stage its stage's; servers have no estimate.
+ */
+export function estimatedBytes(plan: Plan, m: Pick<MemberMemory, "rank" | "role">): number | null {
+  if (m.role === "ps") return null;
+  if (plan.strategy === "data" || plan.strategy === "ps") return memoryTotal(plan.memory);
+  const stage = plan.ranks.map((row) => row.indexOf(m.rank)).find((s) => s >= 0);
+  if (stage === undefined) return null;
+  const st = plan.stagePlans[stage]!;
+  return st.stateBytes + st.activationBytes;
+}
+
+/**
+ * One line per member: the peak resident set during the fit, how far above what the process
+ * held without a model it went (the fit's own memory, set beside the plan's estimate),
+ * and TF.js's tensors at the end.
+ */
+export function memoryLines(plan: Plan, memory: readonly MemberMemory[]): string[] {
+  return memory.map((m) => {
+    const grew = Math.max(0, m.peakRssBytes - m.idleRssBytes);
+    const est = estimatedBytes(plan, m);
+    const vs = est !== null && est > 0 ? `; the plan estimated ${formatBytes(est)} (measured ${(grew / est).toFixed(2)}x)` : "";
+    const how = m.peakFrom === "kernel" ? "peak" : "largest sampled";
+    return `${m.role === "ps" ? "server" : "rank"} ${m.rank} memory: ${how} resident set ${formatBytes(m.peakRssBytes)}, ${formatBytes(grew)} above the worker's without a model${vs}; tensors held at the end ${formatBytes(m.tensorBytes)}`;
+  });
+}
