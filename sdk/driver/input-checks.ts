@@ -10,6 +10,13 @@ import { hasNonFinite } from "../backends/native/finite";
  * are refused, naming them).
  */
 export function arrangeColumns(model: tf.LayersModel, dataset: Dataset): Dataset {
+  // Plain JavaScript callers (and notebook cells) can pass anything: say what fit takes.
+  const given: unknown = dataset;
+  if (typeof given !== "object" || given === null || !Array.isArray((given as Partial<Dataset>).inputs) || typeof (given as Partial<Dataset>).names !== "object") {
+    throw new DataError(`fit takes a meshtrain Dataset as its second argument, and was given ${given === null ? "null" : typeof given === "object" ? `an object with keys ${Object.keys(given).join(", ") || "(none)"}` : typeof given}`, {
+      hint: "make one with datasets.fromTensors(x, y) (tensors, arrays, or maps keyed by the model's input and output names), or use datasets.mnist(), datasets.synthetic() or datasets.linear()",
+    });
+  }
   const order = (given: readonly string[] | undefined, names: readonly string[], which: "input" | "output"): number[] | null => {
     if (!given) return null;
     const unknown = given.filter((g) => !names.includes(g));
