@@ -33,9 +33,13 @@ export class NativeUpdate implements UpdateRule {
   private accBeta1 = 0;
   private accBeta2 = 0;
 
-  constructor(private readonly backend: NativeBackend, private readonly vars: readonly tf.Variable[], private readonly spec: NativeOptimizerSpec) {
+  /** [from, to) of each variable's values this rule updates: all of them, or (sharded) a part. */
+  private readonly ranges: ReadonlyArray<readonly [number, number]>;
+
+  constructor(private readonly backend: NativeBackend, private readonly vars: readonly tf.Variable[], private readonly spec: NativeOptimizerSpec, ranges?: ReadonlyArray<readonly [number, number]>) {
     const slots = spec.name === "sgd" ? 0 : spec.name === "momentum" ? 1 : spec.name === "adam" ? 2 : spec.centered ? 3 : 2;
-    this.state = vars.map((v) => Array.from({ length: slots }, () => new Float32Array(v.size)));
+    this.ranges = ranges ?? vars.map((v) => [0, v.size] as const);
+    this.state = this.ranges.map(([from, to]) => Array.from({ length: slots }, () => new Float32Array(to - from)));
     if (spec.name === "adam") {
       this.accBeta1 = f32(spec.beta1);
       this.accBeta2 = f32(spec.beta2);
@@ -49,9 +53,10 @@ export class NativeUpdate implements UpdateRule {
     const eps = f32(this.backend.epsilon());
     let off = 0;
     this.vars.forEach((v, i) => {
-      const g = flat.subarray(off, off + v.size);
-      off += v.size;
-      const w = ownValues(this.backend, v);
+      const [from, to] = this.ranges[i]!;
+      const g = flat.subarray(off, off + to - from);
+      off += to - from;
+      const w = ownValues(this.backend, v).subarray(from, to);
       const st = this.state[i]!;
       switch (s.name) {
         case "sgd":

@@ -11,6 +11,6 @@ export function makeUpdateRule(vars: readonly tf.Variable[], spec: OptimizerSpec
 }
 
 /** Adagrad, Adadelta and Adamax run as TF.js's own optimizers, on the native backend's kernels. */
-function hasNativeKernel(spec: OptimizerSpec): spec is NativeOptimizerSpec {
+export function hasNativeKernel(spec: OptimizerSpec): spec is NativeOptimizerSpec {
   return spec.name === "sgd" || spec.name === "momentum" || spec.name === "adam" || spec.name === "rmsprop";
 }

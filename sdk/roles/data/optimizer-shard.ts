@@ -2,32 +2,67 @@ import * as tf from "@tensorflow/tfjs";
 import { StateError } from "../../errors/errors";
 import type { OptimizerSpec } from "../../protocol/optimizer-spec";
 import { NATIVE_BACKEND, type NativeBackend } from "../../backends/native/backend";
-import { assignFlat, readConcat } from "../device-io";
+import { assignFlat, readConcat, readTensor } from "../device-io";
 import type { UpdateRule } from "../tfjs-update";
-import { ownValues } from "../native-update";
-import { makeUpdateRule } from "../update-rule";
+import { NativeUpdate, ownValues } from "../native-update";
+import { hasNativeKernel, makeUpdateRule } from "../update-rule";
+
+/** The part [from, to) of variable v's values that falls in a shard of the flat parameters. */
+interface ShardPart {
+  v: tf.Variable;
+  from: number;
+  to: number;
+}
+
+/** Where the flat range [start, end) of `vars` lies in each variable it touches. */
+function partsOf(vars: readonly tf.Variable[], start: number, end: number): ShardPart[] {
+  const parts: ShardPart[] = [];
+  let off = 0;
+  for (const v of vars) {
+    const from = Math.max(start, off) - off;
+    const to = Math.min(end, off + v.size) - off;
+    if (to > from) parts.push({ v, from, to });
+    off += v.size;
+  }
+  return parts;
+}
 
 /**
  * ZeRO stage 1 on one replica: the optimizer's state for this replica's shard of the flat
- * parameters only, in one flat variable that spans tensor boundaries. Every optimizer the
- * workers have is elementwise (each value's update reads only its own gradient and slots), so
- * updating a shard at once gives the same bits as updating each variable whole.
+ * parameters only, spanning tensor boundaries. Every optimizer the workers have is elementwise
+ * (each value's update reads only its own gradient and slots), so updating a shard at once
+ * gives the same bits as updating each variable whole. On the native backend the shard is
+ * updated in place in the model's own variables (no copy of its weights is kept); elsewhere in
+ * one flat variable of its own, read back after each update.
  */
 export class OptimizerShard {
   private constructor(
     /** [start, end) of the flat parameters this replica updates. */
     readonly start: number,
     readonly end: number,
-    /** The shard's weights, which its update rule changes (in place on the native backend). */
-    private readonly weights: tf.Variable,
     private readonly update: UpdateRule,
+    private readonly parts: readonly ShardPart[],
+    /** The shard's weights where they are not updated in place; null on the native backend. */
+    private readonly weights: tf.Variable | null,
   ) {}
 
   /** The shard [start, end) of `vars` flattened, with `spec`'s state for it alone. */
   static async of(vars: readonly tf.Variable[], spec: OptimizerSpec, start: number, end: number): Promise<OptimizerShard> {
-    const all = await readConcat(vars);
-    const weights = tf.variable(tf.tensor1d(all.slice(start, end)), true, `zero_shard_${Math.random().toString(36).slice(2)}`);
-    return new OptimizerShard(start, end, weights, makeUpdateRule([weights], spec));
+    const parts = partsOf(vars, start, end);
+    if (tf.getBackend() === NATIVE_BACKEND && hasNativeKernel(spec)) {
+      const rule = new NativeUpdate(tf.backend() as NativeBackend, parts.map((p) => p.v), spec, parts.map((p) => [p.from, p.to] as const));
+      return new OptimizerShard(start, end, rule, parts, null);
+    }
+    const values = new Float32Array(end - start);
+    let off = 0;
+    for (const p of parts) {
+      values.set((await readTensor(p.v)).subarray(p.from, p.to), off);
+      off += p.to - p.from;
+    }
+    const initial = tf.tensor1d(values);
+    const weights = tf.variable(initial, true, `zero_shard_${Math.random().toString(36).slice(2)}`);
+    initial.dispose();
+    return new OptimizerShard(start, end, makeUpdateRule([weights], spec), parts, weights);
   }
 
   /** Checks the ring still gives this replica the shard it holds state for. */
@@ -40,12 +75,21 @@ export class OptimizerShard {
   /** The summed gradient of the shard through the optimizer; the shard's new weights written into `out` at [start, end). */
   async step(gradient: Float32Array, out: Float32Array, learningRate?: number): Promise<void> {
     this.update.apply(gradient, learningRate);
-    await readConcat([this.weights], out.subarray(this.start, this.end));
+    if (this.weights) {
+      await readConcat([this.weights], out.subarray(this.start, this.end));
+      return;
+    }
+    const b = tf.backend() as NativeBackend;
+    let off = this.start;
+    for (const p of this.parts) {
+      out.set(b.values(p.v).subarray(p.from, p.to), off);
+      off += p.to - p.from;
+    }
   }
 
   dispose(): void {
     this.update.dispose();
-    this.weights.dispose();
+    this.weights?.dispose();
   }
 }
 
