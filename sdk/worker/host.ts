@@ -102,6 +102,7 @@ export class ComputeHost {
     this.links.doing("loading the model");
     this.memory.start();
     this.role = await makeRole(this.roles, msg.role, msg, attachments, { memoryCapBytes: this.memoryCapBytes, stepTimeoutMs: this.links.stepTimeoutMs });
+    this.memory.loaded();
     this.reply({ type: "loaded", re: msg.id, ...this.role.loaded });
     this.links.doing(msg.role === "ps-server" ? "serving the workers' pulls and pushes" : "model loaded, waiting for a step", "idle");
   }

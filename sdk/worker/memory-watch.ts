@@ -17,14 +17,16 @@ function statusBytes(field: "VmHWM" | "VmRSS"): number | null {
 
 /**
  * A worker's memory during one fit: its resident set without a model, the most it held
- * from the model's arrival on, and the tensors TF.js counts once the fit is over (the training state kept
- * between steps). On Linux the kernel's own high-water mark is reset when a model loads
- * (writing 5 to /proc/self/clear_refs), so the peak is every page the process touched during
- * the fit, mid-step included (read after each step: the weights fetched at the fit's end are
- * not training's); elsewhere the resident set is sampled after each step and the peak says so.
+ * while the model loaded and while it trained, and the tensors TF.js counts once the fit is
+ * over (the training state kept between steps). On Linux the kernel's own high-water mark is
+ * reset when a model starts loading and again once it has loaded (writing 5 to
+ * /proc/self/clear_refs), so each peak is every page the process touched, mid-step included
+ * (read after each step: the weights fetched at the fit's end are not training's); elsewhere
+ * the resident set is sampled after each step and the peak says so.
  */
 export class MemoryWatch {
   private idleRss = 0;
+  private loadPeak = 0;
   private peak = 0;
   private stepped = false;
   private kernelPeak = false;
@@ -38,16 +40,32 @@ export class MemoryWatch {
     this.idleRss = settledRss();
   }
 
-  /** A model is loading: the fit's peak starts from here (what profiling it freed given back first). */
+  /** A model is loading: its load's peak starts from here (what profiling it freed given back first). */
   start(): void {
-    this.peak = settledRss();
     this.stepped = false;
+    this.loadPeak = this.restart();
+  }
+
+  /**
+   * The model is loaded: the fit's peak starts from here, once what building it freed has gone
+   * back (the layers' initial weights, replaced by the ones sent). The load's own peak is kept.
+   */
+  loaded(): void {
+    this.sample();
+    this.loadPeak = this.peak;
+    this.restart();
+  }
+
+  /** The resident set settled, and the peak reset to it. */
+  private restart(): number {
+    this.peak = settledRss();
     try {
       writeFileSync("/proc/self/clear_refs", "5");
       this.kernelPeak = statusBytes("VmHWM") !== null;
     } catch {
       this.kernelPeak = false;
     }
+    return this.peak;
   }
 
   /** The peak so far. */
@@ -65,7 +83,7 @@ export class MemoryWatch {
   /** The peak through the last step; a member that ran no steps (a parameter server) the peak until now. */
   report(): WorkerMemory {
     if (!this.stepped) this.sample();
-    return { idleRssBytes: this.idleRss, peakRssBytes: this.peak, tensorBytes: tf.memory().numBytes, peakFrom: this.kernelPeak ? "kernel" : "sampled" };
+    return { idleRssBytes: this.idleRss, loadPeakRssBytes: this.loadPeak, peakRssBytes: this.peak, tensorBytes: tf.memory().numBytes, peakFrom: this.kernelPeak ? "kernel" : "sampled" };
   }
 }
 

@@ -13,6 +13,7 @@ test("a fit's peak counts memory touched and freed between two steps, and starts
   const watch = new MemoryWatch();
   watch.idle();
   watch.start();
+  watch.loaded();
   // 64 MiB touched, then let go before the step is reported: only a high-water mark sees it.
   let big: Float64Array | null = new Float64Array((64 * MiB) / 8).fill(1);
   assert.equal(big[big.length - 1], 1);
@@ -24,6 +25,7 @@ test("a fit's peak counts memory touched and freed between two steps, and starts
   // The next model's fit does not inherit the last one's peak.
   watch.idle();
   watch.start();
+  watch.loaded();
   watch.stepDone();
   const second = watch.report();
   assert.ok(second.peakRssBytes < first.peakRssBytes - 30 * MiB, `second ${second.peakRssBytes} first ${first.peakRssBytes}`);
@@ -33,7 +35,7 @@ test("a fit's peak counts memory touched and freed between two steps, and starts
 test("memory lines set each replica's growth beside the plan's estimate", () => {
   const model = tf.sequential({ layers: [tf.layers.dense({ inputShape: [100], units: 1000 }), tf.layers.dense({ units: 10 })] });
   const plan = makePlan(cluster().workers(2).strategy("data").spec(), summarizeModel(model), { batchSize: 32, optimizer: { name: "adam", learningRate: 1e-3, beta1: 0.9, beta2: 0.999 } });
-  const lines = memoryLines(plan, [{ rank: 1, role: "worker", idleRssBytes: 100 * MiB, peakRssBytes: 101 * MiB, tensorBytes: 406040, peakFrom: "kernel" }]);
+  const lines = memoryLines(plan, [{ rank: 1, role: "worker", idleRssBytes: 100 * MiB, loadPeakRssBytes: 100 * MiB, peakRssBytes: 101 * MiB, tensorBytes: 406040, peakFrom: "kernel" }]);
   assert.equal(lines.length, 1);
   assert.match(lines[0]!, /^rank 1 memory: peak resident set 101 MiB, 1\.0 MiB above the worker's without a model; the plan estimated 1\.\d+ MiB \(measured 0\.\d\dx\); tensors held at the end 397 KiB$/);
   model.dispose();
