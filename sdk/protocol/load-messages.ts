@@ -47,6 +47,8 @@ export const LoadReplicaSchema = z.strictObject({
   batchNorm: z.enum(["sync"]).optional(),
   /** ZeRO stage 1: this replica keeps the optimizer state of its ring shard only, reduce-scatters the gradient and all-gathers the weights. */
   shard: z.enum(["optimizer"]).optional(),
+  /** Sharded: how many replicas share the optimizer's state, for this worker's memory check at load. */
+  shardedOver: z.number().int().positive().max(4096).optional(),
   role: z.literal("replica"),
   topology,
   replicaBatch,

@@ -61,12 +61,15 @@ export interface LoadedReplica {
 export async function loadReplica(msg: LoadOf<"replica" | "ps-worker">, weights: Tensorlike[] | "initial", memoryCapBytes: number | null): Promise<LoadedReplica> {
   const model = await buildModel(msg.topology, weights);
   if (memoryCapBytes !== null) {
-    const e = estimateReplicaMemory(summarizeModel(model), { batchSize: msg.replicaBatch, optimizer: msg.optimizer });
+    const whole = estimateReplicaMemory(summarizeModel(model), { batchSize: msg.replicaBatch, optimizer: msg.optimizer });
+    // Sharded (ZeRO-1), this replica keeps its share of the optimizer's state only.
+    const over = "shardedOver" in msg ? (msg.shardedOver ?? 1) : 1;
+    const e = whole.optimizerBytes !== null ? { ...whole, optimizerBytes: Math.ceil(whole.optimizerBytes / over) } : whole;
     const need = memoryTotal(e);
     if (need > memoryCapBytes) {
       model.dispose();
       throw new ModelError(
-        `the whole model needs ${formatBytes(need)} per replica (${formatBytes(e.paramsBytes)} parameters, ${formatBytes(e.gradientBytes)} gradients, ${formatBytes(e.optimizerBytes ?? 0)} optimizer state, ${formatBytes(e.activationBytes ?? 0)} activations for ${msg.replicaBatch} samples), above this worker's memory cap of ${formatBytes(memoryCapBytes)}`,
+        `the whole model needs ${formatBytes(need)} per replica (${formatBytes(e.paramsBytes)} parameters, ${formatBytes(e.gradientBytes)} gradients, ${formatBytes(e.optimizerBytes ?? 0)} optimizer state${over > 1 ? ` (its share of ${over})` : ""}, ${formatBytes(e.activationBytes ?? 0)} activations for ${msg.replicaBatch} samples), above this worker's memory cap of ${formatBytes(memoryCapBytes)}`,
         { hint: 'split it over several workers: strategy("pipeline"), strategy("hybrid", { stages }) or strategy("auto")', details: { neededBytes: need, capBytes: memoryCapBytes } },
       );
     }

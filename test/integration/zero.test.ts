@@ -76,3 +76,24 @@ test("what ZeRO-1 cannot do yet is refused, saying why", async () => {
     await c.close();
   }
 });
+
+test("under a memory cap, a replica's check at load counts its share of the optimizer's state: ZeRO-1 loads a model plain data parallelism cannot", async () => {
+  // 70,003 parameters with Adam: 16 bytes each whole (1.07 MiB) is above the 1 MiB cap, 12 (4 + 4 + 8 / 2) fits.
+  const wide = (): tf.LayersModel => tf.sequential({ layers: [tf.layers.dense({ inputShape: [6], units: 7000, activation: "relu", kernelInitializer: tf.initializers.glorotUniform({ seed: 5 }) }), tf.layers.dense({ units: 3, activation: "softmax", kernelInitializer: tf.initializers.glorotUniform({ seed: 6 }) })] });
+  const o = { ...base, epochs: 1, batchSize: 2, optimizer: { name: "adam" as const, learningRate: 0.01, beta1: 0.9, beta2: 0.999 } };
+  const fitCapped = async (shard: boolean): Promise<tf.LayersModel> => {
+    const c = await cluster().workers(2).memory("1MiB").strategy("data", shard ? { shard: "optimizer" } : {}).launch();
+    try {
+      const model = wide();
+      await c.fit(model, datasets.synthetic({ inputShape: [6], classes: 3, size: 8, seed: 61 }), o);
+      return model;
+    } finally {
+      await c.close();
+    }
+  };
+  await assert.rejects(fitCapped(false), /above this worker's memory cap of 1\.0 MiB/);
+  const sharded = await fitCapped(true);
+  const ref = wide();
+  await modelFitReference(ref, datasets.synthetic({ inputShape: [6], classes: 3, size: 8, seed: 61 }), o);
+  assert.ok(maxRelativeDifference(sharded, ref) < 1e-4);
+});
