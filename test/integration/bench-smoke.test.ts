@@ -13,7 +13,7 @@ test("every benchmark runs and writes its results", () => {
   const r = spawnSync(process.execPath, [path.join(root, "dist", "bench", "run-all.js"), "--quick"], { encoding: "utf8", timeout: 20 * 60_000 });
   assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
   const dir = path.join(root, "bench", "results", "quick");
-  for (const part of ["train", "allreduce", "scaling", "compression", "overhead", "pipeline", "ps"]) {
+  for (const part of ["train", "allreduce", "scaling", "compression", "overhead", "pipeline", "ps", "sharded"]) {
     const data = JSON.parse(fs.readFileSync(path.join(dir, `${part}.json`), "utf8")) as { rows: unknown[]; machine: { cores: number } };
     assert.ok(data.rows.length > 0, part);
     assert.ok(data.machine.cores > 0);
@@ -25,6 +25,9 @@ test("every benchmark runs and writes its results", () => {
   const embedding = train.rows.find((x) => x.model === "sentiment" && x.runtime === "meshtrain native")!;
   assert.ok(embedding.missing === null && embedding.samplesPerSecond > 0, "the embedding + LSTM model trained on the native kernels");
   assert.match(fs.readFileSync(path.join(dir, "README.md"), "utf8"), /Training throughput/);
+  // Sharded: every meshtrain row measured each worker's memory.
+  const sharded = JSON.parse(fs.readFileSync(path.join(dir, "sharded.json"), "utf8")) as { rows: Array<{ variant: string; samplesPerSecond: number; peakBytes: number[] }> };
+  for (const r of sharded.rows.filter((x) => x.variant.startsWith("meshtrain"))) assert.ok(r.samplesPerSecond > 0 && r.peakBytes.length === 2 && r.peakBytes.every((b) => b > 0), JSON.stringify(r));
   // Between machines needs root and network namespaces; where it cannot make them it says why.
   const network = JSON.parse(fs.readFileSync(path.join(dir, "network.json"), "utf8")) as { rows: Array<{ samplesPerSecond: number; failures: string[] }>; accuracy: Array<{ accuracy: number[] }>; missing?: string };
   if (network.missing === undefined) {
