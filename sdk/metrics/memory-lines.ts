@@ -25,7 +25,8 @@ export function memoryLines(plan: Plan, memory: readonly MemberMemory[]): string
   return memory.map((m) => {
     const grew = Math.max(0, m.peakRssBytes - m.idleRssBytes);
     const est = estimatedBytes(plan, m);
-    const vs = est !== null && est > 0 ? `; the plan estimated ${formatBytes(est)} (measured ${(grew / est).toFixed(2)}x)` : "";
+    // A model of a few KiB grows the process by what any fit does (tens of MiB): no ratio worth showing.
+    const vs = est === null || est <= 0 ? "" : `; the plan estimated ${formatBytes(est)}${est >= 2 ** 20 ? ` (measured ${(grew / est).toFixed(2)}x)` : ""}`;
     const how = m.peakFrom === "kernel" ? "peak" : "largest sampled";
     return `${m.role === "ps" ? "server" : "rank"} ${m.rank} memory: ${how} resident set ${formatBytes(m.peakRssBytes)}, ${formatBytes(grew)} above the worker's without a model${vs}; tensors held at the end ${formatBytes(m.tensorBytes)}`;
   });

@@ -70,6 +70,23 @@ export function activationElementsPerSample(model: ModelSummary): number {
   return keptElementsPerSample(model.layers);
 }
 
+/** The trainable weights of the model's largest layer, in bytes: what ZeRO-3 gathers whole at a time. */
+export function largestLayerBytes(model: Pick<ModelSummary, "layers">): number {
+  return Math.max(0, ...model.layers.map((l) => l.trainableParams * 4));
+}
+
+/**
+ * A replica's estimate sharded over `n` replicas: ZeRO-1 ("optimizer") divides the optimizer's
+ * state; ZeRO-3 ("parameters") the weights and gradient too, plus the largest layer's weights
+ * and gradient gathered whole while it runs.
+ */
+export function shardedMemory(e: MemoryEstimate, shard: "optimizer" | "parameters" | null, n: number, largestLayer: number): MemoryEstimate {
+  if (!shard || n <= 1) return e;
+  const optimizerBytes = e.optimizerBytes === null ? null : Math.ceil(e.optimizerBytes / n);
+  if (shard === "optimizer") return { ...e, optimizerBytes };
+  return { ...e, optimizerBytes, paramsBytes: Math.ceil(e.paramsBytes / n) + largestLayer, gradientBytes: Math.ceil(e.gradientBytes / n) + largestLayer };
+}
+
 export function estimateReplicaMemory(model: ModelSummary, o: { batchSize?: number; optimizer?: OptimizerSpec }): MemoryEstimate {
   return {
     paramsBytes: model.paramCount * 4,

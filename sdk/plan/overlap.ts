@@ -4,6 +4,8 @@ import { machinesOf } from "./machines";
 export interface OverlapChoice {
   readonly on: boolean;
   readonly why: string;
+  /** Off: when the step's communication runs instead (default: one all-reduce after the backward pass). */
+  readonly instead?: string;
 }
 
 /**

@@ -42,8 +42,8 @@ export interface DataParallelPlan {
   readonly batchNorm: "replica" | "sync";
   /** Local SGD / DiLoCo: replicas step alone and all-reduce their weights' change every `every` steps (and at each epoch's end), which `outer` applies; null: every step. */
   readonly sync: { readonly every: number; readonly outer: OptimizerSpec } | null;
-  /** Sharded data parallelism: "optimizer" (ZeRO-1), each replica holding its shard's optimizer state; null: every replica holds all of it. */
-  readonly shard: "optimizer" | null;
+  /** Sharded data parallelism: "optimizer" (ZeRO-1), each replica holding its shard's optimizer state; "parameters" (ZeRO-3), its part of every layer's weights, gradient and optimizer state too; null: every replica holds all of it. */
+  readonly shard: "optimizer" | "parameters" | null;
   readonly allReduce: {
     readonly algorithm: "ring";
     /** Bytes each rank sends per step: 2(N-1)/N x the gradient's bytes on the wire (reduce-scatter + all-gather). */

@@ -45,8 +45,13 @@ export const LoadReplicaSchema = z.strictObject({
   localSgd: z.strictObject({ outer: OptimizerSpecSchema }).optional(),
   /** "sync": BatchNormalization layers normalize with the global batch's statistics (all-reduced in rounds each step). */
   batchNorm: z.enum(["sync"]).optional(),
-  /** ZeRO stage 1: this replica keeps the optimizer state of its ring shard only, reduce-scatters the gradient and all-gathers the weights. */
-  shard: z.enum(["optimizer"]).optional(),
+  /**
+   * "optimizer", ZeRO stage 1: this replica keeps the optimizer state of its ring shard only,
+   * reduce-scatters the gradient and all-gathers the weights. "parameters", ZeRO stage 3: it
+   * keeps its part of each layer's weights, optimizer state and gradient, gathering a layer's
+   * weights for its forward and backward pass.
+   */
+  shard: z.enum(["optimizer", "parameters"]).optional(),
   /** Sharded: how many replicas share the optimizer's state, for this worker's memory check at load. */
   shardedOver: z.number().int().positive().max(4096).optional(),
   role: z.literal("replica"),

@@ -95,6 +95,8 @@ export interface WorkerRole {
 export interface RoleEnv {
   memoryCapBytes: number | null;
   stepTimeoutMs: number;
+  /** The worker's links as they are now (a ZeRO-3 replica cuts its shard where its ring places it, at load). */
+  io?: () => HostIO;
 }
 
 /** Makes the role a load message names, from that message (its fields, required where the role needs them). */

@@ -5,7 +5,7 @@ import { NativeBackend } from "../backends/native/backend";
 import { NativeStep, type StepChoice } from "../backends/native/step/native-step";
 import type { LossName } from "../protocol/loss-names";
 import { DataError, ModelError } from "../errors/errors";
-import { estimateReplicaMemory, formatBytes, memoryTotal } from "../plan/memory";
+import { estimateReplicaMemory, formatBytes, largestLayerBytes, memoryTotal, shardedMemory } from "../plan/memory";
 import { summarizeModel } from "../plan/model-summary";
 import type { Tensorlike } from "../protocol/tensor";
 import { buildModel, tensorOf } from "../model/model-io";
@@ -61,10 +61,10 @@ export interface LoadedReplica {
 export async function loadReplica(msg: LoadOf<"replica" | "ps-worker">, weights: Tensorlike[] | "initial", memoryCapBytes: number | null): Promise<LoadedReplica> {
   const model = await buildModel(msg.topology, weights);
   if (memoryCapBytes !== null) {
-    const whole = estimateReplicaMemory(summarizeModel(model), { batchSize: msg.replicaBatch, optimizer: msg.optimizer });
-    // Sharded (ZeRO-1), this replica keeps its share of the optimizer's state only.
+    const summary = summarizeModel(model);
+    // Sharded, this replica keeps its share of the optimizer's state (ZeRO-1), and of the weights and gradient (ZeRO-3).
     const over = "shardedOver" in msg ? (msg.shardedOver ?? 1) : 1;
-    const e = whole.optimizerBytes !== null ? { ...whole, optimizerBytes: Math.ceil(whole.optimizerBytes / over) } : whole;
+    const e = shardedMemory(estimateReplicaMemory(summary, { batchSize: msg.replicaBatch, optimizer: msg.optimizer }), ("shard" in msg ? msg.shard : undefined) ?? null, over, largestLayerBytes(summary));
     const need = memoryTotal(e);
     if (need > memoryCapBytes) {
       model.dispose();
@@ -135,11 +135,17 @@ export async function sliceGradient(r: LoadedReplica, x: Feed, y: Feed, weight: 
 
 function nativeSlice(r: LoadedReplica, step: NativeStep, x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array, ready?: (from: number) => void): { loss: number; metrics?: Record<string, number> } {
   const { loss, out } = step.run(x, y, weight, flat, ready);
-  if (r.objective.metrics.length === 0) return { loss };
+  const metrics = nativeMetrics(r, step, x, y, out);
+  return metrics ? { loss, metrics } : { loss };
+}
+
+/** The compiled metrics of a native step's output `out` for the slice (x, y); undefined when there are none. */
+export function nativeMetrics(r: LoadedReplica, step: NativeStep, x: Tensorlike, y: Tensorlike, out: Float32Array): Record<string, number> | undefined {
+  if (r.objective.metrics.length === 0) return undefined;
   const ys = labelTensor(y);
   const outs = tf.tensor(out, [x.shape[0]!, ...step.outShape], "float32");
   try {
-    return { loss, metrics: readReported(r.objective, [ys], [outs], [])! };
+    return readReported(r.objective, [ys], [outs], [])!;
   } finally {
     tf.dispose([ys, outs]);
   }

@@ -101,7 +101,9 @@ export class ComputeHost {
     this.links.stepTimeoutMs = msg.stepTimeoutMs;
     this.links.doing("loading the model");
     this.memory.start();
-    this.role = await makeRole(this.roles, msg.role, msg, attachments, { memoryCapBytes: this.memoryCapBytes, stepTimeoutMs: this.links.stepTimeoutMs });
+    this.role = await makeRole(this.roles, msg.role, msg, attachments, { memoryCapBytes: this.memoryCapBytes, stepTimeoutMs: this.links.stepTimeoutMs, io: () => this.links.io(this.links.generation) });
+    // The weights sent are the model's now, or (ZeRO-3) let go: this list must not keep them past the load's settling.
+    attachments.length = 0;
     this.memory.loaded();
     this.reply({ type: "loaded", re: msg.id, ...this.role.loaded });
     this.links.doing(msg.role === "ps-server" ? "serving the workers' pulls and pushes" : "model loaded, waiting for a step", "idle");

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { cluster, ConfigError, datasets, type FitOptions } from "../../sdk/index";
-import { maxRelativeDifference, smallClassifier } from "../helpers/models";
+import { deepClassifier, maxRelativeDifference, smallClassifier, smallConvNet } from "../helpers/models";
 import { modelFitReference } from "../helpers/reference";
 
 /**
@@ -17,16 +17,17 @@ tf.enableProdMode();
 const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 60, seed: 61 });
 const base = { epochs: 2, batchSize: 12, seed: 3, loss: "categoricalCrossentropy" as const };
 
-async function trained(workers: number, o: FitOptions, options: { shard?: "optimizer"; compression?: "fp16"; plane?: "websocket" }): Promise<tf.LayersModel> {
+async function trained(workers: number, o: FitOptions, options: { shard?: "optimizer" | "parameters"; compression?: "fp16"; plane?: "websocket" }, make: () => tf.LayersModel = () => smallClassifier(6, 3), data = ds): Promise<tf.LayersModel> {
   const c = await cluster()
     .workers(workers)
     .strategy("data", { ...(options.shard ? { shard: options.shard } : {}), ...(options.compression ? { compression: options.compression } : {}) })
     .dataPlane(options.plane ?? "auto")
     .launch();
   try {
-    if (options.shard) assert.match(c.plan(smallClassifier(6, 3), { batchSize: 12, optimizer: o.optimizer }).toString(), new RegExp(`shard "optimizer" \\(ZeRO-1\\): each replica keeps its shard's optimizer state .* of .*\\): the gradient is reduce-scattered`));
-    const model = smallClassifier(6, 3);
-    const run = await c.fit(model, ds, o);
+    if (options.shard === "optimizer") assert.match(c.plan(make(), { batchSize: 12, optimizer: o.optimizer }).toString(), new RegExp(`shard "optimizer" \\(ZeRO-1\\): each replica keeps its shard's optimizer state .* of .*\\): the gradient is reduce-scattered`));
+    if (options.shard === "parameters") assert.match(c.plan(make(), { batchSize: 12, optimizer: o.optimizer }).toString(), /shard "parameters" \(ZeRO-3\): each replica keeps 1\/\d of every layer's weights, gradient and optimizer state/);
+    const model = make();
+    const run = await c.fit(model, data, o);
     // Every worker measured its memory during the fit, from the kernel's high-water mark.
     assert.deepEqual(run.memory.map((m) => [m.rank, m.peakFrom]), Array.from({ length: workers }, (_, r) => [r, "kernel"]));
     for (const m of run.memory) assert.ok(m.peakRssBytes >= m.idleRssBytes && m.tensorBytes >= model.countParams() * 4, JSON.stringify(m));
@@ -63,12 +64,55 @@ test("ZeRO-1 over the WebSocket links: fp16 gradients equal plain fp16 data para
   assert.ok(diff < 1e-4, `relative difference ${diff}`);
 });
 
+test("ZeRO-3 (each layer gathered for its passes, its gradient reduce-scattered) equals model.fit: Adam on 3 workers over the native data plane, a CNN on 2 over WebSockets", async (t) => {
+  const adam = { ...base, optimizer: { name: "adam" as const, learningRate: 0.01, beta1: 0.9, beta2: 0.999 } };
+  const three = await trained(3, adam, { shard: "parameters" });
+  const ref = smallClassifier(6, 3);
+  await modelFitReference(ref, ds, adam);
+  const diff = maxRelativeDifference(three, ref);
+  t.diagnostic(`ZeRO-3, Adam, 3 workers vs model.fit: ${diff.toExponential(2)}`);
+  assert.ok(diff < 1e-4, `relative difference ${diff}`);
+  // Convolutions write their filters' gradients into a layer's own buffer.
+  const images = datasets.synthetic({ inputShape: [8, 8, 1], classes: 3, size: 24, seed: 62 });
+  const momentum = { ...base, batchSize: 8, optimizer: { name: "momentum" as const, learningRate: 0.05, momentum: 0.9, useNesterov: false } };
+  const cnn = await trained(2, momentum, { shard: "parameters", plane: "websocket" }, () => smallConvNet(3), images);
+  const cnnRef = smallConvNet(3);
+  await modelFitReference(cnnRef, images, momentum);
+  const cnnDiff = maxRelativeDifference(cnn, cnnRef);
+  t.diagnostic(`ZeRO-3, CNN with momentum, 2 workers over WebSockets vs model.fit: ${cnnDiff.toExponential(2)}`);
+  assert.ok(cnnDiff < 1e-4, `relative difference ${cnnDiff}`);
+});
+
+test("under a memory cap that refuses ZeRO-1, ZeRO-3 on 4 workers trains a model whose whole replica needs 3x the cap", async () => {
+  // 198,531 parameters with Adam: 16 bytes each whole (3.0 MiB), ZeRO-1 10 (1.9 MiB); ZeRO-3 4, plus a 64 KiB layer twice: under 1 MiB.
+  const make = (): tf.LayersModel => deepClassifier(128, 3, { hidden: 12, width: 128, seed: 7 });
+  const data = datasets.synthetic({ inputShape: [128], classes: 3, size: 16, seed: 63 });
+  const o = { ...base, epochs: 1, batchSize: 4, optimizer: { name: "adam" as const, learningRate: 0.001, beta1: 0.9, beta2: 0.999 } };
+  const capped = async (shard: "optimizer" | "parameters"): Promise<tf.LayersModel> => {
+    const c = await cluster().workers(4).memory("1MiB").strategy("data", { shard }).launch();
+    try {
+      const model = make();
+      await c.fit(model, data, o);
+      return model;
+    } finally {
+      await c.close();
+    }
+  };
+  await assert.rejects(capped("optimizer"), /above this worker's memory cap of 1\.0 MiB/);
+  const three = await capped("parameters");
+  const ref = make();
+  await modelFitReference(ref, data, o);
+  assert.ok(maxRelativeDifference(three, ref) < 1e-4);
+});
+
 test("what ZeRO-1 cannot do yet is refused, saying why", async () => {
   const refused = (options: Parameters<ReturnType<typeof cluster>["strategy"]>[1], why: RegExp) =>
     assert.throws(() => cluster().workers(2).strategy("data", options as never).spec(), (e: unknown) => e instanceof ConfigError && why.test(e.message));
   refused({ shard: "optimizer", elastic: { minWorkers: 1 } }, /re-sharding the optimizer state is not built/);
   refused({ shard: "optimizer", sync: { every: 2 } }, /inner optimizer state for the whole model/);
   refused({ shard: "optimizer", compression: { name: "powersgd", rank: 2 } }, /low-rank factors/);
+  refused({ shard: "parameters", compression: "fp16" }, /16-bit reduce-scatters of each layer are not built for ZeRO-3/);
+  refused({ shard: "parameters", overlap: true }, /layer by layer/);
   const c = await cluster().workers(2).strategy("data", { shard: "optimizer" }).backend("cpu").launch();
   try {
     await assert.rejects(c.fit(smallClassifier(6, 3), ds, { ...base, optimizer: { name: "sgd", learningRate: 0.1 }, checkpoint: { dir: "/tmp/meshtrain-zero-ckpt", every: 1 } }), /sharded checkpoints are not built yet/);

@@ -53,6 +53,16 @@ export class NativeBackend extends MathBackendCPU {
     return entry.values as Float32Array;
   }
 
+  /**
+   * Points a float32 tensor's data at `values` (as many), letting go of what it held without
+   * recycling it: under ZeRO-3 a layer's weights live in its gathered buffer only while needed.
+   */
+  rebind(t: tf.TensorInfo, values: Float32Array): void {
+    const entry = this.data.get(t.dataId);
+    if (values.length !== tf.util.sizeFromShape(t.shape)) throw new Error(`rebind: ${values.length} values for a tensor of shape [${t.shape.join(", ")}]`);
+    entry.values = values;
+  }
+
   /** The int32 values behind an int32 tensor (ids), without copying where they are Int32Array already. */
   intValues(t: tf.TensorInfo): Int32Array {
     const entry = this.data.get(t.dataId);

@@ -1,11 +1,10 @@
-import type { AllReduceStats } from "../../collectives/ring-allreduce";
-import type { WireFormat } from "../../protocol/wire-formats";
 import { ProtocolError, StateError } from "../../errors/errors";
 import type { LoadOf, Message, MessageOf } from "../../protocol/messages";
 import type { Tensorlike } from "../../protocol/tensor";
 import { wallClock } from "../../util/clock";
 import { readWeights } from "../../model/model-io";
-import type { HostIO, OverlapRing, RoleEnv, RoleReply, StepReport, StepTimes, WorkerRole } from "../role";
+import type { HostIO, OverlapRing, RoleEnv, RoleReply, StepReport, WorkerRole } from "../role";
+import type { AllReduceFn, StepResult } from "./step-result";
 import { checkedSliceGradient, loadReplica, replicaStepReport, slowDown, type LoadedReplica, type SliceOutcome } from "../slice-gradient";
 import { makeUpdateRule } from "../update-rule";
 import { nonFiniteVariable, survivedStepError, type NonFinite } from "../step-health";
@@ -19,27 +18,14 @@ import { LocalRounds } from "./local-sgd";
 import { OwnCopy } from "./own-copy";
 import { StepBack } from "./step-back";
 import { ZeroOne } from "./zero-one";
+import { ZeroThree } from "./zero-three";
+import { zeroThreeStep } from "./zero-three-step";
+import * as tf from "@tensorflow/tfjs";
+import type { NativeBackend } from "../../backends/native/backend";
 import { feedRows, splitFeed, type Feed } from "../objective";
 import type { OptimizerState, UpdateRule } from "../tfjs-update";
 import { hasNonFinite } from "../../backends/native/finite";
 import { onDevice, transfers } from "../device-io";
-
-export type AllReduceFn = (data: Float32Array, wire?: WireFormat) => Promise<{ data: Float32Array; stats: AllReduceStats }>;
-
-export interface StepResult extends StepTimes {
-  /** Time spent waiting on purpose (a slowdown), part of computeMs. */
-  slowdownMs: number;
-  /** Bytes this replica sent in the all-reduce. */
-  sentBytes: number;
-  /** On a GPU: the step's one read back of its gradient (with loss, metrics and state) and its one upload of the sum, ms. */
-  readbackMs?: number;
-  uploadMs?: number;
-  metrics?: Record<string, number>;
-  /** Where this replica found NaN or Infinity. */
-  nonFinite?: NonFinite;
-  /** No replica applied this step's update (one of them found a non-finite value, or failed). */
-  skipped?: boolean;
-}
 
 /**
  * One replica of synchronous data parallelism: computes the gradient of its slice, scales it
@@ -84,13 +70,15 @@ export class DataReplica implements WorkerRole {
   /** compression powersgd: the gradient all-reduced as low-rank factors, with error feedback. */
   private readonly power: PowerSgd | null;
   private readonly zero: ZeroOne | null;
+  /** shard "parameters" (ZeRO-3): this replica's part of every layer, gathered layer by layer. */
+  private three: ZeroThree | null = null;
   /** Local SGD / DiLoCo: steps update this replica alone; the steps marked sync all-reduce the weights' change. */
   private local: LocalRounds | null = null;
 
   private constructor(private readonly r: LoadedReplica, msg: LoadOf<"replica">) {
     // Sharded (ZeRO-1), the optimizer's state is the shard's alone: none for the whole model.
     this.update = makeUpdateRule(msg.shard ? [] : r.vars, msg.optimizer);
-    this.zero = msg.shard ? new ZeroOne(r.vars, msg.optimizer, r.names, r.sizes) : null;
+    this.zero = msg.shard === "optimizer" ? new ZeroOne(r.vars, msg.optimizer, r.names, r.sizes) : null;
     this.back = new StepBack(r, this.update, msg.elastic ?? false);
     this.slowdown = msg.slowdown ?? 1;
     this.elastic = msg.elastic ?? false;
@@ -105,6 +93,7 @@ export class DataReplica implements WorkerRole {
     const replica = new DataReplica(await loadReplica(msg, weights, env.memoryCapBytes ?? null), msg);
     if (msg.localSgd) replica.local = await LocalRounds.start(replica.r, msg.localSgd.outer, replica.elastic ? replica.update : null);
     if (msg.data) replica.shard = OwnCopy.of(msg.data);
+    if (msg.shard === "parameters") replica.three = ZeroThree.create(replica.r, msg.optimizer, env.io ?? noLinks, tf.backend() as NativeBackend);
     return replica;
   }
 
@@ -121,12 +110,14 @@ export class DataReplica implements WorkerRole {
     const overlap = this.overlap ? io.overlap() : null;
     this.learningRate = msg.learningRate;
     if (this.local) return this.trainLocal(this.local, msg.weight, x, y, (data, wire) => io.allReduce(data, wire), msg.step, msg.sync);
+    if (this.three) return zeroThreeStep(this.three, this.r, msg.weight, x, y, io, msg.step, this.learningRate);
     return this.train(msg.weight, x, y, (data, wire) => io.allReduce(data, wire), msg.step, overlap, io);
   }
 
   /** Elastic training asks how many updates were applied, or to step back one. */
   answer(msg: Message, attachments: Tensorlike[] = []): Promise<RoleReply> | undefined {
     if (msg.type === "evaluate") {
+      if (this.three) return Promise.reject(new StateError('a ZeRO-3 replica (shard "parameters") holds its part of each layer only, and evaluating on it is not built'));
       const feed = splitFeed(this.r.model, attachments);
       if (!feed) return Promise.reject(new ProtocolError(`"evaluate" carries ${attachments.length} tensors, expected ${this.expected}`));
       return evaluateShard(this.r, feed.x, feed.y, msg.batchSize).then((sums) => ({ draft: { type: "evaluated", re: msg.id, ...sums } }));
@@ -323,8 +314,9 @@ export class DataReplica implements WorkerRole {
     await this.back.taking(stateBefore);
   }
 
+  /** The model's weights; under ZeRO-3 gathered layer by layer, a collective every replica is asked for at once. */
   async weights(): Promise<{ tensors: Tensorlike[] }> {
-    return { tensors: await readWeights(this.r.model) };
+    return { tensors: this.three ? await this.three.weightsOf(this.r.model) : await readWeights(this.r.model) };
   }
 
   /** Local SGD's outer optimizer state goes with it, for a worker joining at a sync. */
@@ -343,6 +335,11 @@ export class DataReplica implements WorkerRole {
     this.update.dispose();
     this.local?.dispose();
     this.zero?.dispose();
+    this.three?.dispose();
     this.r.compileOptimizer.dispose();
   }
+}
+
+function noLinks(): HostIO {
+  throw new StateError("this worker has no links yet: a ZeRO-3 replica is cut where its ring places it");
 }

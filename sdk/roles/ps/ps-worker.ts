@@ -10,7 +10,7 @@ import type { Message } from "../../protocol/messages";
 import { evaluateShard } from "../data/evaluate-shard";
 import { accumulatedSlice } from "../data/accumulate-slices";
 import { checkedSliceGradient, loadReplica, replicaStepReport, slowDown, type LoadedReplica } from "../slice-gradient";
-import type { StepResult } from "../data/replica";
+import type { StepResult } from "../data/step-result";
 import { nonFiniteVariable, survivedStepError, type NonFinite } from "../step-health";
 import { ErrorFeedback } from "../error-feedback";
 import { assignFlat, onDevice, transfers } from "../device-io";

@@ -77,6 +77,9 @@ function refuseWhatCannotWork(o: ResolvedFitOptions, dataset: Dataset, plan: Dat
   if (plan.shard && (o.checkpoint || o.resumeFrom)) {
     throw new FitAborted(new ConfigError(`shard "${plan.shard}" with checkpoints: each replica holds only its shard's optimizer state, and sharded checkpoints are not built yet`, { hint: "drop checkpoint and resumeFrom, or drop shard" }));
   }
+  if (plan.shard === "parameters" && (o.validation || o.accumulate > 1)) {
+    throw new FitAborted(new ConfigError(`shard "parameters" (ZeRO-3) with ${o.validation ? "validation" : `accumulate ${o.accumulate}`}: a ZeRO-3 replica gathers each layer inside its training step, and ${o.validation ? "evaluating on gathered layers" : "accumulating chunks of a slice"} is not built yet`, { hint: `drop ${o.validation ? "validationData / validationSplit" : "accumulate"}, or use shard "optimizer"` }));
+  }
   if (plan.batchNorm === "sync" && o.accumulate > 1) {
     throw new FitAborted(new ConfigError(`accumulate ${o.accumulate} with batchNorm "sync": the global batch's statistics are those of the whole update's batch, which accumulation computes a chunk at a time`, { hint: 'raise batchSize instead, or use batchNorm "replica"' }));
   }
@@ -167,7 +170,8 @@ async function finish(
     throw stopped;
   }
   await checkIdentical(ctx, members, "the model", history.length);
-  const [weights] = await fetchWeightsOf(ctx, [members[0]!], "the trained weights");
+  // ZeRO-3 replicas gather the weights together, a layer at a time: every one is asked.
+  const [weights] = await fetchWeightsOf(ctx, plan.shard === "parameters" ? members : [members[0]!], "the trained weights");
   setModelWeights(model, weights!);
   const memory = await release(ctx, members);
   if (stopped) throw stopped;

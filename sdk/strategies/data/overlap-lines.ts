@@ -6,7 +6,7 @@ import type { ReplicaStepChoice } from "../../protocol/profile-messages";
 export function overlapLine(o: OverlapChoice): string {
   return o.on
     ? `overlap: the gradient is all-reduced in buckets (1 MB, then 25 MB, as DDP's) that start while the backward pass computes earlier layers, on the native data plane with the native step: ${o.why}`
-    : `no overlap: one all-reduce after the backward pass: ${o.why}`;
+    : `no overlap: ${o.instead ?? "one all-reduce after the backward pass"}: ${o.why}`;
 }
 
 /** When the run's all-reduces ran: the plan's choice, unless the data plane or the replica step could not overlap. */

@@ -1,7 +1,7 @@
 import type { Compression } from "../../protocol/wire-formats";
 import { ConfigError } from "../../errors/errors";
 import { planSplits, replicaSlices, stepsPerEpoch } from "../../plan/batches";
-import { estimateReplicaMemory, formatBytes, memoryTotal, type MemoryEstimate } from "../../plan/memory";
+import { estimateReplicaMemory, formatBytes, largestLayerBytes, memoryTotal, shardedMemory } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
 import { predictData, sampleBytes } from "../../plan/predict";
 import type { DataParallelPlan, PlanOptions } from "../../plan/plans";
@@ -28,18 +28,22 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
   const sync = given.sync ? Object.freeze({ every: given.sync.every, outer: Object.freeze({ ...given.sync.outer }) }) : null;
   const wireBytes = compression ? gradientBytes / 2 : powerSgd ? lowRankBytes(model, powerSgd.rank) : gradientBytes;
   const shard = given.shard ?? null;
+  const units = model.layers.map((l) => l.trainableParams * 4).filter((b) => b > 0);
   // Sharded: the reduce-scatter carries the gradient (16-bit when compressed), the all-gather the weights in float32.
-  const ringBytes = shard ? (wireBytes + gradientBytes) / 2 : wireBytes;
+  // ZeRO-3 gathers every layer for its forward and (but the last, kept) again for its backward pass.
+  const ringBytes = shard === "parameters" ? (3 * gradientBytes - (units[units.length - 1] ?? 0)) / 2 : shard ? (wireBytes + gradientBytes) / 2 : wireBytes;
+  // Each all-gather and reduce-scatter is half an all-reduce's hops: ZeRO-3 makes three per layer (less the last's second gather), and the flags'.
+  const collectives = shard === "parameters" ? (3 * units.length - 1) / 2 + 1 : powerSgd || shard ? 2 : 1;
   // A fit's plan knows its epochs: syncs after every H steps of one and at its end, ceil(steps / H) of them.
   const perEpoch = batchSize !== undefined && options.datasetSize !== undefined ? stepsPerEpoch(options.datasetSize, batchSize) : null;
   const syncShare = !sync ? 1 : perEpoch ? Math.ceil(perEpoch / sync.every) / perEpoch : 1 / sync.every;
   const stepWireBytes = ringBytes * syncShare;
-  const memory = shardMemory(estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer: options.optimizer }), shard, n);
+  const memory = shardedMemory(estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer: options.optimizer }), shard, n, largestLayerBytes(model));
   const speeds = speedsOf(options.devices, options.ring);
   const feed = given.feed;
   const feedBytes = feed === "driver" && batchSize !== undefined ? batchSize * sampleBytes(model) : 0;
   const predict = (replicas: number) =>
-    speeds && batchSize !== undefined ? predictData({ flopsPerSample: model.flopsPerSample, layers: model.layers.length, gradientBytes: stepWireBytes, allReduces: (powerSgd || shard ? 2 : 1) * syncShare, globalBatch: batchSize, replicas, feedBytes, ...(options.profile ? { profile: options.profile } : {}) }, speeds) : null;
+    speeds && batchSize !== undefined ? predictData({ flopsPerSample: model.flopsPerSample, layers: model.layers.length, gradientBytes: stepWireBytes, allReduces: collectives * syncShare, globalBatch: batchSize, replicas, feedBytes, ...(options.profile ? { profile: options.profile } : {}) }, speeds) : null;
   const many = predict(n);
   // The same batch on one worker: what explain() and toString() hold the cluster up against.
   const one = n > 1 ? predict(1) : null;
@@ -58,7 +62,7 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
     compression,
     powerSgd,
     // Sync statistics take the step in rounds, by autodiff: no native step to overlap with.
-    overlap: Object.freeze(given.batchNorm === "sync" ? { on: false, why: 'batchNorm "sync" computes each step in all-reduced rounds' } : sync ? { on: false, why: "the weights' change is all-reduced after a sync step's update" } : shard ? { on: false, why: "the sharded update reduce-scatters the whole gradient after the backward pass" } : powerSgd ? { on: false, why: "PowerSGD all-reduces P and Q after the backward pass" } : chooseOverlap(given.overlap, n, options.devices)),
+    overlap: Object.freeze(given.batchNorm === "sync" ? { on: false, why: 'batchNorm "sync" computes each step in all-reduced rounds' } : sync ? { on: false, why: "the weights' change is all-reduced after a sync step's update" } : shard === "parameters" ? { on: false, instead: "ZeRO-3's all-gathers and reduce-scatters, a layer's at a time", why: "each runs between the layers' computations, which wait for it" } : shard ? { on: false, why: "the sharded update reduce-scatters the whole gradient after the backward pass" } : powerSgd ? { on: false, why: "PowerSGD all-reduces P and Q after the backward pass" } : chooseOverlap(given.overlap, n, options.devices)),
     batchNorm: given.batchNorm,
     sync,
     shard,
@@ -117,7 +121,7 @@ export function formatDataPlan(plan: DataParallelPlan): string {
   }
   if (plan.worldSize > 1) {
     const wire = plan.compression ? `, gradients as ${plan.compression} with error feedback` : "";
-    lines.push(`all-reduce: ring (reduce-scatter + all-gather)${wire}; each rank sends ${kib(plan.allReduce.bytesSentPerRank)} per step${plan.sync ? " (averaged over a sync's steps)" : ""}; ${plan.overlap.on ? "in buckets during the backward pass" : "after the backward pass"}`);
+    lines.push(`all-reduce: ring (reduce-scatter + all-gather)${wire}; each rank sends ${kib(plan.allReduce.bytesSentPerRank)} per step${plan.sync ? " (averaged over a sync's steps)" : ""}; ${plan.overlap.on ? "in buckets during the backward pass" : plan.shard === "parameters" ? "layer by layer, between the layers' forward and backward passes" : "after the backward pass"}`);
   }
   if (plan.sync) lines.push(syncLine(plan.sync));
   if (plan.shard && plan.replicas > 1) lines.push(shardLine(plan, plan.replicas));
@@ -164,17 +168,22 @@ export function explainDataPlan(plan: DataParallelPlan): string {
   return lines.join("\n");
 }
 
-/** ZeRO-1 in one line: what each replica keeps and how the step moves the bytes. */
+/** ZeRO-1 or ZeRO-3 in one line: what each replica keeps and how the step moves the bytes. */
 function shardLine(plan: DataParallelPlan, n: number): string {
   const state = plan.memory.optimizerBytes;
+  if (plan.shard === "parameters") {
+    const largest = largestLayerBytes(plan.model);
+    // What ZeRO-1 would hold: the whole weights and gradient, the same share of the optimizer's state.
+    const m = plan.memory;
+    const one = plan.model.paramCount * 4 + plan.gradientBytes + (m.optimizerBytes ?? 0) + (m.activationBytes ?? 0);
+    const three = memoryTotal(m);
+    const worth = three >= 0.9 * one ? `; here that is no less than shard "optimizer" (ZeRO-1) would hold (${formatBytes(three)} against ${formatBytes(one)}): the largest layer is most of the model, so gathering it whole costs what sharding the rest saves` : "";
+    return `shard "parameters" (ZeRO-3): each replica keeps 1/${n} of every layer's weights, gradient and optimizer state (${formatBytes(plan.gradientBytes / n)} of ${formatBytes(plan.gradientBytes)} weights); each layer's weights are all-gathered before its forward pass and again before its backward pass (the last layer's stay), its gradient reduce-scattered right after, one layer at a time: 1.5x plain data parallelism's bytes, and the largest layer (${formatBytes(largest)}) held whole twice (weights and gradient) while it runs${worth}`;
+  }
   const held = state === null ? "its shard's optimizer state" : `its shard's optimizer state (${formatBytes(state)} of ${formatBytes(state * n)})`;
   return `shard "optimizer" (ZeRO-1): each replica keeps ${held}: the gradient is reduce-scattered, each replica updates its 1/${n} of the parameters, and the weights are all-gathered (float32), then a small all-reduce agrees on skipped steps`;
 }
 
-/** The memory estimate with the optimizer's state divided among the replicas (ZeRO-1). */
-function shardMemory(e: MemoryEstimate, shard: "optimizer" | null, n: number): MemoryEstimate {
-  return shard && e.optimizerBytes !== null ? { ...e, optimizerBytes: Math.ceil(e.optimizerBytes / n) } : e;
-}
 
 /** Elastic local SGD: the survivors of a loss go back to the last sync, as its state is the last all of them share. */
 function elasticSyncLine(minWorkers: number): string {

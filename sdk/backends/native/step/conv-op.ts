@@ -53,8 +53,8 @@ export class ConvOp implements StepOp {
     activationBackward(addon, dy, out, rows, info.outChannels, this.act);
     const filter = trained(this.filter);
     const bias = trained(this.bias);
-    if (filter) addon.conv2dBackpropFilter(x, dy, gradientView(filter, grads), params, scratchFor(ctx, info));
-    if (bias) addon.reduce(REDUCE.Sum, dy, gradientView(bias, grads), 1, rows, info.outChannels);
+    if (filter) addon.conv2dBackpropFilter(x, dy, gradientView(filter, grads, ctx), params, scratchFor(ctx, info));
+    if (bias) addon.reduce(REDUCE.Sum, dy, gradientView(bias, grads, ctx), 1, rows, info.outChannels);
     written?.();
     if (dx) addon.conv2dBackpropInput(dy, ctx.values(this.filter.variable), dx, params, scratchFor(ctx, info));
   }

@@ -35,8 +35,8 @@ export class DenseOp implements StepOp {
     // dW = x^T dz, db = column sums of dz, dx = dz W^T
     const kernel = trained(this.kernel);
     const bias = trained(this.bias);
-    if (kernel) addon.batchMatMul(x, dy, gradientView(kernel, grads), 1, 0, 0, this.inUnits, this.units, rows, 1, 0);
-    if (bias) addon.reduce(REDUCE.Sum, dy, gradientView(bias, grads), 1, rows, this.units);
+    if (kernel) addon.batchMatMul(x, dy, gradientView(kernel, grads, ctx), 1, 0, 0, this.inUnits, this.units, rows, 1, 0);
+    if (bias) addon.reduce(REDUCE.Sum, dy, gradientView(bias, grads, ctx), 1, rows, this.units);
     written?.();
     if (dx) addon.batchMatMul(dy, ctx.values(this.kernel.variable), dx, 1, 0, 0, rows, this.inUnits, this.units, 0, 1);
   }

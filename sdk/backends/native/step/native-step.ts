@@ -15,6 +15,19 @@ interface Buffers {
 /** A model's native step, or why it trains by TF.js's autodiff. */
 export type StepChoice = { native: NativeStep; why?: undefined } | { native: null; why: string };
 
+/**
+ * What a ZeRO-3 step does around each op that holds trainable variables (a unit): gather its
+ * weights before its forward and its backward (the hook knows whether they are still there),
+ * give it a buffer for its gradients, and take them once written. Every replica calls these in
+ * the same order, since each is one side of a collective.
+ */
+export interface UnitHooks {
+  gather(op: number): Promise<void>;
+  /** The buffer op's gradients are written into, and where it starts in the flat gradient. */
+  gradients(op: number): { grads: Float32Array; base: number };
+  reduced(op: number): Promise<void>;
+}
+
 /** Buffers kept for this many batch sizes (a run sees its batch size and its last batch's). */
 const KEPT_BATCH_SIZES = 4;
 
@@ -58,6 +71,11 @@ export class NativeStep {
     return { native: new NativeStep(backend, plan.ops, plan.loss, plan.inShape, Math.fround(backend.epsilon())) };
   }
 
+  /** The shape of one sample the model takes. */
+  get inputShape(): readonly number[] {
+    return this.inShape;
+  }
+
   get outShape(): readonly number[] {
     return this.ops[this.ops.length - 1]?.outShape ?? this.inShape;
   }
@@ -85,6 +103,45 @@ export class NativeStep {
       const from = op.gradientFrom;
       const written = ready && this.inOrder && from !== null ? () => ready(from) : undefined;
       if (!op.alias) op.backward(this.ctx, vals[i]!, vals[i + 1]!, b.grads[i + 1]!, this.needInput[i] ? b.grads[i]! : null, batch, grads, written);
+    }
+    return { loss, out };
+  }
+
+  /** The ops that hold trainable variables, in layer order, and where each one's gradients start in the flat gradient; null where they do not lie in layer order. */
+  get units(): Array<{ op: number; from: number }> | null {
+    if (!this.inOrder) return null;
+    return this.ops.flatMap((op, i) => (op.trainable && op.gradientFrom !== null ? [{ op: i, from: op.gradientFrom }] : []));
+  }
+
+  /** run() with each unit's weights gathered before its forward and backward pass, and its gradients handed over unit by unit (ZeRO-3). */
+  async runGathered(x: Tensorlike, y: Tensorlike, weight: number, hooks: UnitHooks): Promise<{ loss: number; out: Float32Array }> {
+    const batch = x.shape[0]!;
+    this.check(x, y, batch);
+    // An empty slice computes nothing but takes its part in every unit's collectives (its gradients zero).
+    const idle = batch === 0;
+    const b = this.buffersFor(batch);
+    const vals = b.values.slice();
+    vals[0] = x.data instanceof Float32Array ? x.data : Float32Array.from(x.data);
+    for (let i = 0; i < this.ops.length; i++) {
+      const op = this.ops[i]!;
+      if (op.trainable) await hooks.gather(i);
+      if (op.alias) vals[i + 1] = vals[i]!;
+      else if (!idle) op.forward(this.ctx, vals[i]!, vals[i + 1]!, batch);
+    }
+    const out = vals[this.ops.length]!;
+    const target = y.data instanceof Float32Array ? y.data : Float32Array.from(y.data);
+    const loss = idle ? 0 : lossAndGradient(this.loss, out, target, b.grads[this.ops.length]!, out.length / this.cols, this.cols, this.eps, weight);
+    for (let i = this.ops.length - 1; i >= 0; i--) {
+      const op = this.ops[i]!;
+      const dx = this.needInput[i] ? b.grads[i]! : null;
+      if (!op.trainable) {
+        if (!op.alias && !idle) op.backward(this.ctx, vals[i]!, vals[i + 1]!, b.grads[i + 1]!, dx, batch, new Float32Array(0));
+        continue;
+      }
+      await hooks.gather(i);
+      const { grads, base } = hooks.gradients(i);
+      if (!idle) op.backward({ ...this.ctx, gradientBase: base }, vals[i]!, vals[i + 1]!, b.grads[i + 1]!, dx, batch, grads);
+      await hooks.reduced(i);
     }
     return { loss, out };
   }

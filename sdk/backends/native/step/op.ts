@@ -7,6 +7,8 @@ export interface StepContext {
   scratch(length: number): Float32Array;
   /** A variable's values, read in place (the update may have moved them since the last step). */
   values(v: tf.Variable): Float32Array;
+  /** Where `grads[0]` lies in the flat gradient: 0, or (ZeRO-3) the first offset of the layer whose buffer it is. */
+  gradientBase?: number;
 }
 
 /** Where one trainable variable's gradient goes in the flat gradient, or null for a frozen one. */
@@ -40,9 +42,10 @@ export function sizeOf(shape: readonly number[]): number {
   return shape.reduce((a, b) => a * b, 1);
 }
 
-/** Where a trainable slot's gradient goes: its view of the flat gradient. */
-export function gradientView(slot: GradientSlot & { offset: number }, grads: Float32Array): Float32Array {
-  return grads.subarray(slot.offset, slot.offset + slot.variable.size);
+/** Where a trainable slot's gradient goes: its view of the flat gradient (or of its layer's part of it). */
+export function gradientView(slot: GradientSlot & { offset: number }, grads: Float32Array, ctx: StepContext): Float32Array {
+  const at = slot.offset - (ctx.gradientBase ?? 0);
+  return grads.subarray(at, at + slot.variable.size);
 }
 
 /** Where the first of these slots' gradients starts, or null when none takes one. */

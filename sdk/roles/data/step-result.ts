@@ -1,0 +1,23 @@
+import type { AllReduceStats } from "../../collectives/ring-allreduce";
+import type { WireFormat } from "../../protocol/wire-formats";
+import type { StepTimes } from "../role";
+import type { NonFinite } from "../step-health";
+
+/** How a data-parallel replica sums its step's buffer with the others'. */
+export type AllReduceFn = (data: Float32Array, wire?: WireFormat) => Promise<{ data: Float32Array; stats: AllReduceStats }>;
+
+/** What a data-parallel replica's step measured and found. */
+export interface StepResult extends StepTimes {
+  /** Time spent waiting on purpose (a slowdown), part of computeMs. */
+  slowdownMs: number;
+  /** Bytes this replica sent in the all-reduce. */
+  sentBytes: number;
+  /** On a GPU: the step's one read back of its gradient (with loss, metrics and state) and its one upload of the sum, ms. */
+  readbackMs?: number;
+  uploadMs?: number;
+  metrics?: Record<string, number>;
+  /** Where this replica found NaN or Infinity. */
+  nonFinite?: NonFinite;
+  /** No replica applied this step's update (one of them found a non-finite value, or failed). */
+  skipped?: boolean;
+}

@@ -1,0 +1,201 @@
+import * as tf from "@tensorflow/tfjs";
+import type { AllReduceStats } from "../../collectives/ring-allreduce";
+import { hasNonFinite } from "../../backends/native/finite";
+import type { NativeBackend } from "../../backends/native/backend";
+import type { NativeStep } from "../../backends/native/step/native-step";
+import { ModelError } from "../../errors/errors";
+import type { OptimizerSpec } from "../../protocol/optimizer-spec";
+import type { Tensorlike } from "../../protocol/tensor";
+import type { HostIO } from "../role";
+import type { LoadedReplica } from "../slice-gradient";
+import type { UpdateRule } from "../tfjs-update";
+import { makeUpdateRule } from "../update-rule";
+
+/** One layer's trainable variables, as ZeRO-3 keeps them. */
+interface Unit {
+  /** The native step's op that holds them. */
+  op: number;
+  /** [from, from + length) of the flat parameters. */
+  from: number;
+  length: number;
+  /** Each variable, and where it starts in the layer's part of the flat parameters. */
+  vars: Array<{ v: tf.Variable; at: number }>;
+  /** This replica's part of the layer: [start, end) of it, kept from `kept` in the replica's shard. */
+  start: number;
+  end: number;
+  kept: number;
+}
+
+/**
+ * ZeRO stage 3 (Rajbhandari et al. 2020; FSDP's FULL_SHARD) for a data-parallel replica on the
+ * native step. Each layer's parameters are split over the replicas as the ring splits a buffer
+ * of that layer's length; a replica keeps its part of every layer (its shard: 1/N of the
+ * weights), the optimizer's state and the summed gradient for it alone. The model's variables
+ * hold no values of their own: before a layer's forward and again before its backward pass its
+ * weights are all-gathered into one buffer the size of the largest layer, and once its backward
+ * pass has written its gradients (into a second such buffer) they are reduce-scattered, each
+ * replica keeping the sum of its part. Every collective is one per layer, in the same order on
+ * every replica.
+ */
+export class ZeroThree {
+  /** The unit whose weights the variables hold now (-1: none; the shard changed since). */
+  private gathered = -1;
+  private weightsMemory: ArrayBuffer;
+  private gradientMemory: ArrayBuffer;
+  private pending: Float32Array | null = null;
+  /** This step's collectives so far. */
+  stats: AllReduceStats = { waitMs: 0, commMs: 0, bytesSent: 0 };
+
+  private constructor(
+    private readonly backend: NativeBackend,
+    private readonly step: NativeStep,
+    private readonly units: readonly Unit[],
+    /** This replica's part of every layer's weights, in layer order. */
+    private readonly shard: tf.Variable,
+    private readonly update: UpdateRule,
+    /** The summed gradient of the shard, as the step's reduce-scatters leave it. */
+    readonly gradient: Float32Array,
+    private readonly io: () => HostIO,
+    /** Values in the largest layer: what each of the two buffers holds. */
+    private readonly largest: number,
+  ) {
+    this.weightsMemory = new ArrayBuffer(largest * 4);
+    this.gradientMemory = new ArrayBuffer(largest * 4);
+  }
+
+  /** The replica's shard cut from the whole model it loaded, whose variables then let go of their values. */
+  static create(r: LoadedReplica, spec: OptimizerSpec, io: () => HostIO, backend: NativeBackend): ZeroThree {
+    const step = r.step.native;
+    if (!step) {
+      throw new ModelError(`shard "parameters" (ZeRO-3) gathers each layer's weights inside meshtrain's native step, and this model trains by TF.js's autodiff, because ${r.step.why}`, {
+        hint: 'use shard "optimizer" (ZeRO-1), or a model of the layers the native step computes (Dense, Conv2D, pooling, Flatten, Reshape) on the native backend',
+      });
+    }
+    const listed = step.units;
+    if (!listed) throw new ModelError('shard "parameters" (ZeRO-3) needs the layers\' trainable weights in layer order, and this model lists them otherwise', { hint: 'use shard "optimizer" (ZeRO-1)' });
+    const offsets = r.sizes.map((_, i) => r.sizes.slice(0, i).reduce((a, b) => a + b, 0));
+    let kept = 0;
+    const units = listed.map(({ op, from }, k): Unit => {
+      const to = listed[k + 1]?.from ?? r.gradientLength;
+      const vars = r.vars.flatMap((v, i) => (offsets[i]! >= from && offsets[i]! < to ? [{ v, at: offsets[i]! - from }] : []));
+      const [start, end] = io().shardOf(to - from);
+      const unit = { op, from, length: to - from, vars, start, end, kept };
+      kept += end - start;
+      return unit;
+    });
+    const own = new Float32Array(kept);
+    for (const u of units) {
+      for (const { v, at } of u.vars) {
+        const a = Math.max(u.start, at);
+        const b = Math.min(u.end, at + v.size);
+        if (b > a) own.set(backend.values(v).subarray(a - at, b - at), u.kept + a - u.start);
+      }
+    }
+    const initial = tf.tensor1d(own);
+    const shard = tf.variable(initial, true, `zero3_shard_${Math.random().toString(36).slice(2)}`);
+    initial.dispose();
+    const largest = Math.max(1, ...units.map((u) => u.length));
+    const three = new ZeroThree(backend, step, units, shard, makeUpdateRule([shard], spec), new Float32Array(kept), io, largest);
+    // Until a layer is gathered its variables show the gather buffer: the whole weights they held are let go.
+    const placeholder = new Float32Array(three.weightsMemory);
+    for (const u of units) for (const { v, at } of u.vars) backend.rebind(v, placeholder.subarray(at, at + v.size));
+    return three;
+  }
+
+  /** The slice's forward and backward pass, each layer gathered, its gradient reduce-scattered into `gradient`. */
+  async slice(x: Tensorlike, y: Tensorlike, weight: number): Promise<{ loss: number; out: Float32Array }> {
+    this.stats = { waitMs: 0, commMs: 0, bytesSent: 0 };
+    return this.step.runGathered(x, y, weight, { gather: (op) => this.gather(op), gradients: (op) => this.scratch(op), reduced: (op) => this.reduce(op) });
+  }
+
+  /** Whether the summed gradient of this replica's shard holds NaN or Infinity. */
+  get nonFinite(): boolean {
+    return hasNonFinite(this.gradient);
+  }
+
+  /** A kept step: the shard's summed gradient through the optimizer (the layers are gathered anew after). */
+  apply(learningRate?: number): void {
+    this.update.apply(this.gradient, learningRate);
+    this.gathered = -1;
+  }
+
+  /** The model's weights in `model.weights` order, each layer gathered in turn and copied: every replica must be asked at once. */
+  async weightsOf(model: tf.LayersModel): Promise<Tensorlike[]> {
+    const whole = new Map<tf.Variable, Float32Array>();
+    for (const u of this.units) {
+      await this.gather(u.op);
+      for (const { v } of u.vars) whole.set(v, Float32Array.from(this.backend.values(v)));
+    }
+    const out: Tensorlike[] = [];
+    for (const w of model.weights) {
+      const v = w.read();
+      const data = whole.get(v as tf.Variable) ?? (v.dtype === "int32" ? Int32Array.from(await v.data()) : Float32Array.from(await v.data()));
+      out.push({ data, shape: [...w.shape] as number[] });
+    }
+    return out;
+  }
+
+  private unitOf(op: number): number {
+    return this.units.findIndex((u) => u.op === op);
+  }
+
+  private async gather(op: number): Promise<void> {
+    const k = this.unitOf(op);
+    if (this.gathered === k) return;
+    const u = this.units[k]!;
+    const buf = new Float32Array(room(this.weightsMemory, this.largest), 0, u.length);
+    buf.set(this.backend.values(this.shard).subarray(u.kept, u.kept + u.end - u.start), u.start);
+    // buf's memory moves to the communication thread and back: the views of the layer gathered before go with it.
+    const ag = await this.io().allGather(buf);
+    this.count(ag.stats);
+    this.weightsMemory = ag.data.buffer as ArrayBuffer;
+    for (const { v, at } of u.vars) this.backend.rebind(v, ag.data.subarray(at, at + v.size));
+    this.gathered = k;
+  }
+
+  private scratch(op: number): { grads: Float32Array; base: number } {
+    const u = this.units[this.unitOf(op)]!;
+    this.pending = new Float32Array(room(this.gradientMemory, this.largest), 0, u.length);
+    this.pending.fill(0);
+    return { grads: this.pending, base: u.from };
+  }
+
+  private async reduce(op: number): Promise<void> {
+    const u = this.units[this.unitOf(op)]!;
+    const rs = await this.io().reduceScatter(this.pending!);
+    this.pending = null;
+    this.count(rs.stats);
+    this.gradient.set(rs.data.subarray(u.start, u.end), u.kept);
+    this.gradientMemory = rs.data.buffer as ArrayBuffer;
+  }
+
+  /** The trainable variable the shard's first non-finite summed gradient value belongs to. */
+  nonFiniteVariable(names: ReadonlyMap<tf.Variable, string>): string {
+    const i = this.gradient.findIndex((g) => !Number.isFinite(g));
+    const u = this.units.find((w) => i >= w.kept && i < w.kept + w.end - w.start);
+    const p = u ? u.start + i - u.kept : -1;
+    const hit = u?.vars.find(({ v, at }) => p >= at && p < at + v.size);
+    return hit ? (names.get(hit.v) ?? "?") : "?";
+  }
+
+  /** A sample shape's empty batch, for a slice that takes its part in the collectives without computing. */
+  emptyBatch(): { x: Tensorlike; y: Tensorlike } {
+    return { x: { data: new Float32Array(0), shape: [0, ...this.step.inputShape] }, y: { data: new Float32Array(0), shape: [0, ...this.step.outShape] } };
+  }
+
+  private count(s: AllReduceStats): void {
+    this.stats.waitMs += s.waitMs;
+    this.stats.commMs += s.commMs;
+    this.stats.bytesSent += s.bytesSent;
+  }
+
+  dispose(): void {
+    this.update.dispose();
+    this.shard.dispose();
+  }
+}
+
+/** `memory` where it holds `values` floats (a communication thread may hand back a smaller buffer), else a new buffer that does. */
+function room(memory: ArrayBuffer, values: number): ArrayBuffer {
+  return memory.byteLength >= values * 4 ? memory : new ArrayBuffer(values * 4);
+}
