@@ -60,7 +60,7 @@ export type { PlanRequest } from "./cluster/plan-request";
 /** The sample order of one epoch as fit shuffles it (null: in order), to reproduce a fit's batches. */
 export { epochOrder } from "./plan/batches";
 export { estimateMemory, type MemoryEstimateWithTotal } from "./plan/estimate-memory";
-export type { MemoryEstimate } from "./plan/memory";
+export type { MemoryEstimate, ShardStage } from "./plan/memory";
 export type { Prediction } from "./plan/predict";
 export { makeSchedule, formatSchedule, simulate, bubbleFraction, theoreticalBubble, maxInFlight, checkSchedule, type Schedule, type ScheduleName, type Action, type TimedAction } from "./plan/schedules";
 

@@ -11,6 +11,7 @@ import type { Plan } from "../plan/plans";
 import { strategyOf } from "../strategies/strategy-table";
 import type { RunNotes } from "../strategies/strategy";
 import { breakdownFigure } from "../viz/breakdown";
+import { memoryFigure } from "../viz/memory-figure";
 import { figureBundle, planBundle } from "../viz/bundles";
 import { displayableFigure, makeDisplayable, type MimeBundle } from "../viz/displayable";
 import { esc } from "../viz/escape";
@@ -122,6 +123,11 @@ export class TrainingRun {
   /** Membership changes as marks for per-step plots. */
   private marks(): Array<{ step: number; label: string }> {
     return this.membership.map((m) => ({ step: m.step, label: `rank ${m.rank} ${m.change} (${m.workers} training)` }));
+  }
+
+  /** Each worker's memory: the plan's estimate beside the peak it measured during the fit (a Plotly figure). */
+  memoryFigure(): Figure {
+    return shown(memoryFigure(this.plan, this.memory));
   }
 
   /** Median compute, communication and waiting per step on each rank, stacked. */

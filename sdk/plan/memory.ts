@@ -1,6 +1,9 @@
 import type { OptimizerSpec } from "../protocol/optimizer-spec";
 import type { LayerSummary, ModelSummary } from "./model-summary";
 
+/** What sharded data parallelism divides among the replicas: ZeRO stage 1, 2 or 3. */
+export type ShardStage = "optimizer" | "gradients" | "parameters";
+
 /** Bytes a replica needs, by category. Float32 everywhere. An estimate, and labelled as one. */
 export interface MemoryEstimate {
   paramsBytes: number;
@@ -77,14 +80,17 @@ export function largestLayerBytes(model: Pick<ModelSummary, "layers">): number {
 
 /**
  * A replica's estimate sharded over `n` replicas: ZeRO-1 ("optimizer") divides the optimizer's
- * state; ZeRO-3 ("parameters") the weights and gradient too, plus the largest layer's weights
- * and gradient gathered whole while it runs.
+ * state; ZeRO-2 ("gradients") the gradient too (the largest layer's whole while it is
+ * reduce-scattered), keeping the whole weights and a copy of its part that the optimizer
+ * updates; ZeRO-3 ("parameters") the weights too, plus the largest layer's gathered whole.
  */
-export function shardedMemory(e: MemoryEstimate, shard: "optimizer" | "parameters" | null, n: number, largestLayer: number): MemoryEstimate {
+export function shardedMemory(e: MemoryEstimate, shard: ShardStage | null, n: number, largestLayer: number): MemoryEstimate {
   if (!shard || n <= 1) return e;
   const optimizerBytes = e.optimizerBytes === null ? null : Math.ceil(e.optimizerBytes / n);
   if (shard === "optimizer") return { ...e, optimizerBytes };
-  return { ...e, optimizerBytes, paramsBytes: Math.ceil(e.paramsBytes / n) + largestLayer, gradientBytes: Math.ceil(e.gradientBytes / n) + largestLayer };
+  const gradientBytes = Math.ceil(e.gradientBytes / n) + largestLayer;
+  if (shard === "gradients") return { ...e, optimizerBytes, gradientBytes, paramsBytes: e.paramsBytes + Math.ceil(e.gradientBytes / n) };
+  return { ...e, optimizerBytes, gradientBytes, paramsBytes: Math.ceil(e.paramsBytes / n) + largestLayer };
 }
 
 export function estimateReplicaMemory(model: ModelSummary, o: { batchSize?: number; optimizer?: OptimizerSpec }): MemoryEstimate {

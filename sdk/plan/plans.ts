@@ -3,7 +3,7 @@ import type { Compression } from "../protocol/wire-formats";
 import type { ModelProfile } from "./profile";
 import type { OverlapChoice } from "./overlap";
 import type { OptimizerSpec } from "../protocol/optimizer-spec";
-import type { MemoryEstimate } from "./memory";
+import type { MemoryEstimate, ShardStage } from "./memory";
 import type { ModelSummary } from "./model-summary";
 import type { StageCost } from "./partition";
 import type { Prediction, RingSpeed } from "./predict";
@@ -42,8 +42,8 @@ export interface DataParallelPlan {
   readonly batchNorm: "replica" | "sync";
   /** Local SGD / DiLoCo: replicas step alone and all-reduce their weights' change every `every` steps (and at each epoch's end), which `outer` applies; null: every step. */
   readonly sync: { readonly every: number; readonly outer: OptimizerSpec } | null;
-  /** Sharded data parallelism: "optimizer" (ZeRO-1), each replica holding its shard's optimizer state; "parameters" (ZeRO-3), its part of every layer's weights, gradient and optimizer state too; null: every replica holds all of it. */
-  readonly shard: "optimizer" | "parameters" | null;
+  /** Sharded data parallelism: "optimizer" (ZeRO-1), each replica holding its shard's optimizer state; "gradients" (ZeRO-2), its part of every layer's gradient too; "parameters" (ZeRO-3), and of its weights; null: every replica holds all of it. */
+  readonly shard: ShardStage | null;
   readonly allReduce: {
     readonly algorithm: "ring";
     /** Bytes each rank sends per step: 2(N-1)/N x the gradient's bytes on the wire (reduce-scatter + all-gather). */

@@ -47,11 +47,12 @@ export const LoadReplicaSchema = z.strictObject({
   batchNorm: z.enum(["sync"]).optional(),
   /**
    * "optimizer", ZeRO stage 1: this replica keeps the optimizer state of its ring shard only,
-   * reduce-scatters the gradient and all-gathers the weights. "parameters", ZeRO stage 3: it
-   * keeps its part of each layer's weights, optimizer state and gradient, gathering a layer's
-   * weights for its forward and backward pass.
+   * reduce-scatters the gradient and all-gathers the weights. "gradients", ZeRO stage 2: it
+   * keeps its part of each layer's gradient and optimizer state, each layer's gradient
+   * reduce-scattered as the backward pass writes it. "parameters", ZeRO stage 3: its part of
+   * each layer's weights too, gathering a layer's weights for its forward and backward pass.
    */
-  shard: z.enum(["optimizer", "parameters"]).optional(),
+  shard: z.enum(["optimizer", "gradients", "parameters"]).optional(),
   /** Sharded: how many replicas share the optimizer's state, for this worker's memory check at load. */
   shardedOver: z.number().int().positive().max(4096).optional(),
   role: z.literal("replica"),

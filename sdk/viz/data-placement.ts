@@ -22,7 +22,16 @@ export function dataPlacementSvg(plan: DataParallelPlan): string {
   const out: string[] = [];
   const pos = (i: number): [number, number] => [20 + (i % PER_ROW) * (BOX_W + GAP), 56 + Math.floor(i / PER_ROW) * (BOX_H + 56)];
   out.push(`<text x="16" y="24" font-size="15" font-weight="bold">Data parallelism: ${n} worker(s), ${n} replica(s)</text>`);
-  out.push(`<text x="16" y="42" font-size="11" fill="#555">each holds all ${plan.model.layers.length} layers of "${esc(plan.model.name)}" (${plan.model.paramCount.toLocaleString("en-US")} parameters); gradients summed by ring all-reduce</text>`);
+  const model = `"${esc(plan.model.name)}" (${plan.model.paramCount.toLocaleString("en-US")} parameters)`;
+  const holds =
+    plan.shard === "parameters" && n > 1
+      ? `ZeRO-3: each holds 1/${n} of every layer of ${model}, gathering a layer for its passes`
+      : plan.shard === "gradients" && n > 1
+        ? `ZeRO-2: each holds all ${plan.model.layers.length} layers of ${model} and 1/${n} of the gradient and optimizer state`
+      : plan.shard === "optimizer" && n > 1
+        ? `ZeRO-1: each holds all ${plan.model.layers.length} layers of ${model} and 1/${n} of the optimizer state`
+        : `each holds all ${plan.model.layers.length} layers of ${model}; gradients summed by ring all-reduce`;
+  out.push(`<text x="16" y="42" font-size="11" fill="#555">${holds}</text>`);
   const m = plan.memory;
   const state = m.paramsBytes + m.gradientBytes + (m.optimizerBytes ?? 0);
   plan.workers.forEach((w, i) => {
@@ -59,6 +68,6 @@ export function dataPlacementSvg(plan: DataParallelPlan): string {
   const ly = height - 14;
   out.push(`<rect x="16" y="${ly - 9}" width="10" height="10" fill="${COLORS.compute}"/><text x="30" y="${ly}" font-size="10">parameters, gradients, optimizer state</text>`);
   out.push(`<rect x="230" y="${ly - 9}" width="10" height="10" fill="${COLORS.comm}"/><text x="244" y="${ly}" font-size="10">activations (estimate)</text>`);
-  if (n > 1) out.push(`<text x="380" y="${ly}" font-size="10" fill="${COLORS.comm}">&#8594; all-reduce ring (rank i sends to rank i+1)</text>`);
+  if (n > 1) out.push(`<text x="380" y="${ly}" font-size="10" fill="${COLORS.comm}">&#8594; ${plan.shard ? "reduce-scatter and all-gather" : "all-reduce"} ring (rank i sends to rank i+1)</text>`);
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif"><rect width="${width}" height="${height}" fill="white"/>${out.join("")}</svg>`;
 }

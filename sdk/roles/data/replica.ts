@@ -18,8 +18,8 @@ import { LocalRounds } from "./local-sgd";
 import { OwnCopy } from "./own-copy";
 import { StepBack } from "./step-back";
 import { ZeroOne } from "./zero-one";
-import { ZeroThree } from "./zero-three";
-import { zeroThreeStep } from "./zero-three-step";
+import { LayerShards } from "./layer-shards";
+import { layerShardsStep } from "./layer-shards-step";
 import * as tf from "@tensorflow/tfjs";
 import type { NativeBackend } from "../../backends/native/backend";
 import { feedRows, splitFeed, type Feed } from "../objective";
@@ -70,8 +70,8 @@ export class DataReplica implements WorkerRole {
   /** compression powersgd: the gradient all-reduced as low-rank factors, with error feedback. */
   private readonly power: PowerSgd | null;
   private readonly zero: ZeroOne | null;
-  /** shard "parameters" (ZeRO-3): this replica's part of every layer, gathered layer by layer. */
-  private three: ZeroThree | null = null;
+  /** shard "gradients" or "parameters" (ZeRO-2, ZeRO-3): this replica's part of every layer. */
+  private layers: LayerShards | null = null;
   /** Local SGD / DiLoCo: steps update this replica alone; the steps marked sync all-reduce the weights' change. */
   private local: LocalRounds | null = null;
 
@@ -93,7 +93,7 @@ export class DataReplica implements WorkerRole {
     const replica = new DataReplica(await loadReplica(msg, weights, env.memoryCapBytes ?? null), msg);
     if (msg.localSgd) replica.local = await LocalRounds.start(replica.r, msg.localSgd.outer, replica.elastic ? replica.update : null);
     if (msg.data) replica.shard = OwnCopy.of(msg.data);
-    if (msg.shard === "parameters") replica.three = ZeroThree.create(replica.r, msg.optimizer, env.io ?? noLinks, tf.backend() as NativeBackend);
+    if (msg.shard === "gradients" || msg.shard === "parameters") replica.layers = LayerShards.create(msg.shard === "gradients" ? 2 : 3, replica.r, msg.optimizer, env.io ?? noLinks, tf.backend() as NativeBackend);
     return replica;
   }
 
@@ -110,14 +110,14 @@ export class DataReplica implements WorkerRole {
     const overlap = this.overlap ? io.overlap() : null;
     this.learningRate = msg.learningRate;
     if (this.local) return this.trainLocal(this.local, msg.weight, x, y, (data, wire) => io.allReduce(data, wire), msg.step, msg.sync);
-    if (this.three) return zeroThreeStep(this.three, this.r, msg.weight, x, y, io, msg.step, this.learningRate);
+    if (this.layers) return layerShardsStep(this.layers, this.r, msg.weight, x, y, io, msg.step, this.learningRate);
     return this.train(msg.weight, x, y, (data, wire) => io.allReduce(data, wire), msg.step, overlap, io);
   }
 
   /** Elastic training asks how many updates were applied, or to step back one. */
   answer(msg: Message, attachments: Tensorlike[] = []): Promise<RoleReply> | undefined {
     if (msg.type === "evaluate") {
-      if (this.three) return Promise.reject(new StateError('a ZeRO-3 replica (shard "parameters") holds its part of each layer only, and evaluating on it is not built'));
+      if (this.layers?.stage === 3) return Promise.reject(new StateError('a ZeRO-3 replica (shard "parameters") holds its part of each layer only, and evaluating on it is not built'));
       const feed = splitFeed(this.r.model, attachments);
       if (!feed) return Promise.reject(new ProtocolError(`"evaluate" carries ${attachments.length} tensors, expected ${this.expected}`));
       return evaluateShard(this.r, feed.x, feed.y, msg.batchSize).then((sums) => ({ draft: { type: "evaluated", re: msg.id, ...sums } }));
@@ -316,7 +316,7 @@ export class DataReplica implements WorkerRole {
 
   /** The model's weights; under ZeRO-3 gathered layer by layer, a collective every replica is asked for at once. */
   async weights(): Promise<{ tensors: Tensorlike[] }> {
-    return { tensors: this.three ? await this.three.weightsOf(this.r.model) : await readWeights(this.r.model) };
+    return { tensors: this.layers?.stage === 3 ? await this.layers.weightsOf(this.r.model) : await readWeights(this.r.model) };
   }
 
   /** Local SGD's outer optimizer state goes with it, for a worker joining at a sync. */
@@ -335,11 +335,11 @@ export class DataReplica implements WorkerRole {
     this.update.dispose();
     this.local?.dispose();
     this.zero?.dispose();
-    this.three?.dispose();
+    this.layers?.dispose();
     this.r.compileOptimizer.dispose();
   }
 }
 
 function noLinks(): HostIO {
-  throw new StateError("this worker has no links yet: a ZeRO-3 replica is cut where its ring places it");
+  throw new StateError("this worker has no links yet: a ZeRO-2 or ZeRO-3 replica is cut where its ring places it");
 }

@@ -77,8 +77,11 @@ function refuseWhatCannotWork(o: ResolvedFitOptions, dataset: Dataset, plan: Dat
   if (plan.shard && (o.checkpoint || o.resumeFrom)) {
     throw new FitAborted(new ConfigError(`shard "${plan.shard}" with checkpoints: each replica holds only its shard's optimizer state, and sharded checkpoints are not built yet`, { hint: "drop checkpoint and resumeFrom, or drop shard" }));
   }
-  if (plan.shard === "parameters" && (o.validation || o.accumulate > 1)) {
-    throw new FitAborted(new ConfigError(`shard "parameters" (ZeRO-3) with ${o.validation ? "validation" : `accumulate ${o.accumulate}`}: a ZeRO-3 replica gathers each layer inside its training step, and ${o.validation ? "evaluating on gathered layers" : "accumulating chunks of a slice"} is not built yet`, { hint: `drop ${o.validation ? "validationData / validationSplit" : "accumulate"}, or use shard "optimizer"` }));
+  if (plan.shard === "parameters" && o.validation) {
+    throw new FitAborted(new ConfigError('shard "parameters" (ZeRO-3) with validation: a ZeRO-3 replica gathers each layer inside its training step, and evaluating on gathered layers is not built yet', { hint: 'drop validationData / validationSplit, or use shard "gradients" or "optimizer"' }));
+  }
+  if ((plan.shard === "parameters" || plan.shard === "gradients") && o.accumulate > 1) {
+    throw new FitAborted(new ConfigError(`shard "${plan.shard}" with accumulate ${o.accumulate}: each layer's gradient is reduce-scattered as the backward pass writes it, and accumulating chunks of a slice first is not built yet`, { hint: 'drop accumulate (raise batchSize), or use shard "optimizer"' }));
   }
   if (plan.batchNorm === "sync" && o.accumulate > 1) {
     throw new FitAborted(new ConfigError(`accumulate ${o.accumulate} with batchNorm "sync": the global batch's statistics are those of the whole update's batch, which accumulation computes a chunk at a time`, { hint: 'raise batchSize instead, or use batchNorm "replica"' }));

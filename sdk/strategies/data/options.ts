@@ -62,10 +62,14 @@ export const DataOptionsSchema = z.strictObject({
    * all-gathered: the all-reduce's bytes, in its two halves. "parameters" (stage 3, as FSDP's
    * FULL_SHARD): each replica keeps its part of every layer's weights, gradient and optimizer
    * state; a layer's weights are all-gathered before its forward and again before its backward
-   * pass, and its gradient reduce-scattered after, one layer at a time (1.5x the bytes). Needs
-   * the native step (the native backend, and layers it computes).
+   * pass, and its gradient reduce-scattered after, one layer at a time (1.5x the bytes).
+   * "gradients" (stage 2, as FSDP's SHARD_GRAD_OP): the whole weights stay on every replica;
+   * each layer's gradient is reduce-scattered as the backward pass writes it, each replica
+   * keeps its part of the gradient and optimizer state, and after the update every layer's
+   * weights are all-gathered (the all-reduce's bytes). Stages 2 and 3 need the native step (the
+   * native backend, and layers it computes).
    */
-  shard: z.enum(["optimizer", "parameters"]).optional(),
+  shard: z.enum(["optimizer", "gradients", "parameters"]).optional(),
 });
 export type DataOptions = z.output<typeof DataOptionsSchema>;
 
@@ -78,9 +82,10 @@ function checkShard(o: DataOptions): void {
   if (o.elastic) no("elastic", "a lost or joining worker would change every replica's shard, and re-sharding the optimizer state is not built");
   if (o.sync) no("sync", "local SGD keeps each replica's own inner optimizer state for the whole model, which is what sharding divides");
   if (typeof o.compression === "object") no("compression powersgd", "PowerSGD all-reduces low-rank factors, not a gradient that can be reduce-scattered");
-  if (o.shard === "parameters" && o.compression) no(`compression "${o.compression}"`, "16-bit reduce-scatters of each layer are not built for ZeRO-3");
-  if (o.shard === "parameters" && o.batchNorm === "sync") no('batchNorm "sync"', "it takes each step by autodiff, and ZeRO-3 gathers the layers inside the native step");
-  if (o.shard === "parameters" && o.overlap === true) no("overlap: true", "ZeRO-3's collectives run layer by layer, between the layers' computations");
+  if (o.shard === "optimizer") return;
+  if (o.compression) no(`compression "${o.compression}"`, "16-bit reduce-scatters of each layer are not built for ZeRO-2 and ZeRO-3");
+  if (o.batchNorm === "sync") no('batchNorm "sync"', "it takes each step by autodiff, and ZeRO-2 and ZeRO-3 work layer by layer inside the native step");
+  if (o.overlap === true) no("overlap: true", "ZeRO-2's and ZeRO-3's collectives run layer by layer, between the layers' computations");
 }
 
 /** Elastic training against the cluster it starts with. */

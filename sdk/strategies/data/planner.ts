@@ -32,8 +32,8 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
   // Sharded: the reduce-scatter carries the gradient (16-bit when compressed), the all-gather the weights in float32.
   // ZeRO-3 gathers every layer for its forward and (but the last, kept) again for its backward pass.
   const ringBytes = shard === "parameters" ? (3 * gradientBytes - (units[units.length - 1] ?? 0)) / 2 : shard ? (wireBytes + gradientBytes) / 2 : wireBytes;
-  // Each all-gather and reduce-scatter is half an all-reduce's hops: ZeRO-3 makes three per layer (less the last's second gather), and the flags'.
-  const collectives = shard === "parameters" ? (3 * units.length - 1) / 2 + 1 : powerSgd || shard ? 2 : 1;
+  // Each all-gather and reduce-scatter is half an all-reduce's hops: ZeRO-3 makes three per layer (less the last's second gather), ZeRO-2 two, and the flags'.
+  const collectives = shard === "parameters" ? (3 * units.length - 1) / 2 + 1 : shard === "gradients" ? units.length + 1 : powerSgd || shard ? 2 : 1;
   // A fit's plan knows its epochs: syncs after every H steps of one and at its end, ceil(steps / H) of them.
   const perEpoch = batchSize !== undefined && options.datasetSize !== undefined ? stepsPerEpoch(options.datasetSize, batchSize) : null;
   const syncShare = !sync ? 1 : perEpoch ? Math.ceil(perEpoch / sync.every) / perEpoch : 1 / sync.every;
@@ -62,7 +62,7 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
     compression,
     powerSgd,
     // Sync statistics take the step in rounds, by autodiff: no native step to overlap with.
-    overlap: Object.freeze(given.batchNorm === "sync" ? { on: false, why: 'batchNorm "sync" computes each step in all-reduced rounds' } : sync ? { on: false, why: "the weights' change is all-reduced after a sync step's update" } : shard === "parameters" ? { on: false, instead: "ZeRO-3's all-gathers and reduce-scatters, a layer's at a time", why: "each runs between the layers' computations, which wait for it" } : shard ? { on: false, why: "the sharded update reduce-scatters the whole gradient after the backward pass" } : powerSgd ? { on: false, why: "PowerSGD all-reduces P and Q after the backward pass" } : chooseOverlap(given.overlap, n, options.devices)),
+    overlap: Object.freeze(given.batchNorm === "sync" ? { on: false, why: 'batchNorm "sync" computes each step in all-reduced rounds' } : sync ? { on: false, why: "the weights' change is all-reduced after a sync step's update" } : shard === "parameters" || shard === "gradients" ? { on: false, instead: `ZeRO-${shard === "parameters" ? 3 : 2}'s all-gathers and reduce-scatters, a layer's at a time`, why: "each runs between the layers' computations, which wait for it" } : shard ? { on: false, why: "the sharded update reduce-scatters the whole gradient after the backward pass" } : powerSgd ? { on: false, why: "PowerSGD all-reduces P and Q after the backward pass" } : chooseOverlap(given.overlap, n, options.devices)),
     batchNorm: given.batchNorm,
     sync,
     shard,
@@ -121,7 +121,7 @@ export function formatDataPlan(plan: DataParallelPlan): string {
   }
   if (plan.worldSize > 1) {
     const wire = plan.compression ? `, gradients as ${plan.compression} with error feedback` : "";
-    lines.push(`all-reduce: ring (reduce-scatter + all-gather)${wire}; each rank sends ${kib(plan.allReduce.bytesSentPerRank)} per step${plan.sync ? " (averaged over a sync's steps)" : ""}; ${plan.overlap.on ? "in buckets during the backward pass" : plan.shard === "parameters" ? "layer by layer, between the layers' forward and backward passes" : "after the backward pass"}`);
+    lines.push(`all-reduce: ring (reduce-scatter + all-gather)${wire}; each rank sends ${kib(plan.allReduce.bytesSentPerRank)} per step${plan.sync ? " (averaged over a sync's steps)" : ""}; ${plan.overlap.on ? "in buckets during the backward pass" : plan.shard === "parameters" || plan.shard === "gradients" ? "layer by layer, between the layers' passes" : "after the backward pass"}`);
   }
   if (plan.sync) lines.push(syncLine(plan.sync));
   if (plan.shard && plan.replicas > 1) lines.push(shardLine(plan, plan.replicas));
@@ -171,6 +171,9 @@ export function explainDataPlan(plan: DataParallelPlan): string {
 /** ZeRO-1 or ZeRO-3 in one line: what each replica keeps and how the step moves the bytes. */
 function shardLine(plan: DataParallelPlan, n: number): string {
   const state = plan.memory.optimizerBytes;
+  if (plan.shard === "gradients") {
+    return `shard "gradients" (ZeRO-2): each replica keeps the whole weights and 1/${n} of every layer's gradient and optimizer state (${formatBytes(plan.gradientBytes / n)} of ${formatBytes(plan.gradientBytes)} of gradient); each layer's gradient is reduce-scattered as the backward pass writes it, the optimizer updates each replica's part, and every layer's new weights are all-gathered: plain data parallelism's bytes, in two collectives per layer`;
+  }
   if (plan.shard === "parameters") {
     const largest = largestLayerBytes(plan.model);
     // What ZeRO-1 would hold: the whole weights and gradient, the same share of the optimizer's state.

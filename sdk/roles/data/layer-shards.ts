@@ -10,6 +10,7 @@ import type { HostIO } from "../role";
 import type { LoadedReplica } from "../slice-gradient";
 import type { UpdateRule } from "../tfjs-update";
 import { makeUpdateRule } from "../update-rule";
+import { ownValues } from "../native-update";
 
 /** One layer's trainable variables, as ZeRO-3 keeps them. */
 interface Unit {
@@ -27,17 +28,18 @@ interface Unit {
 }
 
 /**
- * ZeRO stage 3 (Rajbhandari et al. 2020; FSDP's FULL_SHARD) for a data-parallel replica on the
- * native step. Each layer's parameters are split over the replicas as the ring splits a buffer
- * of that layer's length; a replica keeps its part of every layer (its shard: 1/N of the
- * weights), the optimizer's state and the summed gradient for it alone. The model's variables
- * hold no values of their own: before a layer's forward and again before its backward pass its
- * weights are all-gathered into one buffer the size of the largest layer, and once its backward
- * pass has written its gradients (into a second such buffer) they are reduce-scattered, each
- * replica keeping the sum of its part. Every collective is one per layer, in the same order on
- * every replica.
+ * ZeRO stages 2 and 3 (Rajbhandari et al. 2020; FSDP's SHARD_GRAD_OP and FULL_SHARD) for a
+ * data-parallel replica on the native step. Each layer's parameters are split over the replicas
+ * as the ring splits a buffer of that layer's length; a replica keeps its part of every layer
+ * (its shard), the optimizer's state and the summed gradient for it alone. Once a layer's
+ * backward pass has written its gradients (into one buffer the size of the largest layer) they
+ * are reduce-scattered, each replica keeping the sum of its part. Stage 3: the model's
+ * variables hold no values of their own, and before a layer's forward and again before its
+ * backward pass its weights are all-gathered into a second such buffer. Stage 2: the variables
+ * keep the whole weights, and after the update every layer's new weights are all-gathered into
+ * them. Every collective is one per layer, in the same order on every replica.
  */
-export class ZeroThree {
+export class LayerShards {
   /** The unit whose weights the variables hold now (-1: none; the shard changed since). */
   private gathered = -1;
   private weightsMemory: ArrayBuffer;
@@ -47,6 +49,8 @@ export class ZeroThree {
   stats: AllReduceStats = { waitMs: 0, commMs: 0, bytesSent: 0 };
 
   private constructor(
+    /** 2: the gradient and optimizer state sharded; 3: the weights too. */
+    readonly stage: 2 | 3,
     private readonly backend: NativeBackend,
     private readonly step: NativeStep,
     private readonly units: readonly Unit[],
@@ -63,16 +67,17 @@ export class ZeroThree {
     this.gradientMemory = new ArrayBuffer(largest * 4);
   }
 
-  /** The replica's shard cut from the whole model it loaded, whose variables then let go of their values. */
-  static create(r: LoadedReplica, spec: OptimizerSpec, io: () => HostIO, backend: NativeBackend): ZeroThree {
+  /** The replica's shard cut from the whole model it loaded (stage 3: whose variables then let go of their values). */
+  static create(stage: 2 | 3, r: LoadedReplica, spec: OptimizerSpec, io: () => HostIO, backend: NativeBackend): LayerShards {
     const step = r.step.native;
+    const name = stage === 3 ? 'shard "parameters" (ZeRO-3)' : 'shard "gradients" (ZeRO-2)';
     if (!step) {
-      throw new ModelError(`shard "parameters" (ZeRO-3) gathers each layer's weights inside meshtrain's native step, and this model trains by TF.js's autodiff, because ${r.step.why}`, {
+      throw new ModelError(`${name} works layer by layer inside meshtrain's native step, and this model trains by TF.js's autodiff, because ${r.step.why}`, {
         hint: 'use shard "optimizer" (ZeRO-1), or a model of the layers the native step computes (Dense, Conv2D, pooling, Flatten, Reshape) on the native backend',
       });
     }
     const listed = step.units;
-    if (!listed) throw new ModelError('shard "parameters" (ZeRO-3) needs the layers\' trainable weights in layer order, and this model lists them otherwise', { hint: 'use shard "optimizer" (ZeRO-1)' });
+    if (!listed) throw new ModelError(`${name} needs the layers' trainable weights in layer order, and this model lists them otherwise`, { hint: 'use shard "optimizer" (ZeRO-1)' });
     const offsets = r.sizes.map((_, i) => r.sizes.slice(0, i).reduce((a, b) => a + b, 0));
     let kept = 0;
     const units = listed.map(({ op, from }, k): Unit => {
@@ -92,14 +97,15 @@ export class ZeroThree {
       }
     }
     const initial = tf.tensor1d(own);
-    const shard = tf.variable(initial, true, `zero3_shard_${Math.random().toString(36).slice(2)}`);
+    const shard = tf.variable(initial, true, `layer_shard_${Math.random().toString(36).slice(2)}`);
     initial.dispose();
     const largest = Math.max(1, ...units.map((u) => u.length));
-    const three = new ZeroThree(backend, step, units, shard, makeUpdateRule([shard], spec), new Float32Array(kept), io, largest);
+    const shards = new LayerShards(stage, backend, step, units, shard, makeUpdateRule([shard], spec), new Float32Array(kept), io, largest);
+    if (stage === 2) return shards;
     // Until a layer is gathered its variables show the gather buffer: the whole weights they held are let go.
-    const placeholder = new Float32Array(three.weightsMemory);
+    const placeholder = new Float32Array(shards.weightsMemory);
     for (const u of units) for (const { v, at } of u.vars) backend.rebind(v, placeholder.subarray(at, at + v.size));
-    return three;
+    return shards;
   }
 
   /** The slice's forward and backward pass, each layer gathered, its gradient reduce-scattered into `gradient`. */
@@ -113,10 +119,18 @@ export class ZeroThree {
     return hasNonFinite(this.gradient);
   }
 
-  /** A kept step: the shard's summed gradient through the optimizer (the layers are gathered anew after). */
-  apply(learningRate?: number): void {
+  /**
+   * A kept step: the shard's summed gradient through the optimizer. Stage 3 gathers the layers
+   * anew when next needed; stage 2 all-gathers every layer's new weights into the variables now.
+   */
+  async apply(learningRate?: number): Promise<void> {
     this.update.apply(this.gradient, learningRate);
     this.gathered = -1;
+    if (this.stage === 3) return;
+    for (const u of this.units) {
+      const whole = await this.allGather(u);
+      for (const { v, at } of u.vars) ownValues(this.backend, v).set(whole.subarray(at, at + v.size));
+    }
   }
 
   /** The model's weights in `model.weights` order, each layer gathered in turn and copied: every replica must be asked at once. */
@@ -139,18 +153,25 @@ export class ZeroThree {
     return this.units.findIndex((u) => u.op === op);
   }
 
+  /** Stage 3: the layer's weights into its variables before its pass (stage 2's variables hold them already). */
   private async gather(op: number): Promise<void> {
     const k = this.unitOf(op);
-    if (this.gathered === k) return;
+    if (this.stage === 2 || this.gathered === k) return;
     const u = this.units[k]!;
+    const whole = await this.allGather(u);
+    for (const { v, at } of u.vars) this.backend.rebind(v, whole.subarray(at, at + v.size));
+    this.gathered = k;
+  }
+
+  /** Every replica's part of layer `u`'s weights, whole, in the gather buffer (valid until the next gather). */
+  private async allGather(u: Unit): Promise<Float32Array> {
     const buf = new Float32Array(room(this.weightsMemory, this.largest), 0, u.length);
     buf.set(this.backend.values(this.shard).subarray(u.kept, u.kept + u.end - u.start), u.start);
     // buf's memory moves to the communication thread and back: the views of the layer gathered before go with it.
     const ag = await this.io().allGather(buf);
     this.count(ag.stats);
     this.weightsMemory = ag.data.buffer as ArrayBuffer;
-    for (const { v, at } of u.vars) this.backend.rebind(v, ag.data.subarray(at, at + v.size));
-    this.gathered = k;
+    return ag.data;
   }
 
   private scratch(op: number): { grads: Float32Array; base: number } {
