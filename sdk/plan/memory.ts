@@ -80,9 +80,9 @@ export function largestLayerBytes(model: Pick<ModelSummary, "layers">): number {
 
 /**
  * A replica's estimate sharded over `n` replicas: ZeRO-1 ("optimizer") divides the optimizer's
- * state; ZeRO-2 ("gradients") the gradient too (the largest layer's whole while it is
- * reduce-scattered), keeping the whole weights and a copy of its part that the optimizer
- * updates; ZeRO-3 ("parameters") the weights too, plus the largest layer's gathered whole.
+ * state; ZeRO-2 ("gradients") the gradient too (one buffer the size of the largest layer for
+ * its reduce-scatters and gathers), keeping the whole weights and a copy of its part that the
+ * optimizer updates; ZeRO-3 ("parameters") the weights too, plus the largest layer's gathered whole.
  */
 export function shardedMemory(e: MemoryEstimate, shard: ShardStage | null, n: number, largestLayer: number): MemoryEstimate {
   if (!shard || n <= 1) return e;

@@ -37,7 +37,7 @@ interface Unit {
  * variables hold no values of their own, and before a layer's forward and again before its
  * backward pass its weights are all-gathered into a second such buffer. Stage 2: the variables
  * keep the whole weights, and after the update every layer's new weights are all-gathered into
- * them. Every collective is one per layer, in the same order on every replica.
+ * them, through the same one buffer. Every collective is one per layer, in the same order on every replica.
  */
 export class LayerShards {
   /** The unit whose weights the variables hold now (-1: none; the shard changed since). */
@@ -64,7 +64,8 @@ export class LayerShards {
     private readonly largest: number,
   ) {
     this.weightsMemory = new ArrayBuffer(largest * 4);
-    this.gradientMemory = new ArrayBuffer(largest * 4);
+    // Stage 2 gathers only after the backward pass's reduce-scatters: one buffer serves both.
+    this.gradientMemory = stage === 2 ? this.weightsMemory : new ArrayBuffer(largest * 4);
   }
 
   /** The replica's shard cut from the whole model it loaded (stage 3: whose variables then let go of their values). */
@@ -171,6 +172,7 @@ export class LayerShards {
     const ag = await this.io().allGather(buf);
     this.count(ag.stats);
     this.weightsMemory = ag.data.buffer as ArrayBuffer;
+    if (this.stage === 2) this.gradientMemory = this.weightsMemory;
     return ag.data;
   }
 
@@ -188,6 +190,7 @@ export class LayerShards {
     this.count(rs.stats);
     this.gradient.set(rs.data.subarray(u.start, u.end), u.kept);
     this.gradientMemory = rs.data.buffer as ArrayBuffer;
+    if (this.stage === 2) this.weightsMemory = this.gradientMemory;
   }
 
   /** The trainable variable the shard's first non-finite summed gradient value belongs to. */

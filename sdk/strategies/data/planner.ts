@@ -168,25 +168,24 @@ export function explainDataPlan(plan: DataParallelPlan): string {
   return lines.join("\n");
 }
 
-/** ZeRO-1 or ZeRO-3 in one line: what each replica keeps and how the step moves the bytes. */
+/** ZeRO-1, -2 or -3 in one line: what each replica keeps, how the step moves the bytes, and when it saves nothing over ZeRO-1. */
 function shardLine(plan: DataParallelPlan, n: number): string {
   const state = plan.memory.optimizerBytes;
+  // What ZeRO-1 would hold (the whole weights and gradient, the same share of the optimizer's state), and whether this stage holds less.
+  const m = plan.memory;
+  const one = plan.model.paramCount * 4 + plan.gradientBytes + (m.optimizerBytes ?? 0) + (m.activationBytes ?? 0);
+  const total = memoryTotal(m);
+  const worth = plan.shard !== "optimizer" && total >= 0.9 * one ? `; here that is no less than shard "optimizer" (ZeRO-1) would hold (${formatBytes(total)} against ${formatBytes(one)}): the largest layer is most of the model, so holding it whole costs what sharding the rest saves` : "";
   if (plan.shard === "gradients") {
-    return `shard "gradients" (ZeRO-2): each replica keeps the whole weights and 1/${n} of every layer's gradient and optimizer state (${formatBytes(plan.gradientBytes / n)} of ${formatBytes(plan.gradientBytes)} of gradient); each layer's gradient is reduce-scattered as the backward pass writes it, the optimizer updates each replica's part, and every layer's new weights are all-gathered: plain data parallelism's bytes, in two collectives per layer`;
+    return `shard "gradients" (ZeRO-2): each replica keeps the whole weights and 1/${n} of every layer's gradient and optimizer state (${formatBytes(plan.gradientBytes / n)} of ${formatBytes(plan.gradientBytes)} of gradient); each layer's gradient is reduce-scattered as the backward pass writes it, the optimizer updates each replica's part, and every layer's new weights are all-gathered: plain data parallelism's bytes, in two collectives per layer${worth}`;
   }
   if (plan.shard === "parameters") {
     const largest = largestLayerBytes(plan.model);
-    // What ZeRO-1 would hold: the whole weights and gradient, the same share of the optimizer's state.
-    const m = plan.memory;
-    const one = plan.model.paramCount * 4 + plan.gradientBytes + (m.optimizerBytes ?? 0) + (m.activationBytes ?? 0);
-    const three = memoryTotal(m);
-    const worth = three >= 0.9 * one ? `; here that is no less than shard "optimizer" (ZeRO-1) would hold (${formatBytes(three)} against ${formatBytes(one)}): the largest layer is most of the model, so gathering it whole costs what sharding the rest saves` : "";
     return `shard "parameters" (ZeRO-3): each replica keeps 1/${n} of every layer's weights, gradient and optimizer state (${formatBytes(plan.gradientBytes / n)} of ${formatBytes(plan.gradientBytes)} weights); each layer's weights are all-gathered before its forward pass and again before its backward pass (the last layer's stay), its gradient reduce-scattered right after, one layer at a time: 1.5x plain data parallelism's bytes, and the largest layer (${formatBytes(largest)}) held whole twice (weights and gradient) while it runs${worth}`;
   }
   const held = state === null ? "its shard's optimizer state" : `its shard's optimizer state (${formatBytes(state)} of ${formatBytes(state * n)})`;
   return `shard "optimizer" (ZeRO-1): each replica keeps ${held}: the gradient is reduce-scattered, each replica updates its 1/${n} of the parameters, and the weights are all-gathered (float32), then a small all-reduce agrees on skipped steps`;
 }
-
 
 /** Elastic local SGD: the survivors of a loss go back to the last sync, as its state is the last all of them share. */
 function elasticSyncLine(minWorkers: number): string {
