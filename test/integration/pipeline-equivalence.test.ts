@@ -124,7 +124,7 @@ describe("memory caps: too big for one worker, trains when split", () => {
       await assert.rejects(c.fit(big(), data(), { batchSize: 16, optimizer: "sgd" }), (e: unknown) => {
         assert.ok(e instanceof ModelError, String(e));
         assert.match(e.message, /the whole model needs 5\.3 MiB per replica .* above this worker's memory cap of 4\.0 MiB/);
-        assert.match(e.message, /split it over several workers/);
+        assert.match(e.message, /shard the training state among them, strategy\("data", \{ shard: .*or split the model over them: strategy\("pipeline"\)/);
         return true;
       });
       assert.equal(c.state, "ready");
