@@ -13,14 +13,12 @@ import datetime
 import os
 import sys
 import json
-import time
 
 import torch
 import torch.distributed as dist
-import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from torch_train import build
+from torch_train import build, timed_steps
 
 
 def main() -> None:
@@ -51,18 +49,9 @@ def main() -> None:
         state = power_sgd.PowerSGDState(process_group=None, matrix_approximation_rank=a.powersgd_rank, start_powerSGD_iter=2)
         model.register_comm_hook(state, power_sgd.powerSGD_hook)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    loss_fn = nn.CrossEntropyLoss()
     x = torch.rand(a.batch, 1, 28, 28)
     y = torch.randint(0, 10, (a.batch,))
-    for i in range(a.warmup + a.steps):
-        if i == a.warmup:
-            dist.barrier()
-            start = time.perf_counter()
-        opt.zero_grad(set_to_none=True)
-        loss_fn(model(x), y).backward()
-        opt.step()
-    dist.barrier()
-    elapsed = time.perf_counter() - start
+    elapsed = timed_steps(model, opt, x, y, a.warmup, a.steps, dist.barrier)
     if a.rank == 0:
         print(json.dumps({"peer": "pytorch-ddp", "model": a.model, "compress": a.compress, "world": a.world, "batch_per_rank": a.batch, "samples_per_second": a.steps * a.batch * a.world / elapsed}), flush=True)
     # gloo's teardown hung now and then on shaped links after both ranks had passed the barrier;

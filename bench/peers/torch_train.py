@@ -33,6 +33,12 @@ def build(name: str) -> nn.Module:
     if name == "mlp10m":
         # 11.4M parameters: the all-reduce (45 MB) outweighs the compute it splits
         return nn.Sequential(nn.Flatten(), nn.Linear(784, 3000), nn.ReLU(), nn.Linear(3000, 3000), nn.ReLU(), nn.Linear(3000, 10))
+    if name == "mlpdeep":
+        # 11.0M parameters in eight 1200-wide layers: no one layer is most of the model (bench:sharded's ZeRO-3 case)
+        layers = [nn.Flatten(), nn.Linear(784, 1200), nn.ReLU()]
+        for _ in range(7):
+            layers += [nn.Linear(1200, 1200), nn.ReLU()]
+        return nn.Sequential(*layers, nn.Linear(1200, 10))
     if name == "cnn":
         return nn.Sequential(
             nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2),
@@ -40,6 +46,23 @@ def build(name: str) -> nn.Module:
             nn.Flatten(), nn.Linear(64 * 5 * 5, 128), nn.ReLU(), nn.Linear(128, 10),
         )
     raise SystemExit(f"unknown model {name}")
+
+
+def timed_steps(model, opt, x, y, warmup: int, steps: int, barrier=None) -> float:
+    """Seconds for `steps` training steps after `warmup` (each side of a barrier, when given)."""
+    loss_fn = nn.CrossEntropyLoss()
+    start = 0.0
+    for i in range(warmup + steps):
+        if i == warmup:
+            if barrier:
+                barrier()
+            start = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss_fn(model(x), y).backward()
+        opt.step()
+    if barrier:
+        barrier()
+    return time.perf_counter() - start
 
 
 def main() -> None:

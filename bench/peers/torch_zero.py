@@ -17,14 +17,13 @@ import json
 import os
 import re
 import sys
-import time
 import traceback
 
 import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-from torch_train import build
+from torch_train import build, timed_steps
 
 
 def status_bytes(field: str) -> int:
@@ -71,16 +70,7 @@ def main() -> None:
         gc.collect()
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
-        loss_fn = nn.CrossEntropyLoss()
-        for i in range(a.warmup + a.steps):
-            if i == a.warmup:
-                dist.barrier()
-                start = time.perf_counter()
-            opt.zero_grad(set_to_none=True)
-            loss_fn(model(x), y).backward()
-            opt.step()
-        dist.barrier()
-        elapsed = time.perf_counter() - start
+        elapsed = timed_steps(model, opt, x, y, a.warmup, a.steps, dist.barrier)
         report.update({"idle_rss_bytes": idle, "peak_rss_bytes": status_bytes("VmHWM")})
         if a.rank == 0:
             report["samples_per_second"] = a.steps * a.batch * a.world / elapsed

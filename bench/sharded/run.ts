@@ -2,29 +2,38 @@ import * as path from "node:path";
 import { BLAS, fmt, machine, median, PEERS, pinnedEnv, ports, PYTHON, QUICK, runJson, runRanks, torchMissing, writeResults, type Json } from "../common";
 
 /**
- * Sharded data parallelism on this machine: the 11.4M MLP (784-3000-3000-10) with Adam, 64
- * samples per worker per step, each worker holding its own data, over loopback. meshtrain's plain
- * data parallelism and ZeRO-1 (strategy("data", { shard: "optimizer" })) beside PyTorch DDP, DDP
- * with ZeroRedundancyOptimizer (ZeRO-1) and FSDP (ZeRO-3) on gloo, in the same run, rounds
+ * Sharded data parallelism on this machine, Adam, 64 samples per worker per step, each worker
+ * holding its own data, over loopback: meshtrain's plain data parallelism, ZeRO-1 (shard
+ * "optimizer") and ZeRO-3 (shard "parameters") beside PyTorch DDP, DDP with
+ * ZeroRedundancyOptimizer (ZeRO-1) and FSDP (ZeRO-3) on gloo, in the same run, rounds
  * interleaved: samples/s and each worker's memory (the resident set without a model, and the
- * kernel's high-water mark during the fit, both sides measured the same way), medians of rounds.
+ * kernel's high-water mark during training, both sides measured alike), medians of rounds. Two
+ * models of about 11M parameters: the 11.4M MLP, whose middle layer is 79% of it, and an MLP of
+ * eight 1200-wide layers, none of them more than 13%.
  */
 
 const ROUNDS = QUICK ? 1 : 3;
 const BATCH = 64;
 const STEPS = QUICK ? 3 : 20;
 const WORLDS = QUICK ? [2] : [2, 4];
+const MODELS = QUICK ? (["mlp10m"] as const) : (["mlp10m", "mlpdeep"] as const);
+type Model = (typeof MODELS)[number];
+const MODEL_NAMES: Record<Model, string> = { mlp10m: "MLP 11.4M (784-3000-3000-10)", mlpdeep: "MLP 11.0M (784-1200x8-10)" };
 const MiB = 2 ** 20;
 
-type Variant = "meshtrain/none" | "meshtrain/optimizer" | "torch/ddp" | "torch/zero" | "torch/fsdp";
-const VARIANTS: readonly Variant[] = ["meshtrain/none", "meshtrain/optimizer", "torch/ddp", "torch/zero", "torch/fsdp"];
+type Variant = "meshtrain/none" | "meshtrain/optimizer" | "meshtrain/gradients" | "meshtrain/parameters" | "torch/ddp" | "torch/zero" | "torch/fsdp";
+const VARIANTS: readonly Variant[] = ["meshtrain/none", "meshtrain/optimizer", "meshtrain/gradients", "meshtrain/parameters", "torch/ddp", "torch/zero", "torch/fsdp"];
 const NAMES: Record<Variant, string> = {
   "meshtrain/none": "meshtrain data",
   "meshtrain/optimizer": "meshtrain ZeRO-1 (shard \"optimizer\")",
+  "meshtrain/gradients": "meshtrain ZeRO-2 (shard \"gradients\")",
+  "meshtrain/parameters": "meshtrain ZeRO-3 (shard \"parameters\")",
   "torch/ddp": "PyTorch DDP",
   "torch/zero": "PyTorch DDP + ZeroRedundancyOptimizer (ZeRO-1)",
   "torch/fsdp": "PyTorch FSDP (ZeRO-3)",
 };
+/** Each meshtrain variant's PyTorch peer. */
+const PEER: Partial<Record<Variant, Variant>> = { "meshtrain/none": "torch/ddp", "meshtrain/optimizer": "torch/zero", "meshtrain/parameters": "torch/fsdp" };
 
 interface Measured {
   rate: number;
@@ -35,17 +44,17 @@ interface Measured {
   error?: string;
 }
 
-async function meshtrain(shard: "none" | "optimizer", n: number): Promise<Measured> {
-  const [m] = await runJson(process.execPath, [path.join(__dirname, "meshtrain-sharded.js"), String(n), String(BATCH), String(STEPS)], pinnedEnv(undefined, { SHARD: shard }));
+async function meshtrain(model: Model, shard: string, n: number): Promise<Measured> {
+  const [m] = await runJson(process.execPath, [path.join(__dirname, "meshtrain-sharded.js"), String(n), String(BATCH), String(STEPS), model], pinnedEnv(undefined, { SHARD: shard }));
   const mem = m!.memory as Array<{ idle: number; peak: number }>;
   return { rate: m!.samples_per_second as number, grew: mem.map((w) => w.peak - w.idle), peak: mem.map((w) => w.peak), estimate: m!.estimate_bytes as number };
 }
 
-async function torch(mode: "ddp" | "zero" | "fsdp", n: number): Promise<Measured> {
+async function torch(model: Model, mode: string, n: number): Promise<Measured> {
   const port = ports(1);
   const lines = await runRanks(n, (r) => [
     PYTHON,
-    [path.join(PEERS, "torch_zero.py"), "--rank", String(r), "--world", String(n), "--port", String(port), "--mode", mode, "--batch", String(BATCH), "--steps", String(STEPS)],
+    [path.join(PEERS, "torch_zero.py"), "--rank", String(r), "--world", String(n), "--port", String(port), "--mode", mode, "--model", model, "--batch", String(BATCH), "--steps", String(STEPS)],
     pinnedEnv(1, { LD_LIBRARY_PATH: BLAS.openblas, PYTHONPATH: PEERS }),
   ]);
   const error = lines.find((l) => typeof l.error === "string")?.error as string | undefined;
@@ -54,51 +63,63 @@ async function torch(mode: "ddp" | "zero" | "fsdp", n: number): Promise<Measured
   return { rate: lines.find((l) => typeof l.samples_per_second === "number")!.samples_per_second as number, grew: ranks.map((l) => (l.peak_rss_bytes as number) - (l.idle_rss_bytes as number)), peak: ranks.map((l) => l.peak_rss_bytes as number), estimate: null };
 }
 
-function measure(v: Variant, n: number): Promise<Measured> {
+function measure(model: Model, v: Variant, n: number): Promise<Measured> {
   const [side, how] = v.split("/") as [string, string];
-  return side === "meshtrain" ? meshtrain(how as "none" | "optimizer", n) : torch(how as "ddp" | "zero" | "fsdp", n);
+  return side === "meshtrain" ? meshtrain(model, how, n) : torch(model, how, n);
+}
+
+/** Per worker the median over rounds, shown as the range over workers. */
+function span(ms: readonly Measured[], n: number, pick: (m: Measured) => number[]): { values: number[]; text: string } {
+  const values = Array.from({ length: n }, (_, w) => median(ms.map((m) => pick(m)[w] ?? NaN)));
+  return { values, text: values.some((x) => !Number.isFinite(x)) ? "-" : `${fmt(Math.min(...values) / MiB, 0)}-${fmt(Math.max(...values) / MiB, 0)}` };
+}
+
+function tableRows(runs: Record<string, Measured[]>, rows: Json[]): string[] {
+  const table = ["| model | workers | run | samples/s | / meshtrain data | / its PyTorch peer | peak resident set per worker (MiB) | above the worker without a model (MiB) | plan's estimate (MiB) |", "|---|---|---|---|---|---|---|---|---|"];
+  for (const model of MODELS) {
+    for (const n of WORLDS) {
+      const rate = (v: Variant): number => median((runs[`${model}/${v}/${n}`] ?? []).map((m) => m.rate));
+      for (const v of VARIANTS) {
+        const ms = runs[`${model}/${v}/${n}`] ?? [];
+        if (ms.length === 0) continue;
+        const error = ms.find((m) => m.error)?.error;
+        const r = rate(v);
+        const peerRate = PEER[v] ? rate(PEER[v]!) : NaN;
+        const peak = span(ms, n, (m) => m.peak);
+        const grew = span(ms, n, (m) => m.grew);
+        const estimate = ms[0]!.estimate;
+        rows.push({ model, workers: n, variant: v, samplesPerSecond: r, ratioToData: r / rate("meshtrain/none"), ratioToPeer: Number.isFinite(peerRate) ? r / peerRate : null, peakBytes: peak.values, grewBytes: grew.values, estimateBytes: estimate, error: error ?? null, runs: ms.map((m) => m.rate) });
+        const lead = `| ${MODEL_NAMES[model]} | ${n} | ${NAMES[v]} |`;
+        table.push(error ? `${lead} did not run: \`${error.replace(/\|/g, "/")}\` | | | | | |` : `${lead} ${fmt(r, 0)} | ${fmt(r / rate("meshtrain/none"))} | ${Number.isFinite(peerRate) ? fmt(r / peerRate) : "-"} | ${peak.text} | ${grew.text} | ${estimate ? fmt(estimate / MiB, 0) : "-"} |`);
+      }
+    }
+  }
+  return table;
 }
 
 async function main(): Promise<void> {
   const torchGone = torchMissing();
   const runs: Record<string, Measured[]> = {};
   for (let round = 0; round < ROUNDS; round++) {
-    for (const n of WORLDS) {
-      for (const v of VARIANTS) {
-        if (torchGone && v.startsWith("torch")) continue;
-        (runs[`${v}/${n}`] ??= []).push(await measure(v, n));
-        process.stderr.write(`round ${round + 1}/${ROUNDS}: ${v} on ${n} workers done\n`);
+    for (const model of MODELS) {
+      for (const n of WORLDS) {
+        for (const v of VARIANTS) {
+          if (torchGone && v.startsWith("torch")) continue;
+          (runs[`${model}/${v}/${n}`] ??= []).push(await measure(model, v, n));
+          process.stderr.write(`round ${round + 1}/${ROUNDS}: ${model}, ${v} on ${n} workers done\n`);
+        }
       }
     }
   }
   const rows: Json[] = [];
-  const table = ["| workers | run | samples/s | / meshtrain data | / its PyTorch peer | peak resident set per worker (MiB) | above the worker without a model (MiB) | plan's estimate (MiB) |", "|---|---|---|---|---|---|---|---|"];
-  for (const n of WORLDS) {
-    const rate = (v: Variant): number => median((runs[`${v}/${n}`] ?? []).map((m) => m.rate));
-    for (const v of VARIANTS) {
-      const ms = runs[`${v}/${n}`] ?? [];
-      if (ms.length === 0) continue;
-      const error = ms.find((m) => m.error)?.error;
-      const r = rate(v);
-      const peer = v === "meshtrain/none" ? rate("torch/ddp") : v === "meshtrain/optimizer" ? rate("torch/zero") : NaN;
-      // Per worker, the median over rounds; shown as the range over workers.
-      const perWorker = (pick: (m: Measured) => number[]): number[] => Array.from({ length: n }, (_, w) => median(ms.map((m) => pick(m)[w] ?? NaN)));
-      const peak = perWorker((m) => m.peak);
-      const grew = perWorker((m) => m.grew);
-      const span = (xs: number[]): string => (xs.some((x) => !Number.isFinite(x)) ? "-" : `${fmt(Math.min(...xs) / MiB, 0)}-${fmt(Math.max(...xs) / MiB, 0)}`);
-      const estimate = ms[0]!.estimate;
-      rows.push({ workers: n, variant: v, samplesPerSecond: r, ratioToData: r / rate("meshtrain/none"), ratioToPeer: peer ? r / peer : null, peakBytes: peak, grewBytes: grew, estimateBytes: estimate, error: error ?? null, runs: ms.map((m) => m.rate) });
-      table.push(error ? `| ${n} | ${NAMES[v]} | did not run: \`${error.replace(/\|/g, "/")}\` | | | | | |` : `| ${n} | ${NAMES[v]} | ${fmt(r, 0)} | ${fmt(r / rate("meshtrain/none"))} | ${Number.isFinite(peer) ? fmt(r / peer) : "-"} | ${span(peak)} | ${span(grew)} | ${estimate ? fmt(estimate / MiB, 0) : "-"} |`);
-    }
-  }
   const md = [
-    `### Sharded data parallelism: the 11.4M MLP with Adam, ${BATCH} samples per worker per step, over loopback (medians of ${ROUNDS} interleaved rounds)`,
+    `### Sharded data parallelism: Adam, ${BATCH} samples per worker per step, over loopback (medians of ${ROUNDS} interleaved rounds)`,
     "",
-    ...table,
+    ...tableRows(runs, rows),
     "",
     ...(torchGone ? [`PyTorch: not measured: ${torchGone}.`] : []),
-    "Memory, both sides measured alike: each worker's resident set with no model (after a garbage collection), and the kernel's high-water mark from the model being in place through the last step (reset through /proc/self/clear_refs; meshtrain reports loading's peak apart). The plan's estimate counts the weights, the gradient, the optimizer state (divided by the workers under ZeRO-1) and the activations; it does not count the step's buffer or the data plane's, so measured growth runs above it.",
-    "All workers share this machine's cores, unpinned; the torch ranks use one thread each, on the same OpenBLAS core type as meshtrain's kernels. The torch peer of meshtrain's data parallelism is DDP, of its ZeRO-1 DDP with ZeroRedundancyOptimizer. ZeRO-2 and ZeRO-3 are not built in meshtrain yet.",
+    "Memory, both sides measured alike: each worker's resident set with no model (after a garbage collection), and the kernel's high-water mark from the model being in place through the last step (reset through /proc/self/clear_refs; meshtrain reports loading's peak apart). The plan's estimate counts the weights, the gradient, the optimizer state and the activations as each stage shards them (ZeRO-3: the largest layer's weights and gradient whole, too); it does not count what any fit adds to a process (its buffers, the data, the threads' heaps), so measured growth runs above it.",
+    "All workers share this machine's cores, unpinned; the torch ranks use one thread each, on the same OpenBLAS core type as meshtrain's kernels. Each meshtrain row's PyTorch peer: DDP for data, DDP with ZeroRedundancyOptimizer for ZeRO-1, FSDP for ZeRO-3 (ZeRO-2 has none on gloo but FSDP's SHARD_GRAD_OP, which does not import either).",
     "Command: `npm run bench:sharded`.",
   ].join("\n");
   writeResults("sharded", { machine: machine(), quick: QUICK, rows }, md);
