@@ -9,13 +9,14 @@ import { median } from "../common";
  * server), gradients as float32 or 16-bit with error feedback; prints the held-out accuracy
  * on the 2,000 test digits, samples/s and the bytes a worker sent per step.
  *
- * usage: node mnist-fit.js <data|ps> <float32|fp16|bf16> <epochs> <seed>
+ * usage: node mnist-fit.js <data|ps> <float32|fp16|bf16> <epochs> <seed> [trainingDigits]
+ * (the --quick smoke run trains on fewer digits: it checks the benchmark runs, not its accuracy)
  */
 async function main(): Promise<void> {
-  const [strategy, format, epochsArg, seedArg] = process.argv.slice(2) as [string, string, string, string];
+  const [strategy, format, epochsArg, seedArg, limitArg] = process.argv.slice(2) as [string, string, string, string, string?];
   const compression = format === "fp16" || format === "bf16" ? format : undefined;
   tf.enableProdMode();
-  const train = datasets.mnist({ split: "train" });
+  const train = datasets.mnist({ split: "train", ...(limitArg ? { limit: Number(limitArg) } : {}) });
   const test = datasets.mnist({ split: "test" });
   const builder = strategy === "ps" ? cluster().workers(2).ps(1).strategy("ps", { mode: "sync", ...(compression ? { compression } : {}) }) : cluster().workers(2).strategy("data", compression ? { compression } : {});
   const c = await builder.launch();

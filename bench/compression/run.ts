@@ -87,7 +87,7 @@ async function accuracy(): Promise<{ rows: Json[]; table: string[] }> {
   const configs = QUICK ? all.filter(([, f]) => f === "fp16") : all;
   for (const seed of SEEDS) {
     for (const [strategy, format] of configs) {
-      const [r] = await runJson(process.execPath, [path.join(__dirname, "mnist-fit.js"), strategy, format, String(EPOCHS), String(seed)], pinnedEnv());
+      const [r] = await runJson(process.execPath, [path.join(__dirname, "mnist-fit.js"), strategy, format, String(EPOCHS), String(seed), ...(QUICK ? ["1024"] : [])], pinnedEnv());
       (runs[`${strategy}/${format}`] ??= []).push(r!);
     }
     process.stderr.write(`MNIST, seed ${seed} done\n`);

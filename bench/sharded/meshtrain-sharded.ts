@@ -2,6 +2,7 @@ import * as tf from "@tensorflow/tfjs";
 import { cluster, datasets } from "../../sdk/index";
 import { memoryTotal } from "../../sdk/plan/memory";
 import { bigMlp, deepMlp } from "../scaling/big-mlp";
+import { buildDemoModel } from "../../sdk/cli/models";
 
 /**
  * meshtrain's side of the sharded benchmark: a local cluster of N workers trains the 11.4M MLP
@@ -12,7 +13,8 @@ import { bigMlp, deepMlp } from "../scaling/big-mlp";
  * measured memory (its resident set without a model, its peak during the fit) and the plan's
  * estimate of what a replica holds.
  *
- * usage: node meshtrain-sharded.js <workers> <batchPerWorker> <steps> [mlp10m|mlpdeep]
+ * usage: node meshtrain-sharded.js <workers> <batchPerWorker> <steps> [mlp10m|mlpdeep|mlp]
+ * ("mlp", the demo's 784-256-256-10, is what the --quick smoke run trains)
  */
 async function main(): Promise<void> {
   const [workersArg, batchArg, stepsArg, model = "mlp10m"] = process.argv.slice(2) as [string, string, string, string?];
@@ -28,7 +30,7 @@ async function main(): Promise<void> {
     .dataPlane(process.env.DATA_PLANE === "websocket" ? "websocket" : "auto")
     .launch();
   try {
-    const run = await c.fit(model === "mlpdeep" ? deepMlp() : bigMlp(), data, { epochs: 1, batchSize: batch, optimizer: { name: "adam", learningRate: 1e-3 }, shuffle: false });
+    const run = await c.fit(model === "mlpdeep" ? deepMlp() : model === "mlp" ? buildDemoModel("mlp") : bigMlp(), data, { epochs: 1, batchSize: batch, optimizer: { name: "adam", learningRate: 1e-3 }, shuffle: false });
     const s = run.summary();
     const estimate = run.plan.strategy === "data" ? memoryTotal(run.plan.memory) : null;
     const memory = run.memory.map((m) => ({ rank: m.rank, idle: m.idleRssBytes, peak: m.peakRssBytes, tensors: m.tensorBytes, from: m.peakFrom }));

@@ -15,7 +15,7 @@ import { isAlive } from "../helpers/processes";
 
 tf.enableProdMode();
 const HEARTBEAT = { intervalMs: 200, timeoutMs: 120_000 };
-const TIMEOUTS = { stepMs: 5000, stallMs: 1000 };
+const TIMEOUTS = { stepMs: 3500, stallMs: 1000 };
 
 const runs: Array<{ name: string; make: () => ClusterBuilder; waiting: RegExp }> = [
   { name: "data, 2 replicas", make: () => cluster().workers(2).strategy("data"), waiting: /^ {2}waiting: the all-reduce of step \d+$/m },
