@@ -62,7 +62,7 @@ export async function loadReplica(msg: LoadOf<"replica" | "ps-worker">, weights:
   const model = await buildModel(msg.topology, weights);
   if (memoryCapBytes !== null) {
     const summary = summarizeModel(model);
-    // Sharded, this replica keeps its share of the optimizer's state (ZeRO-1), and of the weights and gradient (ZeRO-3).
+    // Sharded, this replica keeps its share of the optimizer's state (ZeRO-1), of the gradient too (ZeRO-2), and of the weights (ZeRO-3).
     const over = "shardedOver" in msg ? (msg.shardedOver ?? 1) : 1;
     const e = shardedMemory(estimateReplicaMemory(summary, { batchSize: msg.replicaBatch, optimizer: msg.optimizer }), ("shard" in msg ? msg.shard : undefined) ?? null, over, largestLayerBytes(summary));
     const need = memoryTotal(e);

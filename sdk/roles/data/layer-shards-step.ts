@@ -9,12 +9,12 @@ import type { LayerShards } from "./layer-shards";
 
 /**
  * One data-parallel step of a ZeRO-2 or ZeRO-3 replica: the slice's forward and backward pass,
- * each layer's gradient reduce-scattered (and under ZeRO-3 each layer gathered; see
- * LayerShards), then one small all-reduce
- * of two flags, so that every replica drops the step alike when a slice could not be learned
- * from (its input or loss not finite, or its computation failed) or a summed gradient went
- * non-finite, and otherwise each updates its shard (ZeRO-2: and gathers the new weights). A slice that fails before its first
- * collective still takes its part in all of them, with nothing to add.
+ * each layer's gradient reduce-scattered (under ZeRO-3 each layer gathered too; see
+ * LayerShards), then one small all-reduce of two flags, so that every replica drops the step
+ * alike when a slice could not be learned from (its input or loss not finite, or its
+ * computation failed) or a summed gradient went non-finite, and otherwise each updates its
+ * shard (ZeRO-2: and gathers the new weights). A slice that fails before its first collective
+ * still takes its part in all of them, with nothing to add.
  */
 export async function layerShardsStep(shards: LayerShards, r: LoadedReplica, weight: number, x: Feed, y: Feed, io: HostIO, step: number, learningRate?: number): Promise<StepResult> {
   const t0 = performance.now();

@@ -11,6 +11,7 @@ import type { LoadedReplica } from "../slice-gradient";
 import type { UpdateRule } from "../tfjs-update";
 import { makeUpdateRule } from "../update-rule";
 import { ownValues } from "../native-update";
+import { partsOf } from "./optimizer-shard";
 
 /** One layer's trainable variables, as ZeRO-3 keeps them. */
 interface Unit {
@@ -90,11 +91,11 @@ export class LayerShards {
       return unit;
     });
     const own = new Float32Array(kept);
+    let off = 0;
     for (const u of units) {
-      for (const { v, at } of u.vars) {
-        const a = Math.max(u.start, at);
-        const b = Math.min(u.end, at + v.size);
-        if (b > a) own.set(backend.values(v).subarray(a - at, b - at), u.kept + a - u.start);
+      for (const p of partsOf(r.vars, u.from + u.start, u.from + u.end)) {
+        own.set(backend.values(p.v).subarray(p.from, p.to), off);
+        off += p.to - p.from;
       }
     }
     const initial = tf.tensor1d(own);

@@ -8,14 +8,14 @@ import { NativeUpdate, ownValues } from "../native-update";
 import { hasNativeKernel, makeUpdateRule } from "../update-rule";
 
 /** The part [from, to) of variable v's values that falls in a shard of the flat parameters. */
-interface ShardPart {
+export interface ShardPart {
   v: tf.Variable;
   from: number;
   to: number;
 }
 
 /** Where the flat range [start, end) of `vars` lies in each variable it touches. */
-function partsOf(vars: readonly tf.Variable[], start: number, end: number): ShardPart[] {
+export function partsOf(vars: readonly tf.Variable[], start: number, end: number): ShardPart[] {
   const parts: ShardPart[] = [];
   let off = 0;
   for (const v of vars) {
