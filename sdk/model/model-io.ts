@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import * as tf from "@tensorflow/tfjs";
 import { ModelError } from "../errors/errors";
 import type { LossName } from "../protocol/loss-names";
@@ -84,9 +83,3 @@ export async function readWeights(model: tf.LayersModel, order: WeightOrder = (m
   return out;
 }
 
-/** SHA-256 over every weight's bytes in order; equal digests mean identical replicas. */
-export function weightsDigest(weights: readonly Tensorlike[]): string {
-  const h = createHash("sha256");
-  for (const w of weights) h.update(new Uint8Array(w.data.buffer, w.data.byteOffset, w.data.byteLength));
-  return h.digest("hex");
-}

@@ -26,8 +26,8 @@ const measured = z.custom<number>((x) => typeof x === "number", "must be a numbe
 
 /** A GPU as its worker reports it: what kind, which adapter, whether it is a software rasteriser. */
 export const GpuFactsSchema = z.strictObject({
-  /** "cuda": through tfjs-node-gpu; "webgpu": through Dawn. */
-  kind: z.enum(["cuda", "webgpu"]),
+  /** "cuda": through tfjs-node-gpu; "webgpu": through Dawn or a browser's WebGPU; "webgl": a browser tab's WebGL. */
+  kind: z.enum(["cuda", "webgpu", "webgl"]),
   name: z.string().max(256),
   vendor: z.string().max(256),
   architecture: z.string().max(256),
@@ -80,7 +80,7 @@ export const ChallengeSchema = z.strictObject({
 export const AuthSchema = z.strictObject({
   type: z.literal("auth"), v, nonce: hex64, mac: hex64,
   /** joining: a worker started with --join, authenticating to a driver's join listener. */
-  role: z.enum(["driver", "peer", "joining"]),
+  role: z.enum(["driver", "peer", "joining", "relay"]),
   /** Peers say which session and rank they belong to; checked against what the driver configured. */
   peer: z.strictObject({
     session: z.string().max(128),

@@ -3,7 +3,8 @@ import { z } from "zod";
 /**
  * What a worker measured of its own memory during a fit, sent with its "released" reply.
  * `peakFrom`: "kernel" is Linux's high-water mark (every page touched, mid-step included);
- * "sampled" is the largest resident set seen after a step, where no such mark can be reset.
+ * "sampled" is the largest resident set seen after a step, where no such mark can be reset;
+ * "tensors" (a browser tab, which cannot see its process) counts TF.js's tensors only, all fields alike.
  */
 export interface WorkerMemory {
   /** The resident set without a model (after its last fit, or when it joined). */
@@ -14,7 +15,7 @@ export interface WorkerMemory {
   peakRssBytes: number;
   /** The bytes of the tensors TF.js counted when the fit ended (by their shapes: the state kept between steps). */
   tensorBytes: number;
-  peakFrom: "kernel" | "sampled";
+  peakFrom: "kernel" | "sampled" | "tensors";
 }
 
 const bytes = z.number().int().nonnegative();
@@ -24,5 +25,5 @@ export const WorkerMemorySchema: z.ZodType<WorkerMemory> = z.strictObject({
   loadPeakRssBytes: bytes,
   peakRssBytes: bytes,
   tensorBytes: bytes,
-  peakFrom: z.enum(["kernel", "sampled"]),
+  peakFrom: z.enum(["kernel", "sampled", "tensors"]),
 });

@@ -1,4 +1,4 @@
-import * as os from "node:os";
+import { machineMemoryBytes } from "../backends/machine-memory";
 import * as tf from "@tensorflow/tfjs";
 import { ModelError } from "../errors/errors";
 import { estimateReplicaMemory, formatBytes, memoryTotal } from "../plan/memory";
@@ -143,7 +143,7 @@ function outputsOf(l: tf.layers.Layer, xs: tf.Tensor[]): tf.Tensor[] {
 function refuseIfTooBig(model: tf.LayersModel, msg: MessageOf<"profile">, memoryCapBytes: number | null): void {
   const batch = Math.max(...msg.batches);
   const need = memoryTotal(estimateReplicaMemory(summarizeModel(model), { batchSize: batch, optimizer: msg.optimizer }));
-  const cap = Math.min(memoryCapBytes ?? Infinity, os.totalmem());
+  const cap = Math.min(memoryCapBytes ?? Infinity, machineMemoryBytes());
   if (need > cap) {
     throw new ModelError(`the whole model needs ${formatBytes(need)} for a step of ${batch} samples, above the ${formatBytes(cap)} this worker may use, so it was not timed here`);
   }

@@ -97,7 +97,7 @@ export async function acceptHandshake(link: Link, o: ServerHandshakeOptions): Pr
 export interface ClientHandshakeOptions {
   token: string;
   timeoutMs: number;
-  role: "driver" | "peer" | "joining";
+  role: "driver" | "peer" | "joining" | "relay";
   peer?: { session: string; rank: number; link: "ring" | "pipe" | "ps" };
   /** Names the other end in errors, e.g. "worker rank 2". */
   who: string;

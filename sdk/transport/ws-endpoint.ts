@@ -41,17 +41,29 @@ class BufferPool {
 
 const sendBuffers = new BufferPool();
 
+/** The text frames a browser's heartbeat uses (it cannot send WebSocket pings): "1" asks, "2" answers. */
+export const HEARTBEAT = { ping: "1", pong: "2" } as const;
+
+/** Sockets whose frames a relay hands on as they are. */
+const relayed = new WeakSet<WebSocket>();
+
 class WsLink implements Link {
   private readonly slot = new HandlerSlot();
   private closeSeen = false;
 
-  constructor(private readonly ws: WebSocket, readonly address: string) {
+  constructor(readonly ws: WebSocket, readonly address: string) {
     ws.on("message", (data: RawData, isBinary: boolean) => {
       const buf = toBuffer(data);
       if (isBinary) this.slot.emit((h) => h.binary(buf));
       else {
         const text = buf.toString("utf8");
-        this.slot.emit((h) => h.text(text));
+        // A browser cannot send WebSocket pings: its heartbeat is a text frame of its own (a relay hands it on).
+        if (relayed.has(ws)) this.slot.emit((h) => h.text(text));
+        else if (text === HEARTBEAT.ping) {
+          this.sendText(HEARTBEAT.pong);
+          this.slot.emit((h) => h.pong());
+        } else if (text === HEARTBEAT.pong) this.slot.emit((h) => h.pong());
+        else this.slot.emit((h) => h.text(text));
       }
     });
     ws.on("pong", () => this.slot.emit((h) => h.pong()));
@@ -134,6 +146,12 @@ function toBuffer(data: RawData): Buffer {
 
 export interface ListenOptions {
   host: string;
+  /** Plain HTTP requests (not WebSocket upgrades); without it they get 426. */
+  onRequest?(req: http.IncomingMessage, res: http.ServerResponse): void;
+  /** The cluster's token: a browser tab listens through the driver's relay and proves it there (ws-endpoint.browser.ts). */
+  token?: string;
+  /** Pings are not answered here but handed on (the join listener's relayed connections); see relayLinks. */
+  relayPings?: boolean;
   /** 0 picks a free port. */
   port: number;
   maxFrameBytes: number;
@@ -141,7 +159,8 @@ export interface ListenOptions {
   tls?: { cert: Buffer; key: Buffer };
   /** false: neither the listening socket nor its connections keep this process running (a driver's). Default true. */
   keepProcessAlive?: boolean;
-  onLink(link: Link): void;
+  /** `path`: the request's path ("/", "/relay/..."), query dropped. */
+  onLink(link: Link, path: string): void;
 }
 
 export interface Listener {
@@ -160,11 +179,15 @@ export function listen(options: ListenOptions): Promise<Listener> {
     maxPayload: options.maxFrameBytes,
     perMessageDeflate: false,
     clientTracking: true,
+    autoPong: options.relayPings !== true,
   });
+  if (options.onRequest) server.on("request", options.onRequest);
   wss.on("connection", (ws, req) => {
     if (options.keepProcessAlive === false) req.socket.unref();
     const address = `${req.socket.remoteAddress ?? "?"}:${req.socket.remotePort ?? "?"}`;
-    options.onLink(new WsLink(ws, address));
+    // Answered here until relayLinks hands them on.
+    if (options.relayPings === true) ws.on("ping", (data) => (relayed.has(ws) ? undefined : ws.pong(data)));
+    options.onLink(new WsLink(ws, address), new URL(req.url ?? "/", "http://x").pathname);
   });
   wss.on("error", () => undefined);
   return new Promise((resolve, reject) => {
@@ -249,4 +272,27 @@ export function dial(url: string, options: DialOptions): Promise<Link> {
       resolve(new WsLink(ws, url));
     });
   });
+}
+
+/**
+ * Joins two connections accepted here frame for frame (a tab's relay: its end and the end that
+ * dialled it), pings and pongs included, so each end's heartbeat measures the other end, not
+ * this process. Either closing closes the other. Frames arrive held since the links were
+ * accepted are forwarded first.
+ */
+export function relayLinks(a: Link, b: Link): void {
+  if (!(a instanceof WsLink) || !(b instanceof WsLink)) throw new Error("relayLinks joins WebSocket links accepted by listen()");
+  const forward = (from: WsLink, to: WsLink): void => {
+    relayed.add(from.ws);
+    from.ws.on("ping", (d) => to.ws.readyState === WebSocket.OPEN && to.ws.ping(d));
+    from.ws.on("pong", (d) => to.ws.readyState === WebSocket.OPEN && to.ws.pong(d));
+    from.setHandlers({
+      text: (t) => to.sendText(t),
+      binary: (d) => void to.sendBinary(d).catch(() => undefined),
+      pong: () => undefined,
+      close: (code, reason) => to.close(code >= 4000 || code === CLOSE.normal ? code : CLOSE.goingAway, reason),
+    });
+  };
+  forward(a, b);
+  forward(b, a);
 }

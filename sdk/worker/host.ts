@@ -10,7 +10,7 @@ import { transferList, type CommToCompute, type ComputeToComm } from "./bridge";
 import { HostLinks } from "./host-links";
 import { joinWorker } from "./join-session";
 import { profileModel } from "../roles/profiler";
-import { weightsDigest } from "../model/model-io";
+import { weightsDigest } from "../model/weights-digest";
 import { makeRole, type RoleReply, type RoleTable, type WorkerRole } from "../roles/role";
 import { MemoryWatch } from "./memory-watch";
 

@@ -1,71 +1,13 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { chooseBlasCore } from "./blas-core";
+import type { AddonLoad, NativeAddon } from "./addon-api";
 
-/** The C functions of native/src, as the addon exports them. Arrays are read and written in place. */
-export interface NativeAddon {
-  setThreads(budget: number): void;
-  getThreads(): number;
-  batchMatMul(a: Float32Array, b: Float32Array, out: Float32Array, batch: number, aBatchStride: number, bBatchStride: number, M: number, N: number, K: number, transA: number, transB: number): void;
-  biasActivation(out: Float32Array, bias: Float32Array | null, rows: number, cols: number, act: number, alpha: number): void;
-  binary(op: number, a: Float32Array, b: Float32Array, out: Float32Array, shape: Int32Array, aStrides: Int32Array, bStrides: Int32Array): void;
-  unary(op: number, x: Float32Array, out: Float32Array, p1: number, p2: number): void;
-  reluGrad(dy: Float32Array, y: Float32Array, dx: Float32Array): void;
-  addN(inputs: Float32Array[], out: Float32Array): void;
-  reduce(op: number, x: Float32Array, out: Float32Array, outer: number, reduce: number, inner: number): void;
-  softmax(x: Float32Array, out: Float32Array, rows: number, cols: number): void;
-  /** out[i] = x[ids[i]] (rows of `inner`); throws on an id outside [0, rows). */
-  gatherRows(x: Float32Array, ids: Int32Array, out: Float32Array, n: number, inner: number, rows: number): void;
-  /** out[s] = the sum of the rows whose id is s; ids outside [0, segments) dropped. */
-  segmentSum(values: Float32Array, ids: Int32Array, out: Float32Array, n: number, inner: number, segments: number): void;
-  conv2d(x: Float32Array, filter: Float32Array, out: Float32Array, params: Int32Array, scratch: Float32Array): void;
-  conv2dBackpropInput(dy: Float32Array, filter: Float32Array, dx: Float32Array, params: Int32Array, scratch: Float32Array): void;
-  conv2dBackpropFilter(x: Float32Array, dy: Float32Array, dw: Float32Array, params: Int32Array, scratch: Float32Array): void;
-  depthwiseConv2d(x: Float32Array, filter: Float32Array, out: Float32Array, params: Int32Array, mult: number): void;
-  depthwiseBackpropInput(dy: Float32Array, filter: Float32Array, dx: Float32Array, params: Int32Array, mult: number): void;
-  depthwiseBackpropFilter(x: Float32Array, dy: Float32Array, dw: Float32Array, params: Int32Array, mult: number): void;
-  maxPool(x: Float32Array, out: Float32Array, params: Int32Array): void;
-  maxPoolGrad(dy: Float32Array, x: Float32Array, dx: Float32Array, params: Int32Array): void;
-  avgPool(x: Float32Array, out: Float32Array, params: Int32Array): void;
-  avgPoolGrad(dy: Float32Array, dx: Float32Array, params: Int32Array): void;
-  sgd(w: Float32Array, g: Float32Array, negLr: number): void;
-  momentum(w: Float32Array, acc: Float32Array, g: Float32Array, negLr: number, momentum: number, nesterov: number): void;
-  adam(w: Float32Array, m: Float32Array, v: Float32Array, g: Float32Array, beta1: number, oneMinusBeta1: number, beta2: number, oneMinusBeta2: number, oneMinusAccBeta1: number, oneMinusAccBeta2: number, epsilon: number, negLr: number): void;
-  rmsprop(w: Float32Array, ms: Float32Array, mom: Float32Array, mg: Float32Array | null, g: Float32Array, decay: number, oneMinusDecay: number, momentum: number, lr: number, epsilon: number, centered: number): void;
-  accumulate(dst: Float32Array, src: Float32Array, dstOffset: number): void;
-  accumulateBytes(dst: Float32Array, src: Uint8Array, dstOffset: number): void;
-  scale(x: Float32Array, alpha: number): void;
-  /** Whether no value is NaN or Infinity. */
-  allFinite(x: Float32Array): boolean;
-  /** The native data plane (native/src/dp_*.c); see sdk/collectives/data-plane.ts. */
-  dataPlaneProblem(): string | null;
-  dataListen(host: string): { fd: number; port: number };
-  dataAccept(listenFd: number, token: string, expectRank: number, timeoutMs: number, who: string): Promise<number>;
-  dataDial(host: string, port: number, token: string, myRank: number, timeoutMs: number, who: string): Promise<number>;
-  /** format: 0 none, 1 fp16, 2 bf16, for data[0..packed). */
-  dataAllReduce(prevFd: number, nextFd: number, data: Float32Array, position: number, size: number, chunkElements: number, seq: number, timeoutMs: number, prevName: string, nextName: string, format: number, packed: number, phases: number): Promise<{ waitMs: number; commMs: number; bytesSent: number }>;
-  dataShutdown(fd: number): void;
-  dataClose(fd: number): void;
-  /** The 16-bit codec (native/src/half.c); see sdk/collectives/half-codec.ts. */
-  halfEncode(format: number, src: Float32Array, dst: Uint8Array): void;
-  halfDecode(format: number, src: Uint8Array, dst: Float32Array, dstOffset: number, mode: number): void;
-  halfRound(format: number, x: Float32Array): void;
-  halfFeedback(format: number, g: Float32Array, r: Float32Array): void;
-}
-
-/** Op codes shared with native/src/kernels.h. */
-export const BINARY = { Add: 0, Sub: 1, Multiply: 2, RealDiv: 3, Maximum: 4, Minimum: 5, SquaredDifference: 6, Pow: 7 } as const;
-export const UNARY = {
-  Relu: 0, Relu6: 1, Step: 2, Exp: 3, Log: 4, Neg: 5, Sqrt: 6, Rsqrt: 7, Square: 8, Sigmoid: 9, Tanh: 10, Abs: 11,
-  Reciprocal: 12, ClipByValue: 13, Elu: 14, LeakyRelu: 15, Softplus: 16, Log1p: 17, Expm1: 18, Sign: 19, Linear: 20,
-} as const;
-export const REDUCE = { Sum: 0, Max: 1, Min: 2, Mean: 3 } as const;
+export { BINARY, REDUCE, UNARY, type AddonLoad, type NativeAddon } from "./addon-api";
 
 const ROOT = path.join(__dirname, "..", "..", "..", "..");
 const ADDON = path.join(ROOT, "native", "build", "meshtrain_native.node");
 const STATUS = path.join(ROOT, "native", "build", "status.json");
-
-export type AddonLoad = { ok: true; addon: NativeAddon } | { ok: false; reason: string };
 
 let loaded: AddonLoad | undefined;
 

@@ -103,7 +103,7 @@ export async function useAdapter(pkg: WebgpuPackage, given: string): Promise<{ a
   if (!adapter) return { problem: "Dawn found no adapter (requestAdapter returned null)" };
   Object.assign(globalThis, pkg.globals);
   // TF.js's webgpu backend asks navigator.gpu for its adapter: it gets this one.
-  const nav = (globalThis as { navigator?: Record<string, unknown> }).navigator;
+  const nav = (globalThis as unknown as { navigator?: Record<string, unknown> }).navigator;
   if (nav) nav.gpu = gpu;
   else Object.defineProperty(globalThis, "navigator", { value: { gpu }, configurable: true, writable: true });
   return { adapter: factsOf(adapter, name || adapter.info.device, PLATFORM_BACKEND) };

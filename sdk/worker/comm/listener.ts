@@ -26,6 +26,7 @@ export class CommServer implements SessionHost {
       port: config.port,
       maxFrameBytes: config.maxFrameBytes,
       maxConnections: config.maxConnections,
+      token: config.token,
       ...(config.tls ? { tls: { cert: Buffer.from(config.tls.cert), key: Buffer.from(config.tls.key) } } : {}),
       onLink: (link) => this.accept(link),
     });

@@ -1,0 +1,65 @@
+import type { Worker as NodeWorker } from "node:worker_threads";
+import { isMeshtrainError } from "../../errors/errors";
+import { ROLES } from "../../roles/role-table";
+import type { CommConfig, CommToCompute } from "../bridge";
+import { ComputeHost } from "../host";
+import { joinDriver } from "../join-driver";
+import { VERSION } from "../../protocol/sdk-version";
+import { PageView } from "./page-view";
+
+/**
+ * The worker page a tab opens from the driver's invite link: the SDK's host and roles on the
+ * page's thread (where TF.js runs), the communication thread in a Web Worker. The token comes
+ * in the link's fragment, which the browser never sends to a server.
+ */
+const MAX_FRAME_BYTES = 256 * 1024 * 1024;
+
+function tokenFromFragment(): string | null {
+  const m = /(?:^#|&)token=([^&]+)/.exec(self.location.hash);
+  return m ? decodeURIComponent(m[1]!) : null;
+}
+
+function start(view: PageView): void {
+  const token = tokenFromFragment();
+  if (!token) {
+    view.failed("this link has no token: open the invite link the driver printed (it ends in #token=...)");
+    return;
+  }
+  const joinUrl = `${self.location.protocol === "https:" ? "wss" : "ws"}://${self.location.host}/`;
+  const comm = new Worker(new URL("comm.js", self.location.href).href);
+  const config: CommConfig = { host: self.location.hostname, port: Number(self.location.port || (self.location.protocol === "https:" ? 443 : 80)), token, maxFrameBytes: MAX_FRAME_BYTES, maxConnections: 64, handshakeTimeoutMs: 10_000, exitWithDriver: true, version: VERSION };
+  comm.postMessage({ kind: "config", config });
+  // A Web Worker takes postMessage(message, transfer) as a Node worker thread does: the host runs unchanged.
+  const host = new ComputeHost(comm as unknown as NodeWorker, ROLES);
+  view.onLeave(() => {
+    comm.terminate();
+    view.left();
+  });
+  comm.onmessage = (e: MessageEvent) => {
+    const m = e.data as CommToCompute;
+    if (m.kind === "listening") {
+      view.status("joining the driver");
+      joinDriver({ url: joinUrl, claim: null, timeoutMs: 600_000 }, { token, ownUrl: m.url, maxFrameBytes: 64 * 1024 }).then(
+        ({ assigned, lifeline }) => {
+          view.joined(assigned.rank, assigned.worldSize);
+          lifeline.setHandlers({ text: () => undefined, binary: () => undefined, pong: () => undefined, close: (code, reason) => {
+            comm.terminate();
+            view.ended(code === 1000 ? "the driver closed the cluster" : `the driver went away (code ${code}${reason ? `, ${reason}` : ""})`);
+          } });
+        },
+        (err: unknown) => {
+          comm.terminate();
+          view.failed(`could not join: ${isMeshtrainError(err) ? err.message : String(err)}`);
+        },
+      );
+    } else if (m.kind === "exit") {
+      comm.terminate();
+      view.ended(m.reason);
+      return;
+    }
+    view.observe(m);
+    host.handle(m);
+  };
+}
+
+start(new PageView(document));

@@ -1,0 +1,46 @@
+import type { ErrorDetails } from "../../errors/errors";
+import { Channel, type ChannelOptions } from "../../transport/channel";
+import type { Link } from "../../transport/link";
+import type { CommConfig, CommToCompute, ComputeToComm } from "../bridge";
+
+/**
+ * thread.ts for a browser tab: the communication thread is a Web Worker, and its configuration
+ * arrives as the page's first message (comm-entry.ts fills it in before the server starts).
+ */
+export const config = {} as CommConfig;
+export const MAX_ATTACHMENT_BYTES = 1024 * 1024 * 1024;
+
+interface WorkerScope {
+  postMessage(m: unknown, transfer: Transferable[]): void;
+  addEventListener(type: "message", listener: (e: MessageEvent) => void): void;
+}
+const scope = self as unknown as WorkerScope;
+
+export function toCompute(m: CommToCompute, transfer: ArrayBuffer[] = []): void {
+  scope.postMessage(m, transfer);
+}
+
+export function log(text: string): void {
+  console.warn(`[meshtrain tab] ${text}`);
+}
+
+/** A control channel to the driver or a peer, with this worker's limits; refused frames are logged. */
+export function channelTo(link: Link, peerName: string, details: ErrorDetails, on: Pick<ChannelOptions, "onMessage" | "onClose">): Channel {
+  return new Channel(link, {
+    peerName,
+    details,
+    chunkElements: 256 * 1024,
+    maxFrameBytes: config.maxFrameBytes,
+    maxAttachmentBytes: MAX_ATTACHMENT_BYTES,
+    ...on,
+    onInvalid: (err) => log(`refused a frame from ${peerName}: ${err.summary}`),
+  });
+}
+
+/** Messages from the compute thread (the page), the configuration excepted. */
+export function onCompute(handler: (m: ComputeToComm) => void): void {
+  scope.addEventListener("message", (e) => {
+    const m = e.data as ComputeToComm | { kind: "config" };
+    if (m.kind !== "config") handler(m);
+  });
+}
