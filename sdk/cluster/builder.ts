@@ -81,16 +81,26 @@ export class ClusterBuilder {
    * given; port 0 picks one) and waits up to `timeoutMs` (600 s) for `workers` of them, started
    * anywhere with `meshtrain worker --join ws://<this host>:<port>`. Ranks come from each
    * worker's environment (Slurm, torchrun, TF_CONFIG...) or `--rank`, else the order of arrival.
-   * Needs .token().
+   * With `browsers: true` the port also serves a worker page: launch() prints its invite link
+   * (the token in its fragment) and hands it to `onInvite`, and every tab that opens it joins as
+   * one of the `workers`. Needs .token().
    */
-  join(options: { workers: number; host?: string; port?: number; timeoutMs?: number }): ClusterBuilder {
+  join(options: { workers: number; host?: string; port?: number; timeoutMs?: number; browsers?: boolean; onInvite?: (url: string) => void }): ClusterBuilder {
     const o = parseOrThrow(
-      z.strictObject({ workers: z.number().int().min(1).max(1024), host: z.string().min(1).max(256).default("127.0.0.1"), port: z.number().int().min(0).max(65535).default(7071), timeoutMs: z.number().int().min(100).max(86_400_000).default(600_000) }),
+      z.strictObject({
+        workers: z.number().int().min(1).max(1024),
+        host: z.string().min(1).max(256).default("127.0.0.1"),
+        port: z.number().int().min(0).max(65535).default(7071),
+        timeoutMs: z.number().int().min(100).max(86_400_000).default(600_000),
+        browsers: z.boolean().optional(),
+        onInvite: z.custom<(url: string) => void>((f) => typeof f === "function", "must be a function taking the invite URL").optional(),
+      }),
       options,
       "join(options)",
       'pass { workers: n }, and host: "0.0.0.0" for workers on other machines',
     );
-    return this.with({ workers: { kind: "join", count: o.workers, host: o.host, port: o.port, timeoutMs: o.timeoutMs } });
+    if (o.onInvite && !o.browsers) throw new ConfigError("join(options): onInvite is for browser tabs", { hint: "add browsers: true, or drop onInvite" });
+    return this.with({ workers: { kind: "join", count: o.workers, host: o.host, port: o.port, timeoutMs: o.timeoutMs, ...(o.browsers ? { browsers: true } : {}), ...(o.onInvite ? { onInvite: o.onInvite } : {}) } });
   }
 
   /**

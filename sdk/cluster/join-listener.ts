@@ -6,6 +6,9 @@ import { readJoinFrame, sendJoinFrame } from "../transport/join-frames";
 import { CLOSE, type Link } from "../transport/link";
 import { listen, type Listener } from "../transport/ws-endpoint";
 import { VERSION } from "../protocol/sdk-version";
+import { relayPath } from "../protocol/relay";
+import { TabRelay } from "./tab-relay";
+import { serveWorkerPage } from "./worker-page";
 
 /**
  * The driver's side of workers that join (`meshtrain worker --join <url>`): listens, proves the
@@ -34,6 +37,8 @@ export interface JoinListenerOptions {
   /** Workers the cluster starts with. */
   expected: number;
   handshakeTimeoutMs: number;
+  /** Browser tabs may join: the port also serves the worker page and relays the tabs' connections. */
+  browsers?: { maxFrameBytes: number };
 }
 
 /** "rank 2 (host a, 10.0.0.3:51234)" and the like, for errors. */
@@ -52,16 +57,44 @@ export class JoinListener {
   /** What started the workers (ssh, Slurm, fromEnv's own worker): stopped with the listener. */
   private launcher: { stop(): Promise<void> } | undefined;
 
-  private constructor(private readonly o: JoinListenerOptions) {}
+  /** Browser tabs' connections, where tabs may join. */
+  private readonly relay: TabRelay | undefined;
+
+  private constructor(private readonly o: JoinListenerOptions) {
+    if (o.browsers) this.relay = new TabRelay({ token: o.token, handshakeTimeoutMs: o.handshakeTimeoutMs, baseUrl: () => this.url, refused: (what) => process.stderr.write(`meshtrain: ${what}\n`) });
+  }
 
   static async open(o: JoinListenerOptions): Promise<JoinListener> {
     const j = new JoinListener(o);
-    j.listener = await listen({ host: o.host, port: o.port, maxFrameBytes: 64 * 1024, maxConnections: 4096, keepProcessAlive: false, onLink: (link) => j.accept(link) });
+    j.listener = await listen({
+      host: o.host,
+      port: o.port,
+      // Relayed connections carry tensors: the workers' frame limit, not the join's.
+      maxFrameBytes: o.browsers ? o.browsers.maxFrameBytes : 64 * 1024,
+      maxConnections: 4096,
+      keepProcessAlive: false,
+      ...(o.browsers ? { relayPings: true, onRequest: serveWorkerPage } : {}),
+      onLink: (link, path) => j.route(link, path),
+    });
     return j;
   }
 
   get url(): string {
     return this.listener!.url;
+  }
+
+  /** The link a browser opens to join as a worker: the page's address, the token in its fragment (never sent to the server). */
+  get inviteUrl(): string | undefined {
+    return this.relay ? `${this.url.replace(/^ws/, "http")}/#token=${encodeURIComponent(this.o.token)}` : undefined;
+  }
+
+  private route(link: Link, path: string): void {
+    if (path === "/") return this.accept(link);
+    const r = this.relay ? relayPath(path) : null;
+    if (!r) return link.close(CLOSE.policy, `nothing listens at ${path.slice(0, 64)}`);
+    if (r.kind === "register") this.relay!.register(link);
+    else if (r.kind === "reach") this.relay!.reach(link, r.id);
+    else this.relay!.take(link, r.id, r.conn);
   }
 
   private accept(link: Link): void {
@@ -193,6 +226,7 @@ export class JoinListener {
   async close(): Promise<void> {
     for (const link of this.lifelines) link.close(CLOSE.normal, "the driver closed the cluster");
     this.lifelines.clear();
+    this.relay?.close();
     await this.listener?.close();
     await this.launcher?.stop();
   }

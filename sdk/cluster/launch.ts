@@ -49,7 +49,8 @@ export async function startWorkers(spec: ClusterSpec, hooks: LaunchHooks): Promi
   const handles: WorkerHandle[] = [];
   const w = spec.workers;
   const launcher = w.kind === "join" && w.launcher ? makeLauncher(w.launcher, w.timeoutMs) : undefined;
-  const joins = w.kind === "join" ? await JoinListener.open({ host: (await launcher?.listenHost?.()) ?? w.host, port: w.port, token, expected: w.count, handshakeTimeoutMs: 10_000 }) : undefined;
+  const joins = w.kind === "join" ? await JoinListener.open({ host: (await launcher?.listenHost?.()) ?? w.host, port: w.port, token, expected: w.count, handshakeTimeoutMs: 10_000, ...(w.browsers ? { browsers: { maxFrameBytes: spec.maxFrameBytes } } : {}) }) : undefined;
+  if (w.kind === "join" && joins?.inviteUrl) invite(w, joinAddress(joins.inviteUrl));
   try {
     const roles = await interruptibly(joins, () => (w.kind === "join" && launcher ? launchThenRoles(spec, w, joins!, launcher, token) : rolesOf(spec, joins)));
     if (launcher) notes.push(...(await launcher.notes()));
@@ -111,6 +112,12 @@ async function launchThenRoles(spec: ClusterSpec, w: Extract<WorkersSpec, { kind
   } catch (err) {
     throw (err instanceof TimeoutError && (await launcher.late?.())) || err;
   }
+}
+
+/** Tabs join by opening the invite link: printed at once, and handed to onInvite (a notebook draws it). */
+function invite(w: Extract<WorkersSpec, { kind: "join" }>, url: string): void {
+  process.stderr.write(`meshtrain: browser tabs join as workers by opening ${url}\n`);
+  w.onInvite?.(url);
 }
 
 /**

@@ -42,6 +42,10 @@ export const WorkersSpecSchema = z.discriminatedUnion("kind", [
     timeoutMs: z.number().int().min(100).max(86_400_000),
     /** Who starts them, when the driver does (fromEnv, ssh, Slurm); absent when the user does. */
     launcher: LauncherSpecSchema.optional(),
+    /** Browser tabs may join by opening the invite link: the join port serves the worker page and relays the tabs' connections. */
+    browsers: z.boolean().optional(),
+    /** Called with the invite link as soon as the driver listens (a notebook draws it). */
+    onInvite: z.custom<(url: string) => void>((f) => typeof f === "function", "must be a function taking the invite URL").optional(),
   }),
 ]);
 

@@ -24,8 +24,8 @@ export const JoinHelloSchema = z.strictObject({
   type: z.literal("hello"), v,
   /** meshtrain's package version on the worker: driver and workers must run the same. */
   version: z.string().max(64),
-  /** Where the worker listens for the driver and its peers. */
-  url: z.string().regex(/^wss?:\/\/[^\s/]+:\d+$/).max(300),
+  /** Where the worker listens for the driver and its peers (a browser tab: its address at the driver's relay). */
+  url: z.string().regex(/^wss?:\/\/[^\s/]+:\d+(\/relay\/[A-Za-z0-9_-]{16,64})?$/).max(300),
   pid: z.number().int(),
   hostname: z.string().max(256),
   node: z.string().max(64),
