@@ -88,12 +88,15 @@ export class PageView {
     this.ended("you left: the cluster goes on without this tab where its strategy can");
   }
 
+  /** The first reason the tab stopped stays (leaving closes the driver's link, which then reports its close). */
   ended(why: string): void {
+    if (this.leave.disabled) return;
     this.status(`stopped: ${why}`);
     this.leave.disabled = true;
   }
 
   failed(why: string): void {
+    if (this.leave.disabled) return;
     this.status(`failed: ${why}`);
     this.statusEl.setAttribute("data-failed", "true");
     this.leave.disabled = true;

@@ -5,6 +5,7 @@ import type { CommConfig, CommToCompute } from "../bridge";
 import { ComputeHost } from "../host";
 import { joinDriver } from "../join-driver";
 import { VERSION } from "../../protocol/sdk-version";
+import type { Link } from "../../transport/link";
 import { PageView } from "./page-view";
 
 /**
@@ -31,8 +32,11 @@ function start(view: PageView): void {
   comm.postMessage({ kind: "config", config });
   // A Web Worker takes postMessage(message, transfer) as a Node worker thread does: the host runs unchanged.
   const host = new ComputeHost(comm as unknown as NodeWorker, ROLES);
+  let lifeline: Link | null = null;
+  // Leaving closes every connection at once: the driver sees the tab go as it sees a closed tab go.
   view.onLeave(() => {
     comm.terminate();
+    lifeline?.close(1000, "the tab left");
     view.left();
   });
   comm.onmessage = (e: MessageEvent) => {
@@ -40,9 +44,10 @@ function start(view: PageView): void {
     if (m.kind === "listening") {
       view.status("joining the driver");
       joinDriver({ url: joinUrl, claim: null, timeoutMs: 600_000 }, { token, ownUrl: m.url, maxFrameBytes: 64 * 1024 }).then(
-        ({ assigned, lifeline }) => {
-          view.joined(assigned.rank, assigned.worldSize);
-          lifeline.setHandlers({ text: () => undefined, binary: () => undefined, pong: () => undefined, close: (code, reason) => {
+        (joined) => {
+          lifeline = joined.lifeline;
+          view.joined(joined.assigned.rank, joined.assigned.worldSize);
+          joined.lifeline.setHandlers({ text: () => undefined, binary: () => undefined, pong: () => undefined, close: (code, reason) => {
             comm.terminate();
             view.ended(code === 1000 ? "the driver closed the cluster" : `the driver went away (code ${code}${reason ? `, ${reason}` : ""})`);
           } });
@@ -54,7 +59,8 @@ function start(view: PageView): void {
       );
     } else if (m.kind === "exit") {
       comm.terminate();
-      view.ended(m.reason);
+      if (m.code === 0) view.ended(m.reason);
+      else view.failed(m.reason);
       return;
     }
     view.observe(m);
