@@ -77,7 +77,7 @@ export class Cluster implements LiveCluster {
   /** `name`: the one given with launch({ name }), if any. */
   private constructor(readonly spec: ClusterSpec, readonly name: string | undefined) {
     this.output = new WorkerOutput(spec.workerOutput);
-    makeDisplayable(this, () => ({ "text/html": this.workersHtml(), "text/plain": this.toString() }), () => this.toString());
+    makeDisplayable(this, () => ({ "text/html": clusterHtml(this.describeParts()), "text/plain": this.toString() }), () => this.toString());
   }
 
   /** Use `cluster()...launch()`. */
@@ -223,7 +223,10 @@ export class Cluster implements LiveCluster {
       servers: this.servers,
       connect: (w, o) => this.connect(w, o),
       survive: (handler) => void (this.onDeparture = handler),
-      admit: (handler) => void (this.onJoin = handler),
+      admit: (handler) => {
+        this.onJoin = handler;
+        this.joins?.admitTabs(() => this.onJoin !== null, () => this.add());
+      },
       guard: (p) => this.losses.guard(p),
       lossWithin: (ms) => this.losses.within(ms),
       setStep: (s) => void (this.step = s),
@@ -283,10 +286,6 @@ export class Cluster implements LiveCluster {
     unregister(this);
     this.stopping ??= this.stopAll("the driver closed the cluster");
     return this.stopping;
-  }
-
-  private workersHtml(): string {
-    return clusterHtml(this.describeParts());
   }
 
   /** The workers as a table: rank, address, backend, device, memory. */

@@ -57,6 +57,10 @@ export class JoinListener {
   /** What started the workers (ssh, Slurm, fromEnv's own worker): stopped with the listener. */
   private launcher: { stop(): Promise<void> } | undefined;
 
+  /** While an elastic fit runs on a cluster that takes tabs: a tab (or worker) that joins is added at once. */
+  private admitting: (() => void) | null = null;
+  /** add() calls made for arrivals and not yet settled. */
+  private adding = 0;
   /** Browser tabs' connections, where tabs may join. */
   private readonly relay: TabRelay | undefined;
 
@@ -132,6 +136,31 @@ export class JoinListener {
     }
     this.arrivals.push(a);
     this.wake?.();
+    this.admitting?.();
+  }
+
+
+  /**
+   * A tab that opens the invite link during an elastic fit joins it (add()), at the next step
+   * boundary as any added worker; once `active` turns false, arrivals wait for add() again.
+   */
+  admitTabs(active: () => boolean, add: () => Promise<number>): void {
+    if (!this.relay) return;
+    const admit = (): void => {
+      if (!active()) {
+        this.admitting = null;
+        return;
+      }
+      // Each add() takes one arrival; those already asked for are not asked for twice.
+      for (let k = this.arrivals.length - this.adding; k > 0; k--) {
+        this.adding++;
+        add()
+          .catch((err: unknown) => process.stderr.write(`meshtrain: a tab that joined during the fit was not added: ${(err as Error).message}\n`))
+          .finally(() => this.adding--);
+      }
+    };
+    this.admitting = admit;
+    admit();
   }
 
   /** A worker that leaves before it has a rank is no longer waited for. */

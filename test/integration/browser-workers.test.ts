@@ -35,7 +35,7 @@ async function tabCluster(workers: number, strategy: (b: ReturnType<typeof clust
 }
 
 describe("browser tabs as workers", () => {
-  test("two tabs on WebGPU and a joined worker train data parallel to model.fit; a tab that presses Leave mid-fit is left behind and the rest finish equal to model.fit", async (t) => {
+  test("two tabs on WebGPU and a joined worker train data parallel to model.fit; a tab that presses Leave mid-fit is left behind, one that opens the link mid-fit is added, and the fit equals model.fit", async (t) => {
     const { launching, invite, port } = await tabCluster(3, (b) => b.strategy("data", { elastic: { minWorkers: 1 } }));
     assert.equal(invite, `http://127.0.0.1:${port}/#token=${TOKEN}`);
     const served = await fetch(`http://127.0.0.1:${port}/`);
@@ -67,19 +67,28 @@ describe("browser tabs as workers", () => {
         assert.match(await field(page, "steps"), /^8\b/, "2 epochs of 4 batches");
       }
 
-      // The page's own Leave button, pressed while the third step runs.
+      // The page's own Leave button, pressed while the third step runs; after the fifth, a tab opens the link and is added at the next step boundary.
       const leaving = tabs[0]!.page;
       const leavingRank = Number((await field(leaving, "rank")).split(" ")[0]);
+      let late: Awaited<ReturnType<typeof openTab>> | undefined;
+      let batches = 0;
+      const onBatchEnd = async (): Promise<void> => {
+        if (++batches !== 5) return;
+        late = await openTab(browser, withBackend(invite, "webgpu"));
+        await waitFor("the late tab to be added", () => c!.workers.length === 4, 30_000);
+      };
       const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 96, seed: 7 });
       const [m, ref] = [smallClassifier(6, 3), smallClassifier(6, 3)];
-      const run = await c.fit(m, ds, { epochs: 2, batchSize: 24, shuffle: false, optimizer: "sgd", progress: false, onStep: (s) => void (s.step === 2 && leaving.click("#leave")) });
+      const run = await c.fit(m, ds, { epochs: 2, batchSize: 24, shuffle: false, optimizer: "sgd", progress: false, callbacks: { onBatchEnd }, onStep: (s) => void (s.step === 2 && leaving.click("#leave")) });
       await modelFitReference(ref, ds, { epochs: 2, batchSize: 24, optimizer: { name: "sgd", learningRate: 0.01 }, shuffle: false });
       const after = maxRelativeDifference(m, ref);
-      t.diagnostic(`rank ${leavingRank} left at step ${run.membership[0]?.step}: ${after.toExponential(2)} from model.fit`);
-      assert.deepEqual(run.membership.map((e) => [e.change, e.rank, e.workers]), [["left", leavingRank, 2]]);
+      t.diagnostic(`rank ${leavingRank} left at step ${run.membership[0]?.step}, rank 3 joined at step ${run.membership[1]?.step}: ${after.toExponential(2)} from model.fit`);
+      assert.deepEqual(run.membership.map((e) => [e.change, e.rank, e.workers]), [["left", leavingRank, 2], ["joined", 3, 3]]);
+      assert.ok(run.history.at(-1)!.workers.some((w) => w.rank === 3), "the last step ran on the tab that joined");
       assert.ok(after < 1e-4, `relative difference ${after}`);
       assert.match(await field(leaving, "status"), /^stopped: you left/);
-      assert.deepEqual(tabs.flatMap((x) => x.errors), []);
+      assert.match(await field(late!.page, "rank"), /^3 of 4$/);
+      assert.deepEqual([...tabs, late!].flatMap((x) => x.errors), []);
     } finally {
       await c?.close();
       await browser.close();
