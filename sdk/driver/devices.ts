@@ -12,6 +12,7 @@ export function devicesOf(w: WorkerHandle): PlanDevice {
     linkBytesPerSecond: w.linkBytesPerSecond,
     linkLatencyMs: w.linkLatencyMs,
     ...(w.info ? { host: w.info.hostname, cpus: w.info.cpus, ...(w.info.cores ? { cores: w.info.cores } : {}) } : {}),
+    ...(w.info?.node === "browser" ? { tab: true } : {}),
     ...(w.info?.gpu ? { gpu: { name: w.info.gpu.name, software: w.info.gpu.software } } : {}),
     ...(w.info?.gpu?.transferBytesPerSecond ? { deviceBytesPerSecond: w.info.gpu.transferBytesPerSecond } : {}),
   };

@@ -88,6 +88,8 @@ export interface PlanDevice {
   deviceBytesPerSecond?: number;
   /** The machine it runs on and that machine's cores: workers beyond the cores share them. */
   host?: string;
+  /** A browser tab: reached through the driver's relay. */
+  tab?: boolean;
   cpus?: number;
   /** The cores it may run on (its affinity), where it said. */
   cores?: readonly number[];

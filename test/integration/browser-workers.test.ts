@@ -47,7 +47,7 @@ describe("browser tabs as workers", () => {
       const tabs = [await openTab(browser, withBackend(invite, "webgpu")), await openTab(browser, withBackend(invite, "webgpu"))];
       const joiner = startJoiner(`ws://127.0.0.1:${port}`, { token: TOKEN });
       c = await launching;
-      const tabRanks = c.workers.filter((w) => w.info.hostname.startsWith("tab: ")).map((w) => w.rank);
+      const tabRanks = c.workers.filter((w) => w.info.hostname.startsWith("tab ")).map((w) => w.rank);
       assert.equal(tabRanks.length, 2, c.workers.map((w) => w.info.hostname).join(", "));
       for (const r of tabRanks) {
         const info: WorkerInfo = c.workers[r]!.info;
@@ -58,6 +58,8 @@ describe("browser tabs as workers", () => {
       }
       assert.equal(await joiner.joined(), c.workers.findIndex((w) => !tabRanks.includes(w.rank)));
 
+      const plan = c.plan(smallClassifier(6, 3), { batchSize: 24 });
+      assert.match(plan.toString(), /ring links to browser tabs pass through the driver's relay \(a tab accepts no connections\): \d-\d, \d-\d; 1 link\(s\) direct/);
       const d = await differenceFromModelFit(c, { size: 96, seed: 96 });
       t.diagnostic(`two tabs and a worker: ${d.toExponential(2)} from model.fit`);
       assert.ok(d < 1e-4, `relative difference ${d}`);
@@ -111,7 +113,7 @@ describe("browser tabs as workers", () => {
       await openTab(browser, invite);
       c = await launching;
       assert.equal(c.workers.length, 2);
-      assert.ok(c.workers.every((w) => w.info.hostname.startsWith("tab: ")));
+      assert.ok(c.workers.every((w) => w.info.hostname.startsWith("tab ")));
       const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 96, seed: 11 });
       const model = smallClassifier(6, 3);
       const before = model.getWeights().map((w) => w.dataSync().slice());

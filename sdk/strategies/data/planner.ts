@@ -9,6 +9,7 @@ import { speedsOf } from "../../plan/speeds";
 import { chooseOverlap } from "../../plan/overlap";
 import { overlapLine } from "./overlap-lines";
 import { hostRing } from "../../plan/host-ring";
+import { relayNote } from "../../plan/relay-hops";
 import { predictedSlowerThanOne } from "../../plan/slower-than-one";
 import { slowdownOf, workerCount, type ClusterSpec } from "../../config/cluster-spec";
 import type { DataOptions } from "./options";
@@ -56,7 +57,7 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
     replicas: n,
     ring: Object.freeze(ring),
     workers: Object.freeze(Array.from({ length: n }, (_, rank) => Object.freeze({ rank, replica: rank, ringPosition: ring.indexOf(rank), layers: "all" as const, params: model.paramCount, slowdown: slowdownOf(spec, rank) }))),
-    ringNote: placed.note,
+    ringNote: [placed.note, relayNote(ring, options.devices)].filter((x) => x !== null).join("; ") || null,
     model,
     gradientBytes,
     compression,
