@@ -4,13 +4,20 @@
 // thread (a Web Worker running the same session code as a Node worker's). Where a module has a
 // browser counterpart beside it (name.browser.ts), the bundle takes that one: a tab has no
 // native addon, no /proc, no sockets to listen on.
+//
+// Custom layers: a tab builds models from the classes its page was built with, never from code
+// sent to it. MESHTRAIN_PAGE_MODULES=./layers.js,./more.js bundles those files (each registering
+// its classes with tf.serialization.registerClass) into the page, ahead of the worker's code;
+// `--out <dir>` writes that page elsewhere, and a driver started with MESHTRAIN_WORKER_PAGE=<dir>
+// serves it instead of the one npm run build made.
 "use strict";
 const path = require("node:path");
 const fs = require("node:fs");
 const esbuild = require("esbuild");
 
 const root = path.join(__dirname, "..");
-const out = path.join(root, "dist", "sdk", "worker", "browser");
+const outFlag = process.argv.indexOf("--out");
+const out = outFlag >= 0 && process.argv[outFlag + 1] ? path.resolve(process.argv[outFlag + 1]) : path.join(root, "dist", "sdk", "worker", "browser");
 
 /** name.ts -> name.browser.ts where one exists (relative imports inside sdk/ only). */
 const browserVariants = {
@@ -27,6 +34,16 @@ const browserVariants = {
   },
 };
 
+/** The page's entry: the user's modules first (their classes registered before any model is built), then the page. */
+function pageEntry() {
+  const page = path.join(root, "sdk", "worker", "browser", "page.ts");
+  const modules = (process.env.MESHTRAIN_PAGE_MODULES ?? "").split(",").filter(Boolean).map((f) => path.resolve(f));
+  for (const m of modules) if (!fs.existsSync(m)) throw new Error(`MESHTRAIN_PAGE_MODULES names ${m}, which does not exist`);
+  if (modules.length > 0) console.log(`worker page built with ${modules.join(", ")}`);
+  const contents = [...modules, page].map((f) => `import ${JSON.stringify(f)};`).join("\n");
+  return { stdin: { contents, resolveDir: root, sourcefile: "page-entry.ts", loader: "ts" } };
+}
+
 async function main() {
   fs.mkdirSync(out, { recursive: true });
   const common = {
@@ -41,8 +58,10 @@ async function main() {
     plugins: [browserVariants],
     logLevel: "warning",
     define: { "process.env.NODE_ENV": '"production"' },
+    // One TF.js in the page: a user's module registers its classes with the copy the worker uses.
+    alias: { "@tensorflow/tfjs": path.dirname(require.resolve("@tensorflow/tfjs/package.json")) },
   };
-  await esbuild.build({ ...common, entryPoints: { page: path.join(root, "sdk", "worker", "browser", "page.ts") }, outdir: out });
+  await esbuild.build({ ...common, ...pageEntry(), outfile: path.join(out, "page.js") });
   await esbuild.build({ ...common, entryPoints: { comm: path.join(root, "sdk", "worker", "browser", "comm-entry.ts") }, outdir: out });
 }
 

@@ -8,7 +8,7 @@ import { listen, type Listener } from "../transport/ws-endpoint";
 import { VERSION } from "../protocol/sdk-version";
 import { relayPath } from "../protocol/relay";
 import { TabRelay } from "./tab-relay";
-import { serveWorkerPage } from "./worker-page";
+import { serveWorkerPage, workerPageBuilt } from "./worker-page";
 
 /**
  * The driver's side of workers that join (`meshtrain worker --join <url>`): listens, proves the
@@ -69,6 +69,7 @@ export class JoinListener {
   }
 
   static async open(o: JoinListenerOptions): Promise<JoinListener> {
+    if (o.browsers && !workerPageBuilt()) throw new LaunchError("join({ browsers: true }): the worker page was not built", { hint: process.env.MESHTRAIN_WORKER_PAGE ? `MESHTRAIN_WORKER_PAGE=${process.env.MESHTRAIN_WORKER_PAGE} holds no page.js and comm.js: build them there with node scripts/build-browser.js --out <dir>` : "run npm run build (it bundles the page)" });
     const j = new JoinListener(o);
     j.listener = await listen({
       host: o.host,

@@ -8,7 +8,12 @@ import * as path from "node:path";
  * The page may run its own scripts only (no inline code, nothing from elsewhere) and connect
  * over WebSockets; models reach it as topology JSON and weights, never as code.
  */
-const BUNDLES = path.join(__dirname, "..", "worker", "browser");
+const BUILT = path.join(__dirname, "..", "worker", "browser");
+
+/** Where the page's bundles are: a page built with the user's layers (MESHTRAIN_WORKER_PAGE), else the one npm run build made. */
+function bundles(): string {
+  return process.env.MESHTRAIN_WORKER_PAGE ? path.resolve(process.env.MESHTRAIN_WORKER_PAGE) : BUILT;
+}
 
 export const WORKER_PAGE_CSP = [
   "default-src 'none'",
@@ -37,7 +42,7 @@ function wasmDir(): string | null {
 /** What the page's paths serve: [file or inline text, content type]. */
 function resolve(urlPath: string): { file?: string; text?: string; type: string } | null {
   if (urlPath === "/") return { text: HTML, type: "text/html; charset=utf-8" };
-  if (urlPath === "/page.js" || urlPath === "/comm.js") return { file: path.join(BUNDLES, urlPath.slice(1)), type: "text/javascript; charset=utf-8" };
+  if (urlPath === "/page.js" || urlPath === "/comm.js") return { file: path.join(bundles(), urlPath.slice(1)), type: "text/javascript; charset=utf-8" };
   const wasm = /^\/wasm\/(tfjs-backend-wasm(?:-simd|-threaded-simd)?\.wasm)$/.exec(urlPath);
   const dir = wasmDir();
   if (wasm && dir) return { file: path.join(dir, wasm[1]!), type: "application/wasm" };
@@ -46,7 +51,7 @@ function resolve(urlPath: string): { file?: string; text?: string; type: string 
 
 /** Whether the bundles were built (npm run build makes them). */
 export function workerPageBuilt(): boolean {
-  return fs.existsSync(path.join(BUNDLES, "page.js")) && fs.existsSync(path.join(BUNDLES, "comm.js"));
+  return fs.existsSync(path.join(bundles(), "page.js")) && fs.existsSync(path.join(bundles(), "comm.js"));
 }
 
 /** Answers one plain HTTP request on the join port. */

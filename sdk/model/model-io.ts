@@ -2,7 +2,7 @@ import * as tf from "@tensorflow/tfjs";
 import { ModelError } from "../errors/errors";
 import type { LossName } from "../protocol/loss-names";
 import type { Tensorlike } from "../protocol/tensor";
-import { loadedModules } from "./modules";
+import { unknownClassHint } from "./modules";
 
 /**
  * Builds a model from TF.js topology JSON and weights ("initial": its initializers' own, to time it). Only layer classes registered with TF.js
@@ -15,11 +15,8 @@ export async function buildModel(topology: Record<string, unknown>, weights: rea
   } catch (err) {
     const msg = (err as Error).message;
     const unknownClass = /Unknown (layer|class|constraint|initializer|regularizer|activation)[^:]*: ?(\w+)/i.exec(msg);
-    const modules = loadedModules();
     throw new ModelError(`the worker cannot build the model from its topology: ${msg.split("\n")[0]}`, {
-      hint: unknownClass
-        ? `"${unknownClass[2]}" is not a TF.js built-in and ${modules.length ? `none of this worker's modules (${modules.join(", ")}) registers it` : "this worker loaded no module that registers it"}: put the class and its tf.serialization.registerClass call in a file and pass .modules(["./that-file.js"]) to the cluster builder (workers started elsewhere: meshtrain worker --module that-file.js). Workers never run code sent to them.`
-        : "send a model built from TF.js layers (tf.sequential / tf.model)",
+      hint: unknownClass ? unknownClassHint(unknownClass[2]!) : "send a model built from TF.js layers (tf.sequential / tf.model)",
       details: unknownClass ? { className: unknownClass[2]! } : {},
     });
   }

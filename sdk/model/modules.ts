@@ -28,3 +28,9 @@ export function loadModules(files: readonly string[]): void {
 export function loadedModules(): readonly string[] {
   return loaded;
 }
+
+/** What to do about a class the model names that this worker does not know. */
+export function unknownClassHint(className: string): string {
+  const modules = loadedModules();
+  return `"${className}" is not a TF.js built-in and ${modules.length ? `none of this worker's modules (${modules.join(", ")}) registers it` : "this worker loaded no module that registers it"}: put the class and its tf.serialization.registerClass call in a file and pass .modules(["./that-file.js"]) to the cluster builder (workers started elsewhere: meshtrain worker --module that-file.js). Workers never run code sent to them.`;
+}

@@ -9,6 +9,11 @@ import { maxRelativeDifference, smallClassifier } from "../helpers/models";
 import { freePort, startCliWorker, waitFor } from "../helpers/processes";
 import { modelFitReference } from "../helpers/reference";
 import { field, openTab, startBrowser, withBackend } from "../helpers/tabs";
+import { LearnedScale } from "../helpers/custom-layers";
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 
 /**
  * Browser tabs as workers, in real headless Chromium (WebGPU on its software adapter) opening
@@ -130,6 +135,40 @@ describe("browser tabs as workers", () => {
       await c?.close();
       await browser.close();
       await server.stop();
+    }
+  });
+
+  test("custom layers: the page refuses a class it was not built with, naming it and saying how; a page built with the user's module trains it to model.fit", async () => {
+    const scaled = (): tf.LayersModel => tf.sequential({ layers: [new LearnedScale({ inputShape: [6] } as never), tf.layers.dense({ units: 3, activation: "softmax", kernelInitializer: tf.initializers.glorotUniform({ seed: 3 }) })] });
+    const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 48, seed: 13 });
+    const options = { epochs: 1, batchSize: 24, shuffle: false, optimizer: "sgd" as const, progress: false };
+    const browser = await startBrowser();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "meshtrain-page-"));
+    let c: Cluster | undefined;
+    try {
+      let { launching, invite } = await tabCluster(1, (b) => b.strategy("data"));
+      await openTab(browser, invite);
+      c = await launching;
+      await assert.rejects(c.fit(scaled(), ds, options), (err: Error & { hint?: string }) => /LearnedScale/.test(err.message) && /MESHTRAIN_PAGE_MODULES=.*MESHTRAIN_WORKER_PAGE/.test(err.hint ?? ""));
+      await c.close();
+
+      const built = spawnSync(process.execPath, [path.join(__dirname, "..", "..", "..", "scripts", "build-browser.js"), "--out", dir], { env: { ...process.env, MESHTRAIN_PAGE_MODULES: path.join(__dirname, "..", "helpers", "custom-layers.js") }, encoding: "utf8" });
+      assert.equal(built.status, 0, built.stderr);
+      process.env.MESHTRAIN_WORKER_PAGE = dir;
+      ({ launching, invite } = await tabCluster(1, (b) => b.strategy("data")));
+      await openTab(browser, invite);
+      c = await launching;
+      const [m, ref] = [scaled(), scaled()];
+      ref.setWeights(m.getWeights());
+      await c.fit(m, ds, options);
+      await modelFitReference(ref, ds, { epochs: 1, batchSize: 24, optimizer: { name: "sgd", learningRate: 0.01 }, shuffle: false });
+      const d = maxRelativeDifference(m, ref);
+      assert.ok(d < 1e-4, `relative difference ${d}`);
+    } finally {
+      delete process.env.MESHTRAIN_WORKER_PAGE;
+      await c?.close();
+      await browser.close();
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 });
