@@ -13,7 +13,7 @@ test("every benchmark runs and writes its results", () => {
   const r = spawnSync(process.execPath, [path.join(root, "dist", "bench", "run-all.js"), "--quick"], { encoding: "utf8", timeout: 20 * 60_000 });
   assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
   const dir = path.join(root, "bench", "results", "quick");
-  for (const part of ["train", "allreduce", "scaling", "compression", "overhead", "pipeline", "ps", "sharded"]) {
+  for (const part of ["train", "allreduce", "scaling", "compression", "overhead", "pipeline", "ps", "sharded", "relay"]) {
     const data = JSON.parse(fs.readFileSync(path.join(dir, `${part}.json`), "utf8")) as { rows: unknown[]; machine: { cores: number } };
     assert.ok(data.rows.length > 0, part);
     assert.ok(data.machine.cores > 0);

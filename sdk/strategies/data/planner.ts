@@ -57,7 +57,7 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
     replicas: n,
     ring: Object.freeze(ring),
     workers: Object.freeze(Array.from({ length: n }, (_, rank) => Object.freeze({ rank, replica: rank, ringPosition: ring.indexOf(rank), layers: "all" as const, params: model.paramCount, slowdown: slowdownOf(spec, rank) }))),
-    ringNote: [placed.note, relayNote(ring, options.devices)].filter((x) => x !== null).join("; ") || null,
+    ringNote: [placed.note, relayNote(ring, options.devices, options.ring)].filter((x) => x !== null).join("; ") || null,
     model,
     gradientBytes,
     compression,
