@@ -37,6 +37,7 @@ export { type ScalingPoint } from "./viz/scaling";
 export { scalingFigure, barFigure, scheduleFigure, stalenessFigure, lossFigure } from "./viz/public-figures";
 export { figureToSvg } from "./viz/svg-chart";
 export { DISPLAY, type MimeBundle } from "./viz/displayable";
+export { invitation, type Invitation } from "./viz/invitation";
 export { throughput, defaultWarmup } from "./metrics/throughput";
 export type { ModelSummary, LayerSummary } from "./plan/model-summary";
 export type { Cut } from "./model/cuts";

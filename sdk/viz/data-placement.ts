@@ -37,7 +37,7 @@ export function dataPlacementSvg(plan: DataParallelPlan): string {
   plan.workers.forEach((w, i) => {
     const [x, y] = pos(i);
     const dev = plan.devices?.[w.rank];
-    const device = dev?.gpu ? `GPU: ${dev.gpu.name}${dev.gpu.software ? " (software)" : ""}` : dev ? `${dev.backend} on ${dev.device}` : "device: known once launched";
+    const device = `${dev?.tab ? "tab, " : ""}${dev?.gpu ? `GPU: ${dev.gpu.name}${dev.gpu.software ? " (software)" : ""}` : dev ? `${dev.backend} on ${dev.device}` : "device: known once launched"}`;
     const mem = dev && dev.memoryBytes > 0 ? dev.memoryBytes : null;
     out.push(`<rect x="${x}" y="${y}" width="${BOX_W}" height="${BOX_H}" rx="8" fill="#F7F9FC" stroke="${COLORS.compute}" stroke-width="1.5"/>`);
     out.push(`<text x="${x + 10}" y="${y + 20}" font-size="13" font-weight="bold">rank ${w.rank}</text>`);

@@ -32,7 +32,8 @@ export async function joinWorker(msg: MessageOf<"join">): Promise<{ backend: Bac
       backend: backend.backend,
       device: backend.device,
       ...(backend.gpu ? { gpu: { ...backend.gpu, transferBytesPerSecond: await transferRate() } } : {}),
-      memoryBytes: msg.memoryCapBytes === undefined ? backend.memoryBytes : Math.min(msg.memoryCapBytes, backend.memoryBytes),
+      // 0: the browser does not say (the cap, if any, is what the tab may use).
+      memoryBytes: msg.memoryCapBytes === undefined ? backend.memoryBytes : backend.memoryBytes === 0 ? msg.memoryCapBytes : Math.min(msg.memoryCapBytes, backend.memoryBytes),
       cpus: navigator.hardwareConcurrency || 1,
       gflops: speed.gflops,
       kernelOverheadUs: speed.kernelOverheadUs,

@@ -94,6 +94,8 @@ export const BLOCK_RUNS: ReadonlyArray<{ contains: string; run: BlockRun }> = [
   { contains: "npx meshtrain devices", run: { notRun: "webgpu-workers.test.ts runs `meshtrain devices` and checks what it lists" } },
   { contains: "Vulkan loader: /usr/lib/chromium/libvulkan.so.1", run: "output" },
   { contains: 'cluster().gpus(2, { software: true }).strategy("data").launch()', run: "script" },
+  { contains: "join({ workers: 3, port: 7071, browsers: true", run: { notRun: "waits for browser tabs to open the invite link; browser-workers.test.ts makes the same join() and opens headless Chromium tabs at the link" } },
+  { contains: "MESHTRAIN_PAGE_MODULES=./my-layers.js", run: { notRun: "needs the user's layers module; browser-workers.test.ts builds a page with test/helpers/custom-layers.js this way and trains a model of that layer through it" } },
   { contains: "npm run bench ", run: { notRun: "runs for about 20 minutes on 2 cores and measures, never asserts, times; bench-smoke.test.ts runs every benchmark end to end with --quick" } },
 ];
 

@@ -102,7 +102,7 @@ export async function chooseTabBackend(choice: TabBackend | "auto"): Promise<Bac
   throw new BackendError(`this tab could not start ${choice === "auto" ? "any TF.js backend" : `"${choice}"`}: ${skipped.join("; ")}`, { hint: "open the link in a current Chrome, Edge or Firefox" });
 }
 
-/** The memory the browser says the device has (Chromium rounds it, to 8 GiB at most), or 0 where it does not say. */
+/** The memory the browser says the device has (navigator.deviceMemory, rounded by the browser), or 0 where it does not say. */
 export function tabMemoryBytes(): number {
   const gib = (navigator as { deviceMemory?: number }).deviceMemory;
   return typeof gib === "number" ? gib * 2 ** 30 : 0;
