@@ -52,7 +52,8 @@ async function main() {
     format: "iife",
     target: ["chrome113", "firefox121", "safari17"],
     minify: true,
-    sourcemap: true,
+    // No source maps: they would add 12 MB to the package for stack traces in a tab.
+    sourcemap: false,
     legalComments: "none",
     inject: [path.join(root, "sdk", "worker", "browser", "node-globals.ts")],
     plugins: [browserVariants],
