@@ -142,7 +142,7 @@ describe("browser tabs as workers", () => {
     }
   });
 
-  test("custom layers: the page refuses a class it was not built with, naming it and saying how; a page built with the user's module trains it to model.fit", async () => {
+  test("a pipeline over a tab and a joined worker equals model.fit; the page refuses a class it was not built with, naming it and saying how; a page built with the user's module trains it to model.fit", async () => {
     const scaled = (): tf.LayersModel => tf.sequential({ layers: [new LearnedScale({ inputShape: [6] } as never), tf.layers.dense({ units: 3, activation: "softmax", kernelInitializer: tf.initializers.glorotUniform({ seed: 3 }) })] });
     const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 48, seed: 13 });
     const options = { epochs: 1, batchSize: 24, shuffle: false, optimizer: "sgd" as const, progress: false };
@@ -150,16 +150,21 @@ describe("browser tabs as workers", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "meshtrain-page-"));
     let c: Cluster | undefined;
     try {
-      let { launching, invite } = await tabCluster(1, (b) => b.strategy("data"));
-      await openTab(browser, invite);
+      // The joined worker claims rank 1: the tab holds stage 0, the one with the custom layer.
+      let { launching, invite, port } = await tabCluster(2, (b) => b.strategy("pipeline", { microBatches: 2, schedule: "1f1b" }));
+      await openTab(browser, withBackend(invite, "webgpu"));
+      startJoiner(`ws://127.0.0.1:${port}`, { token: TOKEN, args: ["--rank", "1"] });
       c = await launching;
+      assert.match(c.workers[0]!.info.hostname, /^tab /);
+      const piped = await differenceFromModelFit(c, { size: 96, seed: 95 });
+      assert.ok(piped < 1e-4, `pipeline over a tab and a worker: relative difference ${piped}`);
       await assert.rejects(c.fit(scaled(), ds, options), (err: Error & { hint?: string }) => /LearnedScale/.test(err.message) && /MESHTRAIN_PAGE_MODULES=.*MESHTRAIN_WORKER_PAGE/.test(err.hint ?? ""));
       await c.close();
 
       const built = spawnSync(process.execPath, [path.join(__dirname, "..", "..", "..", "scripts", "build-browser.js"), "--out", dir], { env: { ...process.env, MESHTRAIN_PAGE_MODULES: path.join(__dirname, "..", "helpers", "custom-layers.js") }, encoding: "utf8" });
       assert.equal(built.status, 0, built.stderr);
       process.env.MESHTRAIN_WORKER_PAGE = dir;
-      ({ launching, invite } = await tabCluster(1, (b) => b.strategy("data")));
+      ({ launching, invite, port } = await tabCluster(1, (b) => b.strategy("data")));
       await openTab(browser, invite);
       c = await launching;
       const [m, ref] = [scaled(), scaled()];
