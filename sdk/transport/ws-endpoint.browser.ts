@@ -3,7 +3,8 @@ import { LaunchError, ProtocolError, TimeoutError } from "../errors/errors";
 import { fromWireJson } from "../protocol/json";
 import { RelayIncomingSchema, RelayListeningSchema } from "../protocol/relay";
 import { offerHandshake } from "./handshake";
-import { CLOSE, HandlerSlot, type Link, type LinkHandlers } from "./link";
+import { CLOSE, type Link } from "./link";
+import { HEARTBEAT, SocketLink } from "./socket-link";
 import { nextFrame } from "./next-frame";
 import type { DialOptions, Listener, ListenOptions } from "./ws-endpoint";
 
@@ -13,51 +14,21 @@ import type { DialOptions, Listener, ListenOptions } from "./ws-endpoint";
  * address the relay gives it (protocol/relay.ts).
  */
 
-/** The text frames a browser's heartbeat uses (it cannot send WebSocket pings): "1" asks, "2" answers. */
-export const HEARTBEAT = { ping: "1", pong: "2" } as const;
-
 /** Sends are not held once the socket has this much queued: sendBinary waits for it to drain. */
 const QUEUE_BYTES = 8 * 1024 * 1024;
 
-class BrowserLink implements Link {
-  private readonly slot = new HandlerSlot();
-  private closeSeen = false;
-
-  constructor(private readonly ws: WebSocket, readonly address: string) {
+class BrowserLink extends SocketLink implements Link {
+  constructor(private readonly ws: WebSocket, address: string) {
+    super(ws, address);
     ws.binaryType = "arraybuffer";
     ws.onmessage = (e: MessageEvent) => {
-      if (typeof e.data === "string") {
-        const text = e.data;
-        if (text === HEARTBEAT.ping) {
-          this.sendText(HEARTBEAT.pong);
-          this.slot.emit((h) => h.pong());
-        } else if (text === HEARTBEAT.pong) this.slot.emit((h) => h.pong());
-        else this.slot.emit((h) => h.text(text));
-      } else {
+      if (typeof e.data === "string") this.deliverText(e.data);
+      else {
         const buf = Buffer.from(e.data as ArrayBuffer);
         this.slot.emit((h) => h.binary(buf));
       }
     };
-    ws.onclose = (e: CloseEvent) => {
-      this.closeSeen = true;
-      this.slot.emit((h) => h.close(e.code, e.reason));
-    };
-  }
-
-  get closed(): boolean {
-    return this.closeSeen || this.ws.readyState !== WebSocket.OPEN;
-  }
-
-  get bufferedBytes(): number {
-    return this.ws.bufferedAmount;
-  }
-
-  setHandlers(handlers: LinkHandlers | null): void {
-    this.slot.set(handlers);
-  }
-
-  sendText(text: string): void {
-    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(text);
+    ws.onclose = (e: CloseEvent) => this.closedBy(e.code, e.reason);
   }
 
   sendBinary(data: Buffer): Promise<void> {

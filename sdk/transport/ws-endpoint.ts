@@ -4,7 +4,8 @@ import * as net from "node:net";
 import * as tls from "node:tls";
 import { WebSocket, WebSocketServer, type RawData } from "ws";
 import { LaunchError } from "../errors/errors";
-import { CLOSE, HandlerSlot, type Link, type LinkHandlers } from "./link";
+import { CLOSE, type Link } from "./link";
+import { SocketLink } from "./socket-link";
 
 /**
  * The only file that touches sockets. It turns WebSockets into Links; authentication,
@@ -41,55 +42,23 @@ class BufferPool {
 
 const sendBuffers = new BufferPool();
 
-/** The text frames a browser's heartbeat uses (it cannot send WebSocket pings): "1" asks, "2" answers. */
-export const HEARTBEAT = { ping: "1", pong: "2" } as const;
-
 /** Sockets whose frames a relay hands on as they are. */
 const relayed = new WeakSet<WebSocket>();
 
-class WsLink implements Link {
-  private readonly slot = new HandlerSlot();
-  private closeSeen = false;
-
-  constructor(readonly ws: WebSocket, readonly address: string) {
+class WsLink extends SocketLink implements Link {
+  constructor(readonly ws: WebSocket, address: string) {
+    super(ws, address);
     ws.on("message", (data: RawData, isBinary: boolean) => {
       const buf = toBuffer(data);
       if (isBinary) this.slot.emit((h) => h.binary(buf));
-      else {
-        const text = buf.toString("utf8");
-        // A browser cannot send WebSocket pings: its heartbeat is a text frame of its own (a relay hands it on).
-        if (relayed.has(ws)) this.slot.emit((h) => h.text(text));
-        else if (text === HEARTBEAT.ping) {
-          this.sendText(HEARTBEAT.pong);
-          this.slot.emit((h) => h.pong());
-        } else if (text === HEARTBEAT.pong) this.slot.emit((h) => h.pong());
-        else this.slot.emit((h) => h.text(text));
-      }
+      // A relay hands a browser's heartbeat on to the far end, which answers it.
+      else if (relayed.has(ws)) this.slot.emit((h) => h.text(buf.toString("utf8")));
+      else this.deliverText(buf.toString("utf8"));
     });
     ws.on("pong", () => this.slot.emit((h) => h.pong()));
-    ws.on("close", (code: number, reason: Buffer) => {
-      this.closeSeen = true;
-      const why = reason.toString("utf8");
-      this.slot.emit((h) => h.close(code, why));
-    });
+    ws.on("close", (code: number, reason: Buffer) => this.closedBy(code, reason.toString("utf8")));
     // Errors are always followed by "close"; the close handler reports them.
     ws.on("error", () => undefined);
-  }
-
-  get closed(): boolean {
-    return this.closeSeen || this.ws.readyState !== WebSocket.OPEN;
-  }
-
-  get bufferedBytes(): number {
-    return this.ws.bufferedAmount;
-  }
-
-  setHandlers(handlers: LinkHandlers | null): void {
-    this.slot.set(handlers);
-  }
-
-  sendText(text: string): void {
-    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(text);
   }
 
   sendBinary(data: Buffer): Promise<void> {

@@ -1,21 +1,15 @@
 import { machineName } from "./machine-name";
 import * as os from "node:os";
-import { isMeshtrainError, ProtocolError, TimeoutError } from "../errors/errors";
-import type { JoinAssigned, RankClaim } from "../protocol/join";
-import { fromWireError } from "../protocol/wire-error";
+import { isMeshtrainError, TimeoutError } from "../errors/errors";
+import type { JoinAssigned } from "../protocol/join";
 import { offerHandshake } from "../transport/handshake";
-import { readJoinFrame, sendJoinFrame } from "../transport/join-frames";
+import { exchangeHello, type JoinTarget } from "./join-exchange";
 import type { Link } from "../transport/link";
 import { dial } from "../transport/ws-endpoint";
 import { patiently } from "../util/patiently";
 import { VERSION } from "../protocol/sdk-version";
 
-/** `meshtrain worker --join <url>`: where the driver listens, this worker's rank if its environment says, how long to wait. */
-export interface JoinTarget {
-  url: string;
-  claim: RankClaim | null;
-  timeoutMs: number;
-}
+export type { JoinTarget } from "./join-exchange";
 
 /** Dials the driver until it answers or the join timeout passes (rank 0 may not listen yet). */
 function dialPatiently(target: JoinTarget, maxFrameBytes: number): Promise<Link> {
@@ -41,21 +35,8 @@ export async function joinDriver(target: JoinTarget, o: { token: string; ownUrl:
   const link = await dialPatiently(target, o.maxFrameBytes);
   try {
     await offerHandshake(link, { token: o.token, timeoutMs: 10_000, role: "joining", who });
-    sendJoinFrame(link, {
-      type: "hello",
-      version: VERSION,
-      url: o.ownUrl,
-      pid: process.pid,
-      hostname: machineName(),
-      node: process.version,
-      cpus: os.availableParallelism(),
-      memoryBytes: os.totalmem(),
-      claim: target.claim,
-    });
-    const reply = await readJoinFrame(link, { timeoutMs: target.timeoutMs, who, waitingFor: "a rank (it answers once every expected worker has joined)" });
-    if (reply.type === "error") throw fromWireError(reply.error, { address: target.url });
-    if (reply.type !== "assigned") throw new ProtocolError(`${who} sent "${reply.type}" where a rank belongs`);
-    return { assigned: reply, lifeline: link };
+    const assigned = await exchangeHello(link, { version: VERSION, url: o.ownUrl, pid: process.pid, hostname: machineName(), node: process.version, cpus: os.availableParallelism(), memoryBytes: os.totalmem() }, target, who);
+    return { assigned, lifeline: link };
   } catch (err) {
     link.terminate();
     throw err;

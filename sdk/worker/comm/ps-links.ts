@@ -5,7 +5,8 @@ import { toWireError } from "../../protocol/wire-error";
 import { CLOSE, type Link } from "../../transport/link";
 import type { Channel } from "../../transport/channel";
 import { transferList } from "../bridge";
-import { channelTo, toCompute } from "./thread";
+import { channelTo } from "./channel-to";
+import { toCompute } from "./thread";
 
 /**
  * Strategy "ps" links. On a worker: its link to each parameter server, in server order, which

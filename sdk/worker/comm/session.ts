@@ -15,7 +15,8 @@ import { OutputRelay } from "./output-relay";
 import { ProgressReporter } from "./progress";
 import { PsLinks } from "./ps-links";
 import { wireRing } from "./ring-wiring";
-import { channelTo, config, log, toCompute } from "./thread";
+import { channelTo } from "./channel-to";
+import { config, log, toCompute } from "./thread";
 
 const noNeighbours: RingNeighbours = {
   sendToNext: () => Promise.resolve(),

@@ -1,6 +1,3 @@
-import type { ErrorDetails } from "../../errors/errors";
-import { Channel, type ChannelOptions } from "../../transport/channel";
-import type { Link } from "../../transport/link";
 import type { CommConfig, CommToCompute, ComputeToComm } from "../bridge";
 
 /**
@@ -22,19 +19,6 @@ export function toCompute(m: CommToCompute, transfer: ArrayBuffer[] = []): void 
 
 export function log(text: string): void {
   console.warn(`[meshtrain tab] ${text}`);
-}
-
-/** A control channel to the driver or a peer, with this worker's limits; refused frames are logged. */
-export function channelTo(link: Link, peerName: string, details: ErrorDetails, on: Pick<ChannelOptions, "onMessage" | "onClose">): Channel {
-  return new Channel(link, {
-    peerName,
-    details,
-    chunkElements: 256 * 1024,
-    maxFrameBytes: config.maxFrameBytes,
-    maxAttachmentBytes: MAX_ATTACHMENT_BYTES,
-    ...on,
-    onInvalid: (err) => log(`refused a frame from ${peerName}: ${err.summary}`),
-  });
 }
 
 /** Messages from the compute thread (the page), the configuration excepted. */
