@@ -130,23 +130,21 @@ test("what ZeRO-1 cannot do yet is refused, saying why", async () => {
   }
 });
 
-test("under a memory cap, a replica's check at load counts its share of the optimizer's state: ZeRO-1 loads a model plain data parallelism cannot", async () => {
+test("under a memory cap, a replica's check at load counts its share of the optimizer's state: ZeRO-1 loads a model plain data parallelism cannot, and strategy(\"auto\") chooses it", async () => {
   // 70,003 parameters with Adam: 16 bytes each whole (1.07 MiB) is above the 1 MiB cap, 12 (4 + 4 + 8 / 2) fits.
   const wide = (): tf.LayersModel => tf.sequential({ layers: [tf.layers.dense({ inputShape: [6], units: 7000, activation: "relu", kernelInitializer: tf.initializers.glorotUniform({ seed: 5 }) }), tf.layers.dense({ units: 3, activation: "softmax", kernelInitializer: tf.initializers.glorotUniform({ seed: 6 }) })] });
   const o = { ...base, epochs: 1, batchSize: 2, optimizer: { name: "adam" as const, learningRate: 0.01, beta1: 0.9, beta2: 0.999 } };
-  const fitCapped = async (shard: boolean): Promise<tf.LayersModel> => {
-    const c = await cluster().workers(2).memory("1MiB").strategy("data", shard ? { shard: "optimizer" } : {}).launch();
-    try {
-      const model = wide();
-      await c.fit(model, datasets.synthetic({ inputShape: [6], classes: 3, size: 8, seed: 61 }), o);
-      return model;
-    } finally {
-      await c.close();
-    }
-  };
   // Plain data parallelism would need 16 bytes a parameter, above the cap (its refusal at load is tested in pipeline-equivalence).
   assert.ok(wide().countParams() * 16 > 2 ** 20);
-  const sharded = await fitCapped(true);
+  const c = await cluster().workers(2).memory("1MiB").strategy("auto").launch();
+  const sharded = wide();
+  try {
+    const run = await c.fit(sharded, datasets.synthetic({ inputShape: [6], classes: 3, size: 8, seed: 61 }), o);
+    assert.equal(run.plan.strategy, "data");
+    assert.equal(run.plan.strategy === "data" ? run.plan.shard : null, "optimizer", "auto chose ZeRO-1");
+  } finally {
+    await c.close();
+  }
   const ref = wide();
   await modelFitReference(ref, datasets.synthetic({ inputShape: [6], classes: 3, size: 8, seed: 61 }), o);
   assert.ok(maxRelativeDifference(sharded, ref) < 1e-4);

@@ -144,6 +144,30 @@ test("auto picks data parallelism when the model fits, else the fewest stages th
   assert.throws(() => makePlan(hopeless, summarizeModel(model), { batchSize: 32 }), configError(/does not fit on 2 workers/));
 });
 
+test("auto takes ZeRO-1 before splitting the model when a share of Adam's state makes it fit, and names what ZeRO-2 and -3 would need", () => {
+  const model = deepClassifier(256, 10, { hidden: 4, width: 512 });
+  const params = summarizeModel(model).paramCount * 4;
+  // With Adam a replica holds 4 copies of the parameters (weights, gradient, two moments); ZeRO-1 over 4 workers 2.5.
+  const spec = cluster().workers(4).strategy("auto").memory(Math.ceil(params * 3.2)).spec();
+  const adam = { name: "adam" as const, learningRate: 0.001, beta1: 0.9, beta2: 0.999 };
+  const zero = makePlan(spec, summarizeModel(model), { batchSize: 32, optimizer: adam, devices: devices(4, 2 ** 30) });
+  if (zero.strategy !== "data") throw new Error(`data plan expected, got ${zero.strategy}`);
+  assert.equal(zero.shard, "optimizer");
+  const why = zero.explain();
+  assert.match(why, /but worker 0 may use only/);
+  assert.match(why, /auto chose sharded data parallelism, ZeRO-1 \(shard: "optimizer"\): each worker keeps 1\/4 of the optimizer's state and needs .* of /);
+  // SGD keeps no state: ZeRO-1 saves nothing, and the model is split as before.
+  const sgdSpec = cluster().workers(4).strategy("auto").memory(Math.ceil(params * 1.5)).spec();
+  const sgd = makePlan(sgdSpec, summarizeModel(model), { batchSize: 32, optimizer: { name: "sgd", learningRate: 0.01 }, devices: devices(4, 2 ** 30) });
+  assert.notEqual(sgd.strategy, "data");
+  assert.match(sgd.explain(), /ZeRO-1 \(shard: "optimizer"\) saves nothing here: the optimizer keeps no state; ZeRO-2 would need .* and ZeRO-3 .* per worker/);
+  // Tighter than ZeRO-1's need: split, saying what ZeRO-1 would have needed.
+  const tight = cluster().workers(4).strategy("auto").memory(Math.ceil(params * 2.2)).spec();
+  const split = makePlan(tight, summarizeModel(model), { batchSize: 32, optimizer: adam, devices: devices(4, 2 ** 30) });
+  assert.notEqual(split.strategy, "data");
+  assert.match(split.explain(), /ZeRO-1 \(shard: "optimizer", each worker 1\/4 of the optimizer's state\) would need .*, above .*; ZeRO-2 would need/);
+});
+
 test("predictions: a GPipe plan of equal stages predicts the theoretical bubble when links are free", () => {
   const model = tf.sequential({ layers: [tf.layers.dense({ units: 64, inputShape: [64] }), tf.layers.dense({ units: 64 }), tf.layers.dense({ units: 64 }), tf.layers.dense({ units: 64 })] });
   const spec = cluster().workers(4).strategy("pipeline", { microBatches: 8, schedule: "gpipe" }).spec();

@@ -4,8 +4,9 @@ import { planAuto } from "./planner";
 
 /**
  * strategy("auto"): the planner picks data parallelism when the model fits every worker, else
- * the fewest stages that fit, replicated as the workers allow; everything after planning is the
- * chosen strategy's (its plans name it).
+ * ZeRO-1 when a share of the optimizer's state makes it fit, else the fewest stages that fit,
+ * replicated as the workers allow; everything after planning is the chosen strategy's (its plans
+ * name it).
  */
 export const autoStrategy: StrategyPlanner<AutoOptions> & { options: typeof AutoOptionsSchema } = {
   options: AutoOptionsSchema,

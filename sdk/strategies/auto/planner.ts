@@ -5,6 +5,7 @@ import { workerCount, type ClusterSpec } from "../../config/cluster-spec";
 import { planDataParallel } from "../data/planner";
 import { DataOptionsSchema } from "../data/options";
 import type { AutoOptions } from "./options";
+import { shardedChoice } from "./sharded-choice";
 import { planPipelineWith, stageMemory } from "../pipeline/planner";
 import type { DataParallelPlan, PlanOptions, PipelinePlan } from "../../plan/plans";
 
@@ -13,7 +14,8 @@ const DEFAULT_BATCH = 32;
 
 /**
  * strategy("auto"): data parallelism when the whole model fits every worker (no idle stages, one
- * all-reduce per step); otherwise the fewest stages whose split fits each worker's memory (fewer
+ * all-reduce per step); else ZeRO-1 when a 1/n share of the optimizer's state makes it fit
+ * (sharded-choice.ts); otherwise the fewest stages whose split fits each worker's memory (fewer
  * stages mean a smaller bubble and more replicas), as a hybrid of workers / stages replicas when
  * that is 2 or more, else one pipeline. Every option it weighed goes into plan.explain().
  */
@@ -35,7 +37,10 @@ export function planAuto(given: AutoOptions, spec: ClusterSpec, model: ModelSumm
       reasons: [`auto chose data parallelism: ${wholeText}, and ${room}; data parallelism leaves no stage idle and costs one all-reduce per step`],
     });
   }
-  const reasons = [`${wholeText}, but worker ${tightest} may use only ${formatBytes(minCap)}: the model must be split into stages`];
+  const tooBig = `${wholeText}, but worker ${tightest} may use only ${formatBytes(minCap)}`;
+  const sharded = shardedChoice(e, model, n, minCap);
+  if (sharded.fits) return planDataParallel(DataOptionsSchema.parse({ shard: "optimizer" }), spec, model, { ...o, reasons: [tooBig, ...sharded.reasons] });
+  const reasons = [tooBig, ...sharded.reasons, "so the model must be split into stages"];
   for (let stages = 2; stages <= Math.min(n, model.layers.length); stages++) {
     if (n % stages !== 0) {
       reasons.push(`${stages} stages: skipped, ${n} workers do not form whole replicas of ${stages} stages`);
