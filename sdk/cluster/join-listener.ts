@@ -140,7 +140,6 @@ export class JoinListener {
     this.admitting?.();
   }
 
-
   /**
    * A tab that opens the invite link during an elastic fit joins it (add()), at the next step
    * boundary as any added worker; once `active` turns false, arrivals wait for add() again.
