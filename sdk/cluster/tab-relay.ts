@@ -76,11 +76,6 @@ export class TabRelay {
     relayLinks(waiting.link, link);
   }
 
-  /** How many tabs are registered now. */
-  get size(): number {
-    return this.tabs.size;
-  }
-
   private drop(id: string): void {
     const tab = this.tabs.get(id);
     if (!tab) return;

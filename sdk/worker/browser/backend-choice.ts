@@ -5,6 +5,7 @@ import type { MathBackendWebGL } from "@tensorflow/tfjs-backend-webgl";
 import { BackendError } from "../../errors/errors";
 import type { GpuFacts } from "../../protocol/messages";
 import type { BackendReport } from "../../backends/select-backend";
+import { machineMemoryBytes } from "../../backends/machine-memory";
 
 /** What a tab can compute on, best first. */
 export const TAB_BACKENDS = ["webgpu", "webgl", "wasm", "cpu"] as const;
@@ -104,6 +105,6 @@ export async function chooseTabBackend(choice: TabBackend | "auto"): Promise<Bac
 
 /** The memory the browser says the device has (navigator.deviceMemory, rounded by the browser), or 0 where it does not say. */
 export function tabMemoryBytes(): number {
-  const gib = (navigator as { deviceMemory?: number }).deviceMemory;
-  return typeof gib === "number" ? gib * 2 ** 30 : 0;
+  const said = machineMemoryBytes();
+  return Number.isFinite(said) ? said : 0;
 }
