@@ -5,6 +5,7 @@ import type { Tensorlike } from "../protocol/tensor";
 import type { Draft } from "../transport/channel";
 import type { OptimizerState } from "./tfjs-update";
 import type { ReplicaStepChoice } from "../protocol/profile-messages";
+import type { FlatRanges } from "../model/flat-state";
 
 /** What a parameter-server worker's communication thread does for it. */
 export interface ServerLinks {
@@ -83,6 +84,8 @@ export interface WorkerRole {
   weights(): Promise<{ tensors: Tensorlike[]; version?: number }>;
   exportState(): Promise<OptimizerState>;
   importState(state: OptimizerState): Promise<void>;
+  /** The ranges of the flat parameters a data-parallel replica holds optimizer state for (sharded: its own; else all). */
+  stateRanges?(): Promise<FlatRanges>;
   /**
    * Requests only some roles answer (rewind, applied; pulls and pushes from peers). Returns
    * undefined for a request this role does not answer.

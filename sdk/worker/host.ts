@@ -172,14 +172,10 @@ export class ComputeHost {
         case "ringProbe":
         case "profile":
           return await this.measure(msg);
-        case "fetchState": {
-          const state = await this.need("fetchState").exportState();
-          const tensors = state.tensors.map((t) => ({ data: t.data, shape: t.shape }));
-          this.reply({ type: "state", re: msg.id, format: state.format, names: state.tensors.map((t) => t.name), scalars: state.scalars }, tensors);
-          return;
-        }
+        case "fetchState":
+          return await this.fetchState(msg);
         case "setState":
-          await this.need("setState").importState({ format: msg.format, tensors: stateTensors(msg, attachments), scalars: msg.scalars });
+          await this.need("setState").importState({ format: msg.format, tensors: stateTensors(msg, attachments), scalars: msg.scalars, ...(msg.ranges ? { ranges: msg.ranges } : {}) });
           this.reply({ type: "stateSet", re: msg.id });
           return;
         case "release": {
@@ -200,6 +196,19 @@ export class ComputeHost {
     } catch (err) {
       this.post({ kind: "replyError", re: id, error: toWireError(err) });
     }
+  }
+
+  /** The role's optimizer state (a sharded replica's laid flat over its ranges), or only the ranges it holds state for. */
+  private async fetchState(msg: MessageOf<"fetchState">): Promise<void> {
+    const role = this.need("fetchState");
+    if (msg.only === "ranges") {
+      if (!role.stateRanges) throw new StateError("this worker's role holds no optimizer state of ranges of the flat parameters");
+      this.reply({ type: "state", re: msg.id, format: "native", names: [], scalars: {}, ranges: await role.stateRanges() });
+      return;
+    }
+    const state = await role.exportState();
+    const tensors = state.tensors.map((t) => ({ data: t.data, shape: t.shape }));
+    this.reply({ type: "state", re: msg.id, format: state.format, names: state.tensors.map((t) => t.name), scalars: state.scalars, ...(state.ranges ? { ranges: state.ranges } : {}) }, tensors);
   }
 }
 

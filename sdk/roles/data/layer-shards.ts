@@ -12,6 +12,7 @@ import type { UpdateRule } from "../tfjs-update";
 import { makeUpdateRule } from "../update-rule";
 import { ownValues } from "../native-update";
 import { partsOf } from "./optimizer-shard";
+import { ShardState } from "./shard-state";
 
 /** One layer's trainable variables, as ZeRO-3 keeps them. */
 interface Unit {
@@ -108,6 +109,12 @@ export class LayerShards {
     const placeholder = new Float32Array(shards.weightsMemory);
     for (const u of units) for (const { v, at } of u.vars) backend.rebind(v, placeholder.subarray(at, at + v.size));
     return shards;
+  }
+
+  /** Its optimizer state for checkpoints: one tensor per slot over its part of every layer. */
+  state(): ShardState {
+    const ranges = this.units.filter((u) => u.end > u.start).map((u): [number, number] => [u.from + u.start, u.from + u.end]);
+    return new ShardState(this.update, ranges, [this.gradient.length]);
   }
 
   /** The slice's forward and backward pass, each layer gathered, its gradient reduce-scattered into `gradient`. */

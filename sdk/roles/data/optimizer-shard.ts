@@ -6,6 +6,7 @@ import { assignFlat, readConcat, readTensor } from "../device-io";
 import type { UpdateRule } from "../tfjs-update";
 import { NativeUpdate, ownValues } from "../native-update";
 import { hasNativeKernel, makeUpdateRule } from "../update-rule";
+import { ShardState } from "./shard-state";
 
 /** The part [from, to) of variable v's values that falls in a shard of the flat parameters. */
 export interface ShardPart {
@@ -63,6 +64,11 @@ export class OptimizerShard {
     const weights = tf.variable(initial, true, `zero_shard_${Math.random().toString(36).slice(2)}`);
     initial.dispose();
     return new OptimizerShard(start, end, makeUpdateRule([weights], spec), parts, weights);
+  }
+
+  /** Its optimizer state for checkpoints: the update's tensors are the parts (in place), or one shard of its own. */
+  state(): ShardState {
+    return new ShardState(this.update, [[this.start, this.end]], this.weights ? [this.end - this.start] : this.parts.map((p) => p.to - p.from));
   }
 
   /** Checks the ring still gives this replica the shard it holds state for. */

@@ -20,6 +20,8 @@ import { StepBack } from "./step-back";
 import { ZeroOne } from "./zero-one";
 import { LayerShards } from "./layer-shards";
 import { layerShardsStep } from "./layer-shards-step";
+import type { ShardState } from "./shard-state";
+import type { FlatRanges } from "../../model/flat-state";
 import * as tf from "@tensorflow/tfjs";
 import type { NativeBackend } from "../../backends/native/backend";
 import { feedRows, splitFeed, type Feed } from "../objective";
@@ -28,9 +30,8 @@ import { hasNonFinite } from "../../backends/native/finite";
 import { onDevice, transfers } from "../device-io";
 
 /**
- * One replica of synchronous data parallelism: computes the gradient of its slice, scales it
- * by the slice's share of the global batch, sums it with every other replica's by all-reduce,
- * and applies the same update as every other replica.
+ * One replica of synchronous data parallelism: its slice's gradient, weighted by the slice's
+ * share of the global batch, all-reduced with every other's, then the update every replica applies.
  *
  * The all-reduced buffer is [gradient | change of the model's state | flag]. The state
  * (BatchNormalization's moving statistics) is averaged as Keras' MirroredStrategy does: each
@@ -39,10 +40,9 @@ import { onDevice, transfers } from "../device-io";
  * or whose computation threw: when it is not zero, every replica drops the update alike, so
  * the replicas never differ and the ring is never left half-way.
  *
- * With compression, the gradient travels as 16-bit floats with error feedback; state and flag
- * stay float32 (a count in fp16 is exact only up to 2048). A compressed sum that overflowed is
- * the same Infinity on every replica (the ring hands all of them the same bits), so all of
- * them drop that step alike, as for the flag.
+ * With compression the gradient travels as 16-bit floats with error feedback (state and flag in
+ * float32: fp16 counts exactly only to 2048); a sum that overflowed is the same Infinity on
+ * every replica (the ring hands all of them the same bits), so all drop that step alike.
  */
 export class DataReplica implements WorkerRole {
   private readonly update: UpdateRule;
@@ -74,6 +74,7 @@ export class DataReplica implements WorkerRole {
   private layers: LayerShards | null = null;
   /** Local SGD / DiLoCo: steps update this replica alone; the steps marked sync all-reduce the weights' change. */
   private local: LocalRounds | null = null;
+  private io: () => HostIO = noLinks;
 
   private constructor(private readonly r: LoadedReplica, msg: LoadOf<"replica">) {
     // Sharded (ZeRO-1), the optimizer's state is the shard's alone: none for the whole model.
@@ -93,12 +94,13 @@ export class DataReplica implements WorkerRole {
     const replica = new DataReplica(await loadReplica(msg, weights, env.memoryCapBytes ?? null), msg);
     if (msg.localSgd) replica.local = await LocalRounds.start(replica.r, msg.localSgd.outer, replica.elastic ? replica.update : null);
     if (msg.data) replica.shard = OwnCopy.of(msg.data);
-    if (msg.shard === "gradients" || msg.shard === "parameters") replica.layers = LayerShards.create(msg.shard === "gradients" ? 2 : 3, replica.r, msg.optimizer, env.io ?? noLinks, tf.backend() as NativeBackend);
+    replica.io = env.io ?? noLinks;
+    if (msg.shard === "gradients" || msg.shard === "parameters") replica.layers = LayerShards.create(msg.shard === "gradients" ? 2 : 3, replica.r, msg.optimizer, replica.io, tf.backend() as NativeBackend);
     return replica;
   }
 
   get loaded(): WorkerRole["loaded"] {
-    return { paramCount: this.paramCount, gradientLength: this.gradientLength, replicaStep: replicaStepReport(this.r), ...(this.shard ? { datasetSize: this.shard.dataset.size } : {}) };
+    return { paramCount: this.r.model.countParams(), gradientLength: this.r.gradientLength, replicaStep: replicaStepReport(this.r), ...(this.shard ? { datasetSize: this.shard.dataset.size } : {}) };
   }
 
   /** A step of the driver's: its slice comes attached (in-graph) or is read from the worker's own copy (between-graph). */
@@ -151,13 +153,6 @@ export class DataReplica implements WorkerRole {
     return this.back.rewind(to);
   }
 
-  get gradientLength(): number {
-    return this.r.gradientLength;
-  }
-
-  get paramCount(): number {
-    return this.r.model.countParams();
-  }
 
   /**
    * Computes the slice's gradient, weighted by its share, sums it with the others' and applies
@@ -319,14 +314,23 @@ export class DataReplica implements WorkerRole {
     return { tensors: this.layers?.stage === 3 ? await this.layers.weightsOf(this.r.model) : await readWeights(this.r.model) };
   }
 
-  /** Local SGD's outer optimizer state goes with it, for a worker joining at a sync. */
+  /** Local SGD's outer state goes with it (a worker joining at a sync); a sharded replica's is laid flat over its ranges. */
   async exportState(): Promise<OptimizerState> {
-    const own = await this.update.exportState();
-    return this.local ? this.local.exportState(own) : own;
+    const sharded = await this.shardState();
+    return sharded ? sharded.export() : this.local ? this.local.exportState(await this.update.exportState()) : this.update.exportState();
   }
 
-  importState(state: OptimizerState): Promise<void> {
-    return this.local ? this.local.importState(state, (inner) => this.update.importState(inner)) : this.update.importState(state);
+  async importState(state: OptimizerState): Promise<void> {
+    const sharded = await this.shardState();
+    return sharded ? sharded.import(state) : this.local ? this.local.importState(state, (inner) => this.update.importState(inner)) : this.update.importState(state);
+  }
+
+  async stateRanges(): Promise<FlatRanges> {
+    return (await this.shardState())?.ranges ?? [[0, this.r.gradientLength]];
+  }
+
+  private shardState(): Promise<ShardState | null> {
+    return this.zero ? this.zero.ready(this.io()) : Promise.resolve(this.layers?.state() ?? null);
   }
 
   dispose(): void {

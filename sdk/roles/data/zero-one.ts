@@ -6,6 +6,7 @@ import { hasNonFinite } from "../../backends/native/finite";
 import type { HostIO } from "../role";
 import type { NonFinite } from "../step-health";
 import { OptimizerShard, writeWeights } from "./optimizer-shard";
+import type { ShardState } from "./shard-state";
 
 /**
  * ZeRO stage 1 (Rajbhandari et al. 2020) for a data-parallel replica. The step's buffer is
@@ -47,7 +48,7 @@ export class ZeroOne {
     const rs = await io.reduceScatter(flat.subarray(0, n), wire);
     const [s, e] = io.shardOf(n);
     if (this.shard) this.shard.holds(s, e);
-    else this.shard = await OptimizerShard.of(this.vars, this.spec, s, e);
+    else await this.ready(io);
     const mine = rs.data.subarray(s, e);
     const overflow = wire && rest[rest.length - 2] === 0 && hasNonFinite(mine) ? { where: "compression" as const, variable: this.variableAt(s + mine.findIndex((v) => !Number.isFinite(v))) } : undefined;
     if (overflow) rest[rest.length - 1] = 1;
@@ -60,6 +61,13 @@ export class ZeroOne {
     data[length - 1] += summed.data[tail - 1]!;
     this.stats = { waitMs: rs.stats.waitMs + summed.stats.waitMs, commMs: rs.stats.commMs + summed.stats.commMs, bytesSent: rs.stats.bytesSent + summed.stats.bytesSent };
     return { data, stats: this.stats, ...(overflow ? { overflow } : {}) };
+  }
+
+  /** This replica's shard, made where the ring places it if no step made it yet (a checkpoint's part is loaded into it first). */
+  async ready(io: HostIO): Promise<ShardState> {
+    const [s, e] = io.shardOf(this.sizes.reduce((a, b) => a + b, 0));
+    this.shard ??= await OptimizerShard.of(this.vars, this.spec, s, e);
+    return this.shard.state();
   }
 
   /** The variable the flat parameter `index` belongs to. */
