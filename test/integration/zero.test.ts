@@ -1,4 +1,7 @@
 import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { cluster, ConfigError, datasets, type FitOptions } from "../../sdk/index";
@@ -122,11 +125,49 @@ test("what ZeRO-1 cannot do yet is refused, saying why", async () => {
   refused({ shard: "optimizer", compression: { name: "powersgd", rank: 2 } }, /low-rank factors/);
   refused({ shard: "parameters", compression: "fp16" }, /16-bit reduce-scatters of each layer are not built for ZeRO-2 and ZeRO-3/);
   refused({ shard: "parameters", overlap: true }, /layer by layer/);
-  const c = await cluster().workers(2).strategy("data", { shard: "optimizer" }).backend("cpu").launch();
+});
+
+test("sharded checkpoints: ZeRO-1 on 3 workers writes a part per replica; resumed on 2 under ZeRO-3, whose checkpoint resumes under plain data parallelism and that one's under ZeRO-2, ends as model.fit", async (t) => {
+  // 15 steps; each fit but the last is stopped (the steps in flight finish and are checkpointed), the next resumes from its latest.
+  const adam = { ...base, epochs: 3, optimizer: { name: "adam" as const, learningRate: 0.01, beta1: 0.9, beta2: 0.999 } };
+  const dirs = [0, 1, 2].map(() => fs.mkdtempSync(path.join(os.tmpdir(), "meshtrain-zero-ckpt-")));
+  const at = (d: string, step: number): string => path.join(d, `step-${String(step).padStart(6, "0")}`);
+  const fitOn = async (workers: number, shard: "optimizer" | "gradients" | "parameters" | undefined, o: FitOptions, stopAt?: number): Promise<tf.LayersModel> => {
+    const c = await cluster().workers(workers).strategy("data", shard ? { shard } : {}).launch();
+    try {
+      const model = smallClassifier(6, 3, { seed: 40 });
+      const stop = new AbortController();
+      const run = c.fit(model, ds, { ...o, signal: stop.signal, onStep: (s) => void (s.step === stopAt && stop.abort()) });
+      if (stopAt === undefined) await run;
+      else await assert.rejects(run);
+      return model;
+    } finally {
+      await c.close();
+    }
+  };
   try {
-    await assert.rejects(c.fit(smallClassifier(6, 3), ds, { ...base, optimizer: { name: "sgd", learningRate: 0.1 }, checkpoint: { dir: "/tmp/meshtrain-zero-ckpt", every: 1 } }), /sharded checkpoints are not built yet/);
+    await fitOn(3, "optimizer", { ...adam, checkpoint: { dir: dirs[0]!, every: 3 } }, 4);
+    const meta = JSON.parse(fs.readFileSync(path.join(at(dirs[0]!, 3), "meta.json"), "utf8")).body;
+    assert.deepEqual(meta.optimizerStates, []);
+    assert.deepEqual(meta.shards.parts.map((p: { file: string }) => p.file), ["optimizer-0.bin", "optimizer-1.bin", "optimizer-2.bin"]);
+    // 83 parameters, Adam's two slots: each replica's part holds both over its third of them.
+    const sizes = meta.shards.parts.map((p: { file: string }) => fs.statSync(path.join(at(dirs[0]!, 3), p.file)).size);
+    assert.deepEqual(sizes, meta.shards.parts.map((p: { ranges: number[][] }) => 2 * 4 * (p.ranges[0]![1]! - p.ranges[0]![0]!)));
+    assert.equal(sizes.reduce((a: number, b: number) => a + b, 0), 2 * 4 * 83);
+    await fitOn(2, "parameters", { ...adam, resumeFrom: dirs[0]!, checkpoint: { dir: dirs[1]!, every: 3 } }, 7);
+    await fitOn(2, undefined, { ...adam, resumeFrom: dirs[1]!, checkpoint: { dir: dirs[2]!, every: 3 } }, 10);
+    const resumed = await fitOn(2, "gradients", { ...adam, resumeFrom: dirs[2]! });
+    const reference = smallClassifier(6, 3, { seed: 40 });
+    await modelFitReference(reference, ds, adam);
+    const diff = maxRelativeDifference(resumed, reference);
+    t.diagnostic(`ZeRO-1 x 3 -> ZeRO-3 x 2 -> data x 2 -> ZeRO-2 x 2: ${diff.toExponential(2)} from model.fit`);
+    assert.ok(diff < 1e-5, `relative difference ${diff}`);
+    // A part that does not match its manifest is refused, naming it.
+    const latest = path.join(dirs[1]!, fs.readFileSync(path.join(dirs[1]!, "latest"), "utf8").trim());
+    fs.appendFileSync(path.join(latest, "optimizer-1.bin"), Buffer.alloc(4));
+    await assert.rejects(fitOn(2, "optimizer", { ...adam, resumeFrom: latest }), /optimizer-1\.bin has \d+ bytes; its checkpoint describes \d+/);
   } finally {
-    await c.close();
+    for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
   }
 });
 

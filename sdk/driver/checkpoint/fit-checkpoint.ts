@@ -10,11 +10,13 @@ import { type FitContext } from "../fit-context";
 import { setModelWeights } from "../model-transfer";
 import { readCheckpoint, writeCheckpoint, type Checkpoint, type CheckpointBody } from "./store";
 import { FitAborted } from "../fit-stop";
+import { shardedParts } from "./sharded";
 
 /**
  * Checkpoints of a fit, whatever the strategy: the whole model's weights (assembled by the
  * strategy), and the optimizer state of every holder of some of it: "replica" (data
- * parallelism: every replica holds the same), "stage s" (every replica of stage s), "server i".
+ * parallelism: every replica holds the same), "stage s" (every replica of stage s), "server i";
+ * or, sharded (ZeRO), a part per replica (sharded.ts).
  */
 
 /** Who holds a part of the optimizer state: saved from `from`, restored into each of `to`. */
@@ -82,14 +84,14 @@ export async function restoreOptimizers(ctx: FitContext, ckpt: Checkpoint, holde
  */
 export function checkpointSaver(
   ctx: FitContext,
-  o: { dir: string; strategy: CheckpointBody["strategy"]; summary: ModelSummary; dataset: Dataset; options: ResolvedFitOptions; holders: readonly Holder[]; weights: () => Promise<Tensorlike[]> },
+  o: { dir: string; strategy: CheckpointBody["strategy"]; summary: ModelSummary; dataset: Dataset; options: ResolvedFitOptions; holders: readonly Holder[]; weights: () => Promise<Tensorlike[]>; sharded?: readonly WorkerHandle[] },
 ): (stepsDone: number) => Promise<void> {
   return async (stepsDone) => {
     const all = awaitAll(ctx);
     const weights = await o.weights();
     const states = await all(o.holders.map((h) => h.from.channel.request({ type: "fetchState" }, "state", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: "the optimizer state to checkpoint" })));
     const f = o.options;
-    writeCheckpoint(
+    await writeCheckpoint(
       o.dir,
       {
         strategy: o.strategy,
@@ -107,6 +109,7 @@ export function checkpointSaver(
       },
       weights.map((t) => t.data as Float32Array),
       states.flatMap((st) => st.attachments.map((t) => t.data as Float32Array)),
+      o.sharded ? shardedParts(ctx, o.sharded) : undefined,
     );
   };
 }
@@ -117,7 +120,7 @@ export function checkpointing(
   ctx: FitContext,
   o: ResolvedFitOptions,
   resumed: { ckpt: Checkpoint } | undefined,
-  what: { strategy: CheckpointBody["strategy"]; summary: ModelSummary; dataset: Dataset; holders: readonly Holder[]; weights: () => Promise<Tensorlike[]> },
+  what: { strategy: CheckpointBody["strategy"]; summary: ModelSummary; dataset: Dataset; holders: readonly Holder[]; weights: () => Promise<Tensorlike[]>; sharded?: readonly WorkerHandle[] },
 ): { startStep: number; checkpoint?: { every: number; save(stepsDone: number): Promise<void> } } {
   return {
     startStep: resumed?.ckpt.body.step ?? 0,

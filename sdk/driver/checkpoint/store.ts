@@ -3,10 +3,11 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { z } from "zod";
 import { CheckpointError } from "../../errors/errors";
+import { checkParts, ShardsSchema, type Shards } from "./parts";
 
 /**
  * Checkpoints on disk. Each is a directory `step-000012` (12 steps done) holding meta.json and
- * two binary files, written under a temporary name and renamed into place, then named in
+ * two binary files (and a sharded fit's parts, see parts.ts), written under a temporary name and renamed into place, then named in
  * `latest` (also written and renamed): a crash at any moment leaves the previous checkpoint
  * whole and `latest` naming it. Every file's SHA-256 is in meta.json, and meta.json carries
  * the SHA-256 of its own body, so a partial or corrupt checkpoint is refused, naming the file.
@@ -32,6 +33,8 @@ export const CheckpointBodySchema = z.strictObject({
   weights: z.array(TensorMetaSchema),
   /** Each holder's optimizer state ("replica", "stage 1", "server 0"), its tensors in optimizer.bin in this order. */
   optimizerStates: z.array(z.strictObject({ holder: z.string(), format: z.enum(["native", "tfjs"]), scalars: z.record(z.string(), z.number()), tensors: z.array(TensorMetaSchema) })),
+  /** A sharded fit's optimizer state: a file per replica, each its slots over its ranges of the flat parameters. */
+  shards: ShardsSchema.optional(),
   sha256: z.strictObject({ weights: z.string(), optimizer: z.string() }),
   writtenAt: z.string(),
 });
@@ -44,6 +47,9 @@ export interface Checkpoint {
   weights: Float32Array[];
   optimizer: Float32Array[];
 }
+
+/** Writes one replica's part of a sharded checkpoint (its slots, in order) and returns its file's name and SHA-256. */
+export type PartWriter = (index: number, slots: readonly Float32Array[]) => { file: string; sha256: string };
 
 const sha = (b: Uint8Array): string => createHash("sha256").update(b).digest("hex");
 const stepDir = (step: number): string => `step-${String(step).padStart(6, "0")}`;
@@ -82,8 +88,18 @@ function writeDurably(file: string, data: string | Buffer): void {
   }
 }
 
-/** Writes a checkpoint; keeps the previous one, removes older ones. Returns its directory. */
-export function writeCheckpoint(dir: string, body: Omit<CheckpointBody, "sha256" | "writtenAt" | "format">, weights: readonly Float32Array[], optimizer: readonly Float32Array[]): string {
+/**
+ * Writes a checkpoint; keeps the previous one, removes older ones. Returns its directory. A
+ * sharded fit's `parts` writes each replica's part as it arrives, so no one process ever holds
+ * the whole optimizer state.
+ */
+export async function writeCheckpoint(
+  dir: string,
+  body: Omit<CheckpointBody, "sha256" | "writtenAt" | "format" | "shards">,
+  weights: readonly Float32Array[],
+  optimizer: readonly Float32Array[],
+  parts?: (put: PartWriter) => Promise<Shards>,
+): Promise<string> {
   fs.mkdirSync(dir, { recursive: true });
   const name = stepDir(body.step);
   const tmp = path.join(dir, `.tmp-${name}-${process.pid}`);
@@ -93,7 +109,15 @@ export function writeCheckpoint(dir: string, body: Omit<CheckpointBody, "sha256"
   const o = concat(optimizer);
   writeDurably(path.join(tmp, "weights.bin"), w);
   writeDurably(path.join(tmp, "optimizer.bin"), o);
-  const full: CheckpointBody = { format: 1, ...body, sha256: { weights: sha(w), optimizer: sha(o) }, writtenAt: new Date().toISOString() };
+  const put: PartWriter = (index, slots) => {
+    const data = concat(slots);
+    const file = `optimizer-${index}.bin`;
+    writeDurably(path.join(tmp, file), data);
+    return { file, sha256: sha(data) };
+  };
+  const shards = parts ? { shards: await parts(put) } : {};
+  // Parsed as it will be read back: the checksum is of the fields in the schema's order.
+  const full = CheckpointBodySchema.parse({ format: 1, ...body, ...shards, sha256: { weights: sha(w), optimizer: sha(o) }, writtenAt: new Date().toISOString() });
   const text = JSON.stringify(full);
   writeDurably(path.join(tmp, "meta.json"), JSON.stringify({ body: full, sha256: sha(Buffer.from(text)) }, null, 1));
   const final = path.join(dir, name);
@@ -135,6 +159,7 @@ export function readCheckpointAt(ckpt: string): Checkpoint {
     if (sha(data) !== b.sha256[name]) throw new CheckpointError(`${file} is corrupt: its SHA-256 differs from the one recorded when it was written`, { details: { file } });
     return data;
   };
+  if (b.shards) checkParts(ckpt, b.shards);
   return {
     path: ckpt,
     body: b,

@@ -18,6 +18,7 @@ import { runSteps, type IssuedStep } from "../../driver/step-loop";
 import { straggler, computeEnd, stepOutcome, workerStep } from "../../driver/step-records";
 import { dataWiring } from "../../plan/wiring";
 import { checkpointing, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
+import { restoreShards, wholeOf } from "../../driver/checkpoint/sharded";
 import { runElastic } from "../../driver/elastic-loop";
 import { validateOnReplicas } from "./validate-replicas";
 import { askedToStop, FitAborted } from "../../driver/fit-stop";
@@ -43,8 +44,9 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
   const loaded = await loadEverywhere(() => awaitAll(ctx)(workers.map((w) => loadOn(w, weights))));
   checkLoaded(loaded, dataset, plan);
   const replicaStep = replicaStepOf(loaded.map((l) => l.msg.replicaStep));
-  const holders = [{ name: "replica", from: workers[0]!, to: workers }];
-  if (resumed) await restoreOptimizers(ctx, resumed.ckpt, holders);
+  // Sharded, each replica holds a part of the optimizer state: a checkpoint has a part per replica.
+  const holders = plan.shard ? [] : [{ name: "replica", from: workers[0]!, to: workers }];
+  if (resumed) await (plan.shard ? restoreShards(ctx, resumed.ckpt, model, workers) : restoreOptimizers(ctx, wholeOf(resumed.ckpt, model), holders));
   const fitStartWall = wallClock();
   if (plan.elastic) {
     const load = async (w: WorkerHandle, attachments: Tensorlike[]): Promise<void> => void (await awaitAll(ctx)([loadOn(w, attachments)]));
@@ -58,7 +60,9 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
     if (!r.stopped || askedToStop(r.stopped)) await syncIfBetween(ctx, plan, perEpoch, r.members, r.history);
     return { ...(await finish(ctx, model, o, plan, r.history, r.members, r.stopped, started, r.membership)), ...(replicaStep ? { replicaStep } : {}), ...(r.validation.length > 0 ? { validation: r.validation } : {}) };
   }
-  const more = checkpointing(ctx, o, resumed, { strategy: "data", summary: plan.model, dataset, holders, weights: async () => (await fetchWeightsOf(ctx, [workers[0]!], "the weights to checkpoint"))[0]! });
+  // ZeRO-3 replicas gather the weights together: every one is asked.
+  const weightsFrom = plan.shard === "parameters" ? workers : [workers[0]!];
+  const more = checkpointing(ctx, o, resumed, { strategy: "data", summary: plan.model, dataset, holders, weights: async () => (await fetchWeightsOf(ctx, weightsFrom, "the weights to checkpoint"))[0]!, ...(plan.shard ? { sharded: workers } : {}) });
   const validate = o.validation ? { validate: validateOnReplicas(ctx, workers, o.validation, o.batchSize) } : {};
   const perEpoch = stepsPerEpoch(dataset.size, o.batchSize);
   const { history, stopped, validation } = await runSteps(ctx, o, dataset, (batch) => issueStep(ctx, dataset, plan, fitStartWall, batch, syncsAfter(plan, perEpoch, batch.step)), { ...more, ...validate });
@@ -73,9 +77,6 @@ function refuseWhatCannotWork(o: ResolvedFitOptions, dataset: Dataset, plan: Dat
   }
   if (plan.sync && o.checkpoint) {
     throw new FitAborted(new ConfigError(`checkpoints and sync every ${plan.sync.every} steps do not go together yet: between syncs each replica holds weights and optimizer state of its own, which a checkpoint of one replica does not keep`, { hint: "drop checkpoint, or drop sync" }));
-  }
-  if (plan.shard && (o.checkpoint || o.resumeFrom)) {
-    throw new FitAborted(new ConfigError(`shard "${plan.shard}" with checkpoints: each replica holds only its shard's optimizer state, and sharded checkpoints are not built yet`, { hint: "drop checkpoint and resumeFrom, or drop shard" }));
   }
   if (plan.shard === "parameters" && o.validation) {
     throw new FitAborted(new ConfigError('shard "parameters" (ZeRO-3) with validation: a ZeRO-3 replica gathers each layer inside its training step, and evaluating on gathered layers is not built yet', { hint: 'drop validationData / validationSplit, or use shard "gradients" or "optimizer"' }));
