@@ -15,6 +15,8 @@ export const EvaluateSchema = z.strictObject({
    * activations between stages are sent under (above any training step's).
    */
   stage: z.strictObject({ samples: z.number().int().nonnegative().max(1 << 30), seq: z.number().int().min(2 ** 31).max(2 ** 32 - 1) }).optional(),
+  /** ZeRO-3: the batches every replica runs, its layers gathered for each (the most any replica's shard needs). */
+  rounds: z.number().int().nonnegative().max(1 << 30).optional(),
   /** One tensor per model input, then one per output (a pipeline stage: the inputs it reads and the targets of the outputs it makes). */
   attachments: z.array(TensorSpecSchema).max(128),
 });

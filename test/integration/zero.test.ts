@@ -69,21 +69,29 @@ test("ZeRO-1 over the WebSocket links: fp16 gradients equal plain fp16 data para
   assert.ok(diff < 1e-4, `relative difference ${diff}`);
 });
 
-test("ZeRO-2 and ZeRO-3 (each layer's gradient reduce-scattered; ZeRO-3 gathers each layer for its passes) equal each other to the bit and model.fit: Adam on 3 workers over the native data plane, a CNN on 2 over WebSockets", async (t) => {
+test("ZeRO-2 and ZeRO-3 (each layer's gradient reduce-scattered; ZeRO-3 gathers each layer for its passes, and for validation) equal each other to the bit and model.fit: Adam on 3 workers over the native data plane, a CNN on 2 over WebSockets", async (t) => {
   const adam = { ...base, optimizer: { name: "adam" as const, learningRate: 0.01, beta1: 0.9, beta2: 0.999 } };
-  const three = await trained(3, adam, { shard: "parameters" });
-  // ZeRO-2's replicas hold the whole weights: they validate each epoch (which changes nothing trained).
-  const validated: number[] = [];
-  const two = await trained(3, { ...adam, validationData: ds, callbacks: { onEpochEnd: async (_e, logs) => void validated.push(Number(logs?.val_loss)) } }, { shard: "gradients" });
-  assert.equal(validated.length, base.epochs);
-  assert.ok(validated.every((v) => Number.isFinite(v) && v > 0), String(validated));
+  // Both validate each epoch (which changes nothing trained): ZeRO-2 on its whole weights, ZeRO-3 layer by
+  // layer, gathered; 37 samples in shards of 13, 12 and 12 take 2 batches of 12 on one replica, 1 on the others.
+  const validation = datasets.synthetic({ inputShape: [6], classes: 3, size: 37, seed: 64 });
+  const validated: Record<"two" | "three", number[]> = { two: [], three: [] };
+  const validating = (k: "two" | "three") => ({ ...adam, validationData: validation, callbacks: { onEpochEnd: async (_e: number, logs?: Record<string, number>) => void validated[k].push(Number(logs?.val_loss)) } });
+  const three = await trained(3, validating("three"), { shard: "parameters" });
+  const two = await trained(3, validating("two"), { shard: "gradients" });
   // The same reduce-scatters in the same order, the same elementwise update: the same bits.
   assert.equal(maxRelativeDifference(two, three), 0);
+  assert.equal(validated.three.length, base.epochs);
+  for (const [i, v] of validated.three.entries()) assert.ok(Math.abs(v - validated.two[i]!) <= 1e-6 * v, `epoch ${i}: ZeRO-3 val_loss ${v}, ZeRO-2 ${validated.two[i]}`);
   const ref = smallClassifier(6, 3);
   await modelFitReference(ref, ds, adam);
   const diff = maxRelativeDifference(three, ref);
   t.diagnostic(`ZeRO-3 (and ZeRO-2), Adam, 3 workers vs model.fit: ${diff.toExponential(2)}`);
   assert.ok(diff < 1e-4, `relative difference ${diff}`);
+  const held = validation.toTensors();
+  const evaluated = ref.evaluate(held.x, held.y, { batchSize: 12 }) as tf.Scalar;
+  const expected = (await evaluated.data())[0]!;
+  t.diagnostic(`ZeRO-3's last val_loss ${validated.three[base.epochs - 1]}, model.evaluate after model.fit ${expected}`);
+  assert.ok(Math.abs(validated.three[base.epochs - 1]! - expected) <= 1e-5 * expected);
   // Convolutions write their filters' gradients into a layer's own buffer.
   const images = datasets.synthetic({ inputShape: [8, 8, 1], classes: 3, size: 24, seed: 62 });
   const momentum = { ...base, batchSize: 8, optimizer: { name: "momentum" as const, learningRate: 0.05, momentum: 0.9, useNesterov: false } };

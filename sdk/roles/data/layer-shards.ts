@@ -158,6 +158,13 @@ export class LayerShards {
     return out;
   }
 
+  /** Stage 3, for a pass outside the step (validation): gathers the unit holding `layer`'s weights, if it has any. A collective. */
+  async gatherLayer(layer: { trainableWeights: ReadonlyArray<{ read(): tf.Tensor }> }): Promise<void> {
+    const held = new Set(layer.trainableWeights.map((w) => w.read()));
+    const u = this.units.find((unit) => unit.vars.some(({ v }) => held.has(v)));
+    if (u) await this.gather(u.op);
+  }
+
   private unitOf(op: number): number {
     return this.units.findIndex((u) => u.op === op);
   }

@@ -10,7 +10,7 @@ import { makeUpdateRule } from "../update-rule";
 import { nonFiniteVariable, survivedStepError, type NonFinite } from "../step-health";
 import { ErrorFeedback } from "../error-feedback";
 import { finishBuckets, GradientBuckets } from "./buckets";
-import { evaluateShard } from "./evaluate-shard";
+import { evaluateReplica } from "./evaluate-gathered";
 import { accumulatedSlice } from "./accumulate-slices";
 import { SyncNorm } from "./sync-batchnorm";
 import { PowerSgd } from "./power-sgd";
@@ -119,10 +119,9 @@ export class DataReplica implements WorkerRole {
   /** Elastic training asks how many updates were applied, or to step back one. */
   answer(msg: Message, attachments: Tensorlike[] = []): Promise<RoleReply> | undefined {
     if (msg.type === "evaluate") {
-      if (this.layers?.stage === 3) return Promise.reject(new StateError('a ZeRO-3 replica (shard "parameters") holds its part of each layer only, and evaluating on it is not built'));
       const feed = splitFeed(this.r.model, attachments);
       if (!feed) return Promise.reject(new ProtocolError(`"evaluate" carries ${attachments.length} tensors, expected ${this.expected}`));
-      return evaluateShard(this.r, feed.x, feed.y, msg.batchSize).then((sums) => ({ draft: { type: "evaluated", re: msg.id, ...sums } }));
+      return evaluateReplica(this.r, this.layers, feed.x, feed.y, msg).then((s) => ({ draft: { type: "evaluated", re: msg.id, ...s } }));
     }
     if (msg.type !== "rewind") return undefined;
     const back = this.local ? this.rewindLocal(this.local, msg.sync ?? msg.to) : msg.to === undefined ? Promise.resolve(this.back.taken) : this.rewind(msg.to);

@@ -63,7 +63,7 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
   // ZeRO-3 replicas gather the weights together: every one is asked.
   const weightsFrom = plan.shard === "parameters" ? workers : [workers[0]!];
   const more = checkpointing(ctx, o, resumed, { strategy: "data", summary: plan.model, dataset, holders, weights: async () => (await fetchWeightsOf(ctx, weightsFrom, "the weights to checkpoint"))[0]!, ...(plan.shard ? { sharded: workers } : {}) });
-  const validate = o.validation ? { validate: validateOnReplicas(ctx, workers, o.validation, o.batchSize) } : {};
+  const validate = o.validation ? { validate: validateOnReplicas(ctx, workers, o.validation, o.batchSize, plan.shard === "parameters") } : {};
   const perEpoch = stepsPerEpoch(dataset.size, o.batchSize);
   const { history, stopped, validation } = await runSteps(ctx, o, dataset, (batch) => issueStep(ctx, dataset, plan, fitStartWall, batch, syncsAfter(plan, perEpoch, batch.step)), { ...more, ...validate });
   if (!stopped || askedToStop(stopped)) await syncIfBetween(ctx, plan, perEpoch, workers, history);
@@ -77,9 +77,6 @@ function refuseWhatCannotWork(o: ResolvedFitOptions, dataset: Dataset, plan: Dat
   }
   if (plan.sync && o.checkpoint) {
     throw new FitAborted(new ConfigError(`checkpoints and sync every ${plan.sync.every} steps do not go together yet: between syncs each replica holds weights and optimizer state of its own, which a checkpoint of one replica does not keep`, { hint: "drop checkpoint, or drop sync" }));
-  }
-  if (plan.shard === "parameters" && o.validation) {
-    throw new FitAborted(new ConfigError('shard "parameters" (ZeRO-3) with validation: a ZeRO-3 replica gathers each layer inside its training step, and evaluating on gathered layers is not built yet', { hint: 'drop validationData / validationSplit, or use shard "gradients" or "optimizer"' }));
   }
   if ((plan.shard === "parameters" || plan.shard === "gradients") && o.accumulate > 1) {
     throw new FitAborted(new ConfigError(`shard "${plan.shard}" with accumulate ${o.accumulate}: each layer's gradient is reduce-scattered as the backward pass writes it, and accumulating chunks of a slice first is not built yet`, { hint: 'drop accumulate (raise batchSize), or use shard "optimizer"' }));

@@ -10,15 +10,17 @@ import { splitBatch } from "../../plan/batches";
  * result is the mean over every validation sample, as model.fit's. Gives val_loss and val_ of
  * each compiled metric.
  */
-export function validateOnReplicas(ctx: FitContext, workers: readonly WorkerHandle[], validation: Dataset, batchSize: number): (epoch: number) => Promise<Record<string, number>> {
+export function validateOnReplicas(ctx: FitContext, workers: readonly WorkerHandle[], validation: Dataset, batchSize: number, gathered = false): (epoch: number) => Promise<Record<string, number>> {
   const shards = splitBatch(validation.size, workers.length).perReplica;
+  // ZeRO-3 replicas gather each layer together: all run as many batches as the largest shard needs.
+  const rounds = gathered ? { rounds: Math.ceil(Math.max(0, ...shards) / batchSize) } : {};
   return async (epoch) => {
     let from = 0;
     const replies = await awaitAll(ctx)(
       workers.map((w, i) => {
         const batch = validation.gather(null, from, from + shards[i]!);
         from += shards[i]!;
-        return w.channel.request({ type: "evaluate", batchSize }, "evaluated", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `epoch ${epoch}'s validation`, attachments: batchAttachments(batch) });
+        return w.channel.request({ type: "evaluate", batchSize, ...rounds }, "evaluated", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `epoch ${epoch}'s validation`, attachments: batchAttachments(batch) });
       }),
     );
     return validationLogs(replies, replies.reduce((n, r) => n + r.msg.samples, 0));
