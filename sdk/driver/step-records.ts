@@ -22,6 +22,7 @@ export function workerStep(r: StepDone, w: WorkerHandle, fitStartWall: number): 
     ...(m.sentBytes !== undefined ? { sentBytes: m.sentBytes } : {}),
     ...(m.readbackMs !== undefined ? { readbackMs: m.readbackMs } : {}),
     ...(m.uploadMs !== undefined ? { uploadMs: m.uploadMs } : {}),
+    ...(m.collectives ? { collectives: m.collectives } : {}),
     startMs: m.startedAt - w.clockOffsetMs - fitStartWall,
   };
 }

@@ -4,7 +4,9 @@ import type { StepRecord } from "../metrics/records";
 export interface TimelineSpan {
   rank: number;
   step: number;
-  phase: "compute" | "waiting" | "communication" | "update";
+  /** ZeRO-2 and -3 steps show each layer's all-gather and reduce-scatter (`layer`) between the passes' computation. */
+  phase: "compute" | "waiting" | "communication" | "update" | "all-gather" | "reduce-scatter";
+  layer?: number;
   /** ms since the fit started, on the driver's clock. */
   startMs: number;
   durationMs: number;
@@ -15,6 +17,10 @@ export function timelineSpans(history: readonly StepRecord[]): TimelineSpan[] {
   const spans: TimelineSpan[] = [];
   for (const s of history) {
     for (const w of s.workers) {
+      if (w.collectives?.length) {
+        spans.push(...layerSpans(s.step, w));
+        continue;
+      }
       let t = w.startMs;
       const fwdBwd = Math.max(0, w.computeMs - w.applyMs);
       for (const [phase, d] of [["compute", fwdBwd], ["waiting", w.waitMs], ["communication", w.commMs], ["update", w.applyMs]] as const) {
@@ -26,11 +32,30 @@ export function timelineSpans(history: readonly StepRecord[]): TimelineSpan[] {
   return spans;
 }
 
+/**
+ * A ZeRO-2 or -3 step: its layers' collectives where they ran, the passes' computation between
+ * them, and after the last the flags' all-reduce and the update (as "update").
+ */
+function layerSpans(step: number, w: StepRecord["workers"][number]): TimelineSpan[] {
+  const spans: TimelineSpan[] = [];
+  let at = 0;
+  for (const c of [...w.collectives!].sort((a, b) => a.start - b.start)) {
+    if (c.start > at) spans.push({ rank: w.rank, step, phase: "compute", startMs: w.startMs + at, durationMs: c.start - at });
+    spans.push({ rank: w.rank, step, phase: c.kind, layer: c.layer, startMs: w.startMs + c.start, durationMs: c.end - c.start });
+    at = Math.max(at, c.end);
+  }
+  const rest = w.computeMs + w.waitMs + w.commMs - at;
+  if (rest > 0) spans.push({ rank: w.rank, step, phase: "update", startMs: w.startMs + at, durationMs: rest });
+  return spans;
+}
+
 const PHASE_COLOR: Record<TimelineSpan["phase"], string> = {
   compute: COLORS.compute,
   waiting: COLORS.wait,
   communication: COLORS.comm,
   update: COLORS.apply,
+  "all-gather": COLORS.series[2],
+  "reduce-scatter": COLORS.comm,
 };
 
 /** When each rank computed, waited and communicated, for steps [from, to). */
@@ -38,7 +63,8 @@ export function timelineFigure(history: readonly StepRecord[], options: { from?:
   const from = options.from ?? 0;
   const to = options.to ?? Math.min(history.length, from + 8);
   const spans = timelineSpans(history.slice(from, to));
-  const phases = ["compute", "waiting", "communication", "update"] as const;
+  const all = ["compute", "waiting", "communication", "update", "all-gather", "reduce-scatter"] as const;
+  const phases = all.filter((p, i) => i < 4 || spans.some((s) => s.phase === p));
   return {
     data: phases.map((phase) => {
       const mine = spans.filter((s) => s.phase === phase);
@@ -50,7 +76,8 @@ export function timelineFigure(history: readonly StepRecord[], options: { from?:
         x: mine.map((s) => s.durationMs),
         base: mine.map((s) => s.startMs),
         marker: { color: PHASE_COLOR[phase] },
-        hovertemplate: "%{base:.1f} ms + %{x:.1f} ms",
+        ...(phase === "all-gather" || phase === "reduce-scatter" ? { text: mine.map((s) => `layer ${s.layer}`) } : {}),
+        hovertemplate: phase === "all-gather" || phase === "reduce-scatter" ? "%{text}: %{base:.1f} ms + %{x:.1f} ms" : "%{base:.1f} ms + %{x:.1f} ms",
       };
     }),
     layout: {

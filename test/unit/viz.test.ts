@@ -58,6 +58,26 @@ test("throughput, breakdown and timeline figures hold the numbers of the records
   assert.equal(tl.data[0]!.orientation, "h");
 });
 
+test("a ZeRO step's timeline shows each layer's all-gather and reduce-scatter where it ran, the computation between them", () => {
+  const [first] = history();
+  const collectives = [
+    { kind: "all-gather" as const, layer: 0, start: 0, end: 1 },
+    { kind: "all-gather" as const, layer: 1, start: 3, end: 4 },
+    { kind: "reduce-scatter" as const, layer: 1, start: 9, end: 11 },
+    { kind: "reduce-scatter" as const, layer: 0, start: 12, end: 13 },
+  ];
+  const h = [{ ...first!, workers: [{ rank: 0, computeMs: 12, commMs: 4, waitMs: 1, applyMs: 1, startMs: 100, collectives }] }];
+  const spans = timelineSpans(h).map((s) => [s.phase, s.layer ?? null, s.startMs, s.durationMs]);
+  assert.deepEqual(spans, [
+    ["all-gather", 0, 100, 1], ["compute", null, 101, 2], ["all-gather", 1, 103, 1], ["compute", null, 104, 5],
+    ["reduce-scatter", 1, 109, 2], ["compute", null, 111, 1], ["reduce-scatter", 0, 112, 1], ["update", null, 113, 4],
+  ]);
+  const fig = timelineFigure(h);
+  assert.deepEqual(fig.data.map((d) => d.name), ["compute", "waiting", "communication", "update", "all-gather", "reduce-scatter"]);
+  assert.deepEqual(fig.data[5]!.text, ["layer 1", "layer 0"]);
+  assert.deepEqual(chromeTrace(h).traceEvents.filter((e) => e.name === "reduce-scatter").map((e) => e.args?.layer), [1, 0]);
+});
+
 test("every figure draws as a static SVG with its shapes and labels", () => {
   const h = history();
   for (const fig of [throughputFigure(h), breakdownFigure(h), timelineFigure(h), scalingFigure({ meshtrain: [{ workers: 1, samplesPerSecond: 100 }, { workers: 2, samplesPerSecond: 180 }] })]) {

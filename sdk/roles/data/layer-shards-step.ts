@@ -45,7 +45,8 @@ export async function layerShardsStep(shards: LayerShards, r: LoadedReplica, wei
   const nonFinite = own ?? (flags.data[0] === 0 && shardBad ? { where: "gradient" as const, variable: shards.nonFiniteVariable(namesOf(r)) } : undefined);
   const t2 = performance.now();
   const talked = stats.commMs + stats.waitMs;
-  if (!skipped) await shards.apply(learningRate);
+  if (skipped) shards.dropped();
+  else await shards.apply(learningRate);
   // ZeRO-2's update ends in all-gathers: their time is communication, not the update's.
   const t3 = performance.now() - (stats.commMs + stats.waitMs - talked);
   if (failure !== undefined) throw survivedStepError(failure, step);
@@ -60,6 +61,7 @@ export async function layerShardsStep(shards: LayerShards, r: LoadedReplica, wei
     slowdownMs: 0,
     sentBytes: stats.bytesSent,
     ...(metrics ? { metrics } : {}),
+    ...(shards.collectives.length > 0 ? { collectives: shards.collectives } : {}),
     ...(nonFinite ? { nonFinite } : {}),
     ...(skipped ? { skipped } : {}),
   };

@@ -13,6 +13,11 @@ import { makeUpdateRule } from "../update-rule";
 import { ownValues } from "../native-update";
 import { partsOf } from "./optimizer-shard";
 import { ShardState } from "./shard-state";
+import type { ErrorFeedback } from "../error-feedback";
+import type { Collective } from "./step-result";
+
+/** Collectives a step reports, at most (a deep model makes three per layer). */
+const MAX_RECORDED = 4096;
 
 /** One layer's trainable variables, as ZeRO-3 keeps them. */
 interface Unit {
@@ -47,8 +52,10 @@ export class LayerShards {
   private weightsMemory: ArrayBuffer;
   private gradientMemory: ArrayBuffer;
   private pending: Float32Array | null = null;
-  /** This step's collectives so far. */
+  /** This step's collectives so far, and when each ran (ms from `began`, the step's start). */
   stats: AllReduceStats = { waitMs: 0, commMs: 0, bytesSent: 0 };
+  collectives: Collective[] = [];
+  private began = 0;
 
   private constructor(
     /** 2: the gradient and optimizer state sharded; 3: the weights too. */
@@ -64,6 +71,8 @@ export class LayerShards {
     private readonly io: () => HostIO,
     /** Values in the largest layer: what each of the two buffers holds. */
     private readonly largest: number,
+    /** compression: each layer's gradient reduce-scattered as 16-bit floats, what rounding left out carried to the next step. */
+    private readonly feedback: ErrorFeedback | null,
   ) {
     this.weightsMemory = new ArrayBuffer(largest * 4);
     // Stage 2 gathers only after the backward pass's reduce-scatters: one buffer serves both.
@@ -71,7 +80,7 @@ export class LayerShards {
   }
 
   /** The replica's shard cut from the whole model it loaded (stage 3: whose variables then let go of their values). */
-  static create(stage: 2 | 3, r: LoadedReplica, spec: OptimizerSpec, io: () => HostIO, backend: NativeBackend): LayerShards {
+  static create(stage: 2 | 3, r: LoadedReplica, spec: OptimizerSpec, io: () => HostIO, backend: NativeBackend, feedback: ErrorFeedback | null = null): LayerShards {
     const step = r.step.native;
     const name = stage === 3 ? 'shard "parameters" (ZeRO-3)' : 'shard "gradients" (ZeRO-2)';
     if (!step) {
@@ -103,7 +112,7 @@ export class LayerShards {
     const shard = tf.variable(initial, true, `layer_shard_${Math.random().toString(36).slice(2)}`);
     initial.dispose();
     const largest = Math.max(1, ...units.map((u) => u.length));
-    const shards = new LayerShards(stage, backend, step, units, shard, makeUpdateRule([shard], spec), new Float32Array(kept), io, largest);
+    const shards = new LayerShards(stage, backend, step, units, shard, makeUpdateRule([shard], spec), new Float32Array(kept), io, largest, feedback);
     if (stage === 2) return shards;
     // Until a layer is gathered its variables show the gather buffer: the whole weights they held are let go.
     const placeholder = new Float32Array(shards.weightsMemory);
@@ -120,7 +129,14 @@ export class LayerShards {
   /** The slice's forward and backward pass, each layer gathered, its gradient reduce-scattered into `gradient`. */
   async slice(x: Tensorlike, y: Tensorlike, weight: number): Promise<{ loss: number; out: Float32Array }> {
     this.stats = { waitMs: 0, commMs: 0, bytesSent: 0 };
+    this.collectives = [];
+    this.began = performance.now();
     return this.step.runGathered(x, y, weight, { gather: (op) => this.gather(op), gradients: (op) => this.scratch(op), reduced: (op) => this.reduce(op) });
+  }
+
+  /** A step every replica dropped sent nothing that counts, and its rounding error may hold Infinity: none is carried. */
+  dropped(): void {
+    this.feedback?.clear();
   }
 
   /** Whether the summed gradient of this replica's shard holds NaN or Infinity. */
@@ -184,8 +200,9 @@ export class LayerShards {
     const buf = new Float32Array(room(this.weightsMemory, this.largest), 0, u.length);
     buf.set(this.backend.values(this.shard).subarray(u.kept, u.kept + u.end - u.start), u.start);
     // buf's memory moves to the communication thread and back: the views of the layer gathered before go with it.
+    const start = performance.now() - this.began;
     const ag = await this.io().allGather(buf);
-    this.count(ag.stats);
+    this.count(ag.stats, { kind: "all-gather", layer: this.units.indexOf(u), start, end: performance.now() - this.began });
     this.weightsMemory = ag.data.buffer as ArrayBuffer;
     if (this.stage === 2) this.gradientMemory = this.weightsMemory;
     return ag.data;
@@ -200,9 +217,11 @@ export class LayerShards {
 
   private async reduce(op: number): Promise<void> {
     const u = this.units[this.unitOf(op)]!;
-    const rs = await this.io().reduceScatter(this.pending!);
+    this.feedback?.compress(this.pending!, u.from);
+    const start = performance.now() - this.began;
+    const rs = await this.io().reduceScatter(this.pending!, this.feedback?.wire(u.length));
     this.pending = null;
-    this.count(rs.stats);
+    this.count(rs.stats, { kind: "reduce-scatter", layer: this.units.indexOf(u), start, end: performance.now() - this.began });
     this.gradient.set(rs.data.subarray(u.start, u.end), u.kept);
     this.gradientMemory = rs.data.buffer as ArrayBuffer;
     if (this.stage === 2) this.weightsMemory = this.gradientMemory;
@@ -222,7 +241,8 @@ export class LayerShards {
     return { x: { data: new Float32Array(0), shape: [0, ...this.step.inputShape] }, y: { data: new Float32Array(0), shape: [0, ...this.step.outShape] } };
   }
 
-  private count(s: AllReduceStats): void {
+  private count(s: AllReduceStats, ran: Collective): void {
+    if (this.collectives.length < MAX_RECORDED) this.collectives.push(ran);
     this.stats.waitMs += s.waitMs;
     this.stats.commMs += s.commMs;
     this.stats.bytesSent += s.bytesSent;

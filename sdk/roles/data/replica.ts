@@ -95,7 +95,7 @@ export class DataReplica implements WorkerRole {
     if (msg.localSgd) replica.local = await LocalRounds.start(replica.r, msg.localSgd.outer, replica.elastic ? replica.update : null);
     if (msg.data) replica.shard = OwnCopy.of(msg.data);
     replica.io = env.io ?? noLinks;
-    if (msg.shard === "gradients" || msg.shard === "parameters") replica.layers = LayerShards.create(msg.shard === "gradients" ? 2 : 3, replica.r, msg.optimizer, replica.io, tf.backend() as NativeBackend);
+    if (msg.shard === "gradients" || msg.shard === "parameters") replica.layers = LayerShards.create(msg.shard === "gradients" ? 2 : 3, replica.r, msg.optimizer, replica.io, tf.backend() as NativeBackend, replica.feedback);
     return replica;
   }
 

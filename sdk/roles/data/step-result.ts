@@ -18,6 +18,16 @@ export interface StepResult extends StepTimes {
   metrics?: Record<string, number>;
   /** Where this replica found NaN or Infinity. */
   nonFinite?: NonFinite;
+  /** ZeRO-2 and -3: when each layer's collectives ran, ms from the step's start. */
+  collectives?: Collective[];
   /** No replica applied this step's update (one of them found a non-finite value, or failed). */
   skipped?: boolean;
+}
+
+/** One layer's all-gather or reduce-scatter in a ZeRO-2 or ZeRO-3 step (layer: its index among the layers with weights). */
+export interface Collective {
+  kind: "all-gather" | "reduce-scatter";
+  layer: number;
+  start: number;
+  end: number;
 }

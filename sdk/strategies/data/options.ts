@@ -83,7 +83,6 @@ function checkShard(o: DataOptions): void {
   if (o.sync) no("sync", "local SGD keeps each replica's own inner optimizer state for the whole model, which is what sharding divides");
   if (typeof o.compression === "object") no("compression powersgd", "PowerSGD all-reduces low-rank factors, not a gradient that can be reduce-scattered");
   if (o.shard === "optimizer") return;
-  if (o.compression) no(`compression "${o.compression}"`, "16-bit reduce-scatters of each layer are not built for ZeRO-2 and ZeRO-3");
   if (o.batchNorm === "sync") no('batchNorm "sync"', "it takes each step by autodiff, and ZeRO-2 and ZeRO-3 work layer by layer inside the native step");
   if (o.overlap === true) no("overlap: true", "ZeRO-2's and ZeRO-3's collectives run layer by layer, between the layers' computations");
 }

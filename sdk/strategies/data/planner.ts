@@ -1,7 +1,7 @@
 import type { Compression } from "../../protocol/wire-formats";
 import { ConfigError } from "../../errors/errors";
 import { planSplits, replicaSlices, stepsPerEpoch } from "../../plan/batches";
-import { estimateReplicaMemory, formatBytes, largestLayerBytes, memoryTotal, shardedMemory } from "../../plan/memory";
+import { estimateReplicaMemory, formatBytes, largestLayerBytes, memoryTotal, shardedMemory, type MemoryEstimate } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
 import { predictData, sampleBytes } from "../../plan/predict";
 import type { DataParallelPlan, PlanOptions } from "../../plan/plans";
@@ -32,14 +32,14 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
   const units = model.layers.map((l) => l.trainableParams * 4).filter((b) => b > 0);
   // Sharded: the reduce-scatter carries the gradient (16-bit when compressed), the all-gather the weights in float32.
   // ZeRO-3 gathers every layer for its forward and (but the last, kept) again for its backward pass.
-  const ringBytes = shard === "parameters" ? (3 * gradientBytes - (units[units.length - 1] ?? 0)) / 2 : shard ? (wireBytes + gradientBytes) / 2 : wireBytes;
+  const ringBytes = shard === "parameters" ? (2 * gradientBytes - (units[units.length - 1] ?? 0) + wireBytes) / 2 : shard ? (wireBytes + gradientBytes) / 2 : wireBytes;
   // Each all-gather and reduce-scatter is half an all-reduce's hops: ZeRO-3 makes three per layer (less the last's second gather), ZeRO-2 two, and the flags'.
   const collectives = shard === "parameters" ? (3 * units.length - 1) / 2 + 1 : shard === "gradients" ? units.length + 1 : powerSgd || shard ? 2 : 1;
   // A fit's plan knows its epochs: syncs after every H steps of one and at its end, ceil(steps / H) of them.
   const perEpoch = batchSize !== undefined && options.datasetSize !== undefined ? stepsPerEpoch(options.datasetSize, batchSize) : null;
   const syncShare = !sync ? 1 : perEpoch ? Math.ceil(perEpoch / sync.every) / perEpoch : 1 / sync.every;
   const stepWireBytes = ringBytes * syncShare;
-  const memory = shardedMemory(estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer: options.optimizer }), shard, n, largestLayerBytes(model));
+  const memory = replicaMemory(model, n, batchSize, options.optimizer, shard, compression);
   const speeds = speedsOf(options.devices, options.ring);
   const feed = given.feed;
   const feedBytes = feed === "driver" && batchSize !== undefined ? batchSize * sampleBytes(model) : 0;
@@ -95,6 +95,12 @@ function kib(bytes: number): string {
   return bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(2)} MiB` : `${(bytes / 1024).toFixed(1)} KiB`;
 }
 
+/** What each of `n` replicas holds: the model's share as `shard` divides it, and with 16-bit gradients what rounding left out of the whole gradient, for its next step. */
+function replicaMemory(model: ModelSummary, n: number, batchSize: number | undefined, optimizer: PlanOptions["optimizer"], shard: DataParallelPlan["shard"], compression: Compression | null): MemoryEstimate {
+  const sharded = shardedMemory(estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer }), shard, n, largestLayerBytes(model));
+  return compression ? { ...sharded, gradientBytes: sharded.gradientBytes + model.trainableParamCount * 4 } : sharded;
+}
+
 /** A data-parallel plan as text: ring, slices, bytes per step, memory and the prediction. */
 export function formatDataPlan(plan: DataParallelPlan): string {
   const lines: string[] = [];
@@ -127,7 +133,7 @@ export function formatDataPlan(plan: DataParallelPlan): string {
   if (plan.sync) lines.push(syncLine(plan.sync));
   if (plan.shard && plan.replicas > 1) lines.push(shardLine(plan, plan.replicas));
   const m = plan.memory;
-  const parts = [`parameters ${formatBytes(m.paramsBytes)}`, `gradients ${formatBytes(m.gradientBytes)}`];
+  const parts = [`parameters ${formatBytes(m.paramsBytes)}`, `gradients ${formatBytes(m.gradientBytes)}${plan.compression ? " (with their rounding error, carried between steps)" : ""}`];
   if (m.optimizerBytes !== null) parts.push(`optimizer state ${formatBytes(m.optimizerBytes)}`);
   if (m.activationBytes !== null) parts.push(`activations ${formatBytes(m.activationBytes)}`);
   lines.push(`memory per replica (estimate): ${parts.join(", ")}`);
@@ -174,15 +180,16 @@ function shardLine(plan: DataParallelPlan, n: number): string {
   const state = plan.memory.optimizerBytes;
   // What ZeRO-1 would hold (the whole weights and gradient, the same share of the optimizer's state), and whether this stage holds less.
   const m = plan.memory;
-  const one = plan.model.paramCount * 4 + plan.gradientBytes + (m.optimizerBytes ?? 0) + (m.activationBytes ?? 0);
+  const one = plan.model.paramCount * 4 + plan.gradientBytes * (plan.compression ? 2 : 1) + (m.optimizerBytes ?? 0) + (m.activationBytes ?? 0);
+  const half = plan.compression ? ` (the reduce-scatters in ${plan.compression})` : "";
   const total = memoryTotal(m);
   const worth = plan.shard !== "optimizer" && total >= 0.9 * one ? `; here that is no less than shard "optimizer" (ZeRO-1) would hold (${formatBytes(total)} against ${formatBytes(one)}): the largest layer is most of the model, so holding it whole costs what sharding the rest saves` : "";
   if (plan.shard === "gradients") {
-    return `shard "gradients" (ZeRO-2): each replica keeps the whole weights and 1/${n} of every layer's gradient and optimizer state (${formatBytes(plan.gradientBytes / n)} of ${formatBytes(plan.gradientBytes)} of gradient); each layer's gradient is reduce-scattered as the backward pass writes it, the optimizer updates each replica's part, and every layer's new weights are all-gathered: plain data parallelism's bytes, in two collectives per layer${worth}`;
+    return `shard "gradients" (ZeRO-2): each replica keeps the whole weights and 1/${n} of every layer's gradient and optimizer state (${formatBytes(plan.gradientBytes / n)} of ${formatBytes(plan.gradientBytes)} of gradient); each layer's gradient is reduce-scattered as the backward pass writes it, the optimizer updates each replica's part, and every layer's new weights are all-gathered: ${plan.compression ? "0.75x float32" : "plain"} data parallelism's bytes${half}, in two collectives per layer${worth}`;
   }
   if (plan.shard === "parameters") {
     const largest = largestLayerBytes(plan.model);
-    return `shard "parameters" (ZeRO-3): each replica keeps 1/${n} of every layer's weights, gradient and optimizer state (${formatBytes(plan.gradientBytes / n)} of ${formatBytes(plan.gradientBytes)} weights); each layer's weights are all-gathered before its forward pass and again before its backward pass (the last layer's stay), its gradient reduce-scattered right after, one layer at a time: 1.5x plain data parallelism's bytes, and the largest layer (${formatBytes(largest)}) held whole twice (weights and gradient) while it runs${worth}`;
+    return `shard "parameters" (ZeRO-3): each replica keeps 1/${n} of every layer's weights, gradient and optimizer state (${formatBytes(plan.gradientBytes / n)} of ${formatBytes(plan.gradientBytes)} weights); each layer's weights are all-gathered before its forward pass and again before its backward pass (the last layer's stay), its gradient reduce-scattered right after, one layer at a time: ${plan.compression ? "1.25x" : "1.5x"} float32 data parallelism's bytes${half}, and the largest layer (${formatBytes(largest)}) held whole twice (weights and gradient) while it runs${worth}`;
   }
   const held = state === null ? "its shard's optimizer state" : `its shard's optimizer state (${formatBytes(state)} of ${formatBytes(state * n)})`;
   return `shard "optimizer" (ZeRO-1): each replica keeps ${held}: the gradient is reduce-scattered, each replica updates its 1/${n} of the parameters, and the weights are all-gathered (float32), then a small all-reduce agrees on skipped steps`;
