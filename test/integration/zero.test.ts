@@ -122,6 +122,29 @@ test("ZeRO-2 and ZeRO-3 with fp16: each layer's gradient reduce-scattered in 16 
   assert.ok(diff > 1e-6 && diff < 2e-3, `relative difference ${diff}`);
 });
 
+test("ZeRO-3 with accumulate 3 x batchSize 4 on 2 workers (chunks uneven and empty, each chunk's reduce-scatters adding up) equals model.fit at batch 12", async (t) => {
+  // 29 samples: updates of 12, 12 and 5; the last gives the replicas 3 and 2 samples, in chunks of 1, 1, 1 and 1, 1, 0.
+  const data = datasets.synthetic({ inputShape: [6], classes: 3, size: 29, seed: 41 });
+  const o = { epochs: 2, seed: 6, loss: "categoricalCrossentropy" as const, optimizer: { name: "adam" as const, learningRate: 0.02, beta1: 0.9, beta2: 0.999 } };
+  const c = await cluster().workers(2).strategy("data", { shard: "parameters" }).launch();
+  const model = smallClassifier(6, 3);
+  // Compiled with a metric: each chunk's accuracy, weighted by its samples.
+  model.compile({ optimizer: tf.train.adam(0.02), loss: "categoricalCrossentropy", metrics: ["accuracy"] });
+  try {
+    const run = await c.fit(model, data, { ...o, batchSize: 4, accumulate: 3 });
+    assert.deepEqual(run.history.map((s) => s.samples), [12, 12, 5, 12, 12, 5]);
+    const ref = smallClassifier(6, 3);
+    const losses = await modelFitReference(ref, data, { ...o, batchSize: 12 });
+    const diff = maxRelativeDifference(model, ref);
+    t.diagnostic(`ZeRO-3, accumulate 3, 2 workers vs model.fit at batch 12: ${diff.toExponential(2)}`);
+    assert.ok(diff < 1e-4, `relative difference ${diff}`);
+    run.history.forEach((s, i) => assert.ok(Math.abs(s.loss - losses[i]!) <= 1e-4 * Math.max(1, losses[i]!), `step ${i}: loss ${s.loss} vs ${losses[i]}`));
+    assert.ok(run.history.every((s) => s.metrics?.acc !== undefined && s.metrics.acc >= 0 && s.metrics.acc <= 1));
+  } finally {
+    await c.close();
+  }
+});
+
 test("under a memory cap that refuses ZeRO-1, ZeRO-3 on 4 workers trains a model whose whole replica needs 3x the cap", async () => {
   // 198,531 parameters with Adam: 16 bytes each whole (3.0 MiB), ZeRO-1 10 (1.9 MiB); ZeRO-3 4, plus a 64 KiB layer twice: under 1 MiB.
   const make = (): tf.LayersModel => deepClassifier(128, 3, { hidden: 12, width: 128, seed: 7 });

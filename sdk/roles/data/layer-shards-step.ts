@@ -1,6 +1,8 @@
 import type * as tf from "@tensorflow/tfjs";
 import { wallClock } from "../../util/clock";
-import { feedList, feedRows, type Feed } from "../objective";
+import { rowsOf, type Tensorlike } from "../../protocol/tensor";
+import { replicaSlices } from "../../plan/batches";
+import { feedList, type Feed } from "../objective";
 import type { HostIO } from "../role";
 import { nativeMetrics, type LoadedReplica } from "../slice-gradient";
 import { inputNonFinite, survivedStepError, type NonFinite } from "../step-health";
@@ -13,26 +15,17 @@ import type { LayerShards } from "./layer-shards";
  * LayerShards), then one small all-reduce of two flags, so that every replica drops the step
  * alike when a slice could not be learned from (its input or loss not finite, or its
  * computation failed) or a summed gradient went non-finite, and otherwise each updates its
- * shard (ZeRO-2: and gathers the new weights). A slice that fails before its first collective
- * still takes its part in all of them, with nothing to add.
+ * shard (ZeRO-2: and gathers the new weights). With `accumulate` k the slice runs in k chunks,
+ * each chunk's reduce-scatters adding into the shard's gradient (every replica runs k, empty
+ * ones too, so the collectives pair up). A chunk that fails before its first collective still
+ * takes its part in all of them, with nothing to add.
  */
-export async function layerShardsStep(shards: LayerShards, r: LoadedReplica, weight: number, x: Feed, y: Feed, io: HostIO, step: number, learningRate?: number): Promise<StepResult> {
+export async function layerShardsStep(shards: LayerShards, r: LoadedReplica, weight: number, x: Feed, y: Feed, io: HostIO, step: number, learningRate?: number, accumulate = 1): Promise<StepResult> {
   const t0 = performance.now();
   const startedAt = wallClock();
-  const xs = feedList(x)[0]!;
-  const ys = feedList(y)[0]!;
-  const rows = feedRows(x);
-  let failure: unknown;
-  let slice: { loss: number; out: Float32Array };
-  try {
-    slice = await shards.slice(xs, ys, weight);
-  } catch (err) {
-    failure = err;
-    const empty = shards.emptyBatch();
-    slice = await shards.slice(empty.x, empty.y, 0);
-  }
+  const passes = await chunks(shards, r, feedList(x)[0]!, feedList(y)[0]!, weight, accumulate);
   const t1 = performance.now();
-  const own: NonFinite | undefined = failure === undefined ? (inputNonFinite(xs, ys) ?? (rows > 0 && !Number.isFinite(slice.loss) ? { where: "loss" } : undefined)) : undefined;
+  const { own, failure } = passes;
   const flagged = own !== undefined || failure !== undefined ? 1 : 0;
   const shardBad = shards.nonFinite;
   const flags = await io.allReduce(Float32Array.of(flagged, shardBad ? 1 : 0));
@@ -50,9 +43,8 @@ export async function layerShardsStep(shards: LayerShards, r: LoadedReplica, wei
   // ZeRO-2's update ends in all-gathers: their time is communication, not the update's.
   const t3 = performance.now() - (stats.commMs + stats.waitMs - talked);
   if (failure !== undefined) throw survivedStepError(failure, step);
-  const metrics = rows > 0 && r.step.native ? nativeMetrics(r, r.step.native, xs, ys, slice.out) : undefined;
   return {
-    loss: rows > 0 ? slice.loss : 0,
+    loss: passes.loss,
     startedAt,
     computeMs: Math.max(0, t1 - t0 - stats.commMs - stats.waitMs),
     commMs: stats.commMs,
@@ -60,11 +52,48 @@ export async function layerShardsStep(shards: LayerShards, r: LoadedReplica, wei
     applyMs: t3 - t2,
     slowdownMs: 0,
     sentBytes: stats.bytesSent,
-    ...(metrics ? { metrics } : {}),
+    ...(passes.metrics ? { metrics: passes.metrics } : {}),
     ...(shards.collectives.length > 0 ? { collectives: shards.collectives } : {}),
     ...(nonFinite ? { nonFinite } : {}),
     ...(skipped ? { skipped } : {}),
   };
+}
+
+/**
+ * The slice's passes, in `k` chunks: the loss and metrics weighted by each chunk's samples, what
+ * this replica found non-finite in its input or loss, and what failed (after which the remaining
+ * chunks take part with nothing to add).
+ */
+async function chunks(shards: LayerShards, r: LoadedReplica, xs: Tensorlike, ys: Tensorlike, weight: number, k: number): Promise<{ loss: number; metrics?: Record<string, number>; own?: NonFinite; failure?: unknown }> {
+  const rows = xs.shape[0] ?? 0;
+  const out: { loss: number; metrics?: Record<string, number>; own?: NonFinite; failure?: unknown } = { loss: 0 };
+  let from = 0;
+  for (const [c, n] of replicaSlices(rows, k).entries()) {
+    const share = rows > 0 ? n / rows : 0;
+    const x = rowsOf(xs, from, from + n);
+    const y = rowsOf(ys, from, from + n);
+    from += n;
+    let pass: { loss: number; out: Float32Array } | null = null;
+    if (out.failure === undefined) {
+      try {
+        pass = await shards.slice(x, y, weight * share, c > 0);
+      } catch (err) {
+        out.failure = err;
+      }
+    }
+    if (!pass) {
+      const empty = shards.emptyBatch();
+      await shards.slice(empty.x, empty.y, 0, c > 0);
+      continue;
+    }
+    if (n === 0) continue;
+    out.own ??= inputNonFinite(x, y) ?? (!Number.isFinite(pass.loss) ? { where: "loss" } : undefined);
+    out.loss += share * pass.loss;
+    const metrics = r.step.native ? nativeMetrics(r, r.step.native, x, y, pass.out) : undefined;
+    for (const [name, v] of Object.entries(metrics ?? {})) (out.metrics ??= {})[name] = (out.metrics[name] ?? 0) + share * v;
+  }
+  if (out.failure !== undefined) delete out.own;
+  return out;
 }
 
 function namesOf(r: LoadedReplica): Map<tf.Variable, string> {

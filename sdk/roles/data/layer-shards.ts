@@ -56,6 +56,8 @@ export class LayerShards {
   stats: AllReduceStats = { waitMs: 0, commMs: 0, bytesSent: 0 };
   collectives: Collective[] = [];
   private began = 0;
+  /** A later chunk of an accumulated slice: its summed gradient is added to the shard's. */
+  private adding = false;
 
   private constructor(
     /** 2: the gradient and optimizer state sharded; 3: the weights too. */
@@ -126,11 +128,14 @@ export class LayerShards {
     return new ShardState(this.update, ranges, [this.gradient.length]);
   }
 
-  /** The slice's forward and backward pass, each layer gathered, its gradient reduce-scattered into `gradient`. */
-  async slice(x: Tensorlike, y: Tensorlike, weight: number): Promise<{ loss: number; out: Float32Array }> {
-    this.stats = { waitMs: 0, commMs: 0, bytesSent: 0 };
-    this.collectives = [];
-    this.began = performance.now();
+  /** The slice's forward and backward pass, each layer gathered, its gradient reduce-scattered into `gradient` (`add`: a later chunk's, added to it). */
+  async slice(x: Tensorlike, y: Tensorlike, weight: number, add = false): Promise<{ loss: number; out: Float32Array }> {
+    this.adding = add;
+    if (!add) {
+      this.stats = { waitMs: 0, commMs: 0, bytesSent: 0 };
+      this.collectives = [];
+      this.began = performance.now();
+    }
     return this.step.runGathered(x, y, weight, { gather: (op) => this.gather(op), gradients: (op) => this.scratch(op), reduced: (op) => this.reduce(op) });
   }
 
@@ -222,7 +227,9 @@ export class LayerShards {
     const rs = await this.io().reduceScatter(this.pending!, this.feedback?.wire(u.length));
     this.pending = null;
     this.count(rs.stats, { kind: "reduce-scatter", layer: this.units.indexOf(u), start, end: performance.now() - this.began });
-    this.gradient.set(rs.data.subarray(u.start, u.end), u.kept);
+    const mine = rs.data.subarray(u.start, u.end);
+    if (this.adding) for (let i = 0; i < mine.length; i++) this.gradient[u.kept + i]! += mine[i]!;
+    else this.gradient.set(mine, u.kept);
     this.gradientMemory = rs.data.buffer as ArrayBuffer;
     if (this.stage === 2) this.weightsMemory = this.gradientMemory;
   }

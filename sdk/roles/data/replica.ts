@@ -112,7 +112,7 @@ export class DataReplica implements WorkerRole {
     const overlap = this.overlap ? io.overlap() : null;
     this.learningRate = msg.learningRate;
     if (this.local) return this.trainLocal(this.local, msg.weight, x, y, (data, wire) => io.allReduce(data, wire), msg.step, msg.sync);
-    if (this.layers) return layerShardsStep(this.layers, this.r, msg.weight, x, y, io, msg.step, this.learningRate);
+    if (this.layers) return layerShardsStep(this.layers, this.r, msg.weight, x, y, io, msg.step, this.learningRate, this.accumulate);
     return this.train(msg.weight, x, y, (data, wire) => io.allReduce(data, wire), msg.step, overlap, io);
   }
 

@@ -78,9 +78,6 @@ function refuseWhatCannotWork(o: ResolvedFitOptions, dataset: Dataset, plan: Dat
   if (plan.sync && o.checkpoint) {
     throw new FitAborted(new ConfigError(`checkpoints and sync every ${plan.sync.every} steps do not go together yet: between syncs each replica holds weights and optimizer state of its own, which a checkpoint of one replica does not keep`, { hint: "drop checkpoint, or drop sync" }));
   }
-  if ((plan.shard === "parameters" || plan.shard === "gradients") && o.accumulate > 1) {
-    throw new FitAborted(new ConfigError(`shard "${plan.shard}" with accumulate ${o.accumulate}: each layer's gradient is reduce-scattered as the backward pass writes it, and accumulating chunks of a slice first is not built yet`, { hint: 'drop accumulate (raise batchSize), or use shard "optimizer"' }));
-  }
   if (plan.batchNorm === "sync" && o.accumulate > 1) {
     throw new FitAborted(new ConfigError(`accumulate ${o.accumulate} with batchNorm "sync": the global batch's statistics are those of the whole update's batch, which accumulation computes a chunk at a time`, { hint: 'raise batchSize instead, or use batchNorm "replica"' }));
   }
