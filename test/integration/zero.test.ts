@@ -211,10 +211,6 @@ test("sharded checkpoints: ZeRO-1 on 3 workers writes a part per replica; resume
     const diff = maxRelativeDifference(resumed, reference);
     t.diagnostic(`ZeRO-1 x 3 -> ZeRO-3 x 2 -> data x 2 -> ZeRO-2 x 2: ${diff.toExponential(2)} from model.fit`);
     assert.ok(diff < 1e-5, `relative difference ${diff}`);
-    // A part that does not match its manifest is refused, naming it.
-    const latest = path.join(dirs[1]!, fs.readFileSync(path.join(dirs[1]!, "latest"), "utf8").trim());
-    fs.appendFileSync(path.join(latest, "optimizer-1.bin"), Buffer.alloc(4));
-    await assert.rejects(fitOn(2, "optimizer", { ...adam, resumeFrom: latest }), /optimizer-1\.bin has \d+ bytes; its checkpoint describes \d+/);
   } finally {
     for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
   }
