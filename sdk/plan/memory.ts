@@ -1,4 +1,4 @@
-import type { OptimizerSpec } from "../protocol/optimizer-spec";
+import { updatesInPlace, type OptimizerSpec } from "../protocol/optimizer-spec";
 import type { LayerSummary, ModelSummary } from "./model-summary";
 
 /** What sharded data parallelism divides among the replicas: ZeRO stage 1, 2 or 3. */
@@ -81,15 +81,16 @@ export function largestLayerBytes(model: Pick<ModelSummary, "layers">): number {
 /**
  * A replica's estimate sharded over `n` replicas: ZeRO-1 ("optimizer") divides the optimizer's
  * state; ZeRO-2 ("gradients") the gradient too (one buffer the size of the largest layer for
- * its reduce-scatters and gathers), keeping the whole weights and a copy of its part that the
- * optimizer updates; ZeRO-3 ("parameters") the weights too, plus the largest layer's gathered whole.
+ * its reduce-scatters and gathers), keeping the whole weights (and, where the optimizer does not
+ * update in place, a copy of its part that the optimizer updates); ZeRO-3 ("parameters") the
+ * weights too, plus the largest layer's gathered whole.
  */
-export function shardedMemory(e: MemoryEstimate, shard: ShardStage | null, n: number, largestLayer: number): MemoryEstimate {
+export function shardedMemory(e: MemoryEstimate, shard: ShardStage | null, n: number, largestLayer: number, optimizer?: OptimizerSpec): MemoryEstimate {
   if (!shard || n <= 1) return e;
   const optimizerBytes = e.optimizerBytes === null ? null : Math.ceil(e.optimizerBytes / n);
   if (shard === "optimizer") return { ...e, optimizerBytes };
   const gradientBytes = Math.ceil(e.gradientBytes / n) + largestLayer;
-  if (shard === "gradients") return { ...e, optimizerBytes, gradientBytes, paramsBytes: e.paramsBytes + Math.ceil(e.gradientBytes / n) };
+  if (shard === "gradients") return { ...e, optimizerBytes, gradientBytes, paramsBytes: e.paramsBytes + (updatesInPlace(optimizer) ? 0 : Math.ceil(e.gradientBytes / n)) };
   return { ...e, optimizerBytes, gradientBytes, paramsBytes: Math.ceil(e.paramsBytes / n) + largestLayer };
 }
 

@@ -65,3 +65,10 @@ export type OptimizerSpec = z.output<typeof OptimizerSpecSchema>;
 /** What users write: a name, or a name with config. */
 export type OptimizerInput = OptimizerSpec["name"] | z.input<typeof OptimizerSpecSchema>;
 export const OPTIMIZER_NAMES = ["sgd", "momentum", "adam", "rmsprop", "adagrad", "adadelta", "adamax"] as const;
+
+/** The optimizers meshtrain's native backend updates with kernels of its own, in place in the variables (the others run as TF.js's). */
+export const IN_PLACE_OPTIMIZERS = ["sgd", "momentum", "adam", "rmsprop"] as const;
+
+export function updatesInPlace(spec: OptimizerSpec | undefined): boolean {
+  return spec !== undefined && (IN_PLACE_OPTIMIZERS as readonly string[]).includes(spec.name);
+}

@@ -64,7 +64,7 @@ export async function loadReplica(msg: LoadOf<"replica" | "ps-worker">, weights:
     const summary = summarizeModel(model);
     // Sharded, this replica keeps its share of the optimizer's state (ZeRO-1), of the gradient too (ZeRO-2), and of the weights (ZeRO-3).
     const over = "shardedOver" in msg ? (msg.shardedOver ?? 1) : 1;
-    const e = shardedMemory(estimateReplicaMemory(summary, { batchSize: msg.replicaBatch, optimizer: msg.optimizer }), ("shard" in msg ? msg.shard : undefined) ?? null, over, largestLayerBytes(summary));
+    const e = shardedMemory(estimateReplicaMemory(summary, { batchSize: msg.replicaBatch, optimizer: msg.optimizer }), ("shard" in msg ? msg.shard : undefined) ?? null, over, largestLayerBytes(summary), msg.optimizer);
     const need = memoryTotal(e);
     if (need > memoryCapBytes) {
       model.dispose();

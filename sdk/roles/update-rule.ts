@@ -1,7 +1,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { NATIVE_BACKEND, type NativeBackend } from "../backends/native/backend";
 import { NativeUpdate, type NativeOptimizerSpec } from "./native-update";
-import type { OptimizerSpec } from "../protocol/optimizer-spec";
+import { updatesInPlace, type OptimizerSpec } from "../protocol/optimizer-spec";
 import { TfjsUpdate, type UpdateRule } from "./tfjs-update";
 
 /** The in-place native optimizer on the native backend for the optimizers it has kernels for; TF.js's optimizers everywhere else. */
@@ -12,5 +12,5 @@ export function makeUpdateRule(vars: readonly tf.Variable[], spec: OptimizerSpec
 
 /** Adagrad, Adadelta and Adamax run as TF.js's own optimizers, on the native backend's kernels. */
 export function hasNativeKernel(spec: OptimizerSpec): spec is NativeOptimizerSpec {
-  return spec.name === "sgd" || spec.name === "momentum" || spec.name === "adam" || spec.name === "rmsprop";
+  return updatesInPlace(spec);
 }

@@ -6,6 +6,8 @@ import { compiledLoss } from "../../sdk/model/model-io";
 import { trackBackendMemory } from "../helpers/memory-tracker";
 import { deepClassifier, smallConvNet } from "../helpers/models";
 import { createOptimizer } from "../../sdk/model/optimizers";
+import { shardedMemory } from "../../sdk/plan/memory";
+import { OptimizerSpecSchema } from "../../sdk/protocol/optimizer-spec";
 
 /**
  * The memory estimate, checked against what TF.js really holds on its CPU backend: parameters,
@@ -87,4 +89,15 @@ test("estimateMemory refuses a bad batch or optimizer, saying which", () => {
   assert.throws(() => estimateMemory(model, { batchSize: 0 }), /batchSize 0 must be a positive integer/);
   assert.throws(() => estimateMemory(model, { optimizer: "lbfgs" as never }), /optimizer "lbfgs" is not one meshtrain knows/);
   assert.equal(estimateMemory(model).activationBytes, null);
+});
+
+test("sharded estimates: ZeRO-2 keeps no copy of its part where the optimizer updates the weights in place, one where it runs as TF.js's", () => {
+  const e = { paramsBytes: 4000, gradientBytes: 4000, optimizerBytes: 8000, activationBytes: 100 };
+  const adam = OptimizerSpecSchema.parse({ name: "adam" });
+  const adagrad = OptimizerSpecSchema.parse({ name: "adagrad" });
+  // 4 replicas, the largest layer 1000 bytes: the gradient's share plus the layer's buffer, a quarter of the state.
+  assert.deepEqual(shardedMemory(e, "gradients", 4, 1000, adam), { paramsBytes: 4000, gradientBytes: 2000, optimizerBytes: 2000, activationBytes: 100 });
+  assert.deepEqual(shardedMemory(e, "gradients", 4, 1000, adagrad), { paramsBytes: 5000, gradientBytes: 2000, optimizerBytes: 2000, activationBytes: 100 });
+  assert.deepEqual(shardedMemory(e, "parameters", 4, 1000, adam), { paramsBytes: 2000, gradientBytes: 2000, optimizerBytes: 2000, activationBytes: 100 });
+  assert.deepEqual(shardedMemory(e, "optimizer", 4, 1000, adam), { ...e, optimizerBytes: 2000 });
 });

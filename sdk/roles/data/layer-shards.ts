@@ -9,9 +9,9 @@ import type { Tensorlike } from "../../protocol/tensor";
 import type { HostIO } from "../role";
 import type { LoadedReplica } from "../slice-gradient";
 import type { UpdateRule } from "../tfjs-update";
-import { makeUpdateRule } from "../update-rule";
-import { ownValues } from "../native-update";
-import { partsOf } from "./optimizer-shard";
+import { hasNativeKernel, makeUpdateRule } from "../update-rule";
+import { NativeUpdate, ownValues } from "../native-update";
+import { partsOf, type ShardPart } from "./optimizer-shard";
 import { ShardState } from "./shard-state";
 import type { ErrorFeedback } from "../error-feedback";
 import type { Collective } from "./step-result";
@@ -32,6 +32,8 @@ interface Unit {
   start: number;
   end: number;
   kept: number;
+  /** Where that part lies in the variables. */
+  parts: ShardPart[];
 }
 
 /**
@@ -65,8 +67,8 @@ export class LayerShards {
     private readonly backend: NativeBackend,
     private readonly step: NativeStep,
     private readonly units: readonly Unit[],
-    /** This replica's part of every layer's weights, in layer order. */
-    private readonly shard: tf.Variable,
+    /** This replica's part of every layer's weights, in layer order; null where the optimizer updates it in place in the variables (ZeRO-2). */
+    private readonly shard: tf.Variable | null,
     private readonly update: UpdateRule,
     /** The summed gradient of the shard, as the step's reduce-scatters leave it. */
     readonly gradient: Float32Array,
@@ -75,6 +77,8 @@ export class LayerShards {
     private readonly largest: number,
     /** compression: each layer's gradient reduce-scattered as 16-bit floats, what rounding left out carried to the next step. */
     private readonly feedback: ErrorFeedback | null,
+    /** The lengths of the tensors the update keeps each slot in (checkpoints lay them flat). */
+    private readonly pieces: readonly number[],
   ) {
     this.weightsMemory = new ArrayBuffer(largest * 4);
     // Stage 2 gathers only after the backward pass's reduce-scatters: one buffer serves both.
@@ -98,23 +102,13 @@ export class LayerShards {
       const to = listed[k + 1]?.from ?? r.gradientLength;
       const vars = r.vars.flatMap((v, i) => (offsets[i]! >= from && offsets[i]! < to ? [{ v, at: offsets[i]! - from }] : []));
       const [start, end] = io().shardOf(to - from);
-      const unit = { op, from, length: to - from, vars, start, end, kept };
+      const unit = { op, from, length: to - from, vars, start, end, kept, parts: partsOf(r.vars, from + start, from + end) };
       kept += end - start;
       return unit;
     });
-    const own = new Float32Array(kept);
-    let off = 0;
-    for (const u of units) {
-      for (const p of partsOf(r.vars, u.from + u.start, u.from + u.end)) {
-        own.set(backend.values(p.v).subarray(p.from, p.to), off);
-        off += p.to - p.from;
-      }
-    }
-    const initial = tf.tensor1d(own);
-    const shard = tf.variable(initial, true, `layer_shard_${Math.random().toString(36).slice(2)}`);
-    initial.dispose();
+    const { shard, update, pieces } = shardUpdate(stage, units, kept, spec, backend);
     const largest = Math.max(1, ...units.map((u) => u.length));
-    const shards = new LayerShards(stage, backend, step, units, shard, makeUpdateRule([shard], spec), new Float32Array(kept), io, largest, feedback);
+    const shards = new LayerShards(stage, backend, step, units, shard, update, new Float32Array(kept), io, largest, feedback, pieces);
     if (stage === 2) return shards;
     // Until a layer is gathered its variables show the gather buffer: the whole weights they held are let go.
     const placeholder = new Float32Array(shards.weightsMemory);
@@ -125,7 +119,7 @@ export class LayerShards {
   /** Its optimizer state for checkpoints: one tensor per slot over its part of every layer. */
   state(): ShardState {
     const ranges = this.units.filter((u) => u.end > u.start).map((u): [number, number] => [u.from + u.start, u.from + u.end]);
-    return new ShardState(this.update, ranges, [this.gradient.length]);
+    return new ShardState(this.update, ranges, this.pieces);
   }
 
   /** The slice's forward and backward pass, each layer gathered, its gradient reduce-scattered into `gradient` (`add`: a later chunk's, added to it). */
@@ -203,7 +197,14 @@ export class LayerShards {
   /** Every replica's part of layer `u`'s weights, whole, in the gather buffer (valid until the next gather). */
   private async allGather(u: Unit): Promise<Float32Array> {
     const buf = new Float32Array(room(this.weightsMemory, this.largest), 0, u.length);
-    buf.set(this.backend.values(this.shard).subarray(u.kept, u.kept + u.end - u.start), u.start);
+    if (this.shard) buf.set(this.backend.values(this.shard).subarray(u.kept, u.kept + u.end - u.start), u.start);
+    else {
+      let off = u.start;
+      for (const p of u.parts) {
+        buf.set(this.backend.values(p.v).subarray(p.from, p.to), off);
+        off += p.to - p.from;
+      }
+    }
     // buf's memory moves to the communication thread and back: the views of the layer gathered before go with it.
     const start = performance.now() - this.began;
     const ag = await this.io().allGather(buf);
@@ -257,11 +258,34 @@ export class LayerShards {
 
   dispose(): void {
     this.update.dispose();
-    this.shard.dispose();
+    this.shard?.dispose();
   }
 }
 
 /** `memory` where it holds `values` floats (a communication thread may hand back a smaller buffer), else a new buffer that does. */
 function room(memory: ArrayBuffer, values: number): ArrayBuffer {
   return memory.byteLength >= values * 4 ? memory : new ArrayBuffer(values * 4);
+}
+
+/**
+ * What updates the replica's part of every layer: under ZeRO-2 with an optimizer that updates in
+ * place, the model's own variables over those ranges (the whole weights are there anyway); else
+ * one variable holding a copy of the part (ZeRO-3's variables let go of their values), which the
+ * optimizer updates and the gathers read.
+ */
+function shardUpdate(stage: 2 | 3, units: readonly Unit[], kept: number, spec: OptimizerSpec, backend: NativeBackend): { shard: tf.Variable | null; update: UpdateRule; pieces: number[] } {
+  const parts = units.flatMap((u) => u.parts);
+  if (stage === 2 && hasNativeKernel(spec)) {
+    return { shard: null, update: new NativeUpdate(backend, parts.map((p) => p.v), spec, parts.map((p) => [p.from, p.to] as const)), pieces: parts.map((p) => p.to - p.from) };
+  }
+  const own = new Float32Array(kept);
+  let off = 0;
+  for (const p of parts) {
+    own.set(backend.values(p.v).subarray(p.from, p.to), off);
+    off += p.to - p.from;
+  }
+  const initial = tf.tensor1d(own);
+  const shard = tf.variable(initial, true, `layer_shard_${Math.random().toString(36).slice(2)}`);
+  initial.dispose();
+  return { shard, update: makeUpdateRule([shard], spec), pieces: [kept] };
 }

@@ -38,7 +38,7 @@ export function planAuto(given: AutoOptions, spec: ClusterSpec, model: ModelSumm
     });
   }
   const tooBig = `${wholeText}, but worker ${tightest} may use only ${formatBytes(minCap)}`;
-  const sharded = shardedChoice(e, model, n, minCap);
+  const sharded = shardedChoice(e, model, n, minCap, o.optimizer);
   if (sharded.fits) return planDataParallel(DataOptionsSchema.parse({ shard: "optimizer" }), spec, model, { ...o, reasons: [tooBig, ...sharded.reasons] });
   const reasons = [tooBig, ...sharded.reasons, "so the model must be split into stages"];
   for (let stages = 2; stages <= Math.min(n, model.layers.length); stages++) {

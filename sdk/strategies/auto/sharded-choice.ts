@@ -1,5 +1,6 @@
 import { formatBytes, largestLayerBytes, memoryTotal, shardedMemory, type MemoryEstimate } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
+import type { OptimizerSpec } from "../../protocol/optimizer-spec";
 
 /**
  * Whether sharded data parallelism lets the whole model train on every worker: ZeRO-1 (each
@@ -9,8 +10,8 @@ import type { ModelSummary } from "../../plan/model-summary";
  * layer inside meshtrain's native step, and only the workers can tell, when the model loads,
  * whether it trains there.
  */
-export function shardedChoice(e: MemoryEstimate, model: ModelSummary, n: number, cap: number): { fits: boolean; reasons: string[] } {
-  const need = (shard: "optimizer" | "gradients" | "parameters"): number => memoryTotal(shardedMemory(e, shard, n, largestLayerBytes(model)));
+export function shardedChoice(e: MemoryEstimate, model: ModelSummary, n: number, cap: number, optimizer?: OptimizerSpec): { fits: boolean; reasons: string[] } {
+  const need = (shard: "optimizer" | "gradients" | "parameters"): number => memoryTotal(shardedMemory(e, shard, n, largestLayerBytes(model), optimizer));
   const byHand = `ZeRO-2 would need ${formatBytes(need("gradients"))} and ZeRO-3 ${formatBytes(need("parameters"))} per worker (strategy("data", { shard: "gradients" | "parameters" })): auto does not choose them, as only the workers can tell when the model loads whether it trains inside meshtrain's native step, which they need`;
   if (n < 2) return { fits: false, reasons: [] };
   if (!e.optimizerBytes) return { fits: false, reasons: [`ZeRO-1 (shard: "optimizer") saves nothing here: the optimizer keeps no state; ${byHand}`] };

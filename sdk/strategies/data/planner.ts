@@ -97,7 +97,7 @@ function kib(bytes: number): string {
 
 /** What each of `n` replicas holds: the model's share as `shard` divides it, and with 16-bit gradients what rounding left out of the whole gradient, for its next step. */
 function replicaMemory(model: ModelSummary, n: number, batchSize: number | undefined, optimizer: PlanOptions["optimizer"], shard: DataParallelPlan["shard"], compression: Compression | null): MemoryEstimate {
-  const sharded = shardedMemory(estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer }), shard, n, largestLayerBytes(model));
+  const sharded = shardedMemory(estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer }), shard, n, largestLayerBytes(model), optimizer);
   return compression ? { ...sharded, gradientBytes: sharded.gradientBytes + model.trainableParamCount * 4 } : sharded;
 }
 
