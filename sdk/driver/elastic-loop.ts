@@ -11,6 +11,7 @@ import { nonFiniteStop } from "./non-finite";
 import type { FitContext } from "./fit-context";
 import { inFlightRecord, ringOf, type InFlight } from "./elastic-record";
 import { FitAborted, runHook, stepSeen } from "./fit-stop";
+import type { ShardedElastic } from "./elastic-sharded";
 
 export interface ElasticHooks {
   /** Loads the model on a worker that joins, with these weights. */
@@ -25,6 +26,8 @@ export interface ElasticHooks {
    * records replaced) and workers join right after one.
    */
   syncAfter?: (step: number) => boolean;
+  /** Sharded (ZeRO): a loss goes back to the last checkpoint, a join re-shards everyone. */
+  sharded?: ShardedElastic;
 }
 
 /**
@@ -67,8 +70,10 @@ class ElasticLoop {
   private next: number;
   private inflight: InFlight[] = [];
   private lastEnd = performance.now();
-  /** Callbacks: the last epoch and step whose begin was called (a step sent again after a loss is not begun twice), and stopTraining seen. */
-  private begun = { epoch: -1, step: -1, ended: -1 };
+  /** Callbacks: the last epoch and step whose begin was called, the last step and epoch ended (a step sent again after a loss is not begun or ended twice). */
+  private begun = { epoch: -1, step: -1, ended: -1, epochEnded: -1 };
+  /** Sharded: the steps done when the last checkpoint was written. */
+  private saved = -1;
   private ended = false;
   /** An epoch whose steps are all recorded and whose end (validation, callbacks) is due before the next step. */
   private pendingEpoch: number | null = null;
@@ -90,18 +95,8 @@ class ElasticLoop {
     const start = Math.max(t.startStep, this.walk.first);
     this.base = new Map<number, number>(this.members.map((h) => [h.rank, start]));
     this.done = this.next = start;
-    ctx.survive(() => {
-      this.departures++;
-      this.nudge();
-    });
-    ctx.admit((h) => {
-      this.joiners.push(h);
-      this.nudge();
-    });
-  }
-
-  private nudge(): void {
-    this.wake?.();
+    ctx.survive(() => void (this.departures++, this.wake?.()));
+    ctx.admit((h) => void (this.joiners.push(h), this.wake?.()));
   }
 
   async run(): Promise<{ history: StepRecord[]; membership: MembershipChange[]; members: WorkerHandle[]; stopped: FitAborted | undefined; validation: EpochValidation[] }> {
@@ -109,8 +104,10 @@ class ElasticLoop {
     try {
       await this.hook(() => cb?.trainBegin({ epochs: this.o.epochs, initialEpoch: this.walk.at(this.done).epoch, samples: this.dataset.size, steps: this.walk.perEpoch, batchSize: this.o.batchSize, metrics: ["loss", ...this.o.metrics.map((m) => m.name)] }));
       await this.rewire();
+      await this.checkpoint();
       while (!this.stopped && (this.pendingEpoch !== null || (this.done < this.total && !this.ended))) await this.advance();
       await Promise.all(this.inflight.map((f) => f.settled));
+      if (!this.stopped) await this.checkpoint();
       if (cb && !this.stopped) await this.hook(() => cb.trainEnd());
     } finally {
       this.ctx.setStep(undefined);
@@ -129,6 +126,11 @@ class ElasticLoop {
     // With callbacks or validation, one step at a time: each batch (and epoch) ends before the next begins, as in model.fit.
     const ahead = this.o.callbacks || this.hooks.validate ? 1 : 2;
     while ((this.joiners.length === 0 || !this.atSync(this.next)) && this.next < this.total && this.next - this.done < ahead && !this.ended) {
+      // Sharded: a checkpoint every `every` steps, once the steps before it are recorded.
+      if (this.hooks.sharded && this.next % this.hooks.sharded.every === 0 && this.next > this.saved) {
+        if (this.inflight.length > 0) break;
+        if (!(await this.checkpoint())) return;
+      }
       await this.begin(this.next);
       if (this.stopped || this.ended) return;
       this.issue(this.next++);
@@ -152,7 +154,7 @@ class ElasticLoop {
     await this.stepRecorded(head);
     // As model.fit: the epoch a callback stopped in ends too.
     const last = (head.step + 1) % this.walk.perEpoch === 0 || head.step + 1 === this.total;
-    if ((this.o.callbacks || this.hooks.validate) && (last || this.ended)) this.pendingEpoch = head.epoch;
+    if ((this.o.callbacks || this.hooks.validate) && (last || this.ended) && head.epoch > this.begun.epochEnded) this.pendingEpoch = head.epoch;
   }
 
   /** Callbacks before a step is first sent: its epoch's begin (once) and the batch's. */
@@ -193,6 +195,7 @@ class ElasticLoop {
       this.o.onValidated?.(epoch, logs);
     }
     this.pendingEpoch = null;
+    this.begun.epochEnded = epoch;
     const cb = this.o.callbacks;
     if (cb) await this.hook(() => cb.epochEnd(epoch, this.history, logs));
   }
@@ -203,7 +206,6 @@ class ElasticLoop {
     this.stopped ??= r.error;
     if (r.ended) this.ended = true;
   }
-
 
   /** A failed step is usually the echo of a worker about to be declared lost; anything else ends the fit. */
   private async settleFailure(failed: PromiseRejectedResult): Promise<void> {
@@ -231,7 +233,7 @@ class ElasticLoop {
     const f: InFlight = { step, epoch, members: [...this.members], slices, settled: Promise.allSettled(requests), ...rate };
     void f.settled.then((r) => {
       f.result = r;
-      this.nudge();
+      this.wake?.();
     });
     this.inflight.push(f);
   }
@@ -269,7 +271,8 @@ class ElasticLoop {
     }
     await this.rewire();
     await Promise.all(this.inflight.map((f) => f.settled));
-    await this.stepBack();
+    if (this.hooks.sharded) this.goBack(await this.hooks.sharded.fromCheckpoint(this.members));
+    else await this.stepBack();
     // The step training goes on from: past the steps every survivor completed, or (local SGD) back at a sync.
     for (const m of this.membership.slice(-lost.length)) m.step = this.done;
   }
@@ -286,20 +289,40 @@ class ElasticLoop {
     const at = this.members.map((h, i) => this.base.get(h.rank)! + reported[i]!.msg.applied);
     const target = Math.min(...at);
     for (const f of this.inflight) if (f.step >= this.done && f.step < target) this.record(f);
-    this.inflight = [];
     await this.all(
       this.members.flatMap((h, i) =>
         at[i]! > target ? [h.channel.request({ type: "rewind", to: reported[i]!.msg.applied - (at[i]! - target) }, "rewound", { timeoutMs: this.stepMs, waitingFor: "stepping back one update" })] : [],
       ),
     );
-    // Steps after the sync gone back to no longer stand.
+    this.goBack(target);
+  }
+
+  /** Training goes on from `target`: steps after it (sent, or recorded) no longer stand; every member counts its updates from there. */
+  private goBack(target: number): void {
+    this.inflight = [];
     this.history = this.history.filter((r) => r.step < target);
+    if (this.hooks.sharded) for (const h of this.members) this.base.set(h.rank, target);
     this.done = this.next = target;
     this.ctx.setStep(target);
   }
 
-  /** At a step boundary: the joiners get a member's weights and optimizer state, then the ring is re-formed. */
+  /** Sharded: a checkpoint of the members now (every step sent is recorded); false if the fit stopped meanwhile. */
+  private async checkpoint(): Promise<boolean> {
+    if (!this.hooks.sharded || this.done === this.saved) return true;
+    await this.hooks.sharded.save(this.members, this.done);
+    this.saved = this.done;
+    return !this.stopped;
+  }
+
+  /** At a step boundary: the joiners get a member's weights and optimizer state (sharded: all re-shard), then the ring is re-formed. */
   private async admit(): Promise<void> {
+    if (this.hooks.sharded) {
+      const joining = this.joiners.splice(0);
+      const all = [...this.members, ...joining].sort((a, b) => a.rank - b.rank);
+      await this.hooks.sharded.regroup(this.members, all, () => ((this.members = all), this.rewire()));
+      for (const h of joining) this.joined(h);
+      return this.goBack(this.done);
+    }
     const source = this.members[0]!;
     const [weights] = await this.all([source.channel.request({ type: "fetchWeights" }, "weights", { timeoutMs: this.stepMs, waitingFor: "the weights for a joining worker" })]);
     const [state] = await this.all([source.channel.request({ type: "fetchState" }, "state", { timeoutMs: this.stepMs, waitingFor: "the optimizer state for a joining worker" })]);
@@ -312,10 +335,14 @@ class ElasticLoop {
           attachments: state!.attachments,
         }),
       ]);
-      this.base.set(h.rank, this.done);
       this.members = [...this.members, h].sort((a, b) => a.rank - b.rank);
-      this.membership.push({ change: "joined", rank: h.rank, address: h.address, atMs: performance.now() - this.t.fitStart, step: this.done, workers: this.members.length });
+      this.joined(h);
     }
     await this.rewire();
+  }
+
+  private joined(h: WorkerHandle): void {
+    this.base.set(h.rank, this.done);
+    this.membership.push({ change: "joined", rank: h.rank, address: h.address, atMs: performance.now() - this.t.fitStart, step: this.done, workers: this.members.length });
   }
 }

@@ -170,7 +170,6 @@ test("under a memory cap that refuses ZeRO-1, ZeRO-3 on 4 workers trains a model
 test("what ZeRO-1 cannot do yet is refused, saying why", async () => {
   const refused = (options: Parameters<ReturnType<typeof cluster>["strategy"]>[1], why: RegExp) =>
     assert.throws(() => cluster().workers(2).strategy("data", options as never).spec(), (e: unknown) => e instanceof ConfigError && why.test(e.message));
-  refused({ shard: "optimizer", elastic: { minWorkers: 1 } }, /re-sharding the optimizer state is not built/);
   refused({ shard: "optimizer", sync: { every: 2 } }, /inner optimizer state for the whole model/);
   refused({ shard: "optimizer", compression: { name: "powersgd", rank: 2 } }, /low-rank factors/);
   refused({ shard: "parameters", overlap: true }, /layer by layer/);
@@ -215,6 +214,42 @@ test("sharded checkpoints: ZeRO-1 on 3 workers writes a part per replica; resume
     for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
   }
 });
+
+for (const [name, shard] of [["ZeRO-3", "parameters"], ["ZeRO-1", "optimizer"]] as const) {
+  test(`elastic ${name}: a worker killed mid-fit sends the others back to the last checkpoint, re-sharded over them; a worker added re-shards all; the fit equals model.fit`, async (t) => {
+    const data = datasets.synthetic({ inputShape: [6], classes: 3, size: 240, seed: 4 });
+    // 40 steps: the loss at step 6, a worker added at step 8.
+    const o = { epochs: 4, batchSize: 24, seed: 5, loss: "categoricalCrossentropy" as const, optimizer: { name: "adam" as const, learningRate: 0.01, beta1: 0.9, beta2: 0.999 } };
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "meshtrain-zero-elastic-"));
+    const c = await cluster().workers(3).strategy("data", { shard, elastic: { minWorkers: 2 } }).timeouts({ stepMs: 30_000 }).heartbeat({ intervalMs: 200, timeoutMs: 1000 }).launch();
+    try {
+      await assert.rejects(c.fit(smallClassifier(6, 3), data, o), /needs checkpoints: a lost worker takes its part of the optimizer state with it/);
+      const model = smallClassifier(6, 3);
+      let joined: Promise<number> | undefined;
+      // The batch after the add waits for the new worker to have joined the cluster: it is admitted at the next step boundary.
+      const callbacks = { onBatchEnd: async () => void (await joined) };
+      const run = await c.fit(model, data, { ...o, callbacks, checkpoint: { dir, every: 4 }, onStep: (s) => void (s.step === 6 && c.kill(1), s.step === 8 && !joined && (joined = c.add())) });
+      await joined;
+      const m = run.membership.map((x) => [x.change, x.rank, x.step, x.workers]);
+      t.diagnostic(`membership: ${JSON.stringify(m)}`);
+      assert.deepEqual(m.map(([change, , , workers]) => [change, workers]), [["left", 2], ["joined", 3]]);
+      assert.equal(run.membership[0]!.step! % 4, 0, "the loss went back to a checkpoint");
+      assert.deepEqual(run.history.map((s) => s.step), Array.from({ length: 40 }, (_, i) => i), "every step once, in order");
+      assert.equal(run.history[39]!.workers.length, 3);
+      const ref = smallClassifier(6, 3);
+      await modelFitReference(ref, data, o);
+      const diff = maxRelativeDifference(model, ref);
+      t.diagnostic(`elastic ${name} vs model.fit: ${diff.toExponential(2)}`);
+      assert.ok(diff < 1e-4, `relative difference ${diff}`);
+      // The last checkpoint holds a part for each of the three members then.
+      const last = JSON.parse(fs.readFileSync(path.join(dir, "step-000040", "meta.json"), "utf8")).body;
+      assert.equal(last.shards.parts.length, 3);
+    } finally {
+      await c.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}
 
 test("under a memory cap, a replica's check at load counts its share of the optimizer's state: ZeRO-1 loads a model plain data parallelism cannot, and strategy(\"auto\") chooses it", async () => {
   // 70,003 parameters with Adam: 16 bytes each whole (1.07 MiB) is above the 1 MiB cap, 12 (4 + 4 + 8 / 2) fits.

@@ -14,20 +14,39 @@ import type { Checkpoint, PartWriter } from "./store";
  * fit from a whole checkpoint: each replica is sent what falls in its ranges now.
  */
 
+/** A sharded replica's optimizer state, laid flat over its ranges. */
+export async function fetchPart(ctx: FitContext, w: WorkerHandle, why: string): Promise<FlatState> {
+  const [st] = await awaitAll(ctx)([w.channel.request({ type: "fetchState" }, "state", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `worker ${w.rank}'s part of the optimizer state ${why}` })]);
+  const { msg, attachments } = st!;
+  if (!msg.ranges) throw new CheckpointError(`worker ${w.rank} sent its optimizer state whole, where a sharded replica sends its part`);
+  return readFlat({ format: msg.format, scalars: msg.scalars, ranges: msg.ranges, tensors: msg.names.map((name, j) => ({ name, data: attachments[j]!.data as Float32Array, shape: [...attachments[j]!.shape] })) });
+}
+
 /** The parts of a checkpoint: each replica's state fetched and written in turn, so the driver never holds more than one. */
 export function shardedParts(ctx: FitContext, workers: readonly WorkerHandle[]): (put: PartWriter) => Promise<Shards> {
   return async (put) => {
     let first: FlatState | undefined;
     const parts: Shards["parts"] = [];
     for (const [i, w] of workers.entries()) {
-      const [st] = await awaitAll(ctx)([w.channel.request({ type: "fetchState" }, "state", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `worker ${w.rank}'s part of the optimizer state to checkpoint` })]);
-      const { msg, attachments } = st!;
-      if (!msg.ranges) throw new CheckpointError(`worker ${w.rank} sent its optimizer state whole, where a sharded replica sends its part`);
-      const flat = readFlat({ format: msg.format, scalars: msg.scalars, ranges: msg.ranges, tensors: msg.names.map((name, j) => ({ name, data: attachments[j]!.data as Float32Array, shape: [...attachments[j]!.shape] })) });
+      const flat = await fetchPart(ctx, w, "to checkpoint");
       first ??= flat;
       parts.push({ ...put(i, flat.slots), ranges: flat.ranges });
     }
     return { format: first?.format ?? "native", slots: first?.slots.length ?? 0, head: first?.head ?? [], scalars: first?.scalars ?? {}, parts };
+  };
+}
+
+/** What any ranges of the replicas' parts (held in memory) hold. */
+export function partsSource(parts: readonly FlatState[]): (want: FlatRanges) => FlatState {
+  return (want) => {
+    const length = want.reduce((a, [f, t]) => a + t - f, 0);
+    const first = parts[0]!;
+    const slots = first.slots.map((_, j) => {
+      const out = new Float32Array(length);
+      for (const p of parts) copyOverlap(p.slots[j]!, p.ranges, out, want);
+      return out;
+    });
+    return { ...first, ranges: want, slots };
   };
 }
 
@@ -58,9 +77,13 @@ function source(ckpt: Checkpoint, model: tf.LayersModel): (want: FlatRanges) => 
   };
 }
 
-/** Sends each sharded replica, one at a time, the optimizer state of the ranges it holds. */
-export async function restoreShards(ctx: FitContext, ckpt: Checkpoint, model: tf.LayersModel, workers: readonly WorkerHandle[]): Promise<void> {
-  const read = source(ckpt, model);
+/** Sends each sharded replica, one at a time, the checkpoint's optimizer state of the ranges it holds. */
+export function restoreShards(ctx: FitContext, ckpt: Checkpoint, model: tf.LayersModel, workers: readonly WorkerHandle[]): Promise<void> {
+  return restoreShardsFrom(ctx, source(ckpt, model), workers);
+}
+
+/** Sends each sharded replica, one at a time, what `read` holds of the ranges it holds. */
+export async function restoreShardsFrom(ctx: FitContext, read: (want: FlatRanges) => FlatState, workers: readonly WorkerHandle[]): Promise<void> {
   const all = awaitAll(ctx);
   const timeoutMs = ctx.spec.timeouts.stepMs;
   for (const w of workers) {

@@ -80,7 +80,8 @@ export class DataReplica implements WorkerRole {
     // Sharded (ZeRO-1), the optimizer's state is the shard's alone: none for the whole model.
     this.update = makeUpdateRule(msg.shard ? [] : r.vars, msg.optimizer);
     this.zero = msg.shard === "optimizer" ? new ZeroOne(r.vars, msg.optimizer, r.names, r.sizes) : null;
-    this.back = new StepBack(r, this.update, msg.elastic ?? false);
+    // A sharded elastic replica never steps back: a loss re-loads every member from a checkpoint.
+    this.back = new StepBack(r, this.update, (msg.elastic ?? false) && !msg.shard);
     this.slowdown = msg.slowdown ?? 1;
     this.elastic = msg.elastic ?? false;
     this.overlap = msg.overlap ?? false;

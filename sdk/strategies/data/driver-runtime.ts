@@ -19,7 +19,9 @@ import { straggler, computeEnd, stepOutcome, workerStep } from "../../driver/ste
 import { dataWiring } from "../../plan/wiring";
 import { checkpointing, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
 import { restoreShards, wholeOf } from "../../driver/checkpoint/sharded";
+import { shardedElastic } from "./sharded-elastic";
 import { runElastic } from "../../driver/elastic-loop";
+import { ringOf } from "../../driver/elastic-record";
 import { validateOnReplicas } from "./validate-replicas";
 import { askedToStop, FitAborted } from "../../driver/fit-stop";
 import { stepsPerEpoch } from "../../plan/batches";
@@ -38,7 +40,9 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
   const { resumed, options: o } = resumeIfAsked(given, "data", model, plan.model, dataset);
   refuseWhatCannotWork(o, dataset, plan);
   const workers = ctx.workers;
+  // ZeRO-2 and -3 replicas cut their shards where the ring places them when they load: an elastic fit's is the one its loop forms.
   if (!plan.elastic) await ctx.connect(dataWiring(plan.ring));
+  else if (plan.shard) await ctx.connect(ringOf(workers, workers.length));
   const loadOn = replicaLoader(ctx, model, dataset, o, plan);
   const weights = hostCopies(model.getWeights());
   const loaded = await loadEverywhere(() => awaitAll(ctx)(workers.map((w) => loadOn(w, weights))));
@@ -53,10 +57,11 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
     // The plan split each batch among its replicas; a membership the plan did not make shares it evenly.
     const split = (count: number, members: number): readonly number[] => (members === plan.replicas ? splitOf(plan.batch, count) : splitBatch(count, members)).perReplica;
     const validation = o.validation;
-    const validate = validation ? { validate: (members: readonly WorkerHandle[], epoch: number) => validateOnReplicas(ctx, members, validation, o.batchSize)(epoch) } : {};
+    const validate = validation ? { validate: (members: readonly WorkerHandle[], epoch: number) => validateOnReplicas(ctx, members, validation, o.batchSize, plan.shard === "parameters")(epoch) } : {};
     const perEpoch = stepsPerEpoch(dataset.size, o.batchSize);
     const local = plan.sync ? { syncAfter: (step: number) => syncsAfter(plan, perEpoch, step).sync !== undefined } : {};
-    const r = await runElastic(ctx, o, dataset, plan.elastic.minWorkers, { fitStart: performance.now(), fitStartWall, startStep: resumed?.ckpt.body.step ?? 0 }, { load, split, ...validate, ...local });
+    const sharded = plan.shard && o.checkpoint ? { sharded: shardedElastic(ctx, model, dataset, { ...o, checkpoint: o.checkpoint }, plan, load) } : {};
+    const r = await runElastic(ctx, o, dataset, plan.elastic.minWorkers, { fitStart: performance.now(), fitStartWall, startStep: resumed?.ckpt.body.step ?? 0 }, { load, split, ...validate, ...local, ...sharded });
     if (!r.stopped || askedToStop(r.stopped)) await syncIfBetween(ctx, plan, perEpoch, r.members, r.history);
     return { ...(await finish(ctx, model, o, plan, r.history, r.members, r.stopped, started, r.membership)), ...(replicaStep ? { replicaStep } : {}), ...(r.validation.length > 0 ? { validation: r.validation } : {}) };
   }
@@ -72,8 +77,11 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
 
 /** Options that cannot work together are refused before anything is sent. */
 function refuseWhatCannotWork(o: ResolvedFitOptions, dataset: Dataset, plan: DataParallelPlan): void {
-  if (plan.elastic && o.checkpoint) {
+  if (plan.elastic && o.checkpoint && !plan.shard) {
     throw new FitAborted(new ConfigError("elastic training and checkpoints do not go together yet: a checkpoint is written from one replica at a fixed membership", { hint: "drop checkpoint, or drop elastic" }));
+  }
+  if (plan.elastic && plan.shard && !o.checkpoint) {
+    throw new FitAborted(new ConfigError(`elastic training with shard "${plan.shard}" needs checkpoints: a lost worker takes its part of the optimizer state with it, so the others go back to the last checkpoint, re-sharded over them`, { hint: "give the fit checkpoint: { dir, every } (every: how many steps a loss may cost)" }));
   }
   if (plan.sync && o.checkpoint) {
     throw new FitAborted(new ConfigError(`checkpoints and sync every ${plan.sync.every} steps do not go together yet: between syncs each replica holds weights and optimizer state of its own, which a checkpoint of one replica does not keep`, { hint: "drop checkpoint, or drop sync" }));

@@ -79,7 +79,6 @@ function checkShard(o: DataOptions): void {
   const no = (what: string, why: string): never => {
     throw new ConfigError(`shard "${o.shard}" with ${what}: ${why}`, { hint: `drop ${what}, or drop shard` });
   };
-  if (o.elastic) no("elastic", "a lost or joining worker would change every replica's shard, and re-sharding the optimizer state is not built");
   if (o.sync) no("sync", "local SGD keeps each replica's own inner optimizer state for the whole model, which is what sharding divides");
   if (typeof o.compression === "object") no("compression powersgd", "PowerSGD all-reduces low-rank factors, not a gradient that can be reduce-scattered");
   if (o.shard === "optimizer") return;
