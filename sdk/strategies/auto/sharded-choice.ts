@@ -5,7 +5,7 @@ import type { OptimizerSpec } from "../../protocol/optimizer-spec";
 /**
  * Whether sharded data parallelism lets the whole model train on every worker: ZeRO-1 (each
  * worker a 1/n share of the optimizer's state) moves the bytes data parallelism moves and
- * measured 0.92-1.02x its samples/s (bench:sharded), so auto takes it before cutting the model
+ * measured 0.90-1.02x its samples/s over two runs of bench:sharded, so auto takes it before cutting the model
  * into stages. ZeRO-2 and -3 are named with what they would need, not chosen: they work layer by
  * layer inside meshtrain's native step, and only the workers can tell, when the model loads,
  * whether it trains there.
