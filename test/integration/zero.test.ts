@@ -224,6 +224,7 @@ for (const [name, shard] of [["ZeRO-3", "parameters"], ["ZeRO-1", "optimizer"]] 
     const c = await cluster().workers(3).strategy("data", { shard, elastic: { minWorkers: 2 } }).timeouts({ stepMs: 30_000 }).heartbeat({ intervalMs: 200, timeoutMs: 1000 }).launch();
     try {
       await assert.rejects(c.fit(smallClassifier(6, 3), data, o), /needs checkpoints: a lost worker takes its part of the optimizer state with it/);
+      assert.match(c.plan(smallClassifier(6, 3), { batchSize: 24, optimizer: o.optimizer }).toString(), /elastic, sharded: .* go back to the fit's last checkpoint, re-sharded over them/);
       const model = smallClassifier(6, 3);
       let joined: Promise<number> | undefined;
       // The batch after the add waits for the new worker to have joined the cluster: it is admitted at the next step boundary.

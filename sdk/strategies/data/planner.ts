@@ -95,6 +95,11 @@ function kib(bytes: number): string {
   return bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(2)} MiB` : `${(bytes / 1024).toFixed(1)} KiB`;
 }
 
+/** An elastic sharded fit's line: a loss costs the steps since the last checkpoint. */
+function elasticShardLine(minWorkers: number): string {
+  return `elastic, sharded: a lost worker takes its part of the optimizer state with it, so the others (at least ${minWorkers}) go back to the fit's last checkpoint, re-sharded over them, and run the steps since again; workers added with cluster.add() join at a step boundary, every part re-sharded over all`;
+}
+
 /** What each of `n` replicas holds: the model's share as `shard` divides it, and with 16-bit gradients what rounding left out of the whole gradient, for its next step. */
 function replicaMemory(model: ModelSummary, n: number, batchSize: number | undefined, optimizer: PlanOptions["optimizer"], shard: DataParallelPlan["shard"], compression: Compression | null): MemoryEstimate {
   const sharded = shardedMemory(estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer }), shard, n, largestLayerBytes(model), optimizer);
@@ -138,7 +143,7 @@ export function formatDataPlan(plan: DataParallelPlan): string {
   if (m.activationBytes !== null) parts.push(`activations ${formatBytes(m.activationBytes)}`);
   lines.push(`memory per replica (estimate): ${parts.join(", ")}`);
   lines.push(...slowdownLines(plan.workers));
-  if (plan.elastic) lines.push(plan.sync ? elasticSyncLine(plan.elastic.minWorkers) : `elastic: a lost worker's slice goes to the others while at least ${plan.elastic.minWorkers} remain; workers added with cluster.add() join at a step boundary`);
+  if (plan.elastic) lines.push(plan.sync ? elasticSyncLine(plan.elastic.minWorkers) : plan.shard ? elasticShardLine(plan.elastic.minWorkers) : `elastic: a lost worker's slice goes to the others while at least ${plan.elastic.minWorkers} remain; workers added with cluster.add() join at a step boundary`);
   const p = plan.prediction;
   if (p) {
     const slower = p.oneWorker && predictedSlowerThanOne({ workers: plan.worldSize, gradientBytes: plan.gradientBytes, prediction: p, one: p.oneWorker }) ? `: SLOWER than one worker (${p.oneWorker.samplesPerSecond.toFixed(0)} samples/s); explain() says why` : "";
