@@ -111,13 +111,17 @@ export interface FitOptions {
   plan?: PlanData;
   /**
    * Write a checkpoint every `every` steps into `dir` (weights, optimizer state, the step, and
-   * the seed that fixes the data order), atomically; the previous one is kept. Strategy "data".
+   * the seed that fixes the data order), atomically; the previous one is kept. Every strategy but
+   * async parameter servers; under `shard` a part per replica. An elastic sharded fit needs it:
+   * after a loss it goes back to the last one.
    */
   checkpoint?: { dir: string; every: number };
   /**
    * Continue from a checkpoint: a directory given as checkpoint.dir (its latest) or one
    * checkpoint's own directory. The model gets its weights, the workers its optimizer state, and
-   * training resumes at its step with its seed; the result equals a run never interrupted.
+   * training resumes at its step with its seed; the result equals a run never interrupted. A
+   * data-parallel checkpoint (sharded or not) resumes on any number of workers, under any ZeRO
+   * stage or none.
    */
   resumeFrom?: string;
 }
