@@ -93,8 +93,7 @@ export function unflatten(flat: FlatState, pieces: Pieces): ListedState {
       off += n;
     }
   }
-  const head = flat.head.map((h) => ({ name: h.name, data: Float32Array.of(h.value), shape: [] }));
-  return { format: flat.format, tensors: [...head, ...rest], scalars: { ...flat.scalars } };
+  return { format: flat.format, tensors: [...headTensors(flat), ...rest], scalars: { ...flat.scalars } };
 }
 
 /**
@@ -123,8 +122,12 @@ export function copyOverlap(src: Float32Array, srcRanges: FlatRanges, dst: Float
 /** The flat state on the wire: its head's tensors, then one tensor per slot (ranges travel beside them). */
 export function listFlat(flat: FlatState): ListedState & { ranges: FlatRanges } {
   const length = rangesLength(flat.ranges);
-  const head = flat.head.map((h) => ({ name: h.name, data: Float32Array.of(h.value), shape: [] }));
-  return { format: flat.format, ranges: flat.ranges, tensors: [...head, ...flat.slots.map((s, j) => ({ name: `slot ${j}`, data: s, shape: [length] }))], scalars: flat.scalars };
+  return { format: flat.format, ranges: flat.ranges, tensors: [...headTensors(flat), ...flat.slots.map((s, j) => ({ name: `slot ${j}`, data: s, shape: [length] }))], scalars: flat.scalars };
+}
+
+/** The counters TF.js keeps as tensors of shape [], first in its list. */
+function headTensors(flat: FlatState): StateTensor[] {
+  return flat.head.map((h) => ({ name: h.name, data: Float32Array.of(h.value), shape: [] }));
 }
 
 /** What listFlat listed, flat again. */

@@ -1,6 +1,6 @@
 import type * as tf from "@tensorflow/tfjs";
 import { CheckpointError } from "../../errors/errors";
-import { copyOverlap, flatten, listFlat, readFlat, unflatten, wholePieces, type FlatRanges, type FlatState } from "../../model/flat-state";
+import { copyOverlap, flatten, listFlat, rangesLength, readFlat, unflatten, wholePieces, type FlatRanges, type FlatState } from "../../model/flat-state";
 import type { WorkerHandle } from "../../members/worker-handle";
 import { awaitAll } from "../await";
 import type { FitContext } from "../fit-context";
@@ -39,7 +39,7 @@ export function shardedParts(ctx: FitContext, workers: readonly WorkerHandle[]):
 /** What any ranges of the replicas' parts (held in memory) hold. */
 export function partsSource(parts: readonly FlatState[]): (want: FlatRanges) => FlatState {
   return (want) => {
-    const length = want.reduce((a, [f, t]) => a + t - f, 0);
+    const length = rangesLength(want);
     const first = parts[0]!;
     const slots = first.slots.map((_, j) => {
       const out = new Float32Array(length);
@@ -50,9 +50,10 @@ export function partsSource(parts: readonly FlatState[]): (want: FlatRanges) => 
   };
 }
 
-/** The trainable variables' shapes, in the order replicas lay them out flat. */
-function shapesOf(model: tf.LayersModel): number[][] {
-  return model.trainableWeights.map((w) => [...w.shape] as number[]);
+/** The trainable variables' shapes, in the order replicas lay them out flat, and the one range they span. */
+function layoutOf(model: tf.LayersModel): { shapes: number[][]; all: FlatRanges } {
+  const shapes = model.trainableWeights.map((w) => [...w.shape] as number[]);
+  return { shapes, all: [[0, shapes.reduce((a, s) => a + s.reduce((x, d) => x * d, 1), 0)]] };
 }
 
 /** What any ranges of the checkpoint's optimizer state hold, from its parts or from its one whole holder. */
@@ -63,18 +64,9 @@ function source(ckpt: Checkpoint, model: tf.LayersModel): (want: FlatRanges) => 
   if (!holder || others.length > 0 || holder.holder !== "replica") {
     throw new CheckpointError(`the checkpoint ${ckpt.path} holds the optimizer state of ${ckpt.body.optimizerStates.map((s) => `"${s.holder}"`).join(", ")}; a sharded fit resumes from data parallelism's`, { details: { file: ckpt.path } });
   }
-  const shapes = shapesOf(model);
-  const total = shapes.reduce((a, s) => a + s.reduce((x, d) => x * d, 1), 0);
+  const { shapes, all } = layoutOf(model);
   const listed = { format: holder.format, scalars: holder.scalars, tensors: holder.tensors.map((t, i) => ({ name: t.name, shape: t.shape, data: ckpt.optimizer[i]! })) };
-  const whole = flatten(listed, [[0, total]], wholePieces(holder.format, String(ckpt.body.optimizer.name), shapes));
-  return (want) => {
-    const slots = whole.slots.map((s) => {
-      const out = new Float32Array(want.reduce((a, [f, t]) => a + t - f, 0));
-      copyOverlap(s, whole.ranges, out, want);
-      return out;
-    });
-    return { ...whole, ranges: want, slots };
-  };
+  return partsSource([flatten(listed, all, wholePieces(holder.format, String(ckpt.body.optimizer.name), shapes))]);
 }
 
 /** Sends each sharded replica, one at a time, the checkpoint's optimizer state of the ranges it holds. */
@@ -98,10 +90,8 @@ export async function restoreShardsFrom(ctx: FitContext, read: (want: FlatRanges
 export function wholeOf(ckpt: Checkpoint, model: tf.LayersModel): Checkpoint {
   const shards = ckpt.body.shards;
   if (!shards) return ckpt;
-  const shapes = shapesOf(model);
-  const total = shapes.reduce((a, s) => a + s.reduce((x, d) => x * d, 1), 0);
-  const flat = { format: shards.format, ranges: [[0, total]] as FlatRanges, slots: readRanges(ckpt.path, shards, [[0, total]]), head: shards.head, scalars: shards.scalars };
-  const listed = unflatten(flat, wholePieces(shards.format, String(ckpt.body.optimizer.name), shapes));
+  const { shapes, all } = layoutOf(model);
+  const listed = unflatten(source(ckpt, model)(all), wholePieces(shards.format, String(ckpt.body.optimizer.name), shapes));
   const holder = { holder: "replica", format: listed.format, scalars: listed.scalars, tensors: listed.tensors.map((t) => ({ name: t.name, shape: t.shape })) };
   return { ...ckpt, body: { ...ckpt.body, optimizerStates: [holder] }, optimizer: listed.tensors.map((t) => t.data) };
 }
