@@ -120,7 +120,8 @@ export class ComputeHost {
     const r = await role.step(msg, attachments, this.links.io(msg.generation ?? generation)).then(
       (done) => (this.links.doing(`step ${msg.step} done, waiting for the next`, "idle"), done),
       (err: unknown) => {
-        this.links.doing(`step ${msg.step} failed`, "failed");
+        // The stall report shows it: a replica whose step failed while the others wait in a collective is why they wait.
+        this.links.doing(`step ${msg.step} failed: ${(err instanceof Error ? err.message : String(err)).split("\n")[0]}`, "failed");
         throw err;
       },
     ).finally(() => (this.links.step = undefined));

@@ -22,12 +22,13 @@ export async function evaluateGathered(shards: LayerShards, r: LoadedReplica, x:
   const names = reportedNames(r.objective);
   const sums = new Float64Array(1 + names.length);
   const layers = r.model.layers.filter((l) => l.getClassName() !== "InputLayer");
+  const io = shards.links();
   for (let k = 0; k < rounds; k++) {
     const start = Math.min(samples, k * batchSize);
     const end = Math.min(samples, start + batchSize);
     let act: tf.Tensor | null = end > start ? tensorOf(rowsOf(xs, start, end)) : null;
     for (const layer of layers) {
-      await shards.gatherLayer(layer);
+      await shards.gatherLayer(layer, io);
       if (!act) continue;
       const input = act;
       act = tf.tidy(() => layer.apply(input, { training: false }) as tf.Tensor);

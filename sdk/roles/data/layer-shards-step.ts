@@ -23,7 +23,7 @@ import type { LayerShards } from "./layer-shards";
 export async function layerShardsStep(shards: LayerShards, r: LoadedReplica, weight: number, x: Feed, y: Feed, io: HostIO, step: number, learningRate?: number, accumulate = 1): Promise<StepResult> {
   const t0 = performance.now();
   const startedAt = wallClock();
-  const passes = await chunks(shards, r, feedList(x)[0]!, feedList(y)[0]!, weight, accumulate);
+  const passes = await chunks(shards, r, feedList(x)[0]!, feedList(y)[0]!, weight, accumulate, io);
   const t1 = performance.now();
   const { own, failure } = passes;
   const flagged = own !== undefined || failure !== undefined ? 1 : 0;
@@ -39,7 +39,7 @@ export async function layerShardsStep(shards: LayerShards, r: LoadedReplica, wei
   const t2 = performance.now();
   const talked = stats.commMs + stats.waitMs;
   if (skipped) shards.dropped();
-  else await shards.apply(learningRate);
+  else await shards.apply(io, learningRate);
   // ZeRO-2's update ends in all-gathers: their time is communication, not the update's.
   const t3 = performance.now() - (stats.commMs + stats.waitMs - talked);
   if (failure !== undefined) throw survivedStepError(failure, step);
@@ -64,7 +64,7 @@ export async function layerShardsStep(shards: LayerShards, r: LoadedReplica, wei
  * this replica found non-finite in its input or loss, and what failed (after which the remaining
  * chunks take part with nothing to add).
  */
-async function chunks(shards: LayerShards, r: LoadedReplica, xs: Tensorlike, ys: Tensorlike, weight: number, k: number): Promise<{ loss: number; metrics?: Record<string, number>; own?: NonFinite; failure?: unknown }> {
+async function chunks(shards: LayerShards, r: LoadedReplica, xs: Tensorlike, ys: Tensorlike, weight: number, k: number, io: HostIO): Promise<{ loss: number; metrics?: Record<string, number>; own?: NonFinite; failure?: unknown }> {
   const rows = xs.shape[0] ?? 0;
   const out: { loss: number; metrics?: Record<string, number>; own?: NonFinite; failure?: unknown } = { loss: 0 };
   let from = 0;
@@ -76,14 +76,14 @@ async function chunks(shards: LayerShards, r: LoadedReplica, xs: Tensorlike, ys:
     let pass: { loss: number; out: Float32Array } | null = null;
     if (out.failure === undefined) {
       try {
-        pass = await shards.slice(x, y, weight * share, c > 0);
+        pass = await shards.slice(x, y, weight * share, io, c > 0);
       } catch (err) {
         out.failure = err;
       }
     }
     if (!pass) {
       const empty = shards.emptyBatch();
-      await shards.slice(empty.x, empty.y, 0, c > 0);
+      await shards.slice(empty.x, empty.y, 0, io, c > 0);
       continue;
     }
     if (n === 0) continue;

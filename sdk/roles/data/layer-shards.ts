@@ -123,14 +123,14 @@ export class LayerShards {
   }
 
   /** The slice's forward and backward pass, each layer gathered, its gradient reduce-scattered into `gradient` (`add`: a later chunk's, added to it). */
-  async slice(x: Tensorlike, y: Tensorlike, weight: number, add = false): Promise<{ loss: number; out: Float32Array }> {
+  async slice(x: Tensorlike, y: Tensorlike, weight: number, io: HostIO, add = false): Promise<{ loss: number; out: Float32Array }> {
     this.adding = add;
     if (!add) {
       this.stats = { waitMs: 0, commMs: 0, bytesSent: 0 };
       this.collectives = [];
       this.began = performance.now();
     }
-    return this.step.runGathered(x, y, weight, { gather: (op) => this.gather(op), gradients: (op) => this.scratch(op), reduced: (op) => this.reduce(op) });
+    return this.step.runGathered(x, y, weight, { gather: (op) => this.gather(op, io), gradients: (op) => this.scratch(op), reduced: (op) => this.reduce(op, io) });
   }
 
   /** A step every replica dropped sent nothing that counts, and its rounding error may hold Infinity: none is carried. */
@@ -147,12 +147,12 @@ export class LayerShards {
    * A kept step: the shard's summed gradient through the optimizer. Stage 3 gathers the layers
    * anew when next needed; stage 2 all-gathers every layer's new weights into the variables now.
    */
-  async apply(learningRate?: number): Promise<void> {
+  async apply(io: HostIO, learningRate?: number): Promise<void> {
     this.update.apply(this.gradient, learningRate);
     this.gathered = -1;
     if (this.stage === 3) return;
     for (const u of this.units) {
-      const whole = await this.allGather(u);
+      const whole = await this.allGather(u, io);
       for (const { v, at } of u.vars) ownValues(this.backend, v).set(whole.subarray(at, at + v.size));
     }
   }
@@ -160,8 +160,9 @@ export class LayerShards {
   /** The model's weights in `model.weights` order, each layer gathered in turn and copied: every replica must be asked at once. */
   async weightsOf(model: tf.LayersModel): Promise<Tensorlike[]> {
     const whole = new Map<tf.Variable, Float32Array>();
+    const io = this.links();
     for (const u of this.units) {
-      await this.gather(u.op);
+      await this.gather(u.op, io);
       for (const { v } of u.vars) whole.set(v, Float32Array.from(this.backend.values(v)));
     }
     const out: Tensorlike[] = [];
@@ -174,10 +175,19 @@ export class LayerShards {
   }
 
   /** Stage 3, for a pass outside the step (validation): gathers the unit holding `layer`'s weights, if it has any. A collective. */
-  async gatherLayer(layer: { trainableWeights: ReadonlyArray<{ read(): tf.Tensor }> }): Promise<void> {
+  async gatherLayer(layer: { trainableWeights: ReadonlyArray<{ read(): tf.Tensor }> }, io: HostIO): Promise<void> {
     const held = new Set(layer.trainableWeights.map((w) => w.read()));
     const u = this.units.find((unit) => unit.vars.some(({ v }) => held.has(v)));
-    if (u) await this.gather(u.op);
+    if (u) await this.gather(u.op, io);
+  }
+
+  /**
+   * The links of the membership the workers form now. A step's collectives go over the links it
+   * was sent for (its `io`), never these: a step still running when the ring is re-formed must
+   * not take part in the new ring's collectives, whose sequence it would shift on this replica.
+   */
+  links(): HostIO {
+    return this.io();
   }
 
   private unitOf(op: number): number {
@@ -185,17 +195,17 @@ export class LayerShards {
   }
 
   /** Stage 3: the layer's weights into its variables before its pass (stage 2's variables hold them already). */
-  private async gather(op: number): Promise<void> {
+  private async gather(op: number, io: HostIO): Promise<void> {
     const k = this.unitOf(op);
     if (this.stage === 2 || this.gathered === k) return;
     const u = this.units[k]!;
-    const whole = await this.allGather(u);
+    const whole = await this.allGather(u, io);
     for (const { v, at } of u.vars) this.backend.rebind(v, whole.subarray(at, at + v.size));
     this.gathered = k;
   }
 
   /** Every replica's part of layer `u`'s weights, whole, in the gather buffer (valid until the next gather). */
-  private async allGather(u: Unit): Promise<Float32Array> {
+  private async allGather(u: Unit, io: HostIO): Promise<Float32Array> {
     const buf = new Float32Array(room(this.weightsMemory, this.largest), 0, u.length);
     if (this.shard) buf.set(this.backend.values(this.shard).subarray(u.kept, u.kept + u.end - u.start), u.start);
     else {
@@ -207,7 +217,7 @@ export class LayerShards {
     }
     // buf's memory moves to the communication thread and back: the views of the layer gathered before go with it.
     const start = performance.now() - this.began;
-    const ag = await this.io().allGather(buf);
+    const ag = await io.allGather(buf);
     this.count(ag.stats, { kind: "all-gather", layer: this.units.indexOf(u), start, end: performance.now() - this.began });
     this.weightsMemory = ag.data.buffer as ArrayBuffer;
     if (this.stage === 2) this.gradientMemory = this.weightsMemory;
@@ -221,11 +231,11 @@ export class LayerShards {
     return { grads: this.pending, base: u.from };
   }
 
-  private async reduce(op: number): Promise<void> {
+  private async reduce(op: number, io: HostIO): Promise<void> {
     const u = this.units[this.unitOf(op)]!;
     this.feedback?.compress(this.pending!, u.from);
     const start = performance.now() - this.began;
-    const rs = await this.io().reduceScatter(this.pending!, this.feedback?.wire(u.length));
+    const rs = await io.reduceScatter(this.pending!, this.feedback?.wire(u.length));
     this.pending = null;
     this.count(rs.stats, { kind: "reduce-scatter", layer: this.units.indexOf(u), start, end: performance.now() - this.began });
     const mine = rs.data.subarray(u.start, u.end);
