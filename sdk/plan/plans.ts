@@ -3,6 +3,7 @@ import type { Compression } from "../protocol/wire-formats";
 import type { ModelProfile } from "./profile";
 import type { OverlapChoice } from "./overlap";
 import type { OptimizerSpec } from "../protocol/optimizer-spec";
+import type { LossName } from "../protocol/loss-names";
 import type { MemoryEstimate, ShardStage } from "./memory";
 import type { ModelSummary } from "./model-summary";
 import type { StageCost } from "./partition";
@@ -102,6 +103,10 @@ export interface PlanOptions {
   datasetSize?: number;
   /** For the optimizer-state part of the memory estimate. */
   optimizer?: OptimizerSpec;
+  /** The fit's loss (strategy "auto" asks whether the native step computes it, which ZeRO-2 and -3 need). */
+  loss?: LossName;
+  /** Why the model's layers cannot train inside meshtrain's native step, null where they can (ZeRO-2 and -3 need it; the driver compiles the model to know). */
+  nativeLayers?: string | null;
   /** Each rank's device (a launched cluster knows them). */
   devices?: readonly PlanDevice[];
   /** Why this strategy was chosen (strategy "auto" says). */

@@ -5,7 +5,7 @@ import { workerCount, type ClusterSpec } from "../../config/cluster-spec";
 import { planDataParallel } from "../data/planner";
 import { DataOptionsSchema } from "../data/options";
 import type { AutoOptions } from "./options";
-import { shardedChoice } from "./sharded-choice";
+import { layerShardChoice, shardedChoice } from "./sharded-choice";
 import { planPipelineWith, stageMemory } from "../pipeline/planner";
 import type { DataParallelPlan, PlanOptions, PipelinePlan } from "../../plan/plans";
 
@@ -17,7 +17,8 @@ const DEFAULT_BATCH = 32;
  * all-reduce per step); else ZeRO-1 when a 1/n share of the optimizer's state makes it fit
  * (sharded-choice.ts); otherwise the fewest stages whose split fits each worker's memory (fewer
  * stages mean a smaller bubble and more replicas), as a hybrid of workers / stages replicas when
- * that is 2 or more, else one pipeline. Every option it weighed goes into plan.explain().
+ * that is 2 or more, else one pipeline; where no split fits, ZeRO-2 or -3 (layerShardChoice).
+ * Every option it weighed goes into plan.explain().
  */
 export function planAuto(given: AutoOptions, spec: ClusterSpec, model: ModelSummary, o: PlanOptions): DataParallelPlan | PipelinePlan {
   const { microBatches, schedule } = given;
@@ -70,6 +71,9 @@ export function planAuto(given: AutoOptions, spec: ClusterSpec, model: ModelSumm
       reasons.push(`${stages} stages: ${err.summary}`);
     }
   }
+  const layered = layerShardChoice(e, model, n, minCap, o);
+  reasons.push(...layered.reasons);
+  if (layered.shard) return planDataParallel(DataOptionsSchema.parse({ shard: layered.shard }), spec, model, { ...o, reasons });
   throw new ConfigError(`"${model.name}" does not fit on ${n} workers with the memory they have:\n  ${reasons.join("\n  ")}`, {
     hint: "add workers, raise .memory(), use a smaller batch, or more micro-batches",
   });

@@ -1,18 +1,19 @@
 import { formatBytes, largestLayerBytes, memoryTotal, shardedMemory, type MemoryEstimate } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
 import type { OptimizerSpec } from "../../protocol/optimizer-spec";
+import type { PlanOptions } from "../../plan/plans";
+import { NATIVE_BACKEND } from "../../backends/native/backend";
+import { isStepLoss, STEP_LOSSES } from "../../backends/native/step/loss";
 
 /**
  * Whether sharded data parallelism lets the whole model train on every worker: ZeRO-1 (each
  * worker a 1/n share of the optimizer's state) moves the bytes data parallelism moves and
  * measured 0.90-1.02x its samples/s over two runs of bench:sharded, so auto takes it before cutting the model
- * into stages. ZeRO-2 and -3 are named with what they would need, not chosen: they work layer by
- * layer inside meshtrain's native step, and only the workers can tell, when the model loads,
- * whether it trains there.
+ * into stages. ZeRO-2 and -3 are weighed after the stages (layerShardChoice).
  */
 export function shardedChoice(e: MemoryEstimate, model: ModelSummary, n: number, cap: number, optimizer?: OptimizerSpec): { fits: boolean; reasons: string[] } {
   const need = (shard: "optimizer" | "gradients" | "parameters"): number => memoryTotal(shardedMemory(e, shard, n, largestLayerBytes(model), optimizer));
-  const byHand = `ZeRO-2 would need ${formatBytes(need("gradients"))} and ZeRO-3 ${formatBytes(need("parameters"))} per worker (strategy("data", { shard: "gradients" | "parameters" })): auto does not choose them, as only the workers can tell when the model loads whether it trains inside meshtrain's native step, which they need`;
+  const byHand = `ZeRO-2 would need ${formatBytes(need("gradients"))} and ZeRO-3 ${formatBytes(need("parameters"))} per worker (strategy("data", { shard: "gradients" | "parameters" })): auto turns to them only where no split into stages fits, as how they compare with a pipeline has not been measured`;
   if (n < 2) return { fits: false, reasons: [] };
   if (!e.optimizerBytes) return { fits: false, reasons: [`ZeRO-1 (shard: "optimizer") saves nothing here: the optimizer keeps no state; ${byHand}`] };
   const one = need("optimizer");
@@ -21,4 +22,27 @@ export function shardedChoice(e: MemoryEstimate, model: ModelSummary, n: number,
     fits: true,
     reasons: [`auto chose sharded data parallelism, ZeRO-1 (shard: "optimizer"): each worker keeps 1/${n} of the optimizer's state and needs ${formatBytes(one)} of ${formatBytes(cap)}; it moves the bytes data parallelism moves (one reduce-scatter and one all-gather a step), where splitting the model would leave stages idle`],
   };
+}
+
+/**
+ * ZeRO-2, else ZeRO-3, where no split into stages fits: they keep the whole model on every
+ * worker (no stage idle) and shard each layer, so a model whose one layer is too big for a
+ * stage, or that has fewer layers than the workers need stages, still trains. They work layer
+ * by layer inside meshtrain's native step: the model's layers and the loss must be ones it
+ * computes, on workers of the native backend. With no loss given (plan()), one it computes is
+ * assumed; fit() plans with its own.
+ */
+export function layerShardChoice(e: MemoryEstimate, model: ModelSummary, n: number, cap: number, o: PlanOptions): { shard: "gradients" | "parameters" | null; reasons: string[] } {
+  if (n < 2) return { shard: null, reasons: [] };
+  const refused = (why: string) => ({ shard: null, reasons: [`ZeRO-2 and -3 (shard "gradients" | "parameters"): ${why}`] });
+  if (o.nativeLayers === undefined) return refused("not weighed: this plan was made without compiling the model's layers, which says whether meshtrain's native step computes them");
+  if (o.nativeLayers) return refused(`they work inside meshtrain's native step, and ${o.nativeLayers}`);
+  if (o.loss && !isStepLoss(o.loss)) return refused(`they work inside meshtrain's native step, which does not compute the ${o.loss} loss (${STEP_LOSSES.join(", ")})`);
+  const other = o.devices?.findIndex((d) => d.backend !== NATIVE_BACKEND) ?? -1;
+  if (other >= 0) return refused(`they work inside meshtrain's native step, and worker ${other} runs TF.js's "${o.devices![other]!.backend}" backend`);
+  const need = (shard: "gradients" | "parameters"): number => memoryTotal(shardedMemory(e, shard, n, largestLayerBytes(model), o.optimizer));
+  const [two, three] = [need("gradients"), need("parameters")];
+  if (two <= cap) return { shard: "gradients", reasons: [`auto chose ZeRO-2 (shard: "gradients"): each worker keeps the whole weights and 1/${n} of the gradient and the optimizer's state, and needs ${formatBytes(two)} of ${formatBytes(cap)}; it moves the bytes data parallelism moves`] };
+  if (three <= cap) return { shard: "parameters", reasons: [`ZeRO-2 would need ${formatBytes(two)}`, `auto chose ZeRO-3 (shard: "parameters"): each worker keeps 1/${n} of everything and gathers one layer at a time, and needs ${formatBytes(three)} of ${formatBytes(cap)}; it moves 1.5x the bytes data parallelism moves`] };
+  return refused(`ZeRO-2 would need ${formatBytes(two)} and ZeRO-3 ${formatBytes(three)} per worker, above ${formatBytes(cap)}`);
 }

@@ -89,6 +89,22 @@ function opOf(l: Layer, inShape: number[], outShape: number[], slots: Slots): St
  */
 export function compileStep(model: tf.LayersModel, loss: LossName, vars: readonly tf.Variable[]): StepPlan {
   if (!isStepLoss(loss)) return { ok: false, why: `the ${loss} loss is not one a native step computes (${STEP_LOSSES.join(", ")})` };
+  const layers = compileLayers(model, vars);
+  return layers.ok ? { ...layers, loss } : layers;
+}
+
+/**
+ * Why the model's layers cannot train inside a native step, or null where they can (the loss
+ * aside): a plan made in the driver asks it, as ZeRO-2 and -3 work only there. Compiling builds
+ * no buffers, so asking is cheap.
+ */
+export function nativeLayersWhyNot(model: tf.LayersModel): string | null {
+  const r = compileLayers(model, model.trainableWeights.map((w) => w.read() as tf.Variable));
+  return r.ok ? null : r.why;
+}
+
+/** The layers as the ops of a native step, whose gradients go to `vars`, or why not. */
+function compileLayers(model: tf.LayersModel, vars: readonly tf.Variable[]): { ok: true; ops: StepOp[]; inShape: number[] } | { ok: false; why: string } {
   const branch = branchOf(model);
   if (branch) return { ok: false, why: `the layers are not one chain: ${branch}` };
   const inShape = perSample(model.inputs[0]?.shape ?? []);
@@ -113,5 +129,5 @@ export function compileStep(model: tf.LayersModel, loss: LossName, vars: readonl
   }
   const missing = vars.find((v) => !slots.seen.has(v));
   if (missing) return { ok: false, why: `the trainable variable ${missing.name} belongs to no compiled layer` };
-  return { ok: true, ops, loss, inShape };
+  return { ok: true, ops, inShape };
 }
