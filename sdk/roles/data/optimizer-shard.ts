@@ -78,9 +78,15 @@ export class OptimizerShard {
     }
   }
 
-  /** The summed gradient of the shard through the optimizer; the shard's new weights written into `out` at [start, end). */
-  async step(gradient: Float32Array, out: Float32Array, learningRate?: number): Promise<void> {
+  /** Whether the update writes the shard's new weights into the model's own variables (the native backend). */
+  get inPlace(): boolean {
+    return this.weights === null;
+  }
+
+  /** The summed gradient of the shard through the optimizer; the shard's new weights written into `out` at [start, end) (null: in place, they are in the variables). */
+  async step(gradient: Float32Array, out: Float32Array | null, learningRate?: number): Promise<void> {
     this.update.apply(gradient, learningRate);
+    if (!out) return;
     if (this.weights) {
       await readConcat([this.weights], out.subarray(this.start, this.end));
       return;

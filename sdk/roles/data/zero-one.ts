@@ -1,4 +1,5 @@
-import type * as tf from "@tensorflow/tfjs";
+import * as tf from "@tensorflow/tfjs";
+import type { NativeBackend } from "../../backends/native/backend";
 import type { AllReduceStats } from "../../collectives/ring-allreduce";
 import type { OptimizerSpec } from "../../protocol/optimizer-spec";
 import type { WireFormat } from "../../protocol/wire-formats";
@@ -7,6 +8,7 @@ import type { HostIO } from "../role";
 import type { NonFinite } from "../step-health";
 import { OptimizerShard, writeWeights } from "./optimizer-shard";
 import type { ShardState } from "./shard-state";
+import { bindViews, type Placed } from "./bound-weights";
 
 /**
  * ZeRO stage 1 (Rajbhandari et al. 2020) for a data-parallel replica. The step's buffer is
@@ -24,6 +26,9 @@ export class ZeroOne {
   private gathered: Float32Array | null = null;
   /** The all-gather's ms (counted as communication, not as the update's time). */
   gatherMs = 0;
+  /** Updated in place: every weight in one buffer, which the model's variables view (see apply). */
+  private weights: Float32Array | null = null;
+  private placed: Placed[] | null = null;
 
   constructor(
     private readonly vars: readonly tf.Variable[],
@@ -80,17 +85,38 @@ export class ZeroOne {
     return "?";
   }
 
-  /** A kept step: this replica's shard through its optimizer, then every replica's new weights gathered into the model. */
+  /**
+   * A kept step: this replica's shard through its optimizer, then every replica's new weights
+   * gathered into the model. Updated in place (the native backend), the model's variables view
+   * one buffer of every weight, gathered into where they are; otherwise the shard's new weights
+   * go into the step's buffer, gathered there and copied into the variables.
+   */
   async apply(gradient: Float32Array, learningRate?: number): Promise<void> {
-    await this.shard!.step(gradient.subarray(this.shard!.start, this.shard!.end), gradient, learningRate);
+    const shard = this.shard!;
+    if (shard.inPlace) {
+      await shard.step(gradient.subarray(shard.start, shard.end), null, learningRate);
+      const b = tf.backend() as NativeBackend;
+      const buf = bindViews(b, (this.placed ??= placedOf(this.vars)), this.weights ?? new Float32Array(gradient.length));
+      const ag = await this.io!.allGather(buf);
+      // Through the communication thread (WebSocket links) it comes back as another buffer: the variables view that one.
+      this.weights = ag.data === buf ? buf : bindViews(b, this.placed, ag.data, true);
+      this.counted(ag.stats);
+      return;
+    }
+    await shard.step(gradient.subarray(shard.start, shard.end), gradient, learningRate);
     const ag = await this.io!.allGather(gradient);
     writeWeights(this.vars, ag.data);
-    this.gatherMs = ag.stats.waitMs + ag.stats.commMs;
-    const st = this.stats!;
-    st.waitMs += ag.stats.waitMs;
-    st.commMs += ag.stats.commMs;
-    st.bytesSent += ag.stats.bytesSent;
+    this.counted(ag.stats);
     this.gathered = ag.data;
+  }
+
+  /** The all-gather's time, as communication. */
+  private counted(ag: AllReduceStats): void {
+    this.gatherMs = ag.waitMs + ag.commMs;
+    const st = this.stats!;
+    st.waitMs += ag.waitMs;
+    st.commMs += ag.commMs;
+    st.bytesSent += ag.bytesSent;
   }
 
   /** The buffer to reuse next step, where the all-gather handed one back (it holds the weights, copied into the model already). */
@@ -104,4 +130,10 @@ export class ZeroOne {
   dispose(): void {
     this.shard?.dispose();
   }
+}
+
+/** Each variable's place in the flat parameters. */
+function placedOf(vars: readonly tf.Variable[]): Placed[] {
+  let at = 0;
+  return vars.map((v) => ({ v, at: (at += v.size) - v.size }));
 }
