@@ -42,14 +42,18 @@ interface Measured {
   grew: number[];
   peak: number[];
   estimate: number | null;
+  /** meshtrain, per worker: the bytes of the dataset it loaded itself, and the peak predicted (the idle process + the plan's estimate + that data). */
+  data?: number[];
+  predicted?: number[];
   error?: string;
 }
 
 async function meshtrain(model: Model, shard: string, n: number): Promise<Measured> {
   const [m] = await runJson(process.execPath, [path.join(__dirname, "meshtrain-sharded.js"), String(n), String(BATCH), String(STEPS), model], pinnedEnv(undefined, { SHARD: shard }));
-  const mem = m!.memory as Array<{ idle: number; peak: number }>;
+  const mem = m!.memory as Array<{ idle: number; peak: number; data: number }>;
+  const estimate = m!.estimate_bytes as number;
   // A process can hold less at its peak than when it joined (what its start left is given back since): no growth, not less.
-  return { rate: m!.samples_per_second as number, grew: mem.map((w) => Math.max(0, w.peak - w.idle)), peak: mem.map((w) => w.peak), estimate: m!.estimate_bytes as number };
+  return { rate: m!.samples_per_second as number, grew: mem.map((w) => Math.max(0, w.peak - w.idle)), peak: mem.map((w) => w.peak), estimate, data: mem.map((w) => w.data), predicted: mem.map((w) => w.idle + estimate + w.data) };
 }
 
 async function torch(model: Model, mode: string, n: number): Promise<Measured> {
@@ -77,7 +81,7 @@ function span(ms: readonly Measured[], n: number, pick: (m: Measured) => number[
 }
 
 function tableRows(runs: Record<string, Measured[]>, rows: Json[]): string[] {
-  const table = ["| model | workers | run | samples/s | / meshtrain data | / its PyTorch peer | peak resident set per worker (MiB) | above the worker without a model (MiB) | plan's estimate (MiB) |", "|---|---|---|---|---|---|---|---|---|"];
+  const table = ["| model | workers | run | samples/s | / meshtrain data | / its PyTorch peer | peak resident set per worker (MiB) | above the worker without a model (MiB) | plan's estimate + the data it loaded (MiB) | peak / predicted peak |", "|---|---|---|---|---|---|---|---|---|---|"];
   for (const model of MODELS) {
     for (const n of WORLDS) {
       const rate = (v: Variant): number => median((runs[`${model}/${v}/${n}`] ?? []).map((m) => m.rate));
@@ -90,9 +94,13 @@ function tableRows(runs: Record<string, Measured[]>, rows: Json[]): string[] {
         const peak = span(ms, n, (m) => m.peak);
         const grew = span(ms, n, (m) => m.grew);
         const estimate = ms[0]!.estimate;
-        rows.push({ model, workers: n, variant: v, samplesPerSecond: r, ratioToData: r / rate("meshtrain/none"), ratioToPeer: Number.isFinite(peerRate) ? r / peerRate : null, peakBytes: peak.values, grewBytes: grew.values, estimateBytes: estimate, error: error ?? null, runs: ms.map((m) => m.rate) });
+        const data = ms[0]!.data?.[0] ?? 0;
+        // Per worker, the median over rounds of its peak over the peak predicted for it.
+        const ratio = ms[0]!.predicted ? Array.from({ length: n }, (_, w) => median(ms.map((m) => m.peak[w]! / m.predicted![w]!))) : null;
+        const ratioText = ratio ? `${fmt(Math.min(...ratio))}-${fmt(Math.max(...ratio))}` : "-";
+        rows.push({ model, workers: n, variant: v, samplesPerSecond: r, ratioToData: r / rate("meshtrain/none"), ratioToPeer: Number.isFinite(peerRate) ? r / peerRate : null, peakBytes: peak.values, grewBytes: grew.values, estimateBytes: estimate, dataBytes: ms[0]!.data ?? null, peakOverPredicted: ratio, error: error ?? null, runs: ms.map((m) => m.rate) });
         const lead = `| ${MODEL_NAMES[model]} | ${n} | ${NAMES[v]} |`;
-        table.push(error ? `${lead} did not run: \`${error.replace(/\|/g, "/")}\` | | | | | |` : `${lead} ${fmt(r, 0)} | ${fmt(r / rate("meshtrain/none"))} | ${Number.isFinite(peerRate) ? fmt(r / peerRate) : "-"} | ${peak.text} | ${grew.text} | ${estimate ? fmt(estimate / MiB, 0) : "-"} |`);
+        table.push(error ? `${lead} did not run: \`${error.replace(/\|/g, "/")}\` | | | | | | |` : `${lead} ${fmt(r, 0)} | ${fmt(r / rate("meshtrain/none"))} | ${Number.isFinite(peerRate) ? fmt(r / peerRate) : "-"} | ${peak.text} | ${grew.text} | ${estimate ? `${fmt(estimate / MiB, 0)} + ${fmt(data / MiB, 0)}` : "-"} | ${ratioText} |`);
       }
     }
   }
@@ -120,7 +128,7 @@ async function main(): Promise<void> {
     ...tableRows(runs, rows),
     "",
     ...(torchGone ? [`PyTorch: not measured: ${torchGone}.`] : []),
-    "Memory, both sides measured alike: each worker's resident set with no model (after a garbage collection), and the kernel's high-water mark from the model being in place through the last step (reset through /proc/self/clear_refs; meshtrain reports loading's peak apart). The plan's estimate counts the weights, the gradient, the optimizer state and the activations as each stage shards them (ZeRO-3: the largest layer's weights and gradient whole, too); it does not count what any fit adds to a process (its buffers, the data, the threads' heaps), so measured growth runs above it.",
+    "Memory, both sides measured alike: each worker's resident set with no model (after a garbage collection), and the kernel's high-water mark from the model being in place through the last step (reset through /proc/self/clear_refs; meshtrain reports loading's peak apart). The plan's estimate counts the weights, the gradient, the optimizer state and the activations as each stage shards them (ZeRO-3: the largest layer's weights and gradient whole, too); each worker here loads the dataset itself (feed \"workers\") and reports its bytes. The predicted peak is the worker's resident set without a model, measured in the same fit, plus the estimate and the data; what else a fit adds to a process (the step's buffers, the threads' heaps) is in neither, so the measured peak runs above it.",
     "All workers share this machine's cores, unpinned; the torch ranks use one thread each, on the same OpenBLAS core type as meshtrain's kernels. Each meshtrain row's PyTorch peer: DDP for data, DDP with ZeroRedundancyOptimizer for ZeRO-1, FSDP for ZeRO-3 (ZeRO-2 has none on gloo but FSDP's SHARD_GRAD_OP, which does not import either).",
     "Command: `npm run bench:sharded`.",
   ].join("\n");

@@ -39,6 +39,11 @@ export class Dataset {
   /** The target columns, one per model output. */
   readonly targets: readonly Column[];
 
+  /** The bytes its columns hold (a worker that loads the dataset itself holds them all). */
+  get bytes(): number {
+    return [...this.inputs, ...this.targets].reduce((n, c) => n + c.data.byteLength, 0);
+  }
+
   /** A dataset named `name` from its inputs and targets (same number of samples); `source` if workers can load it themselves. */
   constructor(
     readonly name: string,

@@ -17,16 +17,29 @@ export function estimatedBytes(plan: Plan, m: Pick<MemberMemory, "rank" | "role"
 }
 
 /**
+ * What `m` was predicted to hold at its peak: the process without a model (measured), the
+ * plan's estimate of the training state, and the dataset it loaded itself (feed "workers",
+ * whose bytes it reported); null where the plan has no estimate for it.
+ */
+export function predictedPeakBytes(plan: Plan, m: MemberMemory): number | null {
+  const est = estimatedBytes(plan, m);
+  return est === null ? null : m.idleRssBytes + est + (m.dataBytes ?? 0);
+}
+
+/**
  * One line per member: the peak resident set during the fit, how far above what the process
- * held without a model it went (the fit's own memory, set beside the plan's estimate),
- * and TF.js's tensors at the end.
+ * held without a model it went (the fit's own memory, set beside the plan's estimate and the
+ * data it loaded), the peak beside the one predicted, and TF.js's tensors at the end.
  */
 export function memoryLines(plan: Plan, memory: readonly MemberMemory[]): string[] {
   return memory.map((m) => {
     const grew = Math.max(0, m.peakRssBytes - m.idleRssBytes);
     const est = estimatedBytes(plan, m);
+    const data = m.dataBytes ?? 0;
+    const held = data > 0 ? ` + ${formatBytes(data)} of data it loaded` : "";
     // A model of a few KiB grows the process by what any fit does (tens of MiB): no ratio worth showing.
-    const vs = est === null || est <= 0 ? "" : `; the plan estimated ${formatBytes(est)}${est >= 2 ** 20 ? ` (measured ${(grew / est).toFixed(2)}x)` : ""}`;
+    const ratios = est !== null && est >= 2 ** 20 ? ` (measured ${(grew / (est + data)).toFixed(2)}x; the peak ${(m.peakRssBytes / predictedPeakBytes(plan, m)!).toFixed(2)}x the ${formatBytes(predictedPeakBytes(plan, m)!)} predicted with the process's own)` : "";
+    const vs = est === null || est <= 0 ? "" : `; the plan estimated ${formatBytes(est)}${held}${ratios}`;
     if (m.peakFrom === "tensors") return `rank ${m.rank} memory (a browser tab: TF.js's count only): largest after a step ${formatBytes(m.peakRssBytes)}, ${formatBytes(grew)} above its count without a model${vs}; tensors held at the end ${formatBytes(m.tensorBytes)}`;
     const how = m.peakFrom === "kernel" ? "peak" : "largest sampled";
     return `${m.role === "ps" ? "server" : "rank"} ${m.rank} memory: ${how} resident set ${formatBytes(m.peakRssBytes)}, ${formatBytes(grew)} above the worker's without a model${vs}; tensors held at the end ${formatBytes(m.tensorBytes)}`;

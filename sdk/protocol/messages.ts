@@ -151,6 +151,8 @@ export const LoadedSchema = z.strictObject({
   type: z.literal("loaded"), v, re: id,
   /** Samples in the dataset the worker loaded itself (feed "workers"). */
   datasetSize: z.number().int().nonnegative().optional(),
+  /** The bytes that dataset holds (its memory report names them beside the training state). */
+  dataBytes: z.number().int().nonnegative().optional(),
   paramCount: z.number().int().nonnegative(),
   /** Elements in the flat gradient buffer that is all-reduced each step. */
   gradientLength: z.number().int().nonnegative(),

@@ -15,6 +15,8 @@ export interface WorkerMemory {
   peakRssBytes: number;
   /** The bytes of the tensors TF.js counted when the fit ended (by their shapes: the state kept between steps). */
   tensorBytes: number;
+  /** The bytes of the dataset it loaded itself (feed "workers"), held through the fit beside the training state. */
+  dataBytes?: number;
   peakFrom: "kernel" | "sampled" | "tensors";
 }
 
@@ -25,5 +27,6 @@ export const WorkerMemorySchema: z.ZodType<WorkerMemory> = z.strictObject({
   loadPeakRssBytes: bytes,
   peakRssBytes: bytes,
   tensorBytes: bytes,
+  dataBytes: bytes.optional(),
   peakFrom: z.enum(["kernel", "sampled", "tensors"]),
 });

@@ -18,6 +18,7 @@ export function memoryFigure(plan: Plan, memory: readonly MemberMemory[]): Figur
     memory.map(label),
     {
       "plan's estimate (training state)": memory.map((m) => (estimatedBytes(plan, m) ?? 0) / MiB),
+      ...(memory.some((m) => m.dataBytes) ? { "data it loaded itself (feed \"workers\")": memory.map((m) => (m.dataBytes ?? 0) / MiB) } : {}),
       "measured: peak above the idle process": memory.map((m) => Math.max(0, m.peakRssBytes - m.idleRssBytes) / MiB),
     },
     "MiB",

@@ -180,7 +180,8 @@ export class ComputeHost {
           this.reply({ type: "stateSet", re: msg.id });
           return;
         case "release": {
-          const memory = this.role ? this.memory.report() : undefined;
+          const dataBytes = this.role?.loaded.dataBytes;
+          const memory = this.role ? { ...this.memory.report(), ...(dataBytes !== undefined ? { dataBytes } : {}) } : undefined;
           this.drop("released");
           this.memory.idle();
           this.links.doing("the fit is over", "idle");

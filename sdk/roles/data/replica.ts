@@ -101,7 +101,7 @@ export class DataReplica implements WorkerRole {
   }
 
   get loaded(): WorkerRole["loaded"] {
-    return { paramCount: this.r.model.countParams(), gradientLength: this.r.gradientLength, replicaStep: replicaStepReport(this.r), ...(this.shard ? { datasetSize: this.shard.dataset.size } : {}) };
+    return { paramCount: this.r.model.countParams(), gradientLength: this.r.gradientLength, replicaStep: replicaStepReport(this.r), ...(this.shard ? { datasetSize: this.shard.dataset.size, dataBytes: this.shard.dataset.bytes } : {}) };
   }
 
   /** A step of the driver's: its slice comes attached (in-graph) or is read from the worker's own copy (between-graph). */
