@@ -1,5 +1,6 @@
 import * as tf from "@tensorflow/tfjs";
-import type { NativeBackend } from "../../backends/native/backend";
+import { NATIVE_BACKEND, type NativeBackend } from "../../backends/native/backend";
+import { hasNativeKernel } from "../update-rule";
 import type { AllReduceStats } from "../../collectives/ring-allreduce";
 import type { OptimizerSpec } from "../../protocol/optimizer-spec";
 import type { WireFormat } from "../../protocol/wire-formats";
@@ -35,7 +36,13 @@ export class ZeroOne {
     private readonly spec: OptimizerSpec,
     private readonly names: readonly string[],
     private readonly sizes: readonly number[],
-  ) {}
+  ) {
+    // Bound now, while the model loads: bound at the first step, the old arrays and the buffer would be held at once, until a collection.
+    if (tf.getBackend() === NATIVE_BACKEND && hasNativeKernel(spec)) {
+      this.placed = placedOf(vars);
+      this.weights = bindViews(tf.backend() as NativeBackend, this.placed, new Float32Array(sizes.reduce((a, b) => a + b, 0)));
+    }
+  }
 
   /**
    * Sums `flat` (n gradient values, then the rest) as the step needs it: the returned buffer
