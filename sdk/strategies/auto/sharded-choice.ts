@@ -8,7 +8,7 @@ import { isStepLoss, STEP_LOSSES } from "../../backends/native/step/loss";
 /**
  * Whether sharded data parallelism lets the whole model train on every worker: ZeRO-1 (each
  * worker a 1/n share of the optimizer's state) moves the bytes data parallelism moves and
- * measured 0.90-1.02x its samples/s over two runs of bench:sharded, so auto takes it before cutting the model
+ * measured 0.90-1.07x its samples/s over three runs of bench:sharded (1.02-1.07x in the last), so auto takes it before cutting the model
  * into stages. ZeRO-2 and -3 are weighed after the stages (layerShardChoice).
  */
 export function shardedChoice(e: MemoryEstimate, model: ModelSummary, n: number, cap: number, optimizer?: OptimizerSpec): { fits: boolean; reasons: string[] } {
