@@ -4,7 +4,7 @@ import type { OptimizerSpec } from "../../protocol/optimizer-spec";
 import { NATIVE_BACKEND, type NativeBackend } from "../../backends/native/backend";
 import { assignFlat, readConcat, readTensor } from "../device-io";
 import type { UpdateRule } from "../tfjs-update";
-import { NativeUpdate, ownValues } from "../native-update";
+import { NativeUpdate, ownValues, type NativeOptimizerSpec } from "../native-update";
 import { hasNativeKernel, makeUpdateRule } from "../update-rule";
 import { ShardState } from "./shard-state";
 
@@ -50,7 +50,7 @@ export class OptimizerShard {
   /** The shard [start, end) of `vars` flattened, with `spec`'s state for it alone. */
   static async of(vars: readonly tf.Variable[], spec: OptimizerSpec, start: number, end: number): Promise<OptimizerShard> {
     const parts = partsOf(vars, start, end);
-    if (tf.getBackend() === NATIVE_BACKEND && hasNativeKernel(spec)) {
+    if (updatesInPlace(spec)) {
       const rule = new NativeUpdate(tf.backend() as NativeBackend, parts.map((p) => p.v), spec, parts.map((p) => [p.from, p.to] as const));
       return new OptimizerShard(start, end, rule, parts, null);
     }
@@ -103,6 +103,11 @@ export class OptimizerShard {
     this.update.dispose();
     this.weights?.dispose();
   }
+}
+
+/** Whether a shard is updated in place in the model's own variables here: the native backend, an optimizer with a native kernel. */
+export function updatesInPlace(spec: OptimizerSpec): spec is NativeOptimizerSpec {
+  return tf.getBackend() === NATIVE_BACKEND && hasNativeKernel(spec);
 }
 
 /**

@@ -1,13 +1,12 @@
 import * as tf from "@tensorflow/tfjs";
-import { NATIVE_BACKEND, type NativeBackend } from "../../backends/native/backend";
-import { hasNativeKernel } from "../update-rule";
+import type { NativeBackend } from "../../backends/native/backend";
 import type { AllReduceStats } from "../../collectives/ring-allreduce";
 import type { OptimizerSpec } from "../../protocol/optimizer-spec";
 import type { WireFormat } from "../../protocol/wire-formats";
 import { hasNonFinite } from "../../backends/native/finite";
 import type { HostIO } from "../role";
 import type { NonFinite } from "../step-health";
-import { OptimizerShard, writeWeights } from "./optimizer-shard";
+import { OptimizerShard, updatesInPlace, writeWeights } from "./optimizer-shard";
 import type { ShardState } from "./shard-state";
 import { bindViews, type Placed } from "./bound-weights";
 
@@ -38,7 +37,7 @@ export class ZeroOne {
     private readonly sizes: readonly number[],
   ) {
     // Bound now, while the model loads: bound at the first step, the old arrays and the buffer would be held at once, until a collection.
-    if (tf.getBackend() === NATIVE_BACKEND && hasNativeKernel(spec)) {
+    if (updatesInPlace(spec)) {
       this.placed = placedOf(vars);
       this.weights = bindViews(tf.backend() as NativeBackend, this.placed, new Float32Array(sizes.reduce((a, b) => a + b, 0)));
     }
@@ -103,10 +102,12 @@ export class ZeroOne {
     if (shard.inPlace) {
       await shard.step(gradient.subarray(shard.start, shard.end), null, learningRate);
       const b = tf.backend() as NativeBackend;
-      const buf = bindViews(b, (this.placed ??= placedOf(this.vars)), this.weights ?? new Float32Array(gradient.length));
+      // Bound at load (the shard updates in place exactly where the constructor bound them).
+      const placed = this.placed!;
+      const buf = bindViews(b, placed, this.weights!);
       const ag = await this.io!.allGather(buf);
       // Through the communication thread (WebSocket links) it comes back as another buffer: the variables view that one.
-      this.weights = ag.data === buf ? buf : bindViews(b, this.placed, ag.data, true);
+      this.weights = ag.data === buf ? buf : bindViews(b, placed, ag.data, true);
       this.counted(ag.stats);
       return;
     }
