@@ -102,7 +102,9 @@ export class ModelProfiles {
     );
     const m = r.msg;
     const left = request.budgetMs === undefined ? Infinity : request.budgetMs - (performance.now() - started);
-    const sharing = await sharedSlowdown(handles, { type: "profile", topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), batches }, roundsWithin(left, m.replicaStepMs[0] ?? 0));
+    // A step too big for the worker was not timed (its layers were): nor can it be timed beside the others.
+    if (m.replicaStepMs.length === 0) process.stderr.write(`meshtrain: the plan predicts a replica's step from its layers' times: its whole step was ${m.replicaStep.why ?? "not timed"}\n`);
+    const sharing = m.replicaStepMs.length === 0 ? undefined : await sharedSlowdown(handles, { type: "profile", topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), batches }, roundsWithin(left, m.replicaStepMs[0]!));
     const profile: ModelProfile = Object.freeze({ batches: m.batches, layers: m.layers, replicaStepMs: m.replicaStepMs, replicaStep: m.replicaStep, timedOn: `rank ${slowest.rank} (${slowest.info?.backend ?? "?"})`, ...(sharing ? { sharing } : {}) });
     this.kept.set(key(topology, o.batchSize, request.layers), profile);
     return profile;

@@ -89,6 +89,12 @@ export function predictData(o: { flopsPerSample: number; layers: number; gradien
   return { stepMs, computeMs, commMs, bubble: 0, samplesPerSecond: (o.globalBatch / stepMs) * 1000, basis: basis(s, timed ? o.profile : undefined, o.replicas > 1), timed };
 }
 
+/** Every layer's forward and backward at batch b, added up. */
+function wholeLayersMs(p: ModelProfile, b: number): number {
+  const { forwardMs, backwardMs } = layersMs(p, 0, p.layers.length, b);
+  return forwardMs + backwardMs;
+}
+
 /**
  * One replica's whole step (forward, backward, update) on `perReplica` samples: timed on a worker
  * where the profile has it, else from FLOPs and kernel counts; longer as the machine's workers
@@ -96,7 +102,9 @@ export function predictData(o: { flopsPerSample: number; layers: number; gradien
  */
 export function replicaComputeMs(o: { flopsPerSample: number; layers: number; gradientBytes: number; replicas: number; profile?: ModelProfile }, perReplica: number, s: Speeds): { computeMs: number; timed: boolean } {
   // NaN without a profile, or with one whose replica step was not timed at every batch.
-  const timed = o.profile ? atBatch(o.profile.batches, o.profile.replicaStepMs, perReplica) : NaN;
+  const stepMs = o.profile ? atBatch(o.profile.batches, o.profile.replicaStepMs, perReplica) : NaN;
+  // A step too big to time on a capped worker: its layers' forward and backward, timed one by one.
+  const timed = Number.isFinite(stepMs) || !o.profile?.layers.length ? stepMs : wholeLayersMs(o.profile, perReplica);
   // A timed step includes a GPU worker's readback and upload; an estimate adds them.
   const transfersMs = s.deviceBytesPerSecond ? ((2 * o.gradientBytes) / s.deviceBytesPerSecond) * 1000 : 0;
   const alone = Number.isFinite(timed) ? timed : ((3 * o.flopsPerSample * perReplica) / s.flopsPerSecond + o.layers * (KERNELS_FWD + KERNELS_BWD) * s.kernelSeconds) * 1000 + transfersMs;
@@ -182,8 +190,10 @@ function stageSeconds(stages: ReadonlyArray<{ from: number; to: number; flopsPer
 }
 
 export function basis(s: Speeds, profile: ModelProfile | undefined, dataRing = false): string {
+  const timedParts = profile?.replicaStepMs.length === 0 ? "layers" : profile?.layers.length ? "layers and step" : "step";
+  const untimedStep = profile?.replicaStepMs.length === 0 ? ` (its whole step was ${profile.replicaStep.why ?? "not timed"}: the step is its layers' forward and backward passes added up)` : "";
   const compute = profile
-    ? `the model's ${profile.layers.length > 0 ? "layers and step" : "step"} timed on ${profile.timedOn} at batches ${profile.batches.join(" and ")}`
+    ? `the model's ${timedParts} timed on ${profile.timedOn} at batches ${profile.batches.join(" and ")}${untimedStep}`
     : `${(s.flopsPerSecond / 1e9).toFixed(1)} GFLOP/s matrix speed and ${(s.kernelSeconds * 1e6).toFixed(1)} us per TF.js kernel (the model's FLOPs; no profile was taken)`;
   const shared = profile?.sharing;
   const sharing = shared

@@ -1,7 +1,7 @@
 import { machineMemoryBytes } from "../backends/machine-memory";
 import * as tf from "@tensorflow/tfjs";
 import { ModelError } from "../errors/errors";
-import { estimateReplicaMemory, formatBytes, memoryTotal } from "../plan/memory";
+import { estimateReplicaMemory, formatBytes, largestLayerBytes, memoryTotal } from "../plan/memory";
 import { summarizeModel } from "../plan/model-summary";
 import type { MessageOf } from "../protocol/messages";
 import { DataReplica } from "./data/replica";
@@ -86,11 +86,11 @@ export async function profileModel(msg: MessageOf<"profile">, memoryCapBytes: nu
     model = null;
   };
   try {
-    refuseIfTooBig(model, msg, memoryCapBytes);
+    const tooBig = stepTooBig(model, msg, memoryCapBytes);
     const feed = feedOf(model);
     if (msg.layers === false) release();
     // The replica step first: data parallelism plans from it alone, so it gets the budget's best.
-    const step = await replicaStepTimes(msg, feed, (run) => typical(run, clock));
+    const step = tooBig ? { replicaStepMs: [], replicaStep: { native: false, why: `not timed: ${tooBig}` } } : await replicaStepTimes(msg, feed, (run) => typical(run, clock));
     return { batches: msg.batches, layers: model ? await layerTimes(model, feed, msg.batches, clock) : [], ...step };
   } finally {
     release();
@@ -139,14 +139,24 @@ function outputsOf(l: tf.layers.Layer, xs: tf.Tensor[]): tf.Tensor[] {
   return Array.isArray(out) ? out : [out];
 }
 
-/** A model whose step would not fit this worker's memory is not timed here (a pipeline's plan then predicts from FLOPs). */
-function refuseIfTooBig(model: tf.LayersModel, msg: MessageOf<"profile">, memoryCapBytes: number | null): void {
+/**
+ * Why a replica's whole step would not fit this worker's memory (null where it fits). Its layers
+ * are still timed one at a time where the weights, the largest layer's gradient and the
+ * activations fit (what timing them holds at once): a capped cluster's plans, which weigh
+ * stages against ZeRO-2/3 because the whole step does not fit, then predict both from times
+ * taken here rather than from FLOPs. Where even that does not fit, the model is not timed here.
+ */
+function stepTooBig(model: tf.LayersModel, msg: MessageOf<"profile">, memoryCapBytes: number | null): string | null {
   const batch = Math.max(...msg.batches);
-  const need = memoryTotal(estimateReplicaMemory(summarizeModel(model), { batchSize: batch, optimizer: msg.optimizer }));
+  const summary = summarizeModel(model);
+  const e = estimateReplicaMemory(summary, { batchSize: batch, optimizer: msg.optimizer });
   const cap = Math.min(memoryCapBytes ?? Infinity, machineMemoryBytes());
-  if (need > cap) {
-    throw new ModelError(`the whole model needs ${formatBytes(need)} for a step of ${batch} samples, above the ${formatBytes(cap)} this worker may use, so it was not timed here`);
-  }
+  const need = memoryTotal(e);
+  if (need <= cap) return null;
+  const why = `the whole model needs ${formatBytes(need)} for a step of ${batch} samples, above the ${formatBytes(cap)} this worker may use`;
+  const layers = e.paramsBytes + largestLayerBytes(summary) + (e.activationBytes ?? 0);
+  if (msg.layers === false || layers > cap) throw new ModelError(`${why}, so it was not timed here`);
+  return why;
 }
 
 /** The layer's forward and backward: gradients of its weights, and of each input marked as needing one. Returns what to wait for. */

@@ -58,6 +58,12 @@ test("data parallelism predicts a replica's compute from its profiled step, slow
   const flops = predictData(o, speeds());
   close(flops.computeMs, ((3 * 1e6 * 32) / 1e10 + 3 * 9 * 1e-5) * 1000, "without a profile: FLOPs and kernel counts");
   assert.match(flops.basis, /no profile was taken/);
+  // A step too big to time on a capped worker: its layers' forward and backward at 32 samples, added up.
+  const untimed = { ...profile, replicaStepMs: [], replicaStep: { native: false, why: "not timed: too big" } };
+  const layered = predictData({ ...o, profile: untimed }, speeds());
+  close(layered.computeMs, 4 + 8 + 2 + 4 + 1 + 2, "the layers' times at 32 samples");
+  assert.ok(layered.timed);
+  assert.match(layered.basis, /the model's layers timed on rank 0 \(native\) at batches 8 and 64 \(its whole step was not timed: too big: the step is its layers' forward and backward passes added up\)/);
 });
 
 test("a pipeline's stages cost their profiled layers, the backward recomputing the forward", () => {
