@@ -181,7 +181,7 @@ test('strategy("auto") under a cap that no split into stages fits (three equal l
   try {
     const run = await c.fit(model, data, o);
     assert.equal(run.plan.strategy === "data" ? run.plan.shard : run.plan.strategy, "parameters", "auto chose ZeRO-3");
-    assert.match(run.plan.explain(), /2 stages: .*\n.*3 stages: skipped.*\n.*ZeRO-2 would need .*\n.*auto chose ZeRO-3/);
+    assert.match(run.plan.explain(), /2 stages: .*\n.*3 stages: skipped.*\n.*ZeRO-2 would need .*\n.*ZeRO-3 \(shard: "parameters"\) fits: .*\n.*no split into stages fits: auto chose ZeRO-3/);
   } finally {
     await c.close();
   }

@@ -45,10 +45,10 @@ test("auto: where no split into stages fits and ZeRO-1 does not, ZeRO-2 where it
   const why2 = zero2.explain();
   assert.match(why2, /would need .*, above/);
   assert.match(why2, /2 stages: .*\n.*3 stages: skipped, 4 workers do not form whole replicas of 3 stages/);
-  assert.match(why2, /auto chose ZeRO-2 \(shard: "gradients"\): each worker keeps the whole weights and 1\/4 of the gradient and the optimizer's state/);
+  assert.match(why2, /ZeRO-2 \(shard: "gradients"\) fits: each worker keeps the whole weights and 1\/4 of the gradient and the optimizer's state.*\n.*no split into stages fits: auto chose ZeRO-2/);
   const zero3 = planAt(Math.floor((two + three) / 2), model);
   assert.equal(zero3.strategy === "data" ? zero3.shard : zero3.strategy, "parameters");
-  assert.match(zero3.explain(), /ZeRO-2 would need .*\n.*auto chose ZeRO-3 \(shard: "parameters"\)/);
+  assert.match(zero3.explain(), /ZeRO-2 would need .*\n.*ZeRO-3 \(shard: "parameters"\) fits: .*\n.*no split into stages fits: auto chose ZeRO-3/);
   // Tighter than ZeRO-3's need: refused, every option's need said.
   assert.throws(() => planAt(three - 1024, model), (e: unknown) => e instanceof ConfigError && /ZeRO-2 would need .* and ZeRO-3 .* per worker, above/.test(e.message));
 });
@@ -65,4 +65,29 @@ test("auto: ZeRO-2 and -3 only for what meshtrain's native step computes, on nat
   // The same plan with a loss it computes is ZeRO-3.
   const ok = planAt(cap, layered(), { loss: "categoricalCrossentropy" });
   assert.equal(ok.strategy === "data" ? ok.shard : ok.strategy, "parameters");
+});
+
+test("auto: where a split into stages and ZeRO-2 both fit, the one predicted faster; without measured speeds, the stages, saying why", () => {
+  // Four equal layers: two stages hold half the model's whole state each (8 bytes a parameter
+  // with Adam), ZeRO-2 4 + 12/4 = 7, ZeRO-1 10: a cap between ZeRO-1's and the stages' need.
+  const four = tf.sequential({ layers: [256, 256, 256, 256].map((units, i) => tf.layers.dense({ units, activation: "relu", ...(i === 0 ? { inputShape: [256] } : {}) })) });
+  const cap = Math.floor(need(four, "optimizer") * 0.92);
+  const measured = (linkBytesPerSecond: number, linkLatencyMs: number) => devices().map((d) => ({ ...d, gflops: 20, kernelOverheadUs: 10, linkBytesPerSecond, linkLatencyMs }));
+  const shardOf = (p: ReturnType<typeof planAt>) => (p.strategy === "data" ? p.shard : "stages" in p ? `${p.strategy} ${p.replicas}x${p.stages}` : p.strategy);
+  const fast = planAt(cap, four, { devices: measured(5e9, 0.001) });
+  assert.equal(shardOf(fast), "gradients", fast.explain());
+  assert.match(fast.explain(), /2 stages fit: .*\n(.*\n)*.*ranked by predicted speed .*: ZeRO-2 \(shard: "gradients"\) (\d+) samples\/s, a hybrid of 2 replicas x 2 stages (\d+) samples\/s; auto chose ZeRO-2 \(shard: "gradients"\), the faster/);
+  const [, zeroSpeed, stagedSpeed] = /ZeRO-2 \(shard: "gradients"\) (\d+) samples\/s, a hybrid of 2 replicas x 2 stages (\d+)/.exec(fast.explain())!;
+  assert.ok(Number(zeroSpeed) > Number(stagedSpeed));
+  // On slow links ZeRO-2's collectives, two a layer over the whole ring, cost more than the
+  // hybrid's one all-reduce of half the gradient between each stage's two replicas.
+  const slow = planAt(cap, four, { devices: measured(1e7, 0.1) });
+  assert.equal(shardOf(slow), "hybrid 2x2", slow.explain());
+  assert.match(slow.explain(), /ranked by predicted speed .*; auto chose a hybrid of 2 replicas x 2 stages, the faster/);
+  const [, zeroSlow, stagedSlow] = /ZeRO-2 \(shard: "gradients"\) (\d+) samples\/s, a hybrid of 2 replicas x 2 stages (\d+)/.exec(slow.explain())!;
+  assert.ok(Number(stagedSlow) > Number(zeroSlow) && Math.round(slow.prediction!.samplesPerSecond) === Number(stagedSlow));
+  // No measured speeds (devices without them): no prediction to rank by, so the stages, saying so.
+  const unmeasured = planAt(cap, four);
+  assert.equal(shardOf(unmeasured), "hybrid 2x2");
+  assert.match(unmeasured.explain(), /ZeRO-2 \(shard: "gradients"\) fits too, but auto ranks it against the stages by predicted speed, and neither can be predicted without the workers' measured speeds .*: auto chose a hybrid of 2 replicas x 2 stages/);
 });

@@ -9,11 +9,11 @@ import { isStepLoss, STEP_LOSSES } from "../../backends/native/step/loss";
  * Whether sharded data parallelism lets the whole model train on every worker: ZeRO-1 (each
  * worker a 1/n share of the optimizer's state) moves the bytes data parallelism moves and
  * measured 0.90-1.07x its samples/s over three runs of bench:sharded (1.02-1.07x in the last), so auto takes it before cutting the model
- * into stages. ZeRO-2 and -3 are weighed after the stages (layerShardChoice).
+ * into stages. ZeRO-2 and -3 are weighed beside the stages (layerShardChoice).
  */
 export function shardedChoice(e: MemoryEstimate, model: ModelSummary, n: number, cap: number, optimizer?: OptimizerSpec): { fits: boolean; reasons: string[] } {
   const need = (shard: "optimizer" | "gradients" | "parameters"): number => memoryTotal(shardedMemory(e, shard, n, largestLayerBytes(model), optimizer));
-  const byHand = `ZeRO-2 would need ${formatBytes(need("gradients"))} and ZeRO-3 ${formatBytes(need("parameters"))} per worker (strategy("data", { shard: "gradients" | "parameters" })): auto turns to them only where no split into stages fits: it does not rank them against stage plans by speed yet`;
+  const byHand = `ZeRO-2 would need ${formatBytes(need("gradients"))} and ZeRO-3 ${formatBytes(need("parameters"))} per worker (strategy("data", { shard: "gradients" | "parameters" })): auto weighs them beside the splits into stages`;
   if (n < 2) return { fits: false, reasons: [] };
   if (!e.optimizerBytes) return { fits: false, reasons: [`ZeRO-1 (shard: "optimizer") saves nothing here: the optimizer keeps no state; ${byHand}`] };
   const one = need("optimizer");
@@ -25,9 +25,10 @@ export function shardedChoice(e: MemoryEstimate, model: ModelSummary, n: number,
 }
 
 /**
- * ZeRO-2, else ZeRO-3, where no split into stages fits: they keep the whole model on every
- * worker (no stage idle) and shard each layer, so a model whose one layer is too big for a
- * stage, or that has fewer layers than the workers need stages, still trains. They work layer
+ * ZeRO-2, else ZeRO-3, where it fits: they keep the whole model on every worker (no stage idle)
+ * and shard each layer, so a model whose one layer is too big for a stage, or that has fewer
+ * layers than the workers need stages, still trains; where a split fits too, the planner ranks
+ * them by predicted speed. They work layer
  * by layer inside meshtrain's native step: the model's layers and the loss must be ones it
  * computes, on workers of the native backend. With no loss given (plan()), one it computes is
  * assumed; fit() plans with its own.
@@ -42,7 +43,7 @@ export function layerShardChoice(e: MemoryEstimate, model: ModelSummary, n: numb
   if (other >= 0) return refused(`they work inside meshtrain's native step, and worker ${other} runs TF.js's "${o.devices![other]!.backend}" backend`);
   const need = (shard: "gradients" | "parameters"): number => memoryTotal(shardedMemory(e, shard, n, largestLayerBytes(model), o.optimizer));
   const [two, three] = [need("gradients"), need("parameters")];
-  if (two <= cap) return { shard: "gradients", reasons: [`auto chose ZeRO-2 (shard: "gradients"): each worker keeps the whole weights and 1/${n} of the gradient and the optimizer's state, and needs ${formatBytes(two)} of ${formatBytes(cap)}; it moves the bytes data parallelism moves`] };
-  if (three <= cap) return { shard: "parameters", reasons: [`ZeRO-2 would need ${formatBytes(two)}`, `auto chose ZeRO-3 (shard: "parameters"): each worker keeps 1/${n} of everything and gathers one layer at a time, and needs ${formatBytes(three)} of ${formatBytes(cap)}; it moves 1.5x the bytes data parallelism moves`] };
+  if (two <= cap) return { shard: "gradients", reasons: [`ZeRO-2 (shard: "gradients") fits: each worker keeps the whole weights and 1/${n} of the gradient and the optimizer's state, and needs ${formatBytes(two)} of ${formatBytes(cap)}; it moves the bytes data parallelism moves`] };
+  if (three <= cap) return { shard: "parameters", reasons: [`ZeRO-2 would need ${formatBytes(two)}`, `ZeRO-3 (shard: "parameters") fits: each worker keeps 1/${n} of everything and gathers one layer at a time, and needs ${formatBytes(three)} of ${formatBytes(cap)}; it moves 1.5x the bytes data parallelism moves`] };
   return refused(`ZeRO-2 would need ${formatBytes(two)} and ZeRO-3 ${formatBytes(three)} per worker, above ${formatBytes(cap)}`);
 }
