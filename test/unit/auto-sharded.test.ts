@@ -79,6 +79,11 @@ test("auto: where a split into stages and ZeRO-2 both fit, the one predicted fas
   assert.match(fast.explain(), /2 stages fit: .*\n(.*\n)*.*ranked by predicted speed .*: ZeRO-2 \(shard: "gradients"\) (\d+) samples\/s, a hybrid of 2 replicas x 2 stages (\d+) samples\/s; auto chose ZeRO-2 \(shard: "gradients"\), the faster/);
   const [, zeroSpeed, stagedSpeed] = /ZeRO-2 \(shard: "gradients"\) (\d+) samples\/s, a hybrid of 2 replicas x 2 stages (\d+)/.exec(fast.explain())!;
   assert.ok(Number(zeroSpeed) > Number(stagedSpeed));
+  // No one worker holds the whole model under this cap: no "slower than one worker" to compare with.
+  assert.equal(fast.prediction?.oneWorker, undefined);
+  assert.doesNotMatch(fast.explain(), /SLOWER than one worker/);
+  const uncapped = makePlan(cluster().workers(4).strategy("data", { shard: "gradients" }).spec(), summarizeModel(four), { batchSize: 16, optimizer: adam, devices: measured(5e9, 0.001) });
+  assert.ok(uncapped.prediction && "oneWorker" in uncapped.prediction && uncapped.prediction.oneWorker);
   // On slow links ZeRO-2's collectives, two a layer over the whole ring, cost more than the
   // hybrid's one all-reduce of half the gradient between each stage's two replicas.
   const slow = planAt(cap, four, { devices: measured(1e7, 0.1) });

@@ -46,8 +46,8 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
   const predict = (replicas: number) =>
     speeds && batchSize !== undefined ? predictData({ flopsPerSample: model.flopsPerSample, layers: model.layers.length, gradientBytes: stepWireBytes, allReduces: collectives * syncShare, globalBatch: batchSize, replicas, feedBytes, ...(options.profile ? { profile: options.profile } : {}) }, speeds) : null;
   const many = predict(n);
-  // The same batch on one worker: what explain() and toString() hold the cluster up against.
-  const one = n > 1 ? predict(1) : null;
+  // The same batch on one worker: what explain() and toString() hold the cluster up against, where one could hold it.
+  const one = n > 1 && oneWorkerHolds(model, batchSize, options, spec) ? predict(1) : null;
   const prediction = many && one ? { ...many, oneWorker: one } : many;
   return Object.freeze({
     strategy: "data" as const,
@@ -232,4 +232,11 @@ export function compressionLine(c: Compression): string {
 /** Stragglers made on purpose, said plainly wherever a plan is shown. */
 export function slowdownLines(workers: ReadonlyArray<{ rank: number; slowdown: number }>): string[] {
   return workers.filter((w) => w.slowdown > 1).map((w) => `rank ${w.rank} is slowed down ${w.slowdown}x on purpose: after computing each step it waits ${(w.slowdown - 1).toFixed(1)}x the time that took`);
+}
+
+/** Whether some worker's memory (its device's, under the cluster's cap) holds the whole model's training state at the whole batch: else no one worker is a plan to compare with. */
+function oneWorkerHolds(model: ModelSummary, batchSize: number | undefined, options: PlanOptions, spec: ClusterSpec): boolean {
+  const need = memoryTotal(estimateReplicaMemory(model, { batchSize, optimizer: options.optimizer }));
+  const room = Array.from({ length: workerCount(spec) }, (_, rank) => Math.min(options.devices?.[rank]?.memoryBytes || Infinity, spec.memoryCapBytes ?? Infinity));
+  return need <= Math.max(...room);
 }
