@@ -79,6 +79,8 @@ test("auto: where a split into stages and ZeRO-2 both fit, the one predicted fas
   assert.match(fast.explain(), /2 stages fit: .*\n(.*\n)*.*ranked by predicted speed .*: ZeRO-2 \(shard: "gradients"\) (\d+) samples\/s, a hybrid of 2 replicas x 2 stages (\d+) samples\/s; auto chose ZeRO-2 \(shard: "gradients"\), the faster/);
   const [, zeroSpeed, stagedSpeed] = /ZeRO-2 \(shard: "gradients"\) (\d+) samples\/s, a hybrid of 2 replicas x 2 stages (\d+)/.exec(fast.explain())!;
   assert.ok(Number(zeroSpeed) > Number(stagedSpeed));
+  // Both predicted from FLOPs (no profile here): the ranking says so, and how to time them.
+  assert.match(fast.explain(), /the faster; these predictions come from the model's FLOPs, not timed: `await cluster\.profile\(model, \{ batchSize \}\)` times the layers and the data ring first/);
   // No one worker holds the whole model under this cap: no "slower than one worker" to compare with.
   assert.equal(fast.prediction?.oneWorker, undefined);
   assert.doesNotMatch(fast.explain(), /SLOWER than one worker/);
