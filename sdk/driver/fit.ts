@@ -82,7 +82,11 @@ export async function runFit(host: FitHost, strategy: FitStrategy, model: tf.Lay
       const summary = summarizeModel(model);
       const base: PlanOptions = { batchSize: o.batchSize, datasetSize: dataset.size, optimizer: o.optimizer, loss: o.loss, nativeLayers: nativeLayersWhyNot(model), devices: host.workers.map((h) => devicesOf(h)), serverDevices: host.members().filter((h) => h.role === "ps").map((h) => devicesOf(h)) };
       // Bounded by what it can save: a tenth of the epoch the plan predicts from FLOPs, or a second.
-      const request = () => ({ layers: strategy.profiled === "layers", budgetMs: profileBudgetMs(strategy.plan(summary, base, undefined), dataset.size, o.batchSize) });
+      const request = (): ProfileRequest => {
+        const draft = strategy.plan(summary, base, undefined);
+        const powerSgd = draft.strategy === "data" ? draft.powerSgd : null;
+        return { layers: strategy.profiled === "layers", budgetMs: profileBudgetMs(draft, dataset.size, o.batchSize), ...(powerSgd ? { powerSgdRank: powerSgd.rank } : {}) };
+      };
       const profile = o.plan || !strategy.profiled ? undefined : await host.profileFor(model, o, request());
       const ring = o.plan ? undefined : await host.ring();
       plan = strategy.plan(summary, { ...base, ...(profile ? { profile } : {}), ...(ring ? { ring } : {}) }, o.plan);

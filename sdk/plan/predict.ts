@@ -81,12 +81,22 @@ export function stepOverheadMs(s: Speeds, feedBytes: number): number {
  * taken, else from FLOPs and kernel counts), then a ring all-reduce of `gradientBytes` a step,
  * in `allReduces` of them (PowerSGD: 2, P then Q; synced every H steps: 1/H).
  */
-export function predictData(o: { flopsPerSample: number; layers: number; gradientBytes: number; globalBatch: number; replicas: number; feedBytes: number; profile?: ModelProfile; allReduces?: number }, s: Speeds): Prediction {
-  const { computeMs, timed } = replicaComputeMs(o, o.globalBatch / o.replicas, s);
+export function predictData(o: { flopsPerSample: number; layers: number; gradientBytes: number; globalBatch: number; replicas: number; feedBytes: number; profile?: ModelProfile; allReduces?: number; also?: ReplicaWork }, s: Speeds): Prediction {
+  const step = replicaComputeMs(o, o.globalBatch / o.replicas, s);
+  // Work of the replica's own beside its step (PowerSGD's), slowed as the step is by shared cores.
+  const computeMs = step.computeMs + (o.also ? o.also.ms * (o.replicas > 1 ? fullSharing(s, o.profile) : 1) : 0);
   // The ring measured itself where it could; else the driver's links stand in for it.
   const commMs = allReduceMs(o.gradientBytes, o.replicas, s.ring ?? s, o.allReduces);
   const stepMs = computeMs + commMs + stepOverheadMs(s, o.feedBytes);
-  return { stepMs, computeMs, commMs, bubble: 0, samplesPerSecond: (o.globalBatch / stepMs) * 1000, basis: basis(s, timed ? o.profile : undefined, o.replicas > 1), timed };
+  const also = o.also ? `, ${o.also.what} ${o.also.ms.toFixed(1)} ms a step (${o.also.timed ? "timed on a worker" : "from its FLOPs"})` : "";
+  return { stepMs, computeMs, commMs, bubble: 0, samplesPerSecond: (o.globalBatch / stepMs) * 1000, basis: basis(s, step.timed ? o.profile : undefined, o.replicas > 1) + also, timed: step.timed };
+}
+
+/** Work a replica does each step beside forward, backward and update, alone on one core: what it is, and whether it was timed. */
+export interface ReplicaWork {
+  what: string;
+  ms: number;
+  timed: boolean;
 }
 
 /** Every layer's forward and backward at batch b, added up. */

@@ -20,6 +20,8 @@ export interface ModelProfile {
    * `slowdown` times the step timed alone. Absent where no machine has more than one worker.
    */
   readonly sharing?: { readonly workers: number; readonly slowdown: number };
+  /** PowerSGD's own work a step at `rank` (a plan with compression powersgd asked for it), ms. */
+  readonly powerSgd?: { readonly rank: number; readonly ms: number };
 }
 
 /**

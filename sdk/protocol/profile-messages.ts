@@ -34,6 +34,8 @@ export const ProfileSchema = z.strictObject({
   layers: z.boolean().optional(),
   /** After this long, each timing still to begin runs once, without warm-up or repeats (a fit's profile is bounded by what it can save). */
   budgetMs: z.number().int().positive().max(3_600_000).optional(),
+  /** Also time PowerSGD's own work at this rank (compression: { name: "powersgd" }): factoring the model's gradient, error feedback included, with no peers. */
+  powerSgdRank: z.number().int().positive().max(1 << 16).optional(),
 });
 
 export const ProfiledSchema = z.strictObject({
@@ -44,6 +46,8 @@ export const ProfiledSchema = z.strictObject({
   /** A whole replica step (forward, loss, backward, update) at each batch, as a data-parallel replica runs it. */
   replicaStepMs: times,
   replicaStep: ReplicaStepSchema,
+  /** PowerSGD's own work a step, at the rank asked for: its two power-iteration products, orthonormalization and error feedback. */
+  powerSgdMs: ms.optional(),
 });
 
 /** Measures the driver's link to a worker: the worker answers as soon as the attachment arrived. */

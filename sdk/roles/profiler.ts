@@ -7,6 +7,7 @@ import type { MessageOf } from "../protocol/messages";
 import { DataReplica } from "./data/replica";
 import { buildModel, tensorOf } from "../model/model-io";
 import { feedOf, sampleInput, sampleLabels, type Feed } from "./profile-feed";
+import { timePowerSgd } from "./profile-power-sgd";
 
 type Profiled = Omit<MessageOf<"profiled">, "type" | "v" | "re">;
 
@@ -88,10 +89,13 @@ export async function profileModel(msg: MessageOf<"profile">, memoryCapBytes: nu
   try {
     const tooBig = stepTooBig(model, msg, memoryCapBytes);
     const feed = feedOf(model);
+    const shapes = model.trainableWeights.map((w) => w.shape as number[]);
     if (msg.layers === false) release();
     // The replica step first: data parallelism plans from it alone, so it gets the budget's best.
     const step = tooBig ? { replicaStepMs: [], replicaStep: { native: false, why: `not timed: ${tooBig}` } } : await replicaStepTimes(msg, feed, (run) => typical(run, clock));
-    return { batches: msg.batches, layers: model ? await layerTimes(model, feed, msg.batches, clock) : [], ...step };
+    // PowerSGD's work next: a data-parallel plan adds it to the step.
+    const powerSgdMs = msg.powerSgdRank === undefined ? undefined : await timePowerSgd(shapes, msg.powerSgdRank, (run) => typical(run, clock));
+    return { batches: msg.batches, layers: model ? await layerTimes(model, feed, msg.batches, clock) : [], ...step, ...(powerSgdMs === undefined ? {} : { powerSgdMs }) };
   } finally {
     release();
   }

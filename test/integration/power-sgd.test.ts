@@ -39,8 +39,11 @@ test("PowerSGD at the full rank equals float32 data parallelism; at rank 1 it eq
   try {
     const plan = low.plan(smallClassifier(6, 3), { batchSize: 12 });
     assert.match(plan.explain(), /compression powersgd, rank 1: each gradient of two or more dimensions goes as P \(n x r\) and Q \(m x r\)/);
+    // Planned before the fit from FLOPs; the fit's plan adds PowerSGD's own work as a worker timed it.
+    assert.match(plan.prediction?.basis ?? "", /PowerSGD's work at rank 1 [\d.]+ ms a step \(from its FLOPs\)/);
     const model = smallClassifier(6, 3);
-    await low.fit(model, ds, o);
+    const run = await low.fit(model, ds, o);
+    assert.match(run.plan.prediction?.basis ?? "", /PowerSGD's work at rank 1 [\d.]+ ms a step \(timed on a worker\)/);
     const sim = smallClassifier(6, 3);
     powerSgdReference(sim, ds, { ...o, replicas: 2, q0, rank: 1 });
     const diff = maxRelativeDifference(model, sim);

@@ -4,6 +4,9 @@ import { predictData, predictPipeline, type Speeds } from "../../sdk/plan/predic
 import { atBatch, layersMs, profileBatches, type ModelProfile } from "../../sdk/plan/profile";
 import { speedsOf } from "../../sdk/plan/speeds";
 import { gpipe } from "../../sdk/plan/schedules";
+import { powerSgdWork } from "../../sdk/strategies/data/power-sgd-work";
+import { summarizeModel } from "../../sdk/plan/model-summary";
+import * as tf from "@tensorflow/tfjs";
 
 const close = (a: number, b: number, what: string): void => assert.ok(Math.abs(a - b) < 1e-9 * Math.max(1, Math.abs(b)), `${what}: ${a} != ${b}`);
 
@@ -58,12 +61,28 @@ test("data parallelism predicts a replica's compute from its profiled step, slow
   const flops = predictData(o, speeds());
   close(flops.computeMs, ((3 * 1e6 * 32) / 1e10 + 3 * 9 * 1e-5) * 1000, "without a profile: FLOPs and kernel counts");
   assert.match(flops.basis, /no profile was taken/);
+  // Work beside the step (PowerSGD's), slowed by shared cores as the step is, and said in the basis.
+  const also = predictData({ ...o, profile, also: { what: "PowerSGD's work at rank 2", ms: 5, timed: true } }, speeds(2));
+  close(also.computeMs, 24 + 10, "the step's 24 ms and the 5 ms work, both at two workers per core");
+  assert.match(also.basis, /, PowerSGD's work at rank 2 5\.0 ms a step \(timed on a worker\)$/);
   // A step too big to time on a capped worker: its layers' forward and backward at 32 samples, added up.
   const untimed = { ...profile, replicaStepMs: [], replicaStep: { native: false, why: "not timed: too big" } };
   const layered = predictData({ ...o, profile: untimed }, speeds());
   close(layered.computeMs, 4 + 8 + 2 + 4 + 1 + 2, "the layers' times at 32 samples");
   assert.ok(layered.timed);
   assert.match(layered.basis, /the model's layers timed on rank 0 \(native\) at batches 8 and 64 \(its whole step was not timed: too big: the step is its layers' forward and backward passes added up\)/);
+});
+
+test("PowerSGD's work in a plan: as the profile timed it at the plan's rank, else from its FLOPs at the matrix speed", () => {
+  // A 10 x 20 kernel (its bias goes whole): 8 n m r + 2 n m FLOPs at rank 3.
+  const model = summarizeModel(tf.sequential({ layers: [tf.layers.dense({ inputShape: [10], units: 20 })] }));
+  const flops = powerSgdWork(model, 3, profile, speeds());
+  assert.equal(flops.timed, false);
+  close(flops.ms, ((8 * 200 * 3 + 2 * 200) / 1e10) * 1000, "FLOPs at 10 GFLOP/s");
+  const timed = powerSgdWork(model, 3, { ...profile, powerSgd: { rank: 3, ms: 7 } }, speeds());
+  assert.deepEqual([timed.ms, timed.timed], [7, true]);
+  // Timed at another rank: not this plan's work.
+  assert.equal(powerSgdWork(model, 2, { ...profile, powerSgd: { rank: 3, ms: 7 } }, speeds()).timed, false);
 });
 
 test("a pipeline's stages cost their profiled layers, the backward recomputing the forward", () => {

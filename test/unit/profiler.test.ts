@@ -56,6 +56,14 @@ test("an Embedding is fed integer ids below its input dimension, in the layers' 
   m.dispose();
 });
 
+test("asked for a PowerSGD rank, the profile times PowerSGD's own work on the model's gradient; not asked, it does not", async () => {
+  const m = tf.sequential({ layers: [tf.layers.dense({ inputShape: [64], units: 64 }), tf.layers.dense({ units: 4 })] });
+  const timed = await profileModel(request(m, "meanSquaredError", { layers: false, powerSgdRank: 2 }), null);
+  assert.ok(timed.powerSgdMs !== undefined && Number.isFinite(timed.powerSgdMs) && timed.powerSgdMs > 0, `PowerSGD's work: ${timed.powerSgdMs}`);
+  assert.equal((await profileModel(request(m, "meanSquaredError", { layers: false }), null)).powerSgdMs, undefined);
+  m.dispose();
+});
+
 test("layers: false times the replica step alone; a spent budget still times everything once", async () => {
   const m = tf.sequential({ layers: [tf.layers.lstm({ units: 8, returnSequences: true, inputShape: [6, 3] }), tf.layers.lstm({ units: 8 }), tf.layers.dense({ units: 2, activation: "softmax" })] });
   const stepOnly = await profileModel(request(m, "categoricalCrossentropy", { layers: false }), null);
