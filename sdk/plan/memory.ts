@@ -4,6 +4,11 @@ import type { LayerSummary, ModelSummary } from "./model-summary";
 /** What sharded data parallelism divides among the replicas: ZeRO stage 1, 2 or 3. */
 export type ShardStage = "optimizer" | "gradients" | "parameters";
 
+/** A shard stage's ZeRO number, as the field names them: optimizer 1, gradients 2, parameters 3. */
+export function zeroStage(shard: ShardStage): 1 | 2 | 3 {
+  return shard === "optimizer" ? 1 : shard === "gradients" ? 2 : 3;
+}
+
 /** Bytes a replica needs, by category. Float32 everywhere. An estimate, and labelled as one. */
 export interface MemoryEstimate {
   paramsBytes: number;

@@ -1,5 +1,5 @@
 import { ConfigError } from "../../errors/errors";
-import { estimateReplicaMemory, formatBytes, memoryTotal } from "../../plan/memory";
+import { estimateReplicaMemory, formatBytes, memoryTotal, zeroStage } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
 import { workerCount, type ClusterSpec } from "../../config/cluster-spec";
 import { planDataParallel } from "../data/planner";
@@ -48,7 +48,7 @@ export function planAuto(given: AutoOptions, spec: ClusterSpec, model: ModelSumm
   const zero = layered.shard ? planDataParallel(DataOptionsSchema.parse({ shard: layered.shard }), spec, model, { ...o, batchSize: batch }) : null;
   if (staged && zero) return fasterOf(staged, zero, reasons);
   if (staged) return { ...staged, reasons: [...reasons, `auto chose ${stagedShape(staged)}`] };
-  if (zero) return { ...zero, reasons: [...reasons, `no split into stages fits: auto chose ZeRO-${layered.shard === "parameters" ? 3 : 2}`] };
+  if (zero) return { ...zero, reasons: [...reasons, `no split into stages fits: auto chose ZeRO-${zeroStage(layered.shard!)}`] };
   throw new ConfigError(`"${model.name}" does not fit on ${n} workers with the memory they have:\n  ${reasons.join("\n  ")}`, {
     hint: "add workers, raise .memory(), use a smaller batch, or more micro-batches",
   });

@@ -1,9 +1,10 @@
 import type { DataParallelPlan, PipelinePlan } from "../../plan/plans";
+import { zeroStage } from "../../plan/memory";
 import { stagedShape } from "./stage-choice";
 
 /** ZeRO-2 or -3 as auto's reasons name it. */
 function zeroName(plan: DataParallelPlan): string {
-  return plan.shard === "parameters" ? `ZeRO-3 (shard: "parameters")` : `ZeRO-2 (shard: "gradients")`;
+  return `ZeRO-${zeroStage(plan.shard!)} (shard: "${plan.shard}")`;
 }
 
 /**

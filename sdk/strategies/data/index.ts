@@ -1,4 +1,5 @@
 import type { DataParallelPlan } from "../../plan/plans";
+import { zeroStage } from "../../plan/memory";
 import { dataPlacementSvg } from "../../viz/data-placement";
 import { refusePlacement, type Strategy } from "../strategy";
 import { fitDataParallel } from "./driver-runtime";
@@ -29,7 +30,7 @@ export const dataStrategy: Strategy<DataOptions, DataParallelPlan> & { options: 
     const worst = summary.stragglers.worst;
     const slower = measuredSlowerThanOne({ workers: summary.workers.length, gradientBytes: plan.gradientBytes, measuredSteps: summary.steps - summary.warmupSteps, medianStepMs: summary.medianStepMs, ranks: summary.workers, ...(plan.prediction?.oneWorker?.timed ? { oneWorkerMs: plan.prediction.oneWorker.stepMs } : {}) });
     return {
-      label: `data${plan.shard ? `, ZeRO-${plan.shard === "optimizer" ? 1 : plan.shard === "gradients" ? 2 : 3}` : ""}, ${run.workers.length} worker(s)`,
+      label: `data${plan.shard ? `, ZeRO-${zeroStage(plan.shard)}` : ""}, ${run.workers.length} worker(s)`,
       lines: [
         ...(worst ? [`rank ${worst.rank} finished computing last in ${worst.steps} of ${worst.of} steps (median lead ${summary.stragglers.medianLeadMs.toFixed(1)} ms): the one the others waited for`] : []),
         ...(run.workers.length > 1 ? [runOverlapLine(plan.overlap, run.dataPlane, run.replicaStep)] : []),
