@@ -20,6 +20,7 @@ export * from "./errors/errors";
 export { TrainingRun } from "./cluster/training-run";
 export type { LogLine, RunRecord, StepRecord, WorkerStepRecord, PushRecord, Departure, PsRunRecord, MembershipChange, EpochHistory, EpochValidation, TrainingSetup, NonFiniteReport, MemberMemory } from "./metrics/records";
 export type { WorkerMemory } from "./protocol/worker-memory";
+export { ownBytes } from "./metrics/memory-lines";
 export type { DataPlaneChoice, DataPlanePath } from "./protocol/data-plane";
 export type { TensorData, Tensorlike } from "./protocol/tensor";
 export type { Compression } from "./protocol/wire-formats";

@@ -1,6 +1,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { cluster, datasets } from "../../sdk/index";
 import { memoryTotal } from "../../sdk/plan/memory";
+import { ownBytes } from "../../sdk/metrics/memory-lines";
 import { bigMlp, deepMlp } from "../scaling/big-mlp";
 import { buildDemoModel } from "../../sdk/cli/models";
 
@@ -33,7 +34,7 @@ async function main(): Promise<void> {
     const run = await c.fit(model === "mlpdeep" ? deepMlp() : model === "mlp" ? buildDemoModel("mlp") : bigMlp(), data, { epochs: 1, batchSize: batch, optimizer: { name: "adam", learningRate: 1e-3 }, shuffle: false });
     const s = run.summary();
     const estimate = run.plan.strategy === "data" ? memoryTotal(run.plan.memory) : null;
-    const memory = run.memory.map((m) => ({ rank: m.rank, idle: m.idleRssBytes, peak: m.peakRssBytes, tensors: m.tensorBytes, data: m.dataBytes ?? 0, from: m.peakFrom }));
+    const memory = run.memory.map((m) => ({ rank: m.rank, idle: m.idleRssBytes, own: ownBytes(m), peak: m.peakRssBytes, tensors: m.tensorBytes, data: m.dataBytes ?? 0, from: m.peakFrom }));
     process.stdout.write(`${JSON.stringify({ peer: "meshtrain", model, shard: shard ?? "none", world: workers, dataPlane: run.dataPlane?.path ?? null, samples_per_second: s.samplesPerSecond, median_step_ms: s.medianStepMs, estimate_bytes: estimate, memory })}\n`);
   } finally {
     await c.close();

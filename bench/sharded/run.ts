@@ -42,7 +42,7 @@ interface Measured {
   grew: number[];
   peak: number[];
   estimate: number | null;
-  /** meshtrain, per worker: the bytes of the dataset it loaded itself, and the peak predicted (the idle process + the plan's estimate + that data). */
+  /** meshtrain, per worker: the bytes of the dataset it loaded itself, and the peak predicted (the process's own, the plan's estimate and that data). */
   data?: number[];
   predicted?: number[];
   error?: string;
@@ -50,10 +50,10 @@ interface Measured {
 
 async function meshtrain(model: Model, shard: string, n: number): Promise<Measured> {
   const [m] = await runJson(process.execPath, [path.join(__dirname, "meshtrain-sharded.js"), String(n), String(BATCH), String(STEPS), model], pinnedEnv(undefined, { SHARD: shard }));
-  const mem = m!.memory as Array<{ idle: number; peak: number; data: number }>;
+  const mem = m!.memory as Array<{ own: number; peak: number; data: number }>;
   const estimate = m!.estimate_bytes as number;
   // A process can hold less at its peak than when it joined (what its start left is given back since): no growth, not less.
-  return { rate: m!.samples_per_second as number, grew: mem.map((w) => Math.max(0, w.peak - w.idle)), peak: mem.map((w) => w.peak), estimate, data: mem.map((w) => w.data), predicted: mem.map((w) => w.idle + estimate + w.data) };
+  return { rate: m!.samples_per_second as number, grew: mem.map((w) => Math.max(0, w.peak - w.own)), peak: mem.map((w) => w.peak), estimate, data: mem.map((w) => w.data), predicted: mem.map((w) => w.own + estimate + w.data) };
 }
 
 async function torch(model: Model, mode: string, n: number): Promise<Measured> {
@@ -128,7 +128,7 @@ async function main(): Promise<void> {
     ...tableRows(runs, rows),
     "",
     ...(torchGone ? [`PyTorch: not measured: ${torchGone}.`] : []),
-    "Memory, both sides measured alike: each worker's resident set with no model (after a garbage collection), and the kernel's high-water mark from the model being in place through the last step (reset through /proc/self/clear_refs; meshtrain reports loading's peak apart). The plan's estimate counts the weights, the gradient, the optimizer state and the activations as each stage shards them (ZeRO-3: the largest layer's weights and gradient whole, too); each worker here loads the dataset itself (feed \"workers\") and reports its bytes. The predicted peak is the worker's resident set without a model, measured in the same fit, plus the estimate and the data; what else a fit adds to a process (the step's buffers, the threads' heaps) is in neither, so the measured peak runs above it.",
+    "Memory, both sides measured alike: each worker's resident set with no model (after garbage collections in every thread; meshtrain also gives malloc's free memory back first), and the kernel's high-water mark from the model being in place through the last step (reset through /proc/self/clear_refs; meshtrain reports loading's peak apart). The plan's estimate counts the weights, the gradient, the optimizer state and the activations as each stage shards them (ZeRO-3: the largest layer's weights and gradient whole, too); each worker here loads the dataset itself (feed \"workers\") and reports its bytes. The predicted peak is the worker's resident set without a model, measured in the same fit, with V8's young generation as the fit had it (V8 sizes it as it sees fit, by up to 30 MiB, so it is counted at its size after the fit's steps), plus the estimate and the data; what else a fit adds to a process (the step's buffers, the communication thread's heap) is in none, so the measured peak runs above it.",
     "All workers share this machine's cores, unpinned; the torch ranks use one thread each, on the same OpenBLAS core type as meshtrain's kernels. Each meshtrain row's PyTorch peer: DDP for data, DDP with ZeroRedundancyOptimizer for ZeRO-1, FSDP for ZeRO-3 (ZeRO-2 has none on gloo but FSDP's SHARD_GRAD_OP, which does not import either).",
     "Command: `npm run bench:sharded`.",
   ].join("\n");

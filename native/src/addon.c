@@ -235,6 +235,20 @@ static napi_value all_finite(napi_env env, napi_callback_info info) {
   return c.failed ? undef(env) : v;
 }
 
+/* trimMemory(): gives the memory malloc keeps free in its arenas (every thread's) back to the
+ * system, so a resident set read just after is what the process holds; false where it cannot
+ * (not glibc) or nothing went back. */
+static napi_value trim_memory(napi_env env, napi_callback_info info) {
+  (void)info;
+  int released = 0;
+#ifdef __GLIBC__
+  released = malloc_trim(0);
+#endif
+  napi_value v;
+  napi_get_boolean(env, released != 0, &v);
+  return v;
+}
+
 #define EXPORT(name, fn)                                          \
   do {                                                           \
     napi_value f;                                                \
@@ -280,6 +294,7 @@ static napi_value init(napi_env env, napi_value exports) {
   EXPORT("accumulateBytes", accumulate_bytes);
   EXPORT("scale", scale);
   EXPORT("allFinite", all_finite);
+  EXPORT("trimMemory", trim_memory);
   mt_register_data_plane(env, exports);
   mt_register_half(env, exports);
   return exports;

@@ -1,4 +1,5 @@
 import type { MemberMemory } from "./records";
+import type { WorkerMemory } from "../protocol/worker-memory";
 import { formatBytes, memoryTotal } from "../plan/memory";
 import type { Plan } from "../plan/plans";
 
@@ -17,13 +18,22 @@ export function estimatedBytes(plan: Plan, m: Pick<MemberMemory, "rank" | "role"
 }
 
 /**
- * What `m` was predicted to hold at its peak: the process without a model (measured), the
- * plan's estimate of the training state, and the dataset it loaded itself (feed "workers",
- * whose bytes it reported); null where the plan has no estimate for it.
+ * What `m` held of its own: the process without a model (measured), with V8's young
+ * generation as the fit had it rather than as the idle process did (V8 sizes it as it sees
+ * fit: it swung 30 MiB between fits of one worker).
+ */
+export function ownBytes(m: Pick<WorkerMemory, "idleRssBytes" | "youngIdleBytes" | "youngFitBytes">): number {
+  return Math.max(0, m.idleRssBytes - (m.youngIdleBytes ?? 0) + (m.youngFitBytes ?? 0));
+}
+
+/**
+ * What `m` was predicted to hold at its peak: its own (ownBytes), the plan's estimate of the
+ * training state, and the dataset it loaded itself (feed "workers", whose bytes it reported);
+ * null where the plan has no estimate for it.
  */
 export function predictedPeakBytes(plan: Plan, m: MemberMemory): number | null {
   const est = estimatedBytes(plan, m);
-  return est === null ? null : m.idleRssBytes + est + (m.dataBytes ?? 0);
+  return est === null ? null : ownBytes(m) + est + (m.dataBytes ?? 0);
 }
 
 /**
@@ -33,7 +43,7 @@ export function predictedPeakBytes(plan: Plan, m: MemberMemory): number | null {
  */
 export function memoryLines(plan: Plan, memory: readonly MemberMemory[]): string[] {
   return memory.map((m) => {
-    const grew = Math.max(0, m.peakRssBytes - m.idleRssBytes);
+    const grew = Math.max(0, m.peakRssBytes - ownBytes(m));
     const est = estimatedBytes(plan, m);
     const data = m.dataBytes ?? 0;
     const held = data > 0 ? ` + ${formatBytes(data)} of data it loaded` : "";

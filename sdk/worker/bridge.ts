@@ -40,7 +40,9 @@ export type CommToCompute =
   | { kind: "sessionEnded"; reason: string }
   | { kind: "exit"; code: number; reason: string }
   /** The output lines posted so far have been sent to the driver (or there is none to send them to). */
-  | { kind: "outputFlushed" };
+  | { kind: "outputFlushed" }
+  /** The communication thread has collected its garbage (asked by collectGarbage). */
+  | { kind: "garbageCollected" };
 
 export type ComputeToComm =
   | { kind: "reply"; draft: Draft; attachments: Tensorlike[]; via?: number }
@@ -55,7 +57,9 @@ export type ComputeToComm =
   /** Lines this process wrote (a worker started elsewhere: the driver sees no pipe of it). */
   | { kind: "output"; stream: "stdout" | "stderr"; lines: string[] }
   /** Send the output lines now, and answer with outputFlushed (the process is about to exit). */
-  | { kind: "flushOutput" };
+  | { kind: "flushOutput" }
+  /** Collect this thread's garbage and answer with garbageCollected: the compute thread is about to read the process's memory. */
+  | { kind: "collectGarbage" };
 
 export type ActivityState = "busy" | "waiting" | "idle" | "failed";
 

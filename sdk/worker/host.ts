@@ -28,7 +28,9 @@ export class ComputeHost {
   /** The memory limit the driver asked this worker to enforce, if any. */
   private memoryCapBytes: number | null = null;
   /** The loaded model's fit: its peak memory, reported when the driver releases it. */
-  private readonly memory = new MemoryWatch();
+  private readonly memory = new MemoryWatch(() => this.collectCommGarbage());
+  /** Who waits for the communication thread's garbage collection, in the order asked. */
+  private garbageWaiters: Array<() => void> = [];
   private readonly links: HostLinks;
   /** Bumped when a session ends, so work queued for the old session is dropped. */
   private epoch = 0;
@@ -49,6 +51,9 @@ export class ComputeHost {
         this.queue = this.queue.then(() => (epoch === this.epoch ? this.serve(m.msg, m.attachments) : undefined));
         return;
       }
+      case "garbageCollected":
+        this.garbageWaiters.shift()?.();
+        return;
       case "sessionEnded":
         this.epoch++;
         this.drop(`session ended: ${m.reason}`, true);
@@ -77,6 +82,20 @@ export class ComputeHost {
     this.role = null;
   }
 
+  /** Resolves once the communication thread has collected its garbage, or after 2 s: a memory reading is not worth a stall. */
+  private collectCommGarbage(): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.garbageWaiters = this.garbageWaiters.filter((w) => w !== done);
+        resolve();
+      };
+      const timer = setTimeout(done, 2000);
+      this.garbageWaiters.push(done);
+      this.post({ kind: "collectGarbage" });
+    });
+  }
+
   private post(m: ComputeToComm, transfer: ArrayBuffer[] = []): void {
     this.comm.postMessage(m, transfer);
   }
@@ -100,11 +119,11 @@ export class ComputeHost {
     this.drop("a new model was loaded");
     this.links.stepTimeoutMs = msg.stepTimeoutMs;
     this.links.doing("loading the model");
-    this.memory.start();
+    await this.memory.start(attachments.reduce((sum, a) => sum + a.data.byteLength, 0));
     this.role = await makeRole(this.roles, msg.role, msg, attachments, { memoryCapBytes: this.memoryCapBytes, stepTimeoutMs: this.links.stepTimeoutMs, io: () => this.links.io(this.links.generation) });
     // The weights sent are the model's now, or (ZeRO-3) let go: this list must not keep them past the load's settling.
     attachments.length = 0;
-    this.memory.loaded();
+    await this.memory.loaded();
     this.reply({ type: "loaded", re: msg.id, ...this.role.loaded });
     this.links.doing(msg.role === "ps-server" ? "serving the workers' pulls and pushes" : "model loaded, waiting for a step", "idle");
   }
@@ -153,7 +172,6 @@ export class ComputeHost {
           const j = await joinWorker(msg);
           this.backend = j.backend;
           this.memoryCapBytes = msg.memoryCapBytes ?? null;
-          this.memory.idle();
           this.reply({ type: "joined", re: msg.id, info: j.info, clock: wallClock() });
           return;
         }
@@ -183,7 +201,6 @@ export class ComputeHost {
           const dataBytes = this.role?.loaded.dataBytes;
           const memory = this.role ? { ...this.memory.report(), ...(dataBytes !== undefined ? { dataBytes } : {}) } : undefined;
           this.drop("released");
-          this.memory.idle();
           this.links.doing("the fit is over", "idle");
           this.reply({ type: "released", re: msg.id, ...(memory ? { memory } : {}) });
           return;

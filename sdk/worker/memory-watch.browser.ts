@@ -11,15 +11,15 @@ export class MemoryWatch {
   private loadPeak = 0;
   private peak = 0;
 
-  idle(): void {
-    this.idleBytes = tf.memory().numBytes;
+  /** A tab's communication thread has nothing to collect that TF.js counts. */
+  constructor(_collectCommGarbage: () => Promise<void>) {}
+
+  /** Before the load, the weights that came with it are not yet tensors: TF.js's count is the tab's without a model. */
+  async start(_arrivedBytes: number): Promise<void> {
+    this.idleBytes = this.loadPeak = this.peak = tf.memory().numBytes;
   }
 
-  start(): void {
-    this.loadPeak = this.peak = tf.memory().numBytes;
-  }
-
-  loaded(): void {
+  async loaded(): Promise<void> {
     this.loadPeak = Math.max(this.loadPeak, tf.memory().numBytes);
     this.peak = tf.memory().numBytes;
   }

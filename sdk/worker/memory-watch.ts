@@ -1,9 +1,9 @@
 import { readFileSync, writeFileSync } from "node:fs";
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
+import { getHeapSpaceStatistics } from "node:v8";
 import * as tf from "@tensorflow/tfjs";
 import { NATIVE_BACKEND, type NativeBackend } from "../backends/native/backend";
 import type { WorkerMemory } from "../protocol/worker-memory";
+import { collectGarbage } from "./collect-garbage";
 
 /** A /proc/self/status field in bytes (it gives kB), or null where there is no such file. */
 function statusBytes(field: "VmHWM" | "VmRSS"): number | null {
@@ -13,6 +13,11 @@ function statusBytes(field: "VmHWM" | "VmRSS"): number | null {
   } catch {
     return null;
   }
+}
+
+/** The bytes of V8's young generation (its new space) resident now. */
+function youngGenerationBytes(): number {
+  return getHeapSpaceStatistics().find((s) => s.space_name === "new_space")?.physical_space_size ?? 0;
 }
 
 /**
@@ -30,35 +35,41 @@ export class MemoryWatch {
   private peak = 0;
   private stepped = false;
   private kernelPeak = false;
+  /** V8's young generation: resident when the idle process was read, and the most resident after a step of this fit. */
+  private youngIdle = 0;
+  private youngFit = 0;
+
+  /** `collectCommGarbage`: has the communication thread collect its garbage, resolving when it has. */
+  constructor(private readonly collectCommGarbage: () => Promise<void>) {}
 
   /**
-   * No model is loaded (the worker joined, or a fit was released): what the process holds
-   * without one, once what earlier fits freed has gone back to the system (the native
-   * backend's recycled arrays dropped, and a garbage collection). The next fit's is above it.
+   * A model is loading, its weights (`arrivedBytes`) come with the message: the process
+   * without a model is read here (settledRss, less those weights), after whatever ran
+   * since the last fit (a profile, the last fit's release) has settled, and the load's peak
+   * starts from here. Read at the release instead, it still held 20-30 MiB that was gone
+   * by the next load, on some workers and not others.
    */
-  idle(): void {
-    this.idleRss = settledRss();
-  }
-
-  /** A model is loading: its load's peak starts from here (what profiling it freed given back first). */
-  start(): void {
+  async start(arrivedBytes: number): Promise<void> {
     this.stepped = false;
-    this.loadPeak = this.restart();
+    this.youngFit = 0;
+    this.loadPeak = await this.restart();
+    this.idleRss = Math.max(0, this.loadPeak - arrivedBytes);
+    this.youngIdle = youngGenerationBytes();
   }
 
   /**
    * The model is loaded: the fit's peak starts from here, once what building it freed has gone
    * back (the layers' initial weights, replaced by the ones sent). The load's own peak is kept.
    */
-  loaded(): void {
+  async loaded(): Promise<void> {
     this.sample();
     this.loadPeak = this.peak;
-    this.restart();
+    await this.restart();
   }
 
   /** The resident set settled, and the peak reset to it. */
-  private restart(): number {
-    this.peak = settledRss();
+  private async restart(): Promise<number> {
+    this.peak = await settledRss(this.collectCommGarbage);
     try {
       writeFileSync("/proc/self/clear_refs", "5");
       this.kernelPeak = statusBytes("VmHWM") !== null;
@@ -78,19 +89,36 @@ export class MemoryWatch {
   stepDone(): void {
     this.stepped = true;
     this.sample();
+    this.youngFit = Math.max(this.youngFit, youngGenerationBytes());
   }
 
   /** The peak through the last step; a member that ran no steps (a parameter server) the peak until now. */
   report(): WorkerMemory {
     if (!this.stepped) this.sample();
-    return { idleRssBytes: this.idleRss, loadPeakRssBytes: this.loadPeak, peakRssBytes: this.peak, tensorBytes: tf.memory().numBytes, peakFrom: this.kernelPeak ? "kernel" : "sampled" };
+    return {
+      idleRssBytes: this.idleRss,
+      youngIdleBytes: this.youngIdle,
+      youngFitBytes: this.stepped ? this.youngFit : this.youngIdle,
+      loadPeakRssBytes: this.loadPeak,
+      peakRssBytes: this.peak,
+      tensorBytes: tf.memory().numBytes,
+      peakFrom: this.kernelPeak ? "kernel" : "sampled",
+    };
   }
 }
 
-/** The resident set once freed memory has gone back: recycled arrays dropped, and a full garbage collection (without --expose-gc at start). */
-function settledRss(): number {
-  if (tf.getBackend() === NATIVE_BACKEND) (tf.backend() as NativeBackend).pool.drain();
-  setFlagsFromString("--expose-gc");
-  (runInNewContext("gc") as () => void)();
+/**
+ * The resident set once freed memory has gone back: recycled arrays dropped, both threads'
+ * garbage collected (the communication thread holds what it sent and received until its own
+ * collection: a fit's weights fetched at its end, 42 MiB for an 11M model, were still counted
+ * as the idle process's), and malloc's free memory given back to the system (1-2 MiB in each
+ * of many arenas: 20 MiB a worker).
+ */
+async function settledRss(collectCommGarbage: () => Promise<void>): Promise<number> {
+  const native = tf.getBackend() === NATIVE_BACKEND ? (tf.backend() as NativeBackend) : null;
+  native?.pool.drain();
+  await collectCommGarbage();
+  await collectGarbage();
+  native?.addon.trimMemory();
   return process.memoryUsage.rss();
 }

@@ -33,6 +33,8 @@ export interface NativeAddon {
   scale(x: Float32Array, alpha: number): void;
   /** Whether no value is NaN or Infinity. */
   allFinite(x: Float32Array): boolean;
+  /** Gives back to the system what malloc keeps free (glibc's malloc_trim); whether anything went back. */
+  trimMemory(): boolean;
   /** The native data plane (native/src/dp_*.c); see sdk/collectives/data-plane.ts. */
   dataPlaneProblem(): string | null;
   dataListen(host: string): { fd: number; port: number };

@@ -7,6 +7,7 @@ import { listen } from "../../transport/ws-endpoint";
 import type { ComputeToComm } from "../bridge";
 import { Session, type SessionHost } from "./session";
 import { config, log, toCompute } from "./thread";
+import { collectGarbage } from "../collect-garbage";
 
 /** Failed handshakes allowed per remote host before it is refused for a while. */
 const LIMITS = { maxFailures: 5, windowMs: 60_000, banMs: 60_000 };
@@ -145,6 +146,9 @@ export class CommServer implements SessionHost {
       case "flushOutput":
         if (s && !s.ended) void s.endBeforeExit(800).then(() => toCompute({ kind: "outputFlushed" }));
         else toCompute({ kind: "outputFlushed" });
+        return;
+      case "collectGarbage":
+        void collectGarbage().then(() => toCompute({ kind: "garbageCollected" }));
         return;
     }
   }

@@ -1,0 +1,2 @@
+/** collect-garbage.ts for a browser tab: a page cannot start a collection, and reports TF.js's count only (memory-watch.browser.ts). */
+export async function collectGarbage(): Promise<void> {}
