@@ -29,7 +29,8 @@ const WORKERS = Number(arg("--workers") ?? 2);
 const NAME = WORKERS === 2 ? "network" : `network-${WORKERS}-workers`;
 const LINKS_RUN: readonly Link[] = QUICK ? [LINKS[1]!] : LINKS.filter((l) => (arg("--links") ?? "10gbit,1gbit,100mbit").split(",").includes(l.rate));
 type Model = "mlp" | "cnn" | "mlp10m";
-const MODELS: readonly Model[] = QUICK ? ["mlp"] : ((arg("--models") ?? "mlp,cnn,mlp10m").split(",") as Model[]);
+/** `--models none`: no throughput rows (the accuracy runs alone, beside the last results' rows). */
+const MODELS: readonly Model[] = QUICK ? ["mlp"] : (arg("--models") ?? "mlp,cnn,mlp10m").split(",").filter((m): m is Model => m === "mlp" || m === "cnn" || m === "mlp10m");
 /** Some links or models only: the rest of the last results stay. */
 const PARTS = !QUICK && ["--links", "--models", "--variants"].some((a) => arg(a) !== undefined);
 /** --variants: only these of meshtrain's, and no DDP rows. */
@@ -211,7 +212,7 @@ function report(heading: string, rows: Row[], accuracy: Awaited<ReturnType<typeo
     ...(torchGone ? [`DDP: not measured: ${torchGone}.`] : []),
     ...(accuracy ? ["", ...accuracy.markdown] : []),
     "",
-    "Command: `npm run bench:network` (`-- --links 1gbit,100mbit --models mlp10m --variants fp16,ps-sync --rounds 3 --accuracy none` picks parts, which replace those rows of the last results and keep the rest).",
+    "Command: `npm run bench:network` (`-- --links 1gbit,100mbit --models mlp10m --variants fp16,ps-sync --rounds 3 --accuracy none` picks parts, which replace those rows of the last results and keep the rest; `-- --links 100mbit --models none` runs the accuracy table alone).",
   ].join("\n");
   writeResults(NAME, { machine: machine(), quick: QUICK, delay: delay ?? "netem", rows, accuracy: accuracy?.rows ?? [], ...(partial ? { partial } : {}) }, md);
 }
