@@ -85,7 +85,8 @@ export async function runFit(host: FitHost, strategy: FitStrategy, model: tf.Lay
       const request = (): ProfileRequest => {
         const draft = strategy.plan(summary, base, undefined);
         const powerSgd = draft.strategy === "data" ? draft.powerSgd : null;
-        return { layers: strategy.profiled === "layers", budgetMs: profileBudgetMs(draft, dataset.size, o.batchSize), ...(powerSgd ? { powerSgdRank: powerSgd.rank } : {}) };
+        const sync = draft.strategy === "data" ? draft.sync : null;
+        return { layers: strategy.profiled === "layers", budgetMs: profileBudgetMs(draft, dataset.size, o.batchSize), ...(powerSgd ? { powerSgdRank: powerSgd.rank } : {}), ...(sync ? { localSyncOuter: sync.outer } : {}) };
       };
       const profile = o.plan || !strategy.profiled ? undefined : await host.profileFor(model, o, request());
       const ring = o.plan ? undefined : await host.ring();

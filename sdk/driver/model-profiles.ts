@@ -34,6 +34,8 @@ export interface ProfileRequest {
   budgetMs?: number;
   /** A PowerSGD plan's rank: its own work is timed too. */
   powerSgdRank?: number;
+  /** A local-SGD plan's outer optimizer: a sync's own work is timed too. */
+  localSyncOuter?: OptimizerSpec;
 }
 
 /** A profile's budget: a tenth of one epoch as `plan` predicts it, or a second, whichever is more. */
@@ -91,14 +93,15 @@ export class ModelProfiles {
   async take(handles: readonly WorkerHandle[], model: tf.LayersModel, o: { batchSize: number; loss: LossName; heads?: Heads | undefined; optimizer: OptimizerSpec }, request: ProfileRequest = { layers: true }): Promise<ModelProfile> {
     const topology = topologyOf(model);
     const had = this.kept.get(key(topology, o.batchSize, true)) ?? (request.layers ? undefined : this.kept.get(key(topology, o.batchSize, false)));
-    if (had && (request.powerSgdRank === undefined || had.powerSgd?.rank === request.powerSgdRank)) return had;
+    const outer = request.localSyncOuter ? JSON.stringify(request.localSyncOuter) : undefined;
+    if (had && (request.powerSgdRank === undefined || had.powerSgd?.rank === request.powerSgdRank) && (outer === undefined || had.localSync?.outer === outer)) return had;
     const slowest = [...handles].sort((a, b) => (a.info?.gflops ?? 0) - (b.info?.gflops ?? 0))[0];
     if (!slowest) throw new StateError("the cluster has no worker to time the model on");
     const batches = profileBatches(o.batchSize);
     const started = performance.now();
     const budget = request.budgetMs !== undefined ? { budgetMs: request.budgetMs } : {};
     const r = await slowest.channel.request(
-      { type: "profile", topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), batches, ...budget, ...(request.layers ? {} : { layers: false }), ...(request.powerSgdRank ? { powerSgdRank: request.powerSgdRank } : {}) },
+      { type: "profile", topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), batches, ...budget, ...(request.layers ? {} : { layers: false }), ...(request.powerSgdRank ? { powerSgdRank: request.powerSgdRank } : {}), ...(request.localSyncOuter ? { localSyncOuter: request.localSyncOuter } : {}) },
       "profiled",
       { timeoutMs: PROFILE_TIMEOUT_MS, waitingFor: request.layers ? "the model's layer and step times" : "the model's step times" },
     );
@@ -107,7 +110,7 @@ export class ModelProfiles {
     // A step too big for the worker was not timed (its layers were): nor can it be timed beside the others.
     if (m.replicaStepMs.length === 0) process.stderr.write(`meshtrain: the plan predicts a replica's step from its layers' times: its whole step was ${m.replicaStep.why ?? "not timed"}\n`);
     const sharing = m.replicaStepMs.length === 0 ? undefined : await sharedSlowdown(handles, { type: "profile", topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), batches }, roundsWithin(left, m.replicaStepMs[0]!));
-    const profile: ModelProfile = Object.freeze({ batches: m.batches, layers: m.layers, replicaStepMs: m.replicaStepMs, replicaStep: m.replicaStep, timedOn: `rank ${slowest.rank} (${slowest.info?.backend ?? "?"})`, ...(sharing ? { sharing } : {}), ...(request.powerSgdRank && m.powerSgdMs !== undefined ? { powerSgd: { rank: request.powerSgdRank, ms: m.powerSgdMs } } : {}) });
+    const profile: ModelProfile = Object.freeze({ batches: m.batches, layers: m.layers, replicaStepMs: m.replicaStepMs, replicaStep: m.replicaStep, timedOn: `rank ${slowest.rank} (${slowest.info?.backend ?? "?"})`, ...(sharing ? { sharing } : {}), ...(request.powerSgdRank && m.powerSgdMs !== undefined ? { powerSgd: { rank: request.powerSgdRank, ms: m.powerSgdMs } } : {}), ...(outer && m.localSyncMs !== undefined ? { localSync: { outer, ms: m.localSyncMs } } : {}) });
     this.kept.set(key(topology, o.batchSize, request.layers), profile);
     return profile;
   }

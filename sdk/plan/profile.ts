@@ -22,6 +22,8 @@ export interface ModelProfile {
   readonly sharing?: { readonly workers: number; readonly slowdown: number };
   /** PowerSGD's own work a step at `rank` (a plan with compression powersgd asked for it), ms. */
   readonly powerSgd?: { readonly rank: number; readonly ms: number };
+  /** A local-SGD sync's own work with this outer optimizer (its spec as JSON; a plan with sync asked for it), ms a sync. */
+  readonly localSync?: { readonly outer: string; readonly ms: number };
 }
 
 /**

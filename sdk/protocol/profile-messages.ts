@@ -36,6 +36,8 @@ export const ProfileSchema = z.strictObject({
   budgetMs: z.number().int().positive().max(3_600_000).optional(),
   /** Also time PowerSGD's own work at this rank (compression: { name: "powersgd" }): factoring the model's gradient, error feedback included, with no peers. */
   powerSgdRank: z.number().int().positive().max(1 << 16).optional(),
+  /** Also time a local-SGD sync's own work with this outer optimizer (sync: { every, outer }): the weights' change, the outer update, with no peers. */
+  localSyncOuter: OptimizerSpecSchema.optional(),
 });
 
 export const ProfiledSchema = z.strictObject({
@@ -48,6 +50,8 @@ export const ProfiledSchema = z.strictObject({
   replicaStep: ReplicaStepSchema,
   /** PowerSGD's own work a step, at the rank asked for: its two power-iteration products, orthonormalization and error feedback. */
   powerSgdMs: ms.optional(),
+  /** A local-SGD sync's own work, with the outer optimizer asked for. */
+  localSyncMs: ms.optional(),
 });
 
 /** Measures the driver's link to a worker: the worker answers as soon as the attachment arrived. */

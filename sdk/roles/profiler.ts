@@ -8,6 +8,7 @@ import { DataReplica } from "./data/replica";
 import { buildModel, tensorOf } from "../model/model-io";
 import { feedOf, sampleInput, sampleLabels, type Feed } from "./profile-feed";
 import { timePowerSgd } from "./profile-power-sgd";
+import { timeLocalSync } from "./profile-local-sync";
 
 type Profiled = Omit<MessageOf<"profiled">, "type" | "v" | "re">;
 
@@ -95,7 +96,9 @@ export async function profileModel(msg: MessageOf<"profile">, memoryCapBytes: nu
     const step = tooBig ? { replicaStepMs: [], replicaStep: { native: false, why: `not timed: ${tooBig}` } } : await replicaStepTimes(msg, feed, (run) => typical(run, clock));
     // PowerSGD's work next: a data-parallel plan adds it to the step.
     const powerSgdMs = msg.powerSgdRank === undefined ? undefined : await timePowerSgd(shapes, msg.powerSgdRank, (run) => typical(run, clock));
-    return { batches: msg.batches, layers: model ? await layerTimes(model, feed, msg.batches, clock) : [], ...step, ...(powerSgdMs === undefined ? {} : { powerSgdMs }) };
+    // A local-SGD sync's (a second replica beside this model: not where a whole step does not fit).
+    const localSyncMs = msg.localSyncOuter === undefined || tooBig ? undefined : await timeLocalSync(msg, msg.localSyncOuter, (run) => typical(run, clock));
+    return { batches: msg.batches, layers: model ? await layerTimes(model, feed, msg.batches, clock) : [], ...step, ...(powerSgdMs === undefined ? {} : { powerSgdMs }), ...(localSyncMs === undefined ? {} : { localSyncMs }) };
   } finally {
     release();
   }

@@ -5,6 +5,7 @@ import { atBatch, layersMs, profileBatches, type ModelProfile } from "../../sdk/
 import { speedsOf } from "../../sdk/plan/speeds";
 import { gpipe } from "../../sdk/plan/schedules";
 import { powerSgdWork } from "../../sdk/strategies/data/power-sgd-work";
+import { localSyncWork, replicaWork } from "../../sdk/strategies/data/local-sync-work";
 import { summarizeModel } from "../../sdk/plan/model-summary";
 import * as tf from "@tensorflow/tfjs";
 
@@ -83,6 +84,24 @@ test("PowerSGD's work in a plan: as the profile timed it at the plan's rank, els
   assert.deepEqual([timed.ms, timed.timed], [7, true]);
   // Timed at another rank: not this plan's work.
   assert.equal(powerSgdWork(model, 2, { ...profile, powerSgd: { rank: 3, ms: 7 } }, speeds()).timed, false);
+});
+
+test("a sync's own work in a plan: as the profile timed it with the plan's outer optimizer, else from its passes; a share of it each step", () => {
+  const model = summarizeModel(tf.sequential({ layers: [tf.layers.dense({ inputShape: [10], units: 20 })] }));
+  const outer = { name: "momentum" as const, learningRate: 0.7, momentum: 0.9, useNesterov: true };
+  const passes = localSyncWork(model, outer, profile, speeds());
+  assert.equal(passes.timed, false);
+  close(passes.ms, ((12 * 220) / 1e10) * 1000, "12 passes over 220 weights at 10 GFLOP/s");
+  const timedProfile = { ...profile, localSync: { outer: JSON.stringify(outer), ms: 40 } };
+  assert.deepEqual([localSyncWork(model, outer, timedProfile, speeds()).ms, localSyncWork(model, outer, timedProfile, speeds()).timed], [40, true]);
+  // Timed with another outer optimizer: not this plan's work.
+  assert.equal(localSyncWork(model, { ...outer, learningRate: 1 }, timedProfile, speeds()).timed, false);
+  // Every 8 steps: an eighth of the sync a step; PowerSGD's work with it only at the syncs too.
+  const work = replicaWork(model, { powerSgd: { rank: 3 }, sync: { every: 8, outer }, syncShare: 1 / 8 }, { ...timedProfile, powerSgd: { rank: 3, ms: 8 } }, speeds())!;
+  close(work.ms, (40 + 8) / 8, "a step's share");
+  assert.equal(work.timed, true);
+  assert.match(work.what, /^PowerSGD's work at rank 3 and a sync's own work \(the weights' change and the outer momentum update\) over 8\.0 steps a sync,$/);
+  assert.equal(replicaWork(model, { powerSgd: null, sync: null, syncShare: 1 }, profile, speeds()), undefined);
 });
 
 test("a pipeline's stages cost their profiled layers, the backward recomputing the forward", () => {

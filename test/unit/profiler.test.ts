@@ -64,6 +64,14 @@ test("asked for a PowerSGD rank, the profile times PowerSGD's own work on the mo
   m.dispose();
 });
 
+test("asked for a local-SGD outer optimizer, the profile times a sync's own work on the model; not asked, it does not", async () => {
+  const m = tf.sequential({ layers: [tf.layers.dense({ inputShape: [64], units: 64 }), tf.layers.dense({ units: 4 })] });
+  const timed = await profileModel(request(m, "meanSquaredError", { layers: false, localSyncOuter: { name: "momentum", learningRate: 0.7, momentum: 0.9, useNesterov: true } }), null);
+  assert.ok(timed.localSyncMs !== undefined && Number.isFinite(timed.localSyncMs) && timed.localSyncMs > 0, `a sync's work: ${timed.localSyncMs}`);
+  assert.equal((await profileModel(request(m, "meanSquaredError", { layers: false }), null)).localSyncMs, undefined);
+  m.dispose();
+});
+
 test("layers: false times the replica step alone; a spent budget still times everything once", async () => {
   const m = tf.sequential({ layers: [tf.layers.lstm({ units: 8, returnSequences: true, inputShape: [6, 3] }), tf.layers.lstm({ units: 8 }), tf.layers.dense({ units: 2, activation: "softmax" })] });
   const stepOnly = await profileModel(request(m, "categoricalCrossentropy", { layers: false }), null);

@@ -4,7 +4,7 @@ import { planSplits, replicaSlices, stepsPerEpoch } from "../../plan/batches";
 import { estimateReplicaMemory, formatBytes, largestLayerBytes, memoryTotal, shardedMemory, type MemoryEstimate } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
 import { predictData, sampleBytes, type ReplicaWork } from "../../plan/predict";
-import { powerSgdWork } from "./power-sgd-work";
+import { replicaWork } from "./local-sync-work";
 import type { DataParallelPlan, PlanOptions } from "../../plan/plans";
 import { speedsOf } from "../../plan/speeds";
 import { chooseOverlap } from "../../plan/overlap";
@@ -46,7 +46,7 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
   const feedBytes = feed === "driver" && batchSize !== undefined ? batchSize * sampleBytes(model) : 0;
   const predict = (replicas: number, also?: ReplicaWork) =>
     speeds && batchSize !== undefined ? predictData({ flopsPerSample: model.flopsPerSample, layers: model.layers.length, gradientBytes: stepWireBytes, allReduces: collectives * syncShare, globalBatch: batchSize, replicas, feedBytes, ...(options.profile ? { profile: options.profile } : {}), ...(also ? { also } : {}) }, speeds) : null;
-  const many = predict(n, speeds && powerSgd ? powerSgdWork(model, powerSgd.rank, options.profile, speeds) : undefined);
+  const many = predict(n, speeds ? replicaWork(model, { powerSgd, sync, syncShare }, options.profile, speeds) : undefined);
   // The same batch on one worker: what explain() and toString() hold the cluster up against, where one could hold it.
   const one = n > 1 && oneWorkerHolds(model, batchSize, options, spec) ? predict(1) : null;
   const prediction = many && one ? { ...many, oneWorker: one } : many;
