@@ -203,6 +203,8 @@ export class ComputeHost {
           this.drop("released");
           this.links.doing("the fit is over", "idle");
           this.reply({ type: "released", re: msg.id, ...(memory ? { memory } : {}) });
+          // After the reply (the driver need not wait for it), before whatever the driver asks next.
+          await this.memory.released();
           return;
         }
         default: {

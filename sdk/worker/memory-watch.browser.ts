@@ -19,6 +19,9 @@ export class MemoryWatch {
     this.idleBytes = this.loadPeak = this.peak = tf.memory().numBytes;
   }
 
+  /** A tab's tensors are freed as they are disposed: nothing to give back. */
+  async released(): Promise<void> {}
+
   async loaded(): Promise<void> {
     this.loadPeak = Math.max(this.loadPeak, tf.memory().numBytes);
     this.peak = tf.memory().numBytes;

@@ -57,6 +57,11 @@ export class MemoryWatch {
     this.youngIdle = youngGenerationBytes();
   }
 
+  /** A fit was released: what it freed goes back to the system now (the recycled arrays too), not when the next model loads. */
+  async released(): Promise<void> {
+    await settledRss(this.collectCommGarbage);
+  }
+
   /**
    * The model is loaded: the fit's peak starts from here, once what building it freed has gone
    * back (the layers' initial weights, replaced by the ones sent). The load's own peak is kept.
