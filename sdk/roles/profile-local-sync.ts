@@ -27,8 +27,9 @@ const aloneIO: HostIO = {
  * A local-SGD / DiLoCo sync's own work on this model, as a replica does it with no peers: the
  * weights read out, their change since the last sync, the check for non-finite values, the
  * outer optimizer's update of the last sync's weights and the weights set again. On the 11.4M
- * MLP it took about 100 ms a sync (two of its steps), which plans that priced only the sync's
- * bytes left out: they predicted every-8 syncing 1.3x faster than it ran.
+ * MLP about 40 ms a sync once warmed (a fit's first, allocating its buffers, some 150), which
+ * plans that priced only the sync's bytes left out: they predicted every-8 syncing 1.27x faster
+ * than it ran over loopback.
  */
 export async function timeLocalSync(msg: MessageOf<"profile">, outer: OptimizerSpec, time: (run: () => Promise<void>) => Promise<number>): Promise<number> {
   const replica = await DataReplica.load({ type: "load", v: msg.v, id: msg.id, role: "replica", topology: msg.topology, optimizer: msg.optimizer, loss: msg.loss, ...(msg.heads ? { heads: msg.heads } : {}), replicaBatch: Math.max(...msg.batches), stepTimeoutMs: 60_000, attachments: [], localSgd: { outer } }, "initial");
