@@ -204,7 +204,7 @@ export class ComputeHost {
           this.links.doing("the fit is over", "idle");
           this.reply({ type: "released", re: msg.id, ...(memory ? { memory } : {}) });
           // After the reply (the driver need not wait for it), before whatever the driver asks next.
-          await this.memory.released();
+          this.memory.released();
           return;
         }
         default: {

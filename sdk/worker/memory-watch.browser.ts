@@ -20,7 +20,7 @@ export class MemoryWatch {
   }
 
   /** A tab's tensors are freed as they are disposed: nothing to give back. */
-  async released(): Promise<void> {}
+  released(): void {}
 
   async loaded(): Promise<void> {
     this.loadPeak = Math.max(this.loadPeak, tf.memory().numBytes);
