@@ -1,27 +1,6 @@
-import { StateError } from "../errors/errors";
 import type { MessageOf } from "../protocol/messages";
 import type { OptimizerSpec } from "../protocol/optimizer-spec";
-import { DataReplica } from "./data/replica";
-import type { HostIO } from "./role";
-
-const ALONE = { waitMs: 0, commMs: 0, bytesSent: 0 };
-
-/** The links of a replica with no peers: each collective gives its buffer back as it is. */
-const aloneIO: HostIO = {
-  allReduce: (data) => Promise.resolve({ data, stats: ALONE }),
-  reduceScatter: (data) => Promise.resolve({ data, stats: ALONE }),
-  allGather: (data) => Promise.resolve({ data, stats: ALONE }),
-  shardOf: (length) => [0, length],
-  overlap: () => null,
-  receive: () => Promise.reject(new StateError("a profile's replica has no pipeline neighbours")),
-  send: () => {
-    throw new StateError("a profile's replica has no pipeline neighbours");
-  },
-  servers: {
-    pull: () => Promise.reject(new StateError("a profile's replica has no parameter servers")),
-    push: () => Promise.reject(new StateError("a profile's replica has no parameter servers")),
-  },
-};
+import { aloneIO, profileReplica } from "./profile-replica";
 
 /**
  * A local-SGD / DiLoCo sync's own work on this model, as a replica does it with no peers: the
@@ -32,7 +11,7 @@ const aloneIO: HostIO = {
  * than it ran over loopback.
  */
 export async function timeLocalSync(msg: MessageOf<"profile">, outer: OptimizerSpec, time: (run: () => Promise<void>) => Promise<number>): Promise<number> {
-  const replica = await DataReplica.load({ type: "load", v: msg.v, id: msg.id, role: "replica", topology: msg.topology, optimizer: msg.optimizer, loss: msg.loss, ...(msg.heads ? { heads: msg.heads } : {}), replicaBatch: Math.max(...msg.batches), stepTimeoutMs: 60_000, attachments: [], localSgd: { outer } }, "initial");
+  const replica = await profileReplica(msg, { outer });
   try {
     // A sync with no slice before it ("only", as when a fit stops between syncs): the sync's work alone.
     const sync = async (): Promise<void> => void (await replica.step({ type: "step", v: msg.v, id: msg.id, step: 0, epoch: 0, weight: 0, sync: "only", attachments: [] }, [], aloneIO));

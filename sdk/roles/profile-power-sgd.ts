@@ -1,7 +1,5 @@
 import { PowerSgd } from "./data/power-sgd";
-import type { AllReduceStats } from "../collectives/ring-allreduce";
-
-const ALONE: AllReduceStats = { waitMs: 0, commMs: 0, bytesSent: 0 };
+import { aloneSum } from "./profile-replica";
 
 /**
  * PowerSGD's own work in one step at `rank` on gradients of these shapes, as a replica does it with no peers (a ring of one
@@ -15,7 +13,7 @@ export async function timePowerSgd(shapes: ReadonlyArray<readonly number[]>, ran
   // Values of a gradient's size: the work does not depend on them.
   const flat = Float32Array.from({ length: n }, (_, i) => Math.sin(i) * 1e-3);
   const step = async (): Promise<void> => {
-    await power.allReduce(flat, n, async (data) => ({ data, stats: ALONE }));
+    await power.allReduce(flat, n, aloneSum);
     power.commit();
   };
   // Once first, whatever the profile's budget: the first step allocates and first touches the

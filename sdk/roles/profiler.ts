@@ -4,7 +4,7 @@ import { ModelError } from "../errors/errors";
 import { estimateReplicaMemory, formatBytes, largestLayerBytes, memoryTotal } from "../plan/memory";
 import { summarizeModel } from "../plan/model-summary";
 import type { MessageOf } from "../protocol/messages";
-import { DataReplica } from "./data/replica";
+import { aloneSum, profileReplica } from "./profile-replica";
 import { buildModel, tensorOf } from "../model/model-io";
 import { feedOf, sampleInput, sampleLabels, type Feed } from "./profile-feed";
 import { timePowerSgd } from "./profile-power-sgd";
@@ -189,14 +189,13 @@ async function settle(ts: tf.Tensor[]): Promise<void> {
 
 /** A replica's step at each batch, on inputs of the model's kind and labels of the loss's kind. */
 async function replicaStepTimes(msg: MessageOf<"profile">, feed: Feed, time: (run: () => unknown) => Promise<number>): Promise<Pick<Profiled, "replicaStepMs" | "replicaStep">> {
-  const replica = await DataReplica.load({ type: "load", v: msg.v, id: msg.id, role: "replica", topology: msg.topology, optimizer: msg.optimizer, loss: msg.loss, ...(msg.heads ? { heads: msg.heads } : {}), replicaBatch: Math.max(...msg.batches), stepTimeoutMs: 60_000, attachments: [] }, "initial");
+  const replica = await profileReplica(msg);
   try {
-    const alone = (data: Float32Array) => Promise.resolve({ data, stats: { waitMs: 0, commMs: 0, bytesSent: 0 } });
     const replicaStepMs: number[] = [];
     for (const b of msg.batches) {
       const x = feed.inputs.map((input) => sampleInput(input, b));
       const y = feed.outShapes.map((shape, k) => sampleLabels(msg.heads?.[k]?.loss ?? msg.loss, b, shape));
-      replicaStepMs.push(await time(() => replica.train(1, x, y, alone)));
+      replicaStepMs.push(await time(() => replica.train(1, x, y, aloneSum)));
     }
     return { replicaStepMs, replicaStep: replica.loaded.replicaStep ?? { native: false, why: "the replica did not say" } };
   } finally {
