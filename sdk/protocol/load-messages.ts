@@ -55,6 +55,8 @@ export const LoadReplicaSchema = z.strictObject({
   shard: z.enum(["optimizer", "gradients", "parameters"]).optional(),
   /** Sharded: how many replicas share the optimizer's state, for this worker's memory check at load. */
   shardedOver: z.number().int().positive().max(4096).optional(),
+  /** ZeRO-2 and -3: the layers grouped into buckets of up to this many bytes, each bucket's collectives one (0: a layer each). */
+  bucketBytes: z.number().int().nonnegative().max(2 ** 50).optional(),
   role: z.literal("replica"),
   topology,
   replicaBatch,

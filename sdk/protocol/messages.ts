@@ -204,7 +204,7 @@ export const StepDoneSchema = z.strictObject({
   actions: z.array(z.strictObject({ kind: z.enum(["F", "B"]), micro: z.number().int().nonnegative(), start: ms, end: ms })).max(65536).optional(),
   inFlightMax: z.number().int().nonnegative().optional(),
   /** ZeRO-2 and -3: each layer's all-gather and reduce-scatter (layer: the index among layers with weights), in ms from startedAt. */
-  collectives: z.array(z.strictObject({ kind: z.enum(["all-gather", "reduce-scatter"]), layer: z.number().int().nonnegative(), start: ms, end: ms })).max(65536).optional(),
+  collectives: z.array(z.strictObject({ kind: z.enum(["all-gather", "reduce-scatter"]), layer: z.number().int().nonnegative(), last: z.number().int().nonnegative().optional(), start: ms, end: ms })).max(65536).optional(),
   /** Time spent waiting on purpose (a slowdown), part of computeMs. */
   slowdownMs: ms.optional(),
   /** Bytes this worker sent in the step's all-reduce or push (headers included). */

@@ -5,7 +5,8 @@ import { NativeBackend } from "../backends/native/backend";
 import { NativeStep, type StepChoice } from "../backends/native/step/native-step";
 import type { LossName } from "../protocol/loss-names";
 import { DataError, ModelError } from "../errors/errors";
-import { estimateReplicaMemory, formatBytes, largestLayerBytes, memoryTotal, shardedMemory } from "../plan/memory";
+import { estimateReplicaMemory, formatBytes, memoryTotal, shardedMemory } from "../plan/memory";
+import { largestBucketBytes } from "../plan/shard-buckets";
 import { summarizeModel } from "../plan/model-summary";
 import type { Tensorlike } from "../protocol/tensor";
 import { buildModel, tensorOf } from "../model/model-io";
@@ -64,7 +65,8 @@ export async function loadReplica(msg: LoadOf<"replica" | "ps-worker">, weights:
     const summary = summarizeModel(model);
     // Sharded, this replica keeps its share of the optimizer's state (ZeRO-1), of the gradient too (ZeRO-2), and of the weights (ZeRO-3).
     const over = "shardedOver" in msg ? (msg.shardedOver ?? 1) : 1;
-    const e = shardedMemory(estimateReplicaMemory(summary, { batchSize: msg.replicaBatch, optimizer: msg.optimizer }), ("shard" in msg ? msg.shard : undefined) ?? null, over, largestLayerBytes(summary), msg.optimizer);
+    const buckets = "bucketBytes" in msg ? (msg.bucketBytes ?? 0) : 0;
+    const e = shardedMemory(estimateReplicaMemory(summary, { batchSize: msg.replicaBatch, optimizer: msg.optimizer }), ("shard" in msg ? msg.shard : undefined) ?? null, over, largestBucketBytes(summary, buckets), msg.optimizer);
     const need = memoryTotal(e);
     if (need > memoryCapBytes) {
       model.dispose();

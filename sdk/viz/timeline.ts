@@ -7,6 +7,8 @@ export interface TimelineSpan {
   /** ZeRO-2 and -3 steps show each layer's all-gather and reduce-scatter (`layer`) between the passes' computation. */
   phase: "compute" | "waiting" | "communication" | "update" | "all-gather" | "reduce-scatter";
   layer?: number;
+  /** A bucket of several layers: its last. */
+  lastLayer?: number;
   /** ms since the fit started, on the driver's clock. */
   startMs: number;
   durationMs: number;
@@ -41,7 +43,7 @@ function layerSpans(step: number, w: StepRecord["workers"][number]): TimelineSpa
   let at = 0;
   for (const c of [...w.collectives!].sort((a, b) => a.start - b.start)) {
     if (c.start > at) spans.push({ rank: w.rank, step, phase: "compute", startMs: w.startMs + at, durationMs: c.start - at });
-    spans.push({ rank: w.rank, step, phase: c.kind, layer: c.layer, startMs: w.startMs + c.start, durationMs: c.end - c.start });
+    spans.push({ rank: w.rank, step, phase: c.kind, layer: c.layer, ...(c.last !== undefined ? { lastLayer: c.last } : {}), startMs: w.startMs + c.start, durationMs: c.end - c.start });
     at = Math.max(at, c.end);
   }
   const rest = w.computeMs + w.waitMs + w.commMs - at;
@@ -76,7 +78,7 @@ export function timelineFigure(history: readonly StepRecord[], options: { from?:
         x: mine.map((s) => s.durationMs),
         base: mine.map((s) => s.startMs),
         marker: { color: PHASE_COLOR[phase] },
-        ...(phase === "all-gather" || phase === "reduce-scatter" ? { text: mine.map((s) => `layer ${s.layer}`) } : {}),
+        ...(phase === "all-gather" || phase === "reduce-scatter" ? { text: mine.map((s) => (s.lastLayer !== undefined ? `layers ${s.layer}-${s.lastLayer}` : `layer ${s.layer}`)) } : {}),
         hovertemplate: phase === "all-gather" || phase === "reduce-scatter" ? "%{text}: %{base:.1f} ms + %{x:.1f} ms" : "%{base:.1f} ms + %{x:.1f} ms",
       };
     }),

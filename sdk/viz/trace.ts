@@ -23,7 +23,7 @@ export function chromeTrace(history: readonly StepRecord[]): ChromeTrace {
         dur: Math.max(1, Math.round(s.durationMs * 1000)),
         pid: s.rank,
         tid: 0,
-        args: { step: s.step, ...(s.layer !== undefined ? { layer: s.layer } : {}) },
+        args: { step: s.step, ...(s.layer !== undefined ? { layer: s.layer } : {}), ...(s.lastLayer !== undefined ? { lastLayer: s.lastLayer } : {}) },
       })),
     ],
   };

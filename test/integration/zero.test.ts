@@ -20,10 +20,10 @@ tf.enableProdMode();
 const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 60, seed: 61 });
 const base = { epochs: 2, batchSize: 12, seed: 3, loss: "categoricalCrossentropy" as const };
 
-async function trained(workers: number, o: FitOptions, options: { shard?: "optimizer" | "gradients" | "parameters"; compression?: "fp16"; plane?: "websocket" }, make: () => tf.LayersModel = () => smallClassifier(6, 3), data = ds): Promise<tf.LayersModel> {
+async function trained(workers: number, o: FitOptions, options: { shard?: "optimizer" | "gradients" | "parameters"; compression?: "fp16"; plane?: "websocket"; bucketMB?: number }, make: () => tf.LayersModel = () => smallClassifier(6, 3), data = ds): Promise<tf.LayersModel> {
   const c = await cluster()
     .workers(workers)
-    .strategy("data", { ...(options.shard ? { shard: options.shard } : {}), ...(options.compression ? { compression: options.compression } : {}) })
+    .strategy("data", { ...(options.shard ? { shard: options.shard } : {}), ...(options.compression ? { compression: options.compression } : {}), ...(options.bucketMB !== undefined ? { bucketMB: options.bucketMB } : {}) })
     .dataPlane(options.plane ?? "auto")
     .launch();
   try {
@@ -33,9 +33,13 @@ async function trained(workers: number, o: FitOptions, options: { shard?: "optim
     const model = make();
     const run = await c.fit(model, data, o);
     if (options.shard === "gradients" || options.shard === "parameters") {
-      // Each step reports each layer's collectives, which the timeline draws: ZeRO-3 gathers each layer twice but the last.
-      const u = model.layers.filter((l) => l.countParams() > 0).length;
-      const kinds = (run.history[1]!.workers[0]!.collectives ?? []).map((c) => c.kind);
+      // Each step reports each bucket's collectives, which the timeline draws: ZeRO-3 gathers each bucket twice but the last.
+      const u = run.plan.strategy === "data" ? run.plan.buckets!.count : NaN;
+      const collectives = run.history[1]!.workers[0]!.collectives ?? [];
+      const kinds = collectives.map((c) => c.kind);
+      // The reduce-scatters run from the output back, bucket by bucket, naming each layer with weights once.
+      const named = collectives.filter((c) => c.kind === "reduce-scatter").flatMap((c) => Array.from({ length: (c.last ?? c.layer) - c.layer + 1 }, (_, i) => (c.last ?? c.layer) - i));
+      assert.deepEqual(named, Array.from({ length: model.layers.filter((l) => l.countParams() > 0).length }, (_, i) => i).reverse());
       assert.deepEqual([kinds.filter((k) => k === "all-gather").length, kinds.filter((k) => k === "reduce-scatter").length], [options.shard === "parameters" ? 2 * u - 1 : u, u]);
     }
     // Every worker measured its memory during the fit, from the kernel's high-water mark.
@@ -49,11 +53,14 @@ async function trained(workers: number, o: FitOptions, options: { shard?: "optim
   }
 }
 
-test("ZeRO-1 with Adam on 3 workers (native data plane) equals plain data parallelism to the bit, and model.fit", async (t) => {
+test("ZeRO-1 with Adam on 3 workers (native data plane) equals plain data parallelism to the bit, and model.fit; so does ZeRO-2 whose one bucket holds the whole model", async (t) => {
   const o = { ...base, optimizer: { name: "adam" as const, learningRate: 0.01, beta1: 0.9, beta2: 0.999 } };
   const sharded = await trained(3, o, { shard: "optimizer" });
   const plain = await trained(3, o, {});
   assert.equal(maxRelativeDifference(sharded, plain), 0, "the same bits as the all-reduce's step");
+  // ZeRO-2's default bucket (25 MiB) takes both layers: its one reduce-scatter splits the gradient as ZeRO-1's does.
+  const two = await trained(3, o, { shard: "gradients" });
+  assert.equal(maxRelativeDifference(two, sharded), 0, "ZeRO-2 in one bucket: the same bits as ZeRO-1");
   const ref = smallClassifier(6, 3);
   await modelFitReference(ref, ds, o);
   const diff = maxRelativeDifference(sharded, ref);
@@ -83,8 +90,8 @@ test("ZeRO-2 and ZeRO-3 (each layer's gradient reduce-scattered; ZeRO-3 gathers 
   const validated: Record<"two" | "three", number[]> = { two: [], three: [] };
   const validating = (k: "two" | "three") => ({ ...adam, validationData: validation, callbacks: { onEpochEnd: async (_e: number, logs?: Record<string, number>) => void validated[k].push(Number(logs?.val_loss)) } });
   const three = await trained(3, validating("three"), { shard: "parameters" });
-  const two = await trained(3, validating("two"), { shard: "gradients" });
-  // The same reduce-scatters in the same order, the same elementwise update: the same bits.
+  const two = await trained(3, validating("two"), { shard: "gradients", bucketMB: 0 });
+  // Each layer a bucket in both: the same reduce-scatters in the same order, the same elementwise update: the same bits.
   assert.equal(maxRelativeDifference(two, three), 0);
   assert.equal(validated.three.length, base.epochs);
   for (const [i, v] of validated.three.entries()) assert.ok(Math.abs(v - validated.two[i]!) <= 1e-6 * v, `epoch ${i}: ZeRO-3 val_loss ${v}, ZeRO-2 ${validated.two[i]}`);
@@ -109,11 +116,29 @@ test("ZeRO-2 and ZeRO-3 (each layer's gradient reduce-scattered; ZeRO-3 gathers 
   assert.ok(cnnDiff < 1e-4, `relative difference ${cnnDiff}`);
 });
 
+test("ZeRO-2 and ZeRO-3 with buckets of layers: 5 layers in buckets of 1, 2 and 2 layers (a shard boundary inside a bucket's tensors), each bucket's collectives one, equal to each other to the bit and to model.fit: Adam on 3 workers", async (t) => {
+  const adam = { ...base, optimizer: { name: "adam" as const, learningRate: 0.01, beta1: 0.9, beta2: 0.999 } };
+  const make = () => deepClassifier(6, 3);
+  // Layers of 224, 288, 288, 288 and 108 bytes, filled from the output back up to 600 bytes: [0], [1, 2], [3, 4].
+  const bucketMB = 600 / 2 ** 20;
+  const plan = cluster().workers(3).strategy("data", { shard: "gradients", bucketMB }).plan(make(), { batchSize: 12, optimizer: adam.optimizer });
+  assert.deepEqual(plan.strategy === "data" ? plan.buckets : null, { capBytes: 600, count: 3, largestBytes: 576 });
+  assert.match(plan.toString(), /its 5 layers in 3 buckets of consecutive layers \(bucketMB 0\.001; the largest 576 B\), each bucket's gradient reduce-scattered/);
+  const three = await trained(3, adam, { shard: "parameters", bucketMB }, make);
+  const two = await trained(3, adam, { shard: "gradients", bucketMB }, make);
+  assert.equal(maxRelativeDifference(two, three), 0);
+  const ref = make();
+  await modelFitReference(ref, ds, adam);
+  const diff = maxRelativeDifference(two, ref);
+  t.diagnostic(`ZeRO-2 (and ZeRO-3) in buckets of layers, Adam, 3 workers vs model.fit: ${diff.toExponential(2)}`);
+  assert.ok(diff < 1e-4, `relative difference ${diff}`);
+});
+
 test("ZeRO-2 and ZeRO-3 with fp16: each layer's gradient reduce-scattered in 16 bits with error feedback, the two (ZeRO-2 over the WebSocket links) equal to the bit and model.fit to fp16's tolerance", async (t) => {
   const momentum = { ...base, optimizer: { name: "momentum" as const, learningRate: 0.1, momentum: 0.9, useNesterov: false } };
   const three = await trained(2, momentum, { shard: "parameters", compression: "fp16" });
   // ZeRO-2 over the WebSocket links: each layer's weights gathered through the communication thread come back in another buffer, which its variables then view.
-  const two = await trained(2, momentum, { shard: "gradients", compression: "fp16", plane: "websocket" });
+  const two = await trained(2, momentum, { shard: "gradients", compression: "fp16", plane: "websocket", bucketMB: 0 });
   assert.equal(maxRelativeDifference(two, three), 0);
   const ref = smallClassifier(6, 3);
   await modelFitReference(ref, ds, momentum);

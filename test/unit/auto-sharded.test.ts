@@ -45,7 +45,10 @@ test("auto: where no split into stages fits and ZeRO-1 does not, ZeRO-2 where it
   const why2 = zero2.explain();
   assert.match(why2, /would need .*, above/);
   assert.match(why2, /2 stages: .*\n.*3 stages: skipped, 4 workers do not form whole replicas of 3 stages/);
-  assert.match(why2, /ZeRO-2 \(shard: "gradients"\) fits: each worker keeps the whole weights and 1\/4 of the gradient and the optimizer's state.*\n.*no split into stages fits: auto chose ZeRO-2/);
+  // Its default bucket (25 MiB) would hold the three layers' gradient whole, more than ZeRO-1 needs: auto takes a layer at a time.
+  assert.match(why2, /ZeRO-2 would need [\d.]+ MiB a layer at a time \(\S+ MiB in its default buckets\)/);
+  assert.match(why2, /ZeRO-2 \(shard: "gradients"\) fits with each layer a bucket of its own \(bucketMB 0; its default buckets would need .*\): each worker keeps the whole weights and 1\/4 of the gradient and the optimizer's state.*\n.*no split into stages fits: auto chose ZeRO-2/);
+  assert.equal(zero2.strategy === "data" ? zero2.buckets?.count : null, 3);
   const zero3 = planAt(Math.floor((two + three) / 2), model);
   assert.equal(zero3.strategy === "data" ? zero3.shard : zero3.strategy, "parameters");
   assert.match(zero3.explain(), /ZeRO-2 would need .*\n.*ZeRO-3 \(shard: "parameters"\) fits: .*\n.*no split into stages fits: auto chose ZeRO-3/);

@@ -14,16 +14,19 @@ import { NativeUpdate } from "../native-update";
 import { partsOf, type ShardPart } from "./optimizer-shard";
 import { ShardState } from "./shard-state";
 import { bindViews } from "./bound-weights";
+import { shardBuckets } from "../../plan/shard-buckets";
 import type { ErrorFeedback } from "../error-feedback";
 import type { Collective } from "./step-result";
 
 /** Collectives a step reports, at most (a deep model makes three per layer). */
 const MAX_RECORDED = 4096;
 
-/** One layer's trainable variables, as ZeRO-3 keeps them. */
+/** A bucket of consecutive layers' trainable variables, whose collectives run as one. */
 interface Unit {
-  /** The native step's op that holds them. */
-  op: number;
+  /** The native step's ops that hold them, in layer order. */
+  ops: number[];
+  /** Its first and last layer, indices among the layers with weights (as the step's records name them). */
+  layers: { layer: number; last?: number };
   /** [from, from + length) of the flat parameters. */
   from: number;
   length: number;
@@ -39,15 +42,16 @@ interface Unit {
 
 /**
  * ZeRO stages 2 and 3 (Rajbhandari et al. 2020; FSDP's SHARD_GRAD_OP and FULL_SHARD) for a
- * data-parallel replica on the native step. Each layer's parameters are split over the replicas
- * as the ring splits a buffer of that layer's length; a replica keeps its part of every layer
- * (its shard), the optimizer's state and the summed gradient for it alone. Once a layer's
- * backward pass has written its gradients (into one buffer the size of the largest layer) they
+ * data-parallel replica on the native step. The layers are grouped into buckets of consecutive
+ * layers (shard-buckets.ts; a bucket may be one layer), each bucket's parameters split over the
+ * replicas as the ring splits a buffer of its length; a replica keeps its part of every bucket
+ * (its shard), the optimizer's state and the summed gradient for it alone. Once the backward
+ * pass has written a bucket's gradients (into one buffer the size of the largest bucket) they
  * are reduce-scattered, each replica keeping the sum of its part. Stage 3: the model's
- * variables hold no values of their own, and before a layer's forward and again before its
+ * variables hold no values of their own, and before a bucket's forward and again before its
  * backward pass its weights are all-gathered into a second such buffer. Stage 2: the variables
- * keep the whole weights, and after the update every layer's new weights are all-gathered into
- * them, through the same one buffer. Every collective is one per layer, in the same order on every replica.
+ * keep the whole weights, and after the update every bucket's new weights are all-gathered into
+ * them, in place. Every collective is one per bucket, in the same order on every replica.
  */
 export class LayerShards {
   /** The unit whose weights the variables hold now (-1: none; the shard changed since). */
@@ -89,7 +93,7 @@ export class LayerShards {
   }
 
   /** The replica's shard cut from the whole model it loaded (stage 3: whose variables then let go of their values). */
-  static create(stage: 2 | 3, r: LoadedReplica, spec: OptimizerSpec, io: () => HostIO, backend: NativeBackend, feedback: ErrorFeedback | null = null): LayerShards {
+  static create(stage: 2 | 3, r: LoadedReplica, spec: OptimizerSpec, io: () => HostIO, backend: NativeBackend, feedback: ErrorFeedback | null, bucketBytes: number): LayerShards {
     const step = r.step.native;
     const name = stage === 3 ? 'shard "parameters" (ZeRO-3)' : 'shard "gradients" (ZeRO-2)';
     if (!step) {
@@ -97,15 +101,16 @@ export class LayerShards {
         hint: 'use shard "optimizer" (ZeRO-1), or a model of the layers the native step computes (Dense, Conv2D, pooling, Flatten, Reshape) on the native backend',
       });
     }
-    const listed = step.units;
-    if (!listed) throw new ModelError(`${name} needs the layers' trainable weights in layer order, and this model lists them otherwise`, { hint: 'use shard "optimizer" (ZeRO-1)' });
+    const layers = step.units;
+    if (!layers) throw new ModelError(`${name} needs the layers' trainable weights in layer order, and this model lists them otherwise`, { hint: 'use shard "optimizer" (ZeRO-1)' });
+    const ends = layers.map((_, k) => layers[k + 1]?.from ?? r.gradientLength);
+    const listed = shardBuckets(layers.map((l, k) => (ends[k]! - l.from) * 4), bucketBytes).map((b) => ({ ops: layers.slice(b.first, b.last + 1).map((l) => l.op), layers: b.last > b.first ? { layer: b.first, last: b.last } : { layer: b.first }, from: layers[b.first]!.from, to: ends[b.last]! }));
     const offsets = r.sizes.map((_, i) => r.sizes.slice(0, i).reduce((a, b) => a + b, 0));
     let kept = 0;
-    const units = listed.map(({ op, from }, k): Unit => {
-      const to = listed[k + 1]?.from ?? r.gradientLength;
+    const units = listed.map(({ ops, layers: names, from, to }): Unit => {
       const vars = r.vars.flatMap((v, i) => (offsets[i]! >= from && offsets[i]! < to ? [{ v, at: offsets[i]! - from }] : []));
       const [start, end] = io().shardOf(to - from);
-      const unit = { op, from, length: to - from, vars, start, end, kept, parts: partsOf(r.vars, from + start, from + end) };
+      const unit = { ops, layers: names, from, length: to - from, vars, start, end, kept, parts: partsOf(r.vars, from + start, from + end) };
       kept += end - start;
       return unit;
     });
@@ -171,7 +176,7 @@ export class LayerShards {
     if (this.shard) buf.set(this.backend.values(this.shard).subarray(u.kept, u.kept + u.end - u.start), u.start);
     const start = performance.now() - this.began;
     const ag = await io.allGather(buf);
-    this.count(ag.stats, { kind: "all-gather", layer: k, start, end: performance.now() - this.began });
+    this.count(ag.stats, { kind: "all-gather", ...u.layers, start, end: performance.now() - this.began });
     // Through the communication thread (WebSocket links) the buffer comes back as another: the variables view that one.
     if (ag.data !== buf) this.layerWeights[k] = bindViews(this.backend, u.vars, ag.data, true);
   }
@@ -181,7 +186,7 @@ export class LayerShards {
     const whole = new Map<tf.Variable, Float32Array>();
     const io = this.links();
     for (const u of this.units) {
-      await this.gather(u.op, io);
+      await this.gather(u.ops[0]!, io);
       for (const { v } of u.vars) whole.set(v, Float32Array.from(this.backend.values(v)));
     }
     const out: Tensorlike[] = [];
@@ -197,7 +202,7 @@ export class LayerShards {
   async gatherLayer(layer: { trainableWeights: ReadonlyArray<{ read(): tf.Tensor }> }, io: HostIO): Promise<void> {
     const held = new Set(layer.trainableWeights.map((w) => w.read()));
     const u = this.units.find((unit) => unit.vars.some(({ v }) => held.has(v)));
-    if (u) await this.gather(u.op, io);
+    if (u) await this.gather(u.ops[0]!, io);
   }
 
   /**
@@ -210,7 +215,7 @@ export class LayerShards {
   }
 
   private unitOf(op: number): number {
-    return this.units.findIndex((u) => u.op === op);
+    return this.units.findIndex((u) => u.ops.includes(op));
   }
 
   /** Stage 3: the layer's weights into its variables before its pass (stage 2's variables hold them already). */
@@ -237,25 +242,29 @@ export class LayerShards {
     // buf's memory moves to the communication thread and back: the views of the layer gathered before go with it.
     const start = performance.now() - this.began;
     const ag = await io.allGather(buf);
-    this.count(ag.stats, { kind: "all-gather", layer: this.units.indexOf(u), start, end: performance.now() - this.began });
+    this.count(ag.stats, { kind: "all-gather", ...u.layers, start, end: performance.now() - this.began });
     this.weightsMemory = ag.data.buffer as ArrayBuffer;
     return ag.data;
   }
 
+  /** The bucket's gradient buffer: zeroed as the backward pass reaches its last layer, written into by each of its layers in turn. */
   private scratch(op: number): { grads: Float32Array; base: number } {
     const u = this.units[this.unitOf(op)]!;
+    if (op !== u.ops[u.ops.length - 1]) return { grads: this.pending!, base: u.from };
     this.pending = new Float32Array(room(this.gradientMemory, this.largest), 0, u.length);
     this.pending.fill(0);
     return { grads: this.pending, base: u.from };
   }
 
+  /** Once the backward pass has written the bucket's first layer, the bucket is complete: reduce-scattered. */
   private async reduce(op: number, io: HostIO): Promise<void> {
     const u = this.units[this.unitOf(op)]!;
+    if (op !== u.ops[0]) return;
     this.feedback?.compress(this.pending!, u.from);
     const start = performance.now() - this.began;
     const rs = await io.reduceScatter(this.pending!, this.feedback?.wire(u.length));
     this.pending = null;
-    this.count(rs.stats, { kind: "reduce-scatter", layer: this.units.indexOf(u), start, end: performance.now() - this.began });
+    this.count(rs.stats, { kind: "reduce-scatter", ...u.layers, start, end: performance.now() - this.began });
     const mine = rs.data.subarray(u.start, u.end);
     if (this.adding) for (let i = 0; i < mine.length; i++) this.gradient[u.kept + i]! += mine[i]!;
     else this.gradient.set(mine, u.kept);

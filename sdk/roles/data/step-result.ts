@@ -27,7 +27,9 @@ export interface StepResult extends StepTimes {
 /** One layer's all-gather or reduce-scatter in a ZeRO-2 or ZeRO-3 step (layer: its index among the layers with weights). */
 export interface Collective {
   kind: "all-gather" | "reduce-scatter";
+  /** The bucket's first layer (index among the layers with weights), and its last where it holds more than one. */
   layer: number;
+  last?: number;
   start: number;
   end: number;
 }

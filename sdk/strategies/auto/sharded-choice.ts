@@ -1,4 +1,5 @@
-import { formatBytes, largestLayerBytes, memoryTotal, shardedMemory, type MemoryEstimate } from "../../plan/memory";
+import { formatBytes, memoryTotal, shardedMemory, type MemoryEstimate } from "../../plan/memory";
+import { bucketCapBytes, largestBucketBytes } from "../../plan/shard-buckets";
 import type { ModelSummary } from "../../plan/model-summary";
 import type { OptimizerSpec } from "../../protocol/optimizer-spec";
 import type { PlanOptions } from "../../plan/plans";
@@ -12,8 +13,10 @@ import { isStepLoss, STEP_LOSSES } from "../../backends/native/step/loss";
  * into stages. ZeRO-2 and -3 are weighed beside the stages (layerShardChoice).
  */
 export function shardedChoice(e: MemoryEstimate, model: ModelSummary, n: number, cap: number, optimizer?: OptimizerSpec): { fits: boolean; reasons: string[] } {
-  const need = (shard: "optimizer" | "gradients" | "parameters"): number => memoryTotal(shardedMemory(e, shard, n, largestLayerBytes(model), optimizer));
-  const byHand = `ZeRO-2 would need ${formatBytes(need("gradients"))} and ZeRO-3 ${formatBytes(need("parameters"))} per worker (strategy("data", { shard: "gradients" | "parameters" })): auto weighs them beside the splits into stages`;
+  const need = (shard: "optimizer" | "gradients" | "parameters", bucketMB?: number): number => memoryTotal(shardedMemory(e, shard, n, shard === "optimizer" ? 0 : largestBucketBytes(model, bucketCapBytes(shard, bucketMB)), optimizer));
+  const two = [need("gradients", 0), need("gradients")];
+  const zero2 = two[1]! > two[0]! ? `${formatBytes(two[0]!)} a layer at a time (${formatBytes(two[1]!)} in its default buckets)` : formatBytes(two[0]!);
+  const byHand = `ZeRO-2 would need ${zero2} and ZeRO-3 ${formatBytes(need("parameters"))} per worker (strategy("data", { shard: "gradients" | "parameters" })): auto weighs them beside the splits into stages`;
   if (n < 2) return { fits: false, reasons: [] };
   if (!e.optimizerBytes) return { fits: false, reasons: [`ZeRO-1 (shard: "optimizer") saves nothing here: the optimizer keeps no state; ${byHand}`] };
   const one = need("optimizer");
@@ -33,7 +36,7 @@ export function shardedChoice(e: MemoryEstimate, model: ModelSummary, n: number,
  * computes, on workers of the native backend. With no loss given (plan()), one it computes is
  * assumed; fit() plans with its own.
  */
-export function layerShardChoice(e: MemoryEstimate, model: ModelSummary, n: number, cap: number, o: PlanOptions): { shard: "gradients" | "parameters" | null; reasons: string[] } {
+export function layerShardChoice(e: MemoryEstimate, model: ModelSummary, n: number, cap: number, o: PlanOptions): { shard: "gradients" | "parameters" | null; bucketMB?: number; reasons: string[] } {
   if (n < 2) return { shard: null, reasons: [] };
   const refused = (why: string) => ({ shard: null, reasons: [`ZeRO-2 and -3 (shard "gradients" | "parameters"): ${why}`] });
   if (o.nativeLayers === undefined) return refused("not weighed: this plan was made without compiling the model's layers, which says whether meshtrain's native step computes them");
@@ -41,9 +44,13 @@ export function layerShardChoice(e: MemoryEstimate, model: ModelSummary, n: numb
   if (o.loss && !isStepLoss(o.loss)) return refused(`they work inside meshtrain's native step, which does not compute the ${o.loss} loss (${STEP_LOSSES.join(", ")})`);
   const other = o.devices?.findIndex((d) => d.backend !== NATIVE_BACKEND) ?? -1;
   if (other >= 0) return refused(`they work inside meshtrain's native step, and worker ${other} runs TF.js's "${o.devices![other]!.backend}" backend`);
-  const need = (shard: "gradients" | "parameters"): number => memoryTotal(shardedMemory(e, shard, n, largestLayerBytes(model), o.optimizer));
+  const need = (shard: "gradients" | "parameters", bucketMB?: number): number => memoryTotal(shardedMemory(e, shard, n, largestBucketBytes(model, bucketCapBytes(shard, bucketMB)), o.optimizer));
   const [two, three] = [need("gradients"), need("parameters")];
-  if (two <= cap) return { shard: "gradients", reasons: [`ZeRO-2 (shard: "gradients") fits: each worker keeps the whole weights and 1/${n} of the gradient and the optimizer's state, and needs ${formatBytes(two)} of ${formatBytes(cap)}; it moves the bytes data parallelism moves`] };
-  if (three <= cap) return { shard: "parameters", reasons: [`ZeRO-2 would need ${formatBytes(two)}`, `ZeRO-3 (shard: "parameters") fits: each worker keeps 1/${n} of everything and gathers one layer at a time, and needs ${formatBytes(three)} of ${formatBytes(cap)}; it moves 1.5x the bytes data parallelism moves`] };
-  return refused(`ZeRO-2 would need ${formatBytes(two)} and ZeRO-3 ${formatBytes(three)} per worker, above ${formatBytes(cap)}`);
+  const fits = `each worker keeps the whole weights and 1/${n} of the gradient and the optimizer's state, and needs`;
+  if (two <= cap) return { shard: "gradients", reasons: [`ZeRO-2 (shard: "gradients") fits: ${fits} ${formatBytes(two)} of ${formatBytes(cap)}; it moves the bytes data parallelism moves`] };
+  // Its buckets of layers are for speed: where they do not fit, one layer at a time may.
+  const single = need("gradients", 0);
+  if (single <= cap) return { shard: "gradients", bucketMB: 0, reasons: [`ZeRO-2 (shard: "gradients") fits with each layer a bucket of its own (bucketMB 0; its default buckets would need ${formatBytes(two)}): ${fits} ${formatBytes(single)} of ${formatBytes(cap)}; it moves the bytes data parallelism moves, in more collectives`] };
+  if (three <= cap) return { shard: "parameters", reasons: [`ZeRO-2 would need ${formatBytes(single)}, even a layer at a time`, `ZeRO-3 (shard: "parameters") fits: each worker keeps 1/${n} of everything and gathers one layer at a time, and needs ${formatBytes(three)} of ${formatBytes(cap)}; it moves 1.5x the bytes data parallelism moves`] };
+  return refused(`ZeRO-2 would need ${formatBytes(single)} (a layer at a time) and ZeRO-3 ${formatBytes(three)} per worker, above ${formatBytes(cap)}`);
 }

@@ -70,11 +70,21 @@ export const DataOptionsSchema = z.strictObject({
    * native backend, and layers it computes).
    */
   shard: z.enum(["optimizer", "gradients", "parameters"]).optional(),
+  /**
+   * ZeRO-2 and -3: consecutive layers share their collectives, filled from the output back up to
+   * this many MiB of weights (a larger layer alone; 0: each layer alone). Fewer, larger
+   * collectives are faster; a bucket is held whole while its layers run (ZeRO-3: twice).
+   * Default: 25 for "gradients" (as DDP's bucket_cap_mb), 0 for "parameters".
+   */
+  bucketMB: z.number().min(0).max(1 << 20).optional(),
 });
 export type DataOptions = z.output<typeof DataOptionsSchema>;
 
 /** What sharded replicas cannot do yet, each refused with why. */
 function checkShard(o: DataOptions): void {
+  if (o.bucketMB !== undefined && o.shard !== "gradients" && o.shard !== "parameters") {
+    throw new ConfigError(`bucketMB ${o.bucketMB} groups the layers of shard "gradients" or "parameters" (ZeRO-2, -3) into collectives; ${o.shard ? `shard "${o.shard}" reduce-scatters the whole gradient at once` : "without shard it has nothing to group"}`, { hint: 'add shard: "gradients" or "parameters", or drop bucketMB' });
+  }
   if (!o.shard) return;
   const no = (what: string, why: string): never => {
     throw new ConfigError(`shard "${o.shard}" with ${what}: ${why}`, { hint: `drop ${what}, or drop shard` });

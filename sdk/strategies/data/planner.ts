@@ -2,6 +2,7 @@ import type { Compression } from "../../protocol/wire-formats";
 import { ConfigError } from "../../errors/errors";
 import { planSplits, replicaSlices, stepsPerEpoch } from "../../plan/batches";
 import { estimateReplicaMemory, formatBytes, largestLayerBytes, memoryTotal, shardedMemory, type MemoryEstimate } from "../../plan/memory";
+import { bucketCapBytes, largestBucketBytes, shardBuckets, trainableLayerBytes } from "../../plan/shard-buckets";
 import type { ModelSummary } from "../../plan/model-summary";
 import { predictData, sampleBytes, type ReplicaWork } from "../../plan/predict";
 import { replicaWork } from "./local-sync-work";
@@ -30,17 +31,12 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
   const sync = given.sync ? Object.freeze({ every: given.sync.every, outer: Object.freeze({ ...given.sync.outer }) }) : null;
   const wireBytes = compression ? gradientBytes / 2 : powerSgd ? lowRankBytes(model, powerSgd.rank) : gradientBytes;
   const shard = given.shard ?? null;
-  const units = model.layers.map((l) => l.trainableParams * 4).filter((b) => b > 0);
-  // Sharded: the reduce-scatter carries the gradient (16-bit when compressed), the all-gather the weights in float32.
-  // ZeRO-3 gathers every layer for its forward and (but the last, kept) again for its backward pass.
-  const ringBytes = shard === "parameters" ? (2 * gradientBytes - (units[units.length - 1] ?? 0) + wireBytes) / 2 : shard ? (wireBytes + gradientBytes) / 2 : wireBytes;
-  // Each all-gather and reduce-scatter is half an all-reduce's hops: ZeRO-3 makes three per layer (less the last's second gather), ZeRO-2 two, and the flags'.
-  const collectives = shard === "parameters" ? (3 * units.length - 1) / 2 + 1 : shard === "gradients" ? units.length + 1 : powerSgd || shard ? 2 : 1;
+  const { cap, units, ringBytes, collectives } = ringTraffic(shard, given.bucketMB, model, gradientBytes, wireBytes, powerSgd !== null);
   // A fit's plan knows its epochs: syncs after every H steps of one and at its end, ceil(steps / H) of them.
   const perEpoch = batchSize !== undefined && options.datasetSize !== undefined ? stepsPerEpoch(options.datasetSize, batchSize) : null;
   const syncShare = !sync ? 1 : perEpoch ? Math.ceil(perEpoch / sync.every) / perEpoch : 1 / sync.every;
   const stepWireBytes = ringBytes * syncShare;
-  const memory = replicaMemory(model, n, batchSize, options.optimizer, shard, compression);
+  const memory = replicaMemory(model, n, batchSize, options.optimizer, shard, compression, cap ?? 0);
   const speeds = speedsOf(options.devices, options.ring);
   const feed = given.feed;
   const feedBytes = feed === "driver" && batchSize !== undefined ? batchSize * sampleBytes(model) : 0;
@@ -64,10 +60,11 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
     compression,
     powerSgd,
     // Sync statistics take the step in rounds, by autodiff: no native step to overlap with.
-    overlap: Object.freeze(given.batchNorm === "sync" ? { on: false, why: 'batchNorm "sync" computes each step in all-reduced rounds' } : sync ? { on: false, why: "the weights' change is all-reduced after a sync step's update" } : shard === "parameters" || shard === "gradients" ? { on: false, instead: `ZeRO-${shard === "parameters" ? 3 : 2}'s all-gathers and reduce-scatters, a layer's at a time`, why: "each runs between the layers' computations, which wait for it" } : shard ? { on: false, why: "the sharded update reduce-scatters the whole gradient after the backward pass" } : powerSgd ? { on: false, why: "PowerSGD all-reduces P and Q after the backward pass" } : chooseOverlap(given.overlap, n, options.devices)),
+    overlap: Object.freeze(given.batchNorm === "sync" ? { on: false, why: 'batchNorm "sync" computes each step in all-reduced rounds' } : sync ? { on: false, why: "the weights' change is all-reduced after a sync step's update" } : shard === "parameters" || shard === "gradients" ? { on: false, instead: `ZeRO-${shard === "parameters" ? 3 : 2}'s all-gathers and reduce-scatters, a bucket of layers' at a time`, why: "each runs between the layers' computations, which wait for it" } : shard ? { on: false, why: "the sharded update reduce-scatters the whole gradient after the backward pass" } : powerSgd ? { on: false, why: "PowerSGD all-reduces P and Q after the backward pass" } : chooseOverlap(given.overlap, n, options.devices)),
     batchNorm: given.batchNorm,
     sync,
     shard,
+    buckets: cap === null ? null : Object.freeze({ capBytes: cap, count: units.length, largestBytes: Math.max(0, ...units) }),
     allReduce: Object.freeze({ algorithm: "ring" as const, bytesSentPerRank: n > 1 ? Math.round((2 * (n - 1) * stepWireBytes) / n) : 0 }),
     batch: batchSize === undefined ? null : Object.freeze({ globalBatch: batchSize, perReplica: Object.freeze(replicaSlices(batchSize, n)), splits: planSplits(batchSize, options.datasetSize, n) }),
     memory: Object.freeze(memory),
@@ -101,9 +98,24 @@ function elasticShardLine(minWorkers: number): string {
   return `elastic, sharded: a lost worker takes its part of the optimizer state with it, so the others (at least ${minWorkers}) go back to the fit's last checkpoint, re-sharded over them, and run the steps since again; workers added with cluster.add() join at a step boundary, every part re-sharded over all`;
 }
 
+/**
+ * What a step moves over the ring, and in how many all-reduces' worth of hops. ZeRO-2 and -3 run
+ * their collectives a bucket of layers at a time (`units`: each bucket's bytes; `cap` their limit).
+ */
+function ringTraffic(shard: DataParallelPlan["shard"], bucketMB: number | undefined, model: ModelSummary, gradientBytes: number, wireBytes: number, lowRank: boolean): { cap: number | null; units: number[]; ringBytes: number; collectives: number } {
+  const cap = shard === "gradients" || shard === "parameters" ? bucketCapBytes(shard, bucketMB) : null;
+  const units = cap === null ? [] : shardBuckets(trainableLayerBytes(model), cap).map((b) => b.bytes);
+  // Sharded: the reduce-scatter carries the gradient (16-bit when compressed), the all-gather the weights in float32.
+  // ZeRO-3 gathers every bucket for its forward and (but the last, kept) again for its backward pass.
+  const ringBytes = shard === "parameters" ? (2 * gradientBytes - (units[units.length - 1] ?? 0) + wireBytes) / 2 : shard ? (wireBytes + gradientBytes) / 2 : wireBytes;
+  // Each all-gather and reduce-scatter is half an all-reduce's hops: ZeRO-3 makes three per bucket (less the last's second gather), ZeRO-2 two, and the flags'.
+  const collectives = shard === "parameters" ? (3 * units.length - 1) / 2 + 1 : shard === "gradients" ? units.length + 1 : lowRank || shard ? 2 : 1;
+  return { cap, units, ringBytes, collectives };
+}
+
 /** What each of `n` replicas holds: the model's share as `shard` divides it, and with 16-bit gradients what rounding left out of the whole gradient, for its next step. */
-function replicaMemory(model: ModelSummary, n: number, batchSize: number | undefined, optimizer: PlanOptions["optimizer"], shard: DataParallelPlan["shard"], compression: Compression | null): MemoryEstimate {
-  const sharded = shardedMemory(estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer }), shard, n, largestLayerBytes(model), optimizer);
+function replicaMemory(model: ModelSummary, n: number, batchSize: number | undefined, optimizer: PlanOptions["optimizer"], shard: DataParallelPlan["shard"], compression: Compression | null, capBytes: number): MemoryEstimate {
+  const sharded = shardedMemory(estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer }), shard, n, largestBucketBytes(model, capBytes), optimizer);
   return compression ? { ...sharded, gradientBytes: sharded.gradientBytes + model.trainableParamCount * 4 } : sharded;
 }
 
@@ -189,13 +201,15 @@ function shardLine(plan: DataParallelPlan, n: number): string {
   const one = plan.model.paramCount * 4 + plan.gradientBytes * (plan.compression ? 2 : 1) + (m.optimizerBytes ?? 0) + (m.activationBytes ?? 0);
   const half = plan.compression ? ` (the reduce-scatters in ${plan.compression})` : "";
   const total = memoryTotal(m);
-  const worth = plan.shard !== "optimizer" && total >= 0.9 * one ? `; here that is no less than shard "optimizer" (ZeRO-1) would hold (${formatBytes(total)} against ${formatBytes(one)}): the largest layer is most of the model, so holding it whole costs what sharding the rest saves` : "";
+  const b = plan.buckets;
+  const whole = b && b.count > 1 && b.largestBytes > largestLayerBytes(plan.model) ? `its largest bucket of layers` : "the largest layer";
+  const worth = plan.shard !== "optimizer" && total >= 0.9 * one ? `; here that is no less than shard "optimizer" (ZeRO-1) would hold (${formatBytes(total)} against ${formatBytes(one)}): ${whole} is most of the model, so holding it whole costs what sharding the rest saves${b && whole !== "the largest layer" ? " (a smaller bucketMB holds less, in more collectives)" : ""}` : "";
+  const buckets = b ? bucketsText(b, plan.model.layers.filter((l) => l.trainableParams > 0).length) : "";
   if (plan.shard === "gradients") {
-    return `shard "gradients" (ZeRO-2): each replica keeps the whole weights and 1/${n} of every layer's gradient and optimizer state (${formatBytes(plan.gradientBytes / n)} of ${formatBytes(plan.gradientBytes)} of gradient); each layer's gradient is reduce-scattered as the backward pass writes it, the optimizer updates each replica's part, and every layer's new weights are all-gathered: ${plan.compression ? "0.75x float32" : "plain"} data parallelism's bytes${half}, in two collectives per layer${worth}`;
+    return `shard "gradients" (ZeRO-2): each replica keeps the whole weights and 1/${n} of every layer's gradient and optimizer state (${formatBytes(plan.gradientBytes / n)} of ${formatBytes(plan.gradientBytes)} of gradient); ${buckets}, each bucket's gradient reduce-scattered as the backward pass writes it, the optimizer updates each replica's part, and every bucket's new weights are all-gathered: ${plan.compression ? "0.75x float32" : "plain"} data parallelism's bytes${half}, in two collectives per bucket${worth}`;
   }
   if (plan.shard === "parameters") {
-    const largest = largestLayerBytes(plan.model);
-    return `shard "parameters" (ZeRO-3): each replica keeps 1/${n} of every layer's weights, gradient and optimizer state (${formatBytes(plan.gradientBytes / n)} of ${formatBytes(plan.gradientBytes)} weights); each layer's weights are all-gathered before its forward pass and again before its backward pass (the last layer's stay), its gradient reduce-scattered right after, one layer at a time: ${plan.compression ? "1.25x" : "1.5x"} float32 data parallelism's bytes${half}, and the largest layer (${formatBytes(largest)}) held whole twice (weights and gradient) while it runs${worth}`;
+    return `shard "parameters" (ZeRO-3): each replica keeps 1/${n} of every layer's weights, gradient and optimizer state (${formatBytes(plan.gradientBytes / n)} of ${formatBytes(plan.gradientBytes)} weights); ${buckets}, each bucket's weights all-gathered before its forward pass and again before its backward pass (the last bucket's stay), its gradient reduce-scattered right after, one bucket at a time: ${plan.compression ? "1.25x" : "1.5x"} float32 data parallelism's bytes${half}, and the largest bucket (${formatBytes(b?.largestBytes ?? 0)}) held whole twice (weights and gradient) while it runs${worth}`;
   }
   const held = state === null ? "its shard's optimizer state" : `its shard's optimizer state (${formatBytes(state)} of ${formatBytes(state * n)})`;
   return `shard "optimizer" (ZeRO-1): each replica keeps ${held}: the gradient is reduce-scattered, each replica updates its 1/${n} of the parameters, and the weights are all-gathered (float32), then a small all-reduce agrees on skipped steps`;
@@ -240,4 +254,11 @@ function oneWorkerHolds(model: ModelSummary, batchSize: number | undefined, opti
   const need = memoryTotal(estimateReplicaMemory(model, { batchSize, optimizer: options.optimizer }));
   const room = Array.from({ length: workerCount(spec) }, (_, rank) => Math.min(options.devices?.[rank]?.memoryBytes || Infinity, spec.memoryCapBytes ?? Infinity));
   return need <= Math.max(...room);
+}
+
+/** How ZeRO-2/3 group the layers: each a bucket of its own, or how many buckets of up to what. */
+function bucketsText(b: NonNullable<DataParallelPlan["buckets"]>, layers: number): string {
+  const mb = +(b.capBytes / 1024 / 1024).toFixed(3);
+  if (b.count === layers) return `each of its ${layers} layer(s) a bucket of its own (bucketMB ${mb}${mb > 0 ? ": no two fit in one" : ""})`;
+  return `its ${layers} layers in ${b.count} buckets of consecutive layers (bucketMB ${mb}; the largest ${formatBytes(b.largestBytes)})`;
 }
