@@ -17,7 +17,7 @@ export const autoStrategy: StrategyPlanner<AutoOptions> & { options: typeof Auto
   profiled: "layers",
   check: () => undefined,
   // Its plans may be data-parallel (ZeRO-2/3 ranked against stages by predicted speed, with a
-  // collective per layer): priced by the ring that would carry them, as strategy "data"'s are.
+  // collective per bucket of layers): priced by the ring that would carry them, as strategy "data"'s are.
   probesRing: (_, workers) => workers >= 2,
   plan: planAuto,
   roles: [],

@@ -10,7 +10,7 @@ function zeroName(plan: DataParallelPlan): string {
 /**
  * Where a split into stages and ZeRO-2/3 both fit, the one predicted to train more samples a
  * second: stages leave workers idle in the bubble and hand activations on, ZeRO-2/3 wait for a
- * collective per layer, and which costs more depends on the model and the links. On notebook
+ * collective per bucket of layers, and which costs more depends on the model and the links. On notebook
  * 07's setup (4 workers capped at 7 MiB, Adam, batch 64) ZeRO-3 trained at 4170-4246 samples/s
  * and the 2 x 2 hybrid at 2302-2347 (two fits each); the predictions a fit makes (layers timed on
  * a capped worker, ZeRO-3's collectives priced by the measured ring) said 4903-5252 and

@@ -146,7 +146,7 @@ export function formatDataPlan(plan: DataParallelPlan): string {
   }
   if (plan.worldSize > 1) {
     const wire = plan.compression ? `, gradients as ${plan.compression} with error feedback` : "";
-    lines.push(`all-reduce: ring (reduce-scatter + all-gather)${wire}; each rank sends ${kib(plan.allReduce.bytesSentPerRank)} per step${plan.sync ? " (averaged over a sync's steps)" : ""}; ${plan.overlap.on ? "in buckets during the backward pass" : plan.shard === "parameters" || plan.shard === "gradients" ? "layer by layer, between the layers' passes" : "after the backward pass"}`);
+    lines.push(`all-reduce: ring (reduce-scatter + all-gather)${wire}; each rank sends ${kib(plan.allReduce.bytesSentPerRank)} per step${plan.sync ? " (averaged over a sync's steps)" : ""}; ${plan.overlap.on ? "in buckets during the backward pass" : plan.shard === "parameters" || plan.shard === "gradients" ? "a bucket of layers at a time, between the layers' passes" : "after the backward pass"}`);
   }
   if (plan.sync) lines.push(syncLine(plan.sync));
   if (plan.shard && plan.replicas > 1) lines.push(shardLine(plan, plan.replicas));
@@ -202,8 +202,9 @@ function shardLine(plan: DataParallelPlan, n: number): string {
   const half = plan.compression ? ` (the reduce-scatters in ${plan.compression})` : "";
   const total = memoryTotal(m);
   const b = plan.buckets;
-  const whole = b && b.count > 1 && b.largestBytes > largestLayerBytes(plan.model) ? `its largest bucket of layers` : "the largest layer";
-  const worth = plan.shard !== "optimizer" && total >= 0.9 * one ? `; here that is no less than shard "optimizer" (ZeRO-1) would hold (${formatBytes(total)} against ${formatBytes(one)}): ${whole} is most of the model, so holding it whole costs what sharding the rest saves${b && whole !== "the largest layer" ? " (a smaller bucketMB holds less, in more collectives)" : ""}` : "";
+  const byBucket = b !== null && b.largestBytes > largestLayerBytes(plan.model);
+  const whole = !byBucket ? "the largest layer is most of the model" : b.count === 1 ? "its one bucket holds the whole gradient" : "its largest bucket of layers is most of the model";
+  const worth = plan.shard !== "optimizer" && total >= 0.9 * one ? `; here that is no less than shard "optimizer" (ZeRO-1) would hold (${formatBytes(total)} against ${formatBytes(one)}): ${whole}, so holding it whole costs what sharding the rest saves${byBucket ? " (a smaller bucketMB holds less, in more collectives)" : ""}` : "";
   const buckets = b ? bucketsText(b, plan.model.layers.filter((l) => l.trainableParams > 0).length) : "";
   if (plan.shard === "gradients") {
     return `shard "gradients" (ZeRO-2): each replica keeps the whole weights and 1/${n} of every layer's gradient and optimizer state (${formatBytes(plan.gradientBytes / n)} of ${formatBytes(plan.gradientBytes)} of gradient); ${buckets}, each bucket's gradient reduce-scattered as the backward pass writes it, the optimizer updates each replica's part, and every bucket's new weights are all-gathered: ${plan.compression ? "0.75x float32" : "plain"} data parallelism's bytes${half}, in two collectives per bucket${worth}`;
@@ -260,5 +261,6 @@ function oneWorkerHolds(model: ModelSummary, batchSize: number | undefined, opti
 function bucketsText(b: NonNullable<DataParallelPlan["buckets"]>, layers: number): string {
   const mb = +(b.capBytes / 1024 / 1024).toFixed(3);
   if (b.count === layers) return `each of its ${layers} layer(s) a bucket of its own (bucketMB ${mb}${mb > 0 ? ": no two fit in one" : ""})`;
+  if (b.count === 1) return `all ${layers} layers in one bucket (bucketMB ${mb}: ${formatBytes(b.largestBytes)})`;
   return `its ${layers} layers in ${b.count} buckets of consecutive layers (bucketMB ${mb}; the largest ${formatBytes(b.largestBytes)})`;
 }
