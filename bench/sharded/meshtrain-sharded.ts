@@ -8,7 +8,7 @@ import { buildDemoModel } from "../../sdk/cli/models";
 /**
  * meshtrain's side of the sharded benchmark: a local cluster of N workers trains the 11.4M MLP
  * (or "mlpdeep", 11.0M in eight layers) with Adam (lr 1e-3) by data parallelism, sharded
- * (SHARD=optimizer: ZeRO stage 1; gradients: stage 2; parameters: stage 3; BUCKET_MB: their bucketMB) or not, each worker reading its
+ * (SHARD=optimizer: ZeRO stage 1; gradients: stage 2; parameters: stage 3; BUCKET_MB: their bucketMB; OVERLAP=1 or 0: overlap) or not, each worker reading its
  * own synthetic data, over the native data plane
  * (DATA_PLANE=websocket: the WebSocket links). Prints samples/s after warm-up, each worker's
  * measured memory (its resident set without a model, its peak during the fit) and the plan's
@@ -27,7 +27,7 @@ async function main(): Promise<void> {
   const shard = process.env.SHARD === "optimizer" || process.env.SHARD === "gradients" || process.env.SHARD === "parameters" ? process.env.SHARD : undefined;
   const c = await cluster()
     .workers(workers)
-    .strategy("data", { feed: "workers", ...(shard ? { shard } : {}), ...(process.env.BUCKET_MB !== undefined && shard !== "optimizer" && shard ? { bucketMB: Number(process.env.BUCKET_MB) } : {}) })
+    .strategy("data", { feed: "workers", ...(shard ? { shard } : {}), ...(process.env.BUCKET_MB !== undefined && shard !== "optimizer" && shard ? { bucketMB: Number(process.env.BUCKET_MB) } : {}), ...(process.env.OVERLAP ? { overlap: process.env.OVERLAP === "1" } : {}) })
     .dataPlane(process.env.DATA_PLANE === "websocket" ? "websocket" : "auto")
     .launch();
   try {

@@ -90,13 +90,15 @@ export function largestLayerBytes(model: Pick<ModelSummary, "layers">): number {
  * update in place, a copy of its part that the optimizer updates); ZeRO-3 ("parameters") the
  * weights too, plus the largest layer's gathered whole.
  */
-export function shardedMemory(e: MemoryEstimate, shard: ShardStage | null, n: number, largestLayer: number, optimizer?: OptimizerSpec): MemoryEstimate {
+export function shardedMemory(e: MemoryEstimate, shard: ShardStage | null, n: number, largestLayer: number, optimizer?: OptimizerSpec, overlap = false): MemoryEstimate {
   if (!shard || n <= 1) return e;
   const optimizerBytes = e.optimizerBytes === null ? null : Math.ceil(e.optimizerBytes / n);
   if (shard === "optimizer") return { ...e, optimizerBytes };
-  const gradientBytes = Math.ceil(e.gradientBytes / n) + largestLayer;
+  // With overlap a second buffer of each kind: the next unit's gather or gradient while one is in flight.
+  const buffers = overlap ? 2 : 1;
+  const gradientBytes = Math.ceil(e.gradientBytes / n) + buffers * largestLayer;
   if (shard === "gradients") return { ...e, optimizerBytes, gradientBytes, paramsBytes: e.paramsBytes + (updatesInPlace(optimizer) ? 0 : Math.ceil(e.gradientBytes / n)) };
-  return { ...e, optimizerBytes, gradientBytes, paramsBytes: Math.ceil(e.paramsBytes / n) + largestLayer };
+  return { ...e, optimizerBytes, gradientBytes, paramsBytes: Math.ceil(e.paramsBytes / n) + buffers * largestLayer };
 }
 
 export function estimateReplicaMemory(model: ModelSummary, o: { batchSize?: number; optimizer?: OptimizerSpec }): MemoryEstimate {

@@ -6,6 +6,8 @@ export interface OverlapChoice {
   readonly why: string;
   /** Off: when the step's communication runs instead (default: one all-reduce after the backward pass). */
   readonly instead?: string;
+  /** On: what runs during the passes (default: the gradient's all-reduce, in buckets). */
+  readonly what?: string;
 }
 
 /**

@@ -66,7 +66,7 @@ export async function loadReplica(msg: LoadOf<"replica" | "ps-worker">, weights:
     // Sharded, this replica keeps its share of the optimizer's state (ZeRO-1), of the gradient too (ZeRO-2), and of the weights (ZeRO-3).
     const over = "shardedOver" in msg ? (msg.shardedOver ?? 1) : 1;
     const buckets = "bucketBytes" in msg ? (msg.bucketBytes ?? 0) : 0;
-    const e = shardedMemory(estimateReplicaMemory(summary, { batchSize: msg.replicaBatch, optimizer: msg.optimizer }), ("shard" in msg ? msg.shard : undefined) ?? null, over, largestBucketBytes(summary, buckets), msg.optimizer);
+    const e = shardedMemory(estimateReplicaMemory(summary, { batchSize: msg.replicaBatch, optimizer: msg.optimizer }), ("shard" in msg ? msg.shard : undefined) ?? null, over, largestBucketBytes(summary, buckets), msg.optimizer, "overlap" in msg && msg.overlap === true);
     const need = memoryTotal(e);
     if (need > memoryCapBytes) {
       model.dispose();

@@ -20,6 +20,16 @@ export class HostLinks {
   private reduceSeq = 0;
   /** The ring's native data links, when the communication thread connected them: all-reduces run here, on them. */
   private native: NativeRing | null = null;
+  /**
+   * The last collective started on the native ring: each new one runs after it, so a role may
+   * start several without waiting (ZeRO-3 gathers the next layer while this one computes); they
+   * run in the order started, which is the same on every replica.
+   */
+  private nativeTail: Promise<unknown> = Promise.resolve();
+  /** The same for collectives the communication thread runs (the WebSocket links): one asked at a time, in the order started. */
+  private commTail: Promise<unknown> = Promise.resolve();
+  /** Counts resets: a collective queued before one is not run after it. */
+  private resets = 0;
   /** Elastic training: the current membership; all-reduces of steps sent for an earlier one are refused unrun. */
   generation = 0;
   /** Pipeline tensors from neighbouring stages, by "kind/step/micro": arrived, or awaited. */
@@ -126,6 +136,7 @@ export class HostLinks {
     this.inbox.clear();
     this.pipeFailure = null;
     if (o.sessionEnded) this.reduceSeq = 0;
+    this.resets++;
     if (this.reduce) {
       this.reduce.reject(new CollectiveError(reason));
       this.reduce = null;
@@ -159,30 +170,33 @@ export class HostLinks {
     const seq = this.reduceSeq++;
     this.doing(`the all-reduce of step ${this.step ?? "?"}`, "waiting");
     if (this.native) {
-      return this.native.run(data, seq, this.stepTimeoutMs, wire, phases).then((stats) => {
+      return this.afterNative((ring) => ring.run(data, seq, this.stepTimeoutMs, wire, phases)).then((stats) => {
         this.computing();
         return { data, stats };
       });
     }
-    return new Promise((resolve, reject) => {
-      this.reduce = { seq, resolve, reject };
-      this.post({ kind: "allReduce", seq, data, generation, ...(wire ? { wire } : {}), ...(phases !== "both" ? { phases } : {}) }, [data.buffer as ArrayBuffer]);
-    });
+    const resets = this.resets;
+    const p = this.commTail.then(
+      () =>
+        new Promise<Reduced>((resolve, reject) => {
+          if (resets !== this.resets) throw new CollectiveError(`all-reduce ${seq} was queued before the links were reset: dropped`);
+          if (generation !== this.generation) throw new CollectiveError(`an all-reduce of membership ${generation} after the workers were re-formed as membership ${this.generation}: dropped`);
+          this.reduce = { seq, resolve, reject };
+          this.post({ kind: "allReduce", seq, data, generation, ...(wire ? { wire } : {}), ...(phases !== "both" ? { phases } : {}) }, [data.buffer as ArrayBuffer]);
+        }),
+    );
+    this.commTail = p.catch(() => undefined);
+    return p;
   }
 
   /** The native ring's all-reduces chained, each part after the one before, every one numbered as allReduce numbers them. */
   private overlap(generation: number): OverlapRing | null {
-    const ring = this.native;
-    if (!ring || generation !== this.generation) return null;
-    let chain: Promise<unknown> = Promise.resolve();
+    if (!this.native || generation !== this.generation) return null;
     const parts: Array<Promise<AllReduceStats>> = [];
     return {
       start: (part, wire) => {
         const seq = this.reduceSeq++;
-        const p = chain.then(() => ring.run(part, seq, this.stepTimeoutMs, wire));
-        // Handled here, so a failed part never goes unobserved; done() reports it.
-        chain = p.catch(() => undefined);
-        parts.push(p);
+        parts.push(this.afterNative((ring) => ring.run(part, seq, this.stepTimeoutMs, wire)));
       },
       done: async () => {
         this.doing(`the all-reduce of step ${this.step ?? "?"}`, "waiting");
@@ -191,6 +205,15 @@ export class HostLinks {
         return all;
       },
     };
+  }
+
+  /** `run` on the native ring once every collective started before it has settled. */
+  private afterNative(run: (ring: NativeRing) => Promise<AllReduceStats>): Promise<AllReduceStats> {
+    const ring = this.native!;
+    const p = this.nativeTail.then(() => run(ring));
+    // Handled here, so a failed collective never goes unobserved; its caller's promise reports it.
+    this.nativeTail = p.catch(() => undefined);
+    return p;
   }
 
   private deliver(key: string, data: Float32Array): void {

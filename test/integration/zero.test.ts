@@ -20,10 +20,10 @@ tf.enableProdMode();
 const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 60, seed: 61 });
 const base = { epochs: 2, batchSize: 12, seed: 3, loss: "categoricalCrossentropy" as const };
 
-async function trained(workers: number, o: FitOptions, options: { shard?: "optimizer" | "gradients" | "parameters"; compression?: "fp16"; plane?: "websocket"; bucketMB?: number }, make: () => tf.LayersModel = () => smallClassifier(6, 3), data = ds): Promise<tf.LayersModel> {
+async function trained(workers: number, o: FitOptions, options: { shard?: "optimizer" | "gradients" | "parameters"; compression?: "fp16"; plane?: "websocket"; bucketMB?: number; overlap?: true }, make: () => tf.LayersModel = () => smallClassifier(6, 3), data = ds): Promise<tf.LayersModel> {
   const c = await cluster()
     .workers(workers)
-    .strategy("data", { ...(options.shard ? { shard: options.shard } : {}), ...(options.compression ? { compression: options.compression } : {}), ...(options.bucketMB !== undefined ? { bucketMB: options.bucketMB } : {}) })
+    .strategy("data", { ...(options.shard ? { shard: options.shard } : {}), ...(options.compression ? { compression: options.compression } : {}), ...(options.bucketMB !== undefined ? { bucketMB: options.bucketMB } : {}), ...(options.overlap ? { overlap: true } : {}) })
     .dataPlane(options.plane ?? "auto")
     .launch();
   try {
@@ -32,6 +32,7 @@ async function trained(workers: number, o: FitOptions, options: { shard?: "optim
     if (options.shard === "parameters") assert.match(c.plan(make(), { batchSize: 12, optimizer: o.optimizer }).toString(), /shard "parameters" \(ZeRO-3\): each replica keeps 1\/\d of every layer's weights, gradient and optimizer state/);
     const model = make();
     const run = await c.fit(model, data, o);
+    if (options.overlap) assert.ok(run.notes.some((l) => /^overlap: ZeRO-\d's .*asked for with overlap: true/.test(l)), run.notes.join("\n"));
     if (options.shard === "gradients" || options.shard === "parameters") {
       // Each step reports each bucket's collectives, which the timeline draws: ZeRO-3 gathers each bucket twice but the last.
       const u = run.plan.strategy === "data" ? run.plan.buckets!.count : NaN;
@@ -40,6 +41,8 @@ async function trained(workers: number, o: FitOptions, options: { shard?: "optim
       // The reduce-scatters run from the output back, bucket by bucket, naming each layer with weights once.
       const named = collectives.filter((c) => c.kind === "reduce-scatter").flatMap((c) => Array.from({ length: (c.last ?? c.layer) - c.layer + 1 }, (_, i) => (c.last ?? c.layer) - i));
       assert.deepEqual(named, Array.from({ length: model.layers.filter((l) => l.countParams() > 0).length }, (_, i) => i).reverse());
+      // With overlap ZeRO-3's backward pass starts gathering the next bucket before the last one's reduce-scatter: they finish in that order.
+      if (options.shard === "parameters" && u > 1) assert.equal(kinds[u], options.overlap ? "all-gather" : "reduce-scatter", kinds.join(" "));
       assert.deepEqual([kinds.filter((k) => k === "all-gather").length, kinds.filter((k) => k === "reduce-scatter").length], [options.shard === "parameters" ? 2 * u - 1 : u, u]);
     }
     // Every worker measured its memory during the fit, from the kernel's high-water mark.
@@ -116,7 +119,7 @@ test("ZeRO-2 and ZeRO-3 (each layer's gradient reduce-scattered; ZeRO-3 gathers 
   assert.ok(cnnDiff < 1e-4, `relative difference ${cnnDiff}`);
 });
 
-test("ZeRO-2 and ZeRO-3 with buckets of layers: 5 layers in buckets of 1, 2 and 2 layers (a shard boundary inside a bucket's tensors), each bucket's collectives one, equal to each other to the bit and to model.fit: Adam on 3 workers", async (t) => {
+test("ZeRO-2 and ZeRO-3 with buckets of layers: 5 layers in buckets of 1, 2 and 2 layers (a shard boundary inside a bucket's tensors), each bucket's collectives one, equal to each other to the bit and to model.fit, with and without overlap: Adam on 3 workers", async (t) => {
   const adam = { ...base, optimizer: { name: "adam" as const, learningRate: 0.01, beta1: 0.9, beta2: 0.999 } };
   const make = () => deepClassifier(6, 3);
   // Layers of 224, 288, 288, 288 and 108 bytes, filled from the output back up to 600 bytes: [0], [1, 2], [3, 4].
@@ -127,6 +130,9 @@ test("ZeRO-2 and ZeRO-3 with buckets of layers: 5 layers in buckets of 1, 2 and 
   const three = await trained(3, adam, { shard: "parameters", bucketMB }, make);
   const two = await trained(3, adam, { shard: "gradients", bucketMB }, make);
   assert.equal(maxRelativeDifference(two, three), 0);
+  // With overlap ZeRO-3 gathers the next bucket ahead and both reduce-scatter a bucket while the next computes: the same collectives, in the same order.
+  assert.equal(maxRelativeDifference(await trained(3, adam, { shard: "parameters", bucketMB, overlap: true }, make), three), 0, "ZeRO-3 with overlap");
+  assert.equal(maxRelativeDifference(await trained(3, adam, { shard: "gradients", bucketMB, overlap: true }, make), three), 0, "ZeRO-2 with overlap");
   const ref = make();
   await modelFitReference(ref, ds, adam);
   const diff = maxRelativeDifference(two, ref);
@@ -140,6 +146,8 @@ test("ZeRO-2 and ZeRO-3 with fp16: each layer's gradient reduce-scattered in 16 
   // ZeRO-2 over the WebSocket links: each layer's weights gathered through the communication thread come back in another buffer, which its variables then view.
   const two = await trained(2, momentum, { shard: "gradients", compression: "fp16", plane: "websocket", bucketMB: 0 });
   assert.equal(maxRelativeDifference(two, three), 0);
+  // Overlapped over the WebSocket links: the communication thread runs the gathers and reduce-scatters one after another, as started.
+  assert.equal(maxRelativeDifference(await trained(2, momentum, { shard: "parameters", compression: "fp16", plane: "websocket", overlap: true }), three), 0, "ZeRO-3 with overlap over WebSockets");
   const ref = smallClassifier(6, 3);
   await modelFitReference(ref, ds, momentum);
   const diff = maxRelativeDifference(three, ref);
@@ -220,7 +228,6 @@ test("what ZeRO-1 cannot do yet is refused, saying why", async () => {
     assert.throws(() => cluster().workers(2).strategy("data", options as never).spec(), (e: unknown) => e instanceof ConfigError && why.test(e.message));
   refused({ shard: "optimizer", sync: { every: 2 } }, /inner optimizer state for the whole model/);
   refused({ shard: "optimizer", compression: { name: "powersgd", rank: 2 } }, /low-rank factors/);
-  refused({ shard: "parameters", overlap: true }, /layer by layer/);
 });
 
 test("sharded checkpoints: ZeRO-1 on 3 workers writes a part per replica; resumed on 2 under ZeRO-3, whose checkpoint resumes under plain data parallelism and that one's under ZeRO-2, ends as model.fit", async (t) => {

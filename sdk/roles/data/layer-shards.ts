@@ -1,5 +1,4 @@
 import * as tf from "@tensorflow/tfjs";
-import type { AllReduceStats } from "../../collectives/ring-allreduce";
 import { hasNonFinite } from "../../backends/native/finite";
 import type { NativeBackend } from "../../backends/native/backend";
 import type { NativeStep } from "../../backends/native/step/native-step";
@@ -11,34 +10,16 @@ import type { LoadedReplica } from "../slice-gradient";
 import type { UpdateRule } from "../tfjs-update";
 import { hasNativeKernel, makeUpdateRule } from "../update-rule";
 import { NativeUpdate } from "../native-update";
-import { partsOf, type ShardPart } from "./optimizer-shard";
+import { partsOf } from "./optimizer-shard";
 import { ShardState } from "./shard-state";
 import { bindViews } from "./bound-weights";
 import { shardBuckets } from "../../plan/shard-buckets";
 import type { ErrorFeedback } from "../error-feedback";
 import type { Collective } from "./step-result";
-
-/** Collectives a step reports, at most (a deep model makes three per layer). */
-const MAX_RECORDED = 4096;
-
-/** A bucket of consecutive layers' trainable variables, whose collectives run as one. */
-interface Unit {
-  /** The native step's ops that hold them, in layer order. */
-  ops: number[];
-  /** Its first and last layer, indices among the layers with weights (as the step's records name them). */
-  layers: { layer: number; last?: number };
-  /** [from, from + length) of the flat parameters. */
-  from: number;
-  length: number;
-  /** Each variable, and where it starts in the layer's part of the flat parameters. */
-  vars: Array<{ v: tf.Variable; at: number }>;
-  /** This replica's part of the layer: [start, end) of it, kept from `kept` in the replica's shard. */
-  start: number;
-  end: number;
-  kept: number;
-  /** Where that part lies in the variables. */
-  parts: ShardPart[];
-}
+import { StepCollectives } from "./step-collectives";
+import { UnitGathers } from "./unit-gathers";
+import { UnitReduces } from "./unit-reduces";
+import { named, type Unit } from "./shard-unit";
 
 /**
  * ZeRO stages 2 and 3 (Rajbhandari et al. 2020; FSDP's SHARD_GRAD_OP and FULL_SHARD) for a
@@ -54,18 +35,12 @@ interface Unit {
  * them, in place. Every collective is one per bucket, in the same order on every replica.
  */
 export class LayerShards {
-  /** The unit whose weights the variables hold now (-1: none; the shard changed since). */
-  private gathered = -1;
-  private weightsMemory: ArrayBuffer;
-  private gradientMemory: ArrayBuffer;
-  private pending: Float32Array | null = null;
-  /** This step's collectives so far, and when each ran (ms from `began`, the step's start). */
-  stats: AllReduceStats = { waitMs: 0, commMs: 0, bytesSent: 0 };
-  collectives: Collective[] = [];
-  private began = 0;
-  /** A later chunk of an accumulated slice: its summed gradient is added to the shard's. */
-  private adding = false;
-  /** Stage 2: each layer's weights in one buffer of its own, which its variables view: gathered into in place. */
+  /** This step's collectives so far, and when each ran. */
+  private readonly record = new StepCollectives();
+  /** Stage 3's gathers before each pass (null under stage 2, whose variables keep the whole weights). */
+  private readonly gathers: UnitGathers | null;
+  private readonly reduces: UnitReduces;
+  /** Stage 2: each unit's weights in one buffer of its own, which its variables view: gathered into in place. */
   private readonly layerWeights: Float32Array[] = [];
 
   private constructor(
@@ -80,20 +55,30 @@ export class LayerShards {
     /** The summed gradient of the shard, as the step's reduce-scatters leave it. */
     readonly gradient: Float32Array,
     private readonly io: () => HostIO,
-    /** Values in the largest layer: what each of the two buffers holds. */
-    private readonly largest: number,
-    /** compression: each layer's gradient reduce-scattered as 16-bit floats, what rounding left out carried to the next step. */
+    /** Values in the largest unit: what each gather and gradient buffer holds. */
+    largest: number,
+    /** compression: each unit's gradient reduce-scattered as 16-bit floats, what rounding left out carried to the next step. */
     private readonly feedback: ErrorFeedback | null,
     /** The lengths of the tensors the update keeps each slot in (checkpoints lay them flat). */
     private readonly pieces: readonly number[],
+    /** Each unit's collectives started ahead, to run while the next unit computes (two buffers of each kind). */
+    overlap: boolean,
   ) {
-    // Stage 2 gathers into its layers' own buffers (layerWeights): it needs no gather buffer.
-    this.weightsMemory = new ArrayBuffer(stage === 3 ? largest * 4 : 0);
-    this.gradientMemory = new ArrayBuffer(largest * 4);
+    // Stage 2 gathers into its units' own buffers (layerWeights): it needs no gather buffer.
+    this.gathers = stage === 3 ? new UnitGathers(backend, units, (u, into) => this.ownPart(u, into), largest, this.record, overlap) : null;
+    this.reduces = new UnitReduces(gradient, largest, feedback, this.record, overlap);
+  }
+
+  get stats(): StepCollectives["stats"] {
+    return this.record.stats;
+  }
+
+  get collectives(): Collective[] {
+    return this.record.list;
   }
 
   /** The replica's shard cut from the whole model it loaded (stage 3: whose variables then let go of their values). */
-  static create(stage: 2 | 3, r: LoadedReplica, spec: OptimizerSpec, io: () => HostIO, backend: NativeBackend, feedback: ErrorFeedback | null, bucketBytes: number): LayerShards {
+  static create(stage: 2 | 3, r: LoadedReplica, spec: OptimizerSpec, io: () => HostIO, backend: NativeBackend, feedback: ErrorFeedback | null, o: { bucketBytes: number; overlap: boolean }): LayerShards {
     const step = r.step.native;
     const name = stage === 3 ? 'shard "parameters" (ZeRO-3)' : 'shard "gradients" (ZeRO-2)';
     if (!step) {
@@ -104,7 +89,7 @@ export class LayerShards {
     const layers = step.units;
     if (!layers) throw new ModelError(`${name} needs the layers' trainable weights in layer order, and this model lists them otherwise`, { hint: 'use shard "optimizer" (ZeRO-1)' });
     const ends = layers.map((_, k) => layers[k + 1]?.from ?? r.gradientLength);
-    const listed = shardBuckets(layers.map((l, k) => (ends[k]! - l.from) * 4), bucketBytes).map((b) => ({ ops: layers.slice(b.first, b.last + 1).map((l) => l.op), layers: b.last > b.first ? { layer: b.first, last: b.last } : { layer: b.first }, from: layers[b.first]!.from, to: ends[b.last]! }));
+    const listed = shardBuckets(layers.map((l, k) => (ends[k]! - l.from) * 4), o.bucketBytes).map((b) => ({ ops: layers.slice(b.first, b.last + 1).map((l) => l.op), layers: b.last > b.first ? { layer: b.first, last: b.last } : { layer: b.first }, from: layers[b.first]!.from, to: ends[b.last]! }));
     const offsets = r.sizes.map((_, i) => r.sizes.slice(0, i).reduce((a, b) => a + b, 0));
     let kept = 0;
     const units = listed.map(({ ops, layers: names, from, to }): Unit => {
@@ -116,13 +101,13 @@ export class LayerShards {
     });
     const { shard, update, pieces } = shardUpdate(stage, units, kept, spec, backend);
     const largest = Math.max(1, ...units.map((u) => u.length));
-    const shards = new LayerShards(stage, backend, step, units, shard, update, new Float32Array(kept), io, largest, feedback, pieces);
+    const shards = new LayerShards(stage, backend, step, units, shard, update, new Float32Array(kept), io, largest, feedback, pieces, o.overlap);
     if (stage === 2) {
       for (const u of units) shards.layerWeights.push(bindViews(backend, u.vars, new Float32Array(u.length)));
       return shards;
     }
     // Until a layer is gathered its variables show the gather buffer: the whole weights they held are let go.
-    const placeholder = new Float32Array(shards.weightsMemory);
+    const placeholder = shards.gathers!.placeholder();
     for (const u of units) for (const { v, at } of u.vars) backend.rebind(v, placeholder.subarray(at, at + v.size));
     return shards;
   }
@@ -135,13 +120,17 @@ export class LayerShards {
 
   /** The slice's forward and backward pass, each layer gathered, its gradient reduce-scattered into `gradient` (`add`: a later chunk's, added to it). */
   async slice(x: Tensorlike, y: Tensorlike, weight: number, io: HostIO, add = false): Promise<{ loss: number; out: Float32Array }> {
-    this.adding = add;
-    if (!add) {
-      this.stats = { waitMs: 0, commMs: 0, bytesSent: 0 };
-      this.collectives = [];
-      this.began = performance.now();
-    }
-    return this.step.runGathered(x, y, weight, { gather: (op) => this.gather(op, io), gradients: (op) => this.scratch(op), reduced: (op) => this.reduce(op, io) });
+    await this.reduces.drain();
+    if (!add) this.record.restart();
+    const unit = (op: number): Unit => this.units[this.unitOf(op)]!;
+    const out = await this.step.runGathered(x, y, weight, {
+      gather: (op, pass) => this.gather(op, io, pass === "forward" ? 1 : -1),
+      // A unit's gradient buffer is zeroed at its last layer, the first the backward pass reaches; it is complete after its first.
+      gradients: (op) => this.reduces.scratch(unit(op), op === unit(op).ops[unit(op).ops.length - 1]),
+      reduced: async (op) => (op === unit(op).ops[0] ? this.reduces.reduce(unit(op), io, add) : undefined),
+    });
+    await this.reduces.finish();
+    return out;
   }
 
   /** A step every replica dropped sent nothing that counts, and its rounding error may hold Infinity: none is carried. */
@@ -160,7 +149,7 @@ export class LayerShards {
    */
   async apply(io: HostIO, learningRate?: number): Promise<void> {
     this.update.apply(this.gradient, learningRate);
-    this.gathered = -1;
+    this.gathers?.stale();
     if (this.stage === 3) return;
     for (const [k, u] of this.units.entries()) await this.gatherInPlace(k, u, io);
   }
@@ -174,9 +163,9 @@ export class LayerShards {
     // A variable the update had to copy (its memory was shared with another tensor) is brought back in.
     const buf = bindViews(this.backend, u.vars, this.layerWeights[k]!);
     if (this.shard) buf.set(this.backend.values(this.shard).subarray(u.kept, u.kept + u.end - u.start), u.start);
-    const start = performance.now() - this.began;
+    const start = this.record.now();
     const ag = await io.allGather(buf);
-    this.count(ag.stats, { kind: "all-gather", ...u.layers, start, end: performance.now() - this.began });
+    this.record.waited(ag.stats, named("all-gather", u), start);
     // Through the communication thread (WebSocket links) the buffer comes back as another: the variables view that one.
     if (ag.data !== buf) this.layerWeights[k] = bindViews(this.backend, u.vars, ag.data, true);
   }
@@ -218,57 +207,22 @@ export class LayerShards {
     return this.units.findIndex((u) => u.ops.includes(op));
   }
 
-  /** Stage 3: the layer's weights into its variables before its pass (stage 2's variables hold them already). */
-  private async gather(op: number, io: HostIO): Promise<void> {
-    const k = this.unitOf(op);
-    if (this.stage === 2 || this.gathered === k) return;
-    const u = this.units[k]!;
-    const whole = await this.allGather(u, io);
-    for (const { v, at } of u.vars) this.backend.rebind(v, whole.subarray(at, at + v.size));
-    this.gathered = k;
+  /** Stage 3: the unit's weights into its variables before its pass (stage 2's variables hold them already); `ahead` inside a step. */
+  private async gather(op: number, io: HostIO, ahead = 0): Promise<void> {
+    await this.gathers?.gather(this.unitOf(op), io, ahead);
   }
 
-  /** Every replica's part of layer `u`'s weights, whole, in the gather buffer (valid until the next gather). */
-  private async allGather(u: Unit, io: HostIO): Promise<Float32Array> {
-    const buf = new Float32Array(room(this.weightsMemory, this.largest), 0, u.length);
-    if (this.shard) buf.set(this.backend.values(this.shard).subarray(u.kept, u.kept + u.end - u.start), u.start);
-    else {
-      let off = u.start;
-      for (const p of u.parts) {
-        buf.set(this.backend.values(p.v).subarray(p.from, p.to), off);
-        off += p.to - p.from;
-      }
+  /** This replica's part of unit `u`'s weights, written into `into` at the unit's `start`. */
+  private ownPart(u: Unit, into: Float32Array): void {
+    if (this.shard) {
+      into.set(this.backend.values(this.shard).subarray(u.kept, u.kept + u.end - u.start), u.start);
+      return;
     }
-    // buf's memory moves to the communication thread and back: the views of the layer gathered before go with it.
-    const start = performance.now() - this.began;
-    const ag = await io.allGather(buf);
-    this.count(ag.stats, { kind: "all-gather", ...u.layers, start, end: performance.now() - this.began });
-    this.weightsMemory = ag.data.buffer as ArrayBuffer;
-    return ag.data;
-  }
-
-  /** The bucket's gradient buffer: zeroed as the backward pass reaches its last layer, written into by each of its layers in turn. */
-  private scratch(op: number): { grads: Float32Array; base: number } {
-    const u = this.units[this.unitOf(op)]!;
-    if (op !== u.ops[u.ops.length - 1]) return { grads: this.pending!, base: u.from };
-    this.pending = new Float32Array(room(this.gradientMemory, this.largest), 0, u.length);
-    this.pending.fill(0);
-    return { grads: this.pending, base: u.from };
-  }
-
-  /** Once the backward pass has written the bucket's first layer, the bucket is complete: reduce-scattered. */
-  private async reduce(op: number, io: HostIO): Promise<void> {
-    const u = this.units[this.unitOf(op)]!;
-    if (op !== u.ops[0]) return;
-    this.feedback?.compress(this.pending!, u.from);
-    const start = performance.now() - this.began;
-    const rs = await io.reduceScatter(this.pending!, this.feedback?.wire(u.length));
-    this.pending = null;
-    this.count(rs.stats, { kind: "reduce-scatter", ...u.layers, start, end: performance.now() - this.began });
-    const mine = rs.data.subarray(u.start, u.end);
-    if (this.adding) for (let i = 0; i < mine.length; i++) this.gradient[u.kept + i]! += mine[i]!;
-    else this.gradient.set(mine, u.kept);
-    this.gradientMemory = rs.data.buffer as ArrayBuffer;
+    let off = u.start;
+    for (const p of u.parts) {
+      into.set(this.backend.values(p.v).subarray(p.from, p.to), off);
+      off += p.to - p.from;
+    }
   }
 
   /** The trainable variable the shard's first non-finite summed gradient value belongs to. */
@@ -285,22 +239,10 @@ export class LayerShards {
     return { x: { data: new Float32Array(0), shape: [0, ...this.step.inputShape] }, y: { data: new Float32Array(0), shape: [0, ...this.step.outShape] } };
   }
 
-  private count(s: AllReduceStats, ran: Collective): void {
-    if (this.collectives.length < MAX_RECORDED) this.collectives.push(ran);
-    this.stats.waitMs += s.waitMs;
-    this.stats.commMs += s.commMs;
-    this.stats.bytesSent += s.bytesSent;
-  }
-
   dispose(): void {
     this.update.dispose();
     this.shard?.dispose();
   }
-}
-
-/** `memory` where it holds `values` floats (a communication thread may hand back a smaller buffer), else a new buffer that does. */
-function room(memory: ArrayBuffer, values: number): ArrayBuffer {
-  return memory.byteLength >= values * 4 ? memory : new ArrayBuffer(values * 4);
 }
 
 /**

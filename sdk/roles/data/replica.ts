@@ -96,7 +96,7 @@ export class DataReplica implements WorkerRole {
     if (msg.localSgd) replica.local = await LocalRounds.start(replica.r, msg.localSgd.outer, replica.elastic ? replica.update : null);
     if (msg.data) replica.shard = OwnCopy.of(msg.data);
     replica.io = env.io ?? noLinks;
-    if (msg.shard === "gradients" || msg.shard === "parameters") replica.layers = LayerShards.create(msg.shard === "gradients" ? 2 : 3, replica.r, msg.optimizer, replica.io, tf.backend() as NativeBackend, replica.feedback, msg.bucketBytes ?? 0);
+    if (msg.shard === "gradients" || msg.shard === "parameters") replica.layers = LayerShards.create(msg.shard === "gradients" ? 2 : 3, replica.r, msg.optimizer, replica.io, tf.backend() as NativeBackend, replica.feedback, { bucketBytes: msg.bucketBytes ?? 0, overlap: msg.overlap ?? false });
     return replica;
   }
 

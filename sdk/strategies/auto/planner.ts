@@ -45,7 +45,7 @@ export function planAuto(given: AutoOptions, spec: ClusterSpec, model: ModelSumm
   const staged = fewestStages(given, spec, model, { ...o, batchSize: batch }, n, minCap, reasons);
   const layered = layerShardChoice(e, model, n, minCap, o);
   reasons.push(...layered.reasons);
-  const zero = layered.shard ? planDataParallel(DataOptionsSchema.parse({ shard: layered.shard, ...(layered.bucketMB !== undefined ? { bucketMB: layered.bucketMB } : {}) }), spec, model, { ...o, batchSize: batch }) : null;
+  const zero = layered.shard ? planDataParallel(DataOptionsSchema.parse({ shard: layered.shard, overlap: false, ...(layered.bucketMB !== undefined ? { bucketMB: layered.bucketMB } : {}) }), spec, model, { ...o, batchSize: batch }) : null;
   if (staged && zero) return fasterOf(staged, zero, reasons);
   if (staged) return { ...staged, reasons: [...reasons, `auto chose ${stagedShape(staged)}`] };
   if (zero) return { ...zero, reasons: [...reasons, `no split into stages fits: auto chose ZeRO-${zeroStage(layered.shard!)}`] };

@@ -37,6 +37,9 @@ export const DataOptionsSchema = z.strictObject({
    * (as DDP does; native data plane and native step only). "auto" (default): only where every
    * worker's machine has a core to spare for the all-reduce's thread, since on machines whose
    * cores all compute it takes its CPU from the backward pass (bench:scaling measures both).
+   * With shard "gradients" or "parameters": each bucket's reduce-scatter runs while the backward
+   * pass computes the next bucket, and ZeRO-3 gathers the next bucket while one computes (on
+   * either data plane), each holding a second buffer of the largest bucket.
    */
   overlap: z.union([z.literal("auto"), z.boolean()]).default("auto"),
   /**
@@ -93,7 +96,6 @@ function checkShard(o: DataOptions): void {
   if (typeof o.compression === "object") no("compression powersgd", "PowerSGD all-reduces low-rank factors, not a gradient that can be reduce-scattered");
   if (o.shard === "optimizer") return;
   if (o.batchNorm === "sync") no('batchNorm "sync"', "it takes each step by autodiff, and ZeRO-2 and ZeRO-3 work layer by layer inside the native step");
-  if (o.overlap === true) no("overlap: true", "ZeRO-2's and ZeRO-3's collectives run layer by layer, between the layers' computations");
 }
 
 /** Elastic training against the cluster it starts with. */

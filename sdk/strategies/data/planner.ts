@@ -8,7 +8,7 @@ import { predictData, sampleBytes, type ReplicaWork } from "../../plan/predict";
 import { replicaWork } from "./local-sync-work";
 import type { DataParallelPlan, PlanOptions } from "../../plan/plans";
 import { speedsOf } from "../../plan/speeds";
-import { chooseOverlap } from "../../plan/overlap";
+import { chooseOverlap, type OverlapChoice } from "../../plan/overlap";
 import { overlapLine } from "./overlap-lines";
 import { hostRing } from "../../plan/host-ring";
 import { relayNote } from "../../plan/relay-hops";
@@ -36,7 +36,8 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
   const perEpoch = batchSize !== undefined && options.datasetSize !== undefined ? stepsPerEpoch(options.datasetSize, batchSize) : null;
   const syncShare = !sync ? 1 : perEpoch ? Math.ceil(perEpoch / sync.every) / perEpoch : 1 / sync.every;
   const stepWireBytes = ringBytes * syncShare;
-  const memory = replicaMemory(model, n, batchSize, options.optimizer, shard, compression, cap ?? 0);
+  const overlap = Object.freeze(overlapOf(given, n, options.devices));
+  const memory = replicaMemory(model, n, batchSize, options.optimizer, shard, compression, cap ?? 0, overlap.on);
   const speeds = speedsOf(options.devices, options.ring);
   const feed = given.feed;
   const feedBytes = feed === "driver" && batchSize !== undefined ? batchSize * sampleBytes(model) : 0;
@@ -59,8 +60,7 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
     gradientBytes,
     compression,
     powerSgd,
-    // Sync statistics take the step in rounds, by autodiff: no native step to overlap with.
-    overlap: Object.freeze(given.batchNorm === "sync" ? { on: false, why: 'batchNorm "sync" computes each step in all-reduced rounds' } : sync ? { on: false, why: "the weights' change is all-reduced after a sync step's update" } : shard === "parameters" || shard === "gradients" ? { on: false, instead: `ZeRO-${shard === "parameters" ? 3 : 2}'s all-gathers and reduce-scatters, a bucket of layers' at a time`, why: "each runs between the layers' computations, which wait for it" } : shard ? { on: false, why: "the sharded update reduce-scatters the whole gradient after the backward pass" } : powerSgd ? { on: false, why: "PowerSGD all-reduces P and Q after the backward pass" } : chooseOverlap(given.overlap, n, options.devices)),
+    overlap,
     batchNorm: given.batchNorm,
     sync,
     shard,
@@ -99,6 +99,26 @@ function elasticShardLine(minWorkers: number): string {
 }
 
 /**
+ * When the step's communication runs, and why. Sync statistics take the step in rounds, by
+ * autodiff: no native step to overlap with. ZeRO-2 and -3 overlap as plain data parallelism
+ * decides (a core to spare for the collectives' thread), each with a second buffer.
+ */
+function overlapOf(given: DataOptions, n: number, devices: PlanOptions["devices"]): OverlapChoice {
+  if (given.batchNorm === "sync") return { on: false, why: 'batchNorm "sync" computes each step in all-reduced rounds' };
+  if (given.sync) return { on: false, why: "the weights' change is all-reduced after a sync step's update" };
+  if (given.shard === "parameters" || given.shard === "gradients") {
+    const stage = given.shard === "parameters" ? 3 : 2;
+    const c = chooseOverlap(given.overlap, n, devices);
+    return c.on
+      ? { ...c, what: `ZeRO-${stage}'s ${stage === 3 ? "gathers run a bucket of layers ahead of the pass (as FSDP's prefetch) and its " : ""}reduce-scatters run while the backward pass computes the next bucket, each holding a second buffer of the largest bucket` }
+      : { ...c, instead: `ZeRO-${stage}'s all-gathers and reduce-scatters, a bucket of layers' at a time, each waited for between the layers' computations` };
+  }
+  if (given.shard) return { on: false, why: "the sharded update reduce-scatters the whole gradient after the backward pass" };
+  if (typeof given.compression === "object") return { on: false, why: "PowerSGD all-reduces P and Q after the backward pass" };
+  return chooseOverlap(given.overlap, n, devices);
+}
+
+/**
  * What a step moves over the ring, and in how many all-reduces' worth of hops. ZeRO-2 and -3 run
  * their collectives a bucket of layers at a time (`units`: each bucket's bytes; `cap` their limit).
  */
@@ -114,8 +134,8 @@ function ringTraffic(shard: DataParallelPlan["shard"], bucketMB: number | undefi
 }
 
 /** What each of `n` replicas holds: the model's share as `shard` divides it, and with 16-bit gradients what rounding left out of the whole gradient, for its next step. */
-function replicaMemory(model: ModelSummary, n: number, batchSize: number | undefined, optimizer: PlanOptions["optimizer"], shard: DataParallelPlan["shard"], compression: Compression | null, capBytes: number): MemoryEstimate {
-  const sharded = shardedMemory(estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer }), shard, n, largestBucketBytes(model, capBytes), optimizer);
+function replicaMemory(model: ModelSummary, n: number, batchSize: number | undefined, optimizer: PlanOptions["optimizer"], shard: DataParallelPlan["shard"], compression: Compression | null, capBytes: number, overlap: boolean): MemoryEstimate {
+  const sharded = shardedMemory(estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer }), shard, n, largestBucketBytes(model, capBytes), optimizer, overlap);
   return compression ? { ...sharded, gradientBytes: sharded.gradientBytes + model.trainableParamCount * 4 } : sharded;
 }
 

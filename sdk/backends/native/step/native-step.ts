@@ -22,7 +22,8 @@ export type StepChoice = { native: NativeStep; why?: undefined } | { native: nul
  * the same order, since each is one side of a collective.
  */
 export interface UnitHooks {
-  gather(op: number): Promise<void>;
+  /** `pass`: the forward pass goes up the layers, the backward down (a hook may gather the next unit ahead). */
+  gather(op: number, pass: "forward" | "backward"): Promise<void>;
   /** The buffer op's gradients are written into, and where it starts in the flat gradient. */
   gradients(op: number): { grads: Float32Array; base: number };
   reduced(op: number): Promise<void>;
@@ -124,7 +125,7 @@ export class NativeStep {
     vals[0] = x.data instanceof Float32Array ? x.data : Float32Array.from(x.data);
     for (let i = 0; i < this.ops.length; i++) {
       const op = this.ops[i]!;
-      if (op.trainable) await hooks.gather(i);
+      if (op.trainable) await hooks.gather(i, "forward");
       if (op.alias) vals[i + 1] = vals[i]!;
       else if (!idle) op.forward(this.ctx, vals[i]!, vals[i + 1]!, batch);
     }
@@ -138,7 +139,7 @@ export class NativeStep {
         if (!op.alias && !idle) op.backward(this.ctx, vals[i]!, vals[i + 1]!, b.grads[i + 1]!, dx, batch, new Float32Array(0));
         continue;
       }
-      await hooks.gather(i);
+      await hooks.gather(i, "backward");
       const { grads, base } = hooks.gradients(i);
       if (!idle) op.backward({ ...this.ctx, gradientBase: base }, vals[i]!, vals[i + 1]!, b.grads[i + 1]!, dx, batch, grads);
       await hooks.reduced(i);
