@@ -85,10 +85,11 @@ export function largestLayerBytes(model: Pick<ModelSummary, "layers">): number {
 
 /**
  * A replica's estimate sharded over `n` replicas: ZeRO-1 ("optimizer") divides the optimizer's
- * state; ZeRO-2 ("gradients") the gradient too (one buffer the size of the largest layer for
- * its reduce-scatters and gathers), keeping the whole weights (and, where the optimizer does not
- * update in place, a copy of its part that the optimizer updates); ZeRO-3 ("parameters") the
- * weights too, plus the largest layer's gathered whole.
+ * state; ZeRO-2 ("gradients") the gradient too (one buffer the size of the largest bucket of
+ * layers, `largestLayer`, for its reduce-scatters), keeping the whole weights (and, where the
+ * optimizer does not update in place, a copy of its part that the optimizer updates); ZeRO-3
+ * ("parameters") the weights too, plus the largest bucket's weights gathered whole. With
+ * `overlap` each of those buffers is held twice.
  */
 export function shardedMemory(e: MemoryEstimate, shard: ShardStage | null, n: number, largestLayer: number, optimizer?: OptimizerSpec, overlap = false): MemoryEstimate {
   if (!shard || n <= 1) return e;
