@@ -55,6 +55,11 @@ export class LocalRounds {
     const outer = makeUpdateRule(r.vars, outerSpec);
     const local = new LocalRounds(r, outer, await readConcat(r.vars), await r.state.snapshot(), inner ? new SyncMarks(inner, outer) : null);
     await local.marks?.mark(0, local.anchor, local.stateAnchor);
+    // The sync's two buffers made and written here: a fit's first sync would otherwise fault in their
+    // fresh pages (the 11.4M MLP, 2 workers over loopback: 230 ms against 120 for a later sync; 150
+    // with them made here).
+    local.now = new Float32Array(local.anchor.length).fill(0);
+    local.spare = new Float32Array(local.anchor.length + local.stateAnchor.length + 1).fill(0);
     return local;
   }
 

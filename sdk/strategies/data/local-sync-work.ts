@@ -16,8 +16,8 @@ const SYNC_PASSES = 12;
  * optimizer, else from its passes over the weights at the workers' matrix speed (optimistic:
  * these passes run at memory's speed, far below it). Measured on the 11.4M MLP over loopback
  * (every 8 steps, SGD inside, outer Nesterov): about 40 ms a sync once warmed, a fit's first some
- * 110 ms more, which plans that priced a sync by its bytes alone left out (they predicted it
- * 1.27x faster than it ran).
+ * 110 ms more (80 of it its buffers' fresh pages, since made at load), which plans that priced a
+ * sync by its bytes alone left out (they predicted it 1.27x faster than it ran).
  */
 export function localSyncWork(model: ModelSummary, outer: OptimizerSpec, profile: ModelProfile | undefined, speeds: Speeds): ReplicaWork {
   const what = `a sync's own work (the weights' change and the outer ${outer.name} update)`;
