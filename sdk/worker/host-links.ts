@@ -21,13 +21,11 @@ export class HostLinks {
   /** The ring's native data links, when the communication thread connected them: all-reduces run here, on them. */
   private native: NativeRing | null = null;
   /**
-   * The last collective started on the native ring: each new one runs after it, so a role may
-   * start several without waiting (ZeRO-3 gathers the next layer while this one computes); they
-   * run in the order started, which is the same on every replica.
+   * The last collective started, on the native ring or through the communication thread: each
+   * new one runs after it, so a role may start several without waiting (ZeRO-3 gathers the next
+   * layer while this one computes); they run in the order started, the same on every replica.
    */
-  private nativeTail: Promise<unknown> = Promise.resolve();
-  /** The same for collectives the communication thread runs (the WebSocket links): one asked at a time, in the order started. */
-  private commTail: Promise<unknown> = Promise.resolve();
+  private tail: Promise<unknown> = Promise.resolve();
   /** Counts resets: a collective queued before one is not run after it. */
   private resets = 0;
   /** Elastic training: the current membership; all-reduces of steps sent for an earlier one are refused unrun. */
@@ -170,13 +168,14 @@ export class HostLinks {
     const seq = this.reduceSeq++;
     this.doing(`the all-reduce of step ${this.step ?? "?"}`, "waiting");
     if (this.native) {
-      return this.afterNative((ring) => ring.run(data, seq, this.stepTimeoutMs, wire, phases)).then((stats) => {
+      const ring = this.native;
+      return this.queued(() => ring.run(data, seq, this.stepTimeoutMs, wire, phases)).then((stats) => {
         this.computing();
         return { data, stats };
       });
     }
     const resets = this.resets;
-    const p = this.commTail.then(
+    return this.queued(
       () =>
         new Promise<Reduced>((resolve, reject) => {
           if (resets !== this.resets) throw new CollectiveError(`all-reduce ${seq} was queued before the links were reset: dropped`);
@@ -185,18 +184,17 @@ export class HostLinks {
           this.post({ kind: "allReduce", seq, data, generation, ...(wire ? { wire } : {}), ...(phases !== "both" ? { phases } : {}) }, [data.buffer as ArrayBuffer]);
         }),
     );
-    this.commTail = p.catch(() => undefined);
-    return p;
   }
 
   /** The native ring's all-reduces chained, each part after the one before, every one numbered as allReduce numbers them. */
   private overlap(generation: number): OverlapRing | null {
-    if (!this.native || generation !== this.generation) return null;
+    const ring = this.native;
+    if (!ring || generation !== this.generation) return null;
     const parts: Array<Promise<AllReduceStats>> = [];
     return {
       start: (part, wire) => {
         const seq = this.reduceSeq++;
-        parts.push(this.afterNative((ring) => ring.run(part, seq, this.stepTimeoutMs, wire)));
+        parts.push(this.queued(() => ring.run(part, seq, this.stepTimeoutMs, wire)));
       },
       done: async () => {
         this.doing(`the all-reduce of step ${this.step ?? "?"}`, "waiting");
@@ -207,12 +205,11 @@ export class HostLinks {
     };
   }
 
-  /** `run` on the native ring once every collective started before it has settled. */
-  private afterNative(run: (ring: NativeRing) => Promise<AllReduceStats>): Promise<AllReduceStats> {
-    const ring = this.native!;
-    const p = this.nativeTail.then(() => run(ring));
+  /** `run` once every collective started before it has settled. */
+  private queued<T>(run: () => Promise<T>): Promise<T> {
+    const p = this.tail.then(run);
     // Handled here, so a failed collective never goes unobserved; its caller's promise reports it.
-    this.nativeTail = p.catch(() => undefined);
+    this.tail = p.catch(() => undefined);
     return p;
   }
 

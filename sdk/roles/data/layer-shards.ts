@@ -42,6 +42,8 @@ export class LayerShards {
   private readonly reduces: UnitReduces;
   /** Stage 2: each unit's weights in one buffer of its own, which its variables view: gathered into in place. */
   private readonly layerWeights: Float32Array[] = [];
+  /** Which unit each of the native step's ops with weights belongs to. */
+  private readonly unitByOp: ReadonlyMap<number, number>;
 
   private constructor(
     /** 2: the gradient and optimizer state sharded; 3: the weights too. */
@@ -64,6 +66,7 @@ export class LayerShards {
     /** Each unit's collectives started ahead, to run while the next unit computes (two buffers of each kind). */
     overlap: boolean,
   ) {
+    this.unitByOp = new Map(units.flatMap((u, k) => u.ops.map((o) => [o, k] as const)));
     // Stage 2 gathers into its units' own buffers (layerWeights): it needs no gather buffer.
     this.gathers = stage === 3 ? new UnitGathers(backend, units, (u, into) => this.ownPart(u, into), largest, this.record, overlap) : null;
     this.reduces = new UnitReduces(gradient, largest, feedback, this.record, overlap);
@@ -126,8 +129,14 @@ export class LayerShards {
     const out = await this.step.runGathered(x, y, weight, {
       gather: (op, pass) => this.gather(op, io, pass === "forward" ? 1 : -1),
       // A unit's gradient buffer is zeroed at its last layer, the first the backward pass reaches; it is complete after its first.
-      gradients: (op) => this.reduces.scratch(unit(op), op === unit(op).ops[unit(op).ops.length - 1]),
-      reduced: async (op) => (op === unit(op).ops[0] ? this.reduces.reduce(unit(op), io, add) : undefined),
+      gradients: (op) => {
+        const u = unit(op);
+        return this.reduces.scratch(u, op === u.ops[u.ops.length - 1]);
+      },
+      reduced: async (op) => {
+        const u = unit(op);
+        if (op === u.ops[0]) await this.reduces.reduce(u, io, add);
+      },
     });
     await this.reduces.finish();
     return out;
@@ -204,7 +213,7 @@ export class LayerShards {
   }
 
   private unitOf(op: number): number {
-    return this.units.findIndex((u) => u.ops.includes(op));
+    return this.unitByOp.get(op) ?? -1;
   }
 
   /** Stage 3: the unit's weights into its variables before its pass (stage 2's variables hold them already); `ahead` inside a step. */
