@@ -150,6 +150,33 @@ describe("native replica step against TF.js autodiff", () => {
   });
 });
 
+describe("the native step's arrays across batch sizes", () => {
+  test("one replica computes batches of 5, 3, 5, 7 and 2 samples in turn (a smaller batch in views of the largest's arrays): each gradient equals a fresh replica's to the bit", async () => {
+    const spec = (batch: number, seed: number): Spec => ({ input: [9, 8, 2], convs: [{ filters: 3, kernel: 3, stride: 1, same: false, act: "relu", pool: "max", poolSame: false, bias: true }], dense: [{ units: 6, act: "tanh", bias: true, separate: false }], loss: "categoricalCrossentropy", classes: 4, batch, weight: 1, seed });
+    tf.setBackend("cpu");
+    const model = build(spec(1, 11));
+    const shared = await replicaOn(NATIVE_BACKEND, model, "categoricalCrossentropy");
+    try {
+      for (const [k, batch] of [5, 3, 5, 7, 2].entries()) {
+        const { x, y } = slice(spec(batch, 100 + k));
+        const fresh = await replicaOn(NATIVE_BACKEND, model, "categoricalCrossentropy");
+        const a = new Float32Array(shared.gradientLength);
+        const b = new Float32Array(fresh.gradientLength);
+        const la = (await sliceGradient(shared, x, y, 1, a)).loss;
+        const lb = (await sliceGradient(fresh, x, y, 1, b)).loss;
+        fresh.model.dispose();
+        assert.ok(b.some((v) => v !== 0), `batch ${batch}: a gradient to compare`);
+        assert.equal(la, lb, `batch ${batch}: loss`);
+        assert.deepEqual(a, b, `batch ${batch}: gradient`);
+      }
+    } finally {
+      shared.model.dispose();
+      model.dispose();
+      tf.setBackend("cpu");
+    }
+  });
+});
+
 describe("what the native step leaves to autodiff, and says why", () => {
   const cases: Array<[string, () => tf.LayersModel, LossName, RegExp]> = [
     ["dropout", () => tf.sequential({ layers: [tf.layers.dense({ inputShape: [4], units: 3 }), tf.layers.dropout({ rate: 0.5 }), tf.layers.dense({ units: 2, activation: "softmax" })] }), "categoricalCrossentropy", /dropout.*Dropout.*not one of the layers/i],

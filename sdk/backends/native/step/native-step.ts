@@ -29,9 +29,6 @@ export interface UnitHooks {
   reduced(op: number): Promise<void>;
 }
 
-/** Buffers kept for this many batch sizes (a run sees its batch size and its last batch's). */
-const KEPT_BATCH_SIZES = 4;
-
 /**
  * The replica step of a compiled model: forward, loss and backward by meshtrain's native
  * kernels on arrays it keeps, with no TF.js tensor made and no autodiff tape recorded. The
@@ -39,7 +36,10 @@ const KEPT_BATCH_SIZES = 4;
  * gradient up to float32 rounding (test/unit/native-step.test.ts).
  */
 export class NativeStep {
-  private readonly buffers = new Map<number, Buffers>();
+  /** Arrays for the largest batch seen; a smaller batch (an epoch's last) computes in views of their first rows. */
+  private largest: { batch: number; arrays: Buffers } | null = null;
+  /** Views of `largest` by batch size, so a step makes no new arrays. */
+  private readonly views = new Map<number, Buffers>();
   private readonly ctx: StepContext;
   private readonly cols: number;
   /** needInput[i]: op i must compute dL/d(its input), because an op before it holds trainable variables. */
@@ -159,19 +159,31 @@ export class NativeStep {
   }
 
   private buffersFor(batch: number): Buffers {
-    let b = this.buffers.get(batch);
-    if (b) return b;
-    if (this.buffers.size >= KEPT_BATCH_SIZES) this.buffers.delete(this.buffers.keys().next().value!);
-    // values[0] is the batch's input, set by run; an alias op's arrays are its input's
+    const seen = this.views.get(batch);
+    if (seen) return seen;
+    // A set of arrays per batch size held an epoch's last batch's beside the full batch's: 1.9x the memory.
+    if (!this.largest || batch > this.largest.batch) {
+      this.largest = { batch, arrays: this.allocate(batch) };
+      this.views.clear();
+    }
+    // Array i holds the input (i = 0) or op i-1's output, a row of this many values a sample.
+    const rows = (a: Float32Array, i: number): Float32Array => a.subarray(0, batch * sizeOf(i === 0 ? this.inShape : this.ops[i - 1]!.outShape));
+    const { arrays } = this.largest;
+    const b: Buffers = { values: arrays.values.map(rows), grads: arrays.grads.map(rows) };
+    this.views.set(batch, b);
+    return b;
+  }
+
+  private allocate(batch: number): Buffers {
+    // values[0] is the batch's input, set by run; an alias op's arrays are its input's.
     const values: Float32Array[] = [new Float32Array(0)];
-    const grads: Float32Array[] = [new Float32Array(batch * sizeOf(this.inShape))];
+    // Nothing before the first op trains, so the input's gradient is never asked for.
+    const grads: Float32Array[] = [new Float32Array(0)];
     this.ops.forEach((op, i) => {
       const n = batch * sizeOf(op.outShape);
       values.push(op.alias ? values[i]! : new Float32Array(n));
       grads.push(op.alias ? grads[i]! : new Float32Array(n));
     });
-    b = { values, grads };
-    this.buffers.set(batch, b);
-    return b;
+    return { values, grads };
   }
 }
