@@ -78,10 +78,16 @@ export class Dataset {
     return this.targets[0]!;
   }
 
-  /** Copies the samples order[start..end) into contiguous tensors, one per column. */
-  gather(order: ArrayLike<number> | null, start: number, end: number): Batch {
-    const xs = this.inputs.map((c) => gatherColumn(c, order, start, end));
-    const ys = this.targets.map((c) => gatherColumn(c, order, start, end));
+  /**
+   * Copies the samples order[start..end) into contiguous tensors, one per column. With `rooms`
+   * (arrays kept by the caller, inputs' columns then targets', grown as needed) each tensor is a
+   * view of its room, overwritten by the next gather into it.
+   */
+  gather(order: ArrayLike<number> | null, start: number, end: number, rooms?: Array<TensorData | undefined>): Batch {
+    const cols = [...this.inputs, ...this.targets];
+    const all = cols.map((c, k) => gatherColumn(c, order, start, end, rooms, k));
+    const xs = all.slice(0, this.inputs.length);
+    const ys = all.slice(this.inputs.length);
     return { xs, ys, x: xs[0]!, y: ys[0]! };
   }
 
@@ -144,17 +150,28 @@ function column(t: Tensorlike): Column {
   return { data: t.data, sampleShape: t.shape.slice(1), dtype: dtypeOf(t.data) };
 }
 
-function gatherColumn(c: Column, order: ArrayLike<number> | null, start: number, end: number): Tensorlike {
+function gatherColumn(c: Column, order: ArrayLike<number> | null, start: number, end: number, rooms: Array<TensorData | undefined> | undefined, k: number): Tensorlike {
   const per = elementCount(c.sampleShape);
   const n = Math.max(0, end - start);
-  if (order === null) {
+  if (order === null && !rooms) {
     const data = c.data.slice(start * per, end * per);
     return { data, shape: [n, ...c.sampleShape] };
   }
-  const out = allocate(c.dtype, n * per);
+  const out = rooms ? roomFor(rooms, k, c.dtype, n * per) : allocate(c.dtype, n * per);
+  if (order === null) {
+    out.set(c.data.subarray(start * per, end * per));
+    return { data: out, shape: [n, ...c.sampleShape] };
+  }
   for (let i = 0; i < n; i++) {
     const s = order[start + i]!;
     out.set(c.data.subarray(s * per, (s + 1) * per), i * per);
   }
   return { data: out, shape: [n, ...c.sampleShape] };
+}
+
+/** The first `length` elements of room `k`, made (or remade larger) where it holds fewer. */
+function roomFor(rooms: Array<TensorData | undefined>, k: number, dtype: DType, length: number): TensorData {
+  let room = rooms[k];
+  if (!room || room.length < length || dtypeOf(room) !== dtype) rooms[k] = room = allocate(dtype, length);
+  return room.subarray(0, length);
 }
