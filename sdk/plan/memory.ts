@@ -15,7 +15,7 @@ export interface MemoryEstimate {
   gradientBytes: number;
   /** Optimizer slots per trainable parameter: sgd 0, momentum 1, adam 2, rmsprop 2 (3 centered). */
   optimizerBytes: number | null;
-  /** Layer outputs kept for the backward pass, for the batch given. */
+  /** Layer outputs kept for the backward pass, for the batch given, and the convolutions' column buffer. */
   activationBytes: number | null;
 }
 
@@ -78,6 +78,24 @@ export function activationElementsPerSample(model: ModelSummary): number {
   return keptElementsPerSample(model.layers);
 }
 
+/** The column buffer's cap in meshtrain's native convolution kernels, in elements: enough for several images, so each GEMM is large, but bounded (16 MiB). */
+export const CONV_COLUMNS_CAP = (16 * 1024 * 1024) / 4;
+
+/**
+ * The column buffer (im2col) meshtrain's native kernels lower a convolution into, one for all
+ * layers: its largest Conv2D's columns for the whole batch, capped at 16 MiB (never below one
+ * image's). A convolution of `out` outputs a sample costs 2 kh kw cin FLOPs an output plus one
+ * for the bias (flops.ts), which gives its kh kw cin columns for each of its outH outW positions.
+ */
+export function convColumnsBytes(model: Pick<ModelSummary, "layers">, batchSize: number): number {
+  const per = model.layers.filter((l) => l.className === "Conv2D").map((l) => {
+    const out = l.outputShape.slice(1).reduce<number>((a, d) => a * (d ?? 1), 1);
+    const channels = l.outputShape[l.outputShape.length - 1] ?? 1;
+    return Math.max(0, Math.round((l.flopsPerSample - out) / (2 * channels)));
+  });
+  return 4 * Math.max(0, ...per.map((p) => Math.min(p * batchSize, Math.max(p, CONV_COLUMNS_CAP))));
+}
+
 /** The trainable weights of the model's largest layer, in bytes: what ZeRO-3 gathers whole at a time. */
 export function largestLayerBytes(model: Pick<ModelSummary, "layers">): number {
   return Math.max(0, ...model.layers.map((l) => l.trainableParams * 4));
@@ -107,7 +125,7 @@ export function estimateReplicaMemory(model: ModelSummary, o: { batchSize?: numb
     paramsBytes: model.paramCount * 4,
     gradientBytes: model.trainableParamCount * 4,
     optimizerBytes: o.optimizer ? model.trainableParamCount * 4 * optimizerSlots(o.optimizer) : null,
-    activationBytes: o.batchSize !== undefined ? activationElementsPerSample(model) * 4 * o.batchSize : null,
+    activationBytes: o.batchSize !== undefined ? activationElementsPerSample(model) * 4 * o.batchSize + convColumnsBytes(model, o.batchSize) : null,
   };
 }
 

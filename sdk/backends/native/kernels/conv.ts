@@ -2,6 +2,7 @@ import * as tf from "@tensorflow/tfjs";
 import { convInfo } from "../../geometry";
 import { ACTIVATION, allFloat32, kernel, type Attrs } from "./common";
 import type { NativeBackend } from "../backend";
+import { CONV_COLUMNS_CAP } from "../../../plan/memory";
 
 type Info = tf.backend_util.Conv2DInfo;
 
@@ -18,10 +19,10 @@ function channelsLast(attrs: Attrs): boolean {
   return attrs.dataFormat === undefined || attrs.dataFormat === "NHWC" || attrs.dataFormat === "channelsLast";
 }
 
-/** Enough column buffer for several images, so each GEMM is large, but bounded (16 MiB). */
+/** The column buffer for a batch's convolution, within CONV_COLUMNS_CAP (the plan's memory estimate counts it). */
 export function scratchFor(backend: { scratch(length: number): Float32Array }, c: Info): Float32Array {
   const perImage = c.outHeight * c.outWidth * c.filterHeight * c.filterWidth * c.inChannels;
-  const cap = Math.max(perImage, Math.floor((16 * 1024 * 1024) / 4));
+  const cap = Math.max(perImage, CONV_COLUMNS_CAP);
   return backend.scratch(Math.max(1, Math.min(perImage * c.batchSize, cap)));
 }
 
