@@ -57,6 +57,12 @@ export const LoadReplicaSchema = z.strictObject({
   shardedOver: z.number().int().positive().max(4096).optional(),
   /** ZeRO-2 and -3: the layers grouped into buckets of up to this many bytes, each bucket's collectives one (0: a layer each). */
   bucketBytes: z.number().int().nonnegative().max(2 ** 50).optional(),
+  /**
+   * ZeRO-3, "parts": the attachments are only the weights not trained (model.weights' others, in
+   * order); the worker builds the rest zeroed, says in "loaded" which ranges of the flat
+   * trainable weights it holds, and is sent those ranges' values in "setShard".
+   */
+  weights: z.literal("parts").optional(),
   role: z.literal("replica"),
   topology,
   replicaBatch,

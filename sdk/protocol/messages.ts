@@ -158,6 +158,8 @@ export const LoadedSchema = z.strictObject({
   gradientLength: z.number().int().nonnegative(),
   /** How a replica computes its gradient: the native step, or autodiff and why. */
   replicaStep: ReplicaStepSchema.optional(),
+  /** Loaded with weights "parts" (ZeRO-3): the [from, to) ranges of the flat trainable weights it holds, whose values "setShard" brings. */
+  shardRanges: z.array(z.tuple([z.number().int().nonnegative(), z.number().int().nonnegative()])).max(65536).optional(),
 });
 
 export const StepSchema = z.strictObject({
@@ -287,6 +289,9 @@ export const FetchStateSchema = z.strictObject({ type: z.literal("fetchState"), 
 export const StateSchema = z.strictObject({ type: z.literal("state"), v, re: id, ...optimizerStateFields, attachments });
 export const SetStateSchema = z.strictObject({ type: z.literal("setState"), v, id, ...optimizerStateFields, attachments });
 export const StateSetSchema = z.strictObject({ type: z.literal("stateSet"), v, re: id });
+/** A ZeRO-3 replica loaded with weights "parts": the values of its ranges of the flat trainable weights, as one tensor. */
+export const SetShardSchema = z.strictObject({ type: z.literal("setShard"), v, id, ranges: z.array(z.tuple([z.number().int().nonnegative(), z.number().int().nonnegative()])).max(65536), attachments });
+export const ShardSetSchema = z.strictObject({ type: z.literal("shardSet"), v, re: id });
 
 /**
  * Elastic data parallelism: go back to `to` updates applied (or just report, without `to`). Local
@@ -305,7 +310,7 @@ export const MessageSchema = z.discriminatedUnion("type", [
   JoinSchema, JoinedSchema, ConfigureSchema, ConfiguredSchema,
   LoadSchema, LoadedSchema, StepSchema, StepDoneSchema,
   FetchWeightsSchema, WeightsSchema, DigestSchema, DigestReplySchema, ProbeSchema, ProbedSchema,
-  FetchStateSchema, StateSchema, SetStateSchema, StateSetSchema, RewindSchema, RewoundSchema,
+  FetchStateSchema, StateSchema, SetStateSchema, StateSetSchema, SetShardSchema, ShardSetSchema, RewindSchema, RewoundSchema,
   PullSchema, PulledSchema, PushSchema, PushedSchema, AppliedSchema, AppliedReplySchema,
   ReleaseSchema, ReleasedSchema, ShutdownSchema, NoticeSchema, OutputSchema, ProgressSchema,
   ProfileSchema, ProfiledSchema, RingProbeSchema, RingProbedSchema, EvaluateSchema, EvaluatedSchema,

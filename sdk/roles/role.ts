@@ -78,7 +78,7 @@ export interface RoleReply {
  */
 export interface WorkerRole {
   /** What the load reply says about what was built. */
-  readonly loaded: { paramCount: number; gradientLength: number; datasetSize?: number; dataBytes?: number; replicaStep?: ReplicaStepChoice };
+  readonly loaded: { paramCount: number; gradientLength: number; datasetSize?: number; dataBytes?: number; replicaStep?: ReplicaStepChoice; shardRanges?: Array<[number, number]> };
   step(msg: MessageOf<"step">, attachments: Tensorlike[], io: HostIO): Promise<StepReport>;
   /** The weights it holds (a parameter server: its shard, and the updates it applied). */
   weights(): Promise<{ tensors: Tensorlike[]; version?: number }>;

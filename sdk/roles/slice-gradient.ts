@@ -10,6 +10,7 @@ import { largestBucketBytes } from "../plan/shard-buckets";
 import { summarizeModel } from "../plan/model-summary";
 import type { Tensorlike } from "../protocol/tensor";
 import { buildModel, tensorOf } from "../model/model-io";
+import { untrainedWeights, zeroInitialized } from "../model/shard-load";
 import { ModelState } from "./model-state";
 import { inputNonFinite, labelTensor, nonFiniteIn, type NonFinite } from "./step-health";
 import { feedList, feedRows, objectiveLoss, objectiveOf, outputList, reported, reportedNames, type Feed, type Objective } from "./objective";
@@ -60,7 +61,9 @@ export interface LoadedReplica {
 
 /** Builds the model, refusing it first when this worker's memory cap is below its estimate. */
 export async function loadReplica(msg: LoadOf<"replica" | "ps-worker">, weights: Tensorlike[] | "initial", memoryCapBytes: number | null): Promise<LoadedReplica> {
-  const model = await buildModel(msg.topology, weights);
+  // ZeRO-3 loaded in parts: only the weights not trained came; the rest is built zeroed, costing no memory until its part arrives.
+  const parts = "weights" in msg && msg.weights === "parts";
+  const model = parts ? await buildModel(zeroInitialized(msg.topology), weights, untrainedWeights) : await buildModel(msg.topology, weights);
   if (memoryCapBytes !== null) {
     const summary = summarizeModel(model);
     // Sharded, this replica keeps its share of the optimizer's state (ZeRO-1), of the gradient too (ZeRO-2), and of the weights (ZeRO-3).

@@ -343,5 +343,5 @@ export class Channel {
 }
 
 function hasAttachmentField(type: MessageType): boolean {
-  return type === "load" || type === "step" || type === "weights" || type === "probe" || type === "pulled" || type === "push" || type === "state" || type === "setState" || type === "evaluate";
+  return type === "load" || type === "step" || type === "weights" || type === "probe" || type === "pulled" || type === "push" || type === "state" || type === "setState" || type === "setShard" || type === "evaluate";
 }

@@ -197,6 +197,8 @@ export class ComputeHost {
           await this.need("setState").importState({ format: msg.format, tensors: stateTensors(msg, attachments), scalars: msg.scalars, ...(msg.ranges ? { ranges: msg.ranges } : {}) });
           this.reply({ type: "stateSet", re: msg.id });
           return;
+        case "setShard":
+          return await this.setShard(msg, attachments);
         case "release": {
           const dataBytes = this.role?.loaded.dataBytes;
           const memory = this.role ? { ...this.memory.report(), ...(dataBytes !== undefined ? { dataBytes } : {}) } : undefined;
@@ -217,6 +219,16 @@ export class ComputeHost {
     } catch (err) {
       this.post({ kind: "replyError", re: id, error: toWireError(err) });
     }
+  }
+
+  /** A ZeRO-3 replica loaded in parts takes its part of the weights: that finishes its load, so the fit's peak starts after it. */
+  private async setShard(msg: MessageOf<"setShard">, attachments: Tensorlike[]): Promise<void> {
+    const answer = this.role?.answer?.(msg, attachments, this.links.io(this.links.generation));
+    if (!answer) throw new StateError('"setShard" arrived before a ZeRO-3 replica was loaded');
+    const r = await answer;
+    attachments.length = 0;
+    await this.memory.loaded();
+    this.reply(r.draft);
   }
 
   /** The role's optimizer state (a sharded replica's laid flat over its ranges), or only the ranges it holds state for. */

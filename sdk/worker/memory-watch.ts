@@ -70,10 +70,12 @@ export class MemoryWatch {
   /**
    * The model is loaded: the fit's peak starts from here, once what building it freed has gone
    * back (the layers' initial weights, replaced by the ones sent). The load's own peak is kept.
+   * A ZeRO-3 replica loaded in parts is loaded once its shard's values have come ("setShard").
    */
   async loaded(): Promise<void> {
     this.sample();
-    this.loadPeak = this.peak;
+    // Called again when a ZeRO-3 replica's shard arrives after its load: the larger peak is the load's.
+    this.loadPeak = Math.max(this.loadPeak, this.peak);
     await this.restart();
   }
 

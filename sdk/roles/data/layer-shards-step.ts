@@ -3,7 +3,9 @@ import { wallClock } from "../../util/clock";
 import { rowsOf, type Tensorlike } from "../../protocol/tensor";
 import { replicaSlices } from "../../plan/batches";
 import { feedList, type Feed } from "../objective";
-import type { HostIO } from "../role";
+import type { HostIO, RoleReply } from "../role";
+import type { MessageOf } from "../../protocol/messages";
+import { ProtocolError } from "../../errors/errors";
 import { nativeMetrics, type LoadedReplica } from "../slice-gradient";
 import { inputNonFinite, survivedStepError, type NonFinite } from "../step-health";
 import type { StepResult } from "./step-result";
@@ -98,4 +100,12 @@ async function chunks(shards: LayerShards, r: LoadedReplica, xs: Tensorlike, ys:
 
 function namesOf(r: LoadedReplica): Map<tf.Variable, string> {
   return new Map(r.vars.map((v, i) => [v, r.names[i]!]));
+}
+
+/** A ZeRO-3 replica loaded with weights "parts" takes its shard's values ("setShard"), one tensor laid flat over its ranges. */
+export async function shardSet(shards: LayerShards, msg: MessageOf<"setShard">, attachments: readonly Tensorlike[]): Promise<RoleReply> {
+  const [values, ...more] = attachments;
+  if (!values || more.length > 0 || !(values.data instanceof Float32Array)) throw new ProtocolError(`"setShard" carries ${attachments.length} tensors; it brings one of float32 values`);
+  shards.setShard(values.data, msg.ranges);
+  return { draft: { type: "shardSet", re: msg.id } };
 }

@@ -2,7 +2,8 @@ import * as tf from "@tensorflow/tfjs";
 import { hasNonFinite } from "../../backends/native/finite";
 import type { NativeBackend } from "../../backends/native/backend";
 import type { NativeStep } from "../../backends/native/step/native-step";
-import { ModelError } from "../../errors/errors";
+import { ModelError, ProtocolError, StateError } from "../../errors/errors";
+import type { FlatRanges } from "../../model/flat-state";
 import type { OptimizerSpec } from "../../protocol/optimizer-spec";
 import type { Tensorlike } from "../../protocol/tensor";
 import type { HostIO } from "../role";
@@ -42,6 +43,8 @@ export class LayerShards {
   private readonly reduces: UnitReduces;
   /** Stage 2: each unit's weights in one buffer of its own, which its variables view: gathered into in place. */
   private readonly layerWeights: Float32Array[] = [];
+  /** Loaded with weights "parts" (stage 3): its shard holds zeros until "setShard" brings its values. */
+  awaitingShard = false;
   /** Which unit each of the native step's ops with weights belongs to. */
   private readonly unitByOp: ReadonlyMap<number, number>;
 
@@ -81,9 +84,10 @@ export class LayerShards {
   }
 
   /** The replica's shard cut from the whole model it loaded (stage 3: whose variables then let go of their values). */
-  static create(stage: 2 | 3, r: LoadedReplica, spec: OptimizerSpec, io: () => HostIO, backend: NativeBackend, feedback: ErrorFeedback | null, o: { bucketBytes: number; overlap: boolean }): LayerShards {
+  static create(stage: 2 | 3, r: LoadedReplica, spec: OptimizerSpec, io: () => HostIO, backend: NativeBackend, feedback: ErrorFeedback | null, o: { bucketBytes: number; overlap: boolean; parts?: boolean }): LayerShards {
     const step = r.step.native;
     const name = stage === 3 ? 'shard "parameters" (ZeRO-3)' : 'shard "gradients" (ZeRO-2)';
+    if (o.parts && stage !== 3) throw new ProtocolError('weights "parts" loads a ZeRO-3 replica; a ZeRO-2 replica keeps the whole weights and is sent them');
     if (!step) {
       throw new ModelError(`${name} works layer by layer inside meshtrain's native step, and this model trains by TF.js's autodiff, because ${r.step.why}`, {
         hint: 'use shard "optimizer" (ZeRO-1), or a model of the layers the native step computes (Dense, Conv2D, pooling, Flatten, Reshape) on the native backend',
@@ -102,13 +106,14 @@ export class LayerShards {
       kept += end - start;
       return unit;
     });
-    const { shard, update, pieces } = shardUpdate(stage, units, kept, spec, backend);
+    const { shard, update, pieces } = shardUpdate(stage, units, kept, spec, backend, o.parts === true);
     const largest = Math.max(1, ...units.map((u) => u.length));
     const shards = new LayerShards(stage, backend, step, units, shard, update, new Float32Array(kept), io, largest, feedback, pieces, o.overlap);
     if (stage === 2) {
       for (const u of units) shards.layerWeights.push(bindViews(backend, u.vars, new Float32Array(u.length)));
       return shards;
     }
+    shards.awaitingShard = o.parts === true;
     // Until a layer is gathered its variables show the gather buffer: the whole weights they held are let go.
     const placeholder = shards.gathers!.placeholder();
     for (const u of units) for (const { v, at } of u.vars) backend.rebind(v, placeholder.subarray(at, at + v.size));
@@ -117,8 +122,25 @@ export class LayerShards {
 
   /** Its optimizer state for checkpoints: one tensor per slot over its part of every layer. */
   state(): ShardState {
-    const ranges = this.units.filter((u) => u.end > u.start).map((u): [number, number] => [u.from + u.start, u.from + u.end]);
-    return new ShardState(this.update, ranges, this.pieces);
+    return new ShardState(this.update, this.ownRanges(), this.pieces);
+  }
+
+  /** The [from, to) ranges of the flat trainable weights this replica holds, in the order its shard lays them out. */
+  ownRanges(): FlatRanges {
+    return this.units.filter((u) => u.end > u.start).map((u): [number, number] => [u.from + u.start, u.from + u.end]);
+  }
+
+  /** Stage 3, loaded without the whole model (weights "parts"): its shard's values, laid flat over `ranges`, which must be its own. */
+  setShard(values: Float32Array, ranges: FlatRanges): void {
+    const own = this.ownRanges();
+    const same = ranges.length === own.length && ranges.every(([f, t], i) => f === own[i]![0] && t === own[i]![1]);
+    if (this.stage !== 3 || !this.shard || !same) {
+      throw new ProtocolError(`"setShard" brought ranges ${JSON.stringify(ranges)}; this ${this.stage === 3 ? "replica holds" : "ZeRO-2 replica keeps the whole weights, and would hold"} ${JSON.stringify(own)}`);
+    }
+    if (values.length !== this.shard.size) throw new ProtocolError(`"setShard" brought ${values.length} values for a shard of ${this.shard.size}`);
+    // The values arrived in an array of their own: the shard takes it, and its zeros (never written) go.
+    this.backend.rebind(this.shard, values);
+    this.awaitingShard = false;
   }
 
   /** The slice's forward and backward pass, each layer gathered, its gradient reduce-scattered into `gradient` (`add`: a later chunk's, added to it). */
@@ -223,6 +245,7 @@ export class LayerShards {
 
   /** This replica's part of unit `u`'s weights, written into `into` at the unit's `start`. */
   private ownPart(u: Unit, into: Float32Array): void {
+    if (this.awaitingShard) throw new StateError('this ZeRO-3 replica was loaded without weights, and "setShard" has not brought its part of them yet');
     if (this.shard) {
       into.set(this.backend.values(this.shard).subarray(u.kept, u.kept + u.end - u.start), u.start);
       return;
@@ -260,14 +283,15 @@ export class LayerShards {
  * one variable holding a copy of the part (ZeRO-3's variables let go of their values), which the
  * optimizer updates and the gathers read.
  */
-function shardUpdate(stage: 2 | 3, units: readonly Unit[], kept: number, spec: OptimizerSpec, backend: NativeBackend): { shard: tf.Variable | null; update: UpdateRule; pieces: number[] } {
-  const parts = units.flatMap((u) => u.parts);
+function shardUpdate(stage: 2 | 3, units: readonly Unit[], kept: number, spec: OptimizerSpec, backend: NativeBackend, parts: boolean): { shard: tf.Variable | null; update: UpdateRule; pieces: number[] } {
+  const spans = units.flatMap((u) => u.parts);
   if (stage === 2 && hasNativeKernel(spec)) {
-    return { shard: null, update: new NativeUpdate(backend, parts.map((p) => p.v), spec, parts.map((p) => [p.from, p.to] as const)), pieces: parts.map((p) => p.to - p.from) };
+    return { shard: null, update: new NativeUpdate(backend, spans.map((p) => p.v), spec, spans.map((p) => [p.from, p.to] as const)), pieces: spans.map((p) => p.to - p.from) };
   }
   const own = new Float32Array(kept);
   let off = 0;
-  for (const p of parts) {
+  // Loaded in parts, the variables hold only zeros: "setShard" brings the part, left untouched (and unpaged) till then.
+  for (const p of parts ? [] : spans) {
     own.set(backend.values(p.v).subarray(p.from, p.to), off);
     off += p.to - p.from;
   }

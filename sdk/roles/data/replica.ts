@@ -19,7 +19,7 @@ import { OwnCopy } from "./own-copy";
 import { StepBack } from "./step-back";
 import { ZeroOne } from "./zero-one";
 import { LayerShards } from "./layer-shards";
-import { layerShardsStep } from "./layer-shards-step";
+import { layerShardsStep, shardSet } from "./layer-shards-step";
 import type { ShardState } from "./shard-state";
 import type { FlatRanges } from "../../model/flat-state";
 import * as tf from "@tensorflow/tfjs";
@@ -96,12 +96,12 @@ export class DataReplica implements WorkerRole {
     if (msg.localSgd) replica.local = await LocalRounds.start(replica.r, msg.localSgd.outer, replica.elastic ? replica.update : null);
     if (msg.data) replica.shard = OwnCopy.of(msg.data);
     replica.io = env.io ?? noLinks;
-    if (msg.shard === "gradients" || msg.shard === "parameters") replica.layers = LayerShards.create(msg.shard === "gradients" ? 2 : 3, replica.r, msg.optimizer, replica.io, tf.backend() as NativeBackend, replica.feedback, { bucketBytes: msg.bucketBytes ?? 0, overlap: msg.overlap ?? false });
+    if (msg.shard === "gradients" || msg.shard === "parameters") replica.layers = LayerShards.create(msg.shard === "gradients" ? 2 : 3, replica.r, msg.optimizer, replica.io, tf.backend() as NativeBackend, replica.feedback, { bucketBytes: msg.bucketBytes ?? 0, overlap: msg.overlap ?? false, parts: msg.weights === "parts" });
     return replica;
   }
 
   get loaded(): WorkerRole["loaded"] {
-    return { paramCount: this.r.model.countParams(), gradientLength: this.r.gradientLength, replicaStep: replicaStepReport(this.r), ...(this.shard ? { datasetSize: this.shard.dataset.size, dataBytes: this.shard.dataset.bytes } : {}) };
+    return { paramCount: this.r.model.countParams(), gradientLength: this.r.gradientLength, replicaStep: replicaStepReport(this.r), ...(this.shard ? { datasetSize: this.shard.dataset.size, dataBytes: this.shard.dataset.bytes } : {}), ...(this.layers?.awaitingShard ? { shardRanges: this.layers.ownRanges() } : {}) };
   }
 
   /** A step of the driver's: its slice comes attached (in-graph) or is read from the worker's own copy (between-graph). */
@@ -124,6 +124,7 @@ export class DataReplica implements WorkerRole {
       if (!feed) return Promise.reject(new ProtocolError(`"evaluate" carries ${attachments.length} tensors, expected ${this.expected}`));
       return evaluateReplica(this.r, this.layers, feed.x, feed.y, msg).then((s) => ({ draft: { type: "evaluated", re: msg.id, ...s } }));
     }
+    if (msg.type === "setShard") return this.layers ? shardSet(this.layers, msg, attachments) : Promise.reject(new StateError('"setShard" came to a replica that holds no layers\' shards (ZeRO-3)'));
     if (msg.type !== "rewind") return undefined;
     const back = this.local ? this.rewindLocal(this.local, msg.sync ?? msg.to) : msg.to === undefined ? Promise.resolve(this.back.taken) : this.rewind(msg.to);
     return back.then((applied) => ({ draft: { type: "rewound", re: msg.id, applied } }));
@@ -152,7 +153,6 @@ export class DataReplica implements WorkerRole {
     if (to !== this.back.taken) this.feedback?.clear();
     return this.back.rewind(to);
   }
-
 
   /**
    * Computes the slice's gradient, weighted by its share, sums it with the others' and applies

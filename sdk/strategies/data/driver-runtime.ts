@@ -20,6 +20,7 @@ import { dataWiring } from "../../plan/wiring";
 import { checkpointing, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
 import { restoreShards, wholeOf } from "../../driver/checkpoint/sharded";
 import { shardedElastic } from "./sharded-elastic";
+import { loadInParts } from "./load-in-parts";
 import { runElastic } from "../../driver/elastic-loop";
 import { ringOf } from "../../driver/elastic-record";
 import { validateOnReplicas } from "./validate-replicas";
@@ -105,12 +106,12 @@ function replicaLoader(ctx: FitContext, model: tf.LayersModel, dataset: Dataset,
   const data = plan.feed === "workers" ? { data: { source: dataset.source!, shuffle: o.shuffle, seed: o.seed } } : {};
   // The largest chunk a replica computes at once, for its memory check.
   const replicaBatch = Math.ceil(o.batchSize / ctx.workers.length / o.accumulate);
-  return (w: WorkerHandle, attachments: Tensorlike[]) =>
-    w.channel.request(
-      { type: "load", role: "replica", topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), metrics: o.metrics, ...(o.classTable ? { classWeight: o.classTable } : {}), replicaBatch, stepTimeoutMs: stepMs, ...data, ...slowdown(plan, w.rank), ...(plan.elastic ? { elastic: true } : {}), ...(plan.compression ? { compression: plan.compression } : {}), ...(plan.overlap.on ? { overlap: true } : {}), ...(o.accumulate > 1 ? { accumulate: o.accumulate } : {}), ...(plan.batchNorm === "sync" ? { batchNorm: "sync" as const } : {}), ...(plan.powerSgd ? { powerSgd: { rank: plan.powerSgd.rank } } : {}), ...(plan.sync ? { localSgd: { outer: plan.sync.outer } } : {}), ...(plan.shard ? { shard: plan.shard, shardedOver: plan.replicas } : {}), ...(plan.buckets ? { bucketBytes: plan.buckets.capBytes } : {}) },
-      "loaded",
-      { timeoutMs: stepMs, waitingFor: "the model to load", attachments },
-    );
+  return (w: WorkerHandle, attachments: Tensorlike[]) => {
+    const load = { type: "load" as const, role: "replica" as const, topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), metrics: o.metrics, ...(o.classTable ? { classWeight: o.classTable } : {}), replicaBatch, stepTimeoutMs: stepMs, ...data, ...slowdown(plan, w.rank), ...(plan.elastic ? { elastic: true } : {}), ...(plan.compression ? { compression: plan.compression } : {}), ...(plan.overlap.on ? { overlap: true } : {}), ...(o.accumulate > 1 ? { accumulate: o.accumulate } : {}), ...(plan.batchNorm === "sync" ? { batchNorm: "sync" as const } : {}), ...(plan.powerSgd ? { powerSgd: { rank: plan.powerSgd.rank } } : {}), ...(plan.sync ? { localSgd: { outer: plan.sync.outer } } : {}), ...(plan.shard ? { shard: plan.shard, shardedOver: plan.replicas } : {}), ...(plan.buckets ? { bucketBytes: plan.buckets.capBytes } : {}) };
+    // ZeRO-3: no worker ever holds the whole model, not even while it loads.
+    if (plan.shard === "parameters") return loadInParts(w, model, load, attachments, { timeoutMs: stepMs });
+    return w.channel.request(load, "loaded", { timeoutMs: stepMs, waitingFor: "the model to load", attachments });
+  };
 }
 
 /** Every replica built what the driver has: the same gradient length and, fed by workers, the same dataset. */

@@ -106,6 +106,7 @@ export class Session {
       case "applied":
       case "fetchState":
       case "setState":
+      case "setShard":
       case "rewind":
       case "fetchWeights":
       case "digest":
