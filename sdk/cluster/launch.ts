@@ -192,30 +192,36 @@ async function joinSession(spec: ClusterSpec, session: string, h: WorkerHandle, 
 
 /**
  * The driver's link to a worker, measured once: the planner predicts with it. A tiny probe's
- * round trip is the per-message latency (through both processes' threads); a 1 MiB one, less
- * that latency, gives the bandwidth.
+ * round trip is the per-message latency (through both processes' threads); a 2 MiB one, less
+ * that latency, gives the bandwidth. A 2 MiB probe goes first, untimed: the first large message
+ * is slow for reasons of its own (buffers grown, code compiled), and it spends a shaped link's
+ * burst (a token bucket, as tc's tbf and cloud NICs shape), which 1 MiB probes sent first had
+ * let through at full speed: they read a 1 Gbit/s link as 170-206 MB/s.
  */
 async function probeLink(spec: ClusterSpec, h: WorkerHandle): Promise<void> {
-  const small = { data: new Float32Array(1), shape: [1] };
-  const big = { data: new Float32Array(256 * 1024), shape: [256 * 1024] };
-  const roundTrip = async (t: typeof small): Promise<{ ms: number; offset: number }> => {
+  const tensor = (n: number) => ({ data: new Float32Array(n), shape: [n] });
+  const roundTrip = async (t: { data: Float32Array; shape: number[] }): Promise<{ ms: number; offset: number }> => {
     const sent = wallClock();
     const reply = await h.channel.request({ type: "probe" }, "probed", { timeoutMs: spec.timeouts.connectMs, waitingFor: "a link probe", attachments: [t] });
     const back = wallClock();
     return { ms: back - sent, offset: reply.msg.clock - (sent + back) / 2 };
   };
   const smalls: Array<{ ms: number; offset: number }> = [];
-  const bigs: number[] = [];
-  for (let i = 0; i < 8; i++) smalls.push(await roundTrip(small));
-  for (let i = 0; i < 3; i++) bigs.push((await roundTrip(big)).ms);
+  for (let i = 0; i < 8; i++) smalls.push(await roundTrip(tensor(1)));
+  const big = tensor(PROBE_ELEMENTS);
+  await roundTrip(big);
+  // Best of two, like the workers' calibration: the link's own speed, not a busy moment's.
+  const bigMs = Math.min((await roundTrip(big)).ms, (await roundTrip(big)).ms);
   // The clock offset from the shortest exchange is off by at most half its round trip (NTP's
   // rule); the join's own estimate can be off by the backend's whole start-up.
-  h.clockOffsetMs = smalls.reduce((best, x) => (x.ms < best.ms ? x : best)).offset;
-  // Best of each, like the workers' calibration: the link's own speed, not a busy moment's.
+  h.clockOffsetMs = smalls.reduce((b, x) => (x.ms < b.ms ? x : b)).offset;
   const rtt = Math.min(...smalls.map((x) => x.ms));
   h.linkLatencyMs = rtt / 2;
-  h.linkBytesPerSecond = big.data.byteLength / Math.max(1e-4, (Math.min(...bigs) - rtt) / 1000);
+  h.linkBytesPerSecond = big.data.byteLength / Math.max(1e-4, (bigMs - rtt) / 1000);
 }
+
+/** The link probe's large message: 2 MiB of float32 values. */
+const PROBE_ELEMENTS = 512 * 1024;
 
 /**
  * One more worker for a running cluster (elastic training): started here when `url` is not
