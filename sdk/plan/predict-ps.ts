@@ -14,13 +14,16 @@ export interface ServerLink {
  * that share of the gradient, over WebSocket links, so each server's link carries every worker's
  * share both ways.
  *
- * sync: the workers step together: compute, then all of them pull (each server sending N shares
- * one after another, or a worker's own link taking the whole model, whichever is slower), then
- * all of them push likewise, each a round trip.
+ * sync: the workers compute together, then pull and push. A server's link sends the pulls one
+ * after another (first come, first served: the link's queue is first in, first out), so the
+ * first worker pushes while the last still pulls: the step's communication is the slower of
+ * (all N pulls, then one push) and (one pull, then all N pushes), each a round trip. Measured
+ * between namespace hosts at 100 Mbit/s (bench:network, 2026-11-27), the small MLP's step on 2
+ * workers took 260 ms: 2 pulls of 86 ms, then the second worker's push.
  *
- * async: each worker cycles alone (its pull, compute, its push, at its own link's speed); a
- * server's link carries pulls out while pushes come in, so it passes at most bandwidth / share
- * worker steps a second, and the slower of the two bounds decides.
+ * async: each worker cycles alone (its pull, compute, its push); the queues keep the workers
+ * apart, one pulling while another pushes, so a server's link passes at most bandwidth / share
+ * worker steps a second each way, and the slower of that and a worker's own cycle decides.
  */
 export function predictPs(
   o: { mode: "sync" | "async"; flopsPerSample: number; layers: number; pullBytes: number; pushBytes: number; globalBatch: number; replicas: number; feedBytes: number; profile?: ModelProfile },
@@ -34,13 +37,14 @@ export function predictPs(
   const latencyMs = Math.max(s.latencySeconds, ...servers.map((v) => v.latencySeconds)) * 1000;
   const links = servers.map((v) => `${(v.linkBytesPerSecond / 1e6).toFixed(0)} MB/s`).join(", ");
   const why = `${basis(s, timed ? o.profile : undefined)}; the servers' links ${links}`;
+  // `k` workers' transfers of `bytes` each, through every server's link and each worker's own.
+  const through = (bytes: number, k: number): number => Math.max(own(bytes), ...servers.map((v) => ((k * v.share * bytes) / v.linkBytesPerSecond) * 1000));
   if (o.mode === "sync") {
-    const fanned = (bytes: number): number => Math.max(own(bytes), ...servers.map((v) => ((n * v.share * bytes) / v.linkBytesPerSecond) * 1000));
-    const commMs = fanned(o.pullBytes) + fanned(o.pushBytes) + 4 * latencyMs;
+    const commMs = Math.max(through(o.pullBytes, n) + through(o.pushBytes, 1), through(o.pullBytes, 1) + through(o.pushBytes, n)) + 4 * latencyMs;
     const stepMs = computeMs + commMs + stepOverheadMs(s, o.feedBytes);
     return { stepMs, computeMs, commMs, bubble: 0, samplesPerSecond: (o.globalBatch / stepMs) * 1000, basis: why, timed };
   }
-  const cycleMs = computeMs + own(o.pullBytes) + own(o.pushBytes) + 4 * latencyMs + stepOverheadMs(s, o.feedBytes / n);
+  const cycleMs = computeMs + through(o.pullBytes, 1) + through(o.pushBytes, 1) + 4 * latencyMs + stepOverheadMs(s, o.feedBytes / n);
   const most = Math.max(o.pullBytes, o.pushBytes);
   const serverSteps = Math.min(...servers.map((v) => v.linkBytesPerSecond / Math.max(1e-9, v.share * most)));
   const stepsPerSecond = Math.min(n / (cycleMs / 1000), serverSteps);

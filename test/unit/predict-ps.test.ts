@@ -10,13 +10,16 @@ import { deepClassifier } from "../helpers/models";
 const worker = (host: string) => ({ backend: "native", device: "cpu", memoryBytes: 8e9, gflops: 40, kernelOverheadUs: 8, linkBytesPerSecond: 12.5e6, linkLatencyMs: 0.5, host, cpus: 1 });
 const profile = { batches: [8, 64], layers: [], replicaStepMs: [4, 25], replicaStep: { native: true }, timedOn: "rank 0 (native)" };
 
-test("sync servers: compute, then every worker's pull through each server's link, then every push, each a round trip", () => {
+test("sync servers: compute, then the pulls through each server's link one after another, the first worker pushing while the last pulls, each a round trip", () => {
   const s = speedsOf([worker("a"), worker("b")])!;
   const o = { flopsPerSample: 1e6, layers: 4, pullBytes: 9e5, pushBytes: 9e5, globalBatch: 128, replicas: 2, feedBytes: 0, profile };
   const one = predictPs({ ...o, mode: "sync" }, s, [{ share: 1, linkBytesPerSecond: 12.5e6, latencySeconds: 5e-4 }]);
-  // 2 workers x 0.9 MB through one 12.5 MB/s link, both ways: 144 ms each, beside a 25 ms step.
+  // 2 workers x 0.9 MB through one 12.5 MB/s link: both pulls 144 ms, then the last worker's push 72 ms, beside a 25 ms step.
   assert.ok(Math.abs(one.computeMs - 25) < 1e-9);
-  assert.ok(Math.abs(one.commMs - (144 + 144 + 4 * 0.5)) < 1e-9, `${one.commMs}`);
+  assert.ok(Math.abs(one.commMs - (144 + 72 + 4 * 0.5)) < 1e-9, `${one.commMs}`);
+  // Pushes larger than pulls: one pull, then all the pushes.
+  const big = predictPs({ ...o, pushBytes: 1.8e6, mode: "sync" }, s, [{ share: 1, linkBytesPerSecond: 12.5e6, latencySeconds: 5e-4 }]);
+  assert.ok(Math.abs(big.commMs - (72 + 288 + 2)) < 1e-9, `${big.commMs}`);
   // Two servers of half the bytes each halve the fan-in; a worker's own link then takes the whole model (72 ms).
   const two = predictPs({ ...o, mode: "sync" }, s, [0.5, 0.5].map((share) => ({ share, linkBytesPerSecond: 12.5e6, latencySeconds: 5e-4 })));
   assert.ok(Math.abs(two.commMs - (72 + 72 + 2)) < 1e-9, `${two.commMs}`);
