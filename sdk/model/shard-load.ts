@@ -7,8 +7,8 @@ import type { Tensorlike } from "../protocol/tensor";
  * Loading a ZeRO-3 replica without the whole model on it (FSDP's meta-device initialisation,
  * DeepSpeed's zero.Init): the worker builds the model from a topology whose initializers are
  * all zeros, which on Linux costs no resident memory (fresh zeroed pages are mapped only when
- * written, and a replica reads its part of them once, then lets them go), is sent the weights
- * that are not trained whole, and then only its own ranges of the trainable ones, laid flat.
+ * written, and a replica lets them go unwritten), is sent the weights that are not trained
+ * whole, and then only its own ranges of the trainable ones, laid flat.
  */
 
 /** Keras's topology with every `*_initializer` a Zeros: the values come from the driver afterwards. */
