@@ -45,8 +45,8 @@ export interface DataParallelPlan {
   readonly sync: { readonly every: number; readonly outer: OptimizerSpec } | null;
   /** Sharded data parallelism: "optimizer" (ZeRO-1), each replica holding its shard's optimizer state; "gradients" (ZeRO-2), its part of every layer's gradient too; "parameters" (ZeRO-3), and of its weights; null: every replica holds all of it. */
   readonly shard: ShardStage | null;
-  /** ZeRO-2 and -3: the layers grouped into buckets of up to `capBytes`, each bucket's collectives one (shard-buckets.ts); null otherwise. */
-  readonly buckets: { readonly capBytes: number; readonly count: number; readonly largestBytes: number } | null;
+  /** ZeRO-2 and -3: the layers grouped into buckets of up to `capBytes`, each bucket's collectives one (shard-buckets.ts); `why` where a memory cap made them smaller than the default; null otherwise. */
+  readonly buckets: { readonly capBytes: number; readonly count: number; readonly largestBytes: number; readonly why?: string } | null;
   readonly allReduce: {
     readonly algorithm: "ring";
     /** Bytes each rank sends per step: 2(N-1)/N x the gradient's bytes on the wire (reduce-scatter + all-gather). */

@@ -6,10 +6,20 @@ import type { ModelSummary } from "./model-summary";
  * eight-layer 11.0M MLP (5.5 MiB a layer), Adam, 2 workers over loopback, medians of 3 rounds
  * against plain data parallelism's 1720 samples/s, one layer a bucket ran 0.82x, two 0.88x, four
  * (22 MiB) 0.96x, all nine 1.04x. A bucket costs its size once, in the buffer its gradient is
- * written into. ZeRO-3 is there for memory and holds a bucket twice (gathered weights and
- * gradient): it keeps one layer a bucket unless told otherwise.
+ * written into.
+ *
+ * ZeRO-3 holds a bucket twice (its gathered weights and its gradient), so its default is half
+ * ZeRO-2's: what its buckets hold at once is what ZeRO-2's one holds. On the same MLP and
+ * workers (2026-11-27, medians of 5 interleaved rounds against data parallelism's 1742
+ * samples/s), one layer a bucket ran 0.70x and peaked 111 MiB above the worker's own resident
+ * set, two (this default) 0.77x and 123 MiB; four (25 MiB) ran 0.90x over 3 rounds but held 145
+ * MiB, what ZeRO-2 holds there (data parallelism: 188). On 4 workers (3 rounds) one layer a
+ * bucket ran 1231-1269 samples/s and peaked 81-87 MiB above, two 1371-1455 and 91-97 MiB,
+ * against data parallelism's 1645 and 199. DeepSpeed's stage 3 gathers in buckets
+ * too (`stage3_prefetch_bucket_size`). A layer larger than the cap is a bucket of its own, and
+ * where a memory cap needs it (and bucketMB is not given) a plan takes one layer a bucket.
  */
-export const DEFAULT_BUCKET_MB = { gradients: 25, parameters: 0 } as const;
+export const DEFAULT_BUCKET_MB = { gradients: 25, parameters: 12 } as const;
 
 /** Consecutive layers whose collectives run as one: the first and last (indices among the layers with trainable weights) and their weights' bytes. */
 export interface ShardBucket {

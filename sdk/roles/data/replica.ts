@@ -309,7 +309,7 @@ export class DataReplica implements WorkerRole {
     await this.back.taking(stateBefore);
   }
 
-  /** The model's weights; under ZeRO-3 gathered layer by layer, a collective every replica is asked for at once. */
+  /** The model's weights; under ZeRO-3 gathered bucket by bucket, a collective every replica is asked for at once. */
   async weights(): Promise<{ tensors: Tensorlike[] }> {
     return { tensors: this.layers?.stage === 3 ? await this.layers.weightsOf(this.r.model) : await readWeights(this.r.model) };
   }

@@ -14,9 +14,7 @@ import { isStepLoss, STEP_LOSSES } from "../../backends/native/step/loss";
  */
 export function shardedChoice(e: MemoryEstimate, model: ModelSummary, n: number, cap: number, optimizer?: OptimizerSpec): { fits: boolean; reasons: string[] } {
   const need = (shard: "optimizer" | "gradients" | "parameters", bucketMB?: number): number => memoryTotal(shardedMemory(e, shard, n, shard === "optimizer" ? 0 : largestBucketBytes(model, bucketCapBytes(shard, bucketMB)), optimizer));
-  const two = [need("gradients", 0), need("gradients")];
-  const zero2 = two[1]! > two[0]! ? `${formatBytes(two[0]!)} a layer at a time (${formatBytes(two[1]!)} in its default buckets)` : formatBytes(two[0]!);
-  const byHand = `ZeRO-2 would need ${zero2} and ZeRO-3 ${formatBytes(need("parameters"))} per worker (strategy("data", { shard: "gradients" | "parameters" })): auto weighs them beside the splits into stages`;
+  const byHand = `ZeRO-2 would need ${layerByLayer(need, "gradients")} and ZeRO-3 ${layerByLayer(need, "parameters")} per worker (strategy("data", { shard: "gradients" | "parameters" })): auto weighs them beside the splits into stages`;
   if (n < 2) return { fits: false, reasons: [] };
   if (!e.optimizerBytes) return { fits: false, reasons: [`ZeRO-1 (shard: "optimizer") saves nothing here: the optimizer keeps no state; ${byHand}`] };
   const one = need("optimizer");
@@ -48,9 +46,19 @@ export function layerShardChoice(e: MemoryEstimate, model: ModelSummary, n: numb
   const [two, three] = [need("gradients"), need("parameters")];
   const fits = `each worker keeps the whole weights and 1/${n} of the gradient and the optimizer's state, and needs`;
   if (two <= cap) return { shard: "gradients", reasons: [`ZeRO-2 (shard: "gradients") fits: ${fits} ${formatBytes(two)} of ${formatBytes(cap)}; it moves the bytes data parallelism moves`] };
-  // Its buckets of layers are for speed: where they do not fit, one layer at a time may.
+  // Their buckets of layers are for speed: where they do not fit, one layer at a time may.
   const single = need("gradients", 0);
   if (single <= cap) return { shard: "gradients", bucketMB: 0, reasons: [`ZeRO-2 (shard: "gradients") fits with each layer a bucket of its own (bucketMB 0; its default buckets would need ${formatBytes(two)}): ${fits} ${formatBytes(single)} of ${formatBytes(cap)}; it moves the bytes data parallelism moves, in more collectives`] };
-  if (three <= cap) return { shard: "parameters", reasons: [`ZeRO-2 would need ${formatBytes(single)}, even a layer at a time`, `ZeRO-3 (shard: "parameters") fits: each worker keeps 1/${n} of everything and gathers one layer at a time, and needs ${formatBytes(three)} of ${formatBytes(cap)}; it moves 1.5x the bytes data parallelism moves`] };
-  return refused(`ZeRO-2 would need ${formatBytes(single)} (a layer at a time) and ZeRO-3 ${formatBytes(three)} per worker, above ${formatBytes(cap)}`);
+  const everything = `each worker keeps 1/${n} of everything and gathers`;
+  const moves = "it moves 1.5x the bytes data parallelism moves";
+  if (three <= cap) return { shard: "parameters", reasons: [`ZeRO-2 would need ${formatBytes(single)}, even a layer at a time`, `ZeRO-3 (shard: "parameters") fits: ${everything} a bucket of layers at a time, and needs ${formatBytes(three)} of ${formatBytes(cap)}; ${moves}`] };
+  const one = need("parameters", 0);
+  if (one <= cap) return { shard: "parameters", bucketMB: 0, reasons: [`ZeRO-2 would need ${formatBytes(single)}, even a layer at a time`, `ZeRO-3 (shard: "parameters") fits with each layer a bucket of its own (bucketMB 0; its default buckets would need ${formatBytes(three)}): ${everything} one layer at a time, and needs ${formatBytes(one)} of ${formatBytes(cap)}; ${moves}, in more collectives`] };
+  return refused(`ZeRO-2 would need ${formatBytes(single)} (a layer at a time) and ZeRO-3 ${formatBytes(one)} (a layer at a time) per worker, above ${formatBytes(cap)}`);
+}
+
+/** What a ZeRO-2 or -3 replica needs a layer at a time, and in its default buckets where that is more. */
+function layerByLayer(need: (shard: "gradients" | "parameters", bucketMB?: number) => number, shard: "gradients" | "parameters"): string {
+  const [single, buckets] = [need(shard, 0), need(shard)];
+  return buckets > single ? `${formatBytes(single)} a layer at a time (${formatBytes(buckets)} in its default buckets)` : formatBytes(single);
 }

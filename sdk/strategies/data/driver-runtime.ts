@@ -177,7 +177,7 @@ async function finish(
     throw stopped;
   }
   await checkIdentical(ctx, members, "the model", history.length);
-  // ZeRO-3 replicas gather the weights together, a layer at a time: every one is asked.
+  // ZeRO-3 replicas gather the weights together, a bucket at a time: every one is asked.
   const [weights] = await fetchWeightsOf(ctx, plan.shard === "parameters" ? members : [members[0]!], "the trained weights");
   setModelWeights(model, weights!);
   const memory = await release(ctx, members);

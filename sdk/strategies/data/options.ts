@@ -64,8 +64,8 @@ export const DataOptionsSchema = z.strictObject({
    * gradient is reduce-scattered, each replica updates its shard, and the weights are
    * all-gathered: the all-reduce's bytes, in its two halves. "parameters" (stage 3, as FSDP's
    * FULL_SHARD): each replica keeps its part of every layer's weights, gradient and optimizer
-   * state; a layer's weights are all-gathered before its forward and again before its backward
-   * pass, and its gradient reduce-scattered after, one layer at a time (1.5x the bytes).
+   * state; a bucket of layers' weights is all-gathered before its forward and again before its
+   * backward pass, and its gradient reduce-scattered after (1.5x the bytes; see bucketMB).
    * "gradients" (stage 2, as FSDP's SHARD_GRAD_OP): the whole weights stay on every replica;
    * each layer's gradient is reduce-scattered as the backward pass writes it, each replica
    * keeps its part of the gradient and optimizer state, and after the update every layer's
@@ -77,7 +77,8 @@ export const DataOptionsSchema = z.strictObject({
    * ZeRO-2 and -3: consecutive layers share their collectives, filled from the output back up to
    * this many MiB of weights (a larger layer alone; 0: each layer alone). Fewer, larger
    * collectives are faster; a bucket is held whole while its layers run (ZeRO-3: twice).
-   * Default: 25 for "gradients" (as DDP's bucket_cap_mb), 0 for "parameters".
+   * Default: 25 for "gradients" (as DDP's bucket_cap_mb), 12 for "parameters" (half, since it
+   * holds a bucket twice); auto under a memory cap takes 0 where the default would not fit.
    */
   bucketMB: z.number().min(0).max(1 << 20).optional(),
 });

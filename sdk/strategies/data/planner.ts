@@ -31,12 +31,13 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
   const sync = given.sync ? Object.freeze({ every: given.sync.every, outer: Object.freeze({ ...given.sync.outer }) }) : null;
   const wireBytes = compression ? gradientBytes / 2 : powerSgd ? lowRankBytes(model, powerSgd.rank) : gradientBytes;
   const shard = given.shard ?? null;
-  const { cap, units, ringBytes, collectives } = ringTraffic(shard, given.bucketMB, model, gradientBytes, wireBytes, powerSgd !== null);
+  const overlap = Object.freeze(overlapOf(given, n, options.devices));
+  const fitted = fittedBuckets(given, spec, model, batchSize, options, compression, overlap.on);
+  const { cap, units, ringBytes, collectives } = ringTraffic(shard, fitted.bucketMB, model, gradientBytes, wireBytes, powerSgd !== null);
   // A fit's plan knows its epochs: syncs after every H steps of one and at its end, ceil(steps / H) of them.
   const perEpoch = batchSize !== undefined && options.datasetSize !== undefined ? stepsPerEpoch(options.datasetSize, batchSize) : null;
   const syncShare = !sync ? 1 : perEpoch ? Math.ceil(perEpoch / sync.every) / perEpoch : 1 / sync.every;
   const stepWireBytes = ringBytes * syncShare;
-  const overlap = Object.freeze(overlapOf(given, n, options.devices));
   const memory = replicaMemory(model, n, batchSize, options.optimizer, shard, compression, cap ?? 0, overlap.on);
   const speeds = speedsOf(options.devices, options.ring);
   const feed = given.feed;
@@ -64,7 +65,7 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
     batchNorm: given.batchNorm,
     sync,
     shard,
-    buckets: cap === null ? null : Object.freeze({ capBytes: cap, count: units.length, largestBytes: Math.max(0, ...units) }),
+    buckets: cap === null ? null : Object.freeze({ capBytes: cap, count: units.length, largestBytes: Math.max(0, ...units), ...(fitted.why ? { why: fitted.why } : {}) }),
     allReduce: Object.freeze({ algorithm: "ring" as const, bytesSentPerRank: n > 1 ? Math.round((2 * (n - 1) * stepWireBytes) / n) : 0 }),
     batch: batchSize === undefined ? null : Object.freeze({ globalBatch: batchSize, perReplica: Object.freeze(replicaSlices(batchSize, n)), splits: planSplits(batchSize, options.datasetSize, n) }),
     memory: Object.freeze(memory),
@@ -133,6 +134,22 @@ function ringTraffic(shard: DataParallelPlan["shard"], bucketMB: number | undefi
   return { cap, units, ringBytes, collectives };
 }
 
+/**
+ * ZeRO-2/3's buckets where bucketMB is not given: the stage's default, or one layer a bucket
+ * where only that fits the tightest worker's memory (as auto chooses), saying why.
+ */
+function fittedBuckets(given: DataOptions, spec: ClusterSpec, model: ModelSummary, batchSize: number | undefined, options: PlanOptions, compression: Compression | null, overlap: boolean): { bucketMB?: number; why?: string } {
+  const shard = given.shard;
+  if (given.bucketMB !== undefined) return { bucketMB: given.bucketMB };
+  const room = Math.min(...workerRoom(options, spec));
+  if ((shard !== "gradients" && shard !== "parameters") || room === Infinity) return {};
+  const n = workerCount(spec);
+  const need = (bucketMB?: number): number => memoryTotal(replicaMemory(model, n, batchSize, options.optimizer, shard, compression, bucketCapBytes(shard, bucketMB), overlap));
+  const [buckets, single] = [need(), need(0)];
+  if (buckets <= room || single > room) return {};
+  return { bucketMB: 0, why: `its default buckets would need ${formatBytes(buckets)} per worker, above the ${formatBytes(room)} a worker may use` };
+}
+
 /** What each of `n` replicas holds: the model's share as `shard` divides it, and with 16-bit gradients what rounding left out of the whole gradient, for its next step. */
 function replicaMemory(model: ModelSummary, n: number, batchSize: number | undefined, optimizer: PlanOptions["optimizer"], shard: DataParallelPlan["shard"], compression: Compression | null, capBytes: number, overlap: boolean): MemoryEstimate {
   const sharded = shardedMemory(estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer }), shard, n, largestBucketBytes(model, capBytes), optimizer, overlap);
@@ -192,9 +209,9 @@ export function explainDataPlan(plan: DataParallelPlan): string {
   const slice = plan.batch ? `${plan.batch.perReplica[0]} samples` : "its slice";
   const lines = [
     ...plan.reasons,
-    `every one of the ${n} workers holds the whole model: ${formatBytes(total)} per replica (estimate${m.activationBytes === null ? ", without activations: no batch size given" : ""})`,
+    `${holdsLine(plan, n)}: ${formatBytes(total)} per replica (estimate${m.activationBytes === null ? ", without activations: no batch size given" : ""})`,
     n > 1
-      ? `each step every replica computes gradients on ${slice} and a ring all-reduce sums ${formatBytes(plan.gradientBytes)} of gradients; each rank sends 2(N-1)/N of that${plan.compression ? ", halved" : ""}`
+      ? `each step every replica computes gradients on ${slice} and ${plan.shard ? `ring reduce-scatters sum ${formatBytes(plan.gradientBytes)} of gradients, each replica keeping the sum of its part, and all-gathers bring it the weights it does not update` : `a ring all-reduce sums ${formatBytes(plan.gradientBytes)} of gradients`}; each rank sends 2(N-1)/N of that${plan.compression ? ", halved" : ""}${plan.shard === "parameters" ? ", and half as much again: each bucket's weights are gathered for the forward and again for the backward pass" : ""}`
       : "one worker: no all-reduce",
     ...(plan.compression && n > 1 ? [compressionLine(plan.compression)] : []),
     ...(plan.powerSgd && n > 1 ? [`compression powersgd, rank ${plan.powerSgd.rank}: each gradient of two or more dimensions goes as P (n x r) and Q (m x r) in two all-reduces, ${formatBytes(lowRankBytes(plan.model, plan.powerSgd.rank))} instead of ${formatBytes(plan.gradientBytes)}; vectors go whole; each worker keeps what the approximation left out for its next step (error feedback)`] : []),
@@ -270,17 +287,28 @@ export function slowdownLines(workers: ReadonlyArray<{ rank: number; slowdown: n
   return workers.filter((w) => w.slowdown > 1).map((w) => `rank ${w.rank} is slowed down ${w.slowdown}x on purpose: after computing each step it waits ${(w.slowdown - 1).toFixed(1)}x the time that took`);
 }
 
+/** What each worker holds, as the plan's shard stage divides the model. */
+function holdsLine(plan: DataParallelPlan, n: number): string {
+  if (!plan.shard || n < 2) return `every one of the ${n} workers holds the whole model`;
+  if (plan.shard === "parameters") return `each of the ${n} workers holds 1/${n} of the model's weights, gradient and optimizer state, and a bucket of layers whole while it runs`;
+  return `every one of the ${n} workers holds the whole weights and 1/${n} of ${plan.shard === "gradients" ? "the gradient and " : ""}the optimizer's state`;
+}
+
 /** Whether some worker's memory (its device's, under the cluster's cap) holds the whole model's training state at the whole batch: else no one worker is a plan to compare with. */
 function oneWorkerHolds(model: ModelSummary, batchSize: number | undefined, options: PlanOptions, spec: ClusterSpec): boolean {
   const need = memoryTotal(estimateReplicaMemory(model, { batchSize, optimizer: options.optimizer }));
-  const room = Array.from({ length: workerCount(spec) }, (_, rank) => Math.min(options.devices?.[rank]?.memoryBytes || Infinity, spec.memoryCapBytes ?? Infinity));
-  return need <= Math.max(...room);
+  return need <= Math.max(...workerRoom(options, spec));
+}
+
+/** Each worker's memory: its device's, under the cluster's cap (Infinity where neither is known). */
+function workerRoom(options: PlanOptions, spec: ClusterSpec): number[] {
+  return Array.from({ length: workerCount(spec) }, (_, rank) => Math.min(options.devices?.[rank]?.memoryBytes || Infinity, spec.memoryCapBytes ?? Infinity));
 }
 
 /** How ZeRO-2/3 group the layers: each a bucket of its own, or how many buckets of up to what. */
 function bucketsText(b: NonNullable<DataParallelPlan["buckets"]>, layers: number): string {
   const mb = +(b.capBytes / 1024 / 1024).toFixed(3);
-  if (b.count === layers) return `each of its ${layers} layer(s) a bucket of its own (bucketMB ${mb}${mb > 0 ? ": no two fit in one" : ""})`;
+  if (b.count === layers) return `each of its ${layers} layer(s) a bucket of its own (bucketMB ${mb}${b.why ? `: ${b.why}` : mb > 0 ? ": no two fit in one" : ""})`;
   if (b.count === 1) return `all ${layers} layers in one bucket (bucketMB ${mb}: ${formatBytes(b.largestBytes)})`;
   return `its ${layers} layers in ${b.count} buckets of consecutive layers (bucketMB ${mb}; the largest ${formatBytes(b.largestBytes)})`;
 }
