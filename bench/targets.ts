@@ -61,7 +61,8 @@ for (const r of (rows("sharded") ?? []).filter((x) => STAGES[String(x.variant)])
 // Issue 37's memory target: each worker's measured peak within 10% of the one predicted (the process's own, ownBytes, + the plan's estimate + the data it loaded); the worker farthest off.
 for (const r of (rows("sharded") ?? []).filter((x) => String(x.variant).startsWith("meshtrain/") && Array.isArray(x.peakOverPredicted))) {
   const worst = (r.peakOverPredicted as number[]).reduce((a, b) => (Math.abs(b - 1) > Math.abs(a - 1) ? b : a));
-  const name = STAGES[String(r.variant)]?.name ?? (r.variant === "meshtrain/gradients-per-layer" ? "ZeRO-2 (a layer a bucket)" : "data parallelism");
+  const perLayer: Record<string, string> = { "meshtrain/gradients-per-layer": "ZeRO-2 (a layer a bucket)", "meshtrain/parameters-per-layer": "ZeRO-3 (a layer a bucket)" };
+  const name = STAGES[String(r.variant)]?.name ?? perLayer[String(r.variant)] ?? "data parallelism";
   out.push(line(`${name} peak memory, ${String(r.model)}, ${String(r.workers)} workers: measured / predicted (the worker farthest off)`, worst, 1, 0.1));
 }
 out.push("", "Every ratio comes from one run in which both sides were measured; see each benchmark's table for the numbers behind it.");

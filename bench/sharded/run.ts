@@ -4,7 +4,8 @@ import { BLAS, fmt, machine, median, PEERS, pinnedEnv, ports, PYTHON, QUICK, run
 /**
  * Sharded data parallelism on this machine, Adam, 64 samples per worker per step, each worker
  * holding its own data, over loopback: meshtrain's plain data parallelism, ZeRO-1 (shard
- * "optimizer") and ZeRO-3 (shard "parameters") beside PyTorch DDP, DDP with
+ * "optimizer"), ZeRO-2 and ZeRO-3 (shard "gradients", "parameters"; each in its default buckets
+ * and a layer a bucket) beside PyTorch DDP, DDP with
  * ZeroRedundancyOptimizer (ZeRO-1) and FSDP (ZeRO-3) on gloo, in the same run, rounds
  * interleaved: samples/s and each worker's memory (the resident set without a model, and the
  * kernel's high-water mark during training, both sides measured alike), medians of rounds. Two
@@ -22,14 +23,15 @@ type Model = (typeof MODELS)[number];
 const MODEL_NAMES: Record<Model, string> = { mlp10m: "MLP 11.4M (784-3000-3000-10)", mlpdeep: "MLP 11.0M (784-1200x8-10)", mlp: "MLP 0.27M (784-256-256-10)" };
 const MiB = 2 ** 20;
 
-type Variant = "meshtrain/none" | "meshtrain/optimizer" | "meshtrain/gradients" | "meshtrain/gradients-per-layer" | "meshtrain/parameters" | "torch/ddp" | "torch/zero" | "torch/fsdp";
-const VARIANTS: readonly Variant[] = ["meshtrain/none", "meshtrain/optimizer", "meshtrain/gradients", "meshtrain/gradients-per-layer", "meshtrain/parameters", "torch/ddp", "torch/zero", "torch/fsdp"];
+type Variant = "meshtrain/none" | "meshtrain/optimizer" | "meshtrain/gradients" | "meshtrain/gradients-per-layer" | "meshtrain/parameters" | "meshtrain/parameters-per-layer" | "torch/ddp" | "torch/zero" | "torch/fsdp";
+const VARIANTS: readonly Variant[] = ["meshtrain/none", "meshtrain/optimizer", "meshtrain/gradients", "meshtrain/gradients-per-layer", "meshtrain/parameters", "meshtrain/parameters-per-layer", "torch/ddp", "torch/zero", "torch/fsdp"];
 const NAMES: Record<Variant, string> = {
   "meshtrain/none": "meshtrain data",
   "meshtrain/optimizer": "meshtrain ZeRO-1 (shard \"optimizer\")",
   "meshtrain/gradients": "meshtrain ZeRO-2 (shard \"gradients\"; buckets of 25 MiB, the default)",
   "meshtrain/gradients-per-layer": "meshtrain ZeRO-2, a layer a bucket (bucketMB 0)",
-  "meshtrain/parameters": "meshtrain ZeRO-3 (shard \"parameters\")",
+  "meshtrain/parameters": "meshtrain ZeRO-3 (shard \"parameters\"; buckets of 12 MiB, the default)",
+  "meshtrain/parameters-per-layer": "meshtrain ZeRO-3, a layer a bucket (bucketMB 0)",
   "torch/ddp": "PyTorch DDP",
   "torch/zero": "PyTorch DDP + ZeroRedundancyOptimizer (ZeRO-1)",
   "torch/fsdp": "PyTorch FSDP (ZeRO-3)",
@@ -50,8 +52,8 @@ interface Measured {
 }
 
 async function meshtrain(model: Model, shard: string, n: number): Promise<Measured> {
-  const perLayer = shard === "gradients-per-layer";
-  const [m] = await runJson(process.execPath, [path.join(__dirname, "meshtrain-sharded.js"), String(n), String(BATCH), String(STEPS), model], pinnedEnv(undefined, { SHARD: perLayer ? "gradients" : shard, ...(perLayer ? { BUCKET_MB: "0" } : {}) }));
+  const perLayer = shard.endsWith("-per-layer");
+  const [m] = await runJson(process.execPath, [path.join(__dirname, "meshtrain-sharded.js"), String(n), String(BATCH), String(STEPS), model], pinnedEnv(undefined, { SHARD: shard.replace(/-per-layer$/, ""), ...(perLayer ? { BUCKET_MB: "0" } : {}) }));
   const mem = m!.memory as Array<{ own: number; peak: number; data: number }>;
   const estimate = m!.estimate_bytes as number;
   // A process can hold less at its peak than when it joined (what its start left is given back since): no growth, not less.
@@ -130,7 +132,7 @@ async function main(): Promise<void> {
     ...tableRows(runs, rows),
     "",
     ...(torchGone ? [`PyTorch: not measured: ${torchGone}.`] : []),
-    "Memory, both sides measured alike: each worker's resident set with no model (after garbage collections in every thread; meshtrain also gives malloc's free memory back first), and the kernel's high-water mark from the model being in place through the last step (reset through /proc/self/clear_refs; meshtrain reports loading's peak apart). The plan's estimate counts the weights, the gradient, the optimizer state and the activations as each stage shards them (ZeRO-2: its largest bucket's gradient whole; ZeRO-3: the largest layer's weights and gradient whole); each worker here loads the dataset itself (feed \"workers\") and reports its bytes. The predicted peak is the worker's resident set without a model, measured in the same fit, with V8's young generation as the fit had it (V8 sizes it as it sees fit, by up to 30 MiB, so it is counted at its size after the fit's steps), plus the estimate and the data; what else a fit adds to a process (the step's buffers, the communication thread's heap) is in none, so the measured peak runs above it.",
+    "Memory, both sides measured alike: each worker's resident set with no model (after garbage collections in every thread; meshtrain also gives malloc's free memory back first), and the kernel's high-water mark from the model being in place through the last step (reset through /proc/self/clear_refs; meshtrain reports loading's peak apart). The plan's estimate counts the weights, the gradient, the optimizer state and the activations as each stage shards them (ZeRO-2: its largest bucket's gradient whole; ZeRO-3: its largest bucket's weights and gradient whole); each worker here loads the dataset itself (feed \"workers\") and reports its bytes. The predicted peak is the worker's resident set without a model, measured in the same fit, with V8's young generation as the fit had it (V8 sizes it as it sees fit, by up to 30 MiB, so it is counted at its size after the fit's steps), plus the estimate and the data; what else a fit adds to a process (the step's buffers, the communication thread's heap) is in none, so the measured peak runs above it.",
     "All workers share this machine's cores, unpinned; the torch ranks use one thread each, on the same OpenBLAS core type as meshtrain's kernels. Each meshtrain row's PyTorch peer: DDP for data, DDP with ZeroRedundancyOptimizer for ZeRO-1, FSDP for ZeRO-3 (ZeRO-2 has none on gloo but FSDP's SHARD_GRAD_OP, which does not import either).",
     "Command: `npm run bench:sharded`.",
   ].join("\n");
