@@ -67,6 +67,8 @@ export type ActivityState = "busy" | "waiting" | "idle" | "failed";
 export function transferList(tensors: readonly Tensorlike[]): ArrayBuffer[] {
   const out: ArrayBuffer[] = [];
   for (const t of tensors) {
+    // Shared memory is shared, not handed over (and cannot be listed).
+    if (typeof SharedArrayBuffer !== "undefined" && t.data.buffer instanceof SharedArrayBuffer) continue;
     const buf = t.data.buffer as ArrayBuffer;
     if (t.data.byteOffset === 0 && t.data.byteLength === buf.byteLength && !out.includes(buf)) out.push(buf);
   }

@@ -187,6 +187,27 @@ test("a flagged push changes nothing: async drops it alone (handled, not counted
   sync.dispose();
 });
 
+test("a version's pulls share one read of the values, in shared memory no update writes to; the sum goes into rank 0's push", async () => {
+  const sgd: OptimizerSpec = { name: "sgd", learningRate: 1 };
+  const server = ParamServer.load(serverLoad("sync", 2, [[2]], sgd), [{ data: Float32Array.from([1, 1]), shape: [2] }], 2000);
+  const [a, b] = await Promise.all([server.pull(0), server.pull(0)]);
+  assert.equal(a.data, b.data, "one read for both pulls of version 0");
+  assert.ok(a.data.buffer instanceof SharedArrayBuffer, "shared with the communication thread, not handed over");
+  const next = [server.pull(1), server.pull(1)];
+  const g0 = pushOf([0.5, 0.25]);
+  server.push(0, 0, 0, g0);
+  server.push(1, 0, 0, pushOf([0.5, 0.5]));
+  const [c, d] = await Promise.all(next);
+  assert.equal(c.data, d.data);
+  assert.notEqual(c.data, a.data, "a new version, a new read");
+  assert.deepEqual([...a.data], [1, 1], "what version 0's pulls were given stays as it was");
+  assert.deepEqual([...c.data], [0, 0.25]);
+  assert.deepEqual([...g0], [1, 0.75, 0], "rank 0's push held the sum");
+  // A checkpoint's values are a copy of their own.
+  assert.notEqual((await server.weights()).tensors[0]!.data, c.data);
+  server.dispose();
+});
+
 test("a sync pull that waits too long names the workers whose pushes never came", async () => {
   const server = ParamServer.load(serverLoad("sync", 3, [[1]], { name: "sgd", learningRate: 0.1 }), [{ data: Float32Array.from([0]), shape: [1] }], 150);
   server.push(1, 0, 0, pushOf([1]));

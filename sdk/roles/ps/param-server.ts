@@ -43,6 +43,8 @@ export class ParamServer implements WorkerRole {
   private readonly waiters = new Set<Waiter>();
   /** Every applied push, as "rank/clock": what the driver asks after a worker left. */
   private readonly applied = new Set<string>();
+  /** The values pulls of `version` are answered with (served()). */
+  private snapshot: { version: number; data: Promise<Float32Array> } | null = null;
 
   private constructor(
     readonly index: number,
@@ -128,7 +130,7 @@ export class ParamServer implements WorkerRole {
   pull(minVersion: number | undefined): Promise<{ version: number; data: Float32Array; waitedMs: number }> {
     if (minVersion === undefined || minVersion <= this.version_) {
       const version = this.version_;
-      return this.values().then((data) => ({ version, data, waitedMs: 0 }));
+      return this.served().then((data) => ({ version, data, waitedMs: 0 }));
     }
     if (this.mode === "async") throw new ProtocolError(`an async pull asked for version ${minVersion}; async servers serve whatever version they hold`);
     return new Promise((resolve, reject) => {
@@ -175,9 +177,12 @@ export class ParamServer implements WorkerRole {
   }
 
   private applyStep(clock: number): void {
-    // Summed in rank order, whatever order they arrived in, so every run adds the same way.
-    const sum = new Float32Array(this.pushLength);
-    for (let r = 0; r < this.workers; r++) {
+    // Summed in rank order, whatever order they arrived in, so every run adds the same way: into
+    // rank 0's push, which arrived in an array of its own (a fresh sum would cost a pass and
+    // the pages of a model's worth of memory every step).
+    const sum = this.pending.get(0)!;
+    this.applied.add(`0/${clock}`);
+    for (let r = 1; r < this.workers; r++) {
       const g = this.pending.get(r)!;
       this.accumulate(sum, Buffer.from(g.buffer, g.byteOffset, g.byteLength), 0);
       this.applied.add(`${r}/${clock}`);
@@ -192,7 +197,7 @@ export class ParamServer implements WorkerRole {
         this.waiters.delete(w);
         const version = this.version_;
         const waitedMs = performance.now() - w.since;
-        this.values().then((data) => w.resolve({ version, data, waitedMs }), w.reject);
+        this.served().then((data) => w.resolve({ version, data, waitedMs }), w.reject);
       }
     }
   }
@@ -220,10 +225,23 @@ export class ParamServer implements WorkerRole {
     return this.applied.has(`${rank}/${clock}`);
   }
 
-  /** The shard's values, flat, in its variables' order, then its state (a copy). */
-  async values(): Promise<Float32Array> {
+  /**
+   * What pulls are answered with: the current version's values, read once and shared by every
+   * pull of it (a sync step's N pulls read the model once, not N times), in shared memory that
+   * nothing writes to after (the communication thread copies it into frames). Kept until the
+   * version moves on. Where there is no shared memory (a tab that is not cross-origin isolated),
+   * each pull gets a copy of its own, handed over to the communication thread.
+   */
+  private served(): Promise<Float32Array> {
+    if (typeof SharedArrayBuffer === "undefined") return this.values();
+    if (this.snapshot?.version !== this.version_) this.snapshot = { version: this.version_, data: this.values(new SharedArrayBuffer((this.length + this.state.length) * 4)) };
+    return this.snapshot.data;
+  }
+
+  /** The shard's values, flat, in its variables' order, then its state (a copy, in `memory` where given). */
+  async values(memory?: SharedArrayBuffer): Promise<Float32Array> {
     const state = this.state.slice();
-    const out = new Float32Array(this.length + state.length);
+    const out = memory ? new Float32Array(memory) : new Float32Array(this.length + state.length);
     await readConcat(this.vars, out.subarray(0, this.length));
     out.set(state, this.length);
     return out;
