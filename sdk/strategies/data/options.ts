@@ -78,7 +78,8 @@ export const DataOptionsSchema = z.strictObject({
    * this many MiB of weights (a larger layer alone; 0: each layer alone). Fewer, larger
    * collectives are faster; a bucket is held whole while its layers run (ZeRO-3: twice).
    * Default: 25 for "gradients" (as DDP's bucket_cap_mb), 12 for "parameters" (half, since it
-   * holds a bucket twice); auto under a memory cap takes 0 where the default would not fit.
+   * holds a bucket twice); left out under a memory cap that fits only 0, the plan takes 0 and
+   * says why.
    */
   bucketMB: z.number().min(0).max(1 << 20).optional(),
 });
