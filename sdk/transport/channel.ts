@@ -96,7 +96,8 @@ export class Channel {
     return this.liveness.silentForMs();
   }
 
-  send(draft: Draft, attachments: readonly Tensorlike[] = []): void {
+  /** Resolves once every frame was handed to the operating system (or the link closed): a sender pacing its sends waits for it. */
+  send(draft: Draft, attachments: readonly Tensorlike[] = []): Promise<void> {
     if (this.closedWith) throw this.closedWith;
     const specs = attachments.map((t) => ({ dtype: dtypeOf(t.data), shape: [...t.shape] }));
     const msg = { ...draft, v: PROTOCOL_VERSION, ...(hasAttachmentField(draft.type) ? { attachments: specs } : {}) };
@@ -108,19 +109,20 @@ export class Channel {
       );
     }
     this.link.sendText(text);
-    if (attachments.length === 0) return;
     const seq = (draft as { id?: number; re?: number }).id ?? (draft as { re?: number }).re ?? 0;
-    attachments.forEach((t, index) => this.sendTensor(seq, index, t.data));
+    return Promise.all(attachments.flatMap((t, index) => this.sendTensor(seq, index, t.data))).then(() => undefined);
   }
 
-  private sendTensor(seq: number, tensor: number, data: TensorData): void {
+  private sendTensor(seq: number, tensor: number, data: TensorData): Array<Promise<void>> {
     const total = data.length;
+    const sent: Array<Promise<void>> = [];
     // Zero-length tensors send no frames: the receiver sees them complete from the announcement.
     for (let offset = 0; offset < total; offset += this.o.chunkElements) {
       const length = Math.min(this.o.chunkElements, total - offset);
       const header: FrameHeader = { kind: "attachment", dtype: dtypeOf(data), seq, tensor, offset, length, total };
-      this.link.sendBinary(encodeFrame(header, data, offset)).catch(() => undefined);
+      sent.push(this.link.sendBinary(encodeFrame(header, data, offset)).catch(() => undefined));
     }
+    return sent;
   }
 
   /** Sends a request and waits for its reply of type `expect`; an error reply rejects with the rebuilt error. */

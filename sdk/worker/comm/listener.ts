@@ -114,7 +114,9 @@ export class CommServer implements SessionHost {
     switch (m.kind) {
       case "reply": {
         const ch = m.via === undefined ? s?.channel : s?.ps.client(m.via);
-        if (s && !s.ended && ch && !ch.closed) ch.send(m.draft, m.attachments);
+        if (!s || s.ended || !ch || ch.closed) return;
+        if (m.via !== undefined && m.draft.type === "pulled") s.ps.sendPulled(ch, m.draft, m.attachments);
+        else void ch.send(m.draft, m.attachments);
         return;
       }
       case "replyError": {

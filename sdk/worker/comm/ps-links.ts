@@ -3,7 +3,9 @@ import { packValues } from "../../collectives/half-pack";
 import { ProtocolError, WorkerLostError } from "../../errors/errors";
 import { toWireError } from "../../protocol/wire-error";
 import { CLOSE, type Link } from "../../transport/link";
-import type { Channel } from "../../transport/channel";
+import type { Channel, Draft } from "../../transport/channel";
+import type { Tensorlike } from "../../protocol/tensor";
+import { PullQueue } from "./pull-queue";
 import { transferList } from "../bridge";
 import { channelTo } from "./channel-to";
 import { toCompute } from "./thread";
@@ -20,6 +22,7 @@ export class PsLinks {
   private nextClient = 1;
   /** The servers that have not yet answered the pull or push in flight (one at a time per worker). */
   private unanswered = new Set<number>();
+  private readonly pulls = new PullQueue();
 
   /** The session's rank, step timeout and heartbeat, read when a link is made or used. */
   constructor(private readonly session: { readonly rank: number; readonly stepTimeoutMs: number; readonly heartbeat: { intervalMs: number; timeoutMs: number } }) {}
@@ -50,6 +53,11 @@ export class PsLinks {
 
   client(via: number): Channel | undefined {
     return this.clients.get(via);
+  }
+
+  /** On a server: an answer to a pull, sent after the pulls answered before it (see PullQueue). */
+  sendPulled(ch: Channel, draft: Draft, attachments: readonly Tensorlike[]): void {
+    this.pulls.enqueue(() => (ch.closed ? Promise.resolve() : ch.send(draft, attachments)));
   }
 
   psPull(seq: number, minVersion: number | undefined): void {
