@@ -3,6 +3,7 @@ import { test } from "node:test";
 import { ringSpeedOf } from "../../sdk/driver/ring-probe";
 import { predictData } from "../../sdk/plan/predict";
 import { speedsOf } from "../../sdk/plan/speeds";
+import { sustainedRate } from "../../sdk/cluster/launch";
 
 /** The ring formula's time for `bytes` over N members at a hop's bandwidth and a phase's latency. */
 function ringMs(n: number, bytes: number, bytesPerSecond: number, latencyMs: number): number {
@@ -42,4 +43,18 @@ test("a data plan prices its all-reduce by the measured ring where there is one 
   // Measured on 3 members, it does not price a ring of 2.
   const three = ringSpeedOf(3, "native", [4096, 8 * 2 ** 20], [1, 20]);
   assert.ok(Math.abs(predictData(o, speedsOf(devices, three)!).commMs - byLinks.commMs) < 1e-9);
+});
+
+test("a parameter server's link is priced at the rate it sustains, its burst left out", () => {
+  // 1 Gbit/s shaped by a token bucket of 625 KB: what leaves at once is free, the rest at 125 MB/s.
+  const rate = 125e6;
+  const burst = 625e3;
+  const ms = (bytes: number): number => 0.5 + (Math.max(0, bytes - burst) / rate) * 1000;
+  const small = 2 * 1024 * 1024;
+  const large = 8 * 1024 * 1024;
+  const single = small / ((ms(small) - 0.5) / 1000);
+  assert.ok(single > 1.4 * rate, "2 MiB alone overstates the link");
+  assert.ok(Math.abs(sustainedRate(single, [small, large], [ms(small), ms(large)]) / rate - 1) < 1e-9);
+  assert.equal(sustainedRate(single, [small, large], [ms(small), ms(small) - 1]), single, "noise that makes 8 MiB faster keeps the one-message estimate");
+  assert.equal(sustainedRate(100e6, [small, large], [ms(small), ms(large)]), 100e6, "never above the one-message estimate");
 });
