@@ -3,6 +3,7 @@ import { cluster, datasets, type StrategyInput } from "../../sdk/index";
 import { buildDemoModel, isDemoModel } from "../../sdk/cli/models";
 import { bigMlp } from "../scaling/big-mlp";
 import { median } from "../common";
+import { throughput } from "../../sdk/metrics/throughput";
 
 /**
  * meshtrain's side of the shaped-link benchmark, run on the driver's host: waits on its join
@@ -28,7 +29,11 @@ async function main(): Promise<void> {
   const [model, workersArg, batchArg, stepsArg, variant, host, port] = process.argv.slice(2) as [string, string, string, string, string, string, string];
   const workers = Number(workersArg);
   const batch = Number(batchArg) * workers;
-  const steps = Number(stepsArg);
+  // A sync-H run is measured over whole sync periods after the first, which warms up: over a few
+  // steps the epoch's closing sync falls inside the window, as if H were smaller (the 11.4M MLP's
+  // 14 steps at H = 8 made 2 syncs in the 11 steps measured).
+  const every = Number(/^sync-(\d+)$/.exec(variant)?.[1] ?? 0);
+  const steps = every > 0 ? every * Math.max(3, Math.ceil(Number(stepsArg) / every)) : Number(stepsArg);
   tf.enableProdMode();
   const data = datasets.synthetic({ inputShape: [28, 28, 1], classes: 10, size: batch * steps, seed: 1 });
   const base = cluster().join({ workers, host, port: Number(port), timeoutMs: 120_000 }).token(process.env.MESHTRAIN_TOKEN!);
@@ -42,9 +47,10 @@ async function main(): Promise<void> {
     // One epoch of `steps` batches: a sync variant syncs every H steps and once more at the end.
     const run = await c.fit(m, data, { batchSize: batch, optimizer: { name: "sgd", learningRate: 0.01 }, shuffle: false, epochs: 1 });
     const s = run.summary();
-    const sent = run.history.slice(s.warmupSteps).map((st) => st.workers[0]?.sentBytes ?? 0);
+    const warm = every > 0 ? every : s.warmupSteps;
+    const sent = run.history.slice(warm).map((st) => st.workers[0]?.sentBytes ?? 0);
     const predicted = run.plan.prediction?.samplesPerSecond ?? null;
-    process.stdout.write(`${JSON.stringify({ peer: "meshtrain", model, variant, dataPlane: run.dataPlane?.path ?? null, world: workers, batch_per_rank: batch / workers, samples_per_second: s.samplesPerSecond, predicted_samples_per_second: predicted, predicted_timed: run.plan.prediction?.timed ?? false, sent_bytes_per_step: sent.reduce((a, b) => a + b, 0) / Math.max(1, sent.length), median_sent_bytes: median(sent), median_step_ms: s.medianStepMs })}\n`);
+    process.stdout.write(`${JSON.stringify({ peer: "meshtrain", model, variant, dataPlane: run.dataPlane?.path ?? null, world: workers, batch_per_rank: batch / workers, samples_per_second: throughput(run.history, warm), predicted_samples_per_second: predicted, predicted_timed: run.plan.prediction?.timed ?? false, sent_bytes_per_step: sent.reduce((a, b) => a + b, 0) / Math.max(1, sent.length), median_sent_bytes: median(sent), median_step_ms: s.medianStepMs })}\n`);
   } finally {
     await c.close();
   }
