@@ -144,15 +144,17 @@ function table(rows: Row[]): string[] {
   const key = (r: Row): number[] => [at(LINKS.map((l) => l.name), r.link), at(Object.keys(NAMES), r.model), at(["meshtrain", "pytorch-ddp"], r.peer), at(variants, r.variant)];
   const sorted = [...rows].sort((a, b) => key(a).reduce((d, v, i) => d || v - key(b)[i]!, 0));
   for (const r of sorted) {
+    // A row whose runs all failed has no rate (null, once through the JSON of merged results).
+    const sps = Number.isFinite(r.samplesPerSecond) ? r.samplesPerSecond : NaN;
     const same = (peer: string, variant: string) => rows.find((x) => x.link === r.link && x.model === r.model && x.peer === peer && x.variant === variant)?.samplesPerSecond ?? NaN;
     const own = same(r.peer, "float32");
     const pred = r.predicted !== null ? `${fmt(r.predicted, 0)}${r.timed === false ? " (FLOPs)" : ""}` : "-";
-    const ratio = r.predicted !== null ? fmt(r.predicted / r.samplesPerSecond) : "-";
+    const ratio = r.predicted !== null ? fmt(r.predicted / sps) : "-";
     // Zero: a run whose records carried no bytes (async parameter servers' rounds did not, before 2026-11-26).
     const mb = r.sentBytesPerStep ? fmt(r.sentBytesPerStep / 1e6, 2) : "-";
     const failed = r.failures.length > 0 ? `${r.runs.length > 0 ? `${fmt(r.samplesPerSecond, 1)}; ` : ""}${r.failures.length} of ${r.failures.length + r.runs.length} run(s) failed: ${r.failures[r.failures.length - 1]!.replace(/\|/g, "/")}` : null;
     const rate = failed ?? fmt(r.samplesPerSecond, 1);
-    out.push(`| ${r.link} | ${NAMES[r.model]} | ${r.peer} | ${r.variant} | ${rate} | ${pred} | ${ratio} | ${mb} | ${fmt(r.samplesPerSecond / own)} | ${fmt(r.samplesPerSecond / same("pytorch-ddp", "float32"))} | ${fmt(r.samplesPerSecond / same("pytorch-ddp", "fp16"))} |`);
+    out.push(`| ${r.link} | ${NAMES[r.model]} | ${r.peer} | ${r.variant} | ${rate} | ${pred} | ${ratio} | ${mb} | ${fmt(sps / own)} | ${fmt(sps / same("pytorch-ddp", "float32"))} | ${fmt(sps / same("pytorch-ddp", "fp16"))} |`);
   }
   return out;
 }
