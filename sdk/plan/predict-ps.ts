@@ -14,10 +14,10 @@ export interface ServerLink {
  * that share of the gradient, over WebSocket links, so each server's link carries every worker's
  * share both ways.
  *
- * sync: the workers compute together, then pull and push. A server's link sends the pulls one
- * after another (first come, first served: the link's queue is first in, first out), so the
- * first worker pushes while the last still pulls: the step's communication is the slower of
- * (all N pulls, then one push) and (one pull, then all N pushes), each a round trip. Measured
+ * sync: the workers compute together, then pull and push. A server sends its answers to pulls
+ * one at a time (PullQueue), so the first worker pushes while the last still pulls: the step's
+ * communication is the slower of (all N pulls, then one push) and (one pull, then all N
+ * pushes), each a round trip. Measured
  * between namespace hosts at 100 Mbit/s (bench:network, 2026-11-27), the small MLP's step on 2
  * workers took 260 ms: 2 pulls of 86 ms, then the second worker's push.
  *
