@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Channel } from "../../sdk/transport/channel";
 import { inProcessLinkPair } from "../../sdk/transport/in-process-link";
-import { PullQueue } from "../../sdk/worker/comm/pull-queue";
+import { HOLD_MIN_MS, PullQueue } from "../../sdk/worker/comm/pull-queue";
 
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
 
@@ -18,9 +18,9 @@ test("a server's answers to pulls go one at a time; one that fails does not hold
   const started: string[] = [];
   const first = deferred();
   const second = deferred();
-  q.enqueue(() => (started.push("rank 0"), first.promise));
-  q.enqueue(() => (started.push("rank 1"), second.promise));
-  q.enqueue(() => (started.push("rank 2"), Promise.resolve()));
+  q.enqueue(() => (started.push("rank 0"), first.promise), 1e6);
+  q.enqueue(() => (started.push("rank 1"), second.promise), 1e6);
+  q.enqueue(() => (started.push("rank 2"), Promise.resolve()), 1e6);
   await tick();
   assert.deepEqual(started, ["rank 0"], "the second pull waits for the first to be handed over");
   first.resolve();
@@ -32,10 +32,23 @@ test("a server's answers to pulls go one at a time; one that fails does not hold
   q.enqueue(() => {
     started.push("rank 3");
     throw new Error("closed before it was sent");
-  });
-  q.enqueue(() => (started.push("rank 4"), Promise.resolve()));
+  }, 1e6);
+  q.enqueue(() => (started.push("rank 4"), Promise.resolve()), 1e6);
   await tick();
   assert.deepEqual(started.slice(3), ["rank 3", "rank 4"]);
+});
+
+test("a worker that stopped reading holds the next pull back only as long as its bytes allow", async () => {
+  const q = new PullQueue();
+  const started: number[] = [];
+  const t0 = performance.now();
+  q.enqueue(() => (started.push(performance.now() - t0), new Promise<void>(() => undefined)), 0);
+  q.enqueue(() => (started.push(performance.now() - t0), Promise.resolve()), 0);
+  await tick();
+  assert.equal(started.length, 1, "held while the first may still be leaving");
+  await new Promise((r) => setTimeout(r, HOLD_MIN_MS + 200));
+  assert.equal(started.length, 2, "the second went after the hold, though the first never finished");
+  assert.ok(started[1]! >= HOLD_MIN_MS - 5, `held ${started[1]} ms`);
 });
 
 test("Channel.send resolves once every frame of its tensors was handed over, not before", async () => {

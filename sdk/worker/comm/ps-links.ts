@@ -57,7 +57,8 @@ export class PsLinks {
 
   /** On a server: an answer to a pull, sent after the pulls answered before it (see PullQueue). */
   sendPulled(ch: Channel, draft: Draft, attachments: readonly Tensorlike[]): void {
-    this.pulls.enqueue(() => (ch.closed ? Promise.resolve() : ch.send(draft, attachments)));
+    const bytes = attachments.reduce((n, t) => n + t.data.byteLength, 0);
+    this.pulls.enqueue(() => (ch.closed ? Promise.resolve() : ch.send(draft, attachments)), bytes);
   }
 
   psPull(seq: number, minVersion: number | undefined): void {

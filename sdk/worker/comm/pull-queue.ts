@@ -9,12 +9,34 @@
  * sync 75.4 samples/s sent together, 88.5 one at a time; async 101.5 and 112.9. Pulls of the
  * small MLP (1.1 MB) fit the sockets' buffers and leave at once either way: 481 and 495 at
  * 100 Mbit/s, within noise.
+ *
+ * A pull holds the next back only as long as its bytes take at HOLD_BYTES_PER_SECOND: a worker
+ * that stopped reading (frozen, or on a link slower than that) must not stall the others' pulls.
  */
 export class PullQueue {
   private last: Promise<void> = Promise.resolve();
 
-  /** `send` runs after every send queued before it was handed over; one that fails does not hold up the next. */
-  enqueue(send: () => Promise<void>): void {
-    this.last = this.last.then(send).catch(() => undefined);
+  /** `send` runs after the sends queued before it were handed over, or held the queue as long as their bytes allow; one that fails does not hold up the next. */
+  enqueue(send: () => Promise<void>, bytes: number): void {
+    const holdMs = HOLD_MIN_MS + (bytes / HOLD_BYTES_PER_SECOND) * 1000;
+    this.last = this.last.then(
+      () =>
+        new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, holdMs);
+          const done = (): void => {
+            clearTimeout(timer);
+            resolve();
+          };
+          try {
+            send().then(done, done);
+          } catch {
+            done();
+          }
+        }),
+    );
   }
 }
+
+/** 80 Mbit/s: links at least that fast take pulls one at a time to the end. */
+export const HOLD_BYTES_PER_SECOND = 10e6;
+export const HOLD_MIN_MS = 250;
