@@ -112,10 +112,17 @@ function ip(...args: string[]): void {
 }
 
 /**
- * tbf at the link's rate. The bucket holds 5 ms at that rate and at least 256 KiB: veth hands tc
- * segments of up to 64 KiB (no offloads are turned off), which a smaller bucket would drop.
+ * tbf at the link's rate, its bucket 1 ms at that rate and at least two full frames. A wire
+ * banks nothing while it is idle, and a bucket does: the 5 ms and at least 256 KiB it held before
+ * let a step's first 256 KiB through at once after its compute at 100 Mbit/s (21 ms of that link:
+ * the CNN's rows ran 1.2-1.5x what a wire allows, and the ring and link probes read the links too
+ * fast at 10 Gbit/s). tbf cuts a veth's segments bigger than the bucket (GSO, up to 64 KiB) into
+ * frames, so none is dropped.
  */
 function shape(tc: string[], dev: string, link: Link): void {
-  const burst = Math.max(Math.round((link.bitsPerSecond / 8) * 0.005), 256 * 1024);
+  const burst = Math.max(Math.round((link.bitsPerSecond / 8) * 0.001), 2 * FRAME_BYTES);
   execFileSync(tc[0]!, [...tc.slice(1), "qdisc", "add", "dev", dev, "root", "tbf", "rate", link.rate, "burst", String(burst), "latency", "50ms"], { stdio: ["ignore", "ignore", "pipe"] });
 }
+
+/** An Ethernet frame of a 1500-byte MTU with its header. */
+const FRAME_BYTES = 1514;
