@@ -200,9 +200,9 @@ async function joinSession(spec: ClusterSpec, session: string, h: WorkerHandle, 
  */
 async function probeLink(spec: ClusterSpec, h: WorkerHandle): Promise<void> {
   const tensor = (n: number) => ({ data: new Float32Array(n), shape: [n] });
-  const roundTrip = async (t: { data: Float32Array; shape: number[] }, echo = false): Promise<{ ms: number; offset: number }> => {
+  const roundTrip = async (t: { data: Float32Array; shape: number[] }): Promise<{ ms: number; offset: number }> => {
     const sent = wallClock();
-    const reply = await h.channel.request({ type: "probe", ...(echo ? { echo } : {}) }, "probed", { timeoutMs: spec.timeouts.connectMs, waitingFor: "a link probe", attachments: [t] });
+    const reply = await h.channel.request({ type: "probe" }, "probed", { timeoutMs: spec.timeouts.connectMs, waitingFor: "a link probe", attachments: [t] });
     const back = wallClock();
     return { ms: back - sent, offset: reply.msg.clock - (sent + back) / 2 };
   };
@@ -219,15 +219,12 @@ async function probeLink(spec: ClusterSpec, h: WorkerHandle): Promise<void> {
   h.linkLatencyMs = rtt / 2;
   h.linkBytesPerSecond = big.data.byteLength / Math.max(1e-4, (bigMs - rtt) / 1000);
   if (h.role !== "ps") return;
-  // A parameter server's link moves whole shards, each framed, sent, received and copied by the
-  // two processes at its ends: on fast links that work, not the wire, sets the pace. Its probes
-  // come back as an answer to a pull goes (2 trips each), and the link is priced at what a trip
-  // sustains: the extra bytes of 8 MiB over 2 MiB over their extra time, which also leaves out a
-  // shaped link's burst and the fixed costs.
+  // A parameter server's link moves whole shards at the rate the link sustains, which 2 MiB
+  // riding a shaped link's burst overstate; the extra time of 8 MiB over 2 MiB, each after the
+  // same pause, leaves the burst out.
   const shard = tensor(SHARD_PROBE_ELEMENTS);
-  const echoed = async (t: { data: Float32Array; shape: number[] }): Promise<number> => Math.min((await roundTrip(t, true)).ms, (await roundTrip(t, true)).ms);
-  const [bigEchoMs, shardEchoMs] = [await echoed(big), await echoed(shard)];
-  h.linkBytesPerSecond = sustainedRate(h.linkBytesPerSecond, [2 * big.data.byteLength, 2 * shard.data.byteLength], [bigEchoMs, shardEchoMs]);
+  const shardMs = Math.min((await roundTrip(shard)).ms, (await roundTrip(shard)).ms);
+  h.linkBytesPerSecond = sustainedRate(h.linkBytesPerSecond, [big.data.byteLength, shard.data.byteLength], [bigMs, shardMs]);
 }
 
 /**
@@ -244,9 +241,8 @@ export function sustainedRate(single: number, bytes: readonly [number, number], 
 const PROBE_ELEMENTS = 512 * 1024;
 
 /**
- * A parameter server's second probe: 8 MiB. Between namespace hosts at 1 Gbit/s (tc tbf with a
- * 625 KB bucket, as bench:network shaped links then) 2 MiB alone read 136-154 MB/s; a 45.6 MB
- * pull of the 11.4M MLP ran at about 117.
+ * A parameter server's second probe: 8 MiB. Between namespace hosts at 1 Gbit/s (tc tbf, a
+ * 625 KB burst) 2 MiB alone read 136-154 MB/s; a 45.6 MB pull of the 11.4M MLP ran at about 117.
  */
 const SHARD_PROBE_ELEMENTS = 2 * 1024 * 1024;
 

@@ -36,9 +36,9 @@ export function predictPs(
   const own = (bytes: number): number => (bytes / s.linkBytesPerSecond) * 1000;
   const latencyMs = Math.max(s.latencySeconds, ...servers.map((v) => v.latencySeconds)) * 1000;
   const links = servers.map((v) => `${(v.linkBytesPerSecond / 1e6).toFixed(0)} MB/s`).join(", ");
-  // A server's link is timed with shards that come back (cluster/launch.ts): its rate includes the
-  // two processes' frames and copies, which on fast links set the pace, not the wire.
-  const why = `${basis(s, timed ? o.profile : undefined)}; the servers' links ${links} (as a shard moves over them, through the sending and the receiving process, timed both ways when they joined)`;
+  // Said, not priced: on fast links the processes' CPU, not the links, sets the pace (1.5-2.8x too fast at
+  // 10 Gbit/s between namespace hosts: docs/performance.md, "Between machines").
+  const why = `${basis(s, timed ? o.profile : undefined)}; the servers' links ${links} (the work of moving the shards through each process, its frames and copies, not counted)`;
   // `k` workers' transfers of `bytes` each, through every server's link and each worker's own.
   const through = (bytes: number, k: number): number => Math.max(own(bytes), ...servers.map((v) => ((k * v.share * bytes) / v.linkBytesPerSecond) * 1000));
   if (o.mode === "sync") {

@@ -55,18 +55,11 @@ export const ProfiledSchema = z.strictObject({
 });
 
 /** Measures the driver's link to a worker: the worker answers as soon as the attachment arrived. */
-export const ProbeSchema = z.strictObject({
-  type: z.literal("probe"), v, id,
-  /** A parameter server's probe: the answer carries the attachment back, as an answer to a pull carries a shard. */
-  echo: z.literal(true).optional(),
-  attachments: z.array(TensorSpecSchema).max(4096),
-});
+export const ProbeSchema = z.strictObject({ type: z.literal("probe"), v, id, attachments: z.array(TensorSpecSchema).max(4096) });
 export const ProbedSchema = z.strictObject({
   type: z.literal("probed"), v, re: id,
   /** The worker's wall clock when it answered: with a short round trip, its offset from the driver's. */
   clock: z.number().finite(),
-  /** The probe's attachment, sent back where it asked for an echo. */
-  attachments: z.array(TensorSpecSchema).max(4096),
 });
 
 /**

@@ -345,5 +345,5 @@ export class Channel {
 }
 
 function hasAttachmentField(type: MessageType): boolean {
-  return type === "load" || type === "step" || type === "weights" || type === "probe" || type === "probed" || type === "pulled" || type === "push" || type === "state" || type === "setState" || type === "setShard" || type === "evaluate";
+  return type === "load" || type === "step" || type === "weights" || type === "probe" || type === "pulled" || type === "push" || type === "state" || type === "setState" || type === "setShard" || type === "evaluate";
 }

@@ -149,10 +149,10 @@ export class ComputeHost {
   }
 
   /** What plans predict from: the driver's link, the data ring's all-reduce, the model's layers and step. */
-  private async measure(msg: MessageOf<"probe" | "ringProbe" | "profile">, attachments: Tensorlike[]): Promise<void> {
+  private async measure(msg: MessageOf<"probe" | "ringProbe" | "profile">): Promise<void> {
     switch (msg.type) {
       case "probe":
-        return this.reply({ type: "probed", re: msg.id, clock: wallClock() }, msg.echo ? attachments : []);
+        return this.reply({ type: "probed", re: msg.id, clock: wallClock() });
       case "ringProbe":
         this.links.doing("timing the data ring's all-reduce for the plan");
         this.reply({ type: "ringProbed", re: msg.id, ms: await this.links.probeRing(msg.elements, msg.repeats) });
@@ -190,7 +190,7 @@ export class ComputeHost {
         case "probe":
         case "ringProbe":
         case "profile":
-          return await this.measure(msg, attachments);
+          return await this.measure(msg);
         case "fetchState":
           return await this.fetchState(msg);
         case "setState":

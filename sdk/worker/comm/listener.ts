@@ -1,4 +1,3 @@
-import { PROTOCOL_VERSION } from "../../protocol/version";
 import { CollectiveError, ProtocolError, type MeshtrainError } from "../../errors/errors";
 import { fromWireError, toWireError } from "../../protocol/wire-error";
 import { acceptHandshake, type AuthMessage } from "../../transport/handshake";
@@ -66,7 +65,7 @@ export class CommServer implements SessionHost {
       link.sendText(
         JSON.stringify({
           type: "error",
-          v: PROTOCOL_VERSION,
+          v: 1,
           error: toWireError(
             new ProtocolError("this worker is serving another driver", { hint: "wait for that driver to close its cluster, or start another worker" }),
           ),
