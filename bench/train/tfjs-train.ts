@@ -2,6 +2,7 @@ import * as tf from "@tensorflow/tfjs";
 import { buildDemoModel, type DemoModel } from "../../sdk/cli/models";
 import { selectBackend } from "../../sdk/backends/select-backend";
 import type { BackendChoice } from "../../sdk/protocol/backend-names";
+import { PROTOCOL_VERSION } from "../../sdk/protocol/version";
 import { DataReplica } from "../../sdk/roles/data/replica";
 
 /**
@@ -31,7 +32,7 @@ async function main(): Promise<void> {
   m.dispose();
   const optimizer = opt === "adam" ? { name: "adam" as const, learningRate: 0.001, beta1: 0.9, beta2: 0.999 } : { name: "sgd" as const, learningRate: 0.01 };
   const text = model === "sentiment";
-  const replica = await DataReplica.load({ type: "load", v: 1, id: 1, role: "replica", topology, optimizer, loss: text ? "binaryCrossentropy" : "categoricalCrossentropy", replicaBatch: batch, stepTimeoutMs: 60_000, attachments: [] }, weights);
+  const replica = await DataReplica.load({ type: "load", v: PROTOCOL_VERSION, id: 1, role: "replica", topology, optimizer, loss: text ? "binaryCrossentropy" : "categoricalCrossentropy", replicaBatch: batch, stepTimeoutMs: 60_000, attachments: [] }, weights);
   // Reviews of 100 word ids with a 0/1 label each; digits of 28 x 28 with one of 10 classes.
   const x = text ? { data: Float32Array.from({ length: batch * 100 }, () => Math.floor(Math.random() * 10000)), shape: [batch, 100] } : { data: Float32Array.from({ length: batch * 784 }, () => Math.random()), shape: [batch, 28, 28, 1] };
   const y = text ? { data: Float32Array.from({ length: batch }, (_, i) => i % 2), shape: [batch, 1] } : { data: new Float32Array(batch * 10), shape: [batch, 10] };

@@ -1,3 +1,4 @@
+import { PROTOCOL_VERSION } from "../../sdk/protocol/version";
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
@@ -24,7 +25,7 @@ test("the estimate's column buffer is the one the native step's convolutions mak
   tf.setBackend(NATIVE_BACKEND);
   const topology = model.toJSON(null, false) as unknown as Record<string, unknown>;
   const weights = model.getWeights().map((w) => ({ data: Float32Array.from(w.dataSync()), shape: [...w.shape] }));
-  const r = await loadReplica({ type: "load", v: 1, id: 1, role: "replica", topology, optimizer: { name: "sgd", learningRate: 0.1 }, loss: "categoricalCrossentropy", replicaBatch: batch, stepTimeoutMs: 60_000, attachments: [] }, weights, null);
+  const r = await loadReplica({ type: "load", v: PROTOCOL_VERSION, id: 1, role: "replica", topology, optimizer: { name: "sgd", learningRate: 0.1 }, loss: "categoricalCrossentropy", replicaBatch: batch, stepTimeoutMs: 60_000, attachments: [] }, weights, null);
   try {
     assert.ok(r.step.native, "the demo CNN compiles to the native step");
     const x = { data: randomArray(batch * 784, 3, 0, 1), shape: [batch, 28, 28, 1] };

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { AuthError, ProtocolError, TimeoutError } from "../../sdk/errors/errors";
+import { PROTOCOL_VERSION } from "../../sdk/protocol/version";
 import { acceptHandshake, offerHandshake } from "../../sdk/transport/handshake";
 import { inProcessLinkPair } from "../../sdk/transport/in-process-link";
 import type { Link } from "../../sdk/transport/link";
@@ -78,7 +79,8 @@ test("garbage, binary frames or silence during the handshake end it with a typed
   {
     const [server, client] = inProcessLinkPair();
     const p = acceptHandshake(server, { token: TOKEN, timeoutMs: 1000, server: { version: "t", pid: 1 } });
-    client.sendText(JSON.stringify({ type: "auth", v: 2, nonce: "0".repeat(64), mac: "0".repeat(64), role: "driver" }));
-    await assert.rejects(p, /protocol version 2/);
+    // A peer one version ahead: refused, the error naming its version.
+    client.sendText(JSON.stringify({ type: "auth", v: PROTOCOL_VERSION + 1, nonce: "0".repeat(64), mac: "0".repeat(64), role: "driver" }));
+    await assert.rejects(p, new RegExp(`protocol version ${PROTOCOL_VERSION + 1}`));
   }
 });

@@ -1,3 +1,4 @@
+import { PROTOCOL_VERSION } from "../../sdk/protocol/version";
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
@@ -69,7 +70,7 @@ async function replicaOn(backend: string, model: tf.LayersModel, loss: LossName)
   tf.setBackend(backend);
   const topology = model.toJSON(null, false) as unknown as Record<string, unknown>;
   const weights = model.getWeights().map((w) => ({ data: Float32Array.from(w.dataSync()), shape: [...w.shape] }));
-  return loadReplica({ type: "load", v: 1, id: 1, role: "replica", topology, optimizer: { name: "sgd", learningRate: 0.1 }, loss, replicaBatch: 64, stepTimeoutMs: 60_000, attachments: [] }, weights, null);
+  return loadReplica({ type: "load", v: PROTOCOL_VERSION, id: 1, role: "replica", topology, optimizer: { name: "sgd", learningRate: 0.1 }, loss, replicaBatch: 64, stepTimeoutMs: 60_000, attachments: [] }, weights, null);
 }
 
 /** Every gradient value within 2e-4 of the reference's largest, and the loss within 1e-5 relative. */

@@ -1,3 +1,4 @@
+import { PROTOCOL_VERSION } from "../../sdk/protocol/version";
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
@@ -103,7 +104,7 @@ function start(c: Case): { topology: Record<string, unknown>; initial: Tensorlik
 async function train(backend: string, c: Case, from: ReturnType<typeof start>, optimizer: OptimizerSpec, steps: number): Promise<{ weights: Tensorlike[]; losses: number[] }> {
   const { topology, initial } = from;
   tf.setBackend(backend);
-  const replica = await DataReplica.load({ type: "load", v: 1, id: 1, role: "replica", topology, optimizer, loss: c.loss, replicaBatch: c.x.shape[0]!, stepTimeoutMs: 60_000, attachments: [] }, initial);
+  const replica = await DataReplica.load({ type: "load", v: PROTOCOL_VERSION, id: 1, role: "replica", topology, optimizer, loss: c.loss, replicaBatch: c.x.shape[0]!, stepTimeoutMs: 60_000, attachments: [] }, initial);
   const losses: number[] = [];
   const alone = async (data: Float32Array) => ({ data, stats: { waitMs: 0, commMs: 0, bytesSent: 0 } });
   for (let i = 0; i < steps; i++) losses.push((await replica.train(1, c.x, c.y, alone)).loss);

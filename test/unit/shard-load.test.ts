@@ -1,3 +1,4 @@
+import { PROTOCOL_VERSION } from "../../sdk/protocol/version";
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
@@ -54,17 +55,17 @@ test("a ZeRO-3 replica loaded in parts holds zeros and the frozen weights sent, 
   const frozen = untrainedWeights(m).map(copy);
   const topology = m.toJSON(null, false) as unknown as Record<string, unknown>;
   tf.setBackend(NATIVE_BACKEND);
-  const msg: LoadOf<"replica"> = { type: "load", v: 1, id: 1, role: "replica", topology, optimizer: { name: "sgd", learningRate: 0.1 }, loss: "categoricalCrossentropy", replicaBatch: 4, stepTimeoutMs: 60_000, attachments: [], shard: "parameters", shardedOver: 2, bucketBytes: 0, weights: "parts" };
+  const msg: LoadOf<"replica"> = { type: "load", v: PROTOCOL_VERSION, id: 1, role: "replica", topology, optimizer: { name: "sgd", learningRate: 0.1 }, loss: "categoricalCrossentropy", replicaBatch: 4, stepTimeoutMs: 60_000, attachments: [], shard: "parameters", shardedOver: 2, bucketBytes: 0, weights: "parts" };
   const replica = await DataReplica.load(msg, frozen, { io: () => io });
   try {
     // Two layers trained, 4x5+5 and 5x2+2 values (25 and 12, flat from 0 and 25), each split by the ring.
     const ranges = replica.loaded.shardRanges;
     assert.deepEqual(ranges, [[13, 25], [31, 37]]);
     await assert.rejects(replica.weights(), StateError, "no gather before its part came");
-    const bad = replica.answer({ type: "setShard", v: 1, id: 2, ranges: [[0, 18] as [number, number]], attachments: [] }, [{ data: new Float32Array(18), shape: [18] }]);
+    const bad = replica.answer({ type: "setShard", v: PROTOCOL_VERSION, id: 2, ranges: [[0, 18] as [number, number]], attachments: [] }, [{ data: new Float32Array(18), shape: [18] }]);
     await assert.rejects(bad!, ProtocolError);
     const part = flatRangesOf(whole, ranges!);
-    const reply = await replica.answer({ type: "setShard", v: 1, id: 3, ranges: ranges!, attachments: [] }, [{ data: part, shape: [part.length] }]);
+    const reply = await replica.answer({ type: "setShard", v: PROTOCOL_VERSION, id: 3, ranges: ranges!, attachments: [] }, [{ data: part, shape: [part.length] }]);
     assert.deepEqual(reply?.draft, { type: "shardSet", re: 3 });
     assert.equal(replica.loaded.shardRanges, undefined, "no longer waiting for its part");
     const got = (await replica.weights()).tensors;

@@ -1,3 +1,4 @@
+import { PROTOCOL_VERSION } from "../../sdk/protocol/version";
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
@@ -58,15 +59,15 @@ for (const shard of ["gradients", "parameters"] as const) {
     const x: Tensorlike = { data: randomArray(8 * 6, 3), shape: [8, 6] };
     const y: Tensorlike = { data: Float32Array.from({ length: 24 }, (_, i) => (i % 3 === Math.floor(i / 3) % 3 ? 1 : 0)), shape: [8, 3] };
     const optimizer: OptimizerSpec = { name: "adam", learningRate: 0.01, beta1: 0.9, beta2: 0.999 };
-    const load = { type: "load" as const, v: 1 as const, id: 1, role: "replica" as const, topology, optimizer, loss: "categoricalCrossentropy" as const, replicaBatch: 8, stepTimeoutMs: 60_000, attachments: [] };
+    const load = { type: "load" as const, v: PROTOCOL_VERSION as typeof PROTOCOL_VERSION, id: 1, role: "replica" as const, topology, optimizer, loss: "categoricalCrossentropy" as const, replicaBatch: 8, stepTimeoutMs: 60_000, attachments: [] };
     // The links of the membership now, as the host hands them to a role outside a step.
     let now: () => HostIO = reformed;
     const sharded = await DataReplica.load({ ...load, shard, shardedOver: 1 }, initial, { io: () => now() });
     const plain = await DataReplica.load(load, initial);
     const calls: string[] = [];
     for (let step = 0; step < 2; step++) {
-      await sharded.step({ type: "step", v: 1, id: 2 + step, step, epoch: 0, weight: 1, generation: 1, attachments: [] }, [x, y], alone(calls));
-      await plain.step({ type: "step", v: 1, id: 2 + step, step, epoch: 0, weight: 1, attachments: [] }, [x, y], alone([]));
+      await sharded.step({ type: "step", v: PROTOCOL_VERSION, id: 2 + step, step, epoch: 0, weight: 1, generation: 1, attachments: [] }, [x, y], alone(calls));
+      await plain.step({ type: "step", v: PROTOCOL_VERSION, id: 2 + step, step, epoch: 0, weight: 1, attachments: [] }, [x, y], alone([]));
     }
     assert.ok(calls.includes("reduce-scatter") && calls.includes("all-gather"), `the step's own links carried its collectives: ${calls.join(", ")}`);
     // The driver asks for the weights in the membership of now (under ZeRO-3 every replica gathers them).

@@ -1,3 +1,4 @@
+import { PROTOCOL_VERSION } from "../../sdk/protocol/version";
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
@@ -24,7 +25,7 @@ test("alone (the all-reduce gives back what it gets), synchronized normalization
     const m = model(axis);
     const load = () =>
       loadReplica(
-        { type: "load", v: 1, id: 1, role: "replica", topology: m.toJSON(null, false) as unknown as Record<string, unknown>, optimizer: { name: "sgd", learningRate: 0.1 }, loss: "categoricalCrossentropy", replicaBatch: 5, stepTimeoutMs: 1000, attachments: [] },
+        { type: "load", v: PROTOCOL_VERSION, id: 1, role: "replica", topology: m.toJSON(null, false) as unknown as Record<string, unknown>, optimizer: { name: "sgd", learningRate: 0.1 }, loss: "categoricalCrossentropy", replicaBatch: 5, stepTimeoutMs: 1000, attachments: [] },
         m.getWeights().map((w) => ({ data: Float32Array.from(w.dataSync()), shape: [...w.shape] })),
         null,
       );
@@ -48,6 +49,6 @@ test("alone (the all-reduce gives back what it gets), synchronized normalization
 
 test("another axis is refused, naming the layer: TF.js's own layer yields NaN there in training", async () => {
   const m = model(1);
-  const r = await loadReplica({ type: "load", v: 1, id: 1, role: "replica", topology: m.toJSON(null, false) as unknown as Record<string, unknown>, optimizer: { name: "sgd", learningRate: 0.1 }, loss: "categoricalCrossentropy", replicaBatch: 5, stepTimeoutMs: 1000, attachments: [] }, "initial", null);
+  const r = await loadReplica({ type: "load", v: PROTOCOL_VERSION, id: 1, role: "replica", topology: m.toJSON(null, false) as unknown as Record<string, unknown>, optimizer: { name: "sgd", learningRate: 0.1 }, loss: "categoricalCrossentropy", replicaBatch: 5, stepTimeoutMs: 1000, attachments: [] }, "initial", null);
   assert.throws(() => new SyncNorm(r.model), (e: unknown) => e instanceof Error && /normalizes axis 1/.test(e.message));
 });

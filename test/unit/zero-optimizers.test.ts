@@ -1,3 +1,4 @@
+import { PROTOCOL_VERSION } from "../../sdk/protocol/version";
 import { test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { NATIVE_BACKEND } from "../../sdk/backends/native/backend";
@@ -74,13 +75,13 @@ for (const optimizer of OPTIMIZERS) {
         const topology = model().toJSON(null, false) as unknown as Record<string, unknown>;
         const { rings } = inProcessRing(2, 64);
         const io = rings.map((r, p) => ringIO(r, p, 2));
-        const load = { type: "load" as const, v: 1 as const, id: 1, role: "replica" as const, topology, optimizer, loss: "categoricalCrossentropy" as const, replicaBatch: BATCH / 2, stepTimeoutMs: 60_000, attachments: [], shard, shardedOver: 2 };
+        const load = { type: "load" as const, v: PROTOCOL_VERSION as typeof PROTOCOL_VERSION, id: 1, role: "replica" as const, topology, optimizer, loss: "categoricalCrossentropy" as const, replicaBatch: BATCH / 2, stepTimeoutMs: 60_000, attachments: [], shard, shardedOver: 2 };
         const replicas = await Promise.all(io.map((links) => DataReplica.load(load, initial, { io: () => links })));
         for (let step = 0; step < STEPS; step++) {
           await Promise.all(
             replicas.map((r, p) => {
               const [from, to] = [step * BATCH + (p * BATCH) / 2, step * BATCH + ((p + 1) * BATCH) / 2];
-              return r.step({ type: "step", v: 1, id: 2 + step, step, epoch: 0, weight: 0.5, generation: 1, attachments: [] }, [rows(xs, 6, from, to), rows(ys, 3, from, to)], io[p]!);
+              return r.step({ type: "step", v: PROTOCOL_VERSION, id: 2 + step, step, epoch: 0, weight: 0.5, generation: 1, attachments: [] }, [rows(xs, 6, from, to), rows(ys, 3, from, to)], io[p]!);
             }),
           );
         }

@@ -1,3 +1,4 @@
+import { PROTOCOL_VERSION } from "../../protocol/version";
 import { CollectiveError, ProtocolError, type MeshtrainError } from "../../errors/errors";
 import { fromWireError, toWireError } from "../../protocol/wire-error";
 import { acceptHandshake, type AuthMessage } from "../../transport/handshake";
@@ -65,7 +66,7 @@ export class CommServer implements SessionHost {
       link.sendText(
         JSON.stringify({
           type: "error",
-          v: 1,
+          v: PROTOCOL_VERSION,
           error: toWireError(
             new ProtocolError("this worker is serving another driver", { hint: "wait for that driver to close its cluster, or start another worker" }),
           ),
