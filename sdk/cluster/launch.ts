@@ -241,8 +241,9 @@ export function sustainedRate(single: number, bytes: readonly [number, number], 
 const PROBE_ELEMENTS = 512 * 1024;
 
 /**
- * A parameter server's second probe: 8 MiB. Between namespace hosts at 1 Gbit/s (tc tbf, a
- * 625 KB burst) 2 MiB alone read 136-154 MB/s; a 45.6 MB pull of the 11.4M MLP ran at about 117.
+ * A parameter server's second probe: 8 MiB. Between namespace hosts at 1 Gbit/s (tc tbf with a
+ * 625 KB bucket, as bench:network shaped links until 2026-11-27) 2 MiB alone read 136-154 MB/s;
+ * a 45.6 MB pull of the 11.4M MLP ran at about 117.
  */
 const SHARD_PROBE_ELEMENTS = 2 * 1024 * 1024;
 

@@ -18,8 +18,8 @@ export interface ServerLink {
  * one at a time (PullQueue), so the first worker pushes while the last still pulls: the step's
  * communication is the slower of (all N pulls, then one push) and (one pull, then all N
  * pushes), each a round trip. Measured
- * between namespace hosts at 100 Mbit/s (bench:network, 2026-11-27), the small MLP's step on 2
- * workers took 260 ms: 2 pulls of 86 ms, then the second worker's push.
+ * between namespace hosts at 100 Mbit/s (bench:network, 2026-11-27, links that banked 5 ms), the
+ * small MLP's step on 2 workers took 260 ms: 2 pulls of 86 ms, then the second worker's push.
  *
  * async: each worker cycles alone (its pull, compute, its push); the queues keep the workers
  * apart, one pulling while another pushes, so a server's link passes at most bandwidth / share
