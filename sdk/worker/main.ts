@@ -1,5 +1,4 @@
 import * as path from "node:path";
-import { Worker } from "node:worker_threads";
 import { isMeshtrainError } from "../errors/errors";
 import { checkWorkerOptions, DEFAULT_WORKER_OPTIONS, type WorkerOptions } from "./options";
 export { checkWorkerOptions, DEFAULT_WORKER_OPTIONS, type WorkerOptions } from "./options";
@@ -11,6 +10,7 @@ import { loadModules } from "../model/modules";
 import { captureOutput, reportCrashes } from "./output-capture";
 import { joinDriver, type JoinTarget } from "./join-driver";
 import { CLOSE } from "../transport/link";
+import { startCommThread } from "./comm-thread";
 
 /** How a worker process listens and whom it trusts (what `meshtrain worker` takes as flags). */
 /**
@@ -33,7 +33,7 @@ export function runWorker(o: WorkerOptions): Promise<number> {
     version: VERSION,
     ...(o.tls ? { tls: { cert: o.tls.cert.toString("utf8"), key: o.tls.key.toString("utf8") } } : {}),
   };
-  const comm = new Worker(path.join(__dirname, "comm", "entry.js"), { workerData: config });
+  const comm = startCommThread(path.join(__dirname, "comm", "entry.js"), { workerData: config });
   // A local worker's output reaches the driver through its pipes, native writes included.
   if (!o.exitWithDriver) {
     captureOutput(comm);
