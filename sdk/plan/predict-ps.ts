@@ -21,9 +21,15 @@ export interface ServerLink {
  * between namespace hosts at 100 Mbit/s (bench:network, 2026-11-27, links that banked 5 ms), the
  * small MLP's step on 2 workers took 260 ms: 2 pulls of 86 ms, then the second worker's push.
  *
- * async: each worker cycles alone (its pull, compute, its push); the queues keep the workers
- * apart, one pulling while another pushes, so a server's link passes at most bandwidth / share
- * worker steps a second each way, and the slower of that and a worker's own cycle decides.
+ * async: each worker cycles alone (its pull, compute, its push), so a server's link passes at
+ * most bandwidth / share worker steps a second each way, and the slower of that and a worker's
+ * own cycle decides. Nothing keeps the cycles apart: a pull can find another worker's pull on
+ * the server's link (a push another's push). Cycling on its own every C ms, each of the other
+ * n - 1 workers is mid-transfer with chance t / C, with half of it left on average, so a cycle
+ * waits (n - 1) (t / C) (t / 2) more each way, t the server link's time for one transfer; C is
+ * solved for. Measured between namespace hosts at 1 Gbit/s (bench:network, 2026-11-27), the
+ * small MLP's async cycle took 29.5 ms where the cycle without waits priced 22.2 (1.33x); with
+ * the waits, about 25.
  */
 export function predictPs(
   o: { mode: "sync" | "async"; flopsPerSample: number; layers: number; pullBytes: number; pushBytes: number; globalBatch: number; replicas: number; feedBytes: number; profile?: ModelProfile },
@@ -46,10 +52,14 @@ export function predictPs(
     const stepMs = computeMs + commMs + stepOverheadMs(s, o.feedBytes);
     return { stepMs, computeMs, commMs, bubble: 0, samplesPerSecond: (o.globalBatch / stepMs) * 1000, basis: why, timed };
   }
-  const cycleMs = computeMs + through(o.pullBytes, 1) + through(o.pushBytes, 1) + 4 * latencyMs + stepOverheadMs(s, o.feedBytes / n);
+  const alone = computeMs + through(o.pullBytes, 1) + through(o.pushBytes, 1) + 4 * latencyMs + stepOverheadMs(s, o.feedBytes / n);
+  // The waits behind the others' transfers: C = alone + k / C, k = (n - 1) (t_pull^2 + t_push^2) / 2.
+  const serverMs = (bytes: number): number => Math.max(...servers.map((v) => ((v.share * bytes) / v.linkBytesPerSecond) * 1000));
+  const k = ((n - 1) * (serverMs(o.pullBytes) ** 2 + serverMs(o.pushBytes) ** 2)) / 2;
+  const cycleMs = (alone + Math.sqrt(alone * alone + 4 * k)) / 2;
   const most = Math.max(o.pullBytes, o.pushBytes);
   const serverSteps = Math.min(...servers.map((v) => v.linkBytesPerSecond / Math.max(1e-9, v.share * most)));
   const stepsPerSecond = Math.min(n / (cycleMs / 1000), serverSteps);
   const stepMs = (n / stepsPerSecond) * 1000;
-  return { stepMs, computeMs, commMs: stepMs - computeMs, bubble: 0, samplesPerSecond: stepsPerSecond * perReplica, basis: `${why}; each worker steps alone, ${serverSteps < n / (cycleMs / 1000) ? "the servers' links the bound" : "its own cycle the bound"}`, timed };
+  return { stepMs, computeMs, commMs: stepMs - computeMs, bubble: 0, samplesPerSecond: stepsPerSecond * perReplica, basis: `${why}; each worker steps alone, ${serverSteps < n / (cycleMs / 1000) ? "the servers' links the bound" : "its own cycle the bound"} (${(cycleMs - alone).toFixed(1)} ms of it behind the others' transfers)`, timed };
 }

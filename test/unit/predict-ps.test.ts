@@ -28,10 +28,17 @@ test("sync servers: compute, then the pulls through each server's link one after
 test("async servers: the slower of the workers' own cycles and what the servers' links pass", () => {
   const s = speedsOf([worker("a"), worker("b")])!;
   const o = { mode: "async" as const, flopsPerSample: 1e6, layers: 4, pullBytes: 9e5, pushBytes: 9e5, globalBatch: 128, replicas: 2, feedBytes: 0, profile };
-  // Each worker: 25 ms + 72 ms pull + 72 ms push + 2 ms + the driver's round trip 1 ms: 2 / 0.172 s = 11.6 steps/s; the server's link passes 12.5 / 0.9 = 13.9.
+  // Each worker alone: 25 ms + 72 ms pull + 72 ms push + 2 ms + the driver's round trip 1 ms = 172 ms. The
+  // other worker is mid-pull with chance 72 / C, 36 ms of it left, and the same for pushes:
+  // C = 172 + 2 * (72 / C) * 36, so C = (172 + sqrt(172^2 + 4 * 5184)) / 2 = 198.2 ms; 2 / C = 10.1
+  // steps/s, below the 12.5 / 0.9 = 13.9 the server's link passes.
   const p = predictPs(o, s, [{ share: 1, linkBytesPerSecond: 12.5e6, latencySeconds: 5e-4 }]);
-  assert.ok(Math.abs(p.samplesPerSecond - (2 / 0.172) * 64) < 1e-6, `${p.samplesPerSecond}`);
-  assert.match(p.basis, /its own cycle the bound/);
+  const cycle = (172 + Math.sqrt(172 ** 2 + 4 * 5184)) / 2;
+  assert.ok(Math.abs(p.samplesPerSecond - (2 / (cycle / 1000)) * 64) < 1e-6, `${p.samplesPerSecond}`);
+  assert.match(p.basis, /its own cycle the bound \(26\.2 ms of it behind the others' transfers\)/);
+  // One worker waits for no one.
+  const alone = predictPs({ ...o, replicas: 1, globalBatch: 64 }, speedsOf([worker("a")])!, [{ share: 1, linkBytesPerSecond: 12.5e6, latencySeconds: 5e-4 }]);
+  assert.match(alone.basis, /\(0\.0 ms of it behind/);
   // Four workers on the same server: its link is the bound.
   const s4 = speedsOf(["a", "b", "c", "d"].map(worker))!;
   const four = predictPs({ ...o, replicas: 4, globalBatch: 256 }, s4, [{ share: 1, linkBytesPerSecond: 12.5e6, latencySeconds: 5e-4 }]);
