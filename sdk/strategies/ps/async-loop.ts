@@ -161,10 +161,12 @@ class AsyncLoop {
           return;
         }
         // A failed step is usually the echo of a worker about to be declared lost; anything
-        // else (a bad batch, a server's error, a timeout) ends the fit.
+        // else (a bad batch, a server's error, a timeout) ends the fit. The grace's timer keeps
+        // the process alive: when a server dies, every request in flight fails at once and
+        // nothing else may (sockets and workers' processes do not), and the fit would never end.
         if (e.w.gone || e.w.handle.lost) return;
         const w = e.w;
-        setTimeout(() => this.emit({ kind: "undecided", w, error: e.error }), this.grace).unref();
+        setTimeout(() => this.emit({ kind: "undecided", w, error: e.error }), this.grace);
         return;
       }
       case "undecided":
@@ -203,7 +205,7 @@ class AsyncLoop {
       const gone = this.states.filter((s) => s.gone || s.handle.lost).length;
       this.validate(live, epoch).then(
         (logs) => this.emit({ kind: "validated", epoch, logs }),
-        (error: unknown) => setTimeout(() => this.emit({ kind: "validationFailed", error, gone }), this.grace).unref(),
+        (error: unknown) => setTimeout(() => this.emit({ kind: "validationFailed", error, gone }), this.grace),
       );
     }
     return true;
