@@ -61,6 +61,13 @@ export function encodeFrame(header: FrameHeader, data: TensorData, from = 0): Bu
   return out;
 }
 
+/** Header and payload apart, the payload a view on `data` (Link.sendParts): nothing copied. */
+export function frameParts(header: FrameHeader, data: TensorData, from = 0): [Buffer, Uint8Array] {
+  const head = Buffer.allocUnsafe(HEADER_BYTES);
+  writeHeader(head, header);
+  return [head, new Uint8Array(data.buffer, data.byteOffset + from * ELEMENT_BYTES, header.length * ELEMENT_BYTES)];
+}
+
 export function writeHeader(out: Buffer, h: FrameHeader): void {
   out.writeUInt32LE(FRAME_MAGIC, 0);
   out.writeUInt8(frameKindCode(h.kind), 4);

@@ -7,7 +7,7 @@ import {
   type MeshtrainError,
 } from "../errors/errors";
 import { fromWireJson, toWireJson } from "../protocol/json";
-import { decodeFrame, encodeFrame, type FrameHeader } from "../protocol/frame";
+import { decodeFrame, encodeFrame, frameParts, type FrameHeader } from "../protocol/frame";
 import { MessageSchema, type Message, type MessageOf, type MessageType } from "../protocol/messages";
 import { allocate, dtypeOf, elementCount, type TensorData, type Tensorlike, type TensorSpec } from "../protocol/tensor";
 import { PROTOCOL_VERSION } from "../protocol/version";
@@ -96,8 +96,8 @@ export class Channel {
     return this.liveness.silentForMs();
   }
 
-  /** Resolves once every frame was handed to the operating system (or the link closed): a sender pacing its sends waits for it. */
-  send(draft: Draft, attachments: readonly Tensorlike[] = []): Promise<void> {
+  /** Resolves once every frame was handed to the OS (or the link closed); `owned`: nothing changes the attachments until then, so they are sent from where they are, not copied. */
+  send(draft: Draft, attachments: readonly Tensorlike[] = [], owned = false): Promise<void> {
     if (this.closedWith) throw this.closedWith;
     const specs = attachments.map((t) => ({ dtype: dtypeOf(t.data), shape: [...t.shape] }));
     const msg = { ...draft, v: PROTOCOL_VERSION, ...(hasAttachmentField(draft.type) ? { attachments: specs } : {}) };
@@ -110,17 +110,17 @@ export class Channel {
     }
     this.link.sendText(text);
     const seq = (draft as { id?: number; re?: number }).id ?? (draft as { re?: number }).re ?? 0;
-    return Promise.all(attachments.flatMap((t, index) => this.sendTensor(seq, index, t.data))).then(() => undefined);
+    return Promise.all(attachments.flatMap((t, index) => this.sendTensor(seq, index, t.data, owned))).then(() => undefined);
   }
 
-  private sendTensor(seq: number, tensor: number, data: TensorData): Array<Promise<void>> {
+  private sendTensor(seq: number, tensor: number, data: TensorData, owned: boolean): Array<Promise<void>> {
     const total = data.length;
     const sent: Array<Promise<void>> = [];
     // Zero-length tensors send no frames: the receiver sees them complete from the announcement.
     for (let offset = 0; offset < total; offset += this.o.chunkElements) {
       const length = Math.min(this.o.chunkElements, total - offset);
       const header: FrameHeader = { kind: "attachment", dtype: dtypeOf(data), seq, tensor, offset, length, total };
-      sent.push(this.link.sendBinary(encodeFrame(header, data, offset)).catch(() => undefined));
+      sent.push((owned ? this.link.sendParts(...frameParts(header, data, offset)) : this.link.sendBinary(encodeFrame(header, data, offset))).catch(() => undefined));
     }
     return sent;
   }
@@ -129,7 +129,7 @@ export class Channel {
   request<T extends MessageType>(
     draft: RequestDraft,
     expect: T,
-    o: { timeoutMs: number; waitingFor: string; attachments?: readonly Tensorlike[] },
+    o: { timeoutMs: number; waitingFor: string; attachments?: readonly Tensorlike[]; owned?: boolean },
   ): Promise<Incoming<MessageOf<T>>> {
     if (this.closedWith) return Promise.reject(this.closedWith);
     const id = this.nextId++;
@@ -150,7 +150,7 @@ export class Channel {
         timer,
       });
       try {
-        this.send({ ...draft, id } as Draft, o.attachments ?? []);
+        this.send({ ...draft, id } as Draft, o.attachments ?? [], o.owned);
       } catch (err) {
         clearTimeout(timer);
         this.pending.delete(id);

@@ -6,6 +6,7 @@ import { WebSocket, WebSocketServer, type RawData } from "ws";
 import { LaunchError } from "../errors/errors";
 import { CLOSE, type Link } from "./link";
 import { SocketLink } from "./socket-link";
+import { writeRawFrame } from "./ws-raw-frame";
 
 /**
  * The only file that touches sockets. It turns WebSockets into Links; authentication,
@@ -17,36 +18,12 @@ const ZERO_MASK = (mask: Buffer): void => {
   mask.fill(0);
 };
 
-/** Frame buffers for sendParts, reused once ws has written them (same sizes recur every step). */
-class BufferPool {
-  private readonly free = new Map<number, Buffer[]>();
-  private freeBytes = 0;
-
-  take(size: number): Buffer {
-    const b = this.free.get(size)?.pop();
-    if (b) {
-      this.freeBytes -= size;
-      return b;
-    }
-    return Buffer.allocUnsafeSlow(size);
-  }
-
-  give(b: Buffer): void {
-    if (this.freeBytes + b.length > 256 * 1024 * 1024) return;
-    const list = this.free.get(b.length) ?? [];
-    list.push(b);
-    this.free.set(b.length, list);
-    this.freeBytes += b.length;
-  }
-}
-
-const sendBuffers = new BufferPool();
-
 /** Sockets whose frames a relay hands on as they are. */
 const relayed = new WeakSet<WebSocket>();
 
 class WsLink extends SocketLink implements Link {
-  constructor(readonly ws: WebSocket, address: string) {
+  /** `masked`: this end dialed, and a client's frames carry a (zero) mask. */
+  constructor(readonly ws: WebSocket, address: string, private readonly masked: boolean) {
     super(ws, address);
     ws.on("message", (data: RawData, isBinary: boolean) => {
       const buf = toBuffer(data);
@@ -77,16 +54,7 @@ class WsLink extends SocketLink implements Link {
         reject(new Error(`link to ${this.address} is closed`));
         return;
       }
-      // One frame assembled in a recycled buffer: a fragmented message would make the receiver
-      // copy every fragment once more, and fresh buffers per chunk keep the collector busy.
-      const frame = sendBuffers.take(head.length + body.byteLength);
-      head.copy(frame, 0);
-      frame.set(body, head.length);
-      this.ws.send(frame, { binary: true }, (err) => {
-        sendBuffers.give(frame);
-        if (err) reject(err);
-        else resolve();
-      });
+      writeRawFrame(this.ws, this.masked, head, body, (err) => (err ? reject(err) : resolve()));
     });
   }
 
@@ -156,7 +124,7 @@ export function listen(options: ListenOptions): Promise<Listener> {
     const address = `${req.socket.remoteAddress ?? "?"}:${req.socket.remotePort ?? "?"}`;
     // Answered here until relayLinks hands them on.
     if (options.relayPings === true) ws.on("ping", (data) => (relayed.has(ws) ? undefined : ws.pong(data)));
-    options.onLink(new WsLink(ws, address), new URL(req.url ?? "/", "http://x").pathname);
+    options.onLink(new WsLink(ws, address, false), new URL(req.url ?? "/", "http://x").pathname);
   });
   wss.on("error", () => undefined);
   return new Promise((resolve, reject) => {
@@ -238,7 +206,7 @@ export function dial(url: string, options: DialOptions): Promise<Link> {
     ws.once("open", () => {
       clearTimeout(deadline);
       ws.removeListener("error", fail);
-      resolve(new WsLink(ws, url));
+      resolve(new WsLink(ws, url, true));
     });
   });
 }

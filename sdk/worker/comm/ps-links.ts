@@ -55,10 +55,10 @@ export class PsLinks {
     return this.clients.get(via);
   }
 
-  /** On a server: an answer to a pull, sent after the pulls answered before it (see PullQueue). */
+  /** On a server: an answer to a pull, sent after the pulls answered before it (see PullQueue). Its values were handed over by the compute thread: this thread owns them. */
   sendPulled(ch: Channel, draft: Draft, attachments: readonly Tensorlike[]): void {
     const bytes = attachments.reduce((n, t) => n + t.data.byteLength, 0);
-    this.pulls.enqueue(() => (ch.closed ? Promise.resolve() : ch.send(draft, attachments)), bytes);
+    this.pulls.enqueue(() => (ch.closed ? Promise.resolve() : ch.send(draft, attachments, true)), bytes);
   }
 
   psPull(seq: number, minVersion: number | undefined): void {
@@ -83,6 +83,7 @@ export class PsLinks {
           timeoutMs: this.session.stepTimeoutMs,
           waitingFor: `the acknowledgement of step ${clock}'s push`,
           attachments: wire ? packValues(shards[i]!, wire) : [{ data: shards[i]!, shape: [shards[i]!.length] }],
+          owned: true,
         });
       }),
       (replies) => toCompute({ kind: "psPushed", seq, versions: replies.map((r) => r.msg.version), staleness: replies.map((r) => r.msg.staleness) }),
