@@ -3,7 +3,7 @@ import type { WireFormat } from "../protocol/wire-formats";
 import { NativeRing } from "../collectives/native-ring";
 import { CollectiveError, ProtocolError, TimeoutError } from "../errors/errors";
 import { fromWireError } from "../protocol/wire-error";
-import type { ActivityState, CommToCompute, ComputeToComm } from "./bridge";
+import { transferList, type ActivityState, type CommToCompute, type ComputeToComm } from "./bridge";
 import type { HostIO, OverlapRing, ServerLinks } from "../roles/role";
 import type { AllReduceStats } from "../collectives/ring-allreduce";
 import { shardBounds, type RingPhases } from "../collectives/segments";
@@ -276,7 +276,7 @@ export class HostLinks {
         return { shards: r.shards, versions: r.versions, waitedMs: r.waitedMs };
       }),
     push: (clock, pulled, shards, wires, learningRate) =>
-      this.psRequest({ kind: "psPush", seq: this.psSeq++, clock, pulled, shards, ...(wires ? { wires } : {}), ...(learningRate !== undefined ? { learningRate } : {}) }, shards.map((s) => s.buffer as ArrayBuffer)).then((m) => {
+      this.psRequest({ kind: "psPush", seq: this.psSeq++, clock, pulled, shards, ...(wires ? { wires } : {}), ...(learningRate !== undefined ? { learningRate } : {}) }, transferList(shards.map((data) => ({ data, shape: [data.length] })))).then((m) => {
         const r = m as Extract<CommToCompute, { kind: "psPushed" }>;
         return { versions: r.versions, staleness: r.staleness };
       }),
