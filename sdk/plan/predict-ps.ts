@@ -42,8 +42,9 @@ export function predictPs(
   const own = (bytes: number): number => (bytes / s.linkBytesPerSecond) * 1000;
   const latencyMs = Math.max(s.latencySeconds, ...servers.map((v) => v.latencySeconds)) * 1000;
   const links = servers.map((v) => `${(v.linkBytesPerSecond / 1e6).toFixed(0)} MB/s`).join(", ");
-  // Said, not priced: on fast links the processes' CPU, not the links, sets the pace (1.3-2.0x too fast at
-  // 10 Gbit/s between namespace hosts: docs/performance.md, "Between machines").
+  // Said, not priced: on fast links the processes' CPU, not the links, sets the pace (1.3-1.6x too fast at
+  // 10 Gbit/s between namespace hosts, where a server shares a core with a worker; with a core of its own,
+  // within ±25%: docs/performance.md, "Between machines").
   const why = `${basis(s, timed ? o.profile : undefined)}; the servers' links ${links} (the work of moving the shards through each process, its frames and copies, not counted)`;
   // `k` workers' transfers of `bytes` each, through every server's link and each worker's own.
   const through = (bytes: number, k: number): number => Math.max(own(bytes), ...servers.map((v) => ((k * v.share * bytes) / v.linkBytesPerSecond) * 1000));
