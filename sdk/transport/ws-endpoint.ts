@@ -9,8 +9,8 @@ import { SocketLink } from "./socket-link";
 import { writeRawFrame } from "./ws-raw-frame";
 
 /**
- * The only file that touches sockets. It turns WebSockets into Links; authentication,
- * message validation and everything else happen above, on Links.
+ * With ws-raw-frame.ts (frames written under ws), the only file that touches sockets. It turns
+ * WebSockets into Links; authentication, message validation and everything else happen above, on Links.
  */
 
 /** Our own peers never need masking (it guards browsers against proxy cache poisoning). */
