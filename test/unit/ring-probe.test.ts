@@ -3,7 +3,7 @@ import { test } from "node:test";
 import { ringSpeedOf } from "../../sdk/driver/ring-probe";
 import { predictData } from "../../sdk/plan/predict";
 import { speedsOf } from "../../sdk/plan/speeds";
-import { sustainedRate } from "../../sdk/cluster/launch";
+import { sustainedRate } from "../../sdk/cluster/link-probe";
 
 /** The ring formula's time for `bytes` over N members at a hop's bandwidth and a phase's latency. */
 function ringMs(n: number, bytes: number, bytesPerSecond: number, latencyMs: number): number {
