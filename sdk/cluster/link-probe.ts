@@ -1,5 +1,5 @@
 import type { ClusterSpec } from "../config/cluster-spec";
-import type { WorkerHandle } from "../members/worker-handle";
+import type { HandlingCost, WorkerHandle } from "../members/worker-handle";
 import { wallClock } from "../util/clock";
 
 /**
@@ -12,31 +12,54 @@ import { wallClock } from "../util/clock";
  */
 export async function probeLink(spec: ClusterSpec, h: WorkerHandle): Promise<void> {
   const tensor = (n: number) => ({ data: new Float32Array(n), shape: [n] });
-  const roundTrip = async (t: { data: Float32Array; shape: number[] }): Promise<{ ms: number; offset: number }> => {
+  const roundTrip = async (t: { data: Float32Array; shape: number[] }): Promise<Trip> => {
     const sent = wallClock();
     const reply = await h.channel.request({ type: "probe" }, "probed", { timeoutMs: spec.timeouts.connectMs, waitingFor: "a link probe", attachments: [t] });
     const back = wallClock();
-    return { ms: back - sent, offset: reply.msg.clock - (sent + back) / 2 };
+    return { ms: back - sent, offset: reply.msg.clock - (sent + back) / 2, cpuMs: reply.msg.cpuMs };
   };
-  const smalls: Array<{ ms: number; offset: number }> = [];
+  const smalls: Trip[] = [];
   for (let i = 0; i < 8; i++) smalls.push(await roundTrip(tensor(1)));
   const big = tensor(PROBE_ELEMENTS);
   await roundTrip(big);
   // Best of two, like the workers' calibration: the link's own speed, not a busy moment's.
-  const bigMs = Math.min((await roundTrip(big)).ms, (await roundTrip(big)).ms);
+  const bigs = [await roundTrip(big), await roundTrip(big)];
+  const bigMs = Math.min(...bigs.map((x) => x.ms));
   // The clock offset from the shortest exchange is off by at most half its round trip (NTP's
   // rule); the join's own estimate can be off by the backend's whole start-up.
   h.clockOffsetMs = smalls.reduce((b, x) => (x.ms < b.ms ? x : b)).offset;
   const rtt = Math.min(...smalls.map((x) => x.ms));
   h.linkLatencyMs = rtt / 2;
   h.linkBytesPerSecond = big.data.byteLength / Math.max(1e-4, (bigMs - rtt) / 1000);
+  // The first small probe's CPU time counts everything since the worker started.
+  h.handling = handlingCost(smalls.slice(1), bigs, big.data.byteLength);
   if (h.role !== "ps") return;
   // A parameter server's link moves whole shards at the rate the link sustains, which 2 MiB
   // riding a shaped link's burst overstate; the extra time of 8 MiB over 2 MiB, each after the
   // same pause, leaves the burst out.
   const shard = tensor(SHARD_PROBE_ELEMENTS);
-  const shardMs = Math.min((await roundTrip(shard)).ms, (await roundTrip(shard)).ms);
-  h.linkBytesPerSecond = sustainedRate(h.linkBytesPerSecond, [big.data.byteLength, shard.data.byteLength], [bigMs, shardMs]);
+  const shards = [await roundTrip(shard), await roundTrip(shard)];
+  h.linkBytesPerSecond = sustainedRate(h.linkBytesPerSecond, [big.data.byteLength, shard.data.byteLength], [bigMs, Math.min(...shards.map((x) => x.ms))]);
+  h.handling = handlingCost(smalls.slice(1), shards, shard.data.byteLength) ?? h.handling;
+}
+
+/** One probe's round trip, the worker's clock offset it implies, and what receiving it cost the worker's CPU (where it said). */
+interface Trip {
+  ms: number;
+  offset: number;
+  cpuMs: number | undefined;
+}
+
+/**
+ * What receiving a message costs a member's CPU: the cheapest small probe's time per message,
+ * and the cheapest of the large ones, less that, per MB. Cheapest: CPU time is exact, but a
+ * probe's interval can also hold a heartbeat or a collection.
+ */
+export function handlingCost(smalls: readonly Trip[], larges: readonly Trip[], bytes: number): HandlingCost | undefined {
+  const cpu = [...smalls, ...larges].map((x) => x.cpuMs);
+  if (smalls.length === 0 || larges.length === 0 || cpu.some((v) => v === undefined)) return undefined;
+  const messageMs = Math.min(...smalls.map((x) => x.cpuMs!));
+  return { messageMs, msPerMB: Math.max(0, Math.min(...larges.map((x) => x.cpuMs!)) - messageMs) / (bytes / 1e6) };
 }
 
 /**

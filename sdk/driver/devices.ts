@@ -11,6 +11,7 @@ export function devicesOf(w: WorkerHandle): PlanDevice {
     kernelOverheadUs: w.info?.kernelOverheadUs ?? 0,
     linkBytesPerSecond: w.linkBytesPerSecond,
     linkLatencyMs: w.linkLatencyMs,
+    ...(w.handling ? { handling: { ...w.handling } } : {}),
     ...(w.info ? { host: w.info.hostname, cpus: w.info.cpus, ...(w.info.cores ? { cores: w.info.cores } : {}) } : {}),
     ...(w.info?.node === "browser" ? { tab: true } : {}),
     ...(w.info?.gpu ? { gpu: { name: w.info.gpu.name, software: w.info.gpu.software } } : {}),

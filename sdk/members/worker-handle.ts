@@ -32,6 +32,12 @@ export interface HandleOptions {
   output: WorkerOutput;
 }
 
+/** What moving a message through a member's process costs its CPU: per message, and per MB (1e6 bytes) more, ms. */
+export interface HandlingCost {
+  messageMs: number;
+  msPerMB: number;
+}
+
 /**
  * The driver's side of one worker: its control channel, its process when local, and the one
  * error that says why it was lost, if it was.
@@ -49,6 +55,8 @@ export class WorkerHandle {
   linkBytesPerSecond = 0;
   /** One-way latency of a message on the driver's link to it (half the measured round trip), ms. */
   linkLatencyMs = 0;
+  /** What receiving a message costs its process's CPU, from the link probes, where it said (a tab cannot). */
+  handling: HandlingCost | undefined = undefined;
   lost: MeshtrainError | undefined;
   /** Its last progress report, if it sent one. */
   progress: WorkerProgress | undefined;

@@ -96,6 +96,8 @@ export interface PlanDevice {
   cpus?: number;
   /** The cores it may run on (its affinity), where it said. */
   cores?: readonly number[];
+  /** What receiving a message costs its process's CPU, ms: per message, and per MB more (from the link probes; a tab cannot say). */
+  handling?: { messageMs: number; msPerMB: number };
 }
 
 export interface PlanOptions {

@@ -1,4 +1,5 @@
 import type { ModelProfile } from "./profile";
+import { busiestCore, type CoreLoad } from "./core-load";
 import { basis, replicaComputeMs, stepOverheadMs, type Prediction, type Speeds } from "./predict";
 
 /** A parameter server's link from the driver, as measured when it joined. */
@@ -7,6 +8,14 @@ export interface ServerLink {
   share: number;
   linkBytesPerSecond: number;
   latencySeconds: number;
+}
+
+/** Where a member runs, and what moving a message through it costs its CPU (from the link probes). */
+export interface Seat {
+  host?: string;
+  cpus?: number;
+  cores?: readonly number[];
+  handling?: { messageMs: number; msPerMB: number };
 }
 
 /**
@@ -30,11 +39,20 @@ export interface ServerLink {
  * solved for. Measured between namespace hosts at 1 Gbit/s (bench:network, 2026-11-27), the
  * small MLP's async cycle took 29.5 ms where the cycle without waits priced 22.2 (1.33x); with
  * the waits, about 25.
+ *
+ * CPU: a server that shares a core with a worker (pinned beside it, or more processes than a
+ * machine's cores) shares that core's time, which links measured one process at a time do not
+ * show. No step is shorter than its busiest core's CPU time: each worker's compute and messages,
+ * each server's share of every worker's pull and push, at what receiving the link probes cost
+ * each process (core-load.ts). Measured between namespace hosts at 10 Gbit/s (bench:network,
+ * 2026-11-27; 2 workers pinned to the machine's 2 cores, the server beside worker 0), the links
+ * alone priced the servers 1.30-1.62x too fast; with the busiest core, CORE_RESULTS.
  */
 export function predictPs(
   o: { mode: "sync" | "async"; flopsPerSample: number; layers: number; pullBytes: number; pushBytes: number; globalBatch: number; replicas: number; feedBytes: number; profile?: ModelProfile },
   s: Speeds,
   servers: readonly ServerLink[],
+  seats?: { workers: readonly Seat[]; servers: readonly Seat[] },
 ): Prediction {
   const n = o.replicas;
   const perReplica = o.globalBatch / n;
@@ -42,16 +60,17 @@ export function predictPs(
   const own = (bytes: number): number => (bytes / s.linkBytesPerSecond) * 1000;
   const latencyMs = Math.max(s.latencySeconds, ...servers.map((v) => v.latencySeconds)) * 1000;
   const links = servers.map((v) => `${(v.linkBytesPerSecond / 1e6).toFixed(0)} MB/s`).join(", ");
-  // Said, not priced: on fast links the processes' CPU, not the links, sets the pace (1.3-1.6x too fast at
-  // 10 Gbit/s between namespace hosts, where a server shares a core with a worker; with a core of its own,
-  // within ±25%: docs/performance.md, "Between machines").
-  const why = `${basis(s, timed ? o.profile : undefined)}; the servers' links ${links} (the work of moving the shards through each process, its frames and copies, not counted)`;
+  const core = seats ? coreLoad(o, computeMs, servers, seats) : undefined;
+  const cpu = core ? ", and each member's CPU for its messages at what the link probes cost it (a server's update not counted)" : " (the work of moving the shards through each process, its frames and copies, not counted: a member did not say what its messages cost it)";
+  const why = `${basis(s, timed ? o.profile : undefined)}; the servers' links ${links}${cpu}`;
+  const bound = (ms: number): string => (core && core.ms >= ms ? `; the busiest core bounds it: ${core.names.join(" and ")} on it spend ${core.ms.toFixed(1)} ms of CPU a step` : "");
   // `k` workers' transfers of `bytes` each, through every server's link and each worker's own.
   const through = (bytes: number, k: number): number => Math.max(own(bytes), ...servers.map((v) => ((k * v.share * bytes) / v.linkBytesPerSecond) * 1000));
   if (o.mode === "sync") {
     const commMs = Math.max(through(o.pullBytes, n) + through(o.pushBytes, 1), through(o.pullBytes, 1) + through(o.pushBytes, n)) + 4 * latencyMs;
-    const stepMs = computeMs + commMs + stepOverheadMs(s, o.feedBytes);
-    return { stepMs, computeMs, commMs, bubble: 0, samplesPerSecond: (o.globalBatch / stepMs) * 1000, basis: why, timed };
+    const linksMs = computeMs + commMs + stepOverheadMs(s, o.feedBytes);
+    const stepMs = Math.max(linksMs, core?.ms ?? 0);
+    return { stepMs, computeMs, commMs: commMs + stepMs - linksMs, bubble: 0, samplesPerSecond: (o.globalBatch / stepMs) * 1000, basis: why + bound(linksMs), timed };
   }
   const alone = computeMs + through(o.pullBytes, 1) + through(o.pushBytes, 1) + 4 * latencyMs + stepOverheadMs(s, o.feedBytes / n);
   // The waits behind the others' transfers: C = alone + k / C, k = (n - 1) (t_pull^2 + t_push^2) / 2.
@@ -60,7 +79,26 @@ export function predictPs(
   const cycleMs = (alone + Math.sqrt(alone * alone + 4 * k)) / 2;
   const most = Math.max(o.pullBytes, o.pushBytes);
   const serverSteps = Math.min(...servers.map((v) => v.linkBytesPerSecond / Math.max(1e-9, v.share * most)));
-  const stepsPerSecond = Math.min(n / (cycleMs / 1000), serverSteps);
+  const linksPerSecond = Math.min(n / (cycleMs / 1000), serverSteps);
+  // A round of the busiest core's work is one step of every worker.
+  const stepsPerSecond = Math.min(linksPerSecond, core ? n / (core.ms / 1000) : Infinity);
   const stepMs = (n / stepsPerSecond) * 1000;
-  return { stepMs, computeMs, commMs: stepMs - computeMs, bubble: 0, samplesPerSecond: stepsPerSecond * perReplica, basis: `${why}; each worker steps alone, ${serverSteps < n / (cycleMs / 1000) ? "the servers' links the bound" : "its own cycle the bound"} (${(cycleMs - alone).toFixed(1)} ms of it behind the others' transfers)`, timed };
+  const eachAlone = `each worker steps alone, ${serverSteps < n / (cycleMs / 1000) ? "the servers' links the bound" : "its own cycle the bound"} (${(cycleMs - alone).toFixed(1)} ms of it behind the others' transfers)`;
+  return { stepMs, computeMs, commMs: stepMs - computeMs, bubble: 0, samplesPerSecond: stepsPerSecond * perReplica, basis: `${why}; ${eachAlone}${bound((n / linksPerSecond) * 1000)}`, timed };
+}
+
+/**
+ * The CPU time of one step of every worker on the busiest core: each worker's compute and its
+ * messages (the feed, a pull and a push with each server), each server's share of every
+ * worker's pull and push. Sending is priced as receiving (only that was measured). Undefined
+ * where a member did not say what its messages cost it: nothing is priced from a guess.
+ */
+function coreLoad(o: { pullBytes: number; pushBytes: number; feedBytes: number; replicas: number }, computeMs: number, servers: readonly ServerLink[], seats: { workers: readonly Seat[]; servers: readonly Seat[] }): CoreLoad | undefined {
+  const all = [...seats.workers, ...seats.servers];
+  if (all.length === 0 || all.some((x) => !x.handling)) return undefined;
+  const cost = (x: Seat, messages: number, bytes: number): number => x.handling!.messageMs * messages + (x.handling!.msPerMB * bytes) / 1e6;
+  const n = o.replicas;
+  const workers = seats.workers.map((w, r) => ({ ...w, name: `worker ${r}`, busyMs: computeMs + cost(w, 1 + 2 * servers.length, o.feedBytes / n + o.pullBytes + o.pushBytes) }));
+  const onServers = seats.servers.map((v, j) => ({ ...v, name: `server ${j}`, busyMs: cost(v, 2 * n, n * (servers[j]?.share ?? 0) * (o.pullBytes + o.pushBytes)) }));
+  return busiestCore([...workers, ...onServers]);
 }

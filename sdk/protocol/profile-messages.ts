@@ -60,6 +60,11 @@ export const ProbedSchema = z.strictObject({
   type: z.literal("probed"), v, re: id,
   /** The worker's wall clock when it answered: with a short round trip, its offset from the driver's. */
   clock: z.number().finite(),
+  /**
+   * Its CPU time (every thread's) since it last answered a probe, ms: what receiving the probe cost
+   * it. A tab cannot say.
+   */
+  cpuMs: z.number().finite().nonnegative().optional(),
 });
 
 /**

@@ -13,6 +13,7 @@ import { profileModel } from "../roles/profiler";
 import { weightsDigest } from "../model/weights-digest";
 import { makeRole, type RoleReply, type RoleTable, type WorkerRole } from "../roles/role";
 import { MemoryWatch } from "./memory-watch";
+import { processCpuMs } from "./cpu-time";
 
 /**
  * The compute side of a worker (the process's main thread, where TF.js runs). Requests from the
@@ -34,6 +35,8 @@ export class ComputeHost {
   private readonly links: HostLinks;
   /** Bumped when a session ends, so work queued for the old session is dropped. */
   private epoch = 0;
+  /** This process's CPU time when it last answered a probe: the next answer says what the probe between cost it. */
+  private probedAtCpuMs = 0;
 
   constructor(private readonly comm: Worker, private readonly roles: RoleTable) {
     this.links = new HostLinks((m, transfer) => this.post(m, transfer));
@@ -151,8 +154,12 @@ export class ComputeHost {
   /** What plans predict from: the driver's link, the data ring's all-reduce, the model's layers and step. */
   private async measure(msg: MessageOf<"probe" | "ringProbe" | "profile">): Promise<void> {
     switch (msg.type) {
-      case "probe":
-        return this.reply({ type: "probed", re: msg.id, clock: wallClock() });
+      case "probe": {
+        const cpuMs = processCpuMs();
+        const since = cpuMs === undefined ? undefined : cpuMs - this.probedAtCpuMs;
+        this.probedAtCpuMs = cpuMs ?? 0;
+        return this.reply({ type: "probed", re: msg.id, clock: wallClock(), ...(since !== undefined ? { cpuMs: since } : {}) });
+      }
       case "ringProbe":
         this.links.doing("timing the data ring's all-reduce for the plan");
         this.reply({ type: "ringProbed", re: msg.id, ms: await this.links.probeRing(msg.elements, msg.repeats) });

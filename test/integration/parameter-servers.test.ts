@@ -47,6 +47,10 @@ for (const servers of [1, 2]) {
       assert.deepEqual(run.serverVersions, new Array(servers).fill(10), "one update per step on every server");
       assert.equal(run.pushes.length, 30);
       assert.ok(run.pushes.every((p) => p.staleness === 0 && p.lead === 0), "sync pushes are never stale");
+      // Every member said what receiving a message costs its CPU (timed around the link probes), so the plan prices the cores they share.
+      assert.ok(run.plan.devices?.length === 3);
+      for (const d of run.plan.devices ?? []) assert.ok(d.handling && d.handling.messageMs > 0 && d.handling.msPerMB > 0 && Number.isFinite(d.handling.msPerMB), JSON.stringify(d.handling));
+      assert.match(run.plan.prediction?.basis ?? "", /each member's CPU for its messages at what the link probes cost it/);
       if (c.parameterServers.length > 1) {
         assert.equal(run.plan.strategy === "ps" && run.plan.servers.every((s) => s.variables.length > 0), true, "every server holds a shard");
       }

@@ -55,4 +55,8 @@ test("a ps plan predicts where every worker's and server's link was measured, an
   assert.match(formatPsPlan(plan), /predicted \d+ samples\/s .* the servers' links 13 MB\/s/);
   assert.match(plan.prediction.basis, /moving the shards through each process.* not counted/, "what the plan leaves out, said");
   assert.equal(planParameterServers({ mode: "sync" }, spec, model, { batchSize: 64, devices }).prediction, null, "no server measured: no prediction");
+  // Every member said what its messages cost its CPU: the plan counts it.
+  const handling = { messageMs: 0.3, msPerMB: 1.5 };
+  const priced = planParameterServers({ mode: "sync" }, spec, model, { batchSize: 64, devices: devices.map((d) => ({ ...d, handling })), serverDevices: [{ ...worker("c"), handling }], profile });
+  assert.match(priced.prediction!.basis, /each member's CPU for its messages at what the link probes cost it/);
 });
