@@ -1,6 +1,8 @@
 import type { ClusterSpec } from "../config/cluster-spec";
+import { measuredDriver } from "../members/driver-seat";
 import type { HandlingCost, WorkerHandle } from "../members/worker-handle";
 import { wallClock } from "../util/clock";
+import { processCpuMs } from "../util/cpu-time";
 
 /**
  * The driver's link to a worker, measured once: the planner predicts with it. A tiny probe's
@@ -13,10 +15,10 @@ import { wallClock } from "../util/clock";
 export async function probeLink(spec: ClusterSpec, h: WorkerHandle): Promise<void> {
   const tensor = (n: number) => ({ data: new Float32Array(n), shape: [n] });
   const roundTrip = async (t: { data: Float32Array; shape: number[] }): Promise<Trip> => {
-    const sent = wallClock();
+    const sent = wallClock(), cpu = processCpuMs();
     const reply = await h.channel.request({ type: "probe" }, "probed", { timeoutMs: spec.timeouts.connectMs, waitingFor: "a link probe", attachments: [t] });
-    const back = wallClock();
-    return { ms: back - sent, offset: reply.msg.clock - (sent + back) / 2, cpuMs: reply.msg.cpuMs };
+    const back = wallClock(), ownCpuMs = cpu === undefined ? undefined : processCpuMs()! - cpu;
+    return { ms: back - sent, offset: reply.msg.clock - (sent + back) / 2, cpuMs: reply.msg.cpuMs, ownCpuMs };
   };
   const smalls: Trip[] = [];
   for (let i = 0; i < 8; i++) smalls.push(await roundTrip(tensor(1)));
@@ -33,6 +35,8 @@ export async function probeLink(spec: ClusterSpec, h: WorkerHandle): Promise<voi
   h.linkBytesPerSecond = big.data.byteLength / Math.max(1e-4, (bigMs - rtt) / 1000);
   // The first small probe's CPU time counts everything since the worker started.
   h.handling = handlingCost(smalls.slice(1), bigs, big.data.byteLength);
+  const own = (trips: readonly Trip[]): Trip[] => trips.map((x) => ({ ...x, cpuMs: x.ownCpuMs }));
+  measuredDriver(handlingCost(own(smalls), own(bigs), big.data.byteLength));
   if (h.role !== "ps") return;
   // A parameter server's link moves whole shards at the rate the link sustains, which 2 MiB
   // riding a shaped link's burst overstate; the extra time of 8 MiB over 2 MiB, each after the
@@ -43,11 +47,12 @@ export async function probeLink(spec: ClusterSpec, h: WorkerHandle): Promise<voi
   h.handling = handlingCost(smalls.slice(1), shards, shard.data.byteLength) ?? h.handling;
 }
 
-/** One probe's round trip, the worker's clock offset it implies, and what receiving it cost the worker's CPU (where it said). */
+/** One probe's round trip, the worker's clock offset it implies, and what it cost the worker's CPU (where it said) and the driver's. */
 interface Trip {
   ms: number;
   offset: number;
   cpuMs: number | undefined;
+  ownCpuMs?: number | undefined;
 }
 
 /**

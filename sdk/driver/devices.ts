@@ -1,5 +1,7 @@
 import type { WorkerHandle } from "../members/worker-handle";
 import type { PlanDevice } from "../plan/plans";
+import type { Seat } from "../plan/core-load";
+import { driverSeat } from "../members/driver-seat";
 
 /** A worker's device as plans see it: what it reported when it joined, and the driver's link to it. */
 export function devicesOf(w: WorkerHandle): PlanDevice {
@@ -17,4 +19,10 @@ export function devicesOf(w: WorkerHandle): PlanDevice {
     ...(w.info?.gpu ? { gpu: { name: w.info.gpu.name, software: w.info.gpu.software } } : {}),
     ...(w.info?.gpu?.transferBytesPerSecond ? { deviceBytesPerSecond: w.info.gpu.transferBytesPerSecond } : {}),
   };
+}
+
+/** The driver's seat for a plan's options, once it probed a link. */
+export function withDriver(): { driver?: Seat } {
+  const seat = driverSeat();
+  return seat ? { driver: seat } : {};
 }

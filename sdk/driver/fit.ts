@@ -11,7 +11,7 @@ import type { RingSpeed } from "../plan/predict";
 import type { ModelProfile } from "../plan/profile";
 import { profileBudgetMs, type ProfileRequest } from "./model-profiles";
 import { asSequential, copyLayerWeights } from "./chain-model";
-import { devicesOf } from "./devices";
+import { devicesOf, withDriver } from "./devices";
 import type { FitContext } from "./fit-context";
 import { resolveFitOptions, type FitOptions, type ResolvedFitOptions } from "./fit-options";
 import type { DataPlaneChoice } from "../protocol/data-plane";
@@ -80,7 +80,7 @@ export async function runFit(host: FitHost, strategy: FitStrategy, model: tf.Lay
     try {
       checkShapes(model, dataset, o);
       const summary = summarizeModel(model);
-      const base: PlanOptions = { batchSize: o.batchSize, datasetSize: dataset.size, optimizer: o.optimizer, loss: o.loss, nativeLayers: nativeLayersWhyNot(model), devices: host.workers.map((h) => devicesOf(h)), serverDevices: host.members().filter((h) => h.role === "ps").map((h) => devicesOf(h)) };
+      const base: PlanOptions = { batchSize: o.batchSize, datasetSize: dataset.size, optimizer: o.optimizer, loss: o.loss, nativeLayers: nativeLayersWhyNot(model), devices: host.workers.map((h) => devicesOf(h)), serverDevices: host.members().filter((h) => h.role === "ps").map((h) => devicesOf(h)), ...withDriver() };
       // Bounded by what it can save: a tenth of the epoch the plan predicts from FLOPs, or a second.
       const request = (): ProfileRequest => {
         const draft = strategy.plan(summary, base, undefined);

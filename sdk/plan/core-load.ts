@@ -1,10 +1,16 @@
-/** A process of the job: where it may run, and the CPU time it spends in one round of the job's work. */
-export interface CoreUser {
+/** Where a member of the job runs, and what moving a message through it costs its CPU (from the link probes). */
+export interface Seat {
   /** Its machine, where it said; one that did not is a machine of its own. */
   host?: string;
   cpus?: number;
   /** The cores it may run on, where it said; else any of its machine's. */
   cores?: readonly number[];
+  /** Per message (a request and its answer), and per MB more, ms. */
+  handling?: { messageMs: number; msPerMB: number };
+}
+
+/** A process of the job: where it may run, and the CPU time it spends in one round of the job's work. */
+export interface CoreUser extends Omit<Seat, "handling"> {
   busyMs: number;
   /** Who it is, for the plan's words. */
   name: string;

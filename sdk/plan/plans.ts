@@ -9,6 +9,7 @@ import type { ModelSummary } from "./model-summary";
 import type { StageCost } from "./partition";
 import type { Prediction, RingSpeed } from "./predict";
 import type { Schedule } from "./schedules";
+import type { Seat } from "./core-load";
 
 /**
  * Plans as plain data: which worker holds what, how the batch is split, what a step should cost.
@@ -121,6 +122,8 @@ export interface PlanOptions {
   profile?: ModelProfile;
   /** Each parameter server's device and link (strategy "ps"). */
   serverDevices?: readonly PlanDevice[];
+  /** Where the driver runs and what its messages cost its CPU, once it probed a link: a server's plan counts the cores it shares. */
+  driver?: Seat;
 }
 
 /** One variable as a server holds it: trainable, or state (a float non-trainable weight). */

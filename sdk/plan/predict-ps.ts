@@ -1,6 +1,13 @@
 import type { ModelProfile } from "./profile";
-import { busiestCore, type CoreLoad } from "./core-load";
+import { busiestCore, type CoreLoad, type Seat } from "./core-load";
 import { basis, replicaComputeMs, stepOverheadMs, type Prediction, type Speeds } from "./predict";
+
+/** The members' seats: the workers', the servers', and the driver's where it measured itself. */
+export interface Seats {
+  workers: readonly Seat[];
+  servers: readonly Seat[];
+  driver?: Seat;
+}
 
 /** A parameter server's link from the driver, as measured when it joined. */
 export interface ServerLink {
@@ -8,14 +15,6 @@ export interface ServerLink {
   share: number;
   linkBytesPerSecond: number;
   latencySeconds: number;
-}
-
-/** Where a member runs, and what moving a message through it costs its CPU (from the link probes). */
-export interface Seat {
-  host?: string;
-  cpus?: number;
-  cores?: readonly number[];
-  handling?: { messageMs: number; msPerMB: number };
 }
 
 /**
@@ -52,7 +51,7 @@ export function predictPs(
   o: { mode: "sync" | "async"; flopsPerSample: number; layers: number; pullBytes: number; pushBytes: number; globalBatch: number; replicas: number; feedBytes: number; profile?: ModelProfile },
   s: Speeds,
   servers: readonly ServerLink[],
-  seats?: { workers: readonly Seat[]; servers: readonly Seat[] },
+  seats?: Seats,
 ): Prediction {
   const n = o.replicas;
   const perReplica = o.globalBatch / n;
@@ -63,7 +62,7 @@ export function predictPs(
   const core = seats ? coreLoad(o, computeMs, servers, seats) : undefined;
   const cpu = core ? ", and each member's CPU for its messages at what the link probes cost it (a server's update not counted)" : " (the work of moving the shards through each process, its frames and copies, not counted: a member did not say what its messages cost it)";
   const why = `${basis(s, timed ? o.profile : undefined)}; the servers' links ${links}${cpu}`;
-  const bound = (ms: number): string => (core && core.ms >= ms ? `; the busiest core bounds it: ${core.names.join(" and ")} on it spend ${core.ms.toFixed(1)} ms of CPU a step` : "");
+  const bound = (ms: number): string => (core && core.ms >= ms ? `; the busiest core bounds it: ${core.names.length > 1 ? `${core.names.slice(0, -1).join(", ")} and ${core.names.at(-1)}` : core.names[0]} on it spend ${core.ms.toFixed(1)} ms of CPU a step` : "");
   // `k` workers' transfers of `bytes` each, through every server's link and each worker's own.
   const through = (bytes: number, k: number): number => Math.max(own(bytes), ...servers.map((v) => ((k * v.share * bytes) / v.linkBytesPerSecond) * 1000));
   if (o.mode === "sync") {
@@ -90,15 +89,18 @@ export function predictPs(
 /**
  * The CPU time of one step of every worker on the busiest core: each worker's compute and its
  * messages (the feed, a pull and a push with each server), each server's share of every
- * worker's pull and push. Sending is priced as receiving (only that was measured). Undefined
- * where a member did not say what its messages cost it: nothing is priced from a guess.
+ * worker's pull and push, and the driver's feed. Sending is priced as receiving (the members
+ * measured receiving; the driver, sending). Undefined where a member did not say what its
+ * messages cost it: nothing is priced from a guess.
  */
-function coreLoad(o: { pullBytes: number; pushBytes: number; feedBytes: number; replicas: number }, computeMs: number, servers: readonly ServerLink[], seats: { workers: readonly Seat[]; servers: readonly Seat[] }): CoreLoad | undefined {
-  const all = [...seats.workers, ...seats.servers];
+function coreLoad(o: { pullBytes: number; pushBytes: number; feedBytes: number; replicas: number }, computeMs: number, servers: readonly ServerLink[], seats: Seats): CoreLoad | undefined {
+  const all = [...seats.workers, ...seats.servers, ...(seats.driver ? [seats.driver] : [])];
   if (all.length === 0 || all.some((x) => !x.handling)) return undefined;
   const cost = (x: Seat, messages: number, bytes: number): number => x.handling!.messageMs * messages + (x.handling!.msPerMB * bytes) / 1e6;
   const n = o.replicas;
   const workers = seats.workers.map((w, r) => ({ ...w, name: `worker ${r}`, busyMs: computeMs + cost(w, 1 + 2 * servers.length, o.feedBytes / n + o.pullBytes + o.pushBytes) }));
   const onServers = seats.servers.map((v, j) => ({ ...v, name: `server ${j}`, busyMs: cost(v, 2 * n, n * (servers[j]?.share ?? 0) * (o.pullBytes + o.pushBytes)) }));
-  return busiestCore([...workers, ...onServers]);
+  // The driver sends each worker its batch and takes its answer; one that did not measure itself is left out.
+  const driver = seats.driver ? [{ ...seats.driver, name: "the driver", busyMs: cost(seats.driver, n, o.feedBytes) }] : [];
+  return busiestCore([...workers, ...onServers, ...driver]);
 }

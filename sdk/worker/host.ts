@@ -13,7 +13,7 @@ import { profileModel } from "../roles/profiler";
 import { weightsDigest } from "../model/weights-digest";
 import { makeRole, type RoleReply, type RoleTable, type WorkerRole } from "../roles/role";
 import { MemoryWatch } from "./memory-watch";
-import { processCpuMs } from "./cpu-time";
+import { processCpuMs } from "../util/cpu-time";
 
 /**
  * The compute side of a worker (the process's main thread, where TF.js runs). Requests from the

@@ -1,4 +1,4 @@
-import { machineName } from "./machine-name";
+import { machineName } from "../util/machine-name";
 import * as os from "node:os";
 import { isMeshtrainError, TimeoutError } from "../errors/errors";
 import type { JoinAssigned } from "../protocol/join";

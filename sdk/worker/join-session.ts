@@ -1,5 +1,5 @@
-import { machineName } from "./machine-name";
-import { allowedCores } from "./cpu-set";
+import { machineName } from "../util/machine-name";
+import { allowedCores } from "../util/cpu-set";
 import * as os from "node:os";
 import type { MessageOf, WorkerInfo } from "../protocol/messages";
 import { nativeDataPlane } from "../collectives/native-plane";

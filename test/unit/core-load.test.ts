@@ -39,6 +39,11 @@ test("a parameter server pinned beside a worker: the step is at least that core'
     assert.ok(Math.abs(beside.stepMs - 170.4) < 1e-9, `${mode}: ${beside.stepMs}`);
     assert.ok(linksOnly.stepMs < 170.4, `${mode}: the links alone priced ${linksOnly.stepMs} ms`);
     assert.match(beside.basis, /the busiest core bounds it: worker 0 and server 0 on it spend 170\.4 ms of CPU a step/);
+    // The driver on the same machine, free to run on either core: its request and answer with each worker (1 ms each) add half of their 2 ms to core 0.
+    const driver = { host: "m", cpus: 2, cores: [0, 1], handling: { messageMs: 1, msPerMB: 0.6 } };
+    const driven = predictPs({ ...o, mode }, s, [server], { workers: [worker(0), worker(1)], servers: [worker(0)], driver });
+    assert.ok(Math.abs(driven.stepMs - 171.4) < 1e-9, `${mode}: ${driven.stepMs}`);
+    assert.match(driven.basis, /worker 0, server 0 and the driver on it spend 171\.4 ms/);
     // On a machine of its own it carries 96.8 ms: the links still price the step.
     const apart = predictPs({ ...o, mode }, s, [server], { workers: [worker(0), worker(1)], servers: [{ ...worker(0), host: "n" }] });
     assert.equal(apart.stepMs, linksOnly.stepMs);

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { machinesOf } from "../../sdk/plan/machines";
 import { speedsOf } from "../../sdk/plan/speeds";
-import { parseCoreList } from "../../sdk/worker/cpu-set";
+import { parseCoreList } from "../../sdk/util/cpu-set";
 import { predictData } from "../../sdk/plan/predict";
 
 const measured = { gflops: 40, kernelOverheadUs: 8, linkBytesPerSecond: 1e9, linkLatencyMs: 0.1 };

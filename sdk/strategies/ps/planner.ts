@@ -67,7 +67,7 @@ function psPrediction(mode: "sync" | "async", model: ModelSummary, options: Plan
   const stateBytes = total - model.trainableParamCount * 4;
   const grad = model.trainableParamCount * 4 * (compression ? 0.5 : 1);
   const feedBytes = options.batchSize * sampleBytes(model);
-  return predictPs({ mode, flopsPerSample: model.flopsPerSample, layers: model.layers.length, pullBytes: total, pushBytes: grad + stateBytes, globalBatch: options.batchSize, replicas: n, feedBytes, ...(options.profile ? { profile: options.profile } : {}) }, speeds, servers, { workers: options.devices ?? [], servers: sd });
+  return predictPs({ mode, flopsPerSample: model.flopsPerSample, layers: model.layers.length, pullBytes: total, pushBytes: grad + stateBytes, globalBatch: options.batchSize, replicas: n, feedBytes, ...(options.profile ? { profile: options.profile } : {}) }, speeds, servers, { workers: options.devices ?? [], servers: sd, ...(options.driver ? { driver: options.driver } : {}) });
 }
 
 function modeLine(plan: PsPlan): string {

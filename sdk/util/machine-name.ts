@@ -1,8 +1,8 @@
 import os from "node:os";
 
 /**
- * The machine this worker runs on, as the driver groups workers by it (which share cores, which
- * are ring neighbours): its hostname, unless MESHTRAIN_MACHINE names it. A container's hostname
+ * The machine this process runs on, as the driver groups workers and itself by it (which share
+ * cores, which are ring neighbours): its hostname, unless MESHTRAIN_MACHINE names it. A container's hostname
  * is its own, not its machine's: in Kubernetes, set MESHTRAIN_MACHINE from the pod's spec.nodeName.
  */
 export function machineName(): string {
