@@ -45,7 +45,8 @@ export interface ServerLink {
  * each server's share of every worker's pull and push, at what receiving the link probes cost
  * each process (core-load.ts). Measured between namespace hosts at 10 Gbit/s (bench:network,
  * 2026-11-27; 2 workers pinned to the machine's 2 cores, the server beside worker 0), the links
- * alone priced the servers 1.30-1.62x too fast; with the busiest core, CORE_RESULTS.
+ * alone priced five of the six server rows 1.30-1.62x too fast; with the busiest core all six
+ * were within 0.98-1.14x, and the core was the bound on every one.
  */
 export function predictPs(
   o: { mode: "sync" | "async"; flopsPerSample: number; layers: number; pullBytes: number; pushBytes: number; globalBatch: number; replicas: number; feedBytes: number; profile?: ModelProfile },
