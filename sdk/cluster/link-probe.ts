@@ -56,9 +56,10 @@ interface Trip {
 }
 
 /**
- * What receiving a message costs a member's CPU: the cheapest small probe's time per message,
- * and the cheapest of the large ones, less that, per MB. Cheapest: CPU time is exact, but a
- * probe's interval can also hold a heartbeat or a collection.
+ * What a message costs a process's CPU (a member's: taking it and answering; the driver's:
+ * sending it and taking the answer): the cheapest small probe's time per message, and the
+ * cheapest of the large ones, less that, per MB. Cheapest: CPU time is exact, but a probe's
+ * interval can also hold a heartbeat or a collection.
  */
 export function handlingCost(smalls: readonly Trip[], larges: readonly Trip[], bytes: number): HandlingCost | undefined {
   const cpu = [...smalls, ...larges].map((x) => x.cpuMs);

@@ -42,8 +42,8 @@ export interface ServerLink {
  * CPU: a server that shares a core with a worker (pinned beside it, or more processes than a
  * machine's cores) shares that core's time, which links measured one process at a time do not
  * show. No step is shorter than its busiest core's CPU time: each worker's compute and messages,
- * each server's share of every worker's pull and push, at what receiving the link probes cost
- * each process (core-load.ts). Measured between namespace hosts at 10 Gbit/s (bench:network,
+ * each server's share of every worker's pull and push and the driver's feed, at what the link
+ * probes cost each process (core-load.ts). Measured between namespace hosts at 10 Gbit/s (bench:network,
  * 2026-11-27; 2 workers pinned to the machine's 2 cores, the server beside worker 0), the links
  * alone priced five of the six server rows 1.30-1.62x too fast; with the busiest core all six
  * were within 0.98-1.14x, and the core was the bound on every one.
