@@ -60,7 +60,8 @@ export function predictPs(
   const own = (bytes: number): number => (bytes / s.linkBytesPerSecond) * 1000;
   const latencyMs = Math.max(s.latencySeconds, ...servers.map((v) => v.latencySeconds)) * 1000;
   const links = servers.map((v) => `${(v.linkBytesPerSecond / 1e6).toFixed(0)} MB/s`).join(", ");
-  const core = seats ? coreLoad(o, computeMs, servers, seats) : undefined;
+  // A step's compute is priced as the workers run it together; k workers to a core each spend 1/k of that wall time on it.
+  const core = seats ? coreLoad(o, computeMs / s.coreSharing, servers, seats) : undefined;
   const cpu = core ? ", and each member's CPU for its messages at what the link probes cost it (a server's update not counted)" : " (the work of moving the shards through each process, its frames and copies, not counted: a member did not say what its messages cost it)";
   const why = `${basis(s, timed ? o.profile : undefined)}; the servers' links ${links}${cpu}`;
   const bound = (ms: number): string => (core && core.ms >= ms ? `; the busiest core bounds it: ${core.names.length > 1 ? `${core.names.slice(0, -1).join(", ")} and ${core.names.at(-1)}` : core.names[0]} on it spend ${core.ms.toFixed(1)} ms of CPU a step` : "");

@@ -48,6 +48,12 @@ test("a parameter server pinned beside a worker: the step is at least that core'
     const apart = predictPs({ ...o, mode }, s, [server], { workers: [worker(0), worker(1)], servers: [{ ...worker(0), host: "n" }] });
     assert.equal(apart.stepMs, linksOnly.stepMs);
     assert.doesNotMatch(apart.basis, /busiest core/);
+    // Two workers pinned to one core: the price doubles each one's compute (they take turns), which the core's sum must not count twice.
+    const crowded = speedsOf([worker(0), worker(0)])!;
+    const shared = predictPs({ ...o, mode }, crowded, [server], { workers: [worker(0), worker(0)], servers: [{ ...worker(0), host: "n" }] });
+    const links = predictPs({ ...o, mode }, crowded, [server]).stepMs;
+    // Core 0 carries 2 x 73.6 ms (the compute once each), not 2 x 98.6.
+    assert.ok(Math.abs(shared.stepMs - Math.max(links, 147.2)) < 1e-9, `${mode}: ${shared.stepMs} against the links' ${links}`);
     // A member that did not say what its messages cost: nothing is priced from a guess.
     const { handling: _, ...unsaid } = worker(0);
     assert.equal(predictPs({ ...o, mode }, s, [server], { workers: [worker(0), worker(1)], servers: [unsaid] }).stepMs, linksOnly.stepMs);
