@@ -58,6 +58,7 @@ export type { OptimizerInput, OptimizerSpec } from "./protocol/optimizer-spec";
 export type { WorkerSnapshot } from "./config/worker-snapshot";
 export { formatDataPlan } from "./strategies/data/planner";
 export type { Plan, PlanData, PlanBatch, PlanMethods, DataParallelPlan, PlanDevice, PipelinePlan, StagePlan, PipelineKind, PsPlan, ShardVariable } from "./plan/plans";
+export type { HandlingCost } from "./plan/core-load";
 export type { PlanRequest } from "./cluster/plan-request";
 /** The sample order of one epoch as fit shuffles it (null: in order), to reproduce a fit's batches. */
 export { epochOrder } from "./plan/batches";

@@ -1,6 +1,7 @@
 import type { ClusterSpec } from "../config/cluster-spec";
 import { measuredDriver } from "../members/driver-seat";
-import type { HandlingCost, WorkerHandle } from "../members/worker-handle";
+import type { WorkerHandle } from "../members/worker-handle";
+import type { HandlingCost } from "../plan/core-load";
 import { wallClock } from "../util/clock";
 import { processCpuMs } from "../util/cpu-time";
 
@@ -34,9 +35,9 @@ export async function probeLink(spec: ClusterSpec, h: WorkerHandle): Promise<voi
   h.linkLatencyMs = rtt / 2;
   h.linkBytesPerSecond = big.data.byteLength / Math.max(1e-4, (bigMs - rtt) / 1000);
   // The first small probe's CPU time counts everything since the worker started.
-  h.handling = handlingCost(smalls.slice(1), bigs, big.data.byteLength);
-  const own = (trips: readonly Trip[]): Trip[] => trips.map((x) => ({ ...x, cpuMs: x.ownCpuMs }));
-  measuredDriver(handlingCost(own(smalls), own(bigs), big.data.byteLength));
+  const worker = (trips: readonly Trip[]) => trips.map((x) => x.cpuMs), driver = (trips: readonly Trip[]) => trips.map((x) => x.ownCpuMs);
+  h.handling = handlingCost(worker(smalls.slice(1)), worker(bigs), big.data.byteLength);
+  measuredDriver(handlingCost(driver(smalls), driver(bigs), big.data.byteLength));
   if (h.role !== "ps") return;
   // A parameter server's link moves whole shards at the rate the link sustains, which 2 MiB
   // riding a shaped link's burst overstate; the extra time of 8 MiB over 2 MiB, each after the
@@ -44,7 +45,7 @@ export async function probeLink(spec: ClusterSpec, h: WorkerHandle): Promise<voi
   const shard = tensor(SHARD_PROBE_ELEMENTS);
   const shards = [await roundTrip(shard), await roundTrip(shard)];
   h.linkBytesPerSecond = sustainedRate(h.linkBytesPerSecond, [big.data.byteLength, shard.data.byteLength], [bigMs, Math.min(...shards.map((x) => x.ms))]);
-  h.handling = handlingCost(smalls.slice(1), shards, shard.data.byteLength) ?? h.handling;
+  h.handling = handlingCost(worker(smalls.slice(1)), worker(shards), shard.data.byteLength) ?? h.handling;
 }
 
 /** One probe's round trip, the worker's clock offset it implies, and what it cost the worker's CPU (where it said) and the driver's. */
@@ -52,7 +53,7 @@ interface Trip {
   ms: number;
   offset: number;
   cpuMs: number | undefined;
-  ownCpuMs?: number | undefined;
+  ownCpuMs: number | undefined;
 }
 
 /**
@@ -61,11 +62,11 @@ interface Trip {
  * cheapest of the large ones, less that, per MB. Cheapest: CPU time is exact, but a probe's
  * interval can also hold a heartbeat or a collection.
  */
-export function handlingCost(smalls: readonly Trip[], larges: readonly Trip[], bytes: number): HandlingCost | undefined {
-  const cpu = [...smalls, ...larges].map((x) => x.cpuMs);
-  if (smalls.length === 0 || larges.length === 0 || cpu.some((v) => v === undefined)) return undefined;
-  const messageMs = Math.min(...smalls.map((x) => x.cpuMs!));
-  return { messageMs, msPerMB: Math.max(0, Math.min(...larges.map((x) => x.cpuMs!)) - messageMs) / (bytes / 1e6) };
+export function handlingCost(smalls: ReadonlyArray<number | undefined>, larges: ReadonlyArray<number | undefined>, bytes: number): HandlingCost | undefined {
+  const said = (v: number | undefined): v is number => v !== undefined;
+  if (smalls.length === 0 || larges.length === 0 || !smalls.every(said) || !larges.every(said)) return undefined;
+  const messageMs = Math.min(...smalls);
+  return { messageMs, msPerMB: Math.max(0, Math.min(...larges) - messageMs) / (bytes / 1e6) };
 }
 
 /**

@@ -1,8 +1,7 @@
 import * as os from "node:os";
-import type { Seat } from "../plan/core-load";
+import type { HandlingCost, Seat } from "../plan/core-load";
 import { allowedCores } from "../util/cpu-set";
 import { machineName } from "../util/machine-name";
-import type { HandlingCost } from "./worker-handle";
 
 /**
  * What the driver's own messages cost its CPU (a request and its answer, and per MB sent), from

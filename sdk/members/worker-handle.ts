@@ -1,4 +1,5 @@
 import { WorkerLostError, type MeshtrainError } from "../errors/errors";
+import type { HandlingCost } from "../plan/core-load";
 import type { WorkerInfo } from "../protocol/messages";
 import type { WorkerSnapshot } from "../config/worker-snapshot";
 import { Channel } from "../transport/channel";
@@ -30,12 +31,6 @@ export interface HandleOptions {
   onLost(handle: WorkerHandle, err: MeshtrainError): void;
   /** Where the workers' output lines go (a local worker's through its pipes, another's as messages); lost-worker errors quote its last ones. */
   output: WorkerOutput;
-}
-
-/** What moving a message through a member's process costs its CPU: per message, and per MB (1e6 bytes) more, ms. */
-export interface HandlingCost {
-  messageMs: number;
-  msPerMB: number;
 }
 
 /**

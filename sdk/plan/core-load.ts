@@ -1,3 +1,9 @@
+/** What moving a message through a process costs its CPU, ms: per message (a request and its answer), and per MB (1e6 bytes) more. */
+export interface HandlingCost {
+  messageMs: number;
+  msPerMB: number;
+}
+
 /** Where a member of the job runs, and what moving a message through it costs its CPU (from the link probes). */
 export interface Seat {
   /** Its machine, where it said; one that did not is a machine of its own. */
@@ -5,8 +11,7 @@ export interface Seat {
   cpus?: number;
   /** The cores it may run on, where it said; else any of its machine's. */
   cores?: readonly number[];
-  /** Per message (a request and its answer), and per MB more, ms. */
-  handling?: { messageMs: number; msPerMB: number };
+  handling?: HandlingCost;
 }
 
 /** A process of the job: where it may run, and the CPU time it spends in one round of the job's work. */

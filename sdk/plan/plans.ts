@@ -9,7 +9,7 @@ import type { ModelSummary } from "./model-summary";
 import type { StageCost } from "./partition";
 import type { Prediction, RingSpeed } from "./predict";
 import type { Schedule } from "./schedules";
-import type { Seat } from "./core-load";
+import type { HandlingCost, Seat } from "./core-load";
 
 /**
  * Plans as plain data: which worker holds what, how the batch is split, what a step should cost.
@@ -98,7 +98,7 @@ export interface PlanDevice {
   /** The cores it may run on (its affinity), where it said. */
   cores?: readonly number[];
   /** What receiving a message costs its process's CPU, ms: per message, and per MB more (from the link probes; a tab cannot say). */
-  handling?: { messageMs: number; msPerMB: number };
+  handling?: HandlingCost;
 }
 
 export interface PlanOptions {
