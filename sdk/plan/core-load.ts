@@ -4,6 +4,11 @@ export interface HandlingCost {
   msPerMB: number;
 }
 
+/** What `messages` messages carrying `bytes` in all cost a process's CPU, ms. */
+export function handlingMs(h: HandlingCost, messages: number, bytes: number): number {
+  return h.messageMs * messages + (h.msPerMB * bytes) / 1e6;
+}
+
 /** Where a member of the job runs, and what moving a message through it costs its CPU (from the link probes). */
 export interface Seat {
   /** Its machine, where it said; one that did not is a machine of its own. */

@@ -1,6 +1,6 @@
 import type { ModelProfile } from "./profile";
-import { busiestCore, type CoreLoad, type Seat } from "./core-load";
-import { basis, replicaComputeMs, stepOverheadMs, type Prediction, type Speeds } from "./predict";
+import { busiestCore, handlingMs, type CoreLoad, type Seat } from "./core-load";
+import { basis, namesOf, replicaComputeMs, stepOverheadMs, type Prediction, type Speeds } from "./predict";
 
 /** The members' seats: the workers', the servers', and the driver's where it measured itself. */
 export interface Seats {
@@ -64,7 +64,7 @@ export function predictPs(
   const core = seats ? coreLoad(o, computeMs / s.coreSharing, servers, seats) : undefined;
   const cpu = core ? ", and each member's CPU for its messages at what the link probes cost it (a server's update not counted)" : " (the work of moving the shards through each process, its frames and copies, not counted: a member did not say what its messages cost it)";
   const why = `${basis(s, timed ? o.profile : undefined)}; the servers' links ${links}${cpu}`;
-  const bound = (ms: number): string => (core && core.ms >= ms ? `; the busiest core bounds it: ${core.names.length > 1 ? `${core.names.slice(0, -1).join(", ")} and ${core.names.at(-1)}` : core.names[0]} on it spend ${core.ms.toFixed(1)} ms of CPU a step` : "");
+  const bound = (ms: number): string => (core && core.ms >= ms ? `; the busiest core bounds it: ${namesOf(core.names)} on it spend ${core.ms.toFixed(1)} ms of CPU a step` : "");
   // `k` workers' transfers of `bytes` each, through every server's link and each worker's own.
   const through = (bytes: number, k: number): number => Math.max(own(bytes), ...servers.map((v) => ((k * v.share * bytes) / v.linkBytesPerSecond) * 1000));
   if (o.mode === "sync") {
@@ -98,7 +98,7 @@ export function predictPs(
 function coreLoad(o: { pullBytes: number; pushBytes: number; feedBytes: number; replicas: number }, computeMs: number, servers: readonly ServerLink[], seats: Seats): CoreLoad | undefined {
   const all = [...seats.workers, ...seats.servers, ...(seats.driver ? [seats.driver] : [])];
   if (all.length === 0 || all.some((x) => !x.handling)) return undefined;
-  const cost = (x: Seat, messages: number, bytes: number): number => x.handling!.messageMs * messages + (x.handling!.msPerMB * bytes) / 1e6;
+  const cost = (x: Seat, messages: number, bytes: number): number => handlingMs(x.handling!, messages, bytes);
   const n = o.replicas;
   const workers = seats.workers.map((w, r) => ({ ...w, name: `worker ${r}`, busyMs: computeMs + cost(w, 1 + 2 * servers.length, o.feedBytes / n + o.pullBytes + o.pushBytes) }));
   const onServers = seats.servers.map((v, j) => ({ ...v, name: `server ${j}`, busyMs: cost(v, 2 * n, n * (servers[j]?.share ?? 0) * (o.pullBytes + o.pushBytes)) }));

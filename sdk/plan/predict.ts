@@ -2,6 +2,8 @@ import { atBatch, layersMs, type ModelProfile } from "./profile";
 import type { Schedule, TimedAction } from "./schedules";
 import { simulateShared, type ActionCost } from "./shared-simulation";
 import type { DataPlanePath } from "../protocol/data-plane";
+import type { Seat } from "./core-load";
+import { dataCoreLoad, type RingCpu } from "./ring-cpu";
 
 /** What a plan's step time is predicted from: measured on the workers and links. */
 export interface Speeds {
@@ -30,6 +32,8 @@ export interface RingSpeed {
   readonly path: DataPlanePath;
   readonly linkBytesPerSecond: number;
   readonly latencySeconds: number;
+  /** What an all-reduce cost each member's process in CPU time, by rank, where every member could say. */
+  readonly cpu?: readonly RingCpu[];
 }
 
 /** A plan's predicted step: compute, communication and idle time, throughput, and what it rests on (measured or estimated). */
@@ -79,17 +83,33 @@ export function stepOverheadMs(s: Speeds, feedBytes: number): number {
 /**
  * Data parallelism: one replica's step on its slice (timed on a worker when a profile was
  * taken, else from FLOPs and kernel counts), then a ring all-reduce of `gradientBytes` a step,
- * in `allReduces` of them (PowerSGD: 2, P then Q; synced every H steps: 1/H).
+ * in `allReduces` of them (PowerSGD: 2, P then Q; synced every H steps: 1/H). No step is shorter
+ * than its busiest core's CPU time (ring-cpu.ts), where the ring probe timed what its
+ * all-reduces cost each worker's CPU and `seats` say where the workers run. Measured between
+ * namespace hosts at 10 Gbit/s (bench:network, 2026-11-27), the 11.4M MLP over the WebSocket
+ * plane: the ring's wall time priced its all-reduce right, yet each step took 1.2-1.4x the price,
+ * its compute stretched. The likely cause: the ring's work in JavaScript and the collection of
+ * its buffers run on the one core each worker has (counted by thread over a fit on loopback, that
+ * plane's communication and V8 helper threads took 1.9-2.7x the compute thread's CPU time).
  */
-export function predictData(o: { flopsPerSample: number; layers: number; gradientBytes: number; globalBatch: number; replicas: number; feedBytes: number; profile?: ModelProfile; allReduces?: number; also?: ReplicaWork }, s: Speeds): Prediction {
+export function predictData(o: { flopsPerSample: number; layers: number; gradientBytes: number; globalBatch: number; replicas: number; feedBytes: number; profile?: ModelProfile; allReduces?: number; also?: ReplicaWork; seats?: { workers: readonly Seat[]; driver?: Seat } }, s: Speeds): Prediction {
   const step = replicaComputeMs(o, o.globalBatch / o.replicas, s);
   // Work of the replica's own beside its step (PowerSGD's), slowed as the step is by shared cores.
   const computeMs = step.computeMs + (o.also ? o.also.ms * (o.replicas > 1 ? fullSharing(s, o.profile) : 1) : 0);
   // The ring measured itself where it could; else the driver's links stand in for it.
-  const commMs = allReduceMs(o.gradientBytes, o.replicas, s.ring ?? s, o.allReduces);
-  const stepMs = computeMs + commMs + stepOverheadMs(s, o.feedBytes);
+  const linksCommMs = allReduceMs(o.gradientBytes, o.replicas, s.ring ?? s, o.allReduces);
+  const linksMs = computeMs + linksCommMs + stepOverheadMs(s, o.feedBytes);
+  // A step's compute is priced as the workers run it together; k workers to a core each spend 1/k of that wall time on it.
+  const core = o.seats && o.replicas > 1 ? dataCoreLoad({ computeMs: computeMs / s.coreSharing, bytes: o.gradientBytes, allReduces: o.allReduces ?? 1, replicas: o.replicas, feedBytes: o.feedBytes }, s.ring?.cpu, o.seats) : undefined;
+  const stepMs = Math.max(linksMs, core?.ms ?? 0);
   const also = o.also ? `, ${o.also.what} ${o.also.ms.toFixed(1)} ms a step (${o.also.timed ? "timed on a worker" : "from its FLOPs"})` : "";
-  return { stepMs, computeMs, commMs, bubble: 0, samplesPerSecond: (o.globalBatch / stepMs) * 1000, basis: basis(s, step.timed ? o.profile : undefined, o.replicas > 1) + also, timed: step.timed };
+  const cpu = core ? `, and each worker's CPU for its all-reduces as the ring probe timed it${core.ms >= linksMs ? `; the busiest core bounds it: ${namesOf(core.names)} on it spend ${core.ms.toFixed(1)} ms of CPU a step` : ""}` : "";
+  return { stepMs, computeMs, commMs: linksCommMs + stepMs - linksMs, bubble: 0, samplesPerSecond: (o.globalBatch / stepMs) * 1000, basis: basis(s, step.timed ? o.profile : undefined, o.replicas > 1) + also + cpu, timed: step.timed };
+}
+
+/** "a", "a and b", "a, b and c". */
+export function namesOf(names: readonly string[]): string {
+  return names.length > 1 ? `${names.slice(0, -1).join(", ")} and ${names.at(-1)}` : (names[0] ?? "");
 }
 
 /** Work a replica does each step beside forward, backward and update, alone on one core: what it is, and whether it was timed. */

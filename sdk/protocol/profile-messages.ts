@@ -80,6 +80,8 @@ export const RingProbedSchema = z.strictObject({
   type: z.literal("ringProbed"), v, re: id,
   /** Per size, each all-reduce's ms, from the start of the call to the sum's return. */
   ms: z.array(z.array(ms).max(32)).max(8),
+  /** Per size, what each all-reduce cost the member's process in CPU time (every thread's), ms. A tab cannot say. */
+  cpuMs: z.array(z.array(ms).max(32)).max(8).optional(),
 });
 
 /**

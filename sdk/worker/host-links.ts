@@ -7,6 +7,7 @@ import { transferList, type ActivityState, type CommToCompute, type ComputeToCom
 import type { HostIO, OverlapRing, ServerLinks } from "../roles/role";
 import type { AllReduceStats } from "../collectives/ring-allreduce";
 import { shardBounds, type RingPhases } from "../collectives/segments";
+import { processCpuMs } from "../util/cpu-time";
 
 type Reduced = Awaited<ReturnType<HostIO["allReduce"]>>;
 
@@ -145,22 +146,28 @@ export class HostLinks {
 
   /**
    * Times all-reduces of zeros of each size on the ring as it is wired, `repeats` each; every
-   * member runs the same ones in the same order (the driver asks all of them).
+   * member runs the same ones in the same order (the driver asks all of them). With each one's
+   * time, what it cost this process's CPU, where it can read that.
    */
-  async probeRing(sizes: readonly number[], repeats: number): Promise<number[][]> {
-    const out: number[][] = [];
+  async probeRing(sizes: readonly number[], repeats: number): Promise<{ ms: number[][]; cpuMs?: number[][] }> {
+    const ms: number[][] = [];
+    const cpuMs: number[][] = [];
     for (const n of sizes) {
       const times: number[] = [];
+      const cpu: number[] = [];
       let buffer: Float32Array = new Float32Array(n);
       for (let i = 0; i < repeats; i++) {
-        const t0 = performance.now();
+        const [t0, c0] = [performance.now(), processCpuMs()];
         buffer = (await this.allReduce(buffer, this.generation)).data;
+        const c1 = processCpuMs();
         times.push(performance.now() - t0);
+        if (c0 !== undefined && c1 !== undefined) cpu.push(c1 - c0);
         buffer.fill(0);
       }
-      out.push(times);
+      ms.push(times);
+      cpuMs.push(cpu);
     }
-    return out;
+    return cpuMs.every((c) => c.length === repeats) ? { ms, cpuMs } : { ms };
   }
 
   private allReduce(data: Float32Array, generation: number, wire?: WireFormat, phases: RingPhases = "both"): Promise<Reduced> {

@@ -162,7 +162,7 @@ export class ComputeHost {
       }
       case "ringProbe":
         this.links.doing("timing the data ring's all-reduce for the plan");
-        this.reply({ type: "ringProbed", re: msg.id, ms: await this.links.probeRing(msg.elements, msg.repeats) });
+        this.reply({ type: "ringProbed", re: msg.id, ...(await this.links.probeRing(msg.elements, msg.repeats)) });
         return this.links.doing("timed the data ring, waiting", "idle");
       case "profile":
         this.links.doing(msg.sharedForMs !== undefined ? "timing its step beside the other workers on this machine" : "timing the model's layers for the plan");

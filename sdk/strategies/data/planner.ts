@@ -42,8 +42,10 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
   const speeds = speedsOf(options.devices, options.ring);
   const feed = given.feed;
   const feedBytes = feed === "driver" && batchSize !== undefined ? batchSize * sampleBytes(model) : 0;
+  // Where the workers run, for the busiest core's CPU time; the driver counted where it measured itself.
+  const seats = options.devices ? { seats: { workers: options.devices, ...(options.driver ? { driver: options.driver } : {}) } } : {};
   const predict = (replicas: number, also?: ReplicaWork) =>
-    speeds && batchSize !== undefined ? predictData({ flopsPerSample: model.flopsPerSample, layers: model.layers.length, gradientBytes: stepWireBytes, allReduces: collectives * syncShare, globalBatch: batchSize, replicas, feedBytes, ...(options.profile ? { profile: options.profile } : {}), ...(also ? { also } : {}) }, speeds) : null;
+    speeds && batchSize !== undefined ? predictData({ flopsPerSample: model.flopsPerSample, layers: model.layers.length, gradientBytes: stepWireBytes, allReduces: collectives * syncShare, globalBatch: batchSize, replicas, feedBytes, ...(options.profile ? { profile: options.profile } : {}), ...(also ? { also } : {}), ...seats }, speeds) : null;
   const many = predict(n, speeds ? replicaWork(model, { powerSgd, sync, syncShare }, options.profile, speeds) : undefined);
   // The same batch on one worker: what explain() and toString() hold the cluster up against, where one could hold it.
   const one = n > 1 && oneWorkerHolds(model, batchSize, options, spec) ? predict(1) : null;
