@@ -1,7 +1,8 @@
-import * as fs from "node:fs";
 import * as path from "node:path";
 import { DataError } from "../errors/errors";
 import { Dataset } from "./dataset";
+import { cachedDigits } from "./digit-cache";
+import { readDigitFile } from "./digit-file";
 import { permutation } from "./random";
 
 /**
@@ -34,10 +35,9 @@ function loadDigits(): { images: Float32Array[]; counts: number[] } {
   }
   const images: Float32Array[] = [];
   const counts: number[] = [];
-  for (let d = 0; d < 10; d++) {
-    const raw = JSON.parse(fs.readFileSync(path.join(dir, `${d}.json`), "utf8")) as { data: number[] };
-    const count = Math.floor(raw.data.length / PIXELS);
-    images.push(Float32Array.from(raw.data.slice(0, count * PIXELS)));
+  for (const values of cachedDigits(dir, readDigitFile)) {
+    const count = Math.floor(values.length / PIXELS);
+    images.push(values.subarray(0, count * PIXELS));
     counts.push(count);
   }
   cache = { images, counts };
