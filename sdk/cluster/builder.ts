@@ -233,7 +233,11 @@ export class ClusterBuilder {
     return this.with({ memoryCapBytes: parseBytes(limit) });
   }
 
-  /** Heartbeat interval and timeout in ms; a silent worker is reported within 2 x timeoutMs. */
+  /**
+   * Heartbeat interval and timeout in ms; a silent worker is reported within 2 x timeoutMs (time
+   * the driver's own thread stood still is not counted). Workers leave a driver silent past the
+   * timeout: raise it above the longest the driver's thread computes without yielding.
+   */
   heartbeat(options: { intervalMs?: number; timeoutMs?: number }): ClusterBuilder {
     const hb = parseOrThrow(HeartbeatSpecSchema, { ...this.draft.heartbeat, ...options }, "heartbeat options");
     return this.with({ heartbeat: hb });

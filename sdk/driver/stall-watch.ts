@@ -87,9 +87,12 @@ export class StallWatch {
   }
 }
 
-/** Not heard from (not even a heartbeat answer) for two heartbeat intervals: frozen, or its host is swamped. */
+/**
+ * Not heard from (not even a heartbeat answer) for two heartbeat intervals, beyond the driver's
+ * own stalls: frozen, or its host is swamped. A driver that stood still has heard nobody.
+ */
 function silent(h: WorkerHandle, intervalMs: number): boolean {
-  return h.channel.silentForMs() > 2 * intervalMs;
+  return h.channel.peerSilenceMs() > 2 * intervalMs;
 }
 
 function describe(h: WorkerHandle, now: number, o: Pick<StallWatchOptions, "heartbeatIntervalMs" | "heartbeatTimeoutMs">): string {

@@ -25,8 +25,13 @@ export class LocalWorkerProcess {
     killOnExit(child);
     this.exited = new Promise((resolve) => {
       child.once("exit", (code, signal) => {
-        this.exitInfo = { code, signal };
-        resolve(this.exitInfo);
+        const info = { code, signal };
+        this.exitInfo = info;
+        // What it printed last (why it exited) may still be in the pipe: wait for the pipes to
+        // close, briefly, so an error about the exit can quote it.
+        const done = (): void => resolve(info);
+        child.once("close", done);
+        setTimeout(done, 300).unref();
       });
     });
     this.tail = followLines(child, onLine);

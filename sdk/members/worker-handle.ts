@@ -7,6 +7,9 @@ import type { Link } from "../transport/link";
 import { describeExit, type LocalWorkerProcess } from "./local-process";
 import type { WorkerOutput } from "./worker-output";
 
+/** How long a closed connection waits for its local process's exit, to say how it ended. */
+const EXIT_WAIT_MS = 2000;
+
 /** What a worker last said it was doing (its progress messages), for stall reports. */
 export interface WorkerProgress {
   action: string;
@@ -141,8 +144,8 @@ export class WorkerHandle {
       return;
     }
     // A killed local worker closes its socket a moment before its exit is reported; wait for
-    // the exit so the error can say how it ended.
-    const exit = this.process ? await Promise.race([this.process.whenExited(), delay(500)]) : undefined;
+    // the exit so the error can say how it ended (on a swamped machine over 500 ms later).
+    const exit = this.process ? ((await Promise.race([this.process.whenExited(), delay(EXIT_WAIT_MS)])) ?? this.process.exit) : undefined;
     if (this.lost || this.expectedClose) return;
     this.markLost(this.lostError(exit ? `exited (${describeExit(exit)})` : "closed its connection"));
   }

@@ -1,11 +1,4 @@
-import {
-  FrameTooLargeError,
-  ProtocolError,
-  TimeoutError,
-  WorkerLostError,
-  type ErrorDetails,
-  type MeshtrainError,
-} from "../errors/errors";
+import { FrameTooLargeError, ProtocolError, TimeoutError, WorkerLostError, type ErrorDetails, type MeshtrainError } from "../errors/errors";
 import { fromWireJson, toWireJson } from "../protocol/json";
 import { decodeFrame, encodeFrame, frameParts, type FrameHeader } from "../protocol/frame";
 import { MessageSchema, type Message, type MessageOf, type MessageType } from "../protocol/messages";
@@ -94,6 +87,11 @@ export class Channel {
   /** Milliseconds since anything (message or pong) arrived from the other end. */
   silentForMs(): number {
     return this.liveness.silentForMs();
+  }
+
+  /** Silence that this process's own stalls do not explain (see Liveness). */
+  peerSilenceMs(): number {
+    return this.liveness.peerSilenceMs();
   }
 
   /** Resolves once every frame was handed to the OS (or the link closed); `owned`: nothing changes the attachments until then, so they are sent from where they are, not copied. */

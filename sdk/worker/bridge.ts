@@ -38,7 +38,8 @@ export type CommToCompute =
   | { kind: "nativeRingFailed"; error: WireError }
   /** The driver left or went silent: drop the model and any step in progress. */
   | { kind: "sessionEnded"; reason: string }
-  | { kind: "exit"; code: number; reason: string }
+  /** `said`: the reason is news to whoever started the worker, so the process prints it before it exits. */
+  | { kind: "exit"; code: number; reason: string; said?: boolean }
   /** The output lines posted so far have been sent to the driver (or there is none to send them to). */
   | { kind: "outputFlushed" }
   /** The communication thread has collected its garbage (asked by collectGarbage). */

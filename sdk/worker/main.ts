@@ -51,6 +51,8 @@ export function runWorker(o: WorkerOptions): Promise<number> {
         else if (!o.exitWithDriver) process.stdout.write(`meshtrain worker ${VERSION} listening on ${m.url} (pid ${process.pid})\n`);
         process.send?.({ type: "listening", url: m.url, port: m.port });
       } else if (m.kind === "exit") {
+        // The driver's error names this process's exit; this line says why it chose to.
+        if (m.said) process.stderr.write(`meshtrain worker: ${m.reason}; exiting\n`);
         finish(m.code);
         return;
       }

@@ -5,6 +5,7 @@ import { encodeFrame } from "../../sdk/protocol/frame";
 import { PROTOCOL_VERSION } from "../../sdk/protocol/version";
 import { Channel, type Incoming } from "../../sdk/transport/channel";
 import { inProcessLinkPair } from "../../sdk/transport/in-process-link";
+import { waitFor } from "../helpers/processes";
 
 /** Waits until `ready()` holds (a message crossed the in-process link); a loaded machine may take more than a tick. */
 async function until(ready: () => boolean, what: string): Promise<void> {
@@ -81,7 +82,8 @@ test("malformed frames are answered with errors and the channel keeps serving", 
   void a.sendBinary(encodeFrame({ kind: "attachment", dtype: "float32", seq: 1, tensor: 0, offset: 0, length: 1, total: 1 }, Float32Array.of(1)));
   void a.sendBinary(Buffer.from("garbage"));
   a.sendText(JSON.stringify({ type: "step", v: PROTOCOL_VERSION, id: 7, step: 0, epoch: 0, weight: 1, attachments: [{ dtype: "float32", shape: [100000, 100000] }] }));
-  await new Promise((r) => setTimeout(r, 30));
+  // Each refusal is answered as it is read: wait for all six (a starved machine can take seconds), not a fixed while.
+  await waitFor("six refusals and their answers", () => refused.length >= 6 && driverTexts.length >= 6, 10_000);
   answers.push(...driverTexts);
   assert.equal(refused.length, 6, refused.map((e) => e.summary).join("\n"));
   assert.ok(refused.every((e) => e instanceof ProtocolError));
@@ -93,7 +95,7 @@ test("malformed frames are answered with errors and the channel keeps serving", 
   assert.match(parsed[5]!.error.message, /above the limit/);
   // Still serving: a valid message goes through.
   a.sendText(JSON.stringify({ type: "release", v: PROTOCOL_VERSION, id: 8 }));
-  await new Promise((r) => setTimeout(r, 10));
+  await waitFor("the valid message after the refusals", () => serverInbox.length >= 1, 10_000);
   assert.equal(serverInbox.length, 1);
   void driver;
 });

@@ -156,7 +156,7 @@ export class CommServer implements SessionHost {
     }
   }
 
-  sessionEnded(session: Session, reason: string): void {
+  sessionEnded(session: Session, reason: string, said = false): void {
     if (this.session !== session) return;
     this.session = null;
     for (const [key, e] of this.earlyPeers) {
@@ -167,10 +167,10 @@ export class CommServer implements SessionHost {
       }
     }
     toCompute({ kind: "sessionEnded", reason });
-    if (config.exitWithDriver) this.exit(0, reason);
+    if (config.exitWithDriver) this.exit(0, reason, said);
   }
 
-  exit(code: number, reason: string): void {
-    toCompute({ kind: "exit", code, reason });
+  exit(code: number, reason: string, said = false): void {
+    toCompute({ kind: "exit", code, reason, said });
   }
 }

@@ -28,7 +28,8 @@ const noNeighbours: RingNeighbours = {
 export interface SessionHost {
   /** A peer that connected before this worker was configured, if one did. */
   takeEarlyPeer(session: string, rank: number, kind: "ring" | "pipe"): Link | undefined;
-  sessionEnded(session: Session, reason: string): void;
+  /** `said`: the session ended on the worker's own judgement, which its output should say. */
+  sessionEnded(session: Session, reason: string, said?: boolean): void;
   exit(code: number, reason: string): void;
 }
 
@@ -89,7 +90,7 @@ export class Session {
         this.id = msg.session;
         this.heartbeat = { intervalMs: msg.heartbeatIntervalMs, timeoutMs: msg.heartbeatTimeoutMs };
         this.channel.startHeartbeat(msg.heartbeatIntervalMs, msg.heartbeatTimeoutMs, (ms) =>
-          this.end(`the driver was silent for ${ms} ms`),
+          this.end(`the driver was silent for ${ms} ms (heartbeat timeout ${msg.heartbeatTimeoutMs} ms)`, true),
         );
         this.progress.start(this.channel, msg.heartbeatIntervalMs);
         this.forward(incoming);
@@ -282,7 +283,7 @@ export class Session {
     this.ring = null;
   }
 
-  end(reason: string): void {
+  end(reason: string, said = false): void {
     if (this.ended) return;
     // Before `ended`: the relay sends only while the session lasts.
     this.output.flush();
@@ -292,6 +293,6 @@ export class Session {
     this.closePeers();
     this.ps.closeClients();
     this.channel.close(CLOSE.normal, "session over");
-    this.server.sessionEnded(this, reason);
+    this.server.sessionEnded(this, reason, said);
   }
 }
