@@ -71,7 +71,7 @@ export const BLOCK_RUNS: ReadonlyArray<{ contains: string; run: BlockRun }> = [
   { contains: 'strategy("auto").launch()', run: "script" },
   { contains: 'strategy("ps", { mode: "async"', run: "script" },
   { contains: "elastic: { minWorkers: 2 }", run: "script" },
-  { contains: "apt-get install jupyter-notebook", run: { notRun: "installs a Debian package and serves Jupyter until stopped; notebooks.test.ts runs every notebook on the kernelspec it finds through the same JUPYTER_PATH" } },
+  { contains: "apt-get install jupyter-notebook", run: { notRun: "installs a Debian package and serves Jupyter until stopped; notebooks.test.ts and notebooks-rest.test.ts run every notebook on the kernelspec they find through the same JUPYTER_PATH" } },
   { contains: "npm install /path/to/meshtrain", run: "tarball" },
   { contains: "npx meshtrain worker --host 0.0.0.0 --port 7070\n", run: "hosts" },
   { contains: 'connect(["ws://10.0.0.2:7070"', run: "hosts" },
@@ -96,7 +96,7 @@ export const BLOCK_RUNS: ReadonlyArray<{ contains: string; run: BlockRun }> = [
   { contains: 'cluster().gpus(2, { software: true }).strategy("data").launch()', run: "script" },
   { contains: "join({ workers: 3, port: 7071, browsers: true", run: { notRun: "waits for browser tabs to open the invite link; browser-workers.test.ts makes the same join() and opens headless Chromium tabs at the link" } },
   { contains: "MESHTRAIN_PAGE_MODULES=./my-layers.js", run: { notRun: "needs the user's layers module; browser-workers.test.ts builds a page with test/helpers/custom-layers.js this way and trains a model of that layer through it" } },
-  { contains: "npm run bench ", run: { notRun: "runs for about 20 minutes on 2 cores and measures, never asserts, times; bench-smoke.test.ts runs every benchmark end to end with --quick" } },
+  { contains: "npm run bench ", run: { notRun: "runs for about 20 minutes on 2 cores and measures, never asserts, times; bench-smoke.test.ts, bench-smoke-compression.test.ts and bench-network.test.ts run every benchmark end to end with --quick" } },
 ];
 
 /** The table's entry for a block; throws unless exactly one entry matches it. */

@@ -3,7 +3,7 @@ import { spawnSync, type ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
-import { blocksRun, scratchDir, where, writeScript, type ReadmeBlock } from "../helpers/readme";
+import { blocksRun, ROOT, scratchDir, where, writeScript, type ReadmeBlock } from "../helpers/readme";
 import { makeHosts, netnsMissing, type Host, type Hosts } from "../helpers/netns";
 import { runInGroup } from "../helpers/run-block";
 import { watchOutput } from "../helpers/watch-output";
@@ -29,11 +29,32 @@ function addresses(b: ReadmeBlock): string[] {
   return [...b.code.matchAll(/wss?:\/\/([\d.]+):7070/g)].map((m) => m[1]!);
 }
 
-/** Runs a README worker block with sh on a host; resolves once it listens. */
-async function startWorker(net: Hosts, h: Host, b: ReadmeBlock, cwd: string): Promise<ChildProcess> {
-  const child = net.spawnIn(h, "sh", ["-c", b.code], { cwd, env: { MESHTRAIN_TOKEN: TOKEN }, detached: true });
-  await watchOutput(child).match(/listening on wss?:\/\/0\.0\.0\.0:7070/, 60_000, `the README's worker command on ${h.address}`);
-  return child;
+/**
+ * A project that installed meshtrain, as the README's reader has: its own package.json, and
+ * meshtrain with its `.bin` link in node_modules. Inside this repository itself `npx meshtrain`
+ * would instead install the repository into npm's npx cache (npm 11 does that for a package's own
+ * bin), rebuilding it first: over 60 s on a slow machine, and a build of dist/ under running tests.
+ */
+function userProject(dir: string): void {
+  fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ name: "readme-hosts-project", private: true, dependencies: { meshtrain: "*" } }));
+  const bin = path.join(dir, "node_modules", ".bin");
+  fs.mkdirSync(bin, { recursive: true });
+  fs.symlinkSync(ROOT, path.join(dir, "node_modules", "meshtrain"), "dir");
+  const { bin: bins } = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")) as { bin: Record<string, string> };
+  for (const [name, rel] of Object.entries(bins)) fs.symlinkSync(path.join("..", "meshtrain", rel), path.join(bin, name));
+}
+
+/** Runs the README worker block with sh on each host; resolves once all listen, and stops them all if one does not. */
+async function startWorkers(net: Hosts, hosts: Host[], b: ReadmeBlock, cwd: string): Promise<ChildProcess[]> {
+  const children = hosts.map((h) => net.spawnIn(h, "sh", ["-c", b.code], { cwd, env: { MESHTRAIN_TOKEN: TOKEN }, detached: true }));
+  try {
+    await Promise.all(children.map((c, i) => watchOutput(c).match(/listening on wss?:\/\/0\.0\.0\.0:7070/, 60_000, `the README's worker command on ${hosts[i]!.address}`)));
+  } catch (e) {
+    // Left running, a worker would hold its port for the next test and its pipes would keep this file from ever exiting.
+    stopWorkers(children);
+    throw e;
+  }
+  return children;
 }
 
 function stopWorkers(children: ChildProcess[]): void {
@@ -55,6 +76,7 @@ describe("the README's commands for workers on other machines", { skip: missing 
   before(() => {
     net = makeHosts(3, { subnet, isolated: true });
     dir = scratchDir("hosts");
+    userProject(dir);
   });
   after(() => {
     net?.destroy();
@@ -64,7 +86,7 @@ describe("the README's commands for workers on other machines", { skip: missing 
   async function runDriver(b: ReadmeBlock, workerBlock: ReadmeBlock): Promise<string> {
     const [a, w] = [addresses(b), net.hosts.slice(0, 2)];
     assert.deepEqual(a, w.map((h) => h.address), "the README's addresses are the hosts'");
-    const workers = await Promise.all(w.map((h) => startWorker(net, h, workerBlock, dir)));
+    const workers = await startWorkers(net, w, workerBlock, dir);
     try {
       const { script } = writeScript(b, dir);
       const driver = net.hosts[2]!;

@@ -43,14 +43,17 @@ class Kernel:
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=120)
 
-    def run(self, code, timeout=180, interrupts=()):
-        """Executes a cell; `interrupts`: seconds after the request at which to interrupt the kernel."""
+    def run(self, code, timeout=180, interrupts=(), after=None):
+        """Executes a cell; `interrupts`: seconds at which to interrupt the kernel, counted from
+        the request, or from when the cell printed `after`. On a swamped machine compiling a cell
+        took more than the 4 s a fixed clock gave, so the interrupt came before the fit began."""
         msg_id = self.kc.execute(code)
         start = time.time()
+        clock = start if after is None else None
         pending = sorted(interrupts)
         out = {"stdout": "", "stderr": "", "error": None}
         while True:
-            if pending and time.time() - start >= pending[0]:
+            if pending and clock is not None and time.time() - clock >= pending[0]:
                 pending.pop(0)
                 self.km.interrupt_kernel()
             if time.time() - start > timeout:
@@ -64,6 +67,8 @@ class Kernel:
             kind, content = msg["msg_type"], msg["content"]
             if kind == "stream":
                 out[content["name"]] += content["text"]
+                if clock is None and after in out["stdout"]:
+                    clock = time.time()
             elif kind == "error":
                 out["error"] = f'{content.get("ename")}: {content.get("evalue")}'
             elif kind == "status" and content["execution_state"] == "idle":
@@ -74,8 +79,9 @@ class Kernel:
                 out["status"] = reply["content"]["status"]
                 break
         # Interrupts still due after the cell ended (a second one, while no cell runs).
+        clock = clock if clock is not None else time.time()
         for t in pending:
-            time.sleep(max(0, t - (time.time() - start)))
+            time.sleep(max(0, t - (time.time() - clock)))
             self.km.interrupt_kernel()
         if out["status"] != "ok":
             # As in every Jupyter kernel, a failed cell aborts the cells sent right after it
@@ -107,7 +113,7 @@ console.log(JSON.stringify({ pids: c$N.workers.map((w) => w.info.pid), live: liv
 
 LONG_FIT = """
 globalThis.steps = 0;
-const p$N = c$C.fit(model, ds, { epochs: 100, batchSize: 32, onStep: () => void globalThis.steps++ });
+const p$N = c$C.fit(model, ds, { epochs: 100, batchSize: 32, onStep: () => void (globalThis.steps++ === 0 && console.log("first step")) });
 globalThis.outcome$N = p$N.then(() => ({ name: "resolved" }), (e) => ({ name: e.name, code: e.code, steps: e.run?.history.length, message: String(e.message).split("\\n")[0] }));
 await p$N;
 """
@@ -135,13 +141,13 @@ def main():
         emit("launched", **launched)
         # One interrupt per fit, three times: each stops the fit, the cluster and the kernel stay.
         for n in (1, 2, 3):
-            cell = k.run(code(LONG_FIT, n), interrupts=(4,))
+            cell = k.run(code(LONG_FIT, n), interrupts=(1,), after="first step")
             after, _ = k.json(code(AFTER, n))
             emit("interrupted", n=n, cell=cell, after=after, alive=[alive(p) for p in pids], kernel=k.km.is_alive())
         again, _ = k.json("const r = await c1.fit(model, small, { epochs: 1, batchSize: 32 });\nconsole.log(JSON.stringify({ steps: r.history.length, state: c1.state }));")
         emit("fit after interrupts", **again, alive=[alive(p) for p in pids])
         # Two interrupts within 2 s: the cluster is closed at once, the kernel stays.
-        cell = k.run(code(LONG_FIT, 4), interrupts=(4, 4.6))
+        cell = k.run(code(LONG_FIT, 4), interrupts=(1, 1.6), after="first step")
         time.sleep(2)
         after, _ = k.json(code(AFTER, 4))
         emit("interrupted twice", cell=cell, after=after, alive=[alive(p) for p in pids], kernel=k.km.is_alive())

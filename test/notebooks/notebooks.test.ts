@@ -1,75 +1,25 @@
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import * as fs from "node:fs";
 import * as path from "node:path";
 import { before, test } from "node:test";
-import { chromium, type Browser, type Page } from "playwright-core";
 import { inkCoverage } from "../helpers/png";
-import { chromiumPath, ensureDebianPackages, jupyterReady, PYTHON } from "../helpers/system-deps";
+import { needJupyterAndChromium, OUT, runTutorials, tutorials } from "../helpers/tutorials";
+import { withPage } from "../helpers/exported-page";
 
 /**
- * Every tutorial notebook, executed headless on the project's tslab kernel (a failing cell is
- * reported with its real error), exported to HTML with meshtrain's template, and the quickstart
- * opened in headless Chromium to check that its placement diagram and a plot are really drawn (and
- * the same for the parameter-server and hybrid notebooks).
+ * The first half of the tutorial notebooks (the rest in notebooks-rest.test.ts), executed
+ * headless on the project's tslab kernel (a failing cell is reported with its real error),
+ * exported to HTML with meshtrain's template, and the quickstart and the parameter-server
+ * notebook opened in headless Chromium to check that their diagrams and plots are really drawn.
  */
 
-const ROOT = path.join(__dirname, "..", "..", "..");
-const NOTEBOOKS = path.join(ROOT, "notebooks");
-const OUT = path.join(NOTEBOOKS, "out");
+before(needJupyterAndChromium);
 
-before(() => {
-  ensureDebianPackages("Jupyter (nbclient, nbconvert)", ["jupyter-client", "jupyter-nbconvert", "python3-nbclient", "python3-ipykernel"], jupyterReady);
-  ensureDebianPackages("Chromium", ["chromium"], () => chromiumPath() !== null);
-});
-
-/** Opens an exported notebook in headless Chromium, once its Plotly figures are drawn. */
-async function withPage(html: string, use: (page: Page) => Promise<void>): Promise<void> {
-  assert.ok(fs.existsSync(html), "run the first test first");
-  const browser: Browser = await chromium.launch({
-    executablePath: chromiumPath()!,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"],
-  });
-  try {
-    const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
-    await page.goto(`file://${html}`);
-    await page.waitForSelector(".js-plotly-plot .main-svg", { timeout: 30_000 });
-    await use(page);
-  } finally {
-    await browser.close();
-  }
-}
-
-test("every notebook runs top to bottom and exports to HTML", { timeout: 30 * 60_000 }, () => {
-  const notebooks = fs.readdirSync(NOTEBOOKS).filter((f) => /^\d\d-.*\.ipynb$/.test(f)).sort();
-  assert.ok(notebooks.length >= 4, `found ${notebooks.join(", ")}`);
-  const r = spawnSync(
-    PYTHON,
-    [path.join(ROOT, "scripts", "notebooks.py"), "--out", OUT, "--plotly", require.resolve("plotly.js-dist-min/plotly.min.js"), "--timeout", "600", ...notebooks.map((n) => path.join(NOTEBOOKS, n))],
-    { encoding: "utf8", env: { ...process.env, JUPYTER_PATH: path.join(ROOT, "jupyter") }, timeout: 29 * 60_000 },
-  );
-  process.stdout.write(r.stdout);
-  assert.equal(r.status, 0, `notebooks failed:\n${r.stdout}\n${r.stderr}`);
-  for (const n of notebooks) {
-    const executed = JSON.parse(fs.readFileSync(path.join(OUT, n), "utf8")) as { cells: Array<{ cell_type: string; outputs?: Array<{ output_type: string; name?: string }> }> };
-    const code = executed.cells.filter((c) => c.cell_type === "code");
-    assert.ok(code.every((c) => !(c.outputs ?? []).some((o) => o.output_type === "error")), `${n} has an error output`);
-    assert.ok(fs.statSync(path.join(OUT, n.replace(/\.ipynb$/, ".html"))).size > 100_000, `${n} was exported`);
-  }
+test("the first tutorials run top to bottom and export to HTML", { timeout: 30 * 60_000 }, () => {
+  runTutorials(tutorials("first"));
 });
 
 test("the exported quickstart draws its placement diagram and its plots", { timeout: 120_000 }, async () => {
-  const html = path.join(OUT, "00-quickstart.html");
-  assert.ok(fs.existsSync(html), "run the previous test first");
-  let browser: Browser | undefined;
-  try {
-    browser = await chromium.launch({
-      executablePath: chromiumPath()!,
-      args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"],
-    });
-    const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
-    await page.goto(`file://${html}`);
-    await page.waitForSelector(".js-plotly-plot .main-svg", { timeout: 30_000 });
+  await withPage(path.join(OUT, "00-quickstart.html"), async (page) => {
     await page.screenshot({ path: path.join(OUT, "00-quickstart.png"), fullPage: true });
 
     const diagram = page.locator('[data-mime-type="image/svg+xml"] svg').first();
@@ -83,21 +33,6 @@ test("the exported quickstart draws its placement diagram and its plots", { time
     assert.ok(lines > 0, "the throughput plot has drawn lines");
     const p = inkCoverage(await plot.screenshot());
     assert.ok(p.ink > 0.01 && p.colours > 3, `the throughput plot is drawn (ink ${p.ink.toFixed(3)}, ${p.colours} colours)`);
-  } finally {
-    await browser?.close();
-  }
-});
-
-test("the exported hybrid notebook draws the 2 x 2 placement and the measured schedule", { timeout: 120_000 }, async () => {
-  await withPage(path.join(OUT, "07-hybrid-and-auto.html"), async (page) => {
-    const diagram = page.locator('[data-mime-type="image/svg+xml"] svg').first();
-    assert.match((await diagram.textContent()) ?? "", /Hybrid parallelism: 2 replica\(s\) x 2 stage\(s\)/);
-    assert.equal(await diagram.locator("text", { hasText: /^all-reduce$/ }).count(), 2, "one all-reduce link per stage");
-    const d = inkCoverage(await diagram.screenshot());
-    assert.ok(d.ink > 0.05 && d.colours > 4, `the placement is drawn (ink ${d.ink.toFixed(3)}, ${d.colours} colours)`);
-    const schedule = page.locator(".js-plotly-plot", { hasText: "as measured" }).first();
-    const bars = await schedule.locator(".barlayer .point").count();
-    assert.ok(bars >= 16, `the measured schedule has a bar per forward and backward (${bars})`);
   });
 });
 
