@@ -16,7 +16,9 @@ const extra = process.argv.slice(2).filter((_, i) => onlyAt < 0 || (i !== onlyAt
 let failed = false;
 for (const part of only ?? parts) {
   process.stderr.write(`\n== bench: ${part} ==\n`);
+  const started = performance.now();
   const r = spawnSync(process.execPath, [path.join(__dirname, part, "run.js"), ...extra], { stdio: "inherit" });
+  process.stderr.write(`== bench: ${part} ${r.status === 0 ? "done" : `FAILED (${r.status ?? r.signal})`} in ${((performance.now() - started) / 1000).toFixed(0)} s ==\n`);
   if (r.status !== 0) failed = true;
 }
 spawnSync(process.execPath, [path.join(__dirname, "targets.js")], { stdio: "inherit" });

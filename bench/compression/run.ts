@@ -26,6 +26,11 @@ type Format = (typeof FORMATS)[number];
 const RUN_FORMATS: readonly Format[] = QUICK ? ["float32", "fp16"] : FORMATS;
 
 const NATIVE = nativeDataPlane();
+
+/** The formats run on a plane: --quick runs the WebSocket plane with fp16 alone (the same script; its float32 ring is what the data-parallel tests run). */
+function formatsOn(plane: "native" | "websocket"): readonly Format[] {
+  return QUICK && plane === "websocket" ? RUN_FORMATS.filter((f) => f !== "float32") : RUN_FORMATS;
+}
 /** The WebSocket path for the model whose all-reduce weighs most: bytes matter most where bandwidth is lowest. */
 const PLANES: Record<Model, Array<"native" | "websocket">> = { mlp: QUICK ? ["native", "websocket"] : ["native"], cnn: ["native"], mlp10m: ["native", "websocket"] };
 
@@ -51,13 +56,13 @@ async function speed(torchGone: string | null): Promise<{ rows: Json[]; table: s
   for (let round = 0; round < ROUNDS; round++) {
     for (const model of MODELS) {
       for (const plane of PLANES[model]) {
-        for (const format of RUN_FORMATS) {
+        for (const format of formatsOn(plane)) {
           const m = await meshtrain(model, plane, format);
           (rates[`${model}/${plane}/${format}`] ??= []).push(m.samples_per_second as number);
           (bytes[`${model}/${plane}/${format}`] ??= []).push(m.sent_bytes as number);
         }
       }
-      if (!torchGone) for (const c of ["none", "fp16"] as const) (rates[`ddp/${model}/${c}`] ??= []).push(await ddp(model, c));
+      if (!torchGone) for (const c of QUICK ? (["fp16"] as const) : (["none", "fp16"] as const)) (rates[`ddp/${model}/${c}`] ??= []).push(await ddp(model, c));
       process.stderr.write(`round ${round + 1}/${ROUNDS}: ${model} done\n`);
     }
   }
@@ -71,7 +76,7 @@ async function speed(torchGone: string | null): Promise<{ rows: Json[]; table: s
     const d16 = median(rates[`ddp/${model}/fp16`] ?? []);
     for (const plane of PLANES[model]) {
       const base = median(rates[`${model}/${plane}/float32`] ?? []);
-      for (const format of RUN_FORMATS) {
+      for (const format of formatsOn(plane)) {
         const r = median(rates[`${model}/${plane}/${format}`] ?? []);
         const b = median(bytes[`${model}/${plane}/${format}`] ?? []);
         rows.push({ model, plane, compression: format, samplesPerSecond: r, ratioToFloat32: r / base, sentBytes: b, ddp: d, ddpFp16: d16, runs: rates[`${model}/${plane}/${format}`] });

@@ -7,12 +7,12 @@ import { median } from "../../sdk/util/median";
  * adapter where no hardware one exists) or on the CPU (`native`), for bench:gpu. Prints one JSON
  * line: samples/s after warm-up and each step's median split (compute, readback, upload, all-reduce).
  *
- * usage: node cluster-fit.js <model> <gpu|native> <steps>
+ * usage: node cluster-fit.js <model> <gpu|native> <steps> [global batch, default 64]
  */
 async function main(): Promise<void> {
-  const [model, where, stepsArg] = process.argv.slice(2) as [DemoModel, "gpu" | "native", string];
+  const [model, where, stepsArg, batchArg] = process.argv.slice(2) as [DemoModel, "gpu" | "native", string, string?];
   const steps = Number(stepsArg);
-  const batch = 64;
+  const batch = Number(batchArg ?? 64);
   const builder: ClusterBuilder = where === "gpu" ? cluster().gpus(2, { software: true }) : cluster().workers(2).backend("native");
   const c = await builder.strategy("data").launch();
   try {

@@ -12,7 +12,9 @@ import { fmt, machine, median, pinnedEnv, QUICK, runJson, writeResults, type Jso
  */
 
 const ROUNDS = QUICK ? 1 : 3;
-const BATCH = 64;
+/** --quick (the smoke test) checks the rows run, not how fast: on a software adapter a batch of 64 took minutes. */
+const BATCH = QUICK ? 8 : 64;
+const WARMUP = QUICK ? 1 : 3;
 
 interface Row {
   label: string;
@@ -20,11 +22,11 @@ interface Row {
 }
 
 function single(model: "mlp" | "cnn", backend: string, steps: number, env: NodeJS.ProcessEnv = {}): Row {
-  return { label: `${model} ${backend}, 1 process`, run: async () => (await runJson(process.execPath, [path.join(__dirname, "..", "train", "tfjs-train.js"), model, backend, String(BATCH), String(steps), "3"], pinnedEnv(1, env)))[0]! };
+  return { label: `${model} ${backend}, 1 process`, run: async () => (await runJson(process.execPath, [path.join(__dirname, "..", "train", "tfjs-train.js"), model, backend, String(BATCH), String(steps), String(WARMUP)], pinnedEnv(1, env)))[0]! };
 }
 
 function pair(model: "mlp" | "cnn", where: "gpu" | "native", steps: number): Row {
-  return { label: `${model} ${where === "gpu" ? "webgpu" : "native"}, 2 workers`, run: async () => (await runJson(process.execPath, [path.join(__dirname, "cluster-fit.js"), model, where, String(steps)], pinnedEnv(1)))[0]! };
+  return { label: `${model} ${where === "gpu" ? "webgpu" : "native"}, 2 workers`, run: async () => (await runJson(process.execPath, [path.join(__dirname, "cluster-fit.js"), model, where, String(steps), String(BATCH)], pinnedEnv(1)))[0]! };
 }
 
 async function main(): Promise<void> {

@@ -95,7 +95,8 @@ async function ddp(hosts: NamespaceHosts, model: Model, compress: string): Promi
 /** What a failed run printed, the last line that says why (DDP's PowerSGD hook aborts on gloo in torch 1.13). */
 function why(err: unknown): string {
   const text = err instanceof Error ? err.message : String(err);
-  const lines = text.split("\n").map((l) => l.trim()).filter((l) => /Error|error|enforce|Assertion/.test(l));
+  // A stack frame ("at emitErrorNT ...") names a function, not the reason.
+  const lines = text.split("\n").map((l) => l.trim()).filter((l) => !l.startsWith("at ") && /Error|error|enforce|Assertion/.test(l));
   return (lines[lines.length - 1] ?? text.split("\n")[0] ?? "failed").slice(0, 300);
 }
 

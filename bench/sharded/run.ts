@@ -36,6 +36,11 @@ const NAMES: Record<Variant, string> = {
   "torch/zero": "PyTorch DDP + ZeroRedundancyOptimizer (ZeRO-1)",
   "torch/fsdp": "PyTorch FSDP (ZeRO-3)",
 };
+/**
+ * --quick (the smoke test) runs each script and stage once: a layer a bucket is the same script
+ * with BUCKET_MB=0, and FSDP the same peer script as ZeroRedundancyOptimizer.
+ */
+const RUN_VARIANTS: readonly Variant[] = QUICK ? VARIANTS.filter((v) => !v.endsWith("-per-layer") && v !== "torch/fsdp") : VARIANTS;
 /** Each meshtrain variant's PyTorch peer. */
 const PEER: Partial<Record<Variant, Variant>> = { "meshtrain/none": "torch/ddp", "meshtrain/optimizer": "torch/zero", "meshtrain/parameters": "torch/fsdp" };
 
@@ -117,7 +122,7 @@ async function main(): Promise<void> {
   for (let round = 0; round < ROUNDS; round++) {
     for (const model of MODELS) {
       for (const n of WORLDS) {
-        for (const v of VARIANTS) {
+        for (const v of RUN_VARIANTS) {
           if (torchGone && v.startsWith("torch")) continue;
           (runs[`${model}/${v}/${n}`] ??= []).push(await measure(model, v, n));
           process.stderr.write(`round ${round + 1}/${ROUNDS}: ${model}, ${v} on ${n} workers done\n`);
