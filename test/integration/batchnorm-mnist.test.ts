@@ -9,8 +9,9 @@ import { mnistBatchNormCnn } from "../helpers/stateful-models";
 /**
  * A convolutional net with BatchNormalization and Dropout, as users bring them, on real MNIST
  * digits: trained by meshtrain it reaches the held-out accuracy model.fit reaches in one process
- * on the same data and options, within one point, under data parallelism, sync parameter servers
- * (which hold the moving statistics) and a 2-stage pipeline.
+ * on the same data and options, within one point, under data parallelism and a 2-stage pipeline
+ * (whose stages hold a BatchNormalization each). Sync parameter servers, which hold the moving
+ * statistics, are held to the reference's weights and statistics in stateful-layers.test.
  * (Dropout masks differ between the runs, so equality is not expected; one point is. One run of
  * model.fit varies by about a point with its shuffle and dropout, so the accuracy to reach is the
  * median of three, each made repeatable by seeding the Math.random both draw from.)
@@ -19,9 +20,10 @@ import { mnistBatchNormCnn } from "../helpers/stateful-models";
 tf.enableProdMode();
 nativeAvailable();
 tf.setBackend("native");
-const train = datasets.mnist({ split: "train", limit: 4000 });
+// 2000 digits in batches of 32: as many steps as 4000 in batches of 64, at half the arithmetic.
+const train = datasets.mnist({ split: "train", limit: 2000 });
 const held = datasets.mnist({ split: "test", limit: 2000 }).toTensors();
-const options = { epochs: 3, batchSize: 64, seed: 3 };
+const options = { epochs: 3, batchSize: 32, seed: 3 };
 
 function accuracy(model: tf.LayersModel): number {
   return tf.tidy(() => {
@@ -63,12 +65,11 @@ test("model.fit in one process: the accuracy to reach (the median of three seede
   }
   reference = [...runs].sort((a, b) => a - b)[1]!;
   t.diagnostic(`model.fit: ${runs.map((r) => r.toFixed(2)).join(", ")}%; median ${reference.toFixed(2)}%`);
-  assert.ok(reference > 90, `model.fit reached ${reference.toFixed(1)}%`);
+  assert.ok(reference > 85, `model.fit reached ${reference.toFixed(1)}%`);
 });
 
 for (const setup of [
   { name: "data, 2 workers", build: () => cluster().workers(2).strategy("data") },
-  { name: "sync parameter servers, 2 workers, 1 server", build: () => cluster().workers(2).ps(1).strategy("ps", { mode: "sync" }) },
   { name: "pipeline, 2 stages", build: () => cluster().workers(2).strategy("pipeline", { stages: 2, microBatches: 2 }) },
 ]) {
   test(`${setup.name}: within one point of model.fit's held-out accuracy`, async (t) => {

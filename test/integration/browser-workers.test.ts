@@ -31,7 +31,9 @@ async function tabCluster(workers: number, strategy: (b: ReturnType<typeof clust
   const b = cluster()
     .join({ workers, port, timeoutMs: 90_000, browsers: true, onInvite: (url) => (invite = url) })
     .token(TOKEN)
-    .heartbeat({ intervalMs: 200, timeoutMs: 3000 })
+    // Ten seconds: on a swamped machine a headless tab's threads stood still for 3.4 s, and its
+    // ring neighbour took it for gone. Tabs here leave by Leave or by closing, never by silence.
+    .heartbeat({ intervalMs: 200, timeoutMs: 10_000 })
     .timeouts({ stepMs: 60_000 });
   const launching = strategy(b).launch();
   launching.catch(() => undefined);

@@ -6,6 +6,7 @@ import { maxRelativeDifference, smallClassifier } from "../helpers/models";
 import { modelFitReference } from "../helpers/reference";
 import { slicedReference } from "../helpers/sliced-reference";
 import { batchNormClassifier } from "../helpers/stateful-models";
+import { TEST_HEARTBEAT } from "../helpers/heartbeat";
 
 /**
  * Elastic data parallelism: a worker that dies mid-fit is left behind and the others carry on
@@ -28,7 +29,7 @@ async function reference(d: Dataset, epochs = 2): Promise<tf.LayersModel> {
 
 describe("elastic data parallelism", () => {
   test("a worker killed mid-fit is left behind; the others finish, equal to model.fit; callbacks see each batch and epoch once; each epoch is validated", async (t) => {
-    const c = await cluster().workers(3).strategy("data", { elastic: { minWorkers: 2 } }).timeouts({ stepMs: 30_000 }).heartbeat({ intervalMs: 200, timeoutMs: 1000 }).launch();
+    const c = await cluster().workers(3).strategy("data", { elastic: { minWorkers: 2 } }).timeouts({ stepMs: 30_000 }).heartbeat(TEST_HEARTBEAT).launch();
     try {
       const model = smallClassifier(6, 3);
       const seen: string[] = [];
@@ -70,7 +71,7 @@ describe("elastic data parallelism", () => {
   });
 
   test("BatchNormalization: a worker killed mid-fit leaves no replica apart; moving statistics equal the reference of the replicas each step ran on", async (t) => {
-    const c = await cluster().workers(3).strategy("data", { elastic: { minWorkers: 2 } }).timeouts({ stepMs: 30_000 }).heartbeat({ intervalMs: 200, timeoutMs: 1000 }).launch();
+    const c = await cluster().workers(3).strategy("data", { elastic: { minWorkers: 2 } }).timeouts({ stepMs: 30_000 }).heartbeat(TEST_HEARTBEAT).launch();
     try {
       const model = batchNormClassifier();
       const o = { ...options, optimizer: { name: "adam" as const, learningRate: 0.01, beta1: 0.9, beta2: 0.999 } };
@@ -110,7 +111,7 @@ describe("elastic data parallelism", () => {
   });
 
   test("below minWorkers the fit fails with the loss that took it there", async () => {
-    const c = await cluster().workers(2).strategy("data", { elastic: { minWorkers: 2 } }).timeouts({ stepMs: 30_000 }).heartbeat({ intervalMs: 200, timeoutMs: 1000 }).backend("cpu").launch();
+    const c = await cluster().workers(2).strategy("data", { elastic: { minWorkers: 2 } }).timeouts({ stepMs: 30_000 }).heartbeat(TEST_HEARTBEAT).backend("cpu").launch();
     try {
       const err = await c.fit(smallClassifier(6, 3), ds, { ...options, onStep: (s) => void (s.step === 4 && c.kill(0)) }).then(() => undefined, (e: unknown) => e);
       assert.ok(err instanceof WorkerLostError, String(err));

@@ -10,6 +10,7 @@ import type { Link } from "../../sdk/transport/link";
 import { dial } from "../../sdk/transport/ws-endpoint";
 import { deepClassifier, smallClassifier } from "../helpers/models";
 import { isAlive, startCliWorker, waitFor } from "../helpers/processes";
+import { TEST_HEARTBEAT } from "../helpers/heartbeat";
 
 /** Faults tried against real worker processes over real WebSockets: each must end in a typed error, never a hang. */
 
@@ -123,7 +124,7 @@ test("a model the workers cannot build is a ModelError, and the cluster stays us
 });
 
 test("a worker killed mid-fit is a WorkerLostError naming it; the others stop; nothing is left running", async () => {
-  const c = await cluster().workers(3).backend("cpu").heartbeat({ intervalMs: 200, timeoutMs: 2000 }).launch();
+  const c = await cluster().workers(3).backend("cpu").heartbeat(TEST_HEARTBEAT).launch();
   const pids = c.workers.map((w) => w.info.pid);
   const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 3000 });
   const err = await c
@@ -149,7 +150,7 @@ test("a worker killed mid-fit is a WorkerLostError naming it; the others stop; n
 });
 
 test("a pipeline stage killed mid-fit is a WorkerLostError naming it, not a neighbour waiting forever", async () => {
-  const c = await cluster().workers(3).strategy("pipeline", { microBatches: 2 }).heartbeat({ intervalMs: 200, timeoutMs: 2000 }).launch();
+  const c = await cluster().workers(3).strategy("pipeline", { microBatches: 2 }).heartbeat(TEST_HEARTBEAT).launch();
   const pids = c.workers.map((w) => w.info.pid);
   const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 3000 });
   const err = await c
@@ -171,8 +172,8 @@ test("a pipeline stage killed mid-fit is a WorkerLostError naming it, not a neig
 });
 
 test("a frozen worker (SIGSTOP) is reported silent within twice the heartbeat timeout", async () => {
-  const timeoutMs = 3000;
-  const c = await cluster().workers(2).backend("cpu").heartbeat({ intervalMs: 250, timeoutMs }).launch();
+  const { timeoutMs } = TEST_HEARTBEAT;
+  const c = await cluster().workers(2).backend("cpu").heartbeat(TEST_HEARTBEAT).launch();
   const pids = c.workers.map((w) => w.info.pid);
   const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 100_000 });
   let stoppedAt = 0;
@@ -193,11 +194,34 @@ test("a frozen worker (SIGSTOP) is reported silent within twice the heartbeat ti
       );
     const waited = Date.now() - stoppedAt;
     assert.ok(err instanceof WorkerLostError, String(err));
-    assert.match((err as Error).message, /worker rank 0 .* was silent for \d+ ms \(heartbeat timeout 3000 ms\)/);
+    assert.match((err as Error).message, new RegExp(`worker rank 0 .* was silent for \\d+ ms \\(heartbeat timeout ${timeoutMs} ms\\)`));
     // A deadline from the spec, not a speed measurement: silence must be reported, not waited out.
     assert.ok(waited < 2 * timeoutMs, `reported after ${waited} ms`);
   } finally {
     process.kill(pids[0]!, "SIGCONT");
+    await c.close();
+  }
+  for (const pid of pids) assert.ok(!isAlive(pid));
+});
+
+test("a driver that stands still past the heartbeat timeout: its workers leave, and the error quotes why", async () => {
+  const c = await cluster().workers(2).backend("cpu").heartbeat({ intervalMs: 200, timeoutMs: 1500 }).launch();
+  const pids = c.workers.map((w) => w.info.pid);
+  try {
+    // A synchronous cell, as a notebook user writes one: this thread answers nothing for 5 s.
+    const end = Date.now() + 5000;
+    while (Date.now() < end) {
+      // standing still
+    }
+    await waitFor("the cluster to fail", () => c.state === "failed", 15_000);
+    const err = await c.fit(smallClassifier(), datasets.synthetic({ inputShape: [6], classes: 3 })).then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof StateError, String(err));
+    const lost = err.cause;
+    assert.ok(lost instanceof WorkerLostError, String(lost));
+    // Its own stall is not held against the workers: they exited, and said why.
+    assert.match(lost.message, /worker rank \d \(ws:\/\/127\.0\.0\.1:\d+, pid \d+\) exited \(exit code 0\)/);
+    assert.match(lost.hint ?? "", /meshtrain worker: the driver was silent for \d+ ms \(heartbeat timeout 1500 ms\); exiting/);
+  } finally {
     await c.close();
   }
   for (const pid of pids) assert.ok(!isAlive(pid));

@@ -104,11 +104,12 @@ describe("workers that join the driver", () => {
 
 describe("joins that fail say who and why", () => {
   test("too few workers: a TimeoutError naming who joined and which ranks are missing; the joined one exits", async () => {
-    const { outcome, url } = await joinCluster(3, "data", { timeoutMs: 4000 });
+    // Twelve seconds: a worker process takes several to start and load TF.js on a swamped machine.
+    const { outcome, url } = await joinCluster(3, "data", { timeoutMs: 12_000 });
     const one = startJoiner(url, { token: TOKEN, args: ["--rank", "1"] });
     const err = await outcome;
     assert.ok(err instanceof TimeoutError, String(err));
-    assert.match(err.message, /1 of 3 workers joined ws:\/\/127\.0\.0\.1:\d+ within 4000 ms; joined: rank 1 \(.*pid \d+.*\); missing: 2 worker\(s\), ranks 0, 2/);
+    assert.match(err.message, /1 of 3 workers joined ws:\/\/127\.0\.0\.1:\d+ within 12000 ms; joined: rank 1 \(.*pid \d+.*\); missing: 2 worker\(s\), ranks 0, 2/);
     assert.notEqual((await allExited([one], 15_000))[0], 0);
     assert.match(one.output(), /could not join/);
   });

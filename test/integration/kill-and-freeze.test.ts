@@ -4,6 +4,7 @@ import * as tf from "@tensorflow/tfjs";
 import { cluster, datasets, WorkerLostError, type ClusterBuilder } from "../../sdk/index";
 import { deepClassifier } from "../helpers/models";
 import { isAlive } from "../helpers/processes";
+import { TEST_HEARTBEAT } from "../helpers/heartbeat";
 
 /**
  * Every strategy, a worker killed (SIGKILL) and, separately, frozen (SIGSTOP) mid-fit: the fit
@@ -13,7 +14,7 @@ import { isAlive } from "../helpers/processes";
  */
 
 tf.enableProdMode();
-const HEARTBEAT = { intervalMs: 200, timeoutMs: 1500 };
+const HEARTBEAT = TEST_HEARTBEAT;
 
 const strategies: Array<[string, () => ClusterBuilder, number]> = [
   ["data", () => cluster().workers(2).strategy("data"), 1],
@@ -46,7 +47,7 @@ for (const [name, make, victim] of strategies) {
           const ms = performance.now() - at;
           t.diagnostic(`${ms.toFixed(0)} ms: ${(err as Error).message.split("\n")[0]}`);
           assert.ok(err instanceof WorkerLostError, String(err));
-          const how = signal === "SIGKILL" ? /exited \(killed by SIGKILL\)/ : /was silent for \d+ ms \(heartbeat timeout 1500 ms\)/;
+          const how = signal === "SIGKILL" ? /exited \(killed by SIGKILL\)/ : new RegExp(`was silent for \\d+ ms \\(heartbeat timeout ${HEARTBEAT.timeoutMs} ms\\)`);
           assert.match((err as Error).message, new RegExp(`worker rank ${victim} \\(ws://127\\.0\\.0\\.1:\\d+, pid ${pids[victim]}\\) ${how.source}`));
           assert.ok(ms < 2 * HEARTBEAT.timeoutMs, `reported ${ms.toFixed(0)} ms after the ${signal}`);
           assert.equal(c.state, "failed");
@@ -67,7 +68,7 @@ test("async parameter servers record a frozen worker as departed and finish with
     const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 2400, seed: 1 });
     const run = await c.fit(deepClassifier(6, 3, { hidden: 2, width: 16 }), ds, { batchSize: 24, onStep: (s) => void (s.step === 3 && process.kill(pids[2]!, "SIGSTOP")) });
     assert.equal(run.departures.length, 1);
-    assert.match(run.departures[0]!.cause, /worker rank 2 .* was silent for \d+ ms \(heartbeat timeout 1500 ms\)/);
+    assert.match(run.departures[0]!.cause, new RegExp(`worker rank 2 .* was silent for \\d+ ms \\(heartbeat timeout ${HEARTBEAT.timeoutMs} ms\\)`));
     assert.equal(run.pushes.reduce((a, p) => a + p.samples, 0) + 8 * run.departures[0]!.alreadyApplied, ds.size, "every slice trained once");
   } finally {
     process.kill(pids[2]!, "SIGKILL");

@@ -5,6 +5,7 @@ import { cluster, datasets, WorkerLostError } from "../../sdk/index";
 import { maxRelativeDifference, smallClassifier } from "../helpers/models";
 import { makeHosts, netnsMissing, type Hosts } from "../helpers/netns";
 import { modelFitReference } from "../helpers/reference";
+import { TEST_HEARTBEAT } from "../helpers/heartbeat";
 
 /**
  * Workers on separate hosts: network namespaces with their own addresses, made by the test,
@@ -46,7 +47,7 @@ describe("workers on separate hosts (network namespaces)", { skip: missing ?? fa
   });
 
   test("cutting one host's link mid-fit is a WorkerLostError naming it, within twice the heartbeat timeout", async (t) => {
-    const c = await cluster().connect(urls).token(TOKEN).backend("cpu").heartbeat({ intervalMs: 250, timeoutMs: 1500 }).launch();
+    const c = await cluster().connect(urls).token(TOKEN).backend("cpu").heartbeat(TEST_HEARTBEAT).launch();
     try {
       const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 20_000, seed: 8 });
       let cutAt = 0;
@@ -65,7 +66,7 @@ describe("workers on separate hosts (network namespaces)", { skip: missing ?? fa
       t.diagnostic(`${ms.toFixed(0)} ms after the cut: ${(err as Error).message.split("\n")[0]}`);
       assert.ok(err instanceof WorkerLostError, String(err));
       assert.match((err as Error).message, /worker rank 1 \(ws:\/\/10\.231\.0\.3:7070\) was silent for \d+ ms/);
-      assert.ok(ms < 2 * 1500, `reported ${ms.toFixed(0)} ms after the cut`);
+      assert.ok(ms < 2 * TEST_HEARTBEAT.timeoutMs, `reported ${ms.toFixed(0)} ms after the cut`);
     } finally {
       await c.close();
     }
@@ -73,7 +74,7 @@ describe("workers on separate hosts (network namespaces)", { skip: missing ?? fa
 
   test("async parameter servers on their own hosts carry on when a worker's host is cut off", async (t) => {
     // Host 3 was not cut; hosts 0 and 2 run workers, host 3 the server.
-    const c = await cluster().connect([urls[0]!, serverUrls[0]!]).ps([serverUrls[1]!]).token(TOKEN).backend("cpu").strategy("ps", { mode: "async" }).heartbeat({ intervalMs: 250, timeoutMs: 1500 }).launch();
+    const c = await cluster().connect([urls[0]!, serverUrls[0]!]).ps([serverUrls[1]!]).token(TOKEN).backend("cpu").strategy("ps", { mode: "async" }).heartbeat(TEST_HEARTBEAT).launch();
     try {
       const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 960, seed: 8 });
       const run = await c.fit(smallClassifier(6, 3), ds, { batchSize: 16, optimizer: "sgd", onStep: (s) => void (s.step === 5 && net.cut(net.hosts[2]!)) });

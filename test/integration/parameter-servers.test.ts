@@ -5,6 +5,7 @@ import { cluster, datasets, WorkerLostError, type Cluster, type TrainingRun } fr
 import type { OptimizerSpec } from "../../sdk/protocol/optimizer-spec";
 import { maxRelativeDifference, smallClassifier, weightsMoved } from "../helpers/models";
 import { modelFitReference } from "../helpers/reference";
+import { TEST_HEARTBEAT } from "../helpers/heartbeat";
 
 /**
  * Parameter servers over real worker and server processes and real WebSockets: sync mode must
@@ -84,7 +85,7 @@ const ADAM_MNIST: OptimizerSpec = { name: "adam", learningRate: 0.002, beta1: 0.
 describe("async, 3 workers and 2 servers, on MNIST", () => {
   let c: Cluster;
   before(async () => {
-    c = await cluster().workers(3).ps(2).strategy("ps", { mode: "async" }).heartbeat({ intervalMs: 200, timeoutMs: 1000 }).launch();
+    c = await cluster().workers(3).ps(2).strategy("ps", { mode: "async" }).heartbeat(TEST_HEARTBEAT).launch();
   });
   after(async () => {
     await c?.close();
@@ -171,7 +172,7 @@ describe("staleness bound", () => {
 
 describe("sync with a departure", () => {
   test("a killed worker is a typed error naming it, well within twice the heartbeat timeout", async () => {
-    const c = await cluster().workers(2).ps(1).strategy("ps", { mode: "sync" }).heartbeat({ intervalMs: 200, timeoutMs: 1000 }).backend("cpu").launch();
+    const c = await cluster().workers(2).ps(1).strategy("ps", { mode: "sync" }).heartbeat(TEST_HEARTBEAT).backend("cpu").launch();
     try {
       const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 4000, seed: 1 });
       let killed = 0;
@@ -189,14 +190,14 @@ describe("sync with a departure", () => {
       const ms = performance.now() - killed;
       assert.ok(err instanceof WorkerLostError, String(err));
       assert.match((err as Error).message, /worker rank 1 \(ws:\/\/127\.0\.0\.1:\d+, pid \d+\) exited \(killed by SIGKILL\)/);
-      assert.ok(ms < 2000, `reported ${ms.toFixed(0)} ms after the kill`);
+      assert.ok(ms < 2 * TEST_HEARTBEAT.timeoutMs, `reported ${ms.toFixed(0)} ms after the kill`);
     } finally {
       await c.close();
     }
   });
 
   test("a parameter server that dies is a typed error for the whole run, naming it", async () => {
-    const c = await cluster().workers(2).ps(2).strategy("ps", { mode: "async" }).heartbeat({ intervalMs: 200, timeoutMs: 1000 }).backend("cpu").launch();
+    const c = await cluster().workers(2).ps(2).strategy("ps", { mode: "async" }).heartbeat(TEST_HEARTBEAT).backend("cpu").launch();
     try {
       const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 4000, seed: 1 });
       const pid = c.parameterServers[1]!.info.pid;

@@ -76,6 +76,8 @@ test("a fit over the WebSocket data plane times that ring before planning, and p
     const data = datasets.synthetic({ inputShape: [8, 8, 1], classes: 3, size: 32, seed: 3 });
     const run = await c.fit(m, data, { epochs: 1, batchSize: 16, loss: "categoricalCrossentropy", optimizer: { name: "sgd", learningRate: 0.01 } });
     assert.match(run.plan.prediction!.basis, /priced by the data ring itself \(websocket, measured on its 2 members: \d+ MB\/s a hop, [\d.]+ ms a phase\)/);
+    // Each worker said what the ring's all-reduces cost its CPU: the plan holds that against its core.
+    assert.match(run.plan.prediction!.basis, /each worker's CPU for its all-reduces as the ring probe timed it/);
     // The ring's timed all-reduces left the workers' all-reduce count in step: training went on over the same ring.
     assert.equal(run.history.length, 2);
     assert.equal(run.dataPlane?.path, "websocket");

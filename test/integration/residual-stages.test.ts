@@ -36,7 +36,9 @@ const shapes: Array<{ strategy: "pipeline" | "hybrid"; workers: number; options:
 
 for (const shape of shapes) {
   test(`a ResNet-style CNN and a transformer stack under ${shape.strategy} (${shape.options.stages} stages on ${shape.workers} workers) equal the one-process reference`, async () => {
-    const c = await cluster().workers(shape.workers).strategy(shape.strategy, shape.options).backend("cpu").modules([ATTENTION]).launch();
+    // The reference trains synchronously in this process between fits: on a swamped machine
+    // over 10 s, and idle workers took their silent driver for gone.
+    const c = await cluster().workers(shape.workers).strategy(shape.strategy, shape.options).backend("cpu").modules([ATTENTION]).heartbeat({ timeoutMs: 120_000 }).launch();
     try {
       for (const { build, data } of models) {
         const model = build();

@@ -83,9 +83,15 @@ describe("worker output", () => {
       const held = summaries.reduce((sum, l) => sum + Number(/\d+/.exec(l)![0]), 0);
       assert.ok(held > 0, `rank ${rank}: nothing was held back: ${seen.length} lines shown`);
       assert.equal(seen.length - summaries.length + held, stdout.length + stderr.length, `rank ${rank}: shown + held = printed`);
-      // What is shown comes in the order printed, each line on the stream it was printed on.
+      // What is shown comes in the order printed, each line on the stream it was printed on. Not
+      // always the first lines alone: a fit that outlasts the burst shows one more a second.
       const shownOut = shown(o, "stdout", rank);
-      assert.deepEqual(shownOut, stdout.slice(0, shownOut.length));
+      let at = 0;
+      for (const line of shownOut) {
+        const found = stdout.indexOf(line, at);
+        assert.ok(found >= 0, `rank ${rank}: "${line}" was shown out of the order printed (shown: ${JSON.stringify(shownOut)})`);
+        at = found + 1;
+      }
     }
     assert.deepEqual(c.logs.slice(-run.logs.length), run.logs);
   });

@@ -8,6 +8,7 @@ import { cluster, ConfigError, datasets, type FitOptions } from "../../sdk/index
 import { deepClassifier, maxRelativeDifference, smallClassifier, smallConvNet } from "../helpers/models";
 import { modelFitReference } from "../helpers/reference";
 import { nativeAvailable } from "../helpers/backends";
+import { TEST_HEARTBEAT } from "../helpers/heartbeat";
 
 /**
  * strategy("data", { shard: "optimizer" }) (ZeRO-1) on real workers and rings: each replica
@@ -196,7 +197,9 @@ test("ZeRO-3 loads in parts: each of 4 workers is sent the weights nothing train
   };
   const data = datasets.synthetic({ inputShape: [784], classes: 10, size: 16, seed: 5 });
   const o = { epochs: 1, batchSize: 8, seed: 2, loss: "categoricalCrossentropy" as const, optimizer: { name: "adam" as const, learningRate: 0.001, beta1: 0.9, beta2: 0.999 } };
-  const c = await cluster().workers(4).strategy("data", { shard: "parameters" }).launch();
+  // Building and sending 118 MB of weights holds the driver's thread for seconds at a time; on a
+  // swamped machine past the default 10 s, and the workers took the driver for gone.
+  const c = await cluster().workers(4).strategy("data", { shard: "parameters" }).heartbeat({ timeoutMs: 60_000 }).launch();
   // model.fit of 20M parameters on the stock cpu kernels takes many seconds; on the native ones, one.
   nativeAvailable();
   tf.setBackend("native");
@@ -318,7 +321,7 @@ for (const [name, shard] of [["ZeRO-3", "parameters"], ["ZeRO-1", "optimizer"]] 
     // 30 steps: the loss at step 6, a worker added at step 8.
     const o = { epochs: 3, batchSize: 24, seed: 5, loss: "categoricalCrossentropy" as const, optimizer: { name: "adam" as const, learningRate: 0.01, beta1: 0.9, beta2: 0.999 } };
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "meshtrain-zero-elastic-"));
-    const c = await cluster().workers(3).strategy("data", { shard, elastic: { minWorkers: 2 } }).timeouts({ stepMs: 30_000 }).heartbeat({ intervalMs: 200, timeoutMs: 1000 }).launch();
+    const c = await cluster().workers(3).strategy("data", { shard, elastic: { minWorkers: 2 } }).timeouts({ stepMs: 30_000 }).heartbeat(TEST_HEARTBEAT).launch();
     try {
       await assert.rejects(c.fit(smallClassifier(6, 3), data, o), /needs checkpoints: a lost worker takes its part of the optimizer state with it/);
       assert.match(c.plan(smallClassifier(6, 3), { batchSize: 24, optimizer: o.optimizer }).toString(), /elastic, sharded: .* go back to the fit's last checkpoint, re-sharded over them/);
