@@ -235,10 +235,12 @@ export class ClusterBuilder {
 
   /**
    * Heartbeat interval and timeout in ms; a silent worker is reported within 2 x timeoutMs (time
-   * the driver's own thread stood still is not counted). Workers leave a driver silent past the
-   * timeout: raise it above the longest the driver's thread computes without yielding.
+   * the driver's own thread stood still is not counted). Within a fit, workers leave a driver
+   * silent past timeoutMs: raise it above the longest a callback computes without yielding.
+   * Between fits they wait idleTimeoutMs (default 10 minutes) for it, so a notebook cell may
+   * compute in the driver's thread that long without losing the cluster.
    */
-  heartbeat(options: { intervalMs?: number; timeoutMs?: number }): ClusterBuilder {
+  heartbeat(options: { intervalMs?: number; timeoutMs?: number; idleTimeoutMs?: number }): ClusterBuilder {
     const hb = parseOrThrow(HeartbeatSpecSchema, { ...this.draft.heartbeat, ...options }, "heartbeat options");
     return this.with({ heartbeat: hb });
   }

@@ -55,6 +55,13 @@ export const HeartbeatSpecSchema = z.strictObject({
   intervalMs: z.number().int().min(20).max(60_000),
   /** Silence longer than this makes a peer lost. Default 10000 ms. */
   timeoutMs: z.number().int().min(100).max(3_600_000),
+  /**
+   * Between fits, how long a worker waits for a silent driver before it leaves (never less than
+   * timeoutMs). A notebook's driver answers nothing while a cell computes or compiles; a driver
+   * that is gone closes its connection, so this only frees workers whose driver's machine
+   * vanished. Default 600000 ms.
+   */
+  idleTimeoutMs: z.number().int().min(100).max(86_400_000),
 });
 
 export const TimeoutsSpecSchema = z.strictObject({
@@ -132,7 +139,7 @@ export type ClusterSpec = Readonly<z.infer<typeof ClusterSpecSchema>>;
 export const DEFAULT_SPEC: Omit<ClusterSpec, "workers"> = {
   backend: "auto",
   strategy: { name: "data", options: {} },
-  heartbeat: { intervalMs: 1000, timeoutMs: 10_000 },
+  heartbeat: { intervalMs: 1000, timeoutMs: 10_000, idleTimeoutMs: 600_000 },
   timeouts: { connectMs: 60_000, stepMs: 600_000, stallMs: 30_000 },
   workerOutput: { level: "all", linesPerSecond: 20 },
   maxFrameBytes: 64 * 1024 * 1024,

@@ -108,6 +108,8 @@ export const JoinSchema = z.strictObject({
   heartbeatIntervalMs: z.number().int().positive(),
   /** Silence from the driver or a neighbour longer than this ends the session on the worker. */
   heartbeatTimeoutMs: z.number().int().positive(),
+  /** Between fits (no model loaded), the driver's silence ends the session only past this. */
+  heartbeatIdleTimeoutMs: z.number().int().positive(),
 });
 export const JoinedSchema = z.strictObject({
   type: z.literal("joined"), v, re: id, info: WorkerInfoSchema,

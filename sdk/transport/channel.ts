@@ -164,8 +164,8 @@ export class Channel {
     );
   }
 
-  /** Pings every intervalMs; calls onSilent once if nothing was heard for timeoutMs. */
-  startHeartbeat(intervalMs: number, timeoutMs: number, onSilent: (silentMs: number) => void): void {
+  /** Pings every intervalMs; calls onSilent once if nothing was heard for timeoutMs (a function: the limit that holds now). */
+  startHeartbeat(intervalMs: number, timeoutMs: number | (() => number), onSilent: (silentMs: number, limitMs: number) => void): void {
     this.liveness.start(this.link, intervalMs, timeoutMs, onSilent);
   }
 

@@ -38,7 +38,12 @@ export class Liveness {
     return Math.max(0, now - this.lastTick - 2 * this.intervalMs);
   }
 
-  start(link: Link, intervalMs: number, timeoutMs: number, onSilent: (silentMs: number) => void): void {
+  /**
+   * `timeoutMs` may be a function, asked at each tick: the limit that holds now (a worker waits
+   * longer for a driver between fits than within one). `onSilent` is told the limit it passed.
+   */
+  start(link: Link, intervalMs: number, timeoutMs: number | (() => number), onSilent: (silentMs: number, limitMs: number) => void): void {
+    const limit = typeof timeoutMs === "number" ? () => timeoutMs : timeoutMs;
     this.stop();
     this.last = Date.now();
     this.lastTick = this.last;
@@ -49,9 +54,10 @@ export class Liveness {
       this.ownStallMs += this.stalledSince(now);
       this.lastTick = now;
       const silent = now - this.last;
-      if (silent - this.ownStallMs > timeoutMs) {
+      const limitMs = limit();
+      if (silent - this.ownStallMs > limitMs) {
         this.stop();
-        onSilent(silent);
+        onSilent(silent, limitMs);
         return;
       }
       link.ping();

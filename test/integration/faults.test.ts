@@ -61,7 +61,7 @@ test("malformed and oversized frames are answered, and the worker keeps serving"
   try {
     const d = await rawDriver(w.url);
     d.link.sendText("this is not json");
-    d.link.sendText(JSON.stringify({ type: "join", v: PROTOCOL_VERSION, id: 1, session: "s", backend: "quantum", threads: 1, heartbeatIntervalMs: 1000, heartbeatTimeoutMs: 10000 }));
+    d.link.sendText(JSON.stringify({ type: "join", v: PROTOCOL_VERSION, id: 1, session: "s", backend: "quantum", threads: 1, heartbeatIntervalMs: 1000, heartbeatTimeoutMs: 10000, heartbeatIdleTimeoutMs: 600000 }));
     void d.link.sendBinary(Buffer.from("not a frame at all"));
     await waitFor("three error replies", () => d.replies.length >= 3, 10_000);
     for (const r of d.replies.slice(0, 3)) {
@@ -70,14 +70,14 @@ test("malformed and oversized frames are answered, and the worker keeps serving"
     }
     assert.equal(d.replies[1]!.re, 1, "the reply names the request it refuses");
     // The same connection still works.
-    d.link.sendText(JSON.stringify({ type: "join", v: PROTOCOL_VERSION, id: 2, session: "s", backend: "cpu", threads: 1, heartbeatIntervalMs: 1000, heartbeatTimeoutMs: 10000 }));
+    d.link.sendText(JSON.stringify({ type: "join", v: PROTOCOL_VERSION, id: 2, session: "s", backend: "cpu", threads: 1, heartbeatIntervalMs: 1000, heartbeatTimeoutMs: 10000, heartbeatIdleTimeoutMs: 600000 }));
     const joined = await until("joined", () => d.replies.find((r) => r.type === "joined"));
     assert.equal(joined.re, 2);
     // An oversized frame closes that connection with 1009; the worker itself goes on.
     void d.link.sendBinary(Buffer.alloc(100_000));
     assert.equal(await d.closed, 1009);
     const again = await rawDriver(w.url);
-    again.link.sendText(JSON.stringify({ type: "join", v: PROTOCOL_VERSION, id: 1, session: "t", backend: "cpu", threads: 1, heartbeatIntervalMs: 1000, heartbeatTimeoutMs: 10000 }));
+    again.link.sendText(JSON.stringify({ type: "join", v: PROTOCOL_VERSION, id: 1, session: "t", backend: "cpu", threads: 1, heartbeatIntervalMs: 1000, heartbeatTimeoutMs: 10000, heartbeatIdleTimeoutMs: 600000 }));
     await until("joined again", () => again.replies.find((r) => r.type === "joined"));
     again.link.close();
     assert.match(w.output(), /refused a frame/);
@@ -204,23 +204,49 @@ test("a frozen worker (SIGSTOP) is reported silent within twice the heartbeat ti
   for (const pid of pids) assert.ok(!isAlive(pid));
 });
 
-test("a driver that stands still past the heartbeat timeout: its workers leave, and the error quotes why", async () => {
-  const c = await cluster().workers(2).backend("cpu").heartbeat({ intervalMs: 200, timeoutMs: 1500 }).launch();
+function standStill(ms: number): void {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    // A synchronous cell or callback, as a notebook user writes one: this thread answers nothing.
+  }
+}
+
+test("a driver that stands still between fits keeps its workers up to the idle timeout; within a fit past the heartbeat timeout they leave, and the error quotes why", async () => {
+  const data = datasets.synthetic({ inputShape: [6], classes: 3 });
+  const c = await cluster().workers(2).backend("cpu").heartbeat({ intervalMs: 200, timeoutMs: 1500, idleTimeoutMs: 20_000 }).launch();
   const pids = c.workers.map((w) => w.info.pid);
   try {
-    // A synchronous cell, as a notebook user writes one: this thread answers nothing for 5 s.
-    const end = Date.now() + 5000;
-    while (Date.now() < end) {
-      // standing still
-    }
+    // Twice the heartbeat timeout before the first fit, and again after it (the model released).
+    standStill(3000);
+    const run = await c.fit(smallClassifier(), data, { epochs: 1, batchSize: 16 });
+    assert.ok(run.history.length > 0);
+    standStill(3000);
+    // Within a fit a step waits on the driver: a callback standing still past the timeout loses the workers.
+    const err = await c
+      .fit(smallClassifier(), data, { epochs: 2, batchSize: 16, callbacks: { onEpochEnd: async () => standStill(3000) } })
+      .then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof WorkerLostError, String(err));
+    // Its own stall is not held against the workers: they exited, and said why.
+    assert.match(err.message, /worker rank \d \(ws:\/\/127\.0\.0\.1:\d+, pid \d+\) exited \(exit code 0\)/);
+    assert.match(err.hint ?? "", /meshtrain worker: the driver was silent for \d+ ms \(heartbeat timeout 1500 ms\); exiting/);
+  } finally {
+    await c.close();
+  }
+  for (const pid of pids) assert.ok(!isAlive(pid));
+});
+
+test("a driver that stands still between fits past the idle timeout: its workers leave, and the error quotes why", async () => {
+  const c = await cluster().workers(2).backend("cpu").heartbeat({ intervalMs: 200, timeoutMs: 1500, idleTimeoutMs: 3000 }).launch();
+  const pids = c.workers.map((w) => w.info.pid);
+  try {
+    standStill(5000);
     await waitFor("the cluster to fail", () => c.state === "failed", 15_000);
     const err = await c.fit(smallClassifier(), datasets.synthetic({ inputShape: [6], classes: 3 })).then(() => undefined, (e: unknown) => e);
     assert.ok(err instanceof StateError, String(err));
     const lost = err.cause;
     assert.ok(lost instanceof WorkerLostError, String(lost));
-    // Its own stall is not held against the workers: they exited, and said why.
     assert.match(lost.message, /worker rank \d \(ws:\/\/127\.0\.0\.1:\d+, pid \d+\) exited \(exit code 0\)/);
-    assert.match(lost.hint ?? "", /meshtrain worker: the driver was silent for \d+ ms \(heartbeat timeout 1500 ms\); exiting/);
+    assert.match(lost.hint ?? "", /meshtrain worker: the driver was silent for \d+ ms between fits \(idle timeout 3000 ms\); exiting/);
   } finally {
     await c.close();
   }

@@ -107,7 +107,7 @@ test("thousands of random and mutated frames: every invalid one is answered, the
   try {
     const replies: Array<Record<string, unknown>> = [];
     let d = await driverLink(w.url, replies);
-    d.link.sendText(JSON.stringify({ type: "join", v, id: 100, session: "fuzz", backend: "cpu", threads: 1, heartbeatIntervalMs: 1000, heartbeatTimeoutMs: 10_000 }));
+    d.link.sendText(JSON.stringify({ type: "join", v, id: 100, session: "fuzz", backend: "cpu", threads: 1, heartbeatIntervalMs: 1000, heartbeatTimeoutMs: 10_000, heartbeatIdleTimeoutMs: 600_000 }));
     await waitFor("joined", () => replies.some((r) => r.type === "joined"), 30_000);
     const texts = fc.sample(fc.oneof(mutated, mutated, randomText), { numRuns: 3000, seed: 7 });
     const binaries = fc.sample(randomBinary, { numRuns: 1000, seed: 8 });
@@ -119,7 +119,7 @@ test("thousands of random and mutated frames: every invalid one is answered, the
         reconnects++;
         await new Promise((r) => setTimeout(r, 300));
         d = await driverLink(w.url, replies);
-        d.link.sendText(JSON.stringify({ type: "join", v, id: 100, session: `fuzz-${i}`, backend: "cpu", threads: 1, heartbeatIntervalMs: 1000, heartbeatTimeoutMs: 10_000 }));
+        d.link.sendText(JSON.stringify({ type: "join", v, id: 100, session: `fuzz-${i}`, backend: "cpu", threads: 1, heartbeatIntervalMs: 1000, heartbeatTimeoutMs: 10_000, heartbeatIdleTimeoutMs: 600_000 }));
       }
       d.link.sendText(texts[i]!);
       if (isInvalid(texts[i]!)) invalid++;

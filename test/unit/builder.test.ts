@@ -27,7 +27,7 @@ test("every builder method returns a new builder and leaves the old one as it wa
 test("the spec is frozen all the way down and has the documented defaults", () => {
   const spec = cluster().workers(2).spec();
   assert.ok(Object.isFrozen(spec) && Object.isFrozen(spec.workers) && Object.isFrozen(spec.heartbeat));
-  assert.deepEqual(spec.heartbeat, { intervalMs: 1000, timeoutMs: 10000 });
+  assert.deepEqual(spec.heartbeat, { intervalMs: 1000, timeoutMs: 10000, idleTimeoutMs: 600000 });
   assert.equal(spec.backend, "auto");
   assert.deepEqual(spec.strategy, { name: "data", options: { feed: "driver", overlap: "auto", batchNorm: "replica" } });
   assert.throws(() => {

@@ -64,3 +64,25 @@ test("peerSilenceMs leaves out this process's own stall, one under way included;
   assert.ok(raw >= 1090, `raw silence ${raw} ms`);
   assert.ok(afterStall <= raw - 550, `after a 1000 ms stall of our own: ${afterStall} ms of ${raw}`);
 });
+
+test("a limit given as a function holds as it is at each tick (a worker waits longer between fits); onSilent is told which", { timeout: 60_000 }, async () => {
+  const alive = new Liveness();
+  const keepAlive = setTimeout(() => undefined, 10_000);
+  let fitting = false;
+  const reported: Array<[number, number]> = [];
+  const done = new Promise<void>((resolve) =>
+    alive.start(peer(alive, false), 10, () => (fitting ? 60 : 60_000), (ms, limitMs) => {
+      reported.push([ms, limitMs]);
+      resolve();
+    }),
+  );
+  await sleep(300);
+  assert.deepEqual(reported, [], "300 ms of a mute peer under the 60 s limit");
+  fitting = true;
+  await done;
+  clearTimeout(keepAlive);
+  alive.stop();
+  assert.equal(reported.length, 1);
+  assert.equal(reported[0]![1], 60);
+  assert.ok(reported[0]![0] >= 300, `reported after ${reported[0]![0]} ms of silence`);
+});

@@ -7,7 +7,7 @@ const v = PROTOCOL_VERSION;
 
 test("valid messages of each kind parse", () => {
   const samples = [
-    { type: "join", v, id: 1, session: "s", backend: "auto", threads: 1, heartbeatIntervalMs: 1000, heartbeatTimeoutMs: 10000 },
+    { type: "join", v, id: 1, session: "s", backend: "auto", threads: 1, heartbeatIntervalMs: 1000, heartbeatTimeoutMs: 10000, heartbeatIdleTimeoutMs: 600000 },
     { type: "step", v, id: 2, step: 0, epoch: 0, weight: 0.5, attachments: [{ dtype: "float32", shape: [2, 3] }] },
     { type: "stepDone", v, re: 2, step: 0, loss: 0.1, computeMs: 1, commMs: 2, waitMs: 3, applyMs: 4, startedAt: 1.7e12 },
     { type: "load", v, id: 3, role: "replica", topology: { class_name: "Sequential" }, optimizer: { name: "adam" }, loss: "meanSquaredError", replicaBatch: 8, stepTimeoutMs: 1000, attachments: [] },

@@ -53,6 +53,8 @@ export class Session {
   /** Peers this worker waits for, by "rank/link". */
   private readonly waiting = new Map<string, (link: Link) => void>();
   ended = false;
+  /** A fit is under way: a model was loaded or a step asked for, and not yet released. */
+  private fitting = false;
   /** The membership the current links belong to (elastic training re-forms them). */
   private generation = 0;
   /** The certificate authority the driver trusts, for wss:// links to the other workers. */
@@ -89,9 +91,7 @@ export class Session {
       case "join":
         this.id = msg.session;
         this.heartbeat = { intervalMs: msg.heartbeatIntervalMs, timeoutMs: msg.heartbeatTimeoutMs };
-        this.channel.startHeartbeat(msg.heartbeatIntervalMs, msg.heartbeatTimeoutMs, (ms) =>
-          this.end(`the driver was silent for ${ms} ms (heartbeat timeout ${msg.heartbeatTimeoutMs} ms)`, true),
-        );
+        this.watchDriver(msg.heartbeatIntervalMs, msg.heartbeatTimeoutMs, msg.heartbeatIdleTimeoutMs);
         this.progress.start(this.channel, msg.heartbeatIntervalMs);
         this.forward(incoming);
         return;
@@ -104,6 +104,13 @@ export class Session {
         return;
       case "load":
       case "step":
+        this.fitting = true;
+        this.forwardJoined(incoming);
+        return;
+      case "release":
+        this.fitting = false;
+        this.forwardJoined(incoming);
+        return;
       case "applied":
       case "fetchState":
       case "setState":
@@ -115,9 +122,7 @@ export class Session {
       case "ringProbe":
       case "profile":
       case "evaluate":
-      case "release":
-        if (this.id === undefined) throw new ProtocolError(`"${msg.type}" before "join"`);
-        this.forward(incoming);
+        this.forwardJoined(incoming);
         return;
       case "shutdown":
         if (config.exitWithDriver) this.server.exit(0, "shutdown requested by the driver");
@@ -126,6 +131,27 @@ export class Session {
       default:
         throw new ProtocolError(`a worker does not accept "${msg.type}" from the driver`);
     }
+  }
+
+  /**
+   * Within a fit the driver's silence past the heartbeat timeout ends the session: the step
+   * waits on it. Between fits its thread may compute or compile a notebook cell for longer, and
+   * nothing waits on it, so the worker holds on up to the idle timeout; a driver that is gone
+   * closes its connection, which ends the session at once.
+   */
+  private watchDriver(intervalMs: number, timeoutMs: number, idleTimeoutMs: number): void {
+    const idleMs = Math.max(timeoutMs, idleTimeoutMs);
+    this.channel.startHeartbeat(intervalMs, () => (this.fitting ? timeoutMs : idleMs), (ms, limitMs) =>
+      this.end(
+        limitMs === timeoutMs ? `the driver was silent for ${ms} ms (heartbeat timeout ${timeoutMs} ms)` : `the driver was silent for ${ms} ms between fits (idle timeout ${idleMs} ms)`,
+        true,
+      ),
+    );
+  }
+
+  private forwardJoined(incoming: Incoming): void {
+    if (this.id === undefined) throw new ProtocolError(`"${incoming.msg.type}" before "join"`);
+    this.forward(incoming);
   }
 
   private forward(incoming: Incoming): void {
