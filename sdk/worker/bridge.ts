@@ -55,6 +55,8 @@ export type ComputeToComm =
   | { kind: "pipeSend"; to: "prev" | "next"; frameKind: "activation" | "gradient"; step: number; micro: number; data: Float32Array }
   /** What the compute thread does now, reported to the driver as progress. */
   | { kind: "activity"; text: string; state: ActivityState }
+  /** Whether the compute thread holds a model (a fit under way): between fits a worker waits longer for a silent driver. */
+  | { kind: "holding"; model: boolean }
   /** Lines this process wrote (a worker started elsewhere: the driver sees no pipe of it). */
   | { kind: "output"; stream: "stdout" | "stderr"; lines: string[] }
   /** Send the output lines now, and answer with outputFlushed (the process is about to exit). */

@@ -83,6 +83,7 @@ export class ComputeHost {
     this.links.reset(reason, { sessionEnded });
     this.role?.dispose();
     this.role = null;
+    this.post({ kind: "holding", model: false });
   }
 
   /** Resolves once the communication thread has collected its garbage, or after 2 s: a memory reading is not worth a stall. */
@@ -124,6 +125,7 @@ export class ComputeHost {
     this.links.doing("loading the model");
     await this.memory.start(attachments.reduce((sum, a) => sum + a.data.byteLength, 0));
     this.role = await makeRole(this.roles, msg.role, msg, attachments, { memoryCapBytes: this.memoryCapBytes, stepTimeoutMs: this.links.stepTimeoutMs, io: () => this.links.io(this.links.generation) });
+    this.post({ kind: "holding", model: true });
     // The weights sent are the model's now, or (ZeRO-3) let go: this list must not keep them past the load's settling.
     attachments.length = 0;
     await this.memory.loaded();

@@ -99,8 +99,8 @@ test("a second driver is told the worker is busy", async () => {
   }
 });
 
-test("a model the workers cannot build is a ModelError, and the cluster stays usable", async () => {
-  const c = await cluster().workers(2).backend("cpu").launch();
+test("a model the workers cannot build is a ModelError, and the cluster stays usable, waiting as between fits", async () => {
+  const c = await cluster().workers(2).backend("cpu").heartbeat({ intervalMs: 200, timeoutMs: 1500, idleTimeoutMs: 20_000 }).launch();
   try {
     class Mystery extends tf.layers.Layer {
       static className = "Mystery";
@@ -116,6 +116,8 @@ test("a model the workers cannot build is a ModelError, and the cluster stays us
     const ds = datasets.synthetic({ inputShape: [4], classes: 3, size: 8 });
     await assert.rejects(c.fit(model, ds, { batchSize: 4 }), (e: unknown) => e instanceof ModelError && /Mystery/.test((e as Error).message));
     assert.equal(c.state, "ready");
+    // The workers hold no model after the failed load: the driver's silence is judged by the idle timeout.
+    standStill(3000);
     const run = await c.fit(smallClassifier(4, 3), ds, { batchSize: 4 });
     assert.equal(run.history.length, 2);
   } finally {

@@ -143,6 +143,9 @@ export class CommServer implements SessionHost {
       case "activity":
         s?.progress.set(m.text, m.state);
         return;
+      case "holding":
+        s?.holdsModel(m.model);
+        return;
       case "output":
         if (s && !s.ended) s.output.add(m.stream, m.lines);
         return;

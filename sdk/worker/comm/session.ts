@@ -53,7 +53,7 @@ export class Session {
   /** Peers this worker waits for, by "rank/link". */
   private readonly waiting = new Map<string, (link: Link) => void>();
   ended = false;
-  /** A fit is under way: a model was loaded or a step asked for, and not yet released. */
+  /** The compute thread holds a model: a fit is under way (the driver releases it when the fit ends). */
   private fitting = false;
   /** The membership the current links belong to (elastic training re-forms them). */
   private generation = 0;
@@ -104,13 +104,6 @@ export class Session {
         return;
       case "load":
       case "step":
-        this.fitting = true;
-        this.forwardJoined(incoming);
-        return;
-      case "release":
-        this.fitting = false;
-        this.forwardJoined(incoming);
-        return;
       case "applied":
       case "fetchState":
       case "setState":
@@ -122,7 +115,9 @@ export class Session {
       case "ringProbe":
       case "profile":
       case "evaluate":
-        this.forwardJoined(incoming);
+      case "release":
+        if (this.id === undefined) throw new ProtocolError(`"${msg.type}" before "join"`);
+        this.forward(incoming);
         return;
       case "shutdown":
         if (config.exitWithDriver) this.server.exit(0, "shutdown requested by the driver");
@@ -149,9 +144,9 @@ export class Session {
     );
   }
 
-  private forwardJoined(incoming: Incoming): void {
-    if (this.id === undefined) throw new ProtocolError(`"${incoming.msg.type}" before "join"`);
-    this.forward(incoming);
+  /** The compute thread loaded a model, or dropped it (released, replaced, or its load failed). */
+  holdsModel(model: boolean): void {
+    this.fitting = model;
   }
 
   private forward(incoming: Incoming): void {
