@@ -90,7 +90,8 @@ async function lanes(title, list, n) {
     least.total += cost(f);
   }
   console.log(`\n== ${title}: ${list.length} files in ${n} lanes (${split.map((l, i) => `${"ab"[i]}: ${l.files.map(nameOf).join(", ")}`).join("; ")}) ==`);
-  const ok = await Promise.all(split.map((l, i) => lane(l.files, 1, `[${"ab"[i]}]`)));
+  const t0 = Date.now();
+  const ok = await Promise.all(split.map((l, i) => lane(l.files, 1, `[${"ab"[i]}]`).then((r) => (console.log(`[${"ab"[i]}] lane ended after ${seconds(t0)}`), r))));
   return ok.every(Boolean);
 }
 
@@ -104,7 +105,11 @@ async function npmScripts(scripts, tag) {
   return true;
 }
 
+/** Wall time since `t0`, for the log: when CI runs out of time, its log says which phase took it. */
+const seconds = (t0) => `${Math.round((Date.now() - t0) / 1000)} s`;
+
 async function main() {
+  const start = Date.now();
   let ok = true;
   const header = (title, list, concurrency) => console.log(`\n== ${title}: ${list.length} files, ${concurrency} at a time ==`);
   // Minutes each on a slow machine, mostly one core's: beside the unit tests rather than before them.
@@ -113,6 +118,7 @@ async function main() {
     const unit = files("unit");
     header("unit", unit, 2);
     ok = (await lane(unit, 2, null)) && ok;
+    console.log(`== unit tests ended after ${seconds(start)} ==`);
   }
   ok = (await checks) && ok;
   const rest = suites.filter((s) => s !== "unit" && s !== "checks");
@@ -123,6 +129,7 @@ async function main() {
     header("alone", alone, 1);
     ok = (await lane(alone, 1, null)) && ok;
   }
+  console.log(`== all tests ended after ${seconds(start)} ==`);
   process.exit(ok ? 0 : 1);
 }
 
