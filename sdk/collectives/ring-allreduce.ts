@@ -21,6 +21,9 @@ import type { RingPhases } from "./segments";
  * and roundings, in the same order, as the native data plane's ring.
  */
 
+/** What the ring reads of a frame. */
+type RingFrame = Pick<DecodedFrame, "header" | "bytes">;
+
 const RS = 0;
 const AG = 1;
 
@@ -67,7 +70,7 @@ interface Op {
 export class RingAllReduce {
   private op: Op | null = null;
   /** Frames for the next operation that arrived before this position entered it. */
-  private early: DecodedFrame[] = [];
+  private early: RingFrame[] = [];
   private lastSeq = -1;
   private failure: MeshtrainError | null = null;
 
@@ -140,13 +143,14 @@ export class RingAllReduce {
   }
 
   /** Every ring frame from the previous position comes through here, in arrival order. */
-  receive(frame: DecodedFrame): void {
+  receive(frame: RingFrame): void {
     if (this.failure) return;
     const h = frame.header;
     const op = this.op;
     if (!op || h.seq !== op.seq) {
       if (h.seq === (op ? op.seq + 1 : this.lastSeq + 1) && h.kind === "ring") {
-        this.early.push(frame);
+        // A link may lend its frames (Link.lendBinary): one kept for later is copied.
+        this.early.push({ header: h, bytes: Buffer.from(frame.bytes) });
         return;
       }
       this.abort(new ProtocolError(`ring frame for all-reduce ${h.seq} from ${this.links.prevName} while at ${op ? op.seq : this.lastSeq}`));
@@ -178,24 +182,25 @@ export class RingAllReduce {
       this.maybeFinish(op);
       return;
     }
-    const store = (): void => {
-      if (half) this.codec.decode(op.format, bytes, op.data, off, DECODE.store);
-      else new Uint8Array(op.data.buffer, op.data.byteOffset + off * ELEMENT_BYTES, bytes.length).set(bytes);
+    const store = (from: Uint8Array): void => {
+      if (half) this.codec.decode(op.format, from, op.data, off, DECODE.store);
+      else new Uint8Array(op.data.buffer, op.data.byteOffset + off * ELEMENT_BYTES, from.length).set(from);
       if (k < last) this.send(op, AG, k + 1, off, h.length);
     };
     // This chunk's memory was sent at reduce-scatter step k, straight from the buffer; it may
     // be overwritten only once that send has left.
     const sending = op.inFlight.get(off);
     if (!sending) {
-      store();
+      store(bytes);
       this.maybeFinish(op);
       return;
     }
     op.deferred++;
+    const kept = Buffer.from(bytes);
     void sending.then(() => {
       op.deferred--;
       if (this.op !== op) return;
-      store();
+      store(kept);
       this.maybeFinish(op);
     });
   }

@@ -30,7 +30,10 @@ export function ringOverLinks(o: RingLinks): { ring: AllReducer; close(): void }
     o.size,
     o.chunkElements,
   );
-  return { ring, close: watchRing(o, ring, (buf) => ring.receive(decodeFrame(buf))) };
+  const close = watchRing(o, ring, (buf) => ring.receive(decodeFrame(buf)));
+  // A step's megabytes arrive here: read into kept buffers (the ring copies what it keeps).
+  o.fromPrev.lendBinary?.();
+  return { ring, close };
 }
 
 /**

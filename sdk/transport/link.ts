@@ -26,6 +26,13 @@ export interface Link {
   sendParts(head: Buffer, body: Uint8Array): Promise<void>;
   ping(): void;
   /**
+   * From now on, binary frames are read without allocating and handed to the handler borrowed:
+   * their memory is reused once `binary` returns, so a handler that keeps one copies it. For links
+   * that carry megabytes a step. False where it is not in place yet (a link that cannot goes on as
+   * before; a WebSocket with a frame half read starts at its next frame).
+   */
+  lendBinary?(): boolean;
+  /**
    * Replaces every handler at once: a Link has one owner at a time (handshake, then channel).
    * `null` holds events until the next owner sets its handlers, so nothing is lost in between.
    */
@@ -45,6 +52,15 @@ export class HandlerSlot {
     while (this.handlers !== null && this.held.length > 0) {
       const next = this.held.shift()!;
       next(this.handlers);
+    }
+  }
+
+  /** A borrowed binary frame (Link.lendBinary): one held for a later owner is copied first. */
+  emitBorrowed(data: Buffer): void {
+    if (this.handlers !== null && this.held.length === 0) this.handlers.binary(data);
+    else {
+      const copy = Buffer.from(data);
+      this.held.push((h) => h.binary(copy));
     }
   }
 

@@ -7,6 +7,7 @@ import { LaunchError } from "../errors/errors";
 import { CLOSE, type Link } from "./link";
 import { SocketLink } from "./socket-link";
 import { writeRawFrame } from "./ws-raw-frame";
+import { readFramesRaw } from "./ws-raw-read";
 
 /**
  * With ws-raw-frame.ts (frames written under ws), the only file that touches sockets. It turns
@@ -22,8 +23,17 @@ const ZERO_MASK = (mask: Buffer): void => {
 const relayed = new WeakSet<WebSocket>();
 
 class WsLink extends SocketLink implements Link {
+  /** Binary frames asked for borrowed (lendBinary); `lending` once they are. */
+  private lendAsked = false;
+  private lending = false;
+
   /** `masked`: this end dialed, and a client's frames carry a (zero) mask. */
-  constructor(readonly ws: WebSocket, address: string, private readonly masked: boolean) {
+  constructor(
+    readonly ws: WebSocket,
+    address: string,
+    private readonly masked: boolean,
+    private readonly maxFrameBytes: number,
+  ) {
     super(ws, address);
     ws.on("message", (data: RawData, isBinary: boolean) => {
       const buf = toBuffer(data);
@@ -31,9 +41,16 @@ class WsLink extends SocketLink implements Link {
       // A relay hands a browser's heartbeat on to the far end, which answers it.
       else if (relayed.has(ws)) this.slot.emit((h) => h.text(buf.toString("utf8")));
       else this.deliverText(buf.toString("utf8"));
+      this.lendLater();
     });
-    ws.on("pong", () => this.slot.emit((h) => h.pong()));
-    ws.on("close", (code: number, reason: Buffer) => this.closedBy(code, reason.toString("utf8")));
+    ws.on("pong", () => {
+      this.slot.emit((h) => h.pong());
+      this.lendLater();
+    });
+    ws.on("ping", () => this.lendLater());
+    ws.on("close", (code: number, reason: Buffer) => {
+      if (!this.closeSeen) this.closedBy(code, reason.toString("utf8"));
+    });
     // Errors are always followed by "close"; the close handler reports them.
     ws.on("error", () => undefined);
   }
@@ -60,6 +77,27 @@ class WsLink extends SocketLink implements Link {
 
   ping(): void {
     if (this.ws.readyState === WebSocket.OPEN) this.ws.ping();
+  }
+
+  lendBinary(): boolean {
+    this.lendAsked = true;
+    if (!this.lending && this.ws.readyState === WebSocket.OPEN) {
+      this.lending = readFramesRaw(
+        this.ws,
+        this.maxFrameBytes,
+        (payload) => this.slot.emitBorrowed(payload),
+        (why, code) => {
+          if (!this.closeSeen) this.closedBy(code, `${this.address} sent ${why}`);
+          this.close(code, why);
+        },
+      );
+    }
+    return this.lending;
+  }
+
+  /** ws had a frame half read when lending was asked for: it is tried again once ws's event is over. */
+  private lendLater(): void {
+    if (this.lendAsked && !this.lending) queueMicrotask(() => void this.lendBinary());
   }
 
   close(code: number = CLOSE.normal, reason = ""): void {
@@ -124,7 +162,7 @@ export function listen(options: ListenOptions): Promise<Listener> {
     const address = `${req.socket.remoteAddress ?? "?"}:${req.socket.remotePort ?? "?"}`;
     // Answered here until relayLinks hands them on.
     if (options.relayPings === true) ws.on("ping", (data) => (relayed.has(ws) ? undefined : ws.pong(data)));
-    options.onLink(new WsLink(ws, address, false), new URL(req.url ?? "/", "http://x").pathname);
+    options.onLink(new WsLink(ws, address, false, options.maxFrameBytes), new URL(req.url ?? "/", "http://x").pathname);
   });
   wss.on("error", () => undefined);
   return new Promise((resolve, reject) => {
@@ -206,7 +244,7 @@ export function dial(url: string, options: DialOptions): Promise<Link> {
     ws.once("open", () => {
       clearTimeout(deadline);
       ws.removeListener("error", fail);
-      resolve(new WsLink(ws, url, true));
+      resolve(new WsLink(ws, url, true, options.maxFrameBytes));
     });
   });
 }
