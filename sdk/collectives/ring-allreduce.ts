@@ -4,6 +4,7 @@ import { bestAccumulate, type Accumulate } from "./accumulate";
 import { DECODE, FORMAT_CODE, type HalfCodec, type WireFormat } from "../protocol/wire-formats";
 import { chunkOffsets, mod, segmentBounds, shardBounds } from "./segments";
 import { bestHalfCodec } from "./half-codec";
+import { FrameCopies } from "./frame-copies";
 import type { RingPhases } from "./segments";
 
 /**
@@ -71,6 +72,8 @@ export class RingAllReduce {
   private op: Op | null = null;
   /** Frames for the next operation that arrived before this position entered it. */
   private early: RingFrame[] = [];
+  /** A link may lend its frames (Link.lendBinary): those kept for later are copied, here. */
+  private readonly copies = new FrameCopies();
   private lastSeq = -1;
   private failure: MeshtrainError | null = null;
 
@@ -129,7 +132,10 @@ export class RingAllReduce {
       for (const [off, length] of this.pieces(s, e, packed)) this.send(op, gather ? AG : RS, 0, off, length);
       const early = this.early;
       this.early = [];
-      for (const f of early) this.receive(f);
+      for (const f of early) {
+        this.receive(f);
+        this.copies.release(f.bytes);
+      }
       this.maybeFinish(op);
     });
   }
@@ -149,8 +155,7 @@ export class RingAllReduce {
     const op = this.op;
     if (!op || h.seq !== op.seq) {
       if (h.seq === (op ? op.seq + 1 : this.lastSeq + 1) && h.kind === "ring") {
-        // A link may lend its frames (Link.lendBinary): one kept for later is copied.
-        this.early.push({ header: h, bytes: Buffer.from(frame.bytes) });
+        this.early.push({ header: h, bytes: this.copies.copy(frame.bytes) });
         return;
       }
       this.abort(new ProtocolError(`ring frame for all-reduce ${h.seq} from ${this.links.prevName} while at ${op ? op.seq : this.lastSeq}`));
@@ -182,10 +187,15 @@ export class RingAllReduce {
       this.maybeFinish(op);
       return;
     }
+    this.gathered(op, k, off, h.length, half, bytes);
+  }
+
+  /** An all-gather chunk: stored, and handed on unless this position is its last stop. */
+  private gathered(op: Op, k: number, off: number, length: number, half: boolean, bytes: Uint8Array): void {
     const store = (from: Uint8Array): void => {
       if (half) this.codec.decode(op.format, from, op.data, off, DECODE.store);
       else new Uint8Array(op.data.buffer, op.data.byteOffset + off * ELEMENT_BYTES, from.length).set(from);
-      if (k < last) this.send(op, AG, k + 1, off, h.length);
+      if (k < this.size - 2) this.send(op, AG, k + 1, off, length);
     };
     // This chunk's memory was sent at reduce-scatter step k, straight from the buffer; it may
     // be overwritten only once that send has left.
@@ -196,11 +206,12 @@ export class RingAllReduce {
       return;
     }
     op.deferred++;
-    const kept = Buffer.from(bytes);
+    const kept = this.copies.copy(bytes);
     void sending.then(() => {
       op.deferred--;
       if (this.op !== op) return;
       store(kept);
+      this.copies.release(kept);
       this.maybeFinish(op);
     });
   }
