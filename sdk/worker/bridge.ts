@@ -16,7 +16,8 @@ export type CommToCompute =
   | { kind: "listening"; url: string; port: number }
   /** A request from the driver, or (`via`) from a worker on one of this parameter server's links. */
   | { kind: "request"; msg: Message; attachments: Tensorlike[]; via?: number }
-  | { kind: "allReduced"; seq: number; data: Float32Array; stats: AllReduceStats }
+  /** No `data`: the sum is in the exchange's shared memory (worker/exchange.ts). */
+  | { kind: "allReduced"; seq: number; data?: Float32Array; stats: AllReduceStats }
   | { kind: "allReduceFailed"; seq: number; error: WireError }
   /** A pipeline tensor from a neighbouring stage. */
   | { kind: "pipeTensor"; frameKind: "activation" | "gradient"; step: number; micro: number; data: Float32Array }
@@ -51,7 +52,10 @@ export type ComputeToComm =
   | { kind: "psPull"; seq: number; minVersion: number | undefined }
   | { kind: "psPush"; seq: number; clock: number; pulled: number[]; shards: Float32Array[]; wires?: WireFormat[]; learningRate?: number }
   /** `generation`: the membership the step belongs to; the communication thread refuses another's. */
-  | { kind: "allReduce"; seq: number; data: Float32Array; generation: number; wire?: WireFormat; phases?: RingPhases }
+  /** `exchange`: no `data`; the first that many values of the exchange's shared memory. */
+  | { kind: "allReduce"; seq: number; data?: Float32Array; exchange?: number; generation: number; wire?: WireFormat; phases?: RingPhases }
+  /** The shared memory all-reduces cross from now on (worker/exchange.ts). */
+  | { kind: "exchange"; memory: SharedArrayBuffer }
   | { kind: "pipeSend"; to: "prev" | "next"; frameKind: "activation" | "gradient"; step: number; micro: number; data: Float32Array }
   /** What the compute thread does now, reported to the driver as progress. */
   | { kind: "activity"; text: string; state: ActivityState }

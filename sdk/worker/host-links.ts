@@ -8,6 +8,7 @@ import type { HostIO, OverlapRing, ServerLinks } from "../roles/role";
 import type { AllReduceStats } from "../collectives/ring-allreduce";
 import { shardBounds, type RingPhases } from "../collectives/segments";
 import { processCpuMs } from "../util/cpu-time";
+import { Exchange } from "./exchange";
 
 type Reduced = Awaited<ReturnType<HostIO["allReduce"]>>;
 
@@ -19,6 +20,8 @@ type Reduced = Awaited<ReturnType<HostIO["allReduce"]>>;
 export class HostLinks {
   private reduce: { seq: number; resolve(r: Reduced): void; reject(err: unknown): void } | null = null;
   private reduceSeq = 0;
+  /** Where all-reduces cross to the communication thread, when the threads can share memory. */
+  private readonly exchange = Exchange.available() ? new Exchange((memory) => this.post({ kind: "exchange", memory })) : null;
   /** The ring's native data links, when the communication thread connected them: all-reduces run here, on them. */
   private native: NativeRing | null = null;
   /**
@@ -77,7 +80,8 @@ export class HostLinks {
         this.reduce = null;
         if (m.kind === "allReduced") {
           this.computing();
-          p.resolve({ data: m.data, stats: m.stats });
+          // Without data, the sum is in the shared memory the request's resolver reads.
+          p.resolve({ data: m.data ?? new Float32Array(0), stats: m.stats });
         } else p.reject(fromWireError(m.error));
         return true;
       }
@@ -187,8 +191,20 @@ export class HostLinks {
         new Promise<Reduced>((resolve, reject) => {
           if (resets !== this.resets) throw new CollectiveError(`all-reduce ${seq} was queued before the links were reset: dropped`);
           if (generation !== this.generation) throw new CollectiveError(`an all-reduce of membership ${generation} after the workers were re-formed as membership ${this.generation}: dropped`);
-          this.reduce = { seq, resolve, reject };
-          this.post({ kind: "allReduce", seq, data, generation, ...(wire ? { wire } : {}), ...(phases !== "both" ? { phases } : {}) }, [data.buffer as ArrayBuffer]);
+          const o = { seq, generation, ...(wire ? { wire } : {}), ...(phases !== "both" ? { phases } : {}) };
+          if (!this.exchange) {
+            this.reduce = { seq, resolve, reject };
+            this.post({ kind: "allReduce", data, ...o }, [data.buffer as ArrayBuffer]);
+            return;
+          }
+          const shared = this.exchange.holds(data) ? data : this.exchange.view(data.length);
+          if (shared !== data) shared.set(data);
+          const back = (r: Reduced): void => {
+            if (shared !== data) data.set(shared);
+            resolve({ data, stats: r.stats });
+          };
+          this.reduce = { seq, resolve: back, reject };
+          this.post({ kind: "allReduce", exchange: data.length, ...o });
         }),
     );
   }

@@ -13,6 +13,9 @@ import { collectGarbage } from "../collect-garbage";
 /** Failed handshakes allowed per remote host before it is refused for a while. */
 const LIMITS = { maxFailures: 5, windowMs: 60_000, banMs: 60_000 };
 
+/** The shared memory all-reduces cross (worker/exchange.ts), once the compute thread gave it. */
+let exchange = new Float32Array(0);
+
 /**
  * The worker's listening socket: authenticates every connection, serves one driver session at
  * a time, hands peers to the session that expects them, and routes the compute thread's replies.
@@ -133,8 +136,11 @@ export class CommServer implements SessionHost {
         if (s && !s.ended) s.ps.psPush(m.seq, m.clock, m.pulled, m.shards, m.wires, m.learningRate);
         else toCompute({ kind: "psFailed", seq: m.seq, error: toWireError(new CollectiveError("no driver session")) });
         return;
+      case "exchange":
+        exchange = new Float32Array(m.memory);
+        return;
       case "allReduce":
-        if (s && !s.ended) s.allReduce(m.seq, m.data, m.generation, m.wire, m.phases);
+        if (s && !s.ended) s.allReduce(m.seq, m.data ?? exchange.subarray(0, m.exchange ?? 0), m.generation, m.wire, m.phases);
         else toCompute({ kind: "allReduceFailed", seq: m.seq, error: toWireError(new CollectiveError("no driver session")) });
         return;
       case "pipeSend":

@@ -289,7 +289,8 @@ export class Session {
       return;
     }
     ring.run(data, seq, this.stepTimeoutMs, wire, phases).then(
-      (stats) => toCompute({ kind: "allReduced", seq, data, stats }, [data.buffer as ArrayBuffer]),
+      (stats) =>
+        data.buffer instanceof ArrayBuffer ? toCompute({ kind: "allReduced", seq, data, stats }, [data.buffer]) : toCompute({ kind: "allReduced", seq, stats }),
       (err: unknown) => toCompute({ kind: "allReduceFailed", seq, error: toWireError(err) }),
     );
   }
