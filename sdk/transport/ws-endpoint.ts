@@ -82,7 +82,7 @@ class WsLink extends SocketLink implements Link {
   lendBinary(): boolean {
     this.lendAsked = true;
     if (!this.lending && this.ws.readyState === WebSocket.OPEN) {
-      this.lending = readFramesRaw(
+      const how = readFramesRaw(
         this.ws,
         this.maxFrameBytes,
         (payload) => this.slot.emitBorrowed(payload),
@@ -91,6 +91,9 @@ class WsLink extends SocketLink implements Link {
           this.close(code, why);
         },
       );
+      this.lending = how === "lent";
+      // A link that never can (TLS) goes on as before, without trying at every frame.
+      if (how === "never") this.lendAsked = false;
     }
     return this.lending;
   }

@@ -27,19 +27,20 @@ interface SocketInternals extends Socket {
  * a slow step. Read into kept buffers, the ring's bytes allocate nothing.
  *
  * ws keeps the rest: text, ping, pong and close frames are handed to its own handlers, as its
- * receiver would hand them. Returns false, changing nothing, where that cannot be done: a TLS
- * socket (its reads are decrypted above the handle), a Node.js without user read buffers, or a
- * frame half read by ws (the caller tries again at its next event).
+ * receiver would hand them. Changes nothing where that cannot be done: "never" for a TLS socket
+ * (its reads are decrypted above the handle) or a Node.js without user read buffers; "later"
+ * while ws has a frame half read (the caller tries again after ws's next event).
  */
-export function readFramesRaw(ws: WebSocket, maxPayload: number, binary: (payload: Buffer) => void, broken: (why: string, code: number) => void): boolean {
+export function readFramesRaw(ws: WebSocket, maxPayload: number, binary: (payload: Buffer) => void, broken: (why: string, code: number) => void): "lent" | "later" | "never" {
   const internals = ws as unknown as { _receiver?: ReceiverInternals; _socket?: SocketInternals };
   const receiver = internals._receiver;
   const socket = internals._socket;
-  if (!receiver || !socket || socket.constructor.name !== "Socket" || typeof socket._handle?.useUserBuffer !== "function") return false;
+  if (!receiver || !socket || socket.constructor.name !== "Socket" || typeof socket._handle?.useUserBuffer !== "function") return "never";
   const symbols = Object.getOwnPropertySymbols(socket);
   const kBuffer = symbols.find((s) => s.description === "kBuffer");
   const kBufferCb = symbols.find((s) => s.description === "kBufferCb");
-  if (!kBuffer || !kBufferCb || receiver._state !== 0 || socket.readableLength > 0) return false;
+  if (!kBuffer || !kBufferCb) return "never";
+  if (receiver._state !== 0 || socket.readableLength > 0) return "later";
   const reader = new FrameReader(maxPayload, {
     binary,
     control: (opcode, payload) => {
@@ -63,7 +64,7 @@ export function readFramesRaw(ws: WebSocket, maxPayload: number, binary: (payloa
   for (const chunk of held) reader.push(chunk);
   // ws pauses the socket while its receiver is busy; nothing here is.
   socket.resume();
-  return true;
+  return "lent";
 }
 
 /** Close codes a peer may send (RFC 6455 section 7.4). */
