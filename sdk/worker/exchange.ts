@@ -6,9 +6,8 @@
  * ArrayBuffer, and V8 counts it there as new memory outside its heap, coming and going. On the
  * 11.4M MLP that is 45.6 MB each way a step: the compute thread ran a full collection about
  * every step (`--trace-gc`, 28 against the native plane's 9 over the same fit), and V8's
- * helper threads took 44 ms of CPU a step against 13. Copying the gradient in and the sum out
- * costs a few milliseconds; the caller that fills the shared memory itself (see `holds`) pays
- * neither.
+ * helper threads took 44 ms of CPU a step against 13 (four threads together). Copying the
+ * gradient in and the sum out costs a few milliseconds.
  */
 export class Exchange {
   private memory: Float32Array | null = null;
@@ -27,10 +26,5 @@ export class Exchange {
       this.share(this.memory.buffer as SharedArrayBuffer);
     }
     return this.memory.subarray(0, length);
-  }
-
-  /** Whether `data` is the start of the shared memory already (no copy in or out). */
-  holds(data: Float32Array): boolean {
-    return this.memory !== null && data.buffer === this.memory.buffer && data.byteOffset === 0;
   }
 }

@@ -197,10 +197,10 @@ export class HostLinks {
             this.post({ kind: "allReduce", data, ...o }, [data.buffer as ArrayBuffer]);
             return;
           }
-          const shared = this.exchange.holds(data) ? data : this.exchange.view(data.length);
-          if (shared !== data) shared.set(data);
+          const shared = this.exchange.view(data.length);
+          shared.set(data);
           const back = (r: Reduced): void => {
-            if (shared !== data) data.set(shared);
+            data.set(shared);
             resolve({ data, stats: r.stats });
           };
           this.reduce = { seq, resolve: back, reject };

@@ -140,7 +140,9 @@ export class CommServer implements SessionHost {
         exchange = new Float32Array(m.memory);
         return;
       case "allReduce":
-        if (s && !s.ended) s.allReduce(m.seq, m.data ?? exchange.subarray(0, m.exchange ?? 0), m.generation, m.wire, m.phases);
+        // The exchange is given before the first all-reduce that needs it, on this same channel.
+        if (!m.data && exchange.length < (m.exchange ?? 0)) toCompute({ kind: "allReduceFailed", seq: m.seq, error: toWireError(new ProtocolError(`all-reduce ${m.seq} of ${m.exchange} values in shared memory of ${exchange.length}`)) });
+        else if (s && !s.ended) s.allReduce(m.seq, m.data ?? exchange.subarray(0, m.exchange ?? 0), m.generation, m.wire, m.phases);
         else toCompute({ kind: "allReduceFailed", seq: m.seq, error: toWireError(new CollectiveError("no driver session")) });
         return;
       case "pipeSend":
