@@ -13,8 +13,8 @@ import { collectGarbage } from "../collect-garbage";
 /** Failed handshakes allowed per remote host before it is refused for a while. */
 const LIMITS = { maxFailures: 5, windowMs: 60_000, banMs: 60_000 };
 
-/** The shared memory all-reduces cross (worker/exchange.ts), once the compute thread gave it. */
-let exchange = new Float32Array(0);
+/** The shared memory all-reduces cross (worker/exchange.ts), once the compute thread gave it: a SharedArrayBuffer's, so typed as any Float32Array. */
+let exchange: Float32Array = new Float32Array(0);
 
 /**
  * The worker's listening socket: authenticates every connection, serves one driver session at
