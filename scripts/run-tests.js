@@ -53,31 +53,59 @@ function files(dir) {
 const nameOf = (file) => path.basename(file, ".test.js");
 const cost = (file) => COST[nameOf(file)] ?? 40;
 
-/** Runs `command`; true if it exits 0. Its lines are prefixed with `tag` when others share the output (null: its own). */
-function runChild(command, args, tag) {
+/**
+ * What failed, printed again at the very end: CI keeps only the tail of a run's output, and a
+ * failure in an early lane would otherwise leave no trace there. A test file's is the spec
+ * reporter's "failing tests" section; another command's (the checks), its last 40 lines.
+ */
+const failures = [];
+
+/** Runs `command`; true if it exits 0. Its lines are prefixed with `tag` when others share the output (null: none). */
+function runChild(command, args, tag, label) {
   return new Promise((resolve) => {
-    const child = spawn(command, args, { stdio: tag ? ["ignore", "pipe", "pipe"] : "inherit", cwd: root });
-    if (tag) for (const [from, to] of [[child.stdout, process.stdout], [child.stderr, process.stderr]]) prefixLines(from, to, tag);
-    child.on("close", (code) => resolve(code === 0));
+    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], cwd: root });
+    const kept = { inFailing: false, lines: [], tail: [] };
+    prefixLines(child.stdout, process.stdout, tag, kept);
+    prefixLines(child.stderr, process.stderr, tag, kept);
+    child.on("close", (code) => {
+      if (code !== 0) failures.push({ label, code, lines: kept.lines.length > 0 ? kept.lines : kept.tail });
+      resolve(code === 0);
+    });
   });
 }
 
 /** One `node --test` over `list`, `concurrency` files at a time. */
-function lane(list, concurrency, tag) {
+function lane(list, concurrency, tag, label) {
+  // Given no files, `node --test` would run every test file it finds under the working directory.
+  if (list.length === 0) return Promise.resolve(true);
   // --test-force-exit: a file whose tests have all ended exits even if something it started still
   // holds its event loop (a leaked child's pipes once kept CI waiting until its 90 minutes ran out).
-  return runChild(process.execPath, ["--test", "--test-force-exit", "--test-reporter=spec", `--test-concurrency=${concurrency}`, ...list], tag);
+  return runChild(process.execPath, ["--test", "--test-force-exit", "--test-reporter=spec", `--test-concurrency=${concurrency}`, ...list], tag, label);
 }
 
-function prefixLines(from, to, tag) {
+function prefixLines(from, to, tag, kept) {
   let rest = "";
+  const write = (lines) => {
+    if (lines.length === 0) return;
+    to.write(lines.map((l) => (tag ? `${tag} ${l}\n` : `${l}\n`)).join(""));
+    for (const l of lines) keepFailing(kept, l);
+  };
   from.setEncoding("utf8");
   from.on("data", (chunk) => {
     const lines = (rest + chunk).split("\n");
     rest = lines.pop();
-    if (lines.length > 0) to.write(lines.map((l) => `${tag} ${l}\n`).join(""));
+    write(lines);
   });
-  from.on("end", () => rest && to.write(`${tag} ${rest}\n`));
+  from.on("end", () => rest && write([rest]));
+}
+
+/** Keeps the lines of the reporter's closing "failing tests:" section (the first 200 of them), and the last 40 lines. */
+function keepFailing(kept, line) {
+  kept.tail.push(line.replace(/\x1b\[[0-9;]*m/g, ""));
+  if (kept.tail.length > 40) kept.tail.shift();
+  if (/^\S*\s*✖ failing tests:/.test(line)) kept.inFailing = true;
+  // Node's own frames say nothing about the failure and would crowd out the next one.
+  else if (kept.inFailing && kept.lines.length < 200 && !/\(node:|at node:/.test(line)) kept.lines.push(line);
 }
 
 /** `list` split over `n` lanes run at once, longest files first, each to the lane with the least to do. */
@@ -91,14 +119,14 @@ async function lanes(title, list, n) {
   }
   console.log(`\n== ${title}: ${list.length} files in ${n} lanes (${split.map((l, i) => `${"ab"[i]}: ${l.files.map(nameOf).join(", ")}`).join("; ")}) ==`);
   const t0 = Date.now();
-  const ok = await Promise.all(split.map((l, i) => lane(l.files, 1, `[${"ab"[i]}]`).then((r) => (console.log(`[${"ab"[i]}] lane ended after ${seconds(t0)}`), r))));
+  const ok = await Promise.all(split.map((l, i) => lane(l.files, 1, `[${"ab"[i]}]`, `lane ${"ab"[i]}`).then((r) => (console.log(`[${"ab"[i]}] lane ended after ${seconds(t0)}`), r))));
   return ok.every(Boolean);
 }
 
 /** `npm run <script>` for each of `scripts` in turn, its output prefixed; true if all passed. */
 async function npmScripts(scripts, tag) {
   for (const script of scripts) {
-    const ok = await runChild("npm", ["run", "--silent", script], tag);
+    const ok = await runChild("npm", ["run", "--silent", script], tag, `npm run ${script}`);
     console.log(`${tag} npm run ${script}: ${ok ? "passed" : "FAILED"}`);
     if (!ok) return false;
   }
@@ -117,7 +145,7 @@ async function main() {
   if (suites.includes("unit")) {
     const unit = files("unit");
     header("unit", unit, 2);
-    ok = (await lane(unit, 2, null)) && ok;
+    ok = (await lane(unit, 2, null, "unit tests")) && ok;
     console.log(`== unit tests ended after ${seconds(start)} ==`);
   }
   ok = (await checks) && ok;
@@ -127,9 +155,13 @@ async function main() {
   const alone = slow.filter((f) => ALONE.has(nameOf(f)));
   if (alone.length > 0) {
     header("alone", alone, 1);
-    ok = (await lane(alone, 1, null)) && ok;
+    ok = (await lane(alone, 1, null, "the files run alone")) && ok;
   }
   console.log(`== all tests ended after ${seconds(start)} ==`);
+  for (const f of failures) {
+    console.log(`\n== FAILED: ${f.label} (exit ${f.code}) ==`);
+    for (const l of f.lines) console.log(l);
+  }
   process.exit(ok ? 0 : 1);
 }
 
