@@ -2,6 +2,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { fmt, RESULTS } from "./common";
 import { againstFloat32, type AccuracyRow } from "./network/accuracy";
+import { predictedOver, type Row as NetworkRow } from "./network/rows";
 
 /**
  * The speed (and issue 37's memory) targets of issues 15, 37 and 38, each a ratio read from the benchmarks' own results (every
@@ -37,7 +38,7 @@ const rate = (link: string, peer: string, variant: string) => net.find((x) => x.
 const psgd = rate("1 Gbit/s", "meshtrain", "powersgd-4");
 out.push(line("between machines, 1 Gbit/s, MLP 11.4M: PowerSGD (rank 4) / float32 samples/s", psgd !== undefined ? psgd / (rate("1 Gbit/s", "meshtrain", "float32") ?? NaN) : undefined, 3));
 out.push(line("between machines, 1 Gbit/s, MLP 11.4M: PowerSGD (rank 4) / DDP's fp16 hook samples/s", psgd !== undefined ? psgd / (rate("1 Gbit/s", "pytorch-ddp", "fp16") ?? NaN) : undefined, 2));
-for (const r of net.filter((x) => x.peer === "meshtrain" && typeof x.predicted === "number")) out.push(line(`between machines, ${String(r.link)}, ${String(r.model)} ${String(r.variant)}: plan's predicted / measured samples/s`, (r.predicted as number) / (r.samplesPerSecond as number), 1, 0.25));
+for (const r of net.filter((x) => x.peer === "meshtrain" && typeof x.predicted === "number")) out.push(line(`between machines, ${String(r.link)}, ${String(r.model)} ${String(r.variant)}: plan's predicted / measured samples/s`, predictedOver(r as NetworkRow, r.samplesPerSecond as number) ?? undefined, 1, 0.25));
 // Accuracy for the bytes (the demo CNN on MNIST at the slowest link): medians over seeds, beside float32's.
 const acc = (fs.existsSync(path.join(RESULTS, "network.json")) ? ((JSON.parse(fs.readFileSync(path.join(RESULTS, "network.json"), "utf8")) as { accuracy?: AccuracyRow[] }).accuracy ?? []) : []);
 const f32 = acc.find((r) => r.variant === "float32");

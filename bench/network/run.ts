@@ -6,6 +6,7 @@ import { BLAS, fmt, machine, median, PEERS, pinnedEnv, ports, PYTHON, QUICK, RES
 import { LINKS, NamespaceHosts, type Link } from "./netns";
 import { joined } from "./joined";
 import { accuracyTable, measureAccuracy, type AccuracyRow } from "./accuracy";
+import { computeOver, predictedOver, type Model, type Row } from "./rows";
 
 /**
  * Data parallelism between machines, made on one: namespace hosts on shaped links (see netns.ts),
@@ -15,7 +16,7 @@ import { accuracyTable, measureAccuracy, type AccuracyRow } from "./accuracy";
  * same run, medians of interleaved rounds; with the bytes a worker sent per step and the plan's
  * prediction, made from the ring probe over those links.
  *
- * usage: npm run bench:network [-- --quick] [-- --links 1gbit,100mbit] [-- --workers 2]
+ * usage: npm run bench:network [-- --quick] [-- --links 1gbit,100mbit] [-- --workers 2] [-- --steps 300]
  */
 
 const arg = (name: string): string | undefined => {
@@ -28,7 +29,6 @@ const WORKERS = Number(arg("--workers") ?? 2);
 /** Results of another number of worker hosts go beside the 2-host ones, not over them. */
 const NAME = WORKERS === 2 ? "network" : `network-${WORKERS}-workers`;
 const LINKS_RUN: readonly Link[] = QUICK ? [LINKS[1]!] : LINKS.filter((l) => (arg("--links") ?? "10gbit,1gbit,100mbit").split(",").includes(l.rate));
-type Model = "mlp" | "cnn" | "mlp10m";
 /** `--models none`: no throughput rows (the accuracy runs alone, beside the last results' rows). */
 const MODELS: readonly Model[] = QUICK ? ["mlp"] : (arg("--models") ?? "mlp,cnn,mlp10m").split(",").filter((m): m is Model => m === "mlp" || m === "cnn" || m === "mlp10m");
 /** Some links or models only: the rest of the last results stay. */
@@ -36,28 +36,20 @@ const PARTS = !QUICK && ["--links", "--models", "--variants"].some((a) => arg(a)
 /** --variants: only these of meshtrain's, and no DDP rows. */
 const VARIANTS = arg("--variants")?.split(",");
 const NAMES: Record<Model, string> = { mlp: "MLP", cnn: "CNN", mlp10m: "MLP 11.4M" };
-/** Steps per run, by link: a slower link makes each step of a big model take seconds. */
+/** Steps per run, by model: a slower link makes each step of a big model take seconds. */
 const STEPS: Record<Model, number> = { mlp: QUICK ? 8 : 60, cnn: 16, mlp10m: 14 };
+/**
+ * `--steps n`: every run takes n steps. Five times the small MLP's 60 at 10 Gbit/s (5 rounds each,
+ * 2026-11-29) did not narrow its rounds' spread (22374-33183 samples/s at 60, 27894-39699 at
+ * 300): the runs differ from launch to launch more than within one.
+ */
+const STEPS_ARG = arg("--steps");
+const stepsOf = (model: Model): number => (STEPS_ARG !== undefined ? Number(STEPS_ARG) : STEPS[model]);
 const MESHTRAIN = VARIANTS ?? (QUICK ? ["float32", "sync-4", "ps-async"] : ["float32", "websocket", "fp16", "powersgd-4", "sync-8", "ps-sync", "ps-async"]);
 const DDP = VARIANTS ? [] : QUICK ? ["none"] : ["none", "fp16", "powersgd"];
 
-interface Row extends Json {
-  link: string;
-  model: Model;
-  peer: string;
-  variant: string;
-  runs: number[];
-  samplesPerSecond: number;
-  predicted: number | null;
-  /** Whether the prediction rests on the replica's step timed on a worker (false: on FLOPs; absent in older results). */
-  timed?: boolean;
-  sentBytesPerStep: number | null;
-  /** What each run that did not finish printed. */
-  failures: string[];
-}
-
 function meshtrain(hosts: NamespaceHosts, model: Model, variant: string): Promise<Json> {
-  return joined(hosts, WORKERS, (port) => [path.join(__dirname, "meshtrain-join.js"), model, String(WORKERS), String(BATCH), String(STEPS[model]), variant, hosts.address(0), String(port)], { server: variant.startsWith("ps-") });
+  return joined(hosts, WORKERS, (port) => [path.join(__dirname, "meshtrain-join.js"), model, String(WORKERS), String(BATCH), String(stepsOf(model)), variant, hosts.address(0), String(port)], { server: variant.startsWith("ps-") });
 }
 
 /**
@@ -73,7 +65,7 @@ async function ddp(hosts: NamespaceHosts, model: Model, compress: string): Promi
   const stop = (): void => void spawnSync("pkill", ["-f", `torch_ddp.py .*--port ${port} `]);
   let straggling: NodeJS.Timeout | undefined;
   const ranks = Array.from({ length: WORKERS }, (_, r) => {
-    const [cmd, args] = hosts.command(r + 1, PYTHON, [path.join(PEERS, "torch_ddp.py"), "--rank", String(r), "--world", String(WORKERS), "--port", String(port), "--master", hosts.address(1), "--model", model, "--batch", String(BATCH), "--steps", String(STEPS[model]), "--warmup", "3", "--compress", compress], r);
+    const [cmd, args] = hosts.command(r + 1, PYTHON, [path.join(PEERS, "torch_ddp.py"), "--rank", String(r), "--world", String(WORKERS), "--port", String(port), "--master", hosts.address(1), "--model", model, "--batch", String(BATCH), "--steps", String(stepsOf(model)), "--warmup", "3", "--compress", compress], r);
     return runJson(cmd, args, pinnedEnv(1, { LD_LIBRARY_PATH: BLAS.openblas, PYTHONPATH: PEERS, GLOO_SOCKET_IFNAME: hosts.interfaceOf(r + 1) }), DDP_LIMIT_MS).then(
       (lines) => ((straggling ??= setTimeout(stop, 60_000)), lines),
       (err: unknown) => (stop(), Promise.reject(err)),
@@ -120,7 +112,10 @@ async function measureLink(link: Link, torchGone: string | null, rows: Map<strin
           try {
             const r = await job();
             row.runs.push(r.samples_per_second as number);
-            if (typeof r.predicted_samples_per_second === "number") row.predicted = r.predicted_samples_per_second;
+            const predicted = typeof r.predicted_samples_per_second === "number" ? r.predicted_samples_per_second : null;
+            if (peer === "meshtrain") (row.rounds ??= []).push({ measured: r.samples_per_second as number, predicted, computeMs: numberOr(r.compute_ms), predictedComputeMs: numberOr(r.predicted_compute_ms) });
+            const predictions = (row.rounds ?? []).flatMap((d) => (d.predicted !== null ? [d.predicted] : []));
+            if (predictions.length > 0) row.predicted = median(predictions);
             if (typeof r.predicted_timed === "boolean") row.timed = r.predicted_timed;
             if (typeof r.sent_bytes_per_step === "number") row.sentBytesPerStep = r.sent_bytes_per_step;
             outcome = fmt(r.samples_per_second as number, 1);
@@ -137,8 +132,10 @@ async function measureLink(link: Link, torchGone: string | null, rows: Map<strin
   }
 }
 
+const numberOr = (x: unknown): number | null => (typeof x === "number" && Number.isFinite(x) ? x : null);
+
 function table(rows: Row[]): string[] {
-  const out = ["| link | model | peer | variant | samples/s | predicted | predicted / measured | MB sent per worker per step | vs its float32 | vs DDP float32 | vs DDP fp16 |", "|---|---|---|---|---|---|---|---|---|---|---|"];
+  const out = ["| link | model | peer | variant | samples/s | predicted | predicted / measured | compute, measured / predicted | MB sent per worker per step | vs its float32 | vs DDP float32 | vs DDP fp16 |", "|---|---|---|---|---|---|---|---|---|---|---|---|"];
   // Links fastest first, then models, peers and variants in the order runs make them (merged parts included).
   const at = (list: readonly string[], x: string): number => (list.indexOf(x) + 1 || list.length + 1);
   const variants = ["float32", "websocket", "fp16", "bf16", "powersgd-4", "sync-8", "ps-sync", "ps-async", "powersgd"];
@@ -150,12 +147,14 @@ function table(rows: Row[]): string[] {
     const same = (peer: string, variant: string) => rows.find((x) => x.link === r.link && x.model === r.model && x.peer === peer && x.variant === variant)?.samplesPerSecond ?? NaN;
     const own = same(r.peer, "float32");
     const pred = r.predicted !== null ? `${fmt(r.predicted, 0)}${r.timed === false ? " (FLOPs)" : ""}` : "-";
-    const ratio = r.predicted !== null ? fmt(r.predicted / sps) : "-";
+    const over = predictedOver(r, sps);
+    const ratio = over !== null ? fmt(over) : "-";
+    const compute = computeOver(r);
     // Zero: a run whose records carried no bytes (async parameter servers' rounds did not, before 2026-11-26).
     const mb = r.sentBytesPerStep ? fmt(r.sentBytesPerStep / 1e6, 2) : "-";
     const failed = r.failures.length > 0 ? `${r.runs.length > 0 ? `${fmt(r.samplesPerSecond, 1)}; ` : ""}${r.failures.length} of ${r.failures.length + r.runs.length} run(s) failed: ${r.failures[r.failures.length - 1]!.replace(/\|/g, "/")}` : null;
     const rate = failed ?? fmt(r.samplesPerSecond, 1);
-    out.push(`| ${r.link} | ${NAMES[r.model]} | ${r.peer} | ${r.variant} | ${rate} | ${pred} | ${ratio} | ${mb} | ${fmt(sps / own)} | ${fmt(sps / same("pytorch-ddp", "float32"))} | ${fmt(sps / same("pytorch-ddp", "fp16"))} |`);
+    out.push(`| ${r.link} | ${NAMES[r.model]} | ${r.peer} | ${r.variant} | ${rate} | ${pred} | ${ratio} | ${compute !== null ? fmt(compute) : "-"} | ${mb} | ${fmt(sps / own)} | ${fmt(sps / same("pytorch-ddp", "float32"))} | ${fmt(sps / same("pytorch-ddp", "fp16"))} |`);
   }
   return out;
 }
@@ -210,7 +209,7 @@ function report(heading: string, rows: Row[], accuracy: Awaited<ReturnType<typeo
     ...table(rows),
     "",
     `Hosts are Linux network namespaces on this one machine (${os.cpus().length} cores): the driver on one, each worker on its own, pinned to ${WORKERS > os.cpus().length ? `core (rank mod ${os.cpus().length}): ${WORKERS} workers share ${os.cpus().length} cores` : "its own core"}; every host's link to a bridge is limited in both directions by tc's token bucket (tbf), which holds 1 ms at the link's rate (a wire banks nothing while idle; a bigger bucket let a step's first bytes through at once after its compute). They share the machine's cores and memory bandwidth: what differs from real machines is that, and no propagation delay (${delay ? `this kernel has no netem: ${delay}` : "netem is there, but this run added no delay"}).`,
-    "meshtrain: strategy(\"data\", { feed: \"workers\" }) on a join() cluster; float32 over the native data plane (websocket: over the WebSocket links), fp16 (16-bit with error feedback), powersgd-4 (compression { name: \"powersgd\", rank: 4 }), sync-8 (sync { every: 8 }, DiLoCo's outer Nesterov momentum: it trains differently, so its samples/s are not the same work as the others'; measured over whole sync periods after the first, at least 3 periods); ps-sync and ps-async: strategy(\"ps\") with one parameter server on a host of its own (the driver sends the data; MB sent: a worker's pushes). Predicted: the plan's samples/s from the ring probe over these links and the replica's step fit() times on a worker before it trains (marked (FLOPs) where it could not: from the model's FLOPs and the worker's matrix speed). MB sent: what one worker sent per step (ring frames and headers), averaged over the measured steps.",
+    "meshtrain: strategy(\"data\", { feed: \"workers\" }) on a join() cluster; float32 over the native data plane (websocket: over the WebSocket links), fp16 (16-bit with error feedback), powersgd-4 (compression { name: \"powersgd\", rank: 4 }), sync-8 (sync { every: 8 }, DiLoCo's outer Nesterov momentum: it trains differently, so its samples/s are not the same work as the others'; measured over whole sync periods after the first, at least 3 periods); ps-sync and ps-async: strategy(\"ps\") with one parameter server on a host of its own (the driver sends the data; MB sent: a worker's pushes). Predicted: the plan's samples/s from the ring probe over these links and the replica's step fit() times on a worker before it trains (marked (FLOPs) where it could not: from the model's FLOPs and the worker's matrix speed), the median of the runs' plans; predicted / measured: the median of each run's own plan over that run's samples/s (rows measured before 2026-11-29: the last run's plan over the median); compute, measured / predicted: the slowest worker's median forward, backward and update over its plan's, the same way (a miss with this near 1 is in the rest of the step: the all-reduce, waits, the step's messages). Steps per run: the small MLP 60, the CNN 16, the 11.4M MLP 14. MB sent: what one worker sent per step (ring frames and headers), averaged over the measured steps.",
     "DDP: torch's DistributedDataParallel on gloo over the same links (float32; its fp16_compress_hook; its powerSGD_hook at rank 4). A failed row says what it printed.",
     ...(torchGone ? [`DDP: not measured: ${torchGone}.`] : []),
     ...(accuracy ? ["", ...accuracy.markdown] : []),
