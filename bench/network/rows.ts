@@ -1,6 +1,6 @@
+// What bench:network writes of one row (a link, model, peer and variant), and how its ratios are
+// read: by the benchmark's tables and by bench/targets.ts alike.
 import { median, type Json } from "../common";
-
-/** What bench:network writes of one row (a link, model, peer and variant), and how its ratios are read. */
 
 export type Model = "mlp" | "cnn" | "mlp10m";
 
