@@ -52,7 +52,7 @@ async function main(): Promise<void> {
     const p = run.plan.prediction;
     // The slowest worker's median compute, beside the plan's: which of the step's parts a miss is in.
     const computeMs = Math.max(...s.workers.map((w) => w.computeMs));
-    process.stdout.write(`${JSON.stringify({ peer: "meshtrain", model, variant, dataPlane: run.dataPlane?.path ?? null, world: workers, batch_per_rank: batch / workers, samples_per_second: throughput(run.history, warm), predicted_samples_per_second: p?.samplesPerSecond ?? null, predicted_timed: p?.timed ?? false, predicted_step_ms: p?.stepMs ?? null, predicted_compute_ms: p?.computeMs ?? null, compute_ms: computeMs, sent_bytes_per_step: sent.reduce((a, b) => a + b, 0) / Math.max(1, sent.length), median_sent_bytes: median(sent), median_step_ms: s.medianStepMs })}\n`);
+    process.stdout.write(`${JSON.stringify({ peer: "meshtrain", model, variant, dataPlane: run.dataPlane?.path ?? null, world: workers, batch_per_rank: batch / workers, samples_per_second: throughput(run.history, warm), predicted_samples_per_second: p?.samplesPerSecond ?? null, predicted_timed: p?.timed ?? false, predicted_compute_ms: p?.computeMs ?? null, compute_ms: computeMs, sent_bytes_per_step: sent.reduce((a, b) => a + b, 0) / Math.max(1, sent.length), median_sent_bytes: median(sent), median_step_ms: s.medianStepMs })}\n`);
   } finally {
     await c.close();
   }
