@@ -7,6 +7,9 @@ import type { DataPlanePath } from "../protocol/data-plane";
 /** Elements all-reduced to time the ring: a small one for the fixed cost, a large one (16 MiB) for the bandwidth. */
 const SIZES = [1024, 4 * 1024 * 1024] as const;
 const REPEATS = 7;
+/** Rounds of a step-shaped all-reduce (stepRoundMs), the first (which warms the path) left out, of a small model's gradient (1 MiB). */
+const ROUNDS = 16;
+const ROUND_ELEMENTS = 256 * 1024;
 
 /**
  * The data ring's all-reduce, timed on the ring itself. The driver's links to the workers, which
@@ -17,6 +20,7 @@ const REPEATS = 7;
  * 1.5 GB/s a hop in two launches, and training's all-reduces ran at the higher) on the slowest
  * member, and the two times give the ring formula's two terms. Each member also says what its
  * all-reduces cost its process's CPU, which plans hold against its core (plan/ring-cpu.ts).
+ * Then the driver drives rounds of the small all-reduce as it drives steps (stepRoundMs).
  */
 export async function probeRing(members: readonly WorkerHandle[], path: DataPlanePath, timeoutMs: number): Promise<RingSpeed> {
   const replies = await Promise.all(
@@ -25,7 +29,33 @@ export async function probeRing(members: readonly WorkerHandle[], path: DataPlan
   const ms = SIZES.map((_, i) => Math.max(...replies.map((r) => Math.min(...(r.msg.ms[i] ?? [])))));
   const cpu = replies.map((r) => r.msg.cpuMs?.map(typicalCpuMs));
   const each = cpu.every((c) => c?.length === SIZES.length && c.every((x) => x !== undefined)) ? cpu.map((c) => [c![0]!, c![1]!] as const) : undefined;
-  return ringSpeedOf(members.length, path, [SIZES[0] * 4, SIZES[1] * 4], [ms[0]!, ms[1]!], each);
+  const round = await stepRoundMs(members, timeoutMs);
+  return ringSpeedOf(members.length, path, [SIZES[0] * 4, SIZES[1] * 4], [ms[0]!, ms[1]!], { ...(each ? { cpuMs: each } : {}), round: { bytes: ROUND_ELEMENTS * 4, ms: round } });
+}
+
+/**
+ * A round driven as a step is: the driver asks every member, one message after another, for one
+ * all-reduce of a small model's gradient, and waits for all their answers; the median round
+ * after the first. Back to back, the probe's all-reduces leave out what a step pays around its
+ * all-reduce: the step's messages there and back, the members starting apart (the first waits in
+ * the all-reduce for the last) and an all-reduce that starts cold. Over loopback with 2 workers,
+ * the small MLP's steps spent 0.45-0.5 ms between steps, 0.5-0.7 ms waiting for the other worker
+ * (whose compute took only 0.2-0.3 ms longer) and 1.0-1.1 ms in its 1 MB all-reduce, which the
+ * ring's terms priced at 0.6-0.7: the plan, pricing 2 link latencies for the rest, put the step
+ * at 2.9-3.1 ms where it took 3.8-3.9 (scratch measurement over run.history, issue 38's notes).
+ * A third size timed back to back (1 MiB) priced those steps faster still (bench:network, the
+ * small MLP at 10 Gbit/s predicted 1.43x the samples/s it measured): what a step pays is the
+ * all-reduce's cold start, so the round times one. 8 rounds' median ranged 1.2-2.0 ms over four
+ * launches on the same links; 16 cost under 2 s even at 100 Mbit/s.
+ */
+async function stepRoundMs(members: readonly WorkerHandle[], timeoutMs: number): Promise<number> {
+  const rounds: number[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const t0 = performance.now();
+    await Promise.all(members.map((h) => h.channel.request({ type: "ringProbe", elements: [ROUND_ELEMENTS], repeats: 1 }, "ringProbed", { timeoutMs, waitingFor: "a round of the data ring's all-reduce driven as a step" })));
+    rounds.push(performance.now() - t0);
+  }
+  return median(rounds.slice(1));
 }
 
 /**
@@ -43,14 +73,18 @@ export function typicalCpuMs(repeats: readonly number[]): number | undefined {
  * x latency. The extra bytes over the extra time give the bandwidth; what is left of the small
  * one's time, the latency (never below zero: noise must not make bytes free or time negative).
  * Each member's CPU times for the two (`cpuMs`, by rank), where all said, give its CPU terms alike.
+ * A step-shaped round of an all-reduce (`round`) less what these terms price it at is what a step
+ * costs around its all-reduce (never below zero).
  */
-export function ringSpeedOf(members: number, path: DataPlanePath, bytes: readonly [number, number], ms: readonly [number, number], cpuMs?: ReadonlyArray<readonly [number, number]>): RingSpeed {
+export function ringSpeedOf(members: number, path: DataPlanePath, bytes: readonly [number, number], ms: readonly [number, number], also: { cpuMs?: ReadonlyArray<readonly [number, number]>; round?: { bytes: number; ms: number } } = {}): RingSpeed {
+  const { cpuMs, round } = also;
   const phases = 2 * (members - 1);
   const perByteMs = Math.max((ms[1] - ms[0]) / (bytes[1] - bytes[0]), ms[1] / bytes[1] / 4);
   const linkBytesPerSecond = (phases / members / perByteMs) * 1000;
   const latencySeconds = Math.max(0, ms[0] - perByteMs * bytes[0]) / phases / 1000;
   const cpu = cpuMs?.length === members ? { cpu: Object.freeze(cpuMs.map((c) => Object.freeze(ringCpuOf(bytes, c)))) } : {};
-  return Object.freeze({ members, path, linkBytesPerSecond, latencySeconds, ...cpu });
+  const priced = round ? { roundSeconds: Math.max(0, round.ms - ((phases / members) * round.bytes) / (linkBytesPerSecond / 1000) - phases * latencySeconds * 1000) / 1000 } : {};
+  return Object.freeze({ members, path, linkBytesPerSecond, latencySeconds, ...cpu, ...priced });
 }
 
 /**

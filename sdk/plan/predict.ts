@@ -34,6 +34,12 @@ export interface RingSpeed {
   readonly latencySeconds: number;
   /** What an all-reduce cost each member's process in CPU time, by rank, where every member could say. */
   readonly cpu?: readonly RingCpu[];
+  /**
+   * What a step costs around its all-reduce, seconds: the driver's messages to the members and
+   * back, the members starting apart, and an all-reduce that starts cold. Timed as rounds of an
+   * all-reduce driven as steps are, less what the ring's terms price it at (driver/ring-probe.ts).
+   */
+  readonly roundSeconds?: number;
 }
 
 /** A plan's predicted step: compute, communication and idle time, throughput, and what it rests on (measured or estimated). */
@@ -73,11 +79,12 @@ function allReduceMs(bytes: number, members: number, link: { linkBytesPerSecond:
 }
 
 /**
- * Every step the driver sends the step and waits for the replies (a round trip), and with the
- * data fed by the driver, sends every sample's input and label over its links one after another.
+ * Every step the driver sends the step and waits for the replies (a round trip, or as timed in
+ * step-shaped rounds on a data ring: `roundSeconds`), and with the data fed by the driver, sends
+ * every sample's input and label over its links one after another.
  */
-export function stepOverheadMs(s: Speeds, feedBytes: number): number {
-  return (2 * s.latencySeconds + feedBytes / s.linkBytesPerSecond) * 1000;
+export function stepOverheadMs(s: Speeds, feedBytes: number, roundSeconds = 2 * s.latencySeconds): number {
+  return (roundSeconds + feedBytes / s.linkBytesPerSecond) * 1000;
 }
 
 /**
@@ -98,13 +105,16 @@ export function predictData(o: { flopsPerSample: number; layers: number; gradien
   const computeMs = step.computeMs + (o.also ? o.also.ms * (o.replicas > 1 ? fullSharing(s, o.profile) : 1) : 0);
   // The ring measured itself where it could; else the driver's links stand in for it.
   const linksCommMs = allReduceMs(o.gradientBytes, o.replicas, s.ring ?? s, o.allReduces);
-  const linksMs = computeMs + linksCommMs + stepOverheadMs(s, o.feedBytes);
+  // A ring's members start a step apart, which a round timed on the ring says; one worker alone does not.
+  const round = o.replicas > 1 ? s.ring?.roundSeconds : undefined;
+  const linksMs = computeMs + linksCommMs + stepOverheadMs(s, o.feedBytes, round);
   // A step's compute is priced as the workers run it together; k workers to a core each spend 1/k of that wall time on it.
   const core = o.seats && o.replicas > 1 ? dataCoreLoad({ computeMs: computeMs / s.coreSharing, bytes: o.gradientBytes, allReduces: o.allReduces ?? 1, replicas: o.replicas, feedBytes: o.feedBytes }, s.ring?.cpu, o.seats) : undefined;
   const stepMs = Math.max(linksMs, core?.ms ?? 0);
   const also = o.also ? `, ${o.also.what} ${o.also.ms.toFixed(1)} ms a step (${o.also.timed ? "timed on a worker" : "from its FLOPs"})` : "";
   const cpu = core ? `, and each worker's CPU for its all-reduces as the ring probe timed it${core.ms >= linksMs ? `; the busiest core bounds it: ${namesOf(core.names)} on it spend ${core.ms.toFixed(1)} ms of CPU a step` : ""}` : "";
-  return { stepMs, computeMs, commMs: linksCommMs + stepMs - linksMs, bubble: 0, samplesPerSecond: (o.globalBatch / stepMs) * 1000, basis: basis(s, step.timed ? o.profile : undefined, o.replicas > 1) + also + cpu, timed: step.timed };
+  const rounds = round !== undefined ? `, ${(round * 1000).toFixed(2)} ms a step for its messages, the workers starting apart and a cold all-reduce (timed in rounds driven as steps)` : "";
+  return { stepMs, computeMs, commMs: linksCommMs + stepMs - linksMs, bubble: 0, samplesPerSecond: (o.globalBatch / stepMs) * 1000, basis: basis(s, step.timed ? o.profile : undefined, o.replicas > 1) + rounds + also + cpu, timed: step.timed };
 }
 
 /** "a", "a and b", "a, b and c". */

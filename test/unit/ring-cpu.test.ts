@@ -24,12 +24,12 @@ test("a size's all-reduce costs what most of its repeats cost: the first (warmin
 });
 
 test("the ring's speed carries every member's CPU terms only when every member said them", () => {
-  const said = ringSpeedOf(2, "websocket", BYTES, [1, 20], [[0.5, 30], [0.6, 40]]);
+  const said = ringSpeedOf(2, "websocket", BYTES, [1, 20], { cpuMs: [[0.5, 30], [0.6, 40]] });
   assert.equal(said.cpu?.length, 2);
   assert.ok(Math.abs(said.cpu![1]!.msPerByte - (40 - 0.6) / (BYTES[1] - BYTES[0])) < 1e-15);
   // A tab cannot read its CPU time: the ring was still timed, its CPU is not priced from a guess.
   assert.equal(ringSpeedOf(2, "websocket", BYTES, [1, 20]).cpu, undefined);
-  assert.equal(ringSpeedOf(3, "websocket", BYTES, [1, 20], [[0.5, 30], [0.6, 40]]).cpu, undefined);
+  assert.equal(ringSpeedOf(3, "websocket", BYTES, [1, 20], { cpuMs: [[0.5, 30], [0.6, 40]] }).cpu, undefined);
 });
 
 const device = (core: number) => ({ gflops: 40, kernelOverheadUs: 8, linkBytesPerSecond: 1e9, linkLatencyMs: 0.05, host: "m", cpus: 1, cores: [core] });
@@ -37,7 +37,7 @@ const profile = { batches: [32, 64], layers: [], replicaStepMs: [30, 50], replic
 const o = { flopsPerSample: 1e6, layers: 3, gradientBytes: 45.6e6, globalBatch: 128, replicas: 2, feedBytes: 0, profile };
 // A hop at 1.2 GB/s: 38 ms for 45.6 MB, 0.1 ms a phase. Over the WebSocket plane each worker's process spends 2.5 ms per MB all-reduced.
 const wall = (bytes: number): number => (bytes / 1.2e9) * 1000 + 2 * 0.1;
-const ring = (msPerMB: number) => ringSpeedOf(2, "websocket", BYTES, [wall(BYTES[0]), wall(BYTES[1])], [0, 1].map(() => [0.2 + (msPerMB * BYTES[0]) / 1e6, 0.2 + (msPerMB * BYTES[1]) / 1e6] as const));
+const ring = (msPerMB: number) => ringSpeedOf(2, "websocket", BYTES, [wall(BYTES[0]), wall(BYTES[1])], { cpuMs: [0, 1].map(() => [0.2 + (msPerMB * BYTES[0]) / 1e6, 0.2 + (msPerMB * BYTES[1]) / 1e6] as const) });
 
 test("a data-parallel step is at least its busiest core's CPU time: each worker's compute and what its all-reduce cost it", () => {
   const workers = [device(0), device(1)];

@@ -45,6 +45,26 @@ test("a data plan prices its all-reduce by the measured ring where there is one 
   assert.ok(Math.abs(predictData(o, speedsOf(devices, three)!).commMs - byLinks.commMs) < 1e-9);
 });
 
+test("a step pays what a round driven as a step took beyond the ring's price for its all-reduce, on several replicas only", () => {
+  const devices = [0, 1].map(() => ({ gflops: 20, kernelOverheadUs: 8, linkBytesPerSecond: 300e6, linkLatencyMs: 0.5, host: "a", cpus: 2 }));
+  const ms = [ringMs(2, 4096, 1.2e9, 0.1), ringMs(2, 8 * 2 ** 20, 1.2e9, 0.1)] as const;
+  const plain = ringSpeedOf(2, "native", [4096, 8 * 2 ** 20], ms);
+  // A round of 1 MiB took 1.5 ms more than the ring's terms price an all-reduce of 1 MiB.
+  const rounds = ringSpeedOf(2, "native", [4096, 8 * 2 ** 20], ms, { round: { bytes: 2 ** 20, ms: ringMs(2, 2 ** 20, 1.2e9, 0.1) + 1.5 } });
+  assert.equal(plain.roundSeconds, undefined);
+  assert.ok(Math.abs(rounds.roundSeconds! * 1000 - 1.5) < 1e-9, `${rounds.roundSeconds! * 1000} ms`);
+  // A round faster than the all-reduce alone is noise: nothing, not a negative cost.
+  assert.equal(ringSpeedOf(2, "native", [4096, 8 * 2 ** 20], ms, { round: { bytes: 2 ** 20, ms: ms[0] } }).roundSeconds, 0);
+  const o = { flopsPerSample: 1e6, layers: 3, gradientBytes: 1e6, globalBatch: 128, replicas: 2, feedBytes: 0 };
+  const before = predictData(o, speedsOf(devices, plain)!);
+  const after = predictData(o, speedsOf(devices, rounds)!);
+  // The round replaces the two link latencies (0.5 ms each) a step's messages were priced at.
+  assert.ok(Math.abs(after.stepMs - before.stepMs - (1.5 - 1)) < 1e-9, `${after.stepMs} against ${before.stepMs}`);
+  assert.match(after.basis, /1\.50 ms a step for its messages, the workers starting apart and a cold all-reduce/);
+  const one = { ...o, replicas: 1, globalBatch: 64 };
+  assert.equal(predictData(one, speedsOf(devices, rounds)!).stepMs, predictData(one, speedsOf(devices, plain)!).stepMs);
+});
+
 test("a parameter server's link is priced at the rate it sustains, its burst left out", () => {
   // 1 Gbit/s shaped by a token bucket of 625 KB: what leaves at once is free, the rest at 125 MB/s.
   const rate = 125e6;
