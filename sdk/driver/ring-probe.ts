@@ -20,7 +20,7 @@ const ROUND_ELEMENTS = 256 * 1024;
  * 1.5 GB/s a hop in two launches, and training's all-reduces ran at the higher) on the slowest
  * member, and the two times give the ring formula's two terms. Each member also says what its
  * all-reduces cost its process's CPU, which plans hold against its core (plan/ring-cpu.ts).
- * Then the driver drives rounds of the small all-reduce as it drives steps (stepRoundMs).
+ * Then the driver drives rounds of a 1 MiB all-reduce as it drives steps (stepRoundMs).
  */
 export async function probeRing(members: readonly WorkerHandle[], path: DataPlanePath, timeoutMs: number): Promise<RingSpeed> {
   const replies = await Promise.all(
@@ -46,7 +46,7 @@ export async function probeRing(members: readonly WorkerHandle[], path: DataPlan
  * A third size timed back to back (1 MiB) priced those steps faster still (bench:network, the
  * small MLP at 10 Gbit/s predicted 1.43x the samples/s it measured): what a step pays is the
  * all-reduce's cold start, so the round times one. 8 rounds' median ranged 1.2-2.0 ms over four
- * launches on the same links; 16 cost under 2 s even at 100 Mbit/s.
+ * launches on the same links; 16 take about 1.3 s at 100 Mbit/s with 2 workers (by its rate).
  */
 async function stepRoundMs(members: readonly WorkerHandle[], timeoutMs: number): Promise<number> {
   const rounds: number[] = [];
