@@ -1,4 +1,4 @@
-import type { RingSpeed } from "../plan/predict";
+import { allReduceMs, type RingSpeed } from "../plan/predict";
 import { ringCpuOf } from "../plan/ring-cpu";
 import { median } from "../util/median";
 import type { WorkerHandle } from "../members/worker-handle";
@@ -83,7 +83,7 @@ export function ringSpeedOf(members: number, path: DataPlanePath, bytes: readonl
   const linkBytesPerSecond = (phases / members / perByteMs) * 1000;
   const latencySeconds = Math.max(0, ms[0] - perByteMs * bytes[0]) / phases / 1000;
   const cpu = cpuMs?.length === members ? { cpu: Object.freeze(cpuMs.map((c) => Object.freeze(ringCpuOf(bytes, c)))) } : {};
-  const priced = round ? { roundSeconds: Math.max(0, round.ms - ((phases / members) * round.bytes) / (linkBytesPerSecond / 1000) - phases * latencySeconds * 1000) / 1000 } : {};
+  const priced = round ? { roundSeconds: Math.max(0, round.ms - allReduceMs(round.bytes, members, { linkBytesPerSecond, latencySeconds })) / 1000 } : {};
   return Object.freeze({ members, path, linkBytesPerSecond, latencySeconds, ...cpu, ...priced });
 }
 

@@ -74,7 +74,7 @@ const KERNELS_BWD = 6;
  * Ring all-reduce: 2(N-1) phases, each a message of bytes/N to the next rank, at the speeds of
  * `link`; `rounds` all-reduces of these bytes in all (each its own phases' latency).
  */
-function allReduceMs(bytes: number, members: number, link: { linkBytesPerSecond: number; latencySeconds: number }, rounds = 1): number {
+export function allReduceMs(bytes: number, members: number, link: { linkBytesPerSecond: number; latencySeconds: number }, rounds = 1): number {
   return members > 1 ? (((2 * (members - 1)) / members) * (bytes / link.linkBytesPerSecond) + rounds * 2 * (members - 1) * link.latencySeconds) * 1000 : 0;
 }
 
