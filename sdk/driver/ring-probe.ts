@@ -30,7 +30,7 @@ export async function probeRing(members: readonly WorkerHandle[], path: DataPlan
   const cpu = replies.map((r) => r.msg.cpuMs?.map(typicalCpuMs));
   const each = cpu.every((c) => c?.length === SIZES.length && c.every((x) => x !== undefined)) ? cpu.map((c) => [c![0]!, c![1]!] as const) : undefined;
   const round = await stepRoundMs(members, timeoutMs);
-  return ringSpeedOf(members.length, path, [SIZES[0] * 4, SIZES[1] * 4], [ms[0]!, ms[1]!], { ...(each ? { cpuMs: each } : {}), round: { bytes: ROUND_ELEMENTS * 4, ms: round } });
+  return ringSpeedOf(members.length, path, [SIZES[0] * 4, SIZES[1] * 4], [ms[0]!, ms[1]!], { ...(each ? { cpuMs: each } : {}), round: { bytes: ROUND_ELEMENTS * 4, ...round } });
 }
 
 /**
@@ -47,15 +47,19 @@ export async function probeRing(members: readonly WorkerHandle[], path: DataPlan
  * small MLP at 10 Gbit/s predicted 1.43x the samples/s it measured): what a step pays is the
  * all-reduce's cold start, so the round times one. 8 rounds' median ranged 1.2-2.0 ms over four
  * launches on the same links; 16 take about 1.3 s at 100 Mbit/s with 2 workers (by its rate).
+ * Each round also keeps its all-reduce's own time as the member that entered last timed it: on
+ * links that let a burst through after idle, it runs under the ring's price (ringSpeedOf).
  */
-async function stepRoundMs(members: readonly WorkerHandle[], timeoutMs: number): Promise<number> {
-  const rounds: number[] = [];
+async function stepRoundMs(members: readonly WorkerHandle[], timeoutMs: number): Promise<{ ms: number; allReduceMs: number }> {
+  const rounds: Array<{ ms: number; allReduceMs: number }> = [];
   for (let i = 0; i < ROUNDS; i++) {
     const t0 = performance.now();
-    await Promise.all(members.map((h) => h.channel.request({ type: "ringProbe", elements: [ROUND_ELEMENTS], repeats: 1 }, "ringProbed", { timeoutMs, waitingFor: "a round of the data ring's all-reduce driven as a step" })));
-    rounds.push(performance.now() - t0);
+    const replies = await Promise.all(members.map((h) => h.channel.request({ type: "ringProbe", elements: [ROUND_ELEMENTS], repeats: 1 }, "ringProbed", { timeoutMs, waitingFor: "a round of the data ring's all-reduce driven as a step" })));
+    // The member that entered last waited least: its time is the all-reduce's own.
+    rounds.push({ ms: performance.now() - t0, allReduceMs: Math.min(...replies.map((r) => r.msg.ms[0]?.[0] ?? Infinity)) });
   }
-  return median(rounds.slice(1));
+  const kept = rounds.slice(1);
+  return { ms: median(kept.map((r) => r.ms)), allReduceMs: median(kept.map((r) => r.allReduceMs)) };
 }
 
 /**
@@ -74,16 +78,21 @@ export function typicalCpuMs(repeats: readonly number[]): number | undefined {
  * one's time, the latency (never below zero: noise must not make bytes free or time negative).
  * Each member's CPU times for the two (`cpuMs`, by rank), where all said, give its CPU terms alike.
  * A step-shaped round of an all-reduce (`round`) less what these terms price it at is what a step
- * costs around its all-reduce (never below zero).
+ * costs around its all-reduce (never below zero). Where the round's all-reduce itself, as its last
+ * member to enter timed it, ran faster than they price it, the link let a burst through after
+ * idle (`burstSeconds`): the round's cost came out that much lower than a step too small to use
+ * the burst pays.
  */
-export function ringSpeedOf(members: number, path: DataPlanePath, bytes: readonly [number, number], ms: readonly [number, number], also: { cpuMs?: ReadonlyArray<readonly [number, number]>; round?: { bytes: number; ms: number } } = {}): RingSpeed {
+export function ringSpeedOf(members: number, path: DataPlanePath, bytes: readonly [number, number], ms: readonly [number, number], also: { cpuMs?: ReadonlyArray<readonly [number, number]>; round?: { bytes: number; ms: number; allReduceMs?: number } } = {}): RingSpeed {
   const { cpuMs, round } = also;
   const phases = 2 * (members - 1);
   const perByteMs = Math.max((ms[1] - ms[0]) / (bytes[1] - bytes[0]), ms[1] / bytes[1] / 4);
   const linkBytesPerSecond = (phases / members / perByteMs) * 1000;
   const latencySeconds = Math.max(0, ms[0] - perByteMs * bytes[0]) / phases / 1000;
   const cpu = cpuMs?.length === members ? { cpu: Object.freeze(cpuMs.map((c) => Object.freeze(ringCpuOf(bytes, c)))) } : {};
-  const priced = round ? { roundSeconds: Math.max(0, round.ms - allReduceMs(round.bytes, members, { linkBytesPerSecond, latencySeconds })) / 1000 } : {};
+  const price = round ? allReduceMs(round.bytes, members, { linkBytesPerSecond, latencySeconds }) : 0;
+  const burst = round?.allReduceMs !== undefined && Number.isFinite(round.allReduceMs) ? { burstSeconds: Math.max(0, price - round.allReduceMs) / 1000 } : {};
+  const priced = round ? { roundSeconds: Math.max(0, round.ms - price) / 1000, ...burst } : {};
   return Object.freeze({ members, path, linkBytesPerSecond, latencySeconds, ...cpu, ...priced });
 }
 

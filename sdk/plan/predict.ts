@@ -40,6 +40,27 @@ export interface RingSpeed {
    * all-reduce driven as steps are, less what the ring's terms price it at (driver/ring-probe.ts).
    */
   readonly roundSeconds?: number;
+  /**
+   * How much faster than the ring's terms price it the round's all-reduce ran, as its last member
+   * to enter timed it, seconds: a link that lets a burst through after idle (a token bucket, a
+   * cloud VM's burst). The round used it, and so does a step whose all-reduce is as large; a
+   * smaller one saves at most its own time on the wire (stepRoundSeconds).
+   */
+  readonly burstSeconds?: number;
+}
+
+/**
+ * What a step with `bytes` to all-reduce pays around its all-reduces on a ring whose rounds were
+ * timed: the rounds' cost, plus the burst the round's all-reduce used that a step's smaller one
+ * cannot (it saves at most its own bytes' time at the ring's rate). On 1 Gbit/s links shaped with
+ * a 1 ms bucket (bench:network, 2026-11-29, the small MLP on 2 workers), the round's 1 MiB all-reduce ran
+ * 0.7-0.8 ms under the ring's price and the rounds read 0.7-1.1 ms, while PowerSGD's steps (31 KB)
+ * paid 1.3-1.9 ms around their all-reduces, as the round's time beyond its all-reduce (1.4-1.8) said.
+ */
+export function stepRoundSeconds(ring: RingSpeed, bytes: number): number | undefined {
+  if (ring.roundSeconds === undefined) return undefined;
+  const wireSeconds = allReduceMs(bytes, ring.members, { linkBytesPerSecond: ring.linkBytesPerSecond, latencySeconds: 0 }) / 1000;
+  return ring.roundSeconds + Math.max(0, (ring.burstSeconds ?? 0) - wireSeconds);
 }
 
 /** A plan's predicted step: compute, communication and idle time, throughput, and what it rests on (measured or estimated). */
@@ -106,14 +127,16 @@ export function predictData(o: { flopsPerSample: number; layers: number; gradien
   // The ring measured itself where it could; else the driver's links stand in for it.
   const linksCommMs = allReduceMs(o.gradientBytes, o.replicas, s.ring ?? s, o.allReduces);
   // A ring's members start a step apart, which a round timed on the ring says; one worker alone does not.
-  const round = o.replicas > 1 ? s.ring?.roundSeconds : undefined;
+  const round = o.replicas > 1 && s.ring ? stepRoundSeconds(s.ring, o.gradientBytes) : undefined;
   const linksMs = computeMs + linksCommMs + stepOverheadMs(s, o.feedBytes, round);
   // A step's compute is priced as the workers run it together; k workers to a core each spend 1/k of that wall time on it.
   const core = o.seats && o.replicas > 1 ? dataCoreLoad({ computeMs: computeMs / s.coreSharing, bytes: o.gradientBytes, allReduces: o.allReduces ?? 1, replicas: o.replicas, feedBytes: o.feedBytes }, s.ring?.cpu, o.seats) : undefined;
   const stepMs = Math.max(linksMs, core?.ms ?? 0);
   const also = o.also ? `, ${o.also.what} ${o.also.ms.toFixed(1)} ms a step (${o.also.timed ? "timed on a worker" : "from its FLOPs"})` : "";
   const cpu = core ? `, and each worker's CPU for its all-reduces as the ring probe timed it${core.ms >= linksMs ? `; the busiest core bounds it: ${namesOf(core.names)} on it spend ${core.ms.toFixed(1)} ms of CPU a step` : ""}` : "";
-  const rounds = round !== undefined ? `, ${(round * 1000).toFixed(2)} ms a step for its messages, the workers starting apart and a cold all-reduce (timed in rounds driven as steps)` : "";
+  const unused = round !== undefined && s.ring?.roundSeconds !== undefined ? round - s.ring.roundSeconds : 0;
+  const burst = unused > 0 ? `, ${(unused * 1000).toFixed(2)} ms of it the burst the link let through after idle, which the rounds' all-reduce used and this step's, smaller, cannot` : "";
+  const rounds = round !== undefined ? `, ${(round * 1000).toFixed(2)} ms a step for its messages, the workers starting apart and a cold all-reduce (timed in rounds driven as steps${burst})` : "";
   return { stepMs, computeMs, commMs: linksCommMs + stepMs - linksMs, bubble: 0, samplesPerSecond: (o.globalBatch / stepMs) * 1000, basis: basis(s, step.timed ? o.profile : undefined, o.replicas > 1) + rounds + also + cpu, timed: step.timed };
 }
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ringSpeedOf } from "../../sdk/driver/ring-probe";
-import { predictData } from "../../sdk/plan/predict";
+import { predictData, stepRoundSeconds } from "../../sdk/plan/predict";
 import { speedsOf } from "../../sdk/plan/speeds";
 import { sustainedRate } from "../../sdk/cluster/link-probe";
 
@@ -63,6 +63,32 @@ test("a step pays what a round driven as a step took beyond the ring's price for
   assert.match(after.basis, /1\.50 ms a step for its messages, the workers starting apart and a cold all-reduce/);
   const one = { ...o, replicas: 1, globalBatch: 64 };
   assert.equal(predictData(one, speedsOf(devices, rounds)!).stepMs, predictData(one, speedsOf(devices, plain)!).stepMs);
+});
+
+test("a round whose all-reduce ran under the ring's price used a burst, which a step with fewer bytes pays back", () => {
+  // 1 Gbit/s: 120 MB/s a hop. The round's 1 MiB all-reduce, as its last member timed it, ran 0.75 ms under its price.
+  const ms = [ringMs(2, 4096, 120e6, 0.05), ringMs(2, 8 * 2 ** 20, 120e6, 0.05)] as const;
+  const price = ringMs(2, 2 ** 20, 120e6, 0.05);
+  const ring = ringSpeedOf(2, "native", [4096, 8 * 2 ** 20], ms, { round: { bytes: 2 ** 20, ms: price + 0.9, allReduceMs: price - 0.75 } });
+  assert.ok(Math.abs(ring.roundSeconds! * 1000 - 0.9) < 1e-9, `${ring.roundSeconds! * 1000} ms`);
+  assert.ok(Math.abs(ring.burstSeconds! * 1000 - 0.75) < 1e-9, `${ring.burstSeconds! * 1000} ms`);
+  // 31 KB a step (PowerSGD's on the small MLP) spend 0.26 ms on this wire: 0.49 ms of the burst are beyond them.
+  const small = 31_244;
+  const wireMs = (small / 120e6) * 1000;
+  assert.ok(Math.abs(stepRoundSeconds(ring, small)! * 1000 - (0.9 + 0.75 - wireMs)) < 1e-9);
+  // A step with more bytes than the burst's time at the ring's rate uses all of it, as the round did.
+  assert.equal(stepRoundSeconds(ring, 2 ** 20), ring.roundSeconds);
+  const devices = [0, 1].map(() => ({ gflops: 20, kernelOverheadUs: 8, linkBytesPerSecond: 120e6, linkLatencyMs: 0.05, host: "a", cpus: 2 }));
+  const o = { flopsPerSample: 1e6, layers: 3, gradientBytes: small, globalBatch: 128, replicas: 2, feedBytes: 0 };
+  const withBurst = predictData(o, speedsOf(devices, ring)!);
+  const without = predictData(o, speedsOf(devices, { ...ring, burstSeconds: 0 })!);
+  assert.ok(Math.abs(withBurst.stepMs - without.stepMs - (0.75 - wireMs)) < 1e-9, `${withBurst.stepMs} against ${without.stepMs}`);
+  assert.match(withBurst.basis, /0\.49 ms of it the burst the link let through after idle/);
+  assert.doesNotMatch(without.basis, /burst/);
+  // An all-reduce slower than its price in the round is a cold start the round's cost holds already: no burst.
+  const cold = ringSpeedOf(2, "native", [4096, 8 * 2 ** 20], ms, { round: { bytes: 2 ** 20, ms: price + 1.5, allReduceMs: price + 0.4 } });
+  assert.equal(cold.burstSeconds, 0);
+  assert.equal(stepRoundSeconds(cold, small), cold.roundSeconds);
 });
 
 test("a parameter server's link is priced at the rate it sustains, its burst left out", () => {
