@@ -54,7 +54,7 @@ export interface RingSpeed {
  * timed: the rounds' cost, plus the burst the round's all-reduce used that a step's smaller one
  * cannot (it saves at most its own bytes' time at the ring's rate). On 1 Gbit/s links shaped with
  * a 1 ms bucket (bench:network, 2026-11-29, the small MLP on 2 workers), the round's 1 MiB all-reduce ran
- * 0.7-0.8 ms under the ring's price and the rounds read 0.7-1.1 ms, while PowerSGD's steps (31 KB)
+ * 0.7-0.8 ms under the ring's price and the rounds read 0.6-1.2 ms, while PowerSGD's steps (31 KB)
  * paid 1.3-1.9 ms around their all-reduces, as the round's time beyond its all-reduce (1.4-1.8) said.
  */
 export function stepRoundSeconds(ring: RingSpeed, bytes: number): number | undefined {
