@@ -297,6 +297,7 @@ static napi_value init(napi_env env, napi_value exports) {
   EXPORT("trimMemory", trim_memory);
   mt_register_data_plane(env, exports);
   mt_register_half(env, exports);
+  mt_register_step(env, exports);
   return exports;
 }
 

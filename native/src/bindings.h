@@ -20,5 +20,7 @@ napi_value mt_bind_segment_sum(napi_env env, napi_callback_info info);
 void mt_register_data_plane(napi_env env, napi_value exports);
 /* The 16-bit codec's functions (half_bind.c). */
 void mt_register_half(napi_env env, napi_value exports);
+/* The graph step's kernels (step_bind.c). */
+void mt_register_step(napi_env env, napi_value exports);
 
 #endif

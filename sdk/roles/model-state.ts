@@ -43,6 +43,18 @@ export class ModelState {
     return this.known.slice();
   }
 
+  /** The state's values now, laid out flat (the native step's forward pass moves them in place, on the host). */
+  values(): Float32Array {
+    const out = new Float32Array(this.length);
+    let at = 0;
+    for (const v of this.vars) {
+      const d = v.read().dataSync() as Float32Array;
+      out.set(d, at);
+      at += d.length;
+    }
+    return out;
+  }
+
   /** Puts back values kept with tensors().map(clone) (where they live: no read back). */
   restore(kept: readonly tf.Tensor[]): void {
     this.vars.forEach((v, i) => v.write(kept[i]!));

@@ -2,8 +2,7 @@ import type { LoadOf } from "../protocol/messages";
 import * as tf from "@tensorflow/tfjs";
 import { loadAddon } from "../backends/native/addon";
 import { NativeBackend } from "../backends/native/backend";
-import { NativeStep, type StepChoice } from "../backends/native/step/native-step";
-import type { LossName } from "../protocol/loss-names";
+import { NativeStep, type StepChoice, type StepObjective } from "../backends/native/step/native-step";
 import { DataError, ModelError } from "../errors/errors";
 import { estimateReplicaMemory, formatBytes, memoryTotal, shardedMemory } from "../plan/memory";
 import { largestBucketBytes } from "../plan/shard-buckets";
@@ -84,13 +83,11 @@ export async function loadReplica(msg: LoadOf<"replica" | "ps-worker">, weights:
   const vars = model.trainableWeights.map((w) => w.read() as tf.Variable);
   const sizes = vars.map((v) => v.size);
   const names = model.trainableWeights.map((w) => w.originalName);
-  const step: StepChoice = msg.classWeight
-    ? { native: null, why: "classWeight weighs each sample's loss, which the native step does not" }
-    : "batchNorm" in msg && msg.batchNorm === "sync"
-    ? { native: null, why: 'batchNorm "sync" takes each step in all-reduced rounds, by autodiff' }
-    : objective.heads.length > 1
-      ? { native: null, why: `the model has ${objective.heads.length} outputs; the native step computes one` }
-      : compileNativeStep(model, msg.loss, vars);
+  const heads = msg.heads ?? [{ loss: msg.loss, weight: 1 }];
+  const step: StepChoice =
+    "batchNorm" in msg && msg.batchNorm === "sync"
+      ? { native: null, why: 'batchNorm "sync" takes each step in all-reduced rounds, by autodiff' }
+      : compileNativeStep(model, { heads, classWeight: msg.classWeight ?? null }, vars);
   return { model, compileOptimizer, objective, vars, names, sizes, gradientLength: sizes.reduce((a, b) => a + b, 0), state: new ModelState(model), step };
 }
 
@@ -100,11 +97,11 @@ export function replicaStepReport(r: LoadedReplica): ReplicaStepChoice {
 }
 
 /** The native step where the worker runs the native backend and the model compiles to one. */
-function compileNativeStep(model: tf.LayersModel, loss: LossName, vars: tf.Variable[]): StepChoice {
+function compileNativeStep(model: tf.LayersModel, objective: StepObjective, vars: tf.Variable[]): StepChoice {
   const backend = tf.backend();
   if (!(backend instanceof NativeBackend)) return { native: null, why: `the ${tf.getBackend()} backend has no native step` };
   if (process.env.MESHTRAIN_NATIVE_STEP === "0") return { native: null, why: "MESHTRAIN_NATIVE_STEP=0 turned it off" };
-  return NativeStep.compile(backend, model, loss, vars);
+  return NativeStep.compile(backend, model, objective, vars);
 }
 
 /** What a slice's step reads besides its gradient: the buckets to announce, and the state after its forward pass. */
@@ -122,7 +119,7 @@ export interface SliceExtras {
  */
 export async function sliceGradient(r: LoadedReplica, x: Feed, y: Feed, weight: number, flat: Float32Array, extra: SliceExtras = {}): Promise<{ loss: number; metrics?: Record<string, number> }> {
   try {
-    if (r.step.native) return nativeSlice(r, r.step.native, feedList(x)[0]!, feedList(y)[0]!, weight, flat, extra.ready);
+    if (r.step.native) return nativeSlice(r, r.step.native, x, y, weight, flat, extra);
     return onDevice() ? await deviceSlice(r, x, y, weight, flat, extra.stateNow) : await autodiffSlice(r, x, y, weight, flat, extra.stateNow);
   } catch (err) {
     const msg = (err as Error).message;
@@ -138,21 +135,27 @@ export async function sliceGradient(r: LoadedReplica, x: Feed, y: Feed, weight: 
   }
 }
 
-function nativeSlice(r: LoadedReplica, step: NativeStep, x: Tensorlike, y: Tensorlike, weight: number, flat: Float32Array, ready?: (from: number) => void): { loss: number; metrics?: Record<string, number> } {
-  const { loss, out } = step.run(x, y, weight, flat, ready);
-  const metrics = nativeMetrics(r, step, x, y, out);
+function nativeSlice(r: LoadedReplica, step: NativeStep, x: Feed, y: Feed, weight: number, flat: Float32Array, extra: SliceExtras): { loss: number; metrics?: Record<string, number> } {
+  const { loss, outs, each } = step.run(x, y, weight, flat, extra.ready);
+  // The forward pass moved the state (BatchNormalization's moving statistics) in place.
+  if (extra.stateNow) extra.stateNow.set(r.state.values());
+  const metrics = nativeMetrics(r, step, y, outs, each);
   return metrics ? { loss, metrics } : { loss };
 }
 
-/** The compiled metrics of a native step's output `out` for the slice (x, y); undefined when there are none. */
-export function nativeMetrics(r: LoadedReplica, step: NativeStep, x: Tensorlike, y: Tensorlike, out: Float32Array): Record<string, number> | undefined {
-  if (r.objective.metrics.length === 0) return undefined;
-  const ys = labelTensor(y);
-  const outs = tf.tensor(out, [x.shape[0]!, ...step.outShape], "float32");
+/** The compiled metrics (and each output's loss, with several) of a native step's outputs for the slice's targets `y`; undefined when there are none. */
+export function nativeMetrics(r: LoadedReplica, step: NativeStep, y: Feed, outs: readonly Float32Array[], each: readonly number[]): Record<string, number> | undefined {
+  const names = reportedNames(r.objective);
+  if (names.length === 0) return undefined;
+  const targets = feedList(y);
+  const batch = targets[0]?.shape[0] ?? 0;
+  const ys = targets.map(labelTensor);
+  const ts = outs.map((o, k) => tf.tensor(o, [batch, ...step.outShapes[k]!], "float32"));
+  const losses = each.map((l) => tf.scalar(l));
   try {
-    return readReported(r.objective, [ys], [outs], [])!;
+    return readReported(r.objective, ys, ts, losses)!;
   } finally {
-    tf.dispose([ys, outs]);
+    tf.dispose([...ys, ...ts, ...losses]);
   }
 }
 

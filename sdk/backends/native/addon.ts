@@ -3,7 +3,7 @@ import * as path from "node:path";
 import { chooseBlasCore } from "./blas-core";
 import type { AddonLoad, NativeAddon } from "./addon-api";
 
-export { BINARY, REDUCE, UNARY, type AddonLoad, type NativeAddon } from "./addon-api";
+export { ACT, BINARY, REDUCE, UNARY, type AddonLoad, type NativeAddon } from "./addon-api";
 
 const ROOT = path.join(__dirname, "..", "..", "..", "..");
 const ADDON = path.join(ROOT, "native", "build", "meshtrain_native.node");

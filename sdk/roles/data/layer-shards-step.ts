@@ -1,8 +1,9 @@
 import type * as tf from "@tensorflow/tfjs";
 import { wallClock } from "../../util/clock";
-import { rowsOf, type Tensorlike } from "../../protocol/tensor";
+import type { Tensorlike } from "../../protocol/tensor";
 import { replicaSlices } from "../../plan/batches";
-import { feedList, type Feed } from "../objective";
+import { feedRows, feedRowsOf, type Feed } from "../objective";
+import type { StepOutcome } from "../../backends/native/step/native-step";
 import type { HostIO, RoleReply } from "../role";
 import type { MessageOf } from "../../protocol/messages";
 import { ProtocolError } from "../../errors/errors";
@@ -25,7 +26,7 @@ import type { LayerShards } from "./layer-shards";
 export async function layerShardsStep(shards: LayerShards, r: LoadedReplica, weight: number, x: Feed, y: Feed, io: HostIO, step: number, learningRate?: number, accumulate = 1): Promise<StepResult> {
   const t0 = performance.now();
   const startedAt = wallClock();
-  const passes = await chunks(shards, r, feedList(x)[0]!, feedList(y)[0]!, weight, accumulate, io);
+  const passes = await chunks(shards, r, x, y, weight, accumulate, io);
   const t1 = performance.now();
   const { own, failure } = passes;
   const flagged = own !== undefined || failure !== undefined ? 1 : 0;
@@ -66,16 +67,16 @@ export async function layerShardsStep(shards: LayerShards, r: LoadedReplica, wei
  * this replica found non-finite in its input or loss, and what failed (after which the remaining
  * chunks take part with nothing to add).
  */
-async function chunks(shards: LayerShards, r: LoadedReplica, xs: Tensorlike, ys: Tensorlike, weight: number, k: number, io: HostIO): Promise<{ loss: number; metrics?: Record<string, number>; own?: NonFinite; failure?: unknown }> {
-  const rows = xs.shape[0] ?? 0;
+async function chunks(shards: LayerShards, r: LoadedReplica, xs: Feed, ys: Feed, weight: number, k: number, io: HostIO): Promise<{ loss: number; metrics?: Record<string, number>; own?: NonFinite; failure?: unknown }> {
+  const rows = feedRows(xs);
   const out: { loss: number; metrics?: Record<string, number>; own?: NonFinite; failure?: unknown } = { loss: 0 };
   let from = 0;
   for (const [c, n] of replicaSlices(rows, k).entries()) {
     const share = rows > 0 ? n / rows : 0;
-    const x = rowsOf(xs, from, from + n);
-    const y = rowsOf(ys, from, from + n);
+    const x = feedRowsOf(xs, from, from + n);
+    const y = feedRowsOf(ys, from, from + n);
     from += n;
-    let pass: { loss: number; out: Float32Array } | null = null;
+    let pass: StepOutcome | null = null;
     if (out.failure === undefined) {
       try {
         pass = await shards.slice(x, y, weight * share, io, c > 0);
@@ -89,9 +90,9 @@ async function chunks(shards: LayerShards, r: LoadedReplica, xs: Tensorlike, ys:
       continue;
     }
     if (n === 0) continue;
-    out.own ??= inputNonFinite(x, y) ?? (!Number.isFinite(pass.loss) ? { where: "loss" } : undefined);
+    out.own ??= inputNonFinite(...x, ...y) ?? (!Number.isFinite(pass.loss) ? { where: "loss" } : undefined);
     out.loss += share * pass.loss;
-    const metrics = r.step.native ? nativeMetrics(r, r.step.native, x, y, pass.out) : undefined;
+    const metrics = r.step.native ? nativeMetrics(r, r.step.native, y, pass.outs, pass.each) : undefined;
     for (const [name, v] of Object.entries(metrics ?? {})) (out.metrics ??= {})[name] = (out.metrics[name] ?? 0) + share * v;
   }
   if (out.failure !== undefined) delete out.own;

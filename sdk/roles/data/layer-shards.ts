@@ -1,12 +1,13 @@
 import * as tf from "@tensorflow/tfjs";
 import { hasNonFinite } from "../../backends/native/finite";
 import type { NativeBackend } from "../../backends/native/backend";
-import type { NativeStep } from "../../backends/native/step/native-step";
+import type { NativeStep, StepOutcome } from "../../backends/native/step/native-step";
 import { ModelError, ProtocolError, StateError } from "../../errors/errors";
 import type { FlatRanges } from "../../model/flat-state";
 import type { OptimizerSpec } from "../../protocol/optimizer-spec";
 import type { Tensorlike } from "../../protocol/tensor";
 import type { HostIO } from "../role";
+import type { Feed } from "../objective";
 import type { LoadedReplica } from "../slice-gradient";
 import type { UpdateRule } from "../tfjs-update";
 import { hasNativeKernel, makeUpdateRule } from "../update-rule";
@@ -144,7 +145,7 @@ export class LayerShards {
   }
 
   /** The slice's forward and backward pass, each layer gathered, its gradient reduce-scattered into `gradient` (`add`: a later chunk's, added to it). */
-  async slice(x: Tensorlike, y: Tensorlike, weight: number, io: HostIO, add = false): Promise<{ loss: number; out: Float32Array }> {
+  async slice(x: Feed, y: Feed, weight: number, io: HostIO, add = false): Promise<StepOutcome> {
     await this.reduces.drain();
     if (!add) this.record.restart();
     const unit = (op: number): Unit => this.units[this.unitOf(op)]!;
@@ -267,8 +268,9 @@ export class LayerShards {
   }
 
   /** A sample shape's empty batch, for a slice that takes its part in the collectives without computing. */
-  emptyBatch(): { x: Tensorlike; y: Tensorlike } {
-    return { x: { data: new Float32Array(0), shape: [0, ...this.step.inputShape] }, y: { data: new Float32Array(0), shape: [0, ...this.step.outShape] } };
+  emptyBatch(): { x: Tensorlike[]; y: Tensorlike[] } {
+    const empty = (shape: readonly number[]): Tensorlike => ({ data: new Float32Array(0), shape: [0, ...shape] });
+    return { x: this.step.inputShapes.map(empty), y: this.step.outShapes.map(empty) };
   }
 
   dispose(): void {

@@ -4,7 +4,6 @@ import type { ModelSummary } from "../../plan/model-summary";
 import type { OptimizerSpec } from "../../protocol/optimizer-spec";
 import type { PlanOptions } from "../../plan/plans";
 import { NATIVE_BACKEND } from "../../backends/native/backend";
-import { isStepLoss, STEP_LOSSES } from "../../backends/native/step/loss";
 
 /**
  * Whether sharded data parallelism lets the whole model train on every worker: ZeRO-1 (each
@@ -31,15 +30,13 @@ export function shardedChoice(e: MemoryEstimate, model: ModelSummary, n: number,
  * layers than the workers need stages, still trains; where a split fits too, the planner ranks
  * them by predicted speed. They work layer
  * by layer inside meshtrain's native step: the model's layers and the loss must be ones it
- * computes, on workers of the native backend. With no loss given (plan()), one it computes is
- * assumed; fit() plans with its own.
+ * computes (it computes every loss model.compile names), on workers of the native backend.
  */
 export function layerShardChoice(e: MemoryEstimate, model: ModelSummary, n: number, cap: number, o: PlanOptions): { shard: "gradients" | "parameters" | null; bucketMB?: number; reasons: string[] } {
   if (n < 2) return { shard: null, reasons: [] };
   const refused = (why: string) => ({ shard: null, reasons: [`ZeRO-2 and -3 (shard "gradients" | "parameters"): ${why}`] });
   if (o.nativeLayers === undefined) return refused("not weighed: this plan was made without compiling the model's layers, which says whether meshtrain's native step computes them");
   if (o.nativeLayers) return refused(`they work inside meshtrain's native step, and ${o.nativeLayers}`);
-  if (o.loss && !isStepLoss(o.loss)) return refused(`they work inside meshtrain's native step, which does not compute the ${o.loss} loss (${STEP_LOSSES.join(", ")})`);
   const other = o.devices?.findIndex((d) => d.backend !== NATIVE_BACKEND) ?? -1;
   if (other >= 0) return refused(`they work inside meshtrain's native step, and worker ${other} runs TF.js's "${o.devices![other]!.backend}" backend`);
   const need = (shard: "gradients" | "parameters", bucketMB?: number): number => memoryTotal(shardedMemory(e, shard, n, largestBucketBytes(model, bucketCapBytes(shard, bucketMB)), o.optimizer));

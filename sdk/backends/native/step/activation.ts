@@ -1,54 +1,38 @@
-import { UNARY, type NativeAddon } from "../addon";
-import { ACTIVATION } from "../kernels/common";
+import { ACT, type NativeAddon } from "../addon";
 
-/** The activations a compiled step computes itself; any other makes the model fall back to autodiff. */
-export const STEP_ACTIVATIONS = ["linear", "relu", "sigmoid", "tanh", "softmax"] as const;
-export type StepActivation = (typeof STEP_ACTIVATIONS)[number];
+/** The activations a compiled step computes (tfjs-layers' names), and softmax, which works on rows. */
+export type StepActivation = keyof typeof ACT | "softmax";
 
-export function isStepActivation(name: unknown): name is StepActivation {
-  return typeof name === "string" && (STEP_ACTIVATIONS as readonly string[]).includes(name);
+const NAMES: Readonly<Record<string, StepActivation>> = {
+  linear: "linear", relu: "relu", relu6: "relu6", sigmoid: "sigmoid", tanh: "tanh", hardSigmoid: "hardSigmoid",
+  elu: "elu", selu: "selu", softplus: "softplus", softsign: "softsign", gelu: "gelu", gelu_new: "gelu_new",
+  swish: "swish", mish: "mish", softmax: "softmax",
+};
+
+/** A layer config's activation as a step activation, or null for one the step does not compute (logSoftmax, a custom one). */
+export function stepActivation(name: unknown): StepActivation | null {
+  if (name === undefined || name === null) return "linear";
+  return typeof name === "string" ? (NAMES[name] ?? null) : null;
 }
 
-/**
- * out = act(out + bias), in place, over rows of `cols` values: the same float32 operations, in
- * the same order, as the layer's unfused path (add the bias, then the activation).
- */
-export function biasThenActivate(addon: NativeAddon, out: Float32Array, bias: Float32Array | null, rows: number, cols: number, act: StepActivation): void {
-  if (act === "softmax" || act === "tanh") {
-    addon.biasActivation(out, bias, rows, cols, ACTIVATION.linear!, 0);
-    if (act === "softmax") addon.softmax(out, out, rows, cols);
-    else addon.unary(UNARY.Tanh, out, out, 0, 0);
-    return;
-  }
-  addon.biasActivation(out, bias, rows, cols, ACTIVATION[act]!, 0);
+/** Whether the gradient needs the activation's input (else its output gives it, and it can run in place). */
+export function needsInput(act: StepActivation): boolean {
+  return !(act === "linear" || act === "relu" || act === "relu6" || act === "sigmoid" || act === "tanh" || act === "elu" || act === "softmax");
 }
 
-/**
- * dy := dL/d(pre-activation), in place, from dL/d(activation) and the activation's output y,
- * as TF.js's gradients compute it.
- */
-export function activationBackward(addon: NativeAddon, dy: Float32Array, y: Float32Array, rows: number, cols: number, act: StepActivation): void {
-  switch (act) {
-    case "linear":
-      return;
-    case "relu":
-      addon.reluGrad(dy, y, dy);
-      return;
-    case "sigmoid":
-      for (let i = 0; i < dy.length; i++) dy[i] = Math.fround(dy[i]! * Math.fround(y[i]! * Math.fround(1 - y[i]!)));
-      return;
-    case "tanh":
-      for (let i = 0; i < dy.length; i++) dy[i] = Math.fround(dy[i]! * Math.fround(1 - Math.fround(y[i]! * y[i]!)));
-      return;
-    case "softmax":
-      // dx = y*dy - sum(y*dy) * y, per row
-      for (let r = 0; r < rows; r++) {
-        const o = r * cols;
-        let s = 0;
-        for (let c = 0; c < cols; c++) s += Math.fround(dy[o + c]! * y[o + c]!);
-        const sf = Math.fround(s);
-        for (let c = 0; c < cols; c++) dy[o + c] = Math.fround(Math.fround(dy[o + c]! * y[o + c]!) - Math.fround(sf * y[o + c]!));
-      }
-      return;
-  }
+/** The parameter tfjs-layers' activation functions use when a layer names them (swish's beta is 1). */
+function defaultAlpha(act: StepActivation): number {
+  return act === "swish" ? 1 : 0;
+}
+
+/** y = act(x) over rows of `cols` (softmax per row); y may be x. */
+export function activate(addon: NativeAddon, act: StepActivation, x: Float32Array, y: Float32Array, cols: number, alpha = defaultAlpha(act)): void {
+  if (act === "softmax") return addon.softmaxAxis(x, y, x.length / cols, cols, 1);
+  addon.actForward(ACT[act], x, y, alpha);
+}
+
+/** dx (+)= dL/dx from dy, the input x (where needed) and the output y; dx may be dy when not adding. */
+export function activateBackward(addon: NativeAddon, act: StepActivation, dy: Float32Array, x: Float32Array | null, y: Float32Array, dx: Float32Array, cols: number, add: boolean, alpha = defaultAlpha(act)): void {
+  if (act === "softmax") return addon.softmaxAxisBackward(y, dy, dx, y.length / cols, cols, 1, add ? 1 : 0);
+  addon.actBackward(ACT[act], dy, x, y, dx, alpha, add ? 1 : 0);
 }

@@ -1,133 +1,258 @@
 import type * as tf from "@tensorflow/tfjs";
-import type { LossName } from "../../../protocol/loss-names";
-import { branchOf } from "../../../model/chain";
-import { isStepActivation } from "./activation";
-import { ConvOp, PoolOp, type WindowConfig } from "./conv-op";
-import { ActivationOp, AliasOp, DenseOp } from "./dense";
-import { isStepLoss, STEP_LOSSES, type StepLoss } from "./loss";
-import type { GradientSlot, StepOp } from "./op";
+import { graphOf, type Graph, type GraphNode } from "./graph";
+import type { LayerCall } from "./layer-call";
+import { LAYER_TABLE, layerClasses, type MaskRule } from "./layer-table";
+import { MaskOp } from "./ops/mask";
+import { sizeOf, type Op, type ParamSlot } from "./op";
+import { penaltiesOf, type Penalty } from "./regularizers";
 
-type Layer = tf.layers.Layer;
-type Config = Record<string, unknown>;
-
-/** A model compiled to a replica step, or why it cannot be. */
-export type StepPlan = { ok: true; ops: StepOp[]; loss: StepLoss; inShape: number[] } | { ok: false; why: string };
-
-const REGULARIZERS = ["kernelRegularizer", "biasRegularizer", "activityRegularizer"] as const;
-
-function perSample(shape: tf.Shape | tf.Shape[]): number[] | null {
-  if (shape.length > 0 && Array.isArray(shape[0])) return null;
-  const rest = (shape as tf.Shape).slice(1);
-  return rest.every((d): d is number => typeof d === "number") ? rest : null;
+/** One op of a schedule, wired to the step's arrays (storages) by index. */
+export interface ScheduledOp {
+  op: Op;
+  inputs: number[];
+  outputs: number[];
+  /** The storage of the mask its layer receives, or null. */
+  mask: number | null;
+  /** Whether it runs backward: an output reaches a loss, and it or something before it trains. */
+  backward: boolean;
+  /** For each input: whether its gradient is needed, and whether it is added to what is there. */
+  needDx: boolean[];
+  addDx: boolean[];
+  /** Outputs whose gradient nothing writes (they reach no loss), zeroed before its backward pass. */
+  zeroFirst: number[];
+  /** Penalties of weights whose last use this op is (applied once their gradient is final). */
+  penalties: Penalty[];
 }
 
-function pair(v: unknown): [number, number] {
-  return Array.isArray(v) ? [Number(v[0]), Number(v[1] ?? v[0])] : [Number(v), Number(v)];
+/** A model compiled for one set of per-sample input shapes. */
+export interface Schedule {
+  ops: ScheduledOp[];
+  /** Elements a sample of each storage holds, and whether it gets a gradient array. */
+  sizes: number[];
+  grads: boolean[];
+  inputs: number[];
+  outputs: number[];
+  outShapes: number[][];
 }
 
-/** The variable behind a layer weight, and where its gradient goes (null: frozen). */
-function slotOf(w: tf.LayerVariable | undefined, slots: Slots): GradientSlot | null {
-  if (!w) return null;
-  const variable = w.read() as tf.Variable;
-  slots.seen.add(variable);
-  return { variable, offset: slots.offsets.get(variable) ?? null };
-}
-
-/** Each trainable variable's offset in the flat gradient, and the variables the compiled layers hold. */
-interface Slots {
+/** A model as the native step computes it, whatever its inputs' lengths. */
+export interface Program {
+  graph: Graph;
+  /** Trainable weights' offsets in the flat gradient. */
   offsets: Map<tf.Variable, number>;
-  seen: Set<tf.Variable>;
+  /** The schedule for these per-sample input shapes (made once per distinct shapes), or why not. */
+  schedule(inShapes: readonly number[][]): Schedule | string;
 }
 
-/** One layer as an op, or why it is not compiled. */
-function opOf(l: Layer, inShape: number[], outShape: number[], slots: Slots): StepOp | string {
-  const cfg = l.getConfig() as Config;
-  const cls = l.getClassName();
-  const name = `${l.name} (${cls})`;
-  const reg = REGULARIZERS.find((k) => cfg[k] != null);
-  if (reg) return `${name} has a ${reg}`;
-  const act = cfg.activation ?? "linear";
-  if ((cls === "Dense" || cls === "Conv2D" || cls === "Activation") && !isStepActivation(act)) return `${name} uses the ${String(act)} activation`;
-  const actName = isStepActivation(act) ? act : "linear";
-  const weights = l.weights as tf.LayerVariable[];
-  const kernel = slotOf(weights[0], slots);
-  const bias = cfg.useBias === false ? null : slotOf(weights[1], slots);
-  switch (cls) {
-    case "Flatten":
-    case "Reshape":
-      return new AliasOp(l.name, outShape);
-    case "Activation":
-      return new ActivationOp(l.name, outShape, actName);
-    case "Dense":
-      return new DenseOp(l.name, inShape, outShape, kernel!, bias, actName);
-    case "Conv2D":
-    case "MaxPooling2D":
-    case "AveragePooling2D": {
-      if (cfg.dataFormat !== undefined && cfg.dataFormat !== "channelsLast") return `${name} is channels-first`;
-      if (inShape.length !== 3) return `${name} takes input of shape [${inShape.join(", ")}]`;
-      const padding = cfg.padding === "same" ? "same" : cfg.padding === "valid" ? "valid" : null;
-      if (!padding) return `${name} pads by ${String(cfg.padding)}`;
-      if (cls === "Conv2D") {
-        const dilation = pair(cfg.dilationRate ?? 1);
-        if (dilation[0] !== 1 || dilation[1] !== 1 || (cfg.groups !== undefined && cfg.groups !== 1)) return `${name} is dilated or grouped`;
-        const win: WindowConfig = { kernel: pair(cfg.kernelSize), strides: pair(cfg.strides ?? 1), padding };
-        return new ConvOp(l.name, inShape, outShape, win, kernel!, bias, actName);
-      }
-      const size = pair(cfg.poolSize ?? 2);
-      const win: WindowConfig = { kernel: size, strides: cfg.strides == null ? size : pair(cfg.strides), padding };
-      return new PoolOp(l.name, inShape, outShape, win, cls === "MaxPooling2D" ? "max" : "avg");
-    }
-    default:
-      return `${name} is not one of the layers a native step computes (Dense, Conv2D, MaxPooling2D, AveragePooling2D, Flatten, Reshape, Activation)`;
+/** A layer's weight by its name within the layer ("kernel"), or null when it has none. */
+function weightNamed(layer: tf.layers.Layer, name: string): tf.LayerVariable | undefined {
+  const re = new RegExp(`(^|/)${name}(_\\d+)?$`);
+  return (layer.weights as tf.LayerVariable[]).find((w) => re.test(w.originalName));
+}
+
+/** The schedule's cache: a model with sequences of any length is compiled once per length seen (the last few kept). */
+const KEPT = 8;
+
+/**
+ * Compiles a model to the native step, or says why it cannot be: a layer the step does not
+ * compute (named), a mask a layer cannot take, a weight the compiled layers do not hold.
+ * `vars` are the trainable weights in the order of the flat gradient.
+ */
+export function compileProgram(model: tf.LayersModel, vars: readonly tf.Variable[]): Program | string {
+  const graph = graphOf(model);
+  if (typeof graph === "string") return `its layer graph cannot be read: ${graph}`;
+  const offsets = new Map<tf.Variable, number>();
+  let at = 0;
+  for (const v of vars) {
+    offsets.set(v, at);
+    at += v.size;
   }
+  for (const node of graph.nodes) {
+    const cls = node.layer.getClassName();
+    if (!LAYER_TABLE[cls]) return `${node.layer.name} (${cls}) is not one of the layers a native step computes (${layerClasses()})`;
+  }
+  const cache = new Map<string, Schedule | string>();
+  const program: Program = {
+    graph,
+    offsets,
+    schedule(inShapes) {
+      const key = inShapes.map((s) => s.join("x")).join("|");
+      let s = cache.get(key);
+      if (s === undefined) {
+        s = buildSchedule(graph, offsets, inShapes);
+        if (cache.size >= KEPT) cache.delete(cache.keys().next().value!);
+        cache.set(key, s);
+      }
+      return s;
+    },
+  };
+  // Fixed shapes are checked now; a length left open (null) is checked at a stand-in of 2 steps, then at each length met.
+  const declared = graph.inputs.map((t) => graph.shapes[t]!.slice(1).map((d) => d ?? 2));
+  const first = program.schedule(declared);
+  if (typeof first === "string") return first;
+  const used = new Set(first.ops.flatMap((o) => o.op.params.map((p) => p.variable)));
+  const missing = vars.find((v) => !used.has(v));
+  if (missing) return `the trainable weight ${missing.name} belongs to no layer the step computes`;
+  return program;
+}
+
+/** Per-sample output shapes of a call, from its layer and concrete input shapes. */
+function outShapesOf(node: GraphNode, ins: number[][], graph: Graph): number[][] {
+  const declared = node.outputs.map((t) => graph.shapes[t]!.slice(1));
+  if (declared.every((s) => s.every((d) => d !== null))) return declared as number[][];
+  const given = ins.map((s) => [null, ...s]);
+  const out = node.layer.computeOutputShape(given.length === 1 ? given[0]! : given) as Array<number | null> | Array<Array<number | null>>;
+  const list = Array.isArray(out[0]) ? (out as Array<Array<number | null>>) : [out as Array<number | null>];
+  return list.map((s) => s.slice(1).map((d) => d ?? 1));
+}
+
+/** A layer's weight as a slot: where its gradient goes (null: not trained). */
+function slotFor(layer: tf.layers.Layer, offsets: Map<tf.Variable, number>, weight: string): ParamSlot | null {
+  const lv = weightNamed(layer, weight);
+  if (!lv) return null;
+  const variable = lv.read() as tf.Variable;
+  return { variable, offset: offsets.get(variable) ?? null };
+}
+
+/** A schedule being built: graph tensors map to storages (an alias shares its input's); shapes stay per tensor. */
+interface Building {
+  graph: Graph;
+  offsets: Map<tf.Variable, number>;
+  storageOf: number[];
+  shapeOf: number[][];
+  sizes: number[];
+  /** Each tensor's mask (its storage), by the model (scope) it is in. */
+  masks: Map<string, number>;
+  ops: ScheduledOp[];
+  penalties: Map<tf.Variable, Penalty>;
+}
+
+function newStorage(b: Building, shape: number[]): number {
+  return b.sizes.push(sizeOf(shape)) - 1;
+}
+
+function buildSchedule(graph: Graph, offsets: Map<tf.Variable, number>, inShapes: readonly number[][]): Schedule | string {
+  if (inShapes.length !== graph.inputs.length) return `the model takes ${graph.inputs.length} inputs, not ${inShapes.length}`;
+  const b: Building = { graph, offsets, storageOf: [], shapeOf: [], sizes: [], masks: new Map(), ops: [], penalties: new Map() };
+  graph.inputs.forEach((t, i) => {
+    b.shapeOf[t] = [...inShapes[i]!];
+    b.storageOf[t] = newStorage(b, b.shapeOf[t]!);
+  });
+  for (const node of graph.nodes) {
+    const why = addNode(b, node);
+    if (why) return why;
+  }
+  // A penalty is added once its weight's gradient is final: after the backward pass of the first op using it (the last to run).
+  for (const p of b.penalties.values()) b.ops.find((o) => o.op.params.some((q) => q.variable === p.slot.variable))?.penalties.push(p);
+  const s: Schedule = { ops: b.ops, sizes: b.sizes, grads: [], inputs: graph.inputs.map((t) => b.storageOf[t]!), outputs: graph.outputs.map((t) => b.storageOf[t]!), outShapes: graph.outputs.map((t) => b.shapeOf[t]!) };
+  planGradients(s);
+  return s;
+}
+
+/** Adds one layer call's op (or alias) and its outputs' masks; returns why it cannot, if it cannot. */
+function addNode(b: Building, node: GraphNode): string | null {
+  const layer = node.layer;
+  const cls = layer.getClassName();
+  const entry = LAYER_TABLE[cls]!;
+  const name = `${layer.name} (${cls})`;
+  const ins = node.inputs.map((t) => b.storageOf[t]!);
+  const callShapes = node.inputs.map((t) => b.shapeOf[t]!);
+  const inMasks = node.inputs.map((t) => b.masks.get(`${node.scope}:${t}`) ?? null);
+  // tfjs-layers passes a layer the first input's mask, when any input has one.
+  const maskIn = inMasks.some((m) => m !== null) ? inMasks[0]! : null;
+  const cfg = layer.getConfig() as Record<string, unknown>;
+  const rule: MaskRule = layer.supportsMasking ? entry.mask : "none";
+  if (rule === "refuse" && maskIn !== null) return `a mask reaches ${name}, whose masks tfjs-layers reshapes (no later layer would read it as the same mask)`;
+  let outShapes: number[][];
+  try {
+    outShapes = outShapesOf(node, callShapes, b.graph);
+  } catch (err) {
+    return `${name}'s output shape for inputs ${callShapes.map((s) => `[${s.join(", ")}]`).join(", ")}: ${(err as Error).message}`;
+  }
+  const call: LayerCall = { layer, name, cls, cfg, inShapes: callShapes, outShapes, masked: maskIn !== null, param: (weight) => slotFor(layer, b.offsets, weight) };
+  const found = penaltiesOf(call);
+  if (typeof found === "string") return found;
+  for (const p of found) if (!b.penalties.has(p.slot.variable)) b.penalties.set(p.slot.variable, p);
+  let outs: number[];
+  if (entry.build === "alias" || entry.aliasIf?.(cfg)) {
+    if (ins.length !== 1 || sizeOf(outShapes[0]!) !== b.sizes[ins[0]!]) return `${name} changes the number of values`;
+    outs = [ins[0]!];
+  } else {
+    const op = entry.build(call);
+    if (typeof op === "string") return op;
+    outs = outShapes.map((sh) => newStorage(b, sh));
+    b.ops.push({ op, inputs: ins, outputs: outs, mask: maskIn, backward: false, needDx: [], addDx: [], zeroFirst: [], penalties: [] });
+  }
+  node.outputs.forEach((t, i) => {
+    b.storageOf[t] = outs[i]!;
+    b.shapeOf[t] = outShapes[i]!;
+  });
+  const maskOut = maskAfter(b, rule, cfg, maskIn, ins[0]!, callShapes[0]!, name);
+  if (maskOut !== null) node.outputs.forEach((t) => b.masks.set(`${node.scope}:${t}`, maskOut));
+  return null;
+}
+
+/** The mask a call's outputs carry (tfjs-layers gives all outputs of a call the first one's); a new one is made by a MaskOp. */
+function maskAfter(b: Building, rule: MaskRule, cfg: Record<string, unknown>, maskIn: number | null, input: number, inShape: number[], name: string): number | null {
+  if (rule === "pass" || (rule === "sequence" && cfg.returnSequences === true)) return maskIn;
+  if (!((rule === "ids" && cfg.maskZero === true) || rule === "values")) return null;
+  const mask = newStorage(b, rule === "ids" ? inShape : inShape.slice(0, -1));
+  const cols = rule === "ids" ? 1 : inShape[inShape.length - 1]!;
+  const op = new MaskOp(`${name} mask`, cols, rule === "ids" ? 0 : Number(cfg.maskValue ?? 0));
+  b.ops.push({ op, inputs: [input], outputs: [mask], mask: null, backward: false, needDx: [false], addDx: [false], zeroFirst: [], penalties: [] });
+  return mask;
 }
 
 /**
- * Compiles a single-input, single-output chain of supported layers and a supported loss into
- * the ops of a native replica step, whose gradients go to `vars` (the trainable variables, in the
- * order of the flat gradient). Anything else is left to TF.js's autodiff, and the reason said.
+ * Which storages need gradients (something before them trains, and they reach a loss), which
+ * ops run backward, and for each input whether its gradient is written or added: the backward
+ * pass runs the ops last first, so the first to reach a storage writes it and the rest add.
  */
-export function compileStep(model: tf.LayersModel, loss: LossName, vars: readonly tf.Variable[]): StepPlan {
-  if (!isStepLoss(loss)) return { ok: false, why: `the ${loss} loss is not one a native step computes (${STEP_LOSSES.join(", ")})` };
-  const layers = compileLayers(model, vars);
-  return layers.ok ? { ...layers, loss } : layers;
+function planGradients(s: Schedule): void {
+  const n = s.sizes.length;
+  const upstream = new Array<boolean>(n).fill(false);
+  for (const o of s.ops) {
+    const trains = o.op.params.some((p) => p.offset !== null);
+    const up = trains || o.inputs.some((i) => upstream[i]);
+    if (o.op instanceof MaskOp) continue;
+    for (const out of o.outputs) upstream[out] = upstream[out] || up;
+  }
+  const reaches = new Array<boolean>(n).fill(false);
+  for (const out of s.outputs) reaches[out] = true;
+  for (let k = s.ops.length - 1; k >= 0; k--) {
+    const o = s.ops[k]!;
+    if (o.op instanceof MaskOp) continue;
+    if (o.outputs.some((out) => reaches[out])) for (const i of o.inputs) reaches[i] = true;
+  }
+  s.grads = upstream.map((u, i) => u && reaches[i]!);
+  const written = new Array<boolean>(n).fill(false);
+  for (const out of s.outputs) if (s.grads[out]) written[out] = true;
+  for (let k = s.ops.length - 1; k >= 0; k--) {
+    const o = s.ops[k]!;
+    const trains = o.op.params.some((p) => p.offset !== null);
+    o.needDx = o.inputs.map((i) => !(o.op instanceof MaskOp) && s.grads[i]! && o.outputs.some((out) => s.grads[out]));
+    o.backward = !(o.op instanceof MaskOp) && o.outputs.some((out) => s.grads[out]) && (trains || o.needDx.some(Boolean));
+    if (!o.backward) {
+      o.needDx = o.needDx.map(() => false);
+      o.addDx = o.needDx.map(() => false);
+      continue;
+    }
+    o.zeroFirst = o.outputs.filter((out) => s.grads[out] && !written[out]);
+    o.addDx = o.inputs.map((i, j) => {
+      if (!o.needDx[j]) return false;
+      const add = written[i]!;
+      written[i] = true;
+      return add;
+    });
+  }
 }
 
 /**
  * Why the model's layers cannot train inside a native step, or null where they can (the loss
  * aside): a plan made in the driver asks it, as ZeRO-2 and -3 work only there. Compiling builds
- * no buffers, so asking is cheap.
+ * no arrays, so asking is cheap.
  */
 export function nativeLayersWhyNot(model: tf.LayersModel): string | null {
-  const r = compileLayers(model, model.trainableWeights.map((w) => w.read() as tf.Variable));
-  return r.ok ? null : r.why;
-}
-
-/** The layers as the ops of a native step, whose gradients go to `vars`, or why not. */
-function compileLayers(model: tf.LayersModel, vars: readonly tf.Variable[]): { ok: true; ops: StepOp[]; inShape: number[] } | { ok: false; why: string } {
-  const branch = branchOf(model);
-  if (branch) return { ok: false, why: `the layers are not one chain: ${branch}` };
-  const inShape = perSample(model.inputs[0]?.shape ?? []);
-  if (!inShape || model.inputs.length !== 1 || model.outputs.length !== 1) return { ok: false, why: "the model does not have one input and one output of fixed shape" };
-  const slots: Slots = { offsets: new Map(), seen: new Set() };
-  let at = 0;
-  for (const v of vars) {
-    slots.offsets.set(v, at);
-    at += v.size;
-  }
-  const ops: StepOp[] = [];
-  let shape = inShape;
-  for (const l of model.layers) {
-    if (l.getClassName() === "InputLayer") continue;
-    const out = perSample(l.outputShape);
-    if (!out) return { ok: false, why: `${l.name} has no fixed output shape` };
-    if (out.includes(0)) return { ok: false, why: `${l.name}'s output is empty ([${out.join(", ")}])` };
-    const op = opOf(l, shape, out, slots);
-    if (typeof op === "string") return { ok: false, why: op };
-    ops.push(op);
-    shape = out;
-  }
-  const missing = vars.find((v) => !slots.seen.has(v));
-  if (missing) return { ok: false, why: `the trainable variable ${missing.name} belongs to no compiled layer` };
-  return { ok: true, ops, inShape };
+  const r = compileProgram(model, model.trainableWeights.map((w) => w.read() as tf.Variable));
+  return typeof r === "string" ? r : null;
 }

@@ -2,18 +2,32 @@ import type * as tf from "@tensorflow/tfjs";
 import type { LossName } from "../../../protocol/loss-names";
 import type { Tensorlike } from "../../../protocol/tensor";
 import type { NativeBackend } from "../backend";
-import { compileStep } from "./compile";
+import { arrayBytes, StepArrays } from "./arrays";
+import { compileProgram, type Program, type Schedule, type ScheduledOp } from "./compile";
 import { labelsPerRow, lossAndGradient, type StepLoss } from "./loss";
-import { sizeOf, type StepContext, type StepOp } from "./op";
+import { sizeOf, type GradIO, type OpIO, type ParamSlot, type StepContext } from "./op";
+import { applyPenalty } from "./regularizers";
 
-/** A batch size's arrays: [input, each op's output] and dL/d of each. */
-interface Buffers {
-  values: Float32Array[];
-  grads: Float32Array[];
+/** What the step minimises: each output's loss and its weight in the total, and the classes' weights (one output). */
+export interface StepObjective {
+  heads: ReadonlyArray<{ loss: LossName; weight: number }>;
+  classWeight?: readonly number[] | null;
 }
 
 /** A model's native step, or why it trains by TF.js's autodiff. */
 export type StepChoice = { native: NativeStep; why?: undefined } | { native: null; why: string };
+
+/** A slice's inputs or targets: one tensor per model input (output). */
+type Feed = Tensorlike | readonly Tensorlike[];
+
+/** What a step returns: the loss (the heads' weighted sum plus the weights' penalties), each head's mean loss, and the outputs (valid until the next call). */
+export interface StepOutcome {
+  loss: number;
+  each: number[];
+  outs: Float32Array[];
+  /** The first output. */
+  out: Float32Array;
+}
 
 /**
  * What a ZeRO-3 step does around each op that holds trainable variables (a unit): gather its
@@ -29,161 +43,300 @@ export interface UnitHooks {
   reduced(op: number): Promise<void>;
 }
 
+function list(f: Feed): readonly Tensorlike[] {
+  return Array.isArray(f) ? (f as readonly Tensorlike[]) : [f as Tensorlike];
+}
+
+function floats(t: Tensorlike): Float32Array {
+  return t.data instanceof Float32Array ? t.data : Float32Array.from(t.data);
+}
+
 /**
- * The replica step of a compiled model: forward, loss and backward by meshtrain's native
- * kernels on arrays it keeps, with no TF.js tensor made and no autodiff tape recorded. The
- * gradient is written straight into the flat buffer the all-reduce sends. Equal to TF.js's
- * gradient up to float32 rounding (test/unit/native-step.test.ts).
+ * The replica step of a compiled model: forward, losses and backward by meshtrain's native
+ * kernels over the model's whole layer graph (branches, merges, several inputs and outputs,
+ * nested models inlined), on arrays planned once, with no TF.js tensor made and no autodiff
+ * tape. Each gradient is written straight into the flat buffer the all-reduce sends. Equal to
+ * TF.js's gradient up to float32 rounding (test/unit/native-step*.test.ts).
  */
 export class NativeStep {
-  /** Arrays for the largest batch seen; a smaller batch (an epoch's last) computes in views of their first rows. */
-  private largest: { batch: number; arrays: Buffers } | null = null;
-  /** Views of `largest` by batch size, so a step makes no new arrays. */
-  private readonly views = new Map<number, Buffers>();
+  private readonly arrays = new StepArrays();
   private readonly ctx: StepContext;
-  private readonly cols: number;
-  /** needInput[i]: op i must compute dL/d(its input), because an op before it holds trainable variables. */
-  private readonly needInput: boolean[];
-  /**
-   * Whether the ops' gradients lie in the flat gradient in layer order, so that once op i's are
-   * written, every gradient from op i's first offset on is final (the backward pass goes last
-   * layer first).
-   */
+  /** The flat gradient ops write into, and where it starts (ZeRO-3: one unit's buffer). */
+  private target: { grads: Float32Array; base: number } = { grads: new Float32Array(0), base: 0 };
+  /** Trained weights whose gradient this backward pass has written (the next writer adds). */
+  private readonly written = new Set<tf.Variable>();
   private readonly inOrder: boolean;
 
-  private constructor(backend: NativeBackend, private readonly ops: StepOp[], private readonly loss: StepLoss, private readonly inShape: number[], private readonly eps: number) {
-    this.ctx = { addon: backend.addon, scratch: (n) => backend.scratch(n), values: (v) => backend.values(v) };
-    const out = ops[ops.length - 1]?.outShape ?? inShape;
-    this.cols = out[out.length - 1] ?? 1;
-    let before = false;
-    this.needInput = ops.map((op) => {
-      const need = before;
-      before ||= op.trainable;
-      return need;
-    });
-    const starts = ops.map((op) => op.gradientFrom).filter((f): f is number => f !== null);
-    this.inOrder = starts.every((f, i) => i === 0 || f > starts[i - 1]!);
+  private constructor(backend: NativeBackend, private readonly program: Program, private readonly first: Schedule, private readonly objective: StepObjective, private readonly eps: number) {
+    const self = this;
+    this.ctx = {
+      addon: backend.addon,
+      columns: (n) => backend.scratch(n),
+      values: (v) => backend.values(v),
+      grad(slot: ParamSlot) {
+        if (slot.offset === null) return null;
+        const at = slot.offset - self.target.base;
+        const add = self.written.has(slot.variable);
+        self.written.add(slot.variable);
+        return { view: self.target.grads.subarray(at, at + slot.variable.size), add };
+      },
+    };
+    this.inOrder = layerOrder(first);
   }
 
   /** The model's native step, or why it has none (it then trains by TF.js's autodiff). */
-  static compile(backend: NativeBackend, model: tf.LayersModel, loss: LossName, vars: readonly tf.Variable[]): StepChoice {
-    const plan = compileStep(model, loss, vars);
-    if (!plan.ok) return { native: null, why: plan.why };
-    return { native: new NativeStep(backend, plan.ops, plan.loss, plan.inShape, Math.fround(backend.epsilon())) };
+  static compile(backend: NativeBackend, model: tf.LayersModel, objective: StepObjective | LossName, vars: readonly tf.Variable[]): StepChoice {
+    const o: StepObjective = typeof objective === "string" ? { heads: [{ loss: objective, weight: 1 }] } : objective;
+    const program = compileProgram(model, vars);
+    if (typeof program === "string") return { native: null, why: program };
+    const first = program.schedule(program.graph.inputs.map((t) => program.graph.shapes[t]!.slice(1).map((d) => d ?? 2)));
+    if (typeof first === "string") return { native: null, why: first };
+    if (o.heads.length !== first.outputs.length) return { native: null, why: `the model has ${first.outputs.length} outputs and ${o.heads.length} losses` };
+    if (o.classWeight && (o.heads.length !== 1 || first.outShapes[0]!.length !== 1)) return { native: null, why: "classWeight weighs the rows of one output of one axis" };
+    return { native: new NativeStep(backend, program, first, o, Math.fround(backend.epsilon())) };
   }
 
-  /** The shape of one sample the model takes. */
+  /** The shape of one sample of the model's first input (a length left open reads 2). */
   get inputShape(): readonly number[] {
-    return this.inShape;
+    return this.program.graph.shapes[this.program.graph.inputs[0]!]!.slice(1).map((d) => d ?? 2);
+  }
+
+  /** Each input's sample shape (a length left open reads 2). */
+  get inputShapes(): readonly number[][] {
+    return this.program.graph.inputs.map((t) => this.program.graph.shapes[t]!.slice(1).map((d) => d ?? 2));
+  }
+
+  get outShapes(): readonly number[][] {
+    return this.first.outShapes;
   }
 
   get outShape(): readonly number[] {
-    return this.ops[this.ops.length - 1]?.outShape ?? this.inShape;
+    return this.first.outShapes[0]!;
   }
 
-  /**
-   * weight x dL/dvars of the slice's mean loss into `grads` (laid out as the variables), and the
-   * mean loss; `out` is the model's output for the slice, valid until the next call. `ready(from)`
-   * says, during the backward pass, that grads[from..] are final.
-   */
-  run(x: Tensorlike, y: Tensorlike, weight: number, grads: Float32Array, ready?: (from: number) => void): { loss: number; out: Float32Array } {
-    const batch = x.shape[0]!;
-    this.check(x, y, batch);
-    const b = this.buffersFor(batch);
-    const vals = b.values.slice();
-    vals[0] = x.data instanceof Float32Array ? x.data : Float32Array.from(x.data);
-    this.ops.forEach((op, i) => {
-      if (op.alias) vals[i + 1] = vals[i]!;
-      else op.forward(this.ctx, vals[i]!, vals[i + 1]!, batch);
-    });
-    const out = vals[this.ops.length]!;
-    const target = y.data instanceof Float32Array ? y.data : Float32Array.from(y.data);
-    const loss = lossAndGradient(this.loss, out, target, b.grads[this.ops.length]!, out.length / this.cols, this.cols, this.eps, weight);
-    for (let i = this.ops.length - 1; i >= 0; i--) {
-      const op = this.ops[i]!;
-      const from = op.gradientFrom;
-      const written = ready && this.inOrder && from !== null ? () => ready(from) : undefined;
-      if (!op.alias) op.backward(this.ctx, vals[i]!, vals[i + 1]!, b.grads[i + 1]!, this.needInput[i] ? b.grads[i]! : null, batch, grads, written);
-    }
-    return { loss, out };
+  /** The step's arrays for `batch` samples at the model's declared input shapes, in bytes (the plan's estimate). */
+  arrayBytes(batch: number): number {
+    return arrayBytes(this.first, batch);
   }
 
   /** The ops that hold trainable variables, in layer order, and where each one's gradients start in the flat gradient; null where they do not lie in layer order. */
   get units(): Array<{ op: number; from: number }> | null {
     if (!this.inOrder) return null;
-    return this.ops.flatMap((op, i) => (op.trainable && op.gradientFrom !== null ? [{ op: i, from: op.gradientFrom }] : []));
+    return this.first.ops.flatMap((o, k) => {
+      const at = o.op.params.flatMap((p) => (p.offset === null ? [] : [p.offset]));
+      return at.length ? [{ op: k, from: Math.min(...at) }] : [];
+    });
+  }
+
+  private schedule(xs: readonly Tensorlike[]): Schedule {
+    const shapes = xs.map((t) => t.shape.slice(1));
+    const declared = this.program.graph.inputs.map((t) => this.program.graph.shapes[t]!.slice(1));
+    shapes.forEach((s, i) => {
+      const d = declared[i];
+      if (d && (s.length !== d.length || s.some((n, j) => d[j] !== null && d[j] !== n))) throw new Error(`the model takes samples of shape [${d.map((n) => n ?? "any").join(", ")}], not [${s.join(", ")}]`);
+    });
+    const s = this.program.schedule(shapes);
+    if (typeof s === "string") throw new Error(s);
+    return s;
+  }
+
+  private check(s: Schedule, xs: readonly Tensorlike[], ys: readonly Tensorlike[], batch: number): void {
+    if (xs.length !== s.inputs.length) throw new Error(`the model takes ${s.inputs.length} input(s), not ${xs.length}`);
+    if (ys.length !== s.outputs.length) throw new Error(`the model has ${s.outputs.length} output(s) and takes as many targets, not ${ys.length}`);
+    xs.forEach((x, i) => {
+      if (x.shape[0] !== batch) throw new Error(`input ${i} has ${x.shape[0]} samples, input 0 ${batch}`);
+    });
+    ys.forEach((y, k) => {
+      const shape = s.outShapes[k]!;
+      const cols = shape[shape.length - 1] ?? 1;
+      const loss = this.objective.heads[k]!.loss;
+      const want = batch * (sizeOf(shape) / cols) * labelsPerRow(loss, cols);
+      if (y.shape[0] !== batch || sizeOf(y.shape) !== want) {
+        throw new Error(`the ${loss} loss takes targets of shape [${batch}, ${shape.join(", ")}]${loss === "sparseCategoricalCrossentropy" ? " (or one class index per row)" : ""}, not [${y.shape.join(", ")}]`);
+      }
+    });
+  }
+
+  /** The views one call of op k computes in. */
+  private io(s: Schedule, o: ScheduledOp, k: number, batch: number): OpIO {
+    const a = this.arrays;
+    const view = (i: number): Float32Array => a.values[i]!.subarray(0, batch * s.sizes[i]!);
+    const saved = o.op.saved(batch).map((n, j) => a.saved[k]![j]!.subarray(0, n));
+    const temp = o.op.temps(batch).map((n, j) => a.temps[j]!.subarray(0, n));
+    return { batch, x: o.inputs.map(view), y: o.outputs.map(view), mask: o.mask === null ? null : view(o.mask), saved, temp };
+  }
+
+  private forward(s: Schedule, xs: readonly Tensorlike[], batch: number, before?: (k: number) => Promise<void>): Promise<OpIO[]> | OpIO[] {
+    this.arrays.fit(s, batch);
+    s.inputs.forEach((st, i) => (this.arrays.values[st] = floats(xs[i]!)));
+    const ios: OpIO[] = [];
+    if (!before) {
+      s.ops.forEach((o, k) => {
+        const io = this.io(s, o, k, batch);
+        ios.push(io);
+        if (batch > 0) o.op.forward(this.ctx, io);
+      });
+      return ios;
+    }
+    return (async () => {
+      for (let k = 0; k < s.ops.length; k++) {
+        await before(k);
+        const io = this.io(s, s.ops[k]!, k, batch);
+        ios.push(io);
+        if (batch > 0) s.ops[k]!.op.forward(this.ctx, io);
+      }
+      return ios;
+    })();
+  }
+
+  /** Each head's loss and its gradient into its output's gradient; the rows' class weights where given. */
+  private losses(s: Schedule, ys: readonly Tensorlike[], batch: number, weight: number): { each: number[]; total: number } {
+    const a = this.arrays;
+    const seeded = new Set<number>();
+    const each = this.objective.heads.map((h, k) => {
+      const st = s.outputs[k]!;
+      const out = a.values[st]!.subarray(0, batch * s.sizes[st]!);
+      const shape = s.outShapes[k]!;
+      const cols = shape[shape.length - 1] ?? 1;
+      const rows = out.length / cols;
+      const t = floats(ys[k]!);
+      const into = s.grads[st] ? a.grads[st]!.subarray(0, out.length) : new Float32Array(out.length);
+      const add = seeded.has(st);
+      seeded.add(st);
+      const dp = add ? new Float32Array(out.length) : into;
+      const value = lossAndGradient(h.loss, out, t, dp, rows, cols, this.eps, weight * h.weight, this.rowWeights(t, rows, cols, h.loss));
+      if (add) for (let i = 0; i < into.length; i++) into[i] = into[i]! + dp[i]!;
+      return value;
+    });
+    return { each, total: each.reduce((sum, l, k) => sum + l * this.objective.heads[k]!.weight, 0) };
+  }
+
+  /** Each row's class weight (classWeight): its class is its label, or its one-hot target's largest value (the first of ties). */
+  private rowWeights(t: Float32Array, rows: number, cols: number, loss: StepLoss): Float32Array | null {
+    const table = this.objective.classWeight;
+    if (!table) return null;
+    const w = new Float32Array(rows);
+    const perRow = labelsPerRow(loss, cols);
+    for (let r = 0; r < rows; r++) {
+      let c = 0;
+      if (perRow === 1) c = t[r]! | 0;
+      else for (let j = 1; j < cols; j++) if (t[r * cols + j]! > t[r * cols + c]!) c = j;
+      w[r] = table[c] ?? 0;
+    }
+    return w;
+  }
+
+  /** One op's backward pass, its penalties after, then `done` (its weights' gradients are final). */
+  private backwardOp(s: Schedule, o: ScheduledOp, io: OpIO, batch: number, weight: number, done: () => void): number {
+    const a = this.arrays;
+    const grad = (i: number): Float32Array => a.grads[i]!.subarray(0, batch * s.sizes[i]!);
+    for (const z of o.zeroFirst) grad(z).fill(0);
+    let penalty = 0;
+    let announced = false;
+    const paramsDone = (): void => {
+      if (announced) return;
+      announced = true;
+      for (const p of o.penalties) penalty += applyPenalty(this.ctx, p, weight);
+      done();
+    };
+    const gio: GradIO = { ...io, dy: o.outputs.map((i) => (s.grads[i] ? grad(i) : new Float32Array(0))), dx: o.inputs.map((i, j) => (o.needDx[j] ? grad(i) : null)), addDx: o.addDx, paramsDone };
+    if (batch > 0) o.op.backward(this.ctx, gio);
+    paramsDone();
+    return penalty;
+  }
+
+  /**
+   * weight x dL/dvars of the slice's loss into `grads` (laid out as the variables), and the
+   * loss; `outs` are the model's outputs for the slice, valid until the next call. `ready(from)`
+   * says, during the backward pass, that grads[from..] are final.
+   */
+  run(x: Feed, y: Feed, weight: number, grads: Float32Array, ready?: (from: number) => void): StepOutcome {
+    const xs = list(x);
+    const ys = list(y);
+    const batch = xs[0]?.shape[0] ?? 0;
+    const s = this.schedule(xs);
+    this.check(s, xs, ys, batch);
+    const ios = this.forward(s, xs, batch) as OpIO[];
+    const { each, total } = this.losses(s, ys, batch, weight);
+    this.target = { grads, base: 0 };
+    this.written.clear();
+    let penalties = 0;
+    for (let k = s.ops.length - 1; k >= 0; k--) {
+      const o = s.ops[k]!;
+      if (!o.backward) {
+        for (const p of o.penalties) penalties += applyPenalty(this.ctx, p, weight);
+        continue;
+      }
+      const from = this.inOrder ? minOffset(o) : null;
+      penalties += this.backwardOp(s, o, ios[k]!, batch, weight, () => {
+        if (ready && from !== null) ready(from);
+      });
+    }
+    return this.outcome(s, batch, total + penalties, each);
+  }
+
+  private outcome(s: Schedule, batch: number, loss: number, each: number[]): StepOutcome {
+    const outs = s.outputs.map((o) => this.arrays.values[o]!.subarray(0, batch * s.sizes[o]!));
+    return { loss, each, outs, out: outs[0]! };
   }
 
   /** run() with each unit's weights gathered before its forward and backward pass, and its gradients handed over unit by unit (ZeRO-3). */
-  async runGathered(x: Tensorlike, y: Tensorlike, weight: number, hooks: UnitHooks): Promise<{ loss: number; out: Float32Array }> {
-    const batch = x.shape[0]!;
-    this.check(x, y, batch);
+  async runGathered(x: Feed, y: Feed, weight: number, hooks: UnitHooks): Promise<StepOutcome> {
+    const xs = list(x);
+    const ys = list(y);
+    const batch = xs[0]?.shape[0] ?? 0;
+    const s = this.schedule(xs);
+    this.check(s, xs, ys, batch);
+    const trains = (o: ScheduledOp): boolean => o.op.params.some((p) => p.offset !== null);
     // An empty slice computes nothing but takes its part in every unit's collectives (its gradients zero).
-    const idle = batch === 0;
-    const b = this.buffersFor(batch);
-    const vals = b.values.slice();
-    vals[0] = x.data instanceof Float32Array ? x.data : Float32Array.from(x.data);
-    for (let i = 0; i < this.ops.length; i++) {
-      const op = this.ops[i]!;
-      if (op.trainable) await hooks.gather(i, "forward");
-      if (op.alias) vals[i + 1] = vals[i]!;
-      else if (!idle) op.forward(this.ctx, vals[i]!, vals[i + 1]!, batch);
-    }
-    const out = vals[this.ops.length]!;
-    const target = y.data instanceof Float32Array ? y.data : Float32Array.from(y.data);
-    const loss = idle ? 0 : lossAndGradient(this.loss, out, target, b.grads[this.ops.length]!, out.length / this.cols, this.cols, this.eps, weight);
-    for (let i = this.ops.length - 1; i >= 0; i--) {
-      const op = this.ops[i]!;
-      const dx = this.needInput[i] ? b.grads[i]! : null;
-      if (!op.trainable) {
-        if (!op.alias && !idle) op.backward(this.ctx, vals[i]!, vals[i + 1]!, b.grads[i + 1]!, dx, batch, new Float32Array(0));
+    const ios = await this.forward(s, xs, batch, async (k) => {
+      if (trains(s.ops[k]!)) await hooks.gather(k, "forward");
+    });
+    const { each, total } = batch > 0 ? this.losses(s, ys, batch, weight) : { each: this.objective.heads.map(() => 0), total: 0 };
+    this.written.clear();
+    let penalties = 0;
+    for (let k = s.ops.length - 1; k >= 0; k--) {
+      const o = s.ops[k]!;
+      if (!trains(o)) {
+        if (o.backward) {
+          this.target = { grads: new Float32Array(0), base: 0 };
+          this.backwardOp(s, o, ios[k]!, batch, weight, () => undefined);
+        }
         continue;
       }
-      await hooks.gather(i, "backward");
-      const { grads, base } = hooks.gradients(i);
-      if (!idle) op.backward({ ...this.ctx, gradientBase: base }, vals[i]!, vals[i + 1]!, b.grads[i + 1]!, dx, batch, grads);
-      await hooks.reduced(i);
+      await hooks.gather(k, "backward");
+      this.target = hooks.gradients(k);
+      if (o.backward) penalties += this.backwardOp(s, o, ios[k]!, batch, weight, () => undefined);
+      else for (const p of o.penalties) penalties += applyPenalty(this.ctx, p, weight);
+      await hooks.reduced(k);
     }
-    return { loss, out };
+    return this.outcome(s, batch, total + penalties, each);
   }
+}
 
-  private check(x: Tensorlike, y: Tensorlike, batch: number): void {
-    const xs = x.shape.slice(1);
-    if (xs.length !== this.inShape.length || xs.some((d, i) => d !== this.inShape[i])) {
-      throw new Error(`the model takes samples of shape [${this.inShape.join(", ")}], not [${xs.join(", ")}]`);
-    }
-    const want = batch * (sizeOf(this.outShape) / this.cols) * labelsPerRow(this.loss, this.cols);
-    if (y.shape[0] !== batch || sizeOf(y.shape) !== want) {
-      throw new Error(`the ${this.loss} loss takes targets of shape [${batch}, ${this.outShape.join(", ")}]${this.loss === "sparseCategoricalCrossentropy" ? " (or one class index per sample)" : ""}, not [${y.shape.join(", ")}]`);
-    }
-  }
+function minOffset(o: ScheduledOp): number | null {
+  const at = o.op.params.flatMap((p) => (p.offset === null ? [] : [p.offset]));
+  return at.length ? Math.min(...at) : null;
+}
 
-  private buffersFor(batch: number): Buffers {
-    const seen = this.views.get(batch);
-    if (seen) return seen;
-    // A set of arrays per batch size held an epoch's last batch's beside the full batch's: 1.9x the memory.
-    if (!this.largest || batch > this.largest.batch) {
-      this.largest = { batch, arrays: this.allocate(batch) };
-      this.views.clear();
+/**
+ * Whether the trained weights lie in the flat gradient in the order of the ops that use them,
+ * each used by one op: then once op k's backward pass is done, every gradient from its first
+ * offset on is final (the backward pass runs the ops last first), and each op's weights are one
+ * range (a unit ZeRO-3 gathers).
+ */
+function layerOrder(s: Schedule): boolean {
+  const owner = new Map<tf.Variable, number>();
+  const slots: Array<{ offset: number; op: number }> = [];
+  for (const [k, o] of s.ops.entries()) {
+    for (const p of o.op.params) {
+      if (p.offset === null) continue;
+      const seen = owner.get(p.variable);
+      if (seen !== undefined && seen !== k) return false;
+      if (seen === undefined) slots.push({ offset: p.offset, op: k });
+      owner.set(p.variable, k);
     }
-    // Array i holds the input (i = 0) or op i-1's output, a row of this many values a sample.
-    const rows = (a: Float32Array, i: number): Float32Array => a.subarray(0, batch * sizeOf(i === 0 ? this.inShape : this.ops[i - 1]!.outShape));
-    const { arrays } = this.largest;
-    const b: Buffers = { values: arrays.values.map(rows), grads: arrays.grads.map(rows) };
-    this.views.set(batch, b);
-    return b;
   }
-
-  private allocate(batch: number): Buffers {
-    // values[0] is the batch's input, set by run; an alias op's arrays are its input's.
-    const values: Float32Array[] = [new Float32Array(0)];
-    // Nothing before the first op trains, so the input's gradient is never asked for.
-    const grads: Float32Array[] = [new Float32Array(0)];
-    this.ops.forEach((op, i) => {
-      const n = batch * sizeOf(op.outShape);
-      values.push(op.alias ? values[i]! : new Float32Array(n));
-      grads.push(op.alias ? grads[i]! : new Float32Array(n));
-    });
-    return { values, grads };
-  }
+  slots.sort((a, b) => a.offset - b.offset);
+  return slots.every((sl, i) => i === 0 || sl.op >= slots[i - 1]!.op);
 }

@@ -1,60 +1,85 @@
 import type * as tf from "@tensorflow/tfjs";
 import type { NativeAddon } from "../addon";
 
-/** What every op of a compiled step may use: the kernels, and a scratch buffer it does not keep. */
-export interface StepContext {
-  addon: NativeAddon;
-  scratch(length: number): Float32Array;
-  /** A variable's values, read in place (the update may have moved them since the last step). */
-  values(v: tf.Variable): Float32Array;
-  /** Where `grads[0]` lies in the flat gradient: 0, or (ZeRO-3) the first offset of the layer whose buffer it is. */
-  gradientBase?: number;
-}
-
-/** Where one trainable variable's gradient goes in the flat gradient, or null for a frozen one. */
-export interface GradientSlot {
+/** Where one weight's gradient goes in the flat gradient; offset null for a weight not trained (frozen). */
+export interface ParamSlot {
   variable: tf.Variable;
   offset: number | null;
 }
 
-/**
- * One layer of a compiled replica step. Shapes are per sample; a batch's arrays are the caller's.
- * An op that only renames its input's shape (Flatten, Reshape) is an alias and computes nothing.
- */
-export interface StepOp {
-  readonly layer: string;
-  readonly outShape: readonly number[];
-  readonly alias: boolean;
-  /** Whether the op holds trainable variables (so the ops before it need their input gradients). */
-  readonly trainable: boolean;
-  /** Where its variables' gradients start in the flat gradient; null when it has none. */
-  readonly gradientFrom: number | null;
-  forward(ctx: StepContext, x: Float32Array, out: Float32Array, batch: number): void;
+/** What every op of a compiled step may use. */
+export interface StepContext {
+  addon: NativeAddon;
+  /** The convolutions' column buffer (shared by every op, one call at a time). */
+  columns(length: number): Float32Array;
+  /** A weight's values, read in place (the update, or ZeRO-3's gathers, may have moved them since the last step). */
+  values(v: tf.Variable): Float32Array;
   /**
-   * Writes its variables' gradients into `grads` and, when dx is given, dL/dx. `dy` holds
-   * dL/d(out) and may be overwritten. `written` is called once its variables' gradients are
-   * final, before dx is computed (their all-reduce may start meanwhile).
+   * Where a trained weight's gradient goes this step, and whether to add to it (a layer called
+   * more than once adds each call's part); null for a weight not trained.
    */
-  backward(ctx: StepContext, x: Float32Array, out: Float32Array, dy: Float32Array, dx: Float32Array | null, batch: number, grads: Float32Array, written?: () => void): void;
+  grad(slot: ParamSlot): { view: Float32Array; add: boolean } | null;
+}
+
+/** The arrays of one op's call, for `batch` samples. */
+export interface OpIO {
+  batch: number;
+  /** Its inputs' values. */
+  x: readonly Float32Array[];
+  /** Its outputs' values (written by forward). */
+  y: readonly Float32Array[];
+  /** The mask its layer receives (1 keeps, 0 masks), or null. */
+  mask: Float32Array | null;
+  /** Arrays it asked for with `saved`, kept from its forward to its backward. */
+  saved: readonly Float32Array[];
+  /** Arrays it asked for with `temps`, valid within one call. */
+  temp: readonly Float32Array[];
+}
+
+export interface GradIO extends OpIO {
+  /** dL/d(outputs); the op may overwrite them. */
+  dy: readonly Float32Array[];
+  /** Where dL/d(inputs) go; null for an input nothing needs the gradient of. */
+  dx: ReadonlyArray<Float32Array | null>;
+  /** Whether dL/d(input i) is added to what dx[i] holds (the input is read elsewhere too) rather than written. */
+  addDx: readonly boolean[];
+  /** Called once the op's weight gradients are final, before it computes dx (their all-reduce may start). */
+  paramsDone(): void;
+}
+
+/**
+ * One layer call of a compiled step, on per-sample shapes fixed when it was made. Ops never
+ * allocate per step: their arrays come from the step, sized by `saved` and `temps`.
+ */
+export interface Op {
+  /** "name (Class)", for notes and errors. */
+  readonly layer: string;
+  /** The weights it reads, in the order of the layer's weights. */
+  readonly params: readonly ParamSlot[];
+  /** Element counts of the arrays it keeps from forward to backward, for `batch` samples. */
+  saved(batch: number): number[];
+  /** Element counts of the arrays it uses within one call. */
+  temps(batch: number): number[];
+  forward(ctx: StepContext, io: OpIO): void;
+  backward(ctx: StepContext, io: GradIO): void;
 }
 
 export function sizeOf(shape: readonly number[]): number {
   return shape.reduce((a, b) => a * b, 1);
 }
 
-/** Where a trainable slot's gradient goes: its view of the flat gradient (or of its layer's part of it). */
-export function gradientView(slot: GradientSlot & { offset: number }, grads: Float32Array, ctx: StepContext): Float32Array {
-  const at = slot.offset - (ctx.gradientBase ?? 0);
-  return grads.subarray(at, at + slot.variable.size);
+/** Whether a slot takes a gradient. */
+export function trained(slot: ParamSlot | null | undefined): slot is ParamSlot & { offset: number } {
+  return !!slot && slot.offset !== null;
 }
 
-/** Where the first of these slots' gradients starts, or null when none takes one. */
-export function firstOffset(...slots: Array<GradientSlot | null>): number | null {
-  const at = slots.map(trained).flatMap((s) => (s ? [s.offset] : []));
-  return at.length > 0 ? Math.min(...at) : null;
-}
-
-/** The slot, when it takes a gradient. */
-export function trained(slot: GradientSlot | null): (GradientSlot & { offset: number }) | null {
-  return slot && slot.offset !== null ? (slot as GradientSlot & { offset: number }) : null;
+/**
+ * Writes or adds `compute`'s result into `target`: where it must add, computes into `scratch`
+ * first. For kernels that can only write.
+ */
+export function emit(addon: NativeAddon, target: Float32Array, add: boolean, scratch: Float32Array, compute: (into: Float32Array) => void): void {
+  if (!add) return compute(target);
+  const tmp = scratch.subarray(0, target.length);
+  compute(tmp);
+  addon.accumulate(target, tmp, 0);
 }

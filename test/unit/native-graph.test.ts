@@ -1,0 +1,129 @@
+import { describe, test } from "node:test";
+import * as tf from "@tensorflow/tfjs";
+import { nativeAvailable } from "../helpers/backends";
+import { compareNative, floats, ids, targets } from "../helpers/native-compare";
+
+/**
+ * The native step for whole graphs against TF.js's autodiff, on the models people train: each
+ * case a small model of the kind, its gradient, loss and BatchNormalization statistics equal to
+ * autodiff's within float32 rounding (Dropout's masks drawn from the same Math.random()).
+ */
+
+tf.enableProdMode();
+nativeAvailable();
+
+const L = tf.layers;
+const init = (seed: number) => ({ kernelInitializer: tf.initializers.glorotUniform({ seed }), biasInitializer: tf.initializers.randomNormal({ seed: seed + 1, stddev: 0.1 }) });
+
+describe("the native step for whole graphs equals autodiff", () => {
+  test("an MLP with Dropout and L2 (a regularizer), every activation", async () => {
+    for (const act of ["relu", "elu", "selu", "gelu", "swish", "mish", "softplus", "softsign", "hardSigmoid", "relu6", "tanh", "sigmoid"] as const) {
+      const m = tf.sequential({
+        layers: [
+          L.dense({ units: 13, inputShape: [7], activation: act, kernelRegularizer: tf.regularizers.l2({ l2: 0.01 }), ...init(1) }),
+          L.dropout({ rate: 0.25 }),
+          L.dense({ units: 9, activation: act, biasRegularizer: tf.regularizers.l1({ l1: 0.02 }), ...init(3) }),
+          L.dense({ units: 5, activation: "softmax", ...init(5) }),
+        ],
+      });
+      await compareNative(m, { loss: "categoricalCrossentropy" }, [floats([11, 7], 2)], [targets("categoricalCrossentropy", [11, 5], 3)], `MLP ${act}`, { weight: 0.5 });
+      m.dispose();
+    }
+  });
+
+  test("every loss model.compile names", async () => {
+    const losses = ["meanSquaredError", "meanAbsoluteError", "meanAbsolutePercentageError", "meanSquaredLogarithmicError", "squaredHinge", "hinge", "categoricalHinge", "logcosh", "categoricalCrossentropy", "sparseCategoricalCrossentropy", "binaryCrossentropy", "kullbackLeiblerDivergence", "poisson", "cosineProximity"] as const;
+    for (const loss of losses) {
+      const probs = loss.includes("Crossentropy") || loss === "kullbackLeiblerDivergence" || loss === "poisson" || loss === "meanSquaredLogarithmicError";
+      const act = loss === "binaryCrossentropy" ? "sigmoid" : probs ? "softmax" : "linear";
+      const m = tf.sequential({ layers: [L.dense({ units: 8, inputShape: [6], activation: "tanh", ...init(11) }), L.dense({ units: 4, activation: act, ...init(13) })] });
+      await compareNative(m, { loss }, [floats([10, 6], 4)], [targets(loss, [10, 4], 5)], `loss ${loss}`);
+      m.dispose();
+    }
+  });
+
+  test("a residual CNN with BatchNormalization and a projection shortcut", async () => {
+    const x = tf.input({ shape: [8, 8, 3] });
+    const c1 = L.conv2d({ filters: 4, kernelSize: 3, padding: "same", useBias: false, ...init(21) }).apply(x) as tf.SymbolicTensor;
+    const b1 = L.batchNormalization().apply(c1) as tf.SymbolicTensor;
+    const r1 = L.activation({ activation: "relu" }).apply(b1) as tf.SymbolicTensor;
+    const c2 = L.conv2d({ filters: 6, kernelSize: 3, strides: 2, padding: "same", useBias: false, ...init(23) }).apply(r1) as tf.SymbolicTensor;
+    const b2 = L.batchNormalization({ momentum: 0.9 }).apply(c2) as tf.SymbolicTensor;
+    const proj = L.conv2d({ filters: 6, kernelSize: 1, strides: 2, ...init(25) }).apply(x) as tf.SymbolicTensor;
+    const sum = L.add().apply([b2, proj]) as tf.SymbolicTensor;
+    const r2 = L.reLU().apply(sum) as tf.SymbolicTensor;
+    const gap = L.globalAveragePooling2d({}).apply(r2) as tf.SymbolicTensor;
+    const out = L.dense({ units: 3, activation: "softmax", ...init(27) }).apply(gap) as tf.SymbolicTensor;
+    const m = tf.model({ inputs: x, outputs: out });
+    await compareNative(m, { loss: "sparseCategoricalCrossentropy" }, [floats([5, 8, 8, 3], 6)], [targets("sparseCategoricalCrossentropy", [5, 3], 7)], "residual CNN");
+    m.dispose();
+  });
+
+  test("an embedding, LSTM and GRU with masks, dropout and binary cross-entropy", async () => {
+    for (const kind of ["lstm", "gru", "simpleRNN"] as const) {
+      for (const variant of [{}, { returnSequences: true }, { goBackwards: true }, { dropout: 0.2, recurrentDropout: 0.3 }, { recurrentActivation: "sigmoid" }] as const) {
+        const rnn = (o: Record<string, unknown>) => (kind === "lstm" ? L.lstm(o as never) : kind === "gru" ? L.gru(o as never) : L.simpleRNN(o as never));
+        const seq = "returnSequences" in variant;
+        const m = tf.sequential({
+          layers: [
+            L.embedding({ inputDim: 20, outputDim: 6, inputLength: 7, maskZero: true, embeddingsInitializer: tf.initializers.randomUniform({ minval: -0.5, maxval: 0.5, seed: 31 }) }),
+            rnn({ units: 5, ...(kind === "simpleRNN" ? {} : {}), kernelInitializer: tf.initializers.glorotUniform({ seed: 33 }), recurrentInitializer: tf.initializers.glorotUniform({ seed: 34 }), biasInitializer: tf.initializers.randomNormal({ seed: 35, stddev: 0.1 }), ...variant }),
+            ...(seq ? [L.globalAveragePooling1d({})] : []),
+            L.dense({ units: 1, activation: "sigmoid", ...init(37) }),
+          ],
+        });
+        // Padded with 0 at the end of some rows, as a tokenizer pads.
+        const x = ids([6, 7], 8, 20, 1);
+        for (let r = 0; r < 6; r++) for (let t = 7 - r; t < 7; t++) x.data[r * 7 + t] = 0;
+        await compareNative(m, { loss: "binaryCrossentropy" }, [x], [targets("binaryCrossentropy", [6, 1], 9)], `${kind} ${JSON.stringify(variant)}`);
+        m.dispose();
+      }
+    }
+  });
+
+  test("a pre-norm transformer block from stock layers: LayerNormalization, Dot attention, softmax, residual adds", async () => {
+    const T = 6;
+    const d = 8;
+    const x = tf.input({ shape: [T, d] });
+    const n1 = L.layerNormalization().apply(x) as tf.SymbolicTensor;
+    const q = L.dense({ units: d, ...init(41) }).apply(n1) as tf.SymbolicTensor;
+    const k = L.dense({ units: d, ...init(43) }).apply(n1) as tf.SymbolicTensor;
+    const v = L.dense({ units: d, ...init(45) }).apply(n1) as tf.SymbolicTensor;
+    const scores = L.dot({ axes: [2, 2] }).apply([q, k]) as tf.SymbolicTensor;
+    const att = L.softmax({ axis: -1 }).apply(scores) as tf.SymbolicTensor;
+    const ctx = L.dot({ axes: [2, 1] }).apply([att, v]) as tf.SymbolicTensor;
+    const r1 = L.add().apply([x, ctx]) as tf.SymbolicTensor;
+    const n2 = L.layerNormalization().apply(r1) as tf.SymbolicTensor;
+    const h = L.dense({ units: 16, activation: "gelu", ...init(47) }).apply(n2) as tf.SymbolicTensor;
+    const h2 = L.dense({ units: d, ...init(49) }).apply(h) as tf.SymbolicTensor;
+    const r2 = L.add().apply([r1, h2]) as tf.SymbolicTensor;
+    const pooled = L.globalAveragePooling1d({}).apply(r2) as tf.SymbolicTensor;
+    const out = L.dense({ units: 4, activation: "softmax", ...init(51) }).apply(pooled) as tf.SymbolicTensor;
+    const m = tf.model({ inputs: x, outputs: out });
+    await compareNative(m, { loss: "categoricalCrossentropy" }, [floats([3, T, d], 10)], [targets("categoricalCrossentropy", [3, 4], 11)], "transformer block");
+    m.dispose();
+  });
+
+  test("two inputs, two outputs with loss weights; Concatenate, Multiply, Average, Maximum", async () => {
+    const a = tf.input({ shape: [5] });
+    const b = tf.input({ shape: [5] });
+    const ha = L.dense({ units: 6, activation: "relu", ...init(61) }).apply(a) as tf.SymbolicTensor;
+    const hb = L.dense({ units: 6, activation: "tanh", ...init(63) }).apply(b) as tf.SymbolicTensor;
+    const cat = L.concatenate().apply([ha, hb]) as tf.SymbolicTensor;
+    const mul = L.multiply().apply([ha, hb]) as tf.SymbolicTensor;
+    const avg = L.average().apply([ha, hb, mul]) as tf.SymbolicTensor;
+    const mx = L.maximum().apply([ha, hb]) as tf.SymbolicTensor;
+    const o1 = L.dense({ units: 3, activation: "softmax", ...init(65) }).apply(cat) as tf.SymbolicTensor;
+    const both = L.concatenate().apply([avg, mx]) as tf.SymbolicTensor;
+    const o2 = L.dense({ units: 2, ...init(67) }).apply(both) as tf.SymbolicTensor;
+    const m = tf.model({ inputs: [a, b], outputs: [o1, o2] });
+    await compareNative(
+      m,
+      { loss: "categoricalCrossentropy", heads: [{ loss: "categoricalCrossentropy", weight: 0.7 }, { loss: "meanSquaredError", weight: 2 }] },
+      [floats([9, 5], 12), floats([9, 5], 13)],
+      [targets("categoricalCrossentropy", [9, 3], 14), targets("meanSquaredError", [9, 2], 15)],
+      "two heads",
+    );
+    m.dispose();
+  });
+});
