@@ -45,7 +45,7 @@ function main() {
   const cc = process.env.CC || "cc";
   if (!run(cc, ["--version"]).ok) return report({ ok: false, reason: `no C compiler (${cc}); install gcc (apt-get install build-essential)` });
   const sources = fs.readdirSync(src).filter((f) => f.endsWith(".c")).map((f) => path.join(src, f));
-  const common = ["-O3", "-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared", "-Wall", "-DNODE_GYP_MODULE_NAME=meshtrain_native", `-I${headers}`, ...sources, "-o", target, "-lopenblas", "-lm"];
+  const common = ["-O3", "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math", "-fPIC", "-shared", "-Wall", "-DNODE_GYP_MODULE_NAME=meshtrain_native", `-I${headers}`, ...sources, "-o", target, "-lopenblas", "-lm"];
   // The addon is built on the machine that runs it, so it may use all of that CPU's instructions.
   let r = run(cc, ["-march=native", ...common]);
   if (!r.ok) r = run(cc, common);

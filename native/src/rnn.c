@@ -1,5 +1,6 @@
 #include <math.h>
 #include <string.h>
+#include "fastmath.h"
 #include "kernels.h"
 #include "step.h"
 
@@ -13,8 +14,8 @@
 static inline float gate(int act, float z) {
   switch (act) {
     case MT_A_RELU: return z < 0.0f ? 0.0f : z;
-    case MT_A_SIGMOID: return (float)(1.0 / (1.0 + exp(-(double)z)));
-    case MT_A_TANH: return (float)tanh((double)z);
+    case MT_A_SIGMOID: return mt_sigmoid(z);
+    case MT_A_TANH: return mt_tanh(z);
     case MT_A_HARD_SIGMOID: {
       float v = 0.2f * z + 0.5f;
       return v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);

@@ -3,6 +3,8 @@ import { ModelError } from "../errors/errors";
 import type { LossName } from "../protocol/loss-names";
 import type { Tensorlike } from "../protocol/tensor";
 import { unknownClassHint } from "./modules";
+// meshtrain's own layers (MultiHeadAttention, PositionEmbedding) register themselves with TF.js: models holding them build on both sides.
+import "./layers/index";
 
 /**
  * Builds a model from TF.js topology JSON and weights ("initial": its initializers' own, to time it). Only layer classes registered with TF.js

@@ -2,6 +2,7 @@ import { describe, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { nativeAvailable } from "../helpers/backends";
 import { compareNative, floats, ids, targets } from "../helpers/native-compare";
+import { layers as mt } from "../../sdk/model/layers/index";
 
 /**
  * The native step for whole graphs against TF.js's autodiff, on the models people train: each
@@ -126,4 +127,46 @@ describe("the native step for whole graphs equals autodiff", () => {
     );
     m.dispose();
   });
+
+  test("MultiHeadAttention: self, causal, cross, with an attention mask, a query mask and dropout; PositionEmbedding", async () => {
+    const T = 5;
+    const d = 6;
+    const cases: Array<[string, (x: tf.SymbolicTensor, ctx: tf.SymbolicTensor, m: tf.SymbolicTensor) => tf.SymbolicTensor, number]> = [
+      ["self", (x) => mt.multiHeadAttention({ numHeads: 2, keyDim: 3, kernelInitializer: tf.initializers.glorotUniform({ seed: 71 }), biasInitializer: tf.initializers.randomNormal({ seed: 72, stddev: 0.1 }) }).apply(x) as tf.SymbolicTensor, 1],
+      ["causal with dropout", (x) => mt.multiHeadAttention({ numHeads: 3, keyDim: 2, valueDim: 4, dropout: 0.3, kernelInitializer: tf.initializers.glorotUniform({ seed: 73 }) }).apply(x, { useCausalMask: true }) as tf.SymbolicTensor, 1],
+      ["cross, no bias, output 7", (x, c) => mt.multiHeadAttention({ numHeads: 2, keyDim: 4, useBias: false, outputShape: 7, kernelInitializer: tf.initializers.glorotUniform({ seed: 74 }) }).apply([x, c]) as tf.SymbolicTensor, 2],
+      ["query, value, key and an attention mask", (x, c, m) => mt.multiHeadAttention({ numHeads: 2, keyDim: 3, kernelInitializer: tf.initializers.glorotUniform({ seed: 75 }) }).apply([x, c, c], { attentionMask: m }) as tf.SymbolicTensor, 3],
+    ];
+    for (const [what, attend, inputs] of cases) {
+      const ids = tf.input({ shape: [T] });
+      const other = tf.input({ shape: [4, 5] });
+      const mask = tf.input({ shape: [T, 4] });
+      const tok = L.embedding({ inputDim: 11, outputDim: d, embeddingsInitializer: tf.initializers.randomUniform({ minval: -0.5, maxval: 0.5, seed: 76 }) }).apply(ids) as tf.SymbolicTensor;
+      const pos = mt.positionEmbedding({ sequenceLength: 8, initializer: tf.initializers.randomNormal({ seed: 77 }) }).apply(tok) as tf.SymbolicTensor;
+      const x = L.add().apply([tok, pos]) as tf.SymbolicTensor;
+      const a = attend(x, other, mask);
+      const out = L.dense({ units: 3, activation: "softmax", ...init(78) }).apply(L.flatten().apply(a) as tf.SymbolicTensor) as tf.SymbolicTensor;
+      const m = tf.model({ inputs: [ids, other, mask].slice(0, inputs), outputs: out });
+      const attMask = floats([4, T, 4], 16, 0, 1);
+      attMask.data.forEach((v, i) => (attMask.data[i] = v > 0.3 ? 1 : 0));
+      const xs = [ids2(4, T), floats([4, 4, 5], 17), attMask].slice(0, inputs);
+      await compareNative(m, { loss: "categoricalCrossentropy" }, xs, [targets("categoricalCrossentropy", [4, 3], 18)], `attention ${what}`);
+      m.dispose();
+    }
+    // A query mask from Embedding's maskZero, which in self-attention masks the keys too.
+    const idsIn = tf.input({ shape: [T] });
+    const e = L.embedding({ inputDim: 11, outputDim: d, maskZero: true, embeddingsInitializer: tf.initializers.randomUniform({ minval: -0.5, maxval: 0.5, seed: 79 }) }).apply(idsIn) as tf.SymbolicTensor;
+    const a = mt.multiHeadAttention({ numHeads: 2, keyDim: 3, kernelInitializer: tf.initializers.glorotUniform({ seed: 80 }) }).apply(e) as tf.SymbolicTensor;
+    const o = L.dense({ units: 2, ...init(81) }).apply(L.globalAveragePooling1d({}).apply(a) as tf.SymbolicTensor) as tf.SymbolicTensor;
+    const m = tf.model({ inputs: idsIn, outputs: o });
+    const x = ids2(4, T);
+    for (let r = 0; r < 4; r++) for (let t = T - r; t < T; t++) x.data[r * T + t] = 0;
+    await compareNative(m, { loss: "meanSquaredError" }, [x], [targets("meanSquaredError", [4, 2], 19)], "attention with a query mask");
+    m.dispose();
+  });
 });
+
+function ids2(rows: number, T: number): ReturnType<typeof ids> {
+  return ids([rows, T], 20, 11, 1);
+}
+

@@ -16,11 +16,10 @@ export class StepArrays {
 
   /** Makes every array at least as large as `batch` samples of `s` need (the inputs' values are the caller's). */
   fit(s: Schedule, batch: number): void {
-    const inputs = new Set(s.inputs);
-    s.sizes.forEach((n, i) => {
-      if (!inputs.has(i)) this.values[i] = this.grow(this.values[i], n * batch);
-      if (s.grads[i]) this.grads[i] = this.grow(this.grads[i], n * batch);
+    s.slots.valueSizes.forEach((n, i) => {
+      if (!s.slots.inputs.has(i)) this.values[i] = this.grow(this.values[i], n * batch);
     });
+    s.slots.gradSizes.forEach((n, i) => (this.grads[i] = this.grow(this.grads[i], n * batch)));
     s.ops.forEach((o, k) => {
       const list = (this.saved[k] ??= []);
       o.op.saved(batch).forEach((n, j) => (list[j] = this.grow(list[j], n)));
@@ -46,12 +45,11 @@ export class StepArrays {
  * them where they arrive): what StepArrays.fit allocates, counted without allocating.
  */
 export function arrayBytes(s: Schedule, batch: number): number {
-  const inputs = new Set(s.inputs);
   let n = 0;
-  s.sizes.forEach((size, i) => {
-    if (!inputs.has(i)) n += size * batch;
-    if (s.grads[i]) n += size * batch;
+  s.slots.valueSizes.forEach((size, i) => {
+    if (!s.slots.inputs.has(i)) n += size * batch;
   });
+  for (const size of s.slots.gradSizes) n += size * batch;
   const temps: number[] = [];
   for (const o of s.ops) {
     n += o.op.saved(batch).reduce((a, b) => a + b, 0);

@@ -5,6 +5,7 @@ import { LAYER_TABLE, layerClasses, type MaskRule } from "./layer-table";
 import { MaskOp } from "./ops/mask";
 import { sizeOf, type Op, type ParamSlot } from "./op";
 import { penaltiesOf, type Penalty } from "./regularizers";
+import { planSlots, type Slots } from "./slots";
 
 /** One op of a schedule, wired to the step's arrays (storages) by index. */
 export interface ScheduledOp {
@@ -33,6 +34,8 @@ export interface Schedule {
   inputs: number[];
   outputs: number[];
   outShapes: number[][];
+  /** Which arrays hold the storages' values and gradients. */
+  slots: Slots;
 }
 
 /** A model as the native step computes it, whatever its inputs' lengths. */
@@ -144,8 +147,9 @@ function buildSchedule(graph: Graph, offsets: Map<tf.Variable, number>, inShapes
   }
   // A penalty is added once its weight's gradient is final: after the backward pass of the first op using it (the last to run).
   for (const p of b.penalties.values()) b.ops.find((o) => o.op.params.some((q) => q.variable === p.slot.variable))?.penalties.push(p);
-  const s: Schedule = { ops: b.ops, sizes: b.sizes, grads: [], inputs: graph.inputs.map((t) => b.storageOf[t]!), outputs: graph.outputs.map((t) => b.storageOf[t]!), outShapes: graph.outputs.map((t) => b.shapeOf[t]!) };
+  const s: Schedule = { ops: b.ops, sizes: b.sizes, grads: [], inputs: graph.inputs.map((t) => b.storageOf[t]!), outputs: graph.outputs.map((t) => b.storageOf[t]!), outShapes: graph.outputs.map((t) => b.shapeOf[t]!), slots: { value: [], grad: [], valueSizes: [], gradSizes: [], inputs: new Set() } };
   planGradients(s);
+  s.slots = planSlots(s);
   return s;
 }
 

@@ -8,6 +8,8 @@ import { embedding } from "./ops/embedding";
 import { concatenate, merge } from "./ops/merge";
 import { batchNorm, layerNorm } from "./ops/norm";
 import { globalPool, pool } from "./ops/pool";
+import { attention } from "./ops/attention";
+import { position } from "./ops/position";
 import { recurrent } from "./ops/recurrent";
 
 /**
@@ -75,6 +77,8 @@ export const LAYER_TABLE: Readonly<Record<string, LayerEntry>> = {
   LSTM: RNN,
   GRU: RNN,
   SimpleRNN: RNN,
+  MultiHeadAttention: { build: attention, mask: "pass" },
+  PositionEmbedding: { build: position, mask: "pass" },
 };
 
 /** The classes the table holds, for messages. */

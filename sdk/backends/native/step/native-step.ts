@@ -66,6 +66,8 @@ export class NativeStep {
   /** Trained weights whose gradient this backward pass has written (the next writer adds). */
   private readonly written = new Set<tf.Variable>();
   private readonly inOrder: boolean;
+  /** Per layer, the ms its forward and backward passes took, while timing is on (`timeOps`). */
+  private timing: Map<string, { forward: number; backward: number }> | null = null;
 
   private constructor(backend: NativeBackend, private readonly program: Program, private readonly first: Schedule, private readonly objective: StepObjective, private readonly eps: number) {
     const self = this;
@@ -114,6 +116,24 @@ export class NativeStep {
     return this.first.outShapes[0]!;
   }
 
+  /** Starts timing each op's passes (from the next step on), or stops and returns what was timed, per layer, slowest first. */
+  timeOps(on: boolean): Array<{ layer: string; forwardMs: number; backwardMs: number }> {
+    const t = this.timing;
+    this.timing = on ? new Map() : null;
+    return [...(t ?? new Map<string, { forward: number; backward: number }>()).entries()]
+      .map(([layer, v]) => ({ layer, forwardMs: v.forward, backwardMs: v.backward }))
+      .sort((a, b) => b.forwardMs + b.backwardMs - (a.forwardMs + a.backwardMs));
+  }
+
+  private timed(layer: string, pass: "forward" | "backward", f: () => void): void {
+    if (!this.timing) return f();
+    const t0 = performance.now();
+    f();
+    const e = this.timing.get(layer) ?? { forward: 0, backward: 0 };
+    e[pass] += performance.now() - t0;
+    this.timing.set(layer, e);
+  }
+
   /** The step's arrays for `batch` samples at the model's declared input shapes, in bytes (the plan's estimate). */
   arrayBytes(batch: number): number {
     return arrayBytes(this.first, batch);
@@ -160,7 +180,7 @@ export class NativeStep {
   /** The views one call of op k computes in. */
   private io(s: Schedule, o: ScheduledOp, k: number, batch: number): OpIO {
     const a = this.arrays;
-    const view = (i: number): Float32Array => a.values[i]!.subarray(0, batch * s.sizes[i]!);
+    const view = (i: number): Float32Array => a.values[s.slots.value[i]!]!.subarray(0, batch * s.sizes[i]!);
     const saved = o.op.saved(batch).map((n, j) => a.saved[k]![j]!.subarray(0, n));
     const temp = o.op.temps(batch).map((n, j) => a.temps[j]!.subarray(0, n));
     return { batch, x: o.inputs.map(view), y: o.outputs.map(view), mask: o.mask === null ? null : view(o.mask), saved, temp };
@@ -168,13 +188,13 @@ export class NativeStep {
 
   private forward(s: Schedule, xs: readonly Tensorlike[], batch: number, before?: (k: number) => Promise<void>): Promise<OpIO[]> | OpIO[] {
     this.arrays.fit(s, batch);
-    s.inputs.forEach((st, i) => (this.arrays.values[st] = floats(xs[i]!)));
+    s.inputs.forEach((st, i) => (this.arrays.values[s.slots.value[st]!] = floats(xs[i]!)));
     const ios: OpIO[] = [];
     if (!before) {
       s.ops.forEach((o, k) => {
         const io = this.io(s, o, k, batch);
         ios.push(io);
-        if (batch > 0) o.op.forward(this.ctx, io);
+        if (batch > 0) this.timed(o.op.layer, "forward", () => o.op.forward(this.ctx, io));
       });
       return ios;
     }
@@ -195,12 +215,12 @@ export class NativeStep {
     const seeded = new Set<number>();
     const each = this.objective.heads.map((h, k) => {
       const st = s.outputs[k]!;
-      const out = a.values[st]!.subarray(0, batch * s.sizes[st]!);
+      const out = a.values[s.slots.value[st]!]!.subarray(0, batch * s.sizes[st]!);
       const shape = s.outShapes[k]!;
       const cols = shape[shape.length - 1] ?? 1;
       const rows = out.length / cols;
       const t = floats(ys[k]!);
-      const into = s.grads[st] ? a.grads[st]!.subarray(0, out.length) : new Float32Array(out.length);
+      const into = s.grads[st] ? a.grads[s.slots.grad[st]!]!.subarray(0, out.length) : new Float32Array(out.length);
       const add = seeded.has(st);
       seeded.add(st);
       const dp = add ? new Float32Array(out.length) : into;
@@ -229,7 +249,7 @@ export class NativeStep {
   /** One op's backward pass, its penalties after, then `done` (its weights' gradients are final). */
   private backwardOp(s: Schedule, o: ScheduledOp, io: OpIO, batch: number, weight: number, done: () => void): number {
     const a = this.arrays;
-    const grad = (i: number): Float32Array => a.grads[i]!.subarray(0, batch * s.sizes[i]!);
+    const grad = (i: number): Float32Array => a.grads[s.slots.grad[i]!]!.subarray(0, batch * s.sizes[i]!);
     for (const z of o.zeroFirst) grad(z).fill(0);
     let penalty = 0;
     let announced = false;
@@ -240,7 +260,7 @@ export class NativeStep {
       done();
     };
     const gio: GradIO = { ...io, dy: o.outputs.map((i) => (s.grads[i] ? grad(i) : new Float32Array(0))), dx: o.inputs.map((i, j) => (o.needDx[j] ? grad(i) : null)), addDx: o.addDx, paramsDone };
-    if (batch > 0) o.op.backward(this.ctx, gio);
+    if (batch > 0) this.timed(o.op.layer, "backward", () => o.op.backward(this.ctx, gio));
     paramsDone();
     return penalty;
   }
@@ -276,7 +296,7 @@ export class NativeStep {
   }
 
   private outcome(s: Schedule, batch: number, loss: number, each: number[]): StepOutcome {
-    const outs = s.outputs.map((o) => this.arrays.values[o]!.subarray(0, batch * s.sizes[o]!));
+    const outs = s.outputs.map((o) => this.arrays.values[s.slots.value[o]!]!.subarray(0, batch * s.sizes[o]!));
     return { loss, each, outs, out: outs[0]! };
   }
 

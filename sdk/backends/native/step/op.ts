@@ -56,6 +56,10 @@ export interface Op {
   readonly layer: string;
   /** The weights it reads, in the order of the layer's weights. */
   readonly params: readonly ParamSlot[];
+  /** Its backward pass never reads its outputs' values (an op after it may then compute over them in place). */
+  readonly outputUnused?: boolean;
+  /** It computes correctly with its output over its input (x and y one array), its backward reading only y. */
+  readonly inPlace?: boolean;
   /** Element counts of the arrays it keeps from forward to backward, for `batch` samples. */
   saved(batch: number): number[];
   /** Element counts of the arrays it uses within one call. */

@@ -6,7 +6,10 @@ import { emit, sizeOf, type GradIO, type Op, type OpIO, type ParamSlot, type Ste
 /** An activation on its own: the Activation layer and ReLU, LeakyReLU, ELU, ThresholdedReLU, Softmax (over its axis). */
 export class ActivationOp implements Op {
   readonly params = [];
-  constructor(readonly layer: string, private readonly act: StepActivation, private readonly size: number, private readonly cols: number, private readonly alpha?: number, private readonly softmax?: { n: number; inner: number }) {}
+  readonly inPlace: boolean;
+  constructor(readonly layer: string, private readonly act: StepActivation, private readonly size: number, private readonly cols: number, private readonly alpha?: number, private readonly softmax?: { n: number; inner: number }) {
+    this.inPlace = !needsInput(act);
+  }
   saved(): number[] {
     return [];
   }
@@ -67,6 +70,7 @@ export const activationLayer: OpBuilder = (c: LayerCall) => {
 
 /** PReLU: y = x where x > 0, else alpha x, alpha a weight shared over the axes it names. */
 export class PReluOp implements Op {
+  readonly outputUnused = true;
   readonly params: ParamSlot[];
   constructor(readonly layer: string, private readonly alpha: ParamSlot, private readonly size: number, private readonly alphaStrides: number[], private readonly shape: number[]) {
     this.params = [alpha];
@@ -133,6 +137,7 @@ export const prelu: OpBuilder = (c: LayerCall) => {
 
 /** Masking: zeros every position whose values all equal maskValue (its mask is made by a MaskOp). */
 export class MaskingOp implements Op {
+  readonly outputUnused = true;
   readonly params = [];
   constructor(readonly layer: string, private readonly cols: number, private readonly value: number) {}
   saved(): number[] {
@@ -176,6 +181,7 @@ export const masking: OpBuilder = (c: LayerCall) => {
 
 /** RepeatVector: [B, d] to [B, n, d]; its gradient sums the n copies. */
 export class RepeatOp implements Op {
+  readonly outputUnused = true;
   readonly params = [];
   constructor(readonly layer: string, private readonly n: number, private readonly d: number) {}
   saved(): number[] {
@@ -201,6 +207,7 @@ export const repeatVector: OpBuilder = (c: LayerCall) => new RepeatOp(c.name, Nu
 
 /** Permute: the sample's axes reordered (dims count from 1, as Keras'). */
 export class PermuteOp implements Op {
+  readonly outputUnused = true;
   readonly params = [];
   private readonly size: number;
   /** For each output element of a sample, the input element it copies. */

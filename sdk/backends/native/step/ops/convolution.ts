@@ -35,12 +35,14 @@ export function columnsFor(info: tf.backend_util.Conv2DInfo, batch: number): num
  */
 export class ConvOp implements Op {
   readonly params: ParamSlot[];
+  readonly outputUnused: boolean;
   private readonly inSize: number;
   private readonly outSize: number;
   private readonly channels: number;
 
   constructor(readonly layer: string, private readonly window: Window, inShape4: readonly number[], outShape: readonly number[], private readonly filter: ParamSlot, private readonly bias: ParamSlot | null, private readonly act: StepActivation, private readonly mult: number | null) {
     this.params = bias ? [filter, bias] : [filter];
+    this.outputUnused = act === "linear" || needsInput(act);
     this.inSize = sizeOf(inShape4);
     this.outSize = sizeOf(outShape);
     this.channels = outShape[outShape.length - 1]!;

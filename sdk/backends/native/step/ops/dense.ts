@@ -6,11 +6,13 @@ import { emit, sizeOf, type GradIO, type Op, type OpIO, type ParamSlot, type Ste
 /** Dense over the last axis, any number of leading axes: y = act(x W + b). */
 export class DenseOp implements Op {
   readonly params: ParamSlot[];
+  readonly outputUnused: boolean;
   private readonly rowsPerSample: number;
 
   constructor(readonly layer: string, inShape: readonly number[], private readonly inUnits: number, private readonly units: number, private readonly kernel: ParamSlot, private readonly bias: ParamSlot | null, private readonly act: StepActivation) {
     this.rowsPerSample = sizeOf(inShape) / inUnits;
     this.params = bias ? [kernel, bias] : [kernel];
+    this.outputUnused = act === "linear" || needsInput(act);
   }
 
   saved(batch: number): number[] {

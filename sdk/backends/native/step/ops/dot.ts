@@ -7,6 +7,7 @@ import type { GradIO, Op, OpIO, StepContext } from "../op";
  * y = op(a) op(b), a batched GEMM forward and two backward.
  */
 export class DotOp implements Op {
+  readonly outputUnused = true;
   readonly params = [];
   constructor(
     readonly layer: string,

@@ -10,6 +10,7 @@ import { emit, sizeOf, type GradIO, type Op, type OpIO, type StepContext } from 
  * shape (SpatialDropout1D: one value per sample and channel) and broadcasts over the rest.
  */
 export class DropoutOp implements Op {
+  readonly outputUnused = true;
   readonly params = [];
   private readonly noise: number;
   private readonly size: number;

@@ -8,6 +8,7 @@ import { sizeOf, type GradIO, type Op, type OpIO, type ParamSlot, type StepConte
  * gradient of a gather holds it).
  */
 export class EmbeddingOp implements Op {
+  readonly outputUnused = true;
   readonly params: ParamSlot[];
   private readonly idsPerSample: number;
   constructor(readonly layer: string, inShape: readonly number[], private readonly table: ParamSlot, private readonly rows: number, private readonly dim: number) {

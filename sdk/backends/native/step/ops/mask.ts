@@ -6,6 +6,7 @@ import type { GradIO, Op, OpIO, StepContext } from "../op";
  * position's `cols` values are not all maskValue. It has no gradient.
  */
 export class MaskOp implements Op {
+  readonly outputUnused = true;
   readonly params = [];
   constructor(readonly layer: string, private readonly cols: number, private readonly value: number) {}
   saved(): number[] {

@@ -10,6 +10,7 @@ type Kind = "Add" | "Average" | "Multiply" | "Maximum" | "Minimum";
  * tf.maximum's does at every fold: to the left operand where it is >= (<=) the right one.
  */
 export class MergeOp implements Op {
+  readonly outputUnused = true;
   readonly params = [];
   constructor(readonly layer: string, private readonly kind: Kind, private readonly n: number, private readonly size: number) {}
   saved(): number[] {
@@ -87,6 +88,7 @@ export const merge: OpBuilder = (c: LayerCall) => {
 
 /** Concatenate along one axis: each input's block of every outer row, side by side. */
 export class ConcatOp implements Op {
+  readonly outputUnused = true;
   readonly params = [];
   private readonly outer: number;
   private readonly blocks: number[];

@@ -8,6 +8,7 @@ import { sizeOf, type GradIO, type Op, type OpIO, type ParamSlot, type StepConte
  * biased variance: moving -= (moving - batch) x (1 - momentum), in float32.
  */
 export class BatchNormOp implements Op {
+  readonly outputUnused = true;
   readonly params: ParamSlot[];
   private readonly decay: number;
 
@@ -70,6 +71,7 @@ export const batchNorm: OpBuilder = (c: LayerCall) => {
 
 /** LayerNormalization over the trailing axes it names (the last by default). */
 export class LayerNormOp implements Op {
+  readonly outputUnused = true;
   readonly params: ParamSlot[];
   constructor(readonly layer: string, private readonly cols: number, private readonly rowsPerSample: number, private readonly gamma: ParamSlot | null, private readonly beta: ParamSlot | null, private readonly eps: number) {
     this.params = [gamma, beta].filter((p): p is ParamSlot => p !== null);

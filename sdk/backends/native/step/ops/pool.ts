@@ -6,6 +6,7 @@ import { Window } from "./convolution";
 
 /** MaxPooling and AveragePooling, 1D (as images one column wide, as tfjs-layers pools them) and 2D. */
 export class PoolOp implements Op {
+  readonly outputUnused = true;
   readonly params = [];
   private readonly inSize: number;
   constructor(readonly layer: string, private readonly window: Window, inShape4: readonly number[], private readonly kind: "max" | "avg") {
@@ -54,8 +55,12 @@ export const pool: OpBuilder = (c: LayerCall) => {
 
 /** GlobalAveragePooling and GlobalMaxPooling, 1D and 2D: over every axis but the batch and the channels. */
 export class GlobalPoolOp implements Op {
+  readonly outputUnused: boolean;
   readonly params = [];
-  constructor(readonly layer: string, private readonly positions: number, private readonly channels: number, private readonly kind: "max" | "avg") {}
+  constructor(readonly layer: string, private readonly positions: number, private readonly channels: number, private readonly kind: "max" | "avg") {
+    // The maximum's gradient finds the maximum again; the mean's needs nothing.
+    this.outputUnused = kind === "avg";
+  }
   saved(): number[] {
     return [];
   }
