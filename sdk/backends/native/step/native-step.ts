@@ -4,15 +4,13 @@ import type { Tensorlike } from "../../../protocol/tensor";
 import type { NativeBackend } from "../backend";
 import { arrayBytes, StepArrays } from "./arrays";
 import { compileProgram, type Program, type Schedule, type ScheduledOp } from "./compile";
-import { labelsPerRow, lossAndGradient, type StepLoss } from "./loss";
+import { labelsPerRow } from "./loss";
 import { sizeOf, type GradIO, type OpIO, type ParamSlot, type StepContext } from "./op";
 import { applyPenalty } from "./regularizers";
+import { headLosses, type StepObjective } from "./heads";
+import { layerOrder, minOffset } from "./units";
 
-/** What the step minimises: each output's loss and its weight in the total, and the classes' weights (one output). */
-export interface StepObjective {
-  heads: ReadonlyArray<{ loss: LossName; weight: number }>;
-  classWeight?: readonly number[] | null;
-}
+export type { StepObjective } from "./heads";
 
 /** A model's native step, or why it trains by TF.js's autodiff. */
 export type StepChoice = { native: NativeStep; why?: undefined } | { native: null; why: string };
@@ -209,41 +207,9 @@ export class NativeStep {
     })();
   }
 
-  /** Each head's loss and its gradient into its output's gradient; the rows' class weights where given. */
+  /** Each head's loss, its gradient written into its output's gradient array. */
   private losses(s: Schedule, ys: readonly Tensorlike[], batch: number, weight: number): { each: number[]; total: number } {
-    const a = this.arrays;
-    const seeded = new Set<number>();
-    const each = this.objective.heads.map((h, k) => {
-      const st = s.outputs[k]!;
-      const out = a.values[s.slots.value[st]!]!.subarray(0, batch * s.sizes[st]!);
-      const shape = s.outShapes[k]!;
-      const cols = shape[shape.length - 1] ?? 1;
-      const rows = out.length / cols;
-      const t = floats(ys[k]!);
-      const into = s.grads[st] ? a.grads[s.slots.grad[st]!]!.subarray(0, out.length) : new Float32Array(out.length);
-      const add = seeded.has(st);
-      seeded.add(st);
-      const dp = add ? new Float32Array(out.length) : into;
-      const value = lossAndGradient(h.loss, out, t, dp, rows, cols, this.eps, weight * h.weight, this.rowWeights(t, rows, cols, h.loss));
-      if (add) for (let i = 0; i < into.length; i++) into[i] = into[i]! + dp[i]!;
-      return value;
-    });
-    return { each, total: each.reduce((sum, l, k) => sum + l * this.objective.heads[k]!.weight, 0) };
-  }
-
-  /** Each row's class weight (classWeight): its class is its label, or its one-hot target's largest value (the first of ties). */
-  private rowWeights(t: Float32Array, rows: number, cols: number, loss: StepLoss): Float32Array | null {
-    const table = this.objective.classWeight;
-    if (!table) return null;
-    const w = new Float32Array(rows);
-    const perRow = labelsPerRow(loss, cols);
-    for (let r = 0; r < rows; r++) {
-      let c = 0;
-      if (perRow === 1) c = t[r]! | 0;
-      else for (let j = 1; j < cols; j++) if (t[r * cols + j]! > t[r * cols + c]!) c = j;
-      w[r] = table[c] ?? 0;
-    }
-    return w;
+    return headLosses(s, this.arrays, this.objective, ys.map(floats), batch, weight, this.eps);
   }
 
   /** One op's backward pass, its penalties after, then `done` (its weights' gradients are final). */
@@ -334,29 +300,3 @@ export class NativeStep {
   }
 }
 
-function minOffset(o: ScheduledOp): number | null {
-  const at = o.op.params.flatMap((p) => (p.offset === null ? [] : [p.offset]));
-  return at.length ? Math.min(...at) : null;
-}
-
-/**
- * Whether the trained weights lie in the flat gradient in the order of the ops that use them,
- * each used by one op: then once op k's backward pass is done, every gradient from its first
- * offset on is final (the backward pass runs the ops last first), and each op's weights are one
- * range (a unit ZeRO-3 gathers).
- */
-function layerOrder(s: Schedule): boolean {
-  const owner = new Map<tf.Variable, number>();
-  const slots: Array<{ offset: number; op: number }> = [];
-  for (const [k, o] of s.ops.entries()) {
-    for (const p of o.op.params) {
-      if (p.offset === null) continue;
-      const seen = owner.get(p.variable);
-      if (seen !== undefined && seen !== k) return false;
-      if (seen === undefined) slots.push({ offset: p.offset, op: k });
-      owner.set(p.variable, k);
-    }
-  }
-  slots.sort((a, b) => a.offset - b.offset);
-  return slots.every((sl, i) => i === 0 || sl.op >= slots[i - 1]!.op);
-}
