@@ -5,6 +5,9 @@ import { PROTOCOL_VERSION } from "../../sdk/protocol/version";
 import type { Tensorlike } from "../../sdk/protocol/tensor";
 import { DataReplica } from "../../sdk/roles/data/replica";
 import { replicaStepReport } from "../../sdk/roles/slice-gradient";
+import { nativeStepOptions } from "../../sdk/backends/native/step/compile";
+import { estimateReplicaMemory, memoryTotal } from "../../sdk/plan/memory";
+import { summarizeModel } from "../../sdk/plan/model-summary";
 import { ZOO_MODELS, type ZooEntry, type ZooModel } from "./models";
 
 /**
@@ -54,8 +57,11 @@ async function main(): Promise<void> {
   const topology = m.toJSON(null, false) as unknown as Record<string, unknown>;
   const weights = m.getWeights().map((w) => ({ data: Float32Array.from(w.dataSync()), shape: [...w.shape] }));
   const params = m.countParams();
+  const optimizerSpec = opt === "adam" ? { name: "adam" as const, learningRate: 0.001, beta1: 0.9, beta2: 0.999 } : { name: "sgd" as const, learningRate: 0.01 };
+  // The plan's estimate of a worker's memory, as the driver makes it (the native step's arrays where the model trains by it).
+  const estimate = memoryTotal(estimateReplicaMemory(summarizeModel(m), { batchSize: batch, optimizer: optimizerSpec, native: report.backend === "native" ? nativeStepOptions(m).nativeMemory : null }));
   m.dispose();
-  const optimizer = opt === "adam" ? { name: "adam" as const, learningRate: 0.001, beta1: 0.9, beta2: 0.999 } : { name: "sgd" as const, learningRate: 0.01 };
+  const optimizer = optimizerSpec;
   const replica = await DataReplica.load({ type: "load", v: PROTOCOL_VERSION, id: 1, role: "replica", topology, optimizer, loss: entry.loss, replicaBatch: batch, stepTimeoutMs: 600_000, attachments: [] }, weights);
   const { x, y } = zooBatch(entry, batch);
   const alone = async (data: Float32Array) => ({ data, stats: { waitMs: 0, commMs: 0, bytesSent: 0 } });
@@ -85,7 +91,7 @@ async function main(): Promise<void> {
     `${JSON.stringify({
       peer: "meshtrain", backend: report.backend, device: report.device, model: name, batch, steps, optimizer: optimizer.name, params,
       samples_per_second: (steps * batch) / seconds, native: step.native, why: step.native ? null : step.why,
-      kernels_per_step: profile.kernels.length, peak_rss_above_mib: (peak - rssBefore) / 2 ** 20,
+      kernels_per_step: profile.kernels.length, peak_rss_above_mib: (peak - rssBefore) / 2 ** 20, estimate_mib: estimate / 2 ** 20,
     })}\n`,
   );
 }

@@ -15,7 +15,7 @@ import type { LaunchOrigin } from "./live-clusters";
 import { parseBytes } from "../config/bytes";
 import type { Plan } from "../plan/plans";
 import { makePlan } from "../strategies/make-plan";
-import { nativeLayersWhyNot } from "../backends/native/step/compile";
+import { nativeStepOptions } from "../backends/native/step/compile";
 import { spmdPlace, type FromEnvOptions } from "../launchers/spmd";
 import { serveAsMember } from "../launchers/spmd-member";
 import { defined, FromEnvOptionsSchema, SlurmOptionsSchema, SshOptionsSchema, type SlurmOptions, type SshOptions } from "./launcher-options";
@@ -299,7 +299,7 @@ export class ClusterBuilder {
   /** The plan the strategy makes for `model` on this cluster. Pure: starts nothing. */
   plan(model: tf.LayersModel, options: PlanRequest = {}): Plan {
     const spec = this.spec();
-    return makePlan(spec, summarizeModel(model), { ...planOptions(options), nativeLayers: nativeLayersWhyNot(model) });
+    return makePlan(spec, summarizeModel(model), { ...planOptions(options), ...nativeStepOptions(model) });
   }
 
   /**

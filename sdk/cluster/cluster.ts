@@ -16,7 +16,7 @@ import { planOptions, type PlanRequest } from "./plan-request";
 import type { WorkerHandle } from "../members/worker-handle";
 import type { Plan } from "../plan/plans";
 import { devicesOf, withDriver } from "../driver/devices";
-import { nativeLayersWhyNot } from "../backends/native/step/compile";
+import { nativeStepOptions } from "../backends/native/step/compile";
 import { type FitContext } from "../driver/fit-context";
 import { makePlan, planForFit } from "../strategies/make-plan";
 import { clusterHtml, clusterText, type ClusterParts } from "./cluster-text";
@@ -136,7 +136,7 @@ export class Cluster implements LiveCluster {
   plan(model: tf.LayersModel, options: PlanRequest = {}): Plan {
     const o = planOptions(options), profile = this.profiles.find(model, o.batchSize);
     const ring = this.rings.find(this.wired);
-    return makePlan(this.spec, summarizeModel(model), { ...o, nativeLayers: nativeLayersWhyNot(model), devices: this.handles.map((h) => devicesOf(h)), serverDevices: this.servers.map((h) => devicesOf(h)), ...(profile ? { profile } : {}), ...(ring ? { ring } : {}), ...withDriver() });
+    return makePlan(this.spec, summarizeModel(model), { ...o, ...nativeStepOptions(model), devices: this.handles.map((h) => devicesOf(h)), serverDevices: this.servers.map((h) => devicesOf(h)), ...(profile ? { profile } : {}), ...(ring ? { ring } : {}), ...withDriver() });
   }
 
   /** Times `model`'s layers and replica step on the slowest worker at `batchSize` (and an eighth of it), and under strategy "data" the data ring's all-reduce, so that plan() and fit() predict from measured times. fit() does this itself. */

@@ -22,7 +22,7 @@ import { checkSchedule } from "./learning-rates";
 import { splitValidation } from "./validation-data";
 import { classWeightTable } from "./class-weight";
 import { compileIfNot } from "./model-transfer";
-import { nativeLayersWhyNot } from "../backends/native/step/compile";
+import { nativeStepOptions } from "../backends/native/step/compile";
 
 /** What the cluster lends one fit: its workers, their output, how to time the model and the ring, and the fit's context. */
 export interface FitHost {
@@ -80,7 +80,7 @@ export async function runFit(host: FitHost, strategy: FitStrategy, model: tf.Lay
     try {
       checkShapes(model, dataset, o);
       const summary = summarizeModel(model);
-      const base: PlanOptions = { batchSize: o.batchSize, datasetSize: dataset.size, optimizer: o.optimizer, loss: o.loss, nativeLayers: nativeLayersWhyNot(model), devices: host.workers.map((h) => devicesOf(h)), serverDevices: host.members().filter((h) => h.role === "ps").map((h) => devicesOf(h)), ...withDriver() };
+      const base: PlanOptions = { batchSize: o.batchSize, datasetSize: dataset.size, optimizer: o.optimizer, loss: o.loss, ...nativeStepOptions(model), devices: host.workers.map((h) => devicesOf(h)), serverDevices: host.members().filter((h) => h.role === "ps").map((h) => devicesOf(h)), ...withDriver() };
       // Bounded by what it can save: a tenth of the epoch the plan predicts from FLOPs, or a second.
       const request = (): ProfileRequest => {
         const draft = strategy.plan(summary, base, undefined);

@@ -120,12 +120,24 @@ export function shardedMemory(e: MemoryEstimate, shard: ShardStage | null, n: nu
   return { ...e, optimizerBytes, gradientBytes, paramsBytes: Math.ceil(e.paramsBytes / n) + buffers * largestLayer };
 }
 
-export function estimateReplicaMemory(model: ModelSummary, o: { batchSize?: number; optimizer?: OptimizerSpec }): MemoryEstimate {
+/**
+ * The arrays meshtrain's native step plans for a model (its compiled schedule at the model's
+ * input shapes): values, gradients, saved and temporary arrays, per sample and fixed. Where a
+ * model trains by it, these are its activations, counted as the step allocates them.
+ */
+export interface NativeMemory {
+  bytesPerSample: number;
+  fixedBytes: number;
+}
+
+export function estimateReplicaMemory(model: ModelSummary, o: { batchSize?: number; optimizer?: OptimizerSpec; native?: NativeMemory | null }): MemoryEstimate {
+  const b = o.batchSize;
+  const activations = b === undefined ? null : o.native ? o.native.bytesPerSample * b + o.native.fixedBytes : activationElementsPerSample(model) * 4 * b;
   return {
     paramsBytes: model.paramCount * 4,
     gradientBytes: model.trainableParamCount * 4,
     optimizerBytes: o.optimizer ? model.trainableParamCount * 4 * optimizerSlots(o.optimizer) : null,
-    activationBytes: o.batchSize !== undefined ? activationElementsPerSample(model) * 4 * o.batchSize + convColumnsBytes(model, o.batchSize) : null,
+    activationBytes: activations === null ? null : activations + convColumnsBytes(model, b!),
   };
 }
 

@@ -4,7 +4,7 @@ import type { ModelProfile } from "./profile";
 import type { OverlapChoice } from "./overlap";
 import type { OptimizerSpec } from "../protocol/optimizer-spec";
 import type { LossName } from "../protocol/loss-names";
-import type { MemoryEstimate, ShardStage } from "./memory";
+import type { MemoryEstimate, NativeMemory, ShardStage } from "./memory";
 import type { ModelSummary } from "./model-summary";
 import type { StageCost } from "./partition";
 import type { Prediction, RingSpeed } from "./predict";
@@ -112,6 +112,8 @@ export interface PlanOptions {
   loss?: LossName;
   /** Why the model's layers cannot train inside meshtrain's native step, null where they can (ZeRO-2 and -3 need it; the driver compiles the model to know). */
   nativeLayers?: string | null;
+  /** What the native step's arrays take, where the model trains by it (the driver compiles the model to know): the memory estimate's activations. */
+  nativeMemory?: NativeMemory | null;
   /** Each rank's device (a launched cluster knows them). */
   devices?: readonly PlanDevice[];
   /** Why this strategy was chosen (strategy "auto" says). */

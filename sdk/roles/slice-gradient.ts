@@ -58,26 +58,11 @@ export interface LoadedReplica {
   step: StepChoice;
 }
 
-/** Builds the model, refusing it first when this worker's memory cap is below its estimate. */
+/** Builds the model and its step, refusing them when this worker's memory cap is below their estimate (the native step's: what its arrays take). */
 export async function loadReplica(msg: LoadOf<"replica" | "ps-worker">, weights: Tensorlike[] | "initial", memoryCapBytes: number | null): Promise<LoadedReplica> {
   // ZeRO-3 loaded in parts: only the weights not trained came; the rest is built zeroed, costing no memory until its part arrives.
   const parts = "weights" in msg && msg.weights === "parts";
   const model = parts ? await buildModel(zeroInitialized(msg.topology), weights, untrainedWeights) : await buildModel(msg.topology, weights);
-  if (memoryCapBytes !== null) {
-    const summary = summarizeModel(model);
-    // Sharded, this replica keeps its share of the optimizer's state (ZeRO-1), of the gradient too (ZeRO-2), and of the weights (ZeRO-3).
-    const over = "shardedOver" in msg ? (msg.shardedOver ?? 1) : 1;
-    const buckets = "bucketBytes" in msg ? (msg.bucketBytes ?? 0) : 0;
-    const e = shardedMemory(estimateReplicaMemory(summary, { batchSize: msg.replicaBatch, optimizer: msg.optimizer }), ("shard" in msg ? msg.shard : undefined) ?? null, over, largestBucketBytes(summary, buckets), msg.optimizer, "overlap" in msg && msg.overlap === true);
-    const need = memoryTotal(e);
-    if (need > memoryCapBytes) {
-      model.dispose();
-      throw new ModelError(
-        `the whole model needs ${formatBytes(need)} per replica (${formatBytes(e.paramsBytes)} parameters, ${formatBytes(e.gradientBytes)} gradients, ${formatBytes(e.optimizerBytes ?? 0)} optimizer state${over > 1 ? ` (its share of ${over})` : ""}, ${formatBytes(e.activationBytes ?? 0)} activations for ${msg.replicaBatch} samples), above this worker's memory cap of ${formatBytes(memoryCapBytes)}`,
-        { hint: 'on several workers, shard the training state among them, strategy("data", { shard: "optimizer" | "gradients" | "parameters" }) (ZeRO-1, -2, -3), or split the model over them: strategy("pipeline"), strategy("hybrid", { stages }) or strategy("auto")', details: { neededBytes: need, capBytes: memoryCapBytes } },
-      );
-    }
-  }
   const compileOptimizer = createOptimizer(msg.optimizer);
   const objective = objectiveOf(model, msg, compileOptimizer);
   const vars = model.trainableWeights.map((w) => w.read() as tf.Variable);
@@ -88,6 +73,23 @@ export async function loadReplica(msg: LoadOf<"replica" | "ps-worker">, weights:
     "batchNorm" in msg && msg.batchNorm === "sync"
       ? { native: null, why: 'batchNorm "sync" takes each step in all-reduced rounds, by autodiff' }
       : compileNativeStep(model, { heads, classWeight: msg.classWeight ?? null }, vars);
+  if (memoryCapBytes !== null) {
+    const summary = summarizeModel(model);
+    // Sharded, this replica keeps its share of the optimizer's state (ZeRO-1), of the gradient too (ZeRO-2), and of the weights (ZeRO-3).
+    const over = "shardedOver" in msg ? (msg.shardedOver ?? 1) : 1;
+    const buckets = "bucketBytes" in msg ? (msg.bucketBytes ?? 0) : 0;
+    const native = step.native ? step.native.memory() : null;
+    const e = shardedMemory(estimateReplicaMemory(summary, { batchSize: msg.replicaBatch, optimizer: msg.optimizer, native }), ("shard" in msg ? msg.shard : undefined) ?? null, over, largestBucketBytes(summary, buckets), msg.optimizer, "overlap" in msg && msg.overlap === true);
+    const need = memoryTotal(e);
+    if (need > memoryCapBytes) {
+      model.dispose();
+      compileOptimizer.dispose();
+      throw new ModelError(
+        `the whole model needs ${formatBytes(need)} per replica (${formatBytes(e.paramsBytes)} parameters, ${formatBytes(e.gradientBytes)} gradients, ${formatBytes(e.optimizerBytes ?? 0)} optimizer state${over > 1 ? ` (its share of ${over})` : ""}, ${formatBytes(e.activationBytes ?? 0)} activations for ${msg.replicaBatch} samples), above this worker's memory cap of ${formatBytes(memoryCapBytes)}`,
+        { hint: 'on several workers, shard the training state among them, strategy("data", { shard: "optimizer" | "gradients" | "parameters" }) (ZeRO-1, -2, -3), or split the model over them: strategy("pipeline"), strategy("hybrid", { stages }) or strategy("auto")', details: { neededBytes: need, capBytes: memoryCapBytes } },
+      );
+    }
+  }
   return { model, compileOptimizer, objective, vars, names, sizes, gradientLength: sizes.reduce((a, b) => a + b, 0), state: new ModelState(model), step };
 }
 

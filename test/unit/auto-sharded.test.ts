@@ -7,7 +7,7 @@ import { largestLayerBytes, memoryTotal, estimateReplicaMemory, shardedMemory } 
 import { summarizeModel } from "../../sdk/plan/model-summary";
 import type { PlanOptions } from "../../sdk/plan/plans";
 import { makePlan } from "../../sdk/strategies/make-plan";
-import { nativeLayersWhyNot } from "../../sdk/backends/native/step/compile";
+import { nativeStepOptions } from "../../sdk/backends/native/step/compile";
 
 /**
  * strategy("auto") weighs ZeRO-2 and ZeRO-3 where no split into stages fits: here four workers
@@ -29,11 +29,11 @@ const layered = (extra: Partial<Parameters<typeof tf.layers.dense>[0]> = {}): tf
 
 function need(model: tf.LayersModel, shard: "optimizer" | "gradients" | "parameters"): number {
   const s = summarizeModel(model);
-  return memoryTotal(shardedMemory(estimateReplicaMemory(s, { batchSize: 4, optimizer: adam }), shard, 4, largestLayerBytes(s), adam));
+  return memoryTotal(shardedMemory(estimateReplicaMemory(s, { batchSize: 4, optimizer: adam, native: nativeStepOptions(model).nativeMemory }), shard, 4, largestLayerBytes(s), adam));
 }
 
 function planAt(cap: number, model: tf.LayersModel, o: Partial<PlanOptions> = {}) {
-  return makePlan(cluster().workers(4).strategy("auto").memory(cap).spec(), summarizeModel(model), { batchSize: 16, optimizer: adam, devices: devices(), nativeLayers: nativeLayersWhyNot(model), ...o });
+  return makePlan(cluster().workers(4).strategy("auto").memory(cap).spec(), summarizeModel(model), { batchSize: 16, optimizer: adam, devices: devices(), ...nativeStepOptions(model), ...o });
 }
 
 test("auto: where no split into stages fits and ZeRO-1 does not, ZeRO-2 where it fits, else ZeRO-3, saying what each needs", () => {

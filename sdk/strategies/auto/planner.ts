@@ -28,7 +28,7 @@ export function planAuto(given: AutoOptions, spec: ClusterSpec, model: ModelSumm
   const caps = Array.from({ length: n }, (_, rank) => stageMemory({ memoryCapBytes: spec.memoryCapBytes, devices: o.devices }, rank));
   const minCap = Math.min(...caps);
   const tightest = caps.indexOf(minCap);
-  const e = estimateReplicaMemory(model, { batchSize: Math.ceil(batch / n), optimizer: o.optimizer });
+  const e = estimateReplicaMemory(model, { batchSize: Math.ceil(batch / n), optimizer: o.optimizer, native: o.nativeMemory });
   const whole = memoryTotal(e);
   const wholeText = `the whole model needs ${formatBytes(whole)} per replica (${formatBytes(e.paramsBytes)} parameters, ${formatBytes(e.gradientBytes)} gradients, ${formatBytes(e.optimizerBytes ?? 0)} optimizer state, ${formatBytes(e.activationBytes ?? 0)} activations for ${Math.ceil(batch / n)} samples)${batchNote}`;
   if (whole <= minCap) {

@@ -38,7 +38,7 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
   const perEpoch = batchSize !== undefined && options.datasetSize !== undefined ? stepsPerEpoch(options.datasetSize, batchSize) : null;
   const syncShare = !sync ? 1 : perEpoch ? Math.ceil(perEpoch / sync.every) / perEpoch : 1 / sync.every;
   const stepWireBytes = ringBytes * syncShare;
-  const memory = replicaMemory(model, n, batchSize, options.optimizer, shard, compression, cap ?? 0, overlap.on);
+  const memory = replicaMemory(model, n, batchSize, options, shard, compression, cap ?? 0, overlap.on);
   const speeds = speedsOf(options.devices, options.ring);
   const feed = given.feed;
   const feedBytes = feed === "driver" && batchSize !== undefined ? batchSize * sampleBytes(model) : 0;
@@ -146,15 +146,16 @@ function fittedBuckets(given: DataOptions, spec: ClusterSpec, model: ModelSummar
   const room = Math.min(...workerRoom(options, spec));
   if ((shard !== "gradients" && shard !== "parameters") || room === Infinity) return {};
   const n = workerCount(spec);
-  const need = (bucketMB?: number): number => memoryTotal(replicaMemory(model, n, batchSize, options.optimizer, shard, compression, bucketCapBytes(shard, bucketMB), overlap));
+  const need = (bucketMB?: number): number => memoryTotal(replicaMemory(model, n, batchSize, options, shard, compression, bucketCapBytes(shard, bucketMB), overlap));
   const [buckets, single] = [need(), need(0)];
   if (buckets <= room || single > room) return {};
   return { bucketMB: 0, why: `its default buckets would need ${formatBytes(buckets)} per worker, above the ${formatBytes(room)} a worker may use` };
 }
 
 /** What each of `n` replicas holds: the model's share as `shard` divides it, and with 16-bit gradients what rounding left out of the whole gradient, for its next step. */
-function replicaMemory(model: ModelSummary, n: number, batchSize: number | undefined, optimizer: PlanOptions["optimizer"], shard: DataParallelPlan["shard"], compression: Compression | null, capBytes: number, overlap: boolean): MemoryEstimate {
-  const sharded = shardedMemory(estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer }), shard, n, largestBucketBytes(model, capBytes), optimizer, overlap);
+function replicaMemory(model: ModelSummary, n: number, batchSize: number | undefined, o: Pick<PlanOptions, "optimizer" | "nativeMemory">, shard: DataParallelPlan["shard"], compression: Compression | null, capBytes: number, overlap: boolean): MemoryEstimate {
+  const optimizer = o.optimizer;
+  const sharded = shardedMemory(estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer, native: o.nativeMemory }), shard, n, largestBucketBytes(model, capBytes), optimizer, overlap);
   return compression ? { ...sharded, gradientBytes: sharded.gradientBytes + model.trainableParamCount * 4 } : sharded;
 }
 
@@ -298,7 +299,7 @@ function holdsLine(plan: DataParallelPlan, n: number): string {
 
 /** Whether some worker's memory (its device's, under the cluster's cap) holds the whole model's training state at the whole batch: else no one worker is a plan to compare with. */
 function oneWorkerHolds(model: ModelSummary, batchSize: number | undefined, options: PlanOptions, spec: ClusterSpec): boolean {
-  const need = memoryTotal(estimateReplicaMemory(model, { batchSize, optimizer: options.optimizer }));
+  const need = memoryTotal(estimateReplicaMemory(model, { batchSize, optimizer: options.optimizer, native: options.nativeMemory }));
   return need <= Math.max(...workerRoom(options, spec));
 }
 

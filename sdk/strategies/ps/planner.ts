@@ -49,7 +49,7 @@ export function planParameterServers(given: PsOptions, spec: ClusterSpec, model:
     gradientBytes: model.trainableParamCount * 4,
     compression: given.compression ?? null,
     batch: batchSize === undefined ? null : Object.freeze({ globalBatch: batchSize, perReplica: Object.freeze(replicaSlices(batchSize, n)), splits: planSplits(batchSize, options.datasetSize, n) }),
-    memory: Object.freeze(estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer: options.optimizer })),
+    memory: Object.freeze(estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer: options.optimizer, native: options.nativeMemory })),
     devices: options.devices ? Object.freeze(options.devices.map((d) => Object.freeze({ ...d }))) : null,
     prediction: psPrediction(mode, model, options, n, load, given.compression ?? null),
     reasons: Object.freeze([...(options.reasons ?? [])]),

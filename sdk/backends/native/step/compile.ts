@@ -6,6 +6,8 @@ import { MaskOp } from "./ops/mask";
 import { sizeOf, type Op, type ParamSlot } from "./op";
 import { penaltiesOf, type Penalty } from "./regularizers";
 import { planSlots, type Slots } from "./slots";
+import { arrayBytes } from "./arrays";
+import type { NativeMemory } from "../../../plan/memory";
 
 /** One op of a schedule, wired to the step's arrays (storages) by index. */
 export interface ScheduledOp {
@@ -252,11 +254,17 @@ function planGradients(s: Schedule): void {
 }
 
 /**
- * Why the model's layers cannot train inside a native step, or null where they can (the loss
- * aside): a plan made in the driver asks it, as ZeRO-2 and -3 work only there. Compiling builds
- * no arrays, so asking is cheap.
+ * What a plan made in the driver reads of the native step: why the model's layers cannot train
+ * inside it (null where they can; ZeRO-2 and -3 work only there), and where they can, the bytes
+ * its arrays take per sample and fixed (the memory estimate's activations), at the model's input
+ * shapes (a length left open counted as 2). Compiling builds no arrays, so asking is cheap.
  */
-export function nativeLayersWhyNot(model: tf.LayersModel): string | null {
+export function nativeStepOptions(model: tf.LayersModel): { nativeLayers: string | null; nativeMemory: NativeMemory | null } {
   const r = compileProgram(model, model.trainableWeights.map((w) => w.read() as tf.Variable));
-  return typeof r === "string" ? r : null;
+  if (typeof r === "string") return { nativeLayers: r, nativeMemory: null };
+  const s = r.schedule(r.graph.inputs.map((t) => r.graph.shapes[t]!.slice(1).map((d) => d ?? 2)));
+  if (typeof s === "string") return { nativeLayers: s, nativeMemory: null };
+  const one = arrayBytes(s, 1);
+  const perSample = arrayBytes(s, 2) - one;
+  return { nativeLayers: null, nativeMemory: { bytesPerSample: perSample, fixedBytes: one - perSample } };
 }

@@ -2,6 +2,7 @@ import type * as tf from "@tensorflow/tfjs";
 import type { LossName } from "../../../protocol/loss-names";
 import type { Tensorlike } from "../../../protocol/tensor";
 import type { NativeBackend } from "../backend";
+import type { NativeMemory } from "../../../plan/memory";
 import { arrayBytes, StepArrays } from "./arrays";
 import { compileProgram, type Program, type Schedule, type ScheduledOp } from "./compile";
 import { labelsPerRow } from "./loss";
@@ -132,9 +133,11 @@ export class NativeStep {
     this.timing.set(layer, e);
   }
 
-  /** The step's arrays for `batch` samples at the model's declared input shapes, in bytes (the plan's estimate). */
-  arrayBytes(batch: number): number {
-    return arrayBytes(this.first, batch);
+  /** What the step's arrays take at the model's declared input shapes: per sample and fixed (the memory estimate's activations). */
+  memory(): NativeMemory {
+    const one = arrayBytes(this.first, 1);
+    const perSample = arrayBytes(this.first, 2) - one;
+    return { bytesPerSample: perSample, fixedBytes: one - perSample };
   }
 
   /** The ops that hold trainable variables, in layer order, and where each one's gradients start in the flat gradient; null where they do not lie in layer order. */
