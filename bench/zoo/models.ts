@@ -37,13 +37,30 @@ function convBn(x: Sym, filters: number, kernel: number, strides: number, relu: 
   return relu ? (L.reLU().apply(b) as Sym) : b;
 }
 
+/** The zoo's architectures at other sizes: the tests train small ones of each under every strategy. */
+export interface ZooSize {
+  /** ResNet-20: image side, each stage's filters, blocks a stage. */
+  side?: number;
+  widths?: number[];
+  blocks?: number;
+  /** Recurrent and text models: vocabulary, embedding, units, sequence length, features. */
+  vocab?: number;
+  dim?: number;
+  units?: number;
+  T?: number;
+  features?: number;
+  /** Dropout rates (0 for a model compared with model.fit step for step). */
+  dropout?: number;
+}
+
 /** ResNet-20 for CIFAR (He et al. 2016, section 4.2) with projection shortcuts (1x1 conv + BatchNormalization) where the shape changes. */
-function resnet20(seed = 1): tf.LayersModel {
-  const x = tf.input({ shape: [32, 32, 3] });
-  let h = convBn(x, 16, 3, 1, true, seed);
+export function resnet20(seed = 1, o: ZooSize = {}): tf.LayersModel {
+  const { side = 32, widths = [16, 32, 64], blocks = 3 } = o;
+  const x = tf.input({ shape: [side, side, 3] });
+  let h = convBn(x, widths[0]!, 3, 1, true, seed);
   let k = seed + 1;
-  for (const [stage, filters] of [16, 32, 64].entries()) {
-    for (let block = 0; block < 3; block++) {
+  for (const [stage, filters] of widths.entries()) {
+    for (let block = 0; block < blocks; block++) {
       const strides = stage > 0 && block === 0 ? 2 : 1;
       const a = convBn(h, filters, 3, strides, true, k++);
       const b = convBn(a, filters, 3, 1, false, k++);
@@ -76,34 +93,37 @@ function resnet50(seed = 1): tf.LayersModel {
 }
 
 /** tfjs-examples' sentiment model at its defaults: 10,000 words embedded in 128, an LSTM of 32, one sigmoid unit. */
-function sentiment(seed = 1): tf.LayersModel {
+export function sentiment(seed = 1, o: ZooSize = {}): tf.LayersModel {
+  const { vocab = 10000, dim = 128, units = 32, T = 100 } = o;
   return tf.sequential({
     name: "sentiment",
     layers: [
-      L.embedding({ inputDim: 10000, outputDim: 128, inputLength: 100, embeddingsInitializer: tf.initializers.randomUniform({ minval: -0.05, maxval: 0.05, seed }) }),
-      L.lstm({ units: 32, kernelInitializer: tf.initializers.glorotUniform({ seed: seed + 1 }), recurrentInitializer: tf.initializers.glorotUniform({ seed: seed + 2 }) }),
+      L.embedding({ inputDim: vocab, outputDim: dim, inputLength: T, embeddingsInitializer: tf.initializers.randomUniform({ minval: -0.05, maxval: 0.05, seed }) }),
+      L.lstm({ units, kernelInitializer: tf.initializers.glorotUniform({ seed: seed + 1 }), recurrentInitializer: tf.initializers.glorotUniform({ seed: seed + 2 }) }),
       L.dense({ units: 1, activation: "sigmoid", kernelInitializer: tf.initializers.glorotUniform({ seed: seed + 3 }) }),
     ],
   });
 }
 
 /** tfjs-examples' jena-weather GRU: 32 units over 120 steps of 14 features, one value predicted. */
-function jena(seed = 1): tf.LayersModel {
+export function jena(seed = 1, o: ZooSize = {}): tf.LayersModel {
+  const { units = 32, T = 120, features = 14 } = o;
   return tf.sequential({
     name: "jena",
     layers: [
-      L.gru({ units: 32, inputShape: [120, 14], kernelInitializer: tf.initializers.glorotUniform({ seed }), recurrentInitializer: tf.initializers.glorotUniform({ seed: seed + 1 }) }),
+      L.gru({ units, inputShape: [T, features], kernelInitializer: tf.initializers.glorotUniform({ seed }), recurrentInitializer: tf.initializers.glorotUniform({ seed: seed + 1 }) }),
       L.dense({ units: 1, kernelInitializer: tf.initializers.glorotUniform({ seed: seed + 2 }) }),
     ],
   });
 }
 
 /** A text classifier: 20,000 words embedded in 64, averaged over 200 ids, one sigmoid unit. */
-function textgap(seed = 1): tf.LayersModel {
+export function textgap(seed = 1, o: ZooSize = {}): tf.LayersModel {
+  const { vocab = 20000, dim = 64, T = 200 } = o;
   return tf.sequential({
     name: "textgap",
     layers: [
-      L.embedding({ inputDim: 20000, outputDim: 64, inputLength: 200, embeddingsInitializer: tf.initializers.randomUniform({ minval: -0.05, maxval: 0.05, seed }) }),
+      L.embedding({ inputDim: vocab, outputDim: dim, inputLength: T, embeddingsInitializer: tf.initializers.randomUniform({ minval: -0.05, maxval: 0.05, seed }) }),
       L.globalAveragePooling1d({}),
       L.dense({ units: 1, activation: "sigmoid", kernelInitializer: tf.initializers.glorotUniform({ seed: seed + 1 }) }),
     ],
@@ -111,12 +131,13 @@ function textgap(seed = 1): tf.LayersModel {
 }
 
 /** MNIST's MLP 784-256-256-10 with Dropout 0.2 after each hidden layer and an L2 penalty of 1e-4 on the kernels. */
-function mlpdrop(seed = 1): tf.LayersModel {
+export function mlpdrop(seed = 1, o: ZooSize = {}): tf.LayersModel {
+  const { side = 28, units = 256, dropout = 0.2 } = o;
   const l2 = (): ReturnType<typeof tf.regularizers.l2> => tf.regularizers.l2({ l2: 1e-4 });
-  const dense = (units: number, activation: "relu" | "softmax", k: number): tf.layers.Layer => L.dense({ units, activation, kernelRegularizer: l2(), kernelInitializer: tf.initializers.glorotUniform({ seed: seed + k }) });
+  const dense = (n: number, activation: "relu" | "softmax", k: number): tf.layers.Layer => L.dense({ units: n, activation, kernelRegularizer: l2(), kernelInitializer: tf.initializers.glorotUniform({ seed: seed + k }) });
   return tf.sequential({
     name: "mlpdrop",
-    layers: [L.flatten({ inputShape: [28, 28, 1] }), dense(256, "relu", 0), L.dropout({ rate: 0.2 }), dense(256, "relu", 1), L.dropout({ rate: 0.2 }), dense(10, "softmax", 2)],
+    layers: [L.flatten({ inputShape: [side, side, 1] }), dense(units, "relu", 0), L.dropout({ rate: dropout }), dense(units, "relu", 1), L.dropout({ rate: dropout }), dense(10, "softmax", 2)],
   });
 }
 

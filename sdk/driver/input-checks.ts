@@ -77,12 +77,14 @@ export function checkShapes(model: tf.LayersModel, dataset: Dataset, o: Pick<Res
 function checkTargets(out: ReadonlyArray<number | null>, dataset: Dataset, y: Column, loss: ResolvedFitOptions["loss"], label: string): void {
   const gotY = y.sampleShape;
   const units = out[out.length - 1] ?? null;
-  const idsShape = gotY.length === 0 || (gotY.length === 1 && gotY[0] === 1);
+  // One class id per row of the output: per sample for [units] outputs, per position for sequences ([T, units] takes [T] or [T, 1]).
+  const rows = out.slice(0, -1);
+  const idsShape = gotY.length === 0 || (gotY.length === 1 && gotY[0] === 1) || (rows.length > 0 && sameRows(gotY, rows));
   const fmt = `y samples of shape [${gotY.join(", ")}] (${y.dtype})${label ? ` for ${label}` : ""}`;
   if (loss === "sparseCategoricalCrossentropy") {
     if (!idsShape) {
-      throw new DataError(`loss sparseCategoricalCrossentropy takes one class id per sample, but dataset "${dataset.name}" has ${fmt}: these look one-hot`, {
-        hint: 'use loss "categoricalCrossentropy" for one-hot labels, or give class ids (shape [n] or [n, 1])',
+      throw new DataError(`loss sparseCategoricalCrossentropy takes one class id per ${rows.length > 0 ? `position ([${rows.map((d) => d ?? "?").join(", ")}] a sample)` : "sample"}, but dataset "${dataset.name}" has ${fmt}: these look one-hot`, {
+        hint: `use loss "categoricalCrossentropy" for one-hot labels, or give class ids (shape ${rows.length > 0 ? `[n, ${rows.map((d) => d ?? "?").join(", ")}] or [n, ${rows.map((d) => d ?? "?").join(", ")}, 1]` : "[n] or [n, 1]"})`,
       });
     }
     checkClassIds(dataset, y, units);
@@ -94,6 +96,12 @@ function checkTargets(out: ReadonlyArray<number | null>, dataset: Dataset, y: Co
       hint: sparse ? 'use loss "sparseCategoricalCrossentropy" for class ids, or one-hot encode them (tf.oneHot)' : "one-hot encode the labels to match the output, or change the model's last layer",
     });
   }
+}
+
+/** Whether a target's sample shape is the output's rows, with or without a last axis of 1. */
+function sameRows(got: readonly number[], rows: ReadonlyArray<number | null>): boolean {
+  const t = got.length === rows.length + 1 && got[got.length - 1] === 1 ? got.slice(0, -1) : got;
+  return t.length === rows.length && rows.every((d, i) => d === null || d === t[i]);
 }
 
 function checkClassIds(dataset: Dataset, y: Column, units: number | null): void {

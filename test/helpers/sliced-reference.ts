@@ -20,13 +20,14 @@ type LossFn = (a: tf.Tensor, b: tf.Tensor) => tf.Tensor;
  * replicas = 1; hybrid is both.
  *
  * `replicas` may change per step (elastic runs: the replicas each step ran on).
- * Steps in `skipSteps` are left out (as nonFinite "skip" drops them). Written independently of
+ * Steps in `skipSteps` are left out (as nonFinite "skip" drops them). `withPenalties`: each
+ * step's loss counts the weights' penalties, as model.fit's History does. Written independently of
  * the worker's code. Trains `model` in place; returns each step's loss.
  */
 export function slicedReference(
   model: tf.LayersModel,
   ds: Dataset,
-  o: { epochs: number; batchSize: number; optimizer: OptimizerSpec; loss: LossName; shuffle?: boolean; seed?: number; replicas: number | ((step: number) => number); microBatches?: number; skipSteps?: readonly number[] },
+  o: { epochs: number; batchSize: number; optimizer: OptimizerSpec; loss: LossName; shuffle?: boolean; seed?: number; replicas: number | ((step: number) => number); microBatches?: number; skipSteps?: readonly number[]; withPenalties?: boolean },
 ): number[] {
   const opt = createOptimizer(o.optimizer);
   model.compile({ optimizer: opt, loss: o.loss });
@@ -66,6 +67,8 @@ export function slicedReference(
             let total = tf.mean(loss(ys, out)) as tf.Scalar;
             dataLoss = total.dataSync()[0]!;
             for (const reg of model.calculateLosses()) total = tf.add(total, reg);
+            // model.fit's History counts the weights' penalties in the loss.
+            if (o.withPenalties) dataLoss = total.dataSync()[0]!;
             return total;
           }, vars);
           stepLoss += share * dataLoss;

@@ -15,7 +15,7 @@ import type { LayerShards } from "./layer-shards";
 /**
  * One data-parallel step of a ZeRO-2 or ZeRO-3 replica: the slice's forward and backward pass,
  * each layer's gradient reduce-scattered (under ZeRO-3 each layer gathered too; see
- * LayerShards), then one small all-reduce of two flags, so that every replica drops the step
+ * LayerShards), then one small all-reduce of two flags (and the change of the model's state, BatchNormalization's moving statistics, which ends the step at the replicas' weighted mean), so that every replica drops the step
  * alike when a slice could not be learned from (its input or loss not finite, or its
  * computation failed) or a summed gradient went non-finite, and otherwise each updates its
  * shard (ZeRO-2: and gathers the new weights). With `accumulate` k the slice runs in k chunks,
@@ -26,12 +26,19 @@ import type { LayerShards } from "./layer-shards";
 export async function layerShardsStep(shards: LayerShards, r: LoadedReplica, weight: number, x: Feed, y: Feed, io: HostIO, step: number, learningRate?: number, accumulate = 1): Promise<StepResult> {
   const t0 = performance.now();
   const startedAt = wallClock();
+  // BatchNormalization's moving statistics: each replica's forward pass moves its own; the step
+  // ends with the replicas' weighted mean (as plain data parallelism), summed with the flags.
+  const stateBefore = await r.state.snapshot();
   const passes = await chunks(shards, r, x, y, weight, accumulate, io);
   const t1 = performance.now();
   const { own, failure } = passes;
   const flagged = own !== undefined || failure !== undefined ? 1 : 0;
   const shardBad = shards.nonFinite;
-  const flags = await io.allReduce(Float32Array.of(flagged, shardBad ? 1 : 0));
+  const summed = new Float32Array(2 + r.state.length);
+  summed[0] = flagged;
+  summed[1] = shardBad ? 1 : 0;
+  if (!flagged && feedRows(x) > 0) r.state.writeChange(stateBefore, weight, summed.subarray(2), r.state.values());
+  const flags = await io.allReduce(summed);
   const stats = shards.stats;
   stats.waitMs += flags.stats.waitMs;
   stats.commMs += flags.stats.commMs;
@@ -41,6 +48,7 @@ export async function layerShardsStep(shards: LayerShards, r: LoadedReplica, wei
   const nonFinite = own ?? (flags.data[0] === 0 && shardBad ? { where: "gradient" as const, variable: shards.nonFiniteVariable(namesOf(r)) } : undefined);
   const t2 = performance.now();
   const talked = stats.commMs + stats.waitMs;
+  r.state.set(stateBefore, skipped ? undefined : flags.data.subarray(2));
   if (skipped) shards.dropped();
   else await shards.apply(io, learningRate);
   // ZeRO-2's update ends in all-gathers: their time is communication, not the update's.
