@@ -1,4 +1,5 @@
 #include <math.h>
+#include "fastmath.h"
 #include "kernels.h"
 
 /* Binary ops with broadcasting. The caller (JavaScript) collapses the shapes so that the last
@@ -96,6 +97,8 @@ void mt_unary(int op, const float *x, float *out, int64_t n, float p1, float p2)
     case MT_EXPM1: for (int64_t i = 0; i < n; i++) out[i] = (float)expm1((double)x[i]); break;
     case MT_SIGN: for (int64_t i = 0; i < n; i++) out[i] = x[i] < 0.0f ? -1.0f : (x[i] > 0.0f ? 1.0f : 0.0f); break;
     case MT_LINEAR: for (int64_t i = 0; i < n; i++) out[i] = x[i]; break;
+    case MT_ERF: for (int64_t i = 0; i < n; i++) out[i] = mt_erf(x[i]); break;
+    case MT_FLOOR: for (int64_t i = 0; i < n; i++) out[i] = floorf(x[i]); break;
   }
 }
 

@@ -18,7 +18,7 @@ enum { MT_ADD = 0, MT_SUB, MT_MUL, MT_DIV, MT_MAX, MT_MIN, MT_SQDIFF, MT_POW };
 enum {
   MT_RELU = 0, MT_RELU6, MT_STEP, MT_EXP, MT_LOG, MT_NEG, MT_SQRT, MT_RSQRT, MT_SQUARE, MT_SIGMOID,
   MT_TANH, MT_ABS, MT_RECIPROCAL, MT_CLIP, MT_ELU, MT_LEAKY_RELU, MT_SOFTPLUS, MT_LOG1P, MT_EXPM1, MT_SIGN,
-  MT_LINEAR
+  MT_LINEAR, MT_ERF, MT_FLOOR
 };
 #define MT_MAX_RANK 6
 void mt_binary(int op, const float *a, const float *b, float *out, int rank, const int32_t *shape,
@@ -26,6 +26,9 @@ void mt_binary(int op, const float *a, const float *b, float *out, int rank, con
 void mt_unary(int op, const float *x, float *out, int64_t n, float p1, float p2);
 void mt_relu_grad(const float *dy, const float *y, float *dx, int64_t n);
 void mt_add_n(const float **inputs, int count, float *out, int64_t n);
+/* shape.c: out = x with its axes permuted (out axis d is x axis perm[d]); out = x tiled reps times along each axis. */
+void mt_transpose(const float *x, float *out, int rank, const int32_t *shape, const int32_t *perm);
+void mt_tile(const float *x, float *out, int rank, const int32_t *shape, const int32_t *reps);
 void mt_bias_activation(float *out, const float *bias, int64_t rows, int cols, int act, float alpha);
 
 /* reduce.c */

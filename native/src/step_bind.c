@@ -244,6 +244,29 @@ static napi_value scatter_add_rows(napi_env env, napi_callback_info info) {
   return undef(env);
 }
 
+/* transpose(x, out, shape, perm) and tile(x, out, shape, reps): rank <= 6, sizes checked. */
+static napi_value shape_common(napi_env env, napi_callback_info info, int tile) {
+  call c = begin(env, info, 4);
+  size_t rank = 0;
+  int32_t *shape = (int32_t *)typed(&c, 2, napi_int32_array, 0, &rank);
+  int32_t *arg = i32(&c, 3, rank);
+  if (!c.failed && (rank == 0 || rank > MT_MAX_RANK)) fail(&c, "meshtrain native: transpose/tile rank outside 1-6");
+  if (c.failed) return undef(env);
+  size_t in = 1, out = 1;
+  for (size_t d = 0; d < rank; d++) {
+    if (shape[d] < 0 || arg[d] < 0 || (!tile && arg[d] >= (int32_t)rank)) fail(&c, "meshtrain native: transpose/tile arguments");
+    in *= (size_t)shape[d];
+    out *= (size_t)shape[d] * (tile ? (size_t)arg[d] : 1);
+  }
+  float *x = f32(&c, 0, in), *o = f32(&c, 1, out);
+  if (c.failed) return undef(env);
+  if (tile) RUN(mt_tile(x, o, (int)rank, shape, arg));
+  else RUN(mt_transpose(x, o, (int)rank, shape, arg));
+  return undef(env);
+}
+static napi_value transpose(napi_env env, napi_callback_info info) { return shape_common(env, info, 0); }
+static napi_value tile(napi_env env, napi_callback_info info) { return shape_common(env, info, 1); }
+
 #define EXPORT(name, fn)                                             \
   do {                                                               \
     napi_value f;                                                    \
@@ -270,4 +293,6 @@ void mt_register_step(napi_env env, napi_value exports) {
   EXPORT("rnnBackward", rnn_backward);
   EXPORT("dropoutMask", dropout_mask);
   EXPORT("scatterAddRows", scatter_add_rows);
+  EXPORT("transpose", transpose);
+  EXPORT("tile", tile);
 }

@@ -1,4 +1,5 @@
 import * as os from "node:os";
+import { registerGradients } from "./gradients";
 import { BackendError } from "../errors/errors";
 import type { BackendChoice, BackendName } from "../protocol/backend-names";
 import { deviceFromEnv, type DeviceAssignment } from "../config/device";
@@ -65,6 +66,7 @@ function describe(name: BackendName, skipped: string[]): string | null {
  * is this worker's share of the machine's cores; `device` what the worker was given.
  */
 export async function selectBackend(choice: BackendChoice, threads = 1, device: DeviceAssignment | null = deviceFromEnv()): Promise<BackendReport> {
+  registerGradients();
   const notes: string[] = [];
   const order = choice === "auto" ? autoOrder(device) : [choice];
   const skipped: string[] = [];

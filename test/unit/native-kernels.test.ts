@@ -203,3 +203,30 @@ describe("memory reuse never changes what user code can read", () => {
     tf.setBackend("cpu");
   });
 });
+
+describe("shapes and the unary ops autodiff leaned on", () => {
+  test("transpose of ranks 2 to 6, every kind of permutation, with gradients", () => {
+    compare("transpose 2", [[5, 7]], withGrads((x) => tf.transpose(x!)), 0);
+    compare("transpose 3", [[4, 5, 6]], withGrads((x) => tf.transpose(x!, [1, 0, 2])), 0);
+    compare("transpose 4", [[2, 3, 4, 5]], withGrads((x) => tf.transpose(x!, [0, 2, 1, 3])), 0);
+    compare("transpose 4 last", [[2, 3, 4, 5]], (x) => tf.transpose(x!, [3, 2, 1, 0]), 0);
+    compare("transpose 6", [[2, 1, 3, 2, 2, 3]], (x) => tf.transpose(x!, [5, 0, 3, 1, 4, 2]), 0);
+    compare("transpose empty", [[0, 3]], (x) => tf.transpose(x!), 0);
+  });
+  test("tile along every axis, ranks 1 to 4", () => {
+    compare("tile 1", [[5]], (x) => tf.tile(x!, [3]), 0);
+    compare("tile 2", [[2, 3]], (x) => tf.tile(x!, [4, 2]), 0);
+    compare("tile 3 inner", [[1, 1, 7]], (x) => tf.tile(x!, [3, 5, 1]), 0);
+    compare("tile 4", [[2, 1, 3, 2]], (x) => tf.tile(x!, [2, 3, 1, 2]), 0);
+  });
+  test("split along the first, a middle and the last axis", () => {
+    compare("split last", [[6, 12]], (x) => tf.split(x!, 4, 1), 0);
+    compare("split sizes", [[5, 7, 3]], (x) => tf.split(x!, [2, 4, 1], 1), 0);
+    compare("split first", [[6, 2, 3]], (x) => tf.split(x!, 3, 0), 0);
+  });
+  test("erf and floor", () => {
+    compare("erf", [[7, 9]], (x) => tf.erf(x!), 2e-6, [-3, 3]);
+    compare("floor", [[7, 9]], (x) => tf.floor(x!), 0, [-3, 3]);
+  });
+});
+

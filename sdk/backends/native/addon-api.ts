@@ -57,6 +57,10 @@ export interface NativeAddon {
   /** state: Alea's [s0, s1, s2, c], advanced; mask[i] = floor(u_i + keep) / keep. */
   dropoutMask(state: Float64Array, mask: Float32Array, keep: number): void;
   scatterAddRows(grad: Float32Array, ids: Int32Array, dy: Float32Array, n: number, inner: number, rows: number): void;
+  /** out = x with axes permuted (out axis d is x axis perm[d]), rank 1-6. */
+  transpose(x: Float32Array, out: Float32Array, shape: Int32Array, perm: Int32Array): void;
+  /** out = x tiled reps[d] times along each axis d, rank 1-6. */
+  tile(x: Float32Array, out: Float32Array, shape: Int32Array, reps: Int32Array): void;
   /** The native data plane (native/src/dp_*.c); see sdk/collectives/data-plane.ts. */
   dataPlaneProblem(): string | null;
   dataListen(host: string): { fd: number; port: number };
@@ -78,6 +82,7 @@ export const BINARY = { Add: 0, Sub: 1, Multiply: 2, RealDiv: 3, Maximum: 4, Min
 export const UNARY = {
   Relu: 0, Relu6: 1, Step: 2, Exp: 3, Log: 4, Neg: 5, Sqrt: 6, Rsqrt: 7, Square: 8, Sigmoid: 9, Tanh: 10, Abs: 11,
   Reciprocal: 12, ClipByValue: 13, Elu: 14, LeakyRelu: 15, Softplus: 16, Log1p: 17, Expm1: 18, Sign: 19, Linear: 20,
+  Erf: 21, Floor: 22,
 } as const;
 export const REDUCE = { Sum: 0, Max: 1, Min: 2, Mean: 3 } as const;
 /** Activation codes shared with native/src/step.h. */

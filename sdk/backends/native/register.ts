@@ -7,6 +7,7 @@ import { batchMatMulKernel, fusedMatMulKernel } from "./kernels/matmul";
 import { poolKernels } from "./kernels/pooling";
 import { reduceKernels } from "./kernels/reduce";
 import { gatherKernels } from "./kernels/gather";
+import { shapeKernels, splitKernel } from "./kernels/shape";
 
 export type NativeRegistration = { ok: true; kernels: string[] } | { ok: false; reason: string };
 
@@ -26,7 +27,7 @@ export function registerNativeBackend(threads = 1): NativeRegistration {
   const addon = load.addon;
   addon.setThreads(threads);
   tf.registerBackend(NATIVE_BACKEND, () => new NativeBackend(addon), -1);
-  const ours = [batchMatMulKernel, fusedMatMulKernel, ...elementwiseKernels, ...reduceKernels, ...convKernels, ...poolKernels, ...gatherKernels];
+  const ours = [batchMatMulKernel, fusedMatMulKernel, ...elementwiseKernels, ...reduceKernels, ...convKernels, ...poolKernels, ...gatherKernels, ...shapeKernels, splitKernel];
   const overridden = new Set(ours.map((k) => k.kernelName));
   for (const k of tf.getKernelsForBackend("cpu")) {
     if (!overridden.has(k.kernelName)) tf.registerKernel({ ...k, backendName: NATIVE_BACKEND });

@@ -1,4 +1,5 @@
 import * as tf from "@tensorflow/tfjs";
+import { registerGradients } from "../../backends/gradients";
 import "@tensorflow/tfjs-backend-webgpu";
 import { setWasmPaths } from "@tensorflow/tfjs-backend-wasm";
 import type { MathBackendWebGL } from "@tensorflow/tfjs-backend-webgl";
@@ -82,6 +83,7 @@ function tryBackend(name: TabBackend): Promise<Tried> {
  * only when asked for by name. `notes` say why each better one was not taken.
  */
 export async function chooseTabBackend(choice: TabBackend | "auto"): Promise<BackendReport> {
+  registerGradients();
   const order: readonly TabBackend[] = choice === "auto" ? TAB_BACKENDS : [choice];
   const skipped: string[] = [];
   for (const name of order) {

@@ -99,7 +99,7 @@ function unaryKernel(name: keyof typeof UNARY, params: (attrs: tf.NamedAttrMap) 
 
 export const elementwiseKernels: tf.KernelConfig[] = [
   ...(["Add", "Sub", "Multiply", "RealDiv", "Maximum", "Minimum", "SquaredDifference", "Pow"] as const).map(binaryKernel),
-  ...(["Relu", "Relu6", "Exp", "Log", "Neg", "Sqrt", "Rsqrt", "Square", "Sigmoid", "Tanh", "Abs", "Reciprocal", "Elu", "Softplus", "Log1p", "Expm1", "Sign"] as const).map(
+  ...(["Relu", "Relu6", "Exp", "Log", "Neg", "Sqrt", "Rsqrt", "Square", "Sigmoid", "Tanh", "Abs", "Reciprocal", "Elu", "Softplus", "Log1p", "Expm1", "Sign", "Erf", "Floor"] as const).map(
     (n) => unaryKernel(n),
   ),
   unaryKernel("Step", (attrs) => [Number(attrs.alpha ?? 0), 0]),
