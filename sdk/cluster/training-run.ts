@@ -1,7 +1,7 @@
 import * as fs from "node:fs";
 import type { WorkerSnapshot } from "../config/worker-snapshot";
 import { dataPlaneLine } from "../driver/data-plane-choice";
-import { replicaStepLine } from "../metrics/replica-step";
+import { replicaStepLine, slowStepLine } from "../metrics/replica-step";
 import { cost, type CostReport } from "../metrics/cost";
 import { epochHistory } from "../metrics/epochs";
 import type { Departure, EpochHistory, LogLine, MemberMemory, MembershipChange, PushRecord, RunRecord, StepRecord, TrainingSetup } from "../metrics/records";
@@ -223,6 +223,8 @@ export class TrainingRun {
       h.epoch.forEach((e, i) => lines.push(`epoch ${e + 1}: ${Object.entries(h.history).map(([k, v]) => `${k} ${v[i]!.toFixed(4)}`).join(", ")}`));
     }
     if (this.replicaStep) lines.push(replicaStepLine(this.replicaStep));
+    const slow = this.history.flatMap((r) => r.workers.flatMap((w) => (w.slow ? [{ rank: w.rank, ...w.slow }] : [])))[0];
+    if (slow) lines.push(slowStepLine(slow));
     if (this.dataPlane) lines.push(dataPlaneLine(this.dataPlane));
     const skipped = this.history.filter((r) => r.skipped).map((r) => r.step);
     if (skipped.length) lines.push(`${skipped.length} step(s) skipped for NaN or Infinity (nonFinite "skip"): ${skipped.slice(0, 10).join(", ")}${skipped.length > 10 ? ", ..." : ""}`);

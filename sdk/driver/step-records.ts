@@ -23,6 +23,7 @@ export function workerStep(r: StepDone, w: WorkerHandle, fitStartWall: number): 
     ...(m.readbackMs !== undefined ? { readbackMs: m.readbackMs } : {}),
     ...(m.uploadMs !== undefined ? { uploadMs: m.uploadMs } : {}),
     ...(m.collectives ? { collectives: m.collectives } : {}),
+    ...(m.slow ? { slow: m.slow } : {}),
     startMs: m.startedAt - w.clockOffsetMs - fitStartWall,
   };
 }

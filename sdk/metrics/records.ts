@@ -1,3 +1,4 @@
+import type { SlowStep } from "../protocol/slow-step";
 import type { Origin } from "../config/compiled";
 import type { LossName } from "../protocol/loss-names";
 import type { OptimizerSpec } from "../protocol/optimizer-spec";
@@ -41,6 +42,8 @@ export interface WorkerStepRecord {
   slowdownMs?: number;
   /** A worker on a GPU: reading the step's results back from the device (part of computeMs), ms. */
   readbackMs?: number;
+  /** Its slice ran more than twice what the model's FLOPs predict: where the time went (once a fit, a few steps in). */
+  slow?: SlowStep;
   /** A worker on a GPU: handing the update to the device (part of applyMs), ms. */
   uploadMs?: number;
   /** Bytes this worker sent in the step's all-reduce (data: ring frames, headers included) or pushes (ps: their tensors' bytes). */

@@ -21,6 +21,29 @@ export function forwardFlops(layer: tf.layers.Layer, inShape: ReadonlyArray<numb
       const [kh, kw] = kernel();
       return 2 * kh * kw * cin * out + out;
     }
+    case "Conv1D":
+      return 2 * kernel()[0] * cin * out + out;
+    case "LSTM":
+    case "GRU":
+    case "SimpleRNN": {
+      // Every step: the input and the state through G gates' kernels, and the gates' elementwise work.
+      const G = layer.getClassName() === "LSTM" ? 4 : layer.getClassName() === "GRU" ? 3 : 1;
+      const H = cfg.units as number;
+      const T = inShape[1] ?? 1;
+      return T * (2 * (cin + H) * G * H + 10 * G * H);
+    }
+    case "MultiHeadAttention": {
+      // Self-attention's cost (the query's length for the keys' too): four projections, scores, softmax, context.
+      const T = inShape[1] ?? 1;
+      const [H, dk, dv] = [cfg.numHeads as number, cfg.keyDim as number, (cfg.valueDim as number | null) ?? (cfg.keyDim as number)];
+      const outDim = outShape[outShape.length - 1] ?? cin;
+      return 2 * T * cin * H * (2 * dk + dv) + 2 * T * H * dv * outDim + H * T * T * (2 * dk + 2 * dv + 5);
+    }
+    case "Dot":
+      // [m, k] . [k, n] per sample: each output a k-long dot product.
+      return 2 * out * cin;
+    case "LayerNormalization":
+      return 8 * out;
     case "DepthwiseConv2D": {
       const [kh, kw] = kernel();
       return 2 * kh * kw * out;
@@ -32,9 +55,11 @@ export function forwardFlops(layer: tf.layers.Layer, inShape: ReadonlyArray<numb
       return 2 * kh * kw * cin * mult * spatial + 2 * cin * mult * out + out;
     }
     case "MaxPooling2D":
-    case "AveragePooling2D": {
+    case "AveragePooling2D":
+    case "MaxPooling1D":
+    case "AveragePooling1D": {
       const p = cfg.poolSize as number | number[];
-      const [ph, pw] = Array.isArray(p) ? [p[0]!, p[1] ?? p[0]!] : [p, p];
+      const [ph, pw] = Array.isArray(p) ? [p[0]!, p[1] ?? (layer.getClassName().endsWith("1D") ? 1 : p[0]!)] : [p, layer.getClassName().endsWith("1D") ? 1 : p];
       return ph * pw * out;
     }
     case "BatchNormalization":

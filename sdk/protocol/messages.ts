@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { SlowStepSchema } from "./slow-step";
 import { BACKEND_CHOICES } from "./backend-names";
 import { COMPRESSIONS } from "./wire-formats";
 import { TensorSpecSchema } from "./tensor";
@@ -216,6 +217,8 @@ export const StepDoneSchema = z.strictObject({
   /** A worker on a GPU: time reading the step's results back from the device, and handing the update to it (part of computeMs and applyMs). */
   readbackMs: ms.optional(),
   uploadMs: ms.optional(),
+  /** The worker's slice ran more than twice what its FLOPs predict: where the time went (once a fit). */
+  slow: SlowStepSchema.optional(),
   /** Strategy "ps": the version pulled from each server, the most updates the push missed, and the time to pull and push. */
   ps: z.strictObject({
     pulled: z.array(z.number().int().nonnegative()).max(1024),

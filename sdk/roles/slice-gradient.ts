@@ -16,6 +16,8 @@ import { feedList, feedRows, objectiveLoss, objectiveOf, outputList, reported, r
 import { onDevice, readConcat } from "./device-io";
 import type { ReplicaStepChoice } from "../protocol/profile-messages";
 import { createOptimizer } from "../model/optimizers";
+import { StepInsight } from "./step-insight";
+import type { SlowStep } from "../protocol/slow-step";
 
 /**
  * A tensor's values for an immediate copy. On the native backend this reads the backing array
@@ -56,6 +58,8 @@ export interface LoadedReplica {
   state: ModelState;
   /** The step compiled to native kernels, or why the model trains by TF.js's autodiff. */
   step: StepChoice;
+  /** Whether a step runs well below what its FLOPs predict, and then where its time goes. */
+  insight: StepInsight;
 }
 
 /** Builds the model and its step, refusing them when this worker's memory cap is below their estimate (the native step's: what its arrays take). */
@@ -90,7 +94,13 @@ export async function loadReplica(msg: LoadOf<"replica" | "ps-worker">, weights:
       );
     }
   }
-  return { model, compileOptimizer, objective, vars, names, sizes, gradientLength: sizes.reduce((a, b) => a + b, 0), state: new ModelState(model), step };
+  return { model, compileOptimizer, objective, vars, names, sizes, gradientLength: sizes.reduce((a, b) => a + b, 0), state: new ModelState(model), step, insight: new StepInsight(model, step.native) };
+}
+
+/** The replica's report of a slow step, where it has one to send (once a fit), as a step report's field. */
+export function slowReport(r: LoadedReplica): { slow?: SlowStep } {
+  const slow = r.insight.take();
+  return slow ? { slow } : {};
 }
 
 /** What the driver is told of how this replica computes its gradient. */
@@ -121,8 +131,11 @@ export interface SliceExtras {
  */
 export async function sliceGradient(r: LoadedReplica, x: Feed, y: Feed, weight: number, flat: Float32Array, extra: SliceExtras = {}): Promise<{ loss: number; metrics?: Record<string, number> }> {
   try {
-    if (r.step.native) return nativeSlice(r, r.step.native, x, y, weight, flat, extra);
-    return onDevice() ? await deviceSlice(r, x, y, weight, flat, extra.stateNow) : await autodiffSlice(r, x, y, weight, flat, extra.stateNow);
+    const native = r.step.native;
+    return await r.insight.around(feedRows(x), async () => {
+      if (native) return nativeSlice(r, native, x, y, weight, flat, extra);
+      return onDevice() ? await deviceSlice(r, x, y, weight, flat, extra.stateNow) : await autodiffSlice(r, x, y, weight, flat, extra.stateNow);
+    });
   } catch (err) {
     const msg = (err as Error).message;
     if (/shape|rank|compatible/i.test(msg)) {

@@ -5,7 +5,7 @@ import { wallClock } from "../../util/clock";
 import { readWeights } from "../../model/model-io";
 import type { HostIO, OverlapRing, RoleEnv, RoleReply, StepReport, WorkerRole } from "../role";
 import type { AllReduceFn, StepResult } from "./step-result";
-import { checkedSliceGradient, loadReplica, replicaStepReport, slowDown, type LoadedReplica, type SliceOutcome } from "../slice-gradient";
+import { checkedSliceGradient, loadReplica, replicaStepReport, slowDown, slowReport, type LoadedReplica, type SliceOutcome } from "../slice-gradient";
 import { makeUpdateRule } from "../update-rule";
 import { nonFiniteVariable, survivedStepError, type NonFinite } from "../step-health";
 import { ErrorFeedback } from "../error-feedback";
@@ -202,7 +202,7 @@ export class DataReplica implements WorkerRole {
       slowdownMs,
       sentBytes: reduced.stats.bytesSent,
       ...(onDevice() ? { readbackMs: transfers.readbackMs, uploadMs: transfers.uploadMs } : {}),
-      ...(slice.metrics ? { metrics: slice.metrics } : {}),
+      ...(slice.metrics ? { metrics: slice.metrics } : {}), ...slowReport(this.r),
       ...(slice.nonFinite ?? overflow ? { nonFinite: slice.nonFinite ?? overflow } : {}),
       ...(skipped ? { skipped } : {}),
     };
@@ -255,7 +255,7 @@ export class DataReplica implements WorkerRole {
     return {
       loss: slice.loss, startedAt, computeMs: t1 - t0, slowdownMs,
       commMs: synced?.stats.commMs ?? 0, waitMs: synced?.stats.waitMs ?? 0, sentBytes: synced?.stats.bytesSent ?? 0, applyMs: synced ? t2 - t1 - synced.stats.commMs - synced.stats.waitMs : 0,
-      ...(slice.metrics ? { metrics: slice.metrics } : {}),
+      ...(slice.metrics ? { metrics: slice.metrics } : {}), ...slowReport(this.r),
       ...(nonFinite ? { nonFinite } : {}),
       ...(slice.nonFinite || synced?.skipped ? { skipped: true } : {}),
     };

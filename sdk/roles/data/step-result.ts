@@ -2,6 +2,7 @@ import type { AllReduceStats } from "../../collectives/ring-allreduce";
 import type { WireFormat } from "../../protocol/wire-formats";
 import type { StepTimes } from "../role";
 import type { NonFinite } from "../step-health";
+import type { SlowStep } from "../../protocol/slow-step";
 
 /** How a data-parallel replica sums its step's buffer with the others'. */
 export type AllReduceFn = (data: Float32Array, wire?: WireFormat) => Promise<{ data: Float32Array; stats: AllReduceStats }>;
@@ -22,6 +23,8 @@ export interface StepResult extends StepTimes {
   collectives?: Collective[];
   /** No replica applied this step's update (one of them found a non-finite value, or failed). */
   skipped?: boolean;
+  /** This replica's slice ran more than twice what its FLOPs predict: where the time went. */
+  slow?: SlowStep;
 }
 
 /** One layer's all-gather or reduce-scatter in a ZeRO-2 or ZeRO-3 step (layer: its index among the layers with weights). */

@@ -9,7 +9,7 @@ import type { HostIO, RoleEnv, RoleReply, WorkerRole } from "../role";
 import type { Message } from "../../protocol/messages";
 import { evaluateShard } from "../data/evaluate-shard";
 import { accumulatedSlice } from "../data/accumulate-slices";
-import { checkedSliceGradient, loadReplica, replicaStepReport, slowDown, type LoadedReplica } from "../slice-gradient";
+import { checkedSliceGradient, loadReplica, replicaStepReport, slowDown, slowReport, type LoadedReplica } from "../slice-gradient";
 import type { StepResult } from "../data/step-result";
 import { nonFiniteVariable, survivedStepError, type NonFinite } from "../step-health";
 import { ErrorFeedback } from "../error-feedback";
@@ -127,6 +127,7 @@ export class PsReplica implements WorkerRole {
       // The servers drop a flagged push: in sync mode with its whole step.
       ...(flagged ? { skipped: true } : {}),
       ...(slice.metrics ? { metrics: slice.metrics } : {}),
+      ...slowReport(this.r),
       loss,
       startedAt,
       computeMs: t3 - t2,
