@@ -25,20 +25,9 @@ export function forwardFlops(layer: tf.layers.Layer, inShape: ReadonlyArray<numb
       return 2 * kernel()[0] * cin * out + out;
     case "LSTM":
     case "GRU":
-    case "SimpleRNN": {
-      // Every step: the input and the state through G gates' kernels, and the gates' elementwise work.
-      const G = layer.getClassName() === "LSTM" ? 4 : layer.getClassName() === "GRU" ? 3 : 1;
-      const H = cfg.units as number;
-      const T = inShape[1] ?? 1;
-      return T * (2 * (cin + H) * G * H + 10 * G * H);
-    }
-    case "MultiHeadAttention": {
-      // Self-attention's cost (the query's length for the keys' too): four projections, scores, softmax, context.
-      const T = inShape[1] ?? 1;
-      const [H, dk, dv] = [cfg.numHeads as number, cfg.keyDim as number, (cfg.valueDim as number | null) ?? (cfg.keyDim as number)];
-      const outDim = outShape[outShape.length - 1] ?? cin;
-      return 2 * T * cin * H * (2 * dk + dv) + 2 * T * H * dv * outDim + H * T * T * (2 * dk + 2 * dv + 5);
-    }
+    case "SimpleRNN":
+    case "MultiHeadAttention":
+      return sequenceFlops(layer.getClassName(), cfg, inShape, outShape);
     case "Dot":
       // [m, k] . [k, n] per sample: each output a k-long dot product.
       return 2 * out * cin;
@@ -71,4 +60,20 @@ export function forwardFlops(layer: tf.layers.Layer, inShape: ReadonlyArray<numb
     default:
       return out;
   }
+}
+
+/** Recurrent layers and attention, whose cost grows with the sequence: per sample, forward. */
+function sequenceFlops(cls: string, cfg: Record<string, unknown>, inShape: ReadonlyArray<number | null>, outShape: ReadonlyArray<number | null>): number {
+  const T = inShape[1] ?? 1;
+  const cin = inShape[inShape.length - 1] ?? 1;
+  if (cls === "MultiHeadAttention") {
+    // Self-attention's cost (the query's length for the keys' too): four projections, scores, softmax, context.
+    const [H, dk, dv] = [cfg.numHeads as number, cfg.keyDim as number, (cfg.valueDim as number | null) ?? (cfg.keyDim as number)];
+    const outDim = outShape[outShape.length - 1] ?? cin;
+    return 2 * T * cin * H * (2 * dk + dv) + 2 * T * H * dv * outDim + H * T * T * (2 * dk + 2 * dv + 5);
+  }
+  // Every step: the input and the state through G gates' kernels, and the gates' elementwise work.
+  const G = cls === "LSTM" ? 4 : cls === "GRU" ? 3 : 1;
+  const H = cfg.units as number;
+  return T * (2 * (cin + H) * G * H + 10 * G * H);
 }
