@@ -24,7 +24,13 @@ function line(what: string, ratio: number | undefined, target: number, within?: 
 }
 
 const MiB = 1024 * 1024;
-const out = ["### Targets (issues 15, 37 and 38), as measured", "", "| what | ratio | target | |", "|---|---|---|---|"];
+const out = ["### Targets (issues 15, 37, 38 and 63), as measured", "", "| what | ratio | target | |", "|---|---|---|---|"];
+// Issue 63: every model of the zoo at PyTorch's speed or better, and the plan's memory estimate within 15% of each worker's peak.
+for (const r of rows("zoo") ?? []) {
+  const at = `${String(r.model)}, batch ${String(r.batch)}, ${String(r.optimizer)}`;
+  out.push(line(`the zoo's replica step samples/s, ${at}: meshtrain / PyTorch`, r.ratio as number, 1));
+  if (typeof r.estimateMiB === "number" && typeof r.peakMiB === "number") out.push(line(`the zoo's peak memory, ${at}: measured / the plan's estimate`, (r.peakMiB as number) / (r.estimateMiB as number), 1, 0.15));
+}
 for (const r of rows("allreduce") ?? []) out.push(line(`all-reduce busbw, ${String(r.ranks)} ranks, ${Number(r.bytes) / MiB} MiB: native / gloo`, r.ratio as number, 1));
 for (const r of (rows("scaling") ?? []).filter((x) => x.workers === 2)) out.push(line(`data-parallel samples/s, ${String(r.model)}, 2 workers: meshtrain / DDP`, r.ratio as number, 1));
 for (const [model, target] of [["mlp", 0.9], ["cnn", 1.0]] as const) {

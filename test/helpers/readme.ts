@@ -96,6 +96,8 @@ export const BLOCK_RUNS: ReadonlyArray<{ contains: string; run: BlockRun }> = [
   { contains: 'cluster().gpus(2, { software: true }).strategy("data").launch()', run: "script" },
   { contains: "join({ workers: 3, port: 7071, browsers: true", run: { notRun: "waits for browser tabs to open the invite link; browser-workers.test.ts makes the same join() and opens headless Chromium tabs at the link" } },
   { contains: "MESHTRAIN_PAGE_MODULES=./my-layers.js", run: { notRun: "needs the user's layers module; browser-workers.test.ts builds a page with test/helpers/custom-layers.js this way and trains a model of that layer through it" } },
+  { contains: "layers.positionEmbedding({ sequenceLength: 64 })", run: "script" },
+  { contains: "slow step: rank 0's slice computed in", run: "output" },
   { contains: "npm run bench ", run: { notRun: "runs for about 20 minutes on 2 cores and measures, never asserts, times; bench-smoke.test.ts, bench-smoke-compression.test.ts and bench-network.test.ts run every benchmark end to end with --quick" } },
 ];
 

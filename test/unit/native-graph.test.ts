@@ -43,7 +43,7 @@ describe("the native step for whole graphs equals autodiff", () => {
     }
   });
 
-  test("a residual CNN with BatchNormalization and a projection shortcut", async () => {
+  test("a residual CNN with BatchNormalization, a projection shortcut, separable and depthwise convolutions", async () => {
     const x = tf.input({ shape: [8, 8, 3] });
     const c1 = L.conv2d({ filters: 4, kernelSize: 3, padding: "same", useBias: false, ...init(21) }).apply(x) as tf.SymbolicTensor;
     const b1 = L.batchNormalization().apply(c1) as tf.SymbolicTensor;
@@ -53,7 +53,9 @@ describe("the native step for whole graphs equals autodiff", () => {
     const proj = L.conv2d({ filters: 6, kernelSize: 1, strides: 2, ...init(25) }).apply(x) as tf.SymbolicTensor;
     const sum = L.add().apply([b2, proj]) as tf.SymbolicTensor;
     const r2 = L.reLU().apply(sum) as tf.SymbolicTensor;
-    const gap = L.globalAveragePooling2d({}).apply(r2) as tf.SymbolicTensor;
+    const sep = L.separableConv2d({ filters: 5, kernelSize: 3, padding: "same", depthMultiplier: 1, activation: "relu", depthwiseInitializer: tf.initializers.glorotUniform({ seed: 28 }), pointwiseInitializer: tf.initializers.glorotUniform({ seed: 29 }) }).apply(r2) as tf.SymbolicTensor;
+    const dw = L.depthwiseConv2d({ kernelSize: 2, strides: 1, depthMultiplier: 1, depthwiseInitializer: tf.initializers.glorotUniform({ seed: 30 }) }).apply(sep) as tf.SymbolicTensor;
+    const gap = L.globalAveragePooling2d({}).apply(dw) as tf.SymbolicTensor;
     const out = L.dense({ units: 3, activation: "softmax", ...init(27) }).apply(gap) as tf.SymbolicTensor;
     const m = tf.model({ inputs: x, outputs: out });
     await compareNative(m, { loss: "sparseCategoricalCrossentropy" }, [floats([5, 8, 8, 3], 6)], [targets("sparseCategoricalCrossentropy", [5, 3], 7)], "residual CNN");
@@ -162,6 +164,22 @@ describe("the native step for whole graphs equals autodiff", () => {
     const x = ids2(4, T);
     for (let r = 0; r < 4; r++) for (let t = T - r; t < T; t++) x.data[r * T + t] = 0;
     await compareNative(m, { loss: "meanSquaredError" }, [x], [targets("meanSquaredError", [4, 2], 19)], "attention with a query mask");
+    m.dispose();
+  });
+});
+
+describe("nested models", () => {
+  test("a Sequential and a functional model applied inside a functional one (a shared nested model called twice)", async () => {
+    const inner = tf.sequential({ layers: [L.dense({ units: 6, inputShape: [5], activation: "tanh", ...init(91) }), L.batchNormalization(), L.dense({ units: 5, ...init(92) })] });
+    const fx = tf.input({ shape: [5] });
+    const fnInner = tf.model({ inputs: fx, outputs: L.dense({ units: 4, activation: "relu", ...init(93) }).apply(fx) as tf.SymbolicTensor });
+    const x = tf.input({ shape: [5] });
+    const a = inner.apply(x) as tf.SymbolicTensor;
+    const b = inner.apply(a) as tf.SymbolicTensor;
+    const c = fnInner.apply(b) as tf.SymbolicTensor;
+    const out = L.dense({ units: 3, activation: "softmax", ...init(94) }).apply(c) as tf.SymbolicTensor;
+    const m = tf.model({ inputs: x, outputs: out });
+    await compareNative(m, { loss: "categoricalCrossentropy" }, [floats([7, 5], 21)], [targets("categoricalCrossentropy", [7, 3], 22)], "nested models");
     m.dispose();
   });
 });

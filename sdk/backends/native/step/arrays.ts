@@ -1,4 +1,4 @@
-import type { Schedule } from "./compile";
+import type { Schedule } from "./schedule";
 
 /**
  * The arrays a compiled step computes in, planned from its schedule and kept from step to step:

@@ -3,42 +3,13 @@ import { graphOf, type Graph, type GraphNode } from "./graph";
 import type { LayerCall } from "./layer-call";
 import { LAYER_TABLE, layerClasses, type MaskRule } from "./layer-table";
 import { MaskOp } from "./ops/mask";
-import { sizeOf, type Op, type ParamSlot } from "./op";
+import { sizeOf, type ParamSlot } from "./op";
 import { penaltiesOf, type Penalty } from "./regularizers";
-import { planSlots, type Slots } from "./slots";
+import { planSlots } from "./slots";
+import type { Schedule, ScheduledOp } from "./schedule";
+export type { Schedule, ScheduledOp } from "./schedule";
 import { arrayBytes } from "./arrays";
 import type { NativeMemory } from "../../../plan/memory";
-
-/** One op of a schedule, wired to the step's arrays (storages) by index. */
-export interface ScheduledOp {
-  op: Op;
-  inputs: number[];
-  outputs: number[];
-  /** The storage of the mask its layer receives, or null. */
-  mask: number | null;
-  /** Whether it runs backward: an output reaches a loss, and it or something before it trains. */
-  backward: boolean;
-  /** For each input: whether its gradient is needed, and whether it is added to what is there. */
-  needDx: boolean[];
-  addDx: boolean[];
-  /** Outputs whose gradient nothing writes (they reach no loss), zeroed before its backward pass. */
-  zeroFirst: number[];
-  /** Penalties of weights whose last use this op is (applied once their gradient is final). */
-  penalties: Penalty[];
-}
-
-/** A model compiled for one set of per-sample input shapes. */
-export interface Schedule {
-  ops: ScheduledOp[];
-  /** Elements a sample of each storage holds, and whether it gets a gradient array. */
-  sizes: number[];
-  grads: boolean[];
-  inputs: number[];
-  outputs: number[];
-  outShapes: number[][];
-  /** Which arrays hold the storages' values and gradients. */
-  slots: Slots;
-}
 
 /** A model as the native step computes it, whatever its inputs' lengths. */
 export interface Program {

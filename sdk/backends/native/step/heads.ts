@@ -1,6 +1,6 @@
 import type { LossName } from "../../../protocol/loss-names";
 import type { StepArrays } from "./arrays";
-import type { Schedule } from "./compile";
+import type { Schedule } from "./schedule";
 import { labelsPerRow, lossAndGradient, type StepLoss } from "./loss";
 
 /** What the step minimises: each output's loss and its weight in the total, and the classes' weights (one output). */

@@ -10,6 +10,7 @@ import { batchNorm, layerNorm } from "./ops/norm";
 import { globalPool, pool } from "./ops/pool";
 import { attention } from "./ops/attention";
 import { position } from "./ops/position";
+import { separable } from "./ops/separable";
 import { recurrent } from "./ops/recurrent";
 
 /**
@@ -42,6 +43,7 @@ export const LAYER_TABLE: Readonly<Record<string, LayerEntry>> = {
   Conv1D: CONV,
   Conv2D: CONV,
   DepthwiseConv2D: CONV,
+  SeparableConv2D: { build: separable, mask: "none" },
   MaxPooling1D: POOL,
   MaxPooling2D: POOL,
   AveragePooling1D: POOL,

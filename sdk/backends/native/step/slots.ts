@@ -1,20 +1,4 @@
-import type { Schedule } from "./compile";
-
-/**
- * Which array holds each storage's values and each one's gradient, planned once per schedule:
- * an activation whose gradient reads only its output runs in place over an input nothing else
- * reads and whose producer's backward pass does not read it (ReLU after BatchNormalization or an
- * Add); gradients share arrays whose lives do not overlap (a gradient lives from the first
- * backward pass that writes it to its producer's, which reads it last). Sizes are per sample.
- */
-export interface Slots {
-  value: number[];
-  grad: number[];
-  valueSizes: number[];
-  gradSizes: number[];
-  /** Value slots that are the model's inputs: the step reads them where they arrive. */
-  inputs: Set<number>;
-}
+import type { Schedule, Slots } from "./schedule";
 
 export function planSlots(s: Schedule): Slots {
   const value = valueSlots(s);

@@ -1,5 +1,5 @@
 import type * as tf from "@tensorflow/tfjs";
-import type { Schedule, ScheduledOp } from "./compile";
+import type { Schedule, ScheduledOp } from "./schedule";
 
 /** Where the first of an op's trained weights lies in the flat gradient, or null when it trains none. */
 export function minOffset(o: ScheduledOp): number | null {
