@@ -78,7 +78,14 @@ async function main(): Promise<void> {
         // The autodiff and webgpu rows are slow and only compare with each other and their own past: one round.
         if (round > 0 && (s.label.endsWith("autodiff") || s.label.endsWith("webgpu"))) continue;
         const slow = s.label.endsWith("autodiff") || s.label.endsWith("webgpu");
-        const line = await s.run(slow ? { ...c, steps: Math.max(1, Math.ceil(c.steps / 4)), warmup: Math.min(c.warmup, 1) } : c);
+        let line: Json;
+        try {
+          line = await s.run(slow ? { ...c, steps: Math.max(1, Math.ceil(c.steps / 4)), warmup: Math.min(c.warmup, 1) } : c);
+        } catch (err) {
+          // One side failing leaves its cell empty, said on stderr; the others are still measured.
+          process.stderr.write(`round ${round + 1}/${ROUNDS}: ${c.model} batch ${c.batch} ${c.optimizer} ${s.label} failed: ${(err as Error).message.split("\n").slice(0, 3).join(" | ")}\n`);
+          continue;
+        }
         (results.get(key(c, s)) ?? results.set(key(c, s), []).get(key(c, s))!).push(line);
         process.stderr.write(`round ${round + 1}/${ROUNDS}: ${c.model} batch ${c.batch} ${c.optimizer} ${s.label}: ${fmt(line.samples_per_second as number, 1)} samples/s\n`);
       }

@@ -54,7 +54,9 @@ async function main(): Promise<void> {
   if (!entry) throw new Error(`unknown zoo model ${name}`);
   // The process's own memory, as a worker's is read before a model arrives: its backend warmed up
   // (BLAS's buffers, the first kernels' JavaScript), so what is measured above it is the model's.
-  tf.tidy(() => tf.matMul(tf.ones([256, 256]), tf.ones([256, 256])).dataSync());
+  const warm = tf.matMul(tf.ones([256, 256]), tf.ones([256, 256]));
+  await warm.data();
+  warm.dispose();
   const rssBefore = process.memoryUsage().rss;
   const m = entry.build(1);
   const topology = m.toJSON(null, false) as unknown as Record<string, unknown>;
