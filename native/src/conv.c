@@ -10,6 +10,13 @@ static int is_pointwise(const geom *g) {
   return g->KH == 1 && g->KW == 1 && g->SH == 1 && g->SW == 1 && g->PT == 0 && g->PL == 0 && g->OH == g->H && g->OW == g->W;
 }
 
+/* Narrow layers go to the direct kernels (conv_direct.c), unless the GEMM would have had more than
+ * one thread to itself: the direct kernels run on one. */
+static int direct(const geom *g, const int32_t *p, int forInput) {
+  if (!mt_conv_direct(p, forInput)) return 0;
+  return mt_get_threads() == 1 || 2.0 * g->N * g->rows * g->K * g->OC < MT_PARALLEL_FLOPS;
+}
+
 static int images_per_block(const geom *g, int64_t scratchLen) {
   int64_t per = g->rows * g->K;
   int64_t b = per > 0 ? scratchLen / per : g->N;
@@ -56,6 +63,10 @@ void mt_conv2d(const float *x, const float *filter, float *out, const int32_t *p
     mt_sgemm(0, 0, (int)(g.N * g.rows), g.OC, (int)g.K, 1.0f, x, (int)g.K, filter, g.OC, 0.0f, out, g.OC);
     return;
   }
+  if (direct(&g, p, 0)) {
+    mt_conv2d_direct(x, filter, out, p);
+    return;
+  }
   int B = images_per_block(&g, scratchLen);
   for (int n0 = 0; n0 < g.N; n0 += B) {
     int count = g.N - n0 < B ? g.N - n0 : B;
@@ -69,6 +80,11 @@ void mt_conv2d_backprop_input(const float *dy, const float *filter, float *dx, c
   geom g = read_geom(p);
   if (is_pointwise(&g)) {
     mt_sgemm(0, 1, (int)(g.N * g.rows), (int)g.K, g.OC, 1.0f, dy, g.OC, filter, g.OC, 0.0f, dx, (int)g.K);
+    return;
+  }
+  /* The direct kernel lays the filter out anew in the scratch: K x OC floats. */
+  if (scratchLen >= g.K * g.OC && direct(&g, p, 1)) {
+    mt_conv2d_direct_input(dy, filter, dx, p, scratch);
     return;
   }
   memset(dx, 0, sizeof(float) * (int64_t)g.N * g.H * g.W * g.C);
@@ -85,6 +101,10 @@ void mt_conv2d_backprop_filter(const float *x, const float *dy, float *dw, const
   geom g = read_geom(p);
   if (is_pointwise(&g)) {
     mt_sgemm(1, 0, (int)g.K, g.OC, (int)(g.N * g.rows), 1.0f, x, (int)g.K, dy, g.OC, 0.0f, dw, g.OC);
+    return;
+  }
+  if (direct(&g, p, 0)) {
+    mt_conv2d_direct_filter(x, dy, dw, p);
     return;
   }
   int B = images_per_block(&g, scratchLen);

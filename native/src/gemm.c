@@ -7,9 +7,6 @@ void cblas_sgemm(int order, int transA, int transB, int M, int N, int K, float a
                  const float *B, int ldb, float beta, float *C, int ldc);
 void openblas_set_num_threads(int n);
 
-/* Two threads on two cores lose to one unless the GEMM is large: use the budget only above this. */
-#define PARALLEL_FLOPS 50e6
-
 static int budget = 1;
 static int current = -1;
 
@@ -17,7 +14,7 @@ void mt_set_threads(int b) { budget = b < 1 ? 1 : b; }
 int mt_get_threads(void) { return budget; }
 
 static void threads_for(double flops) {
-  int want = (budget > 1 && flops >= PARALLEL_FLOPS) ? budget : 1;
+  int want = (budget > 1 && flops >= MT_PARALLEL_FLOPS) ? budget : 1;
   if (want != current) {
     openblas_set_num_threads(want);
     current = want;

@@ -8,6 +8,8 @@
 /* gemm.c */
 void mt_set_threads(int budget);
 int mt_get_threads(void);
+/* Two threads on two cores lose to one unless the GEMM is large: use the budget only above this. */
+#define MT_PARALLEL_FLOPS 50e6
 void mt_sgemm(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
               const float *B, int ldb, float beta, float *C, int ldc);
 void mt_batch_matmul(const float *a, const float *b, float *out, int batch, int aBatchStride, int bBatchStride,
@@ -43,6 +45,11 @@ enum { P_BATCH = 0, P_INH, P_INW, P_INC, P_OUTH, P_OUTW, P_OUTC, P_KH, P_KW, P_S
 void mt_conv2d(const float *x, const float *filter, float *out, const int32_t *p, float *scratch, int64_t scratchLen);
 void mt_conv2d_backprop_input(const float *dy, const float *filter, float *dx, const int32_t *p, float *scratch, int64_t scratchLen);
 void mt_conv2d_backprop_filter(const float *x, const float *dy, float *dw, const int32_t *p, float *scratch, int64_t scratchLen);
+/* conv_direct.c: the same convolutions without im2col, for narrow layers (see mt_conv_direct) */
+int mt_conv_direct(const int32_t *p, int forInput);
+void mt_conv2d_direct(const float *x, const float *filter, float *out, const int32_t *p);
+void mt_conv2d_direct_filter(const float *x, const float *dy, float *dw, const int32_t *p);
+void mt_conv2d_direct_input(const float *dy, const float *filter, float *dx, const int32_t *p, float *wt);
 void mt_depthwise_conv2d(const float *x, const float *filter, float *out, const int32_t *p, int mult);
 void mt_depthwise_backprop_input(const float *dy, const float *filter, float *dx, const int32_t *p, int mult);
 void mt_depthwise_backprop_filter(const float *x, const float *dy, float *dw, const int32_t *p, int mult);
