@@ -2,7 +2,7 @@ import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { chooseBlasCore } from "../sdk/backends/native/blas-core";
+import { blasCoreFor, chooseBlasCore } from "../sdk/backends/native/blas-core";
 
 /** Shared by every benchmark: child processes, the PyTorch peer, medians and result files. */
 
@@ -89,9 +89,26 @@ export function ports(count: number): number {
   return p;
 }
 
+/** The widest vector instructions every core has, by the core type OpenBLAS is given for them. */
+function vectorIsa(): string {
+  let cpuinfo = "";
+  try {
+    cpuinfo = fs.readFileSync("/proc/cpuinfo", "utf8");
+  } catch {
+    return "?";
+  }
+  return { SkylakeX: "AVX-512", Haswell: "AVX2", Sandybridge: "AVX" }[blasCoreFor(cpuinfo) ?? ""] ?? "no AVX";
+}
+
+/** The CPU as every ratio names it: model, vector instructions and cores ("AMD EPYC (AVX-512), 2 cores"). */
+export function cpuName(): string {
+  return `${os.cpus()[0]?.model ?? "?"} (${vectorIsa()}), ${os.availableParallelism()} cores`;
+}
+
 export function machine(): Json {
   return {
     cpu: os.cpus()[0]?.model ?? "?",
+    isa: vectorIsa(),
     cores: os.availableParallelism(),
     memoryGiB: Math.round(os.totalmem() / 2 ** 30),
     node: process.version,

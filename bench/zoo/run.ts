@@ -2,7 +2,7 @@ import * as path from "node:path";
 import { discoverAdapters } from "../../sdk/backends/webgpu/discover";
 import { vulkanEnv } from "../../sdk/backends/webgpu/vulkan";
 import { loadAddon } from "../../sdk/backends/native/addon";
-import { fmt, machine, median, PEERS, pinnedEnv, PYTHON, QUICK, runJson, torchMissing, writeResults, type Json } from "../common";
+import { cpuName, fmt, machine, median, PEERS, pinnedEnv, PYTHON, QUICK, runJson, torchMissing, writeResults, type Json } from "../common";
 import { ZOO_MODELS, type ZooModel } from "./models";
 
 /**
@@ -114,7 +114,7 @@ async function main(): Promise<void> {
   const md = [
     `### The models people train: one worker against one PyTorch process (medians of ${ROUNDS} interleaved rounds, one thread each)`,
     "",
-    `Machine: ${String(m.cpu)}, ${String(m.cores)} cores. PyTorch ${"1.13"} (Debian's), meshtrain on its native backend (OpenBLAS); the same architectures, batch and optimizer (SGD lr 0.01, Adam lr 0.001), random inputs of each model's shape.`,
+    `Machine: ${cpuName()}. PyTorch ${"1.13"} (Debian's), meshtrain on its native backend (OpenBLAS); the same architectures, batch and optimizer (SGD lr 0.01, Adam lr 0.001), random inputs of each model's shape.`,
     "",
     ...table,
     "",
