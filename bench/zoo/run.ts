@@ -33,7 +33,7 @@ interface Side {
 }
 
 function meshtrain(label: string, backend: string, env: NodeJS.ProcessEnv = {}): Side {
-  return { label, run: async (c) => (await runJson(process.execPath, [path.join(__dirname, "tfjs-zoo.js"), c.model, backend, String(c.batch), String(c.steps), String(c.warmup), c.optimizer], pinnedEnv(1, env), 3_600_000))[0]! };
+  return { label, run: async (c) => (await runJson(process.execPath, ["--expose-gc", path.join(__dirname, "tfjs-zoo.js"), c.model, backend, String(c.batch), String(c.steps), String(c.warmup), c.optimizer], pinnedEnv(1, env), 3_600_000))[0]! };
 }
 
 function torch(): Side {
@@ -122,7 +122,7 @@ async function main(): Promise<void> {
     "",
     "step: how meshtrain's worker computed the step (native: the native step, no autodiff tape). before: the same model by TF.js's autodiff on the same native kernels (MESHTRAIN_NATIVE_STEP=0), one round, and the kernels TF.js dispatched in one step (the native step dispatches none). webgpu: the same by autodiff on the webgpu backend, one round;",
     adapter?.software ? `here the software adapter "${adapter.name}" (a CPU rasteriser): its figures compare only with each other; no real GPU has run this code.` : adapter ? `on "${adapter.name}".` : "no adapter here.",
-    "Peak memory: the worker process's resident set above what it held before the model was built, against the plan's estimate (parameters, gradient, optimizer state, the native step's arrays).",
+    "Peak memory: the worker process's resident set during the steps, above what it held before the model arrived (the load message's buffers collected before the first step), against the plan's estimate (parameters, gradient, optimizer state, the native step's arrays). The estimate has no term for the JavaScript runtime's own growth in a first step (compiled code, heap), a few MiB that only the smallest models notice.",
     `Samples per dollar at one vCPU of the seed article's price ($${VCPU_HOUR.toFixed(4)} an hour): ResNet-50 at batch 16 and 128 sits beside its table (PyTorch 2.4, 8 vCPUs: 13.06 samples/s at batch 16, 9.12 at 128). In bench/results/zoo.json.`,
     "Command: `npm run bench:zoo`.",
   ].join("\n");

@@ -2,6 +2,8 @@ import * as tf from "@tensorflow/tfjs";
 import { selectBackend } from "../../sdk/backends/select-backend";
 import type { BackendChoice } from "../../sdk/protocol/backend-names";
 import { PROTOCOL_VERSION } from "../../sdk/protocol/version";
+import type { LoadOf } from "../../sdk/protocol/load-messages";
+import type { OptimizerSpec } from "../../sdk/protocol/optimizer-spec";
 import type { Tensorlike } from "../../sdk/protocol/tensor";
 import { DataReplica } from "../../sdk/roles/data/replica";
 import { replicaStepReport } from "../../sdk/roles/slice-gradient";
@@ -43,6 +45,19 @@ export function zooBatch(e: ZooEntry, batch: number): { x: Tensorlike; y: Tensor
   return { x, y: { data: Float32Array.from({ length: batch }, () => (t.kind === "binary" ? Math.round(rand()) : rand())), shape: [batch, 1] } };
 }
 
+/** The driver's part: the load message a worker receives, and the plan's estimate of that worker's memory. */
+function loadMessage(entry: ZooEntry, batch: number, optimizer: OptimizerSpec, native: boolean): { load: LoadOf<"replica">; weights: Tensorlike[]; params: number; estimate: number } {
+  const m = entry.build(1);
+  const topology = m.toJSON(null, false) as unknown as Record<string, unknown>;
+  const weights = m.getWeights().map((w) => ({ data: Float32Array.from(w.dataSync()), shape: [...w.shape] }));
+  // As the driver makes it: the native step's arrays where the model trains by it.
+  const estimate = memoryTotal(estimateReplicaMemory(summarizeModel(m), { batchSize: batch, optimizer, native: native ? nativeStepOptions(m).nativeMemory : null }));
+  const params = m.countParams();
+  m.dispose();
+  const load: LoadOf<"replica"> = { type: "load", v: PROTOCOL_VERSION, id: 1, role: "replica", topology, optimizer, loss: entry.loss, replicaBatch: batch, stepTimeoutMs: 600_000, attachments: [] };
+  return { load, weights, params, estimate };
+}
+
 async function main(): Promise<void> {
   const [name, backend, batchArg, stepsArg, warmupArg, opt] = process.argv.slice(2) as [ZooModel, BackendChoice, string, string, string, string?];
   const batch = Number(batchArg);
@@ -58,16 +73,13 @@ async function main(): Promise<void> {
   await warm.data();
   warm.dispose();
   const rssBefore = process.memoryUsage().rss;
-  const m = entry.build(1);
-  const topology = m.toJSON(null, false) as unknown as Record<string, unknown>;
-  const weights = m.getWeights().map((w) => ({ data: Float32Array.from(w.dataSync()), shape: [...w.shape] }));
-  const params = m.countParams();
-  const optimizerSpec = opt === "adam" ? { name: "adam" as const, learningRate: 0.001, beta1: 0.9, beta2: 0.999 } : { name: "sgd" as const, learningRate: 0.01 };
-  // The plan's estimate of a worker's memory, as the driver makes it (the native step's arrays where the model trains by it).
-  const estimate = memoryTotal(estimateReplicaMemory(summarizeModel(m), { batchSize: batch, optimizer: optimizerSpec, native: report.backend === "native" ? nativeStepOptions(m).nativeMemory : null }));
-  m.dispose();
-  const optimizer = optimizerSpec;
-  const replica = await DataReplica.load({ type: "load", v: PROTOCOL_VERSION, id: 1, role: "replica", topology, optimizer, loss: entry.loss, replicaBatch: batch, stepTimeoutMs: 600_000, attachments: [] }, weights);
+  const optimizer = opt === "adam" ? { name: "adam" as const, learningRate: 0.001, beta1: 0.9, beta2: 0.999 } : { name: "sgd" as const, learningRate: 0.01 };
+  const { load, weights, params, estimate } = loadMessage(entry, batch, optimizer, report.backend === "native");
+  const replica = await DataReplica.load(load, weights.splice(0));
+  // What a worker holds for training: the model built here to make the load message is the
+  // driver's, and the message's buffers are garbage once loaded; they are collected before the
+  // first step (with --expose-gc, as bench:zoo runs this), so the peak is the training's.
+  (globalThis as { gc?: () => void }).gc?.();
   const { x, y } = zooBatch(entry, batch);
   const alone = async (data: Float32Array) => ({ data, stats: { waitMs: 0, commMs: 0, bytesSent: 0 } });
   let peak = process.memoryUsage().rss;
