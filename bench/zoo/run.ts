@@ -2,7 +2,7 @@ import * as path from "node:path";
 import { discoverAdapters } from "../../sdk/backends/webgpu/discover";
 import { vulkanEnv } from "../../sdk/backends/webgpu/vulkan";
 import { loadAddon } from "../../sdk/backends/native/addon";
-import { cpuName, fmt, machine, median, PEERS, pinnedEnv, PYTHON, QUICK, runJson, torchMissing, writeResults, type Json } from "../common";
+import { BLAS, cpuName, fmt, machine, median, PEERS, pinnedEnv, PYTHON, QUICK, runJson, torchMissing, writeResults, type Json } from "../common";
 import { ZOO_MODELS, type ZooModel } from "./models";
 
 /**
@@ -37,7 +37,7 @@ function meshtrain(label: string, backend: string, env: NodeJS.ProcessEnv = {}):
 }
 
 function torch(): Side {
-  return { label: "PyTorch", run: async (c) => (await runJson(PYTHON, [path.join(PEERS, "torch_zoo.py"), "--model", c.model, "--batch", String(c.batch), "--threads", "1", "--steps", String(c.steps), "--warmup", String(c.warmup), "--optimizer", c.optimizer], pinnedEnv(1), 3_600_000))[0]! };
+  return { label: "PyTorch", run: async (c) => (await runJson(PYTHON, [path.join(PEERS, "torch_zoo.py"), "--model", c.model, "--batch", String(c.batch), "--threads", "1", "--steps", String(c.steps), "--warmup", String(c.warmup), "--optimizer", c.optimizer], pinnedEnv(1, { LD_LIBRARY_PATH: BLAS.openblas }), 3_600_000))[0]! };
 }
 
 /** Steps a round measures: each takes seconds to minutes, whatever the model. */
@@ -114,7 +114,7 @@ async function main(): Promise<void> {
   const md = [
     `### The models people train: one worker against one PyTorch process (medians of ${ROUNDS} interleaved rounds, one thread each)`,
     "",
-    `Machine: ${cpuName()}. PyTorch ${"1.13"} (Debian's), meshtrain on its native backend (OpenBLAS); the same architectures, batch and optimizer (SGD lr 0.01, Adam lr 0.001), random inputs of each model's shape.`,
+    `Machine: ${cpuName()}. PyTorch 1.13 (Debian's: oneDNN for convolutions, OpenBLAS for the rest, given the same core type), meshtrain on its native backend (OpenBLAS); the same architectures, batch and optimizer (SGD lr 0.01, Adam lr 0.001), random inputs of each model's shape.`,
     "",
     ...table,
     "",
