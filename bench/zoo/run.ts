@@ -1,8 +1,10 @@
+import * as fs from "node:fs";
 import * as path from "node:path";
 import { discoverAdapters } from "../../sdk/backends/webgpu/discover";
 import { vulkanEnv } from "../../sdk/backends/webgpu/vulkan";
 import { loadAddon } from "../../sdk/backends/native/addon";
-import { BLAS, cpuName, fmt, machine, median, PEERS, pinnedEnv, PYTHON, QUICK, runJson, torchMissing, writeResults, type Json } from "../common";
+import { BLAS, cpuName, fmt, machine, median, PEERS, pinnedEnv, PYTHON, QUICK, RESULTS, runJson, torchMissing, writeResults, type Json } from "../common";
+import { renderZoo, VCPU_HOUR, zooRunOf, type ZooRow, type ZooRun } from "./render";
 import { ZOO_MODELS, type ZooModel } from "./models";
 
 /**
@@ -15,8 +17,6 @@ import { ZOO_MODELS, type ZooModel } from "./models";
  */
 
 const ROUNDS = QUICK ? 1 : 3;
-/** What a vCPU-hour costs in the seed article's table ($0.357 an hour for 8 vCPUs), for samples per dollar at one thread. */
-const VCPU_HOUR = 0.357 / 8;
 
 interface Case {
   model: ZooModel;
@@ -91,8 +91,7 @@ async function main(): Promise<void> {
       }
     }
   }
-  const rows: Json[] = [];
-  const table = ["| model | batch | optimizer | meshtrain samples/s | PyTorch samples/s | meshtrain / PyTorch | step | before (autodiff) | webgpu (software) | peak memory: measured / plan's estimate (MiB) |", "|---|---|---|---|---|---|---|---|---|---|"];
+  const rows: ZooRow[] = [];
   for (const c of cases()) {
     const got = (label: string): Json[] => results.get(key(c, sides.find((s) => s.label === label)!)) ?? [];
     const rate = (label: string): number => median(got(label).map((j) => j.samples_per_second as number));
@@ -102,34 +101,30 @@ async function main(): Promise<void> {
     const first = mt[0];
     const auto = got("meshtrain autodiff")[0];
     const gpu = got("meshtrain webgpu")[0];
-    const peak = median(mt.map((j) => j.peak_rss_above_mib as number));
-    const estimate = first?.estimate_mib as number | undefined;
-    rows.push({ ...c, meshtrain: ours, pytorch: peer, ratio: ours / peer, runs: mt.map((j) => j.samples_per_second), peerRuns: got("PyTorch").map((j) => j.samples_per_second), native: first?.native, why: first?.why, autodiff: auto?.samples_per_second ?? null, autodiffKernels: auto?.kernels_per_step ?? null, webgpu: gpu?.samples_per_second ?? null, webgpuKernels: gpu?.kernels_per_step ?? null, peakMiB: peak, estimateMiB: estimate ?? null, peerPeakMiB: median(got("PyTorch").map((j) => j.peak_rss_above_mib as number)), samplesPerDollar: (ours * 3600) / VCPU_HOUR, peerSamplesPerDollar: (peer * 3600) / VCPU_HOUR });
-    const step = first ? (first.native ? "native" : `autodiff: ${String(first.why)}`) : "-";
-    const before = auto ? `${fmt(auto.samples_per_second as number, 1)} (${String(auto.kernels_per_step)} kernels a step)` : "-";
-    const webgpu = gpu ? `${fmt(gpu.samples_per_second as number, 1)} (${String(gpu.kernels_per_step)} kernels)` : "-";
-    table.push(`| ${c.model} | ${c.batch} | ${c.optimizer} | ${fmt(ours, 1)} | ${fmt(peer, 1)} | ${fmt(ours / peer)} | ${step} | ${before} | ${webgpu} | ${fmt(peak, 0)} / ${estimate === undefined ? "-" : fmt(estimate, 0)} |`);
+    rows.push({
+      ...c, meshtrain: ours, pytorch: peer, ratio: ours / peer, native: first?.native as boolean | undefined, why: (first?.why as string | null | undefined) ?? null,
+      autodiff: (auto?.samples_per_second as number | undefined) ?? null, autodiffKernels: (auto?.kernels_per_step as number | undefined) ?? null,
+      webgpu: (gpu?.samples_per_second as number | undefined) ?? null, webgpuKernels: (gpu?.kernels_per_step as number | undefined) ?? null,
+      peakMiB: median(mt.map((j) => j.peak_rss_above_mib as number)), estimateMiB: (first?.estimate_mib as number | undefined) ?? null,
+      samplesPerDollar: (ours * 3600) / VCPU_HOUR, peerSamplesPerDollar: (peer * 3600) / VCPU_HOUR,
+      ...{ runs: mt.map((j) => j.samples_per_second), peerRuns: got("PyTorch").map((j) => j.samples_per_second), peerPeakMiB: median(got("PyTorch").map((j) => j.peak_rss_above_mib as number)) },
+    });
   }
-  const m = machine();
-  const md = [
-    `### The models people train: one worker against one PyTorch process (medians of ${ROUNDS} interleaved rounds, one thread each)`,
-    "",
-    `Machine: ${cpuName()}. PyTorch 1.13 (Debian's: oneDNN for convolutions, OpenBLAS for the rest, given the same core type), meshtrain on its native backend (OpenBLAS); the same architectures, batch and optimizer (SGD lr 0.01, Adam lr 0.001), random inputs of each model's shape.`,
-    "",
-    ...table,
-    "",
-    ...Object.entries(ZOO_MODELS).map(([k, e]) => `- ${k}: ${e.what}.`),
-    "",
-    "step: how meshtrain's worker computed the step (native: the native step, no autodiff tape). before: the same model by TF.js's autodiff on the same native kernels (MESHTRAIN_NATIVE_STEP=0), one round, and the kernels TF.js dispatched in one step (the native step dispatches none). webgpu: the same by autodiff on the webgpu backend, one round;",
-    adapter?.software ? `here the software adapter "${adapter.name}" (a CPU rasteriser): its figures compare only with each other; no real GPU has run this code.` : adapter ? `on "${adapter.name}".` : "no adapter here.",
-    "Peak memory: the worker process's resident set during the steps, above what it held before the model arrived (the load message's buffers collected before the first step), against the plan's estimate (parameters, gradient, optimizer state, the native step's arrays). The estimate has no term for the JavaScript runtime's own growth in a first step (compiled code, heap), a few MiB that only the smallest models notice.",
-    `Samples per dollar at one vCPU of the seed article's price ($${VCPU_HOUR.toFixed(4)} an hour): ResNet-50 at batch 16 and 128 sits beside its table (PyTorch 2.4, 8 vCPUs: 13.06 samples/s at batch 16, 9.12 at 128). In bench/results/zoo.json.`,
-    "Command: `npm run bench:zoo`.",
-  ].join("\n");
-  writeResults("zoo", { machine: m, quick: QUICK, rows }, md);
+  const run: ZooRun = { rounds: ROUNDS, cpu: cpuName(), adapter: adapter ? { name: adapter.name, software: adapter.software } : null, rows };
+  writeResults("zoo", { machine: machine(), quick: QUICK, ...run }, renderZoo(run));
 }
 
-main().catch((err: unknown) => {
+/** `--render`: the page again from bench/results/zoo.json (after a change to what it says), without measuring. */
+async function render(): Promise<void> {
+  const file = path.join(RESULTS, "zoo.json");
+  const data = JSON.parse(fs.readFileSync(file, "utf8")) as Json;
+  const adapter = (await discoverAdapters().catch(() => ({ adapters: [] }))).adapters[0];
+  const rounds = Math.max(1, ...(data.rows as Array<{ runs?: unknown[] }>).map((r) => r.runs?.length ?? 1));
+  const run = zooRunOf(data, { rounds, cpu: cpuName(), adapter: adapter ? { name: adapter.name, software: adapter.software } : null });
+  writeResults("zoo", { ...data, rounds: run.rounds, cpu: run.cpu, adapter: run.adapter }, renderZoo(run));
+}
+
+(process.argv.includes("--render") ? render() : main()).catch((err: unknown) => {
   process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
   process.exit(1);
 });

@@ -1,0 +1,91 @@
+import { fmt, type Json } from "../common";
+import { ZOO_MODELS } from "./models";
+
+/** What a vCPU-hour costs in the seed article's table ($0.357 an hour for 8 vCPUs), for samples per dollar at one thread. */
+export const VCPU_HOUR = 0.357 / 8;
+
+/** The seed article's ResNet-50 rows (PyTorch 2.4, 8 vCPUs at $0.357 an hour, synthetic data): batch -> samples/s. */
+const SEED_RESNET50: Readonly<Record<number, number>> = { 16: 13.06, 128: 9.12 };
+
+/** One measured case of bench:zoo, as bench/results/zoo.json keeps it. */
+export interface ZooRow {
+  model: string;
+  batch: number;
+  optimizer: string;
+  meshtrain: number;
+  pytorch: number;
+  ratio: number;
+  native?: boolean;
+  why?: string | null;
+  autodiff: number | null;
+  autodiffKernels: number | null;
+  webgpu: number | null;
+  webgpuKernels: number | null;
+  peakMiB: number;
+  estimateMiB: number | null;
+  samplesPerDollar: number;
+  peerSamplesPerDollar: number;
+}
+
+/** What the page says beside the rows: the run's shape and where it ran. */
+export interface ZooRun {
+  rounds: number;
+  cpu: string;
+  /** The WebGPU adapter the webgpu rows ran on, if any. */
+  adapter: { name: string; software: boolean } | null;
+  rows: readonly ZooRow[];
+}
+
+const perDollar = (samplesPerSecond: number, dollarsPerHour: number): string => fmt((samplesPerSecond * 3600) / dollarsPerHour / 1000, 0) + "k";
+
+/** bench/results/zoo.md from a run's rows. */
+export function renderZoo(run: ZooRun): string {
+  const table = [
+    "| model | batch | optimizer | meshtrain samples/s | PyTorch samples/s | meshtrain / PyTorch | step | before (autodiff) | webgpu (software) | peak memory: measured / plan's estimate (MiB) |",
+    "|---|---|---|---|---|---|---|---|---|---|",
+  ];
+  for (const r of run.rows) {
+    const step = r.native === undefined ? "-" : r.native ? "native" : `autodiff: ${String(r.why)}`;
+    const before = r.autodiff === null ? "-" : `${fmt(r.autodiff, 1)} (${String(r.autodiffKernels)} kernels a step)`;
+    const webgpu = r.webgpu === null ? "-" : `${fmt(r.webgpu, 1)} (${String(r.webgpuKernels)} kernels)`;
+    table.push(`| ${r.model} | ${r.batch} | ${r.optimizer} | ${fmt(r.meshtrain, 1)} | ${fmt(r.pytorch, 1)} | ${fmt(r.ratio)} | ${step} | ${before} | ${webgpu} | ${fmt(r.peakMiB, 0)} / ${r.estimateMiB === null ? "-" : fmt(r.estimateMiB, 0)} |`);
+  }
+  const seed = run.rows.filter((r) => r.model === "resnet50" && r.optimizer === "sgd" && SEED_RESNET50[r.batch] !== undefined);
+  const dollars = seed.length === 0 ? [] : [
+    "",
+    `ResNet-50 beside the seed article's table, in samples per dollar (thousands; one vCPU at its price, $${VCPU_HOUR.toFixed(4)} an hour, against its 8 vCPUs at $0.357):`,
+    "",
+    "| batch | meshtrain, 1 vCPU: samples/s | per dollar | PyTorch 1.13, 1 vCPU: samples/s | per dollar | the seed's PyTorch 2.4, 8 vCPUs: samples/s | per dollar |",
+    "|---|---|---|---|---|---|---|",
+    ...seed.map((r) => `| ${r.batch} | ${fmt(r.meshtrain, 2)} | ${perDollar(r.meshtrain, VCPU_HOUR)} | ${fmt(r.pytorch, 2)} | ${perDollar(r.pytorch, VCPU_HOUR)} | ${fmt(SEED_RESNET50[r.batch]!, 2)} | ${perDollar(SEED_RESNET50[r.batch]!, 0.357)} |`),
+    "",
+    "The seed's machine and ours differ (its CPU, eight threads, bf16 and channels-last): per dollar is the only fair comparison between the two, and an approximate one.",
+  ];
+  return [
+    `### The models people train: one worker against one PyTorch process (medians of ${run.rounds} interleaved rounds, one thread each)`,
+    "",
+    `Machine: ${run.cpu}. PyTorch 1.13 (Debian's: oneDNN for convolutions, OpenBLAS for the rest, given the same core type), meshtrain on its native backend (OpenBLAS); the same architectures, batch and optimizer (SGD lr 0.01, Adam lr 0.001), random inputs of each model's shape.`,
+    "",
+    ...table,
+    "",
+    ...Object.entries(ZOO_MODELS).map(([k, e]) => `- ${k}: ${e.what}.`),
+    "",
+    "step: how meshtrain's worker computed the step (native: the native step, no autodiff tape). before: the same model by TF.js's autodiff on the same native kernels (MESHTRAIN_NATIVE_STEP=0), one round, and the kernels TF.js dispatched in one step (the native step dispatches none). webgpu: the same by autodiff on the webgpu backend, one round;",
+    run.adapter?.software ? `here the software adapter "${run.adapter.name}" (a CPU rasteriser): its figures compare only with each other; no real GPU has run this code.` : run.adapter ? `on "${run.adapter.name}".` : "no adapter here.",
+    "Peak memory: the worker process's resident set during the steps, above what it held before the model arrived (the load message's buffers collected before the first step), against the plan's estimate (parameters, gradient, optimizer state, the native step's arrays). The estimate has no term for the JavaScript runtime's own growth in a first step (compiled code, heap), a few MiB that only the smallest models notice.",
+    ...dollars,
+    "",
+    "Command: `npm run bench:zoo` (`-- --render` writes this page again from bench/results/zoo.json).",
+  ].join("\n");
+}
+
+/** A run as zoo.json holds it; runs written before the page's fields were kept fill them from the machine. */
+export function zooRunOf(data: Json, fallback: Omit<ZooRun, "rows">): ZooRun {
+  const rows = data.rows as ZooRow[];
+  return {
+    rounds: typeof data.rounds === "number" ? data.rounds : fallback.rounds,
+    cpu: typeof data.cpu === "string" ? data.cpu : fallback.cpu,
+    adapter: data.adapter === undefined ? fallback.adapter : (data.adapter as ZooRun["adapter"]),
+    rows,
+  };
+}
