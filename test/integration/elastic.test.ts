@@ -77,9 +77,13 @@ describe("elastic data parallelism", () => {
       const o = { ...options, optimizer: { name: "adam" as const, learningRate: 0.01, beta1: 0.9, beta2: 0.999 } };
       const run = await c.fit(model, ds, { ...o, onStep: (s) => void (s.step === 6 && c.kill(1)) });
       assert.equal(run.membership.length, 1);
-      const counts = run.history.map((s) => s.workers.length);
-      t.diagnostic(`replicas per step: ${counts.join(" ")}`);
-      assert.ok(counts.includes(3) && counts.includes(2));
+      // Steps before the one training went on from were cut for, and summed over, all three: the
+      // killed worker may have sent its part of the last of them and died before reporting it.
+      const from = run.membership[0]!.step;
+      const counts = run.history.map((s) => (s.step < from ? 3 : 2));
+      t.diagnostic(`training went on from step ${from} on two; workers reporting per step: ${run.history.map((s) => s.workers.length).join(" ")}`);
+      assert.ok(run.history.slice(from).every((s) => s.workers.length === 2), "after the loss, every step ran on two");
+      assert.ok(from > 0 && from < run.history.length);
       const ref = batchNormClassifier();
       slicedReference(ref, ds, { epochs: 2, batchSize: 24, optimizer: o.optimizer, loss: "categoricalCrossentropy", seed: 5, replicas: (step) => counts[step]! });
       const diff = maxRelativeDifference(model, ref);

@@ -1,5 +1,7 @@
 import * as tf from "@tensorflow/tfjs";
+import { ModelError } from "../../errors/errors";
 
+/** An initializer as tf.initializers makes one. */
 export type Initializer = ReturnType<typeof tf.initializers.zeros>;
 /** An initializer by tfjs-layers' name, or one made with tf.initializers. */
 export type InitializerInput = Initializer | "glorotUniform" | "glorotNormal" | "heNormal" | "heUniform" | "zeros" | "ones" | "randomNormal";
@@ -17,7 +19,7 @@ const BY_NAME: Readonly<Record<string, () => Initializer>> = {
 export function initializerOf(i: InitializerInput): Initializer {
   if (typeof i !== "string") return i;
   const make = BY_NAME[i];
-  if (!make) throw new Error(`unknown initializer "${i}" (${Object.keys(BY_NAME).join(", ")})`);
+  if (!make) throw new ModelError(`unknown initializer "${i}" (${Object.keys(BY_NAME).join(", ")})`);
   return make();
 }
 
@@ -32,7 +34,7 @@ export function deserializeInitializer(v: unknown): InitializerInput | undefined
   if (typeof v === "string") return v as InitializerInput;
   const { className, config } = v as { className?: string; config?: tf.serialization.ConfigDict };
   const entry = className ? tf.serialization.SerializationMap.getMap().classNameMap[className] : undefined;
-  if (!entry) throw new Error(`unknown initializer class "${String(className)}"`);
+  if (!entry) throw new ModelError(`unknown initializer class "${String(className)}"`);
   const [cls, fromConfig] = entry;
   return fromConfig(cls, config ?? {}) as Initializer;
 }

@@ -1,7 +1,9 @@
 import * as tf from "@tensorflow/tfjs";
+import { ModelError } from "../../errors/errors";
 import { deserializeInitializer, initializerOf, serializeInitializer, type InitializerInput as Init } from "./initializers";
 
-type Kwargs = Record<string, unknown>;
+/** The options of a layer's `apply` (here `attentionMask` and `useCausalMask`), as tfjs-layers passes them on. */
+export type LayerKwargs = Record<string, unknown>;
 
 /** What `layers.multiHeadAttention` takes: Keras 3's MultiHeadAttention's options, in camelCase. */
 export interface MultiHeadAttentionArgs {
@@ -56,15 +58,16 @@ export class MultiHeadAttention extends tf.layers.Layer {
   private readonly biasInit: Init;
   private w: Record<string, tf.LayerVariable> = {};
 
+  /** Checks the sizes and keeps the options; the weights are made when the layer is first applied. */
   constructor(args: MultiHeadAttentionArgs) {
     super(args as unknown as ConstructorParameters<typeof tf.layers.Layer>[0]);
-    if (!Number.isInteger(args.numHeads) || args.numHeads < 1) throw new Error(`MultiHeadAttention: numHeads must be a positive integer, not ${args.numHeads}`);
-    if (!Number.isInteger(args.keyDim) || args.keyDim < 1) throw new Error(`MultiHeadAttention: keyDim must be a positive integer, not ${args.keyDim}`);
+    if (!Number.isInteger(args.numHeads) || args.numHeads < 1) throw new ModelError(`MultiHeadAttention: numHeads must be a positive integer, not ${args.numHeads}`);
+    if (!Number.isInteger(args.keyDim) || args.keyDim < 1) throw new ModelError(`MultiHeadAttention: keyDim must be a positive integer, not ${args.keyDim}`);
     this.numHeads = args.numHeads;
     this.keyDim = args.keyDim;
     this.valueDim = args.valueDim ?? args.keyDim;
     this.dropout = args.dropout ?? 0;
-    if (!(this.dropout >= 0 && this.dropout < 1)) throw new Error(`MultiHeadAttention: dropout must be in [0, 1), not ${this.dropout}`);
+    if (!(this.dropout >= 0 && this.dropout < 1)) throw new ModelError(`MultiHeadAttention: dropout must be in [0, 1), not ${this.dropout}`);
     this.useBias = args.useBias ?? true;
     this.outputDim = args.outputShape ?? null;
     this.useCausalMask = args.useCausalMask ?? false;
@@ -90,15 +93,15 @@ export class MultiHeadAttention extends tf.layers.Layer {
   }
 
   /** Keras' call: `attentionMask` and `useCausalMask` as options; they are kept in the layer's config. */
-  override apply(inputs: tf.Tensor | tf.Tensor[] | tf.SymbolicTensor | tf.SymbolicTensor[], kwargs: Kwargs = {}): tf.Tensor | tf.Tensor[] | tf.SymbolicTensor | tf.SymbolicTensor[] {
+  override apply(inputs: tf.Tensor | tf.Tensor[] | tf.SymbolicTensor | tf.SymbolicTensor[], kwargs: LayerKwargs = {}): tf.Tensor | tf.Tensor[] | tf.SymbolicTensor | tf.SymbolicTensor[] {
     const { attentionMask, useCausalMask, ...rest } = kwargs;
     const list = (Array.isArray(inputs) ? [...inputs] : [inputs]) as Array<tf.Tensor | tf.SymbolicTensor>;
     if (useCausalMask !== undefined) {
-      if (this.inboundNodes.length > 0 && this.useCausalMask !== useCausalMask) throw new Error(`${this.name} was called with useCausalMask ${this.useCausalMask} before; one layer keeps one`);
+      if (this.inboundNodes.length > 0 && this.useCausalMask !== useCausalMask) throw new ModelError(`${this.name} was called with useCausalMask ${this.useCausalMask} before; one layer keeps one`);
       this.useCausalMask = useCausalMask === true;
     }
     if (attentionMask !== undefined && attentionMask !== null) {
-      if (this.inboundNodes.length > 0 && !this.hasAttentionMask) throw new Error(`${this.name} was called without an attention mask before; one layer is called one way`);
+      if (this.inboundNodes.length > 0 && !this.hasAttentionMask) throw new ModelError(`${this.name} was called without an attention mask before; one layer is called one way`);
       this.hasAttentionMask = true;
       list.push(attentionMask as tf.Tensor | tf.SymbolicTensor);
     }
@@ -148,7 +151,7 @@ export class MultiHeadAttention extends tf.layers.Layer {
     return tf.transpose(tf.reshape(y, [B, T, this.numHeads, k]), [0, 2, 1, 3]);
   }
 
-  override call(inputs: tf.Tensor | tf.Tensor[], kwargs: Kwargs): tf.Tensor {
+  override call(inputs: tf.Tensor | tf.Tensor[], kwargs: LayerKwargs): tf.Tensor {
     return tf.tidy(() => {
       const { query, value, key, mask: attention } = this.parts(inputs);
       const training = kwargs.training === true;

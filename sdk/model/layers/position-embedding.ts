@@ -1,4 +1,5 @@
 import * as tf from "@tensorflow/tfjs";
+import { ModelError } from "../../errors/errors";
 import { deserializeInitializer, initializerOf, serializeInitializer, type InitializerInput } from "./initializers";
 
 /** What `layers.positionEmbedding` takes (KerasNLP's PositionEmbedding). */
@@ -22,9 +23,10 @@ export class PositionEmbedding extends tf.layers.Layer {
   private readonly init: NonNullable<PositionEmbeddingArgs["initializer"]>;
   private table: tf.LayerVariable | null = null;
 
+  /** Checks the sequence length and keeps the options; the table is made when the layer is first applied. */
   constructor(args: PositionEmbeddingArgs) {
     super(args as unknown as ConstructorParameters<typeof tf.layers.Layer>[0]);
-    if (!Number.isInteger(args.sequenceLength) || args.sequenceLength < 1) throw new Error(`PositionEmbedding: sequenceLength must be a positive integer, not ${args.sequenceLength}`);
+    if (!Number.isInteger(args.sequenceLength) || args.sequenceLength < 1) throw new ModelError(`PositionEmbedding: sequenceLength must be a positive integer, not ${args.sequenceLength}`);
     this.sequenceLength = args.sequenceLength;
     this.init = args.initializer ?? "glorotUniform";
     this.supportsMasking = true;
@@ -44,7 +46,7 @@ export class PositionEmbedding extends tf.layers.Layer {
     return tf.tidy(() => {
       const x = Array.isArray(inputs) ? inputs[0]! : inputs;
       const [B, T, d] = x.shape as [number, number, number];
-      if (T > this.sequenceLength) throw new Error(`${this.name}: a sequence of ${T} is longer than its sequenceLength ${this.sequenceLength}`);
+      if (T > this.sequenceLength) throw new ModelError(`${this.name}: a sequence of ${T} is longer than its sequenceLength ${this.sequenceLength}`);
       const rows = tf.slice(this.table!.read(), [0, 0], [T, d]);
       return tf.broadcastTo(tf.expandDims(rows, 0), [B, T, d]);
     });
