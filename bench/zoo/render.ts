@@ -23,6 +23,8 @@ export interface ZooRow {
   webgpuKernels: number | null;
   peakMiB: number;
   estimateMiB: number | null;
+  /** PyTorch's process, measured as meshtrain's worker is. */
+  peerPeakMiB?: number;
   samplesPerDollar: number;
   peerSamplesPerDollar: number;
 }
@@ -33,22 +35,32 @@ export interface ZooRun {
   cpu: string;
   /** The WebGPU adapter the webgpu rows ran on, if any. */
   adapter: { name: string; software: boolean } | null;
+  /** How peak memory was read: the kernel's high-water mark (mid-step included), or resident sets sampled between steps; "kernel, own pass" when `--memory` measured it again apart from the speeds. */
+  memory: "kernel" | "kernel, own pass" | "sampled";
+  /** Whether both sides ran with glibc's allocator keeping what they free (bench/common.ts ALLOCATOR_KEPT). */
+  allocatorKept: boolean;
   rows: readonly ZooRow[];
 }
+
+const MEMORY_HOW: Readonly<Record<ZooRun["memory"], string>> = {
+  kernel: "the kernel's high-water mark of the worker process's resident set through the steps (every page a step touched, mid-step included)",
+  "kernel, own pass": "the kernel's high-water mark of the worker process's resident set through the steps (every page a step touched, mid-step included), measured in a pass of its own (`-- --memory`: one warm-up step and one measured, on each side) after the speeds",
+  sampled: "the worker process's resident set sampled after each step (what a step freed before it ended is missed, on both sides)",
+};
 
 const perDollar = (samplesPerSecond: number, dollarsPerHour: number): string => fmt((samplesPerSecond * 3600) / dollarsPerHour / 1000, 0) + "k";
 
 /** bench/results/zoo.md from a run's rows. */
 export function renderZoo(run: ZooRun): string {
   const table = [
-    "| model | batch | optimizer | meshtrain samples/s | PyTorch samples/s | meshtrain / PyTorch | step | before (autodiff) | webgpu (software) | peak memory: measured / plan's estimate (MiB) |",
+    "| model | batch | optimizer | meshtrain samples/s | PyTorch samples/s | meshtrain / PyTorch | step | before (autodiff) | webgpu (software) | peak memory (MiB): measured / plan's estimate / PyTorch's |",
     "|---|---|---|---|---|---|---|---|---|---|",
   ];
   for (const r of run.rows) {
     const step = r.native === undefined ? "-" : r.native ? "native" : `autodiff: ${String(r.why)}`;
     const before = r.autodiff === null ? "-" : `${fmt(r.autodiff, 1)} (${String(r.autodiffKernels)} kernels a step)`;
     const webgpu = r.webgpu === null ? "-" : `${fmt(r.webgpu, 1)} (${String(r.webgpuKernels)} kernels)`;
-    table.push(`| ${r.model} | ${r.batch} | ${r.optimizer} | ${fmt(r.meshtrain, 1)} | ${fmt(r.pytorch, 1)} | ${fmt(r.ratio)} | ${step} | ${before} | ${webgpu} | ${fmt(r.peakMiB, 0)} / ${r.estimateMiB === null ? "-" : fmt(r.estimateMiB, 0)} |`);
+    table.push(`| ${r.model} | ${r.batch} | ${r.optimizer} | ${fmt(r.meshtrain, 1)} | ${fmt(r.pytorch, 1)} | ${fmt(r.ratio)} | ${step} | ${before} | ${webgpu} | ${fmt(r.peakMiB, 0)} / ${r.estimateMiB === null ? "-" : fmt(r.estimateMiB, 0)} / ${r.peerPeakMiB === undefined ? "-" : fmt(r.peerPeakMiB, 0)} |`);
   }
   const seed = run.rows.filter((r) => r.model === "resnet50" && r.optimizer === "sgd" && SEED_RESNET50[r.batch] !== undefined);
   const dollars = seed.length === 0 ? [] : [
@@ -64,7 +76,7 @@ export function renderZoo(run: ZooRun): string {
   return [
     `### The models people train: one worker against one PyTorch process (medians of ${run.rounds} interleaved rounds, one thread each)`,
     "",
-    `Machine: ${run.cpu}. PyTorch 1.13 (Debian's: oneDNN for convolutions, OpenBLAS for the rest, given the same core type), meshtrain on its native backend (OpenBLAS); the same architectures, batch and optimizer (SGD lr 0.01, Adam lr 0.001), random inputs of each model's shape.`,
+    `Machine: ${run.cpu}. PyTorch 1.13 (Debian's: oneDNN for convolutions, OpenBLAS for the rest, given the same core type), meshtrain on its native backend (OpenBLAS); the same architectures, batch and optimizer (SGD lr 0.01, Adam lr 0.001), random inputs of each model's shape. ${run.allocatorKept ? "Both sides ran with glibc's allocator keeping what they free (MALLOC_MMAP_THRESHOLD_ 32 MiB, MALLOC_TRIM_THRESHOLD_ 4 GiB, MALLOC_TOP_PAD_ 512 MiB): without it PyTorch faults each step's activations back in, 1.6-3x slower here." : "PyTorch ran with glibc's allocator at its defaults, returning each step's activations to the system and faulting them back in (1.6-3x slower on this machine than with the allocator told to keep them): its figures here understate it."}`,
     "",
     ...table,
     "",
@@ -72,7 +84,7 @@ export function renderZoo(run: ZooRun): string {
     "",
     "step: how meshtrain's worker computed the step (native: the native step, no autodiff tape). before: the same model by TF.js's autodiff on the same native kernels (MESHTRAIN_NATIVE_STEP=0), one round, and the kernels TF.js dispatched in one step (the native step dispatches none). webgpu: the same by autodiff on the webgpu backend, one round;",
     run.adapter?.software ? `here the software adapter "${run.adapter.name}" (a CPU rasteriser): its figures compare only with each other; no real GPU has run this code.` : run.adapter ? `on "${run.adapter.name}".` : "no adapter here.",
-    "Peak memory: the worker process's resident set during the steps, above what it held before the model arrived (the load message's buffers collected before the first step), against the plan's estimate (parameters, gradient, optimizer state, the native step's arrays). The estimate has no term for the JavaScript runtime's own growth in a first step (compiled code, heap), a few MiB that only the smallest models notice.",
+    `Peak memory: ${MEMORY_HOW[run.memory]}, above what the process held before the model arrived (the load message's buffers collected before the first step), against the plan's estimate (parameters, gradient, optimizer state, the native step's arrays) and PyTorch's process measured the same way from before it built the model. The estimate has no term for the JavaScript runtime's own growth in a first step (compiled code, heap), a few MiB that only the smallest models notice.`,
     ...dollars,
     "",
     "Command: `npm run bench:zoo` (`-- --render` writes this page again from bench/results/zoo.json).",
@@ -80,12 +92,14 @@ export function renderZoo(run: ZooRun): string {
 }
 
 /** A run as zoo.json holds it; runs written before the page's fields were kept fill them from the machine. */
-export function zooRunOf(data: Json, fallback: Omit<ZooRun, "rows">): ZooRun {
+export function zooRunOf(data: Json, fallback: Omit<ZooRun, "rows" | "memory" | "allocatorKept">): ZooRun {
   const rows = data.rows as ZooRow[];
   return {
     rounds: typeof data.rounds === "number" ? data.rounds : fallback.rounds,
     cpu: typeof data.cpu === "string" ? data.cpu : fallback.cpu,
     adapter: data.adapter === undefined ? fallback.adapter : (data.adapter as ZooRun["adapter"]),
+    memory: typeof data.memory === "string" ? (data.memory as ZooRun["memory"]) : "sampled",
+    allocatorKept: data.allocatorKept === true,
     rows,
   };
 }

@@ -3,9 +3,10 @@ import * as path from "node:path";
 import { discoverAdapters } from "../../sdk/backends/webgpu/discover";
 import { vulkanEnv } from "../../sdk/backends/webgpu/vulkan";
 import { loadAddon } from "../../sdk/backends/native/addon";
-import { BLAS, cpuName, fmt, machine, median, PEERS, pinnedEnv, PYTHON, QUICK, RESULTS, runJson, torchMissing, writeResults, type Json } from "../common";
+import { ALLOCATOR_KEPT, BLAS, cpuName, fmt, machine, median, PEERS, pinnedEnv, PYTHON, QUICK, RESULTS, runJson, torchMissing, writeResults, type Json } from "../common";
 import { renderZoo, VCPU_HOUR, zooRunOf, type ZooRow, type ZooRun } from "./render";
 import { ZOO_MODELS, type ZooModel } from "./models";
+import { resetKernelPeak } from "../../sdk/worker/memory-watch";
 
 /**
  * bench:zoo: the models people train, one worker's replica step against one PyTorch 1.13
@@ -33,11 +34,11 @@ interface Side {
 }
 
 function meshtrain(label: string, backend: string, env: NodeJS.ProcessEnv = {}): Side {
-  return { label, run: async (c) => (await runJson(process.execPath, ["--expose-gc", path.join(__dirname, "tfjs-zoo.js"), c.model, backend, String(c.batch), String(c.steps), String(c.warmup), c.optimizer], pinnedEnv(1, env), 3_600_000))[0]! };
+  return { label, run: async (c) => (await runJson(process.execPath, ["--expose-gc", path.join(__dirname, "tfjs-zoo.js"), c.model, backend, String(c.batch), String(c.steps), String(c.warmup), c.optimizer], pinnedEnv(1, { ...ALLOCATOR_KEPT, ...env }), 3_600_000))[0]! };
 }
 
 function torch(): Side {
-  return { label: "PyTorch", run: async (c) => (await runJson(PYTHON, [path.join(PEERS, "torch_zoo.py"), "--model", c.model, "--batch", String(c.batch), "--threads", "1", "--steps", String(c.steps), "--warmup", String(c.warmup), "--optimizer", c.optimizer], pinnedEnv(1, { LD_LIBRARY_PATH: BLAS.openblas }), 3_600_000))[0]! };
+  return { label: "PyTorch", run: async (c) => (await runJson(PYTHON, [path.join(PEERS, "torch_zoo.py"), "--model", c.model, "--batch", String(c.batch), "--threads", "1", "--steps", String(c.steps), "--warmup", String(c.warmup), "--optimizer", c.optimizer], pinnedEnv(1, { ...ALLOCATOR_KEPT, LD_LIBRARY_PATH: BLAS.openblas }), 3_600_000))[0]! };
 }
 
 /** Steps a round measures: each takes seconds to minutes, whatever the model. */
@@ -110,7 +111,7 @@ async function main(): Promise<void> {
       ...{ runs: mt.map((j) => j.samples_per_second), peerRuns: got("PyTorch").map((j) => j.samples_per_second), peerPeakMiB: median(got("PyTorch").map((j) => j.peak_rss_above_mib as number)) },
     });
   }
-  const run: ZooRun = { rounds: ROUNDS, cpu: cpuName(), adapter: adapter ? { name: adapter.name, software: adapter.software } : null, rows };
+  const run: ZooRun = { rounds: ROUNDS, cpu: cpuName(), adapter: adapter ? { name: adapter.name, software: adapter.software } : null, memory: kernelPeakReadable() ? "kernel" : "sampled", allocatorKept: true, rows };
   writeResults("zoo", { machine: machine(), quick: QUICK, ...run }, renderZoo(run));
 }
 
@@ -121,10 +122,39 @@ async function render(): Promise<void> {
   const adapter = (await discoverAdapters().catch(() => ({ adapters: [] }))).adapters[0];
   const rounds = Math.max(1, ...(data.rows as Array<{ runs?: unknown[] }>).map((r) => r.runs?.length ?? 1));
   const run = zooRunOf(data, { rounds, cpu: cpuName(), adapter: adapter ? { name: adapter.name, software: adapter.software } : null });
-  writeResults("zoo", { ...data, rounds: run.rounds, cpu: run.cpu, adapter: run.adapter }, renderZoo(run));
+  writeResults("zoo", { ...data, rounds: run.rounds, cpu: run.cpu, adapter: run.adapter, memory: run.memory, allocatorKept: run.allocatorKept }, renderZoo(run));
 }
 
-(process.argv.includes("--render") ? render() : main()).catch((err: unknown) => {
+/**
+ * `--memory`: each case's peak memory measured again, one warm-up step and one measured on each
+ * side, into bench/results/zoo.json's rows (the speeds stay). For a page whose speeds were
+ * measured before peaks were read as the kernel's high-water mark; memory does not vary as
+ * speed does from one run to the next.
+ */
+async function memory(): Promise<void> {
+  if (!kernelPeakReadable()) throw new Error("--memory needs the kernel's high-water mark (/proc/self/clear_refs): Linux only");
+  const file = path.join(RESULTS, "zoo.json");
+  const data = JSON.parse(fs.readFileSync(file, "utf8")) as Json;
+  const sides = [meshtrain("meshtrain native", "native"), torch()];
+  for (const r of data.rows as Array<ZooRow & Json>) {
+    const c: Case = { model: r.model as ZooModel, batch: r.batch, optimizer: r.optimizer as Case["optimizer"], steps: 1, warmup: 1 };
+    const [ours, peer] = [await sides[0]!.run(c), await sides[1]!.run(c)];
+    r.peakMiB = ours.peak_rss_above_mib as number;
+    r.estimateMiB = ours.estimate_mib as number;
+    r.peerPeakMiB = peer.peak_rss_above_mib as number;
+    process.stderr.write(`${c.model} batch ${c.batch} ${c.optimizer}: meshtrain ${fmt(r.peakMiB, 0)} MiB (estimate ${fmt(r.estimateMiB, 0)}), PyTorch ${fmt(r.peerPeakMiB, 0)} MiB\n`);
+  }
+  data.memory = "kernel, own pass";
+  fs.writeFileSync(file, JSON.stringify(data, null, 2));
+  await render();
+}
+
+/** Whether this machine's kernel keeps a resettable high-water mark (Linux), as both sides read it. */
+function kernelPeakReadable(): boolean {
+  return resetKernelPeak();
+}
+
+(process.argv.includes("--render") ? render() : process.argv.includes("--memory") ? memory() : main()).catch((err: unknown) => {
   process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
   process.exit(1);
 });

@@ -6,6 +6,7 @@ import type { LoadOf } from "../../sdk/protocol/load-messages";
 import type { OptimizerSpec } from "../../sdk/protocol/optimizer-spec";
 import type { Tensorlike } from "../../sdk/protocol/tensor";
 import { DataReplica } from "../../sdk/roles/data/replica";
+import { resetKernelPeak, statusBytes } from "../../sdk/worker/memory-watch";
 import { replicaStepReport } from "../../sdk/roles/slice-gradient";
 import { nativeStepOptions } from "../../sdk/backends/native/step/compile";
 import { estimateReplicaMemory, memoryTotal } from "../../sdk/plan/memory";
@@ -82,12 +83,14 @@ async function main(): Promise<void> {
   (globalThis as { gc?: () => void }).gc?.();
   const { x, y } = zooBatch(entry, batch);
   const alone = async (data: Float32Array) => ({ data, stats: { waitMs: 0, commMs: 0, bytesSent: 0 } });
+  // The kernel's high-water mark from here: every page a step touched, mid-step included (sampled between steps where there is none).
+  const kernelPeak = resetKernelPeak();
   let peak = process.memoryUsage().rss;
   let start = 0;
   for (let i = 0; i < warmup + steps; i++) {
     if (i === warmup) start = performance.now();
     await replica.train(1, x, y, alone);
-    peak = Math.max(peak, process.memoryUsage().rss);
+    peak = Math.max(peak, (kernelPeak ? statusBytes("VmHWM") : null) ?? process.memoryUsage().rss);
   }
   const seconds = (performance.now() - start) / 1000;
   // Kernels TF.js dispatches in one step (the native step dispatches none).

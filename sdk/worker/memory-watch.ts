@@ -6,12 +6,22 @@ import type { WorkerMemory } from "../protocol/worker-memory";
 import { collectGarbage, collectOnce } from "./collect-garbage";
 
 /** A /proc/self/status field in bytes (it gives kB), or null where there is no such file. */
-function statusBytes(field: "VmHWM" | "VmRSS"): number | null {
+export function statusBytes(field: "VmHWM" | "VmRSS"): number | null {
   try {
     const m = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(readFileSync("/proc/self/status", "utf8"));
     return m ? Number(m[1]) * 1024 : null;
   } catch {
     return null;
+  }
+}
+
+/** Resets the kernel's high-water mark of the resident set to what is resident now; false where it cannot (not Linux). */
+export function resetKernelPeak(): boolean {
+  try {
+    writeFileSync("/proc/self/clear_refs", "5");
+    return statusBytes("VmHWM") !== null;
+  } catch {
+    return false;
   }
 }
 
@@ -82,12 +92,7 @@ export class MemoryWatch {
   /** The resident set settled, and the peak reset to it. */
   private async restart(): Promise<number> {
     this.peak = await settledRss(this.collectCommGarbage);
-    try {
-      writeFileSync("/proc/self/clear_refs", "5");
-      this.kernelPeak = statusBytes("VmHWM") !== null;
-    } catch {
-      this.kernelPeak = false;
-    }
+    this.kernelPeak = resetKernelPeak();
     return this.peak;
   }
 

@@ -13,9 +13,9 @@ import { QUICK_RESULTS, quickResults, runBenches } from "../helpers/bench-smoke"
 test("the zoo, throughput, all-reduce, scaling, overhead, relay and sharded benchmarks run and write their results", () => {
   runBenches(["zoo", "train", "allreduce", "scaling", "overhead", "relay", "sharded"]);
   // The zoo: every model (ResNet-50 aside) trained one step by the native step, beside PyTorch.
-  const zoo = quickResults<{ rows: Array<{ model: string; meshtrain: number; pytorch: number; native: boolean; estimateMiB: number | null }> }>("zoo");
+  const zoo = quickResults<{ rows: Array<{ model: string; meshtrain: number; pytorch: number; native: boolean; estimateMiB: number | null; peakMiB: number; peerPeakMiB: number }> }>("zoo");
   assert.ok(zoo.rows.length >= 7, `zoo rows: ${zoo.rows.length}`);
-  for (const r of zoo.rows) assert.ok(r.native === true && r.meshtrain > 0 && r.pytorch > 0 && (r.estimateMiB ?? 0) > 0, JSON.stringify(r));
+  for (const r of zoo.rows) assert.ok(r.native === true && r.meshtrain > 0 && r.pytorch > 0 && (r.estimateMiB ?? 0) > 0 && r.peakMiB > 0 && r.peerPeakMiB > 0, JSON.stringify(r));
   const train = quickResults<{ rows: Array<{ model: string; runtime: string; samplesPerSecond: number; missing: string | null }> }>("train");
   const native = train.rows.find((x) => x.runtime === "meshtrain native")!;
   assert.ok(native.missing === null && native.samplesPerSecond > 0, "the native backend was measured");
