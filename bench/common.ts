@@ -32,6 +32,20 @@ export function pinnedEnv(threads = 1, extra: NodeJS.ProcessEnv = {}): NodeJS.Pr
   return { ...env, OMP_NUM_THREADS: t, OPENBLAS_NUM_THREADS: t, MKL_NUM_THREADS: t, ...extra };
 }
 
+/**
+ * glibc's allocator told to keep what a process frees (the seed article's "allocator tuning"),
+ * for both sides of a one-worker comparison. PyTorch frees a step's activations to the system
+ * and faults them back in the next step; on this project's VM that cost its step 1.6-3x on the
+ * zoo's models (ResNet-20 198 against 420 samples/s), while meshtrain plans its arrays once.
+ * A fair peer is the tuned one, as anyone timing PyTorch on CPUs would run it.
+ */
+export const ALLOCATOR_KEPT: Readonly<NodeJS.ProcessEnv> = {
+  // 32 MiB, glibc's largest: blocks below it come from the heap, kept between steps.
+  MALLOC_MMAP_THRESHOLD_: String(32 * 2 ** 20),
+  MALLOC_TRIM_THRESHOLD_: String(4 * 2 ** 30),
+  MALLOC_TOP_PAD_: String(512 * 2 ** 20),
+};
+
 export function median(values: number[]): number {
   if (values.length === 0) return NaN;
   const v = [...values].sort((a, b) => a - b);

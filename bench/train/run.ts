@@ -1,6 +1,6 @@
 import * as path from "node:path";
 import { loadAddon } from "../../sdk/backends/native/addon";
-import { BLAS, blasMissing, fmt, machine, median, PEERS, pinnedEnv, PYTHON, QUICK, runJson, torchMissing, writeResults, type Json } from "../common";
+import { ALLOCATOR_KEPT, BLAS, blasMissing, cpuName, fmt, machine, median, PEERS, pinnedEnv, PYTHON, QUICK, runJson, torchMissing, writeResults, type Json } from "../common";
 
 /**
  * Training throughput on one core: meshtrain on each backend it can use against PyTorch 1.13
@@ -31,7 +31,7 @@ function meshtrain(model: BenchModel, backend: string, steps: number, missing: s
     model,
     steps,
     missing,
-    run: (s) => runJson(process.execPath, [path.join(__dirname, "tfjs-train.js"), model, backend, String(BATCH), String(s), WARMUP], pinnedEnv(1, autodiff ? { MESHTRAIN_NATIVE_STEP: "0" } : {})),
+    run: (s) => runJson(process.execPath, [path.join(__dirname, "tfjs-train.js"), model, backend, String(BATCH), String(s), WARMUP], pinnedEnv(1, { ...ALLOCATOR_KEPT, ...(autodiff ? { MESHTRAIN_NATIVE_STEP: "0" } : {}) })),
   };
 }
 
@@ -45,7 +45,7 @@ function torch(model: BenchModel, blas: keyof typeof BLAS, steps: number, torchG
     steps,
     missing: torchGone ?? blasMissing(blas),
     run: (s) =>
-      runJson(PYTHON, [path.join(PEERS, "torch_train.py"), "--model", model, "--batch", String(BATCH), "--threads", "1", "--steps", String(s), "--warmup", WARMUP], pinnedEnv(1, { LD_LIBRARY_PATH: BLAS[blas] })),
+      runJson(PYTHON, [path.join(PEERS, "torch_train.py"), "--model", model, "--batch", String(BATCH), "--threads", "1", "--steps", String(s), "--warmup", WARMUP], pinnedEnv(1, { ...ALLOCATOR_KEPT, LD_LIBRARY_PATH: BLAS[blas] })),
   };
 }
 
@@ -100,6 +100,8 @@ async function main(): Promise<void> {
   }
   const md = [
     `### Training throughput, batch ${BATCH}, SGD, one thread (medians of ${ROUNDS} interleaved rounds)`,
+    "",
+    `Machine: ${cpuName()}. Every process ran with glibc's allocator keeping what it frees (bench/common.ts ALLOCATOR_KEPT), as a tuned PyTorch runs.`,
     "",
     ...table,
     "",
