@@ -33,12 +33,13 @@ interface Side {
   skip?: (c: Case) => string | null;
 }
 
-function meshtrain(label: string, backend: string, env: NodeJS.ProcessEnv = {}): Side {
-  return { label, run: async (c) => (await runJson(process.execPath, ["--expose-gc", path.join(__dirname, "tfjs-zoo.js"), c.model, backend, String(c.batch), String(c.steps), String(c.warmup), c.optimizer], pinnedEnv(1, { ...ALLOCATOR_KEPT, ...env }), 3_600_000))[0]! };
+/** `kept`: glibc's allocator keeps what is freed (the speeds); false, its defaults, as a worker runs (`--memory`). */
+function meshtrain(label: string, backend: string, env: NodeJS.ProcessEnv = {}, kept = true): Side {
+  return { label, run: async (c) => (await runJson(process.execPath, ["--expose-gc", path.join(__dirname, "tfjs-zoo.js"), c.model, backend, String(c.batch), String(c.steps), String(c.warmup), c.optimizer], pinnedEnv(1, { ...(kept ? ALLOCATOR_KEPT : {}), ...env }), 3_600_000))[0]! };
 }
 
-function torch(): Side {
-  return { label: "PyTorch", run: async (c) => (await runJson(PYTHON, [path.join(PEERS, "torch_zoo.py"), "--model", c.model, "--batch", String(c.batch), "--threads", "1", "--steps", String(c.steps), "--warmup", String(c.warmup), "--optimizer", c.optimizer], pinnedEnv(1, { ...ALLOCATOR_KEPT, LD_LIBRARY_PATH: BLAS.openblas }), 3_600_000))[0]! };
+function torch(kept = true): Side {
+  return { label: "PyTorch", run: async (c) => (await runJson(PYTHON, [path.join(PEERS, "torch_zoo.py"), "--model", c.model, "--batch", String(c.batch), "--threads", "1", "--steps", String(c.steps), "--warmup", String(c.warmup), "--optimizer", c.optimizer], pinnedEnv(1, { ...(kept ? ALLOCATOR_KEPT : {}), LD_LIBRARY_PATH: BLAS.openblas }), 3_600_000))[0]! };
 }
 
 /** Steps a round measures: each takes seconds to minutes, whatever the model. */
@@ -127,7 +128,7 @@ async function render(): Promise<void> {
 
 /**
  * `--memory`: each case's peak memory measured again, one warm-up step and one measured on each
- * side, into bench/results/zoo.json's rows (the speeds stay). For a page whose speeds were
+ * side with glibc's allocator at its defaults, into bench/results/zoo.json's rows (the speeds stay). For a page whose speeds were
  * measured before peaks were read as the kernel's high-water mark; memory does not vary as
  * speed does from one run to the next.
  */
@@ -135,7 +136,8 @@ async function memory(): Promise<void> {
   if (!kernelPeakReadable()) throw new Error("--memory needs the kernel's high-water mark (/proc/self/clear_refs): Linux only");
   const file = path.join(RESULTS, "zoo.json");
   const data = JSON.parse(fs.readFileSync(file, "utf8")) as Json;
-  const sides = [meshtrain("meshtrain native", "native"), torch()];
+  // At glibc's defaults, as a worker runs: kept, the allocator's held frees would count as the model's.
+  const sides = [meshtrain("meshtrain native", "native", {}, false), torch(false)];
   for (const r of data.rows as Array<ZooRow & Json>) {
     const c: Case = { model: r.model as ZooModel, batch: r.batch, optimizer: r.optimizer as Case["optimizer"], steps: 1, warmup: 1 };
     const [ours, peer] = [await sides[0]!.run(c), await sides[1]!.run(c)];
