@@ -18,7 +18,10 @@ export type { LaunchOptions } from "./cluster/launch-options";
 export { datasets, Dataset, type Column, type Batch, type ColumnNames, type TensorsInput, type DatasetSource, type LinearOptions, type MnistOptions, type SyntheticOptions } from "./data/index";
 export * from "./errors/errors";
 export { TrainingRun } from "./cluster/training-run";
-export { layers, MultiHeadAttention, PositionEmbedding, type Initializer, type InitializerInput, type LayerKwargs, type MultiHeadAttentionArgs, type PositionEmbeddingArgs } from "./model/layers/index";
+export {
+  layers, MultiHeadAttention, PositionEmbedding,
+  type Initializer, type InitializerInput, type LayerKwargs, type MultiHeadAttentionArgs, type PositionEmbeddingArgs,
+} from "./model/layers/index";
 export type { LogLine, RunRecord, StepRecord, WorkerStepRecord, PushRecord, Departure, PsRunRecord, MembershipChange, EpochHistory, EpochValidation, TrainingSetup, NonFiniteReport, MemberMemory } from "./metrics/records";
 export type { WorkerMemory } from "./protocol/worker-memory";
 export { ownBytes } from "./metrics/memory-lines";

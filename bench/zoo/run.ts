@@ -112,7 +112,7 @@ async function main(): Promise<void> {
       ...{ runs: mt.map((j) => j.samples_per_second), peerRuns: got("PyTorch").map((j) => j.samples_per_second), peerPeakMiB: median(got("PyTorch").map((j) => j.peak_rss_above_mib as number)) },
     });
   }
-  const run: ZooRun = { rounds: ROUNDS, cpu: cpuName(), adapter: adapter ? { name: adapter.name, software: adapter.software } : null, memory: kernelPeakReadable() ? "kernel" : "sampled", allocatorKept: true, rows };
+  const run: ZooRun = { rounds: ROUNDS, cpu: cpuName(), adapter: adapter ? { name: adapter.name, software: adapter.software } : null, memory: resetKernelPeak() ? "kernel" : "sampled", allocatorKept: true, rows };
   writeResults("zoo", { machine: machine(), quick: QUICK, ...run }, renderZoo(run));
 }
 
@@ -133,7 +133,7 @@ async function render(): Promise<void> {
  * speed does from one run to the next.
  */
 async function memory(): Promise<void> {
-  if (!kernelPeakReadable()) throw new Error("--memory needs the kernel's high-water mark (/proc/self/clear_refs): Linux only");
+  if (!resetKernelPeak()) throw new Error("--memory needs the kernel's high-water mark (/proc/self/clear_refs): Linux only");
   const file = path.join(RESULTS, "zoo.json");
   const data = JSON.parse(fs.readFileSync(file, "utf8")) as Json;
   // At glibc's defaults, as a worker runs: kept, the allocator's held frees would count as the model's.
@@ -149,11 +149,6 @@ async function memory(): Promise<void> {
   data.memory = "kernel, own pass";
   fs.writeFileSync(file, JSON.stringify(data, null, 2));
   await render();
-}
-
-/** Whether this machine's kernel keeps a resettable high-water mark (Linux), as both sides read it. */
-function kernelPeakReadable(): boolean {
-  return resetKernelPeak();
 }
 
 (process.argv.includes("--render") ? render() : process.argv.includes("--memory") ? memory() : main()).catch((err: unknown) => {

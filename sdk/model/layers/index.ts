@@ -2,7 +2,10 @@ import { MultiHeadAttention, type LayerKwargs, type MultiHeadAttentionArgs } fro
 import type { Initializer, InitializerInput } from "./initializers";
 import { PositionEmbedding, type PositionEmbeddingArgs } from "./position-embedding";
 
-export { MultiHeadAttention, PositionEmbedding, type Initializer, type InitializerInput, type LayerKwargs, type MultiHeadAttentionArgs, type PositionEmbeddingArgs };
+export {
+  MultiHeadAttention, PositionEmbedding,
+  type Initializer, type InitializerInput, type LayerKwargs, type MultiHeadAttentionArgs, type PositionEmbeddingArgs,
+};
 
 /**
  * Layers TF.js lacks, as tfjs-layers' factories make layers: registered by class name on import,

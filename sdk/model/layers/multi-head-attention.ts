@@ -1,5 +1,6 @@
 import * as tf from "@tensorflow/tfjs";
 import { ModelError } from "../../errors/errors";
+import { positiveInteger } from "./checks";
 import { deserializeInitializer, initializerOf, serializeInitializer, type InitializerInput as Init } from "./initializers";
 
 /** The options of a layer's `apply` (here `attentionMask` and `useCausalMask`), as tfjs-layers passes them on. */
@@ -61,8 +62,8 @@ export class MultiHeadAttention extends tf.layers.Layer {
   /** Checks the sizes and keeps the options; the weights are made when the layer is first applied. */
   constructor(args: MultiHeadAttentionArgs) {
     super(args as unknown as ConstructorParameters<typeof tf.layers.Layer>[0]);
-    if (!Number.isInteger(args.numHeads) || args.numHeads < 1) throw new ModelError(`MultiHeadAttention: numHeads must be a positive integer, not ${args.numHeads}`);
-    if (!Number.isInteger(args.keyDim) || args.keyDim < 1) throw new ModelError(`MultiHeadAttention: keyDim must be a positive integer, not ${args.keyDim}`);
+    positiveInteger("MultiHeadAttention", "numHeads", args.numHeads);
+    positiveInteger("MultiHeadAttention", "keyDim", args.keyDim);
     this.numHeads = args.numHeads;
     this.keyDim = args.keyDim;
     this.valueDim = args.valueDim ?? args.keyDim;

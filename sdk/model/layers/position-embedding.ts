@@ -1,5 +1,6 @@
 import * as tf from "@tensorflow/tfjs";
 import { ModelError } from "../../errors/errors";
+import { positiveInteger } from "./checks";
 import { deserializeInitializer, initializerOf, serializeInitializer, type InitializerInput } from "./initializers";
 
 /** What `layers.positionEmbedding` takes (KerasNLP's PositionEmbedding). */
@@ -26,7 +27,7 @@ export class PositionEmbedding extends tf.layers.Layer {
   /** Checks the sequence length and keeps the options; the table is made when the layer is first applied. */
   constructor(args: PositionEmbeddingArgs) {
     super(args as unknown as ConstructorParameters<typeof tf.layers.Layer>[0]);
-    if (!Number.isInteger(args.sequenceLength) || args.sequenceLength < 1) throw new ModelError(`PositionEmbedding: sequenceLength must be a positive integer, not ${args.sequenceLength}`);
+    positiveInteger("PositionEmbedding", "sequenceLength", args.sequenceLength);
     this.sequenceLength = args.sequenceLength;
     this.init = args.initializer ?? "glorotUniform";
     this.supportsMasking = true;
