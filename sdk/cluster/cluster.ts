@@ -6,9 +6,10 @@ import { TrainingRun } from "./training-run";
 import { summarizeModel } from "../plan/model-summary";
 import { workerCount, type ClusterSpec } from "../config/cluster-spec";
 import { resolveFitOptions, type FitOptions } from "../driver/fit-options";
-import { runFit, type FitHost, type FitStrategy } from "../driver/fit";
+import { runFit, type FitHost } from "../driver/fit";
+import { fitStrategyOf } from "./fit-strategy";
 import type { WorkerSnapshot } from "../config/worker-snapshot";
-import { strategyOf, strategyOfSpec } from "../strategies/strategy-table";
+import { strategyOfSpec } from "../strategies/strategy-table";
 import { addWorker, startWorkers, type LaunchHooks } from "./launch";
 import type { JoinListener } from "./join-listener";
 import { LossWatch } from "../driver/loss-watch";
@@ -18,7 +19,7 @@ import type { Plan } from "../plan/plans";
 import { devicesOf, withDriver } from "../driver/devices";
 import { nativeStepOptions } from "../backends/native/step/compile";
 import { type FitContext } from "../driver/fit-context";
-import { makePlan, planForFit } from "../strategies/make-plan";
+import { makePlan } from "../strategies/make-plan";
 import { clusterHtml, clusterText, type ClusterParts } from "./cluster-text";
 import { FitAborted, FitStop } from "../driver/fit-stop";
 import { configureLinks } from "../driver/configure-links";
@@ -169,7 +170,7 @@ export class Cluster implements LiveCluster {
     this.fitStop = stop;
     this.state_ = "fitting";
     try {
-      const record = await runFit(this.fitHost(), this.fitStrategy(), model, dataset, options, stop);
+      const record = await runFit(this.fitHost(), fitStrategyOf(this.spec), model, dataset, options, stop);
       this.state_ = "ready";
       return new TrainingRun(record);
     } catch (err) {
@@ -204,15 +205,6 @@ export class Cluster implements LiveCluster {
       ring: () => this.measuredRing(),
       dataPlane: () => this.dataPlane,
       context: (stop) => this.fitContext(stop),
-    };
-  }
-
-  /** The cluster's strategy as a fit uses it: planning (a given plan made again for this fit) and its runtime. */
-  private fitStrategy(): FitStrategy {
-    return {
-      profiled: strategyOfSpec(this.spec).profiled,
-      plan: (model, options, given) => planForFit(this.spec, model, options, given),
-      fit: (ctx, model, dataset, o, plan) => strategyOf(plan).fit(ctx, model, dataset, o, plan),
     };
   }
 

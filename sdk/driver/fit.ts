@@ -9,7 +9,7 @@ import { summarizeModel, type ModelSummary } from "../plan/model-summary";
 import type { Plan, PlanData, PlanOptions } from "../plan/plans";
 import type { RingSpeed } from "../plan/predict";
 import type { ModelProfile } from "../plan/profile";
-import { profileBudgetMs, type ProfileRequest } from "./model-profiles";
+import { profileBudgetMs, type ProfileProbes, type ProfileRequest } from "./model-profiles";
 import { asSequential, copyLayerWeights } from "./chain-model";
 import { devicesOf, withDriver } from "./devices";
 import type { FitContext } from "./fit-context";
@@ -46,6 +46,8 @@ export interface FitStrategy {
   /** What its plans use of a profile of the model (false: none is taken). */
   readonly profiled: false | "step" | "layers";
   plan(model: ModelSummary, options: PlanOptions, given: PlanData | undefined): Plan;
+  /** What its plan's options time on a worker beside the replica step. */
+  probes(plan: PlanData): ProfileProbes;
   fit(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, options: ResolvedFitOptions, plan: Plan): Promise<RunRecord>;
 }
 
@@ -84,9 +86,7 @@ export async function runFit(host: FitHost, strategy: FitStrategy, model: tf.Lay
       // Bounded by what it can save: a tenth of the epoch the plan predicts from FLOPs, or a second.
       const request = (): ProfileRequest => {
         const draft = strategy.plan(summary, base, undefined);
-        const powerSgd = draft.strategy === "data" ? draft.powerSgd : null;
-        const sync = draft.strategy === "data" ? draft.sync : null;
-        return { layers: strategy.profiled === "layers", budgetMs: profileBudgetMs(draft, dataset.size, o.batchSize), ...(powerSgd ? { powerSgdRank: powerSgd.rank } : {}), ...(sync ? { localSyncOuter: sync.outer } : {}) };
+        return { layers: strategy.profiled === "layers", budgetMs: profileBudgetMs(draft, dataset.size, o.batchSize), ...strategy.probes(draft) };
       };
       const profile = o.plan || !strategy.profiled ? undefined : await host.profileFor(model, o, request());
       const ring = o.plan ? undefined : await host.ring();

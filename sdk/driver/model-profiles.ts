@@ -38,6 +38,9 @@ export interface ProfileRequest {
   localSyncOuter?: OptimizerSpec;
 }
 
+/** What a plan's options time on a worker beside its replica step (each option's own work). */
+export type ProfileProbes = Pick<ProfileRequest, "powerSgdRank" | "localSyncOuter">;
+
 /** A profile's budget: a tenth of one epoch as `plan` predicts it, or a second, whichever is more. */
 export function profileBudgetMs(plan: { prediction?: { stepMs: number } | null }, datasetSize: number, batchSize: number): number {
   const epochMs = (plan.prediction?.stepMs ?? 0) * Math.ceil(datasetSize / batchSize);

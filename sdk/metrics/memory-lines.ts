@@ -10,7 +10,8 @@ import type { Plan } from "../plan/plans";
  */
 export function estimatedBytes(plan: Plan, m: Pick<MemberMemory, "rank" | "role">): number | null {
   if (m.role === "ps") return null;
-  if (plan.strategy === "data" || plan.strategy === "ps") return memoryTotal(plan.memory);
+  // A plan of replicas estimates one memory for each; a plan of stages, each stage's.
+  if (!("stagePlans" in plan)) return memoryTotal(plan.memory);
   const stage = plan.ranks.map((row) => row.indexOf(m.rank)).find((s) => s >= 0);
   if (stage === undefined) return null;
   const st = plan.stagePlans[stage]!;

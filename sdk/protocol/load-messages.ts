@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { CommHookSpecSchema } from "./comm-hook-spec";
+import { GradientSumSpecSchema } from "./gradient-sum-spec";
 import { DatasetSourceSchema } from "./dataset-source";
 import { id, v } from "./fields";
 import { HeadsSchema, LOSS_NAMES } from "./loss-names";
@@ -39,24 +41,12 @@ const variableShapes = z.array(z.strictObject({ index: z.number().int().nonnegat
 /** Data parallelism: a replica of the whole model; weights follow as attachments. */
 export const LoadReplicaSchema = z.strictObject({
   ...loadFields,
-  /** Low-rank gradients (PowerSGD) at this rank, with error feedback, instead of the whole gradient. */
-  powerSgd: z.strictObject({ rank: z.number().int().min(1).max(4096) }).optional(),
-  /** Local SGD / DiLoCo: steps update this replica alone; the steps marked sync all-reduce the weights' change, which this optimizer applies. */
-  localSgd: z.strictObject({ outer: OptimizerSpecSchema }).optional(),
+  /** How the gradient travels to the sum: 16-bit with error feedback, or PowerSGD's low-rank factors (absent: whole, in float32). */
+  hook: CommHookSpecSchema.optional(),
+  /** How the replica's gradients become every replica's update: ZeRO's shards or local rounds (absent: one all-reduce). */
+  sum: GradientSumSpecSchema.optional(),
   /** "sync": BatchNormalization layers normalize with the global batch's statistics (all-reduced in rounds each step). */
   batchNorm: z.enum(["sync"]).optional(),
-  /**
-   * "optimizer", ZeRO stage 1: this replica keeps the optimizer state of its ring shard only,
-   * reduce-scatters the gradient and all-gathers the weights. "gradients", ZeRO stage 2: it
-   * keeps its part of each layer's gradient and optimizer state, each layer's gradient
-   * reduce-scattered as the backward pass writes it. "parameters", ZeRO stage 3: its part of
-   * each layer's weights too, gathering a layer's weights for its forward and backward pass.
-   */
-  shard: z.enum(["optimizer", "gradients", "parameters"]).optional(),
-  /** Sharded: how many replicas share the optimizer's state, for this worker's memory check at load. */
-  shardedOver: z.number().int().positive().max(4096).optional(),
-  /** ZeRO-2 and -3: the layers grouped into buckets of up to this many bytes, each bucket's collectives one (0: a layer each). */
-  bucketBytes: z.number().int().nonnegative().max(2 ** 50).optional(),
   /**
    * ZeRO-3, "parts": the attachments are only the weights not trained (model.weights' others, in
    * order); the worker builds the rest zeroed, says in "loaded" which ranges of the flat
@@ -71,7 +61,6 @@ export const LoadReplicaSchema = z.strictObject({
   slowdown,
   /** Elastic data parallelism: keep the state before each update, to step back after a peer dies. */
   elastic: z.boolean().optional(),
-  compression,
   /** All-reduce the gradient in buckets during the backward pass, where the data plane and step can. */
   overlap: z.boolean().optional(),
   /** Fit option accumulate: each step's slice is computed in this many chunks, their gradients summed before the one all-reduce. */

@@ -28,5 +28,5 @@ export const aloneIO: HostIO = {
 
 /** A data-parallel replica of the profile's model, with its initializers' weights, as a fit would load it (`localSgd`: syncing with this outer optimizer). */
 export function profileReplica(msg: MessageOf<"profile">, localSgd?: { outer: OptimizerSpec }): Promise<DataReplica> {
-  return DataReplica.load({ type: "load", v: msg.v, id: msg.id, role: "replica", topology: msg.topology, optimizer: msg.optimizer, loss: msg.loss, ...(msg.heads ? { heads: msg.heads } : {}), replicaBatch: Math.max(...msg.batches), stepTimeoutMs: 60_000, attachments: [], ...(localSgd ? { localSgd } : {}) }, "initial");
+  return DataReplica.load({ type: "load", v: msg.v, id: msg.id, role: "replica", topology: msg.topology, optimizer: msg.optimizer, loss: msg.loss, ...(msg.heads ? { heads: msg.heads } : {}), replicaBatch: Math.max(...msg.batches), stepTimeoutMs: 60_000, attachments: [], ...(localSgd ? { sum: { kind: "local" as const, outer: localSgd.outer } } : {}) }, "initial");
 }

@@ -8,6 +8,7 @@ import { estimateReplicaMemory, formatBytes, memoryTotal, shardedMemory } from "
 import { largestBucketBytes } from "../plan/shard-buckets";
 import { summarizeModel } from "../plan/model-summary";
 import type { Tensorlike } from "../protocol/tensor";
+import { shardedStateOf } from "../protocol/gradient-sum-spec";
 import { buildModel, tensorOf } from "../model/model-io";
 import { untrainedWeights, zeroInitialized } from "../model/shard-load";
 import { ModelState } from "./model-state";
@@ -80,10 +81,11 @@ export async function loadReplica(msg: LoadOf<"replica" | "ps-worker">, weights:
   if (memoryCapBytes !== null) {
     const summary = summarizeModel(model);
     // Sharded, this replica keeps its share of the optimizer's state (ZeRO-1), of the gradient too (ZeRO-2), and of the weights (ZeRO-3).
-    const over = "shardedOver" in msg ? (msg.shardedOver ?? 1) : 1;
-    const buckets = "bucketBytes" in msg ? (msg.bucketBytes ?? 0) : 0;
+    const sum = "sum" in msg ? msg.sum : undefined;
+    const over = sum && "over" in sum ? sum.over : 1;
+    const buckets = sum && "bucketBytes" in sum ? (sum.bucketBytes ?? 0) : 0;
     const native = step.native ? step.native.memory() : null;
-    const e = shardedMemory(estimateReplicaMemory(summary, { batchSize: msg.replicaBatch, optimizer: msg.optimizer, native }), ("shard" in msg ? msg.shard : undefined) ?? null, over, largestBucketBytes(summary, buckets), msg.optimizer, "overlap" in msg && msg.overlap === true);
+    const e = shardedMemory(estimateReplicaMemory(summary, { batchSize: msg.replicaBatch, optimizer: msg.optimizer, native }), shardedStateOf(sum), over, largestBucketBytes(summary, buckets), msg.optimizer, "overlap" in msg && msg.overlap === true);
     const need = memoryTotal(e);
     if (need > memoryCapBytes) {
       model.dispose();

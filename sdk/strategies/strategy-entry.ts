@@ -2,6 +2,7 @@ import type * as tf from "@tensorflow/tfjs";
 import type { ClusterSpec } from "../config/cluster-spec";
 import type { Dataset } from "../data/dataset";
 import type { FitContext } from "../driver/fit-context";
+import type { ProfileProbes } from "../driver/model-profiles";
 import type { ResolvedFitOptions } from "../driver/fit-options";
 import type { RunRecord } from "../metrics/records";
 import type { RunSummary } from "../metrics/summary";
@@ -33,4 +34,6 @@ export interface StrategyRunnerEntry {
   draw(plan: PlanData): string;
   fit(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, options: ResolvedFitOptions, plan: Plan): Promise<RunRecord>;
   describe(run: RunRecord, summary: RunSummary): RunNotes;
+  /** What the plan's options time on a worker beside the replica step (none: {}). */
+  probes(plan: PlanData): ProfileProbes;
 }

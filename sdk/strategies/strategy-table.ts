@@ -52,8 +52,9 @@ export type StrategyInput<N extends StrategyName> = NonNullable<(typeof BUILT_IN
 const table = new Map<string, StrategyEntry>(Object.entries(BUILT_IN).map(([name, line]) => [name, line.make(name)]));
 
 /**
- * Adds a strategy to this process's table (a test's toy strategy, or one of your own built from
- * the workers' roles): `strategy(name)` then finds it like a built-in one.
+ * Adds a strategy to this process's table (a test's toy strategy): `strategy(name)` then finds it
+ * like a built-in one. Not exported from the package: a strategy's plans and runtime reach into
+ * the SDK's internals, which change between versions.
  */
 export function addStrategy<S extends z.ZodType<object>, P extends PlanData>(name: string, s: (Strategy<z.output<S>, P> | StrategyPlanner<z.output<S>>) & { readonly options: S }): void {
   if (table.has(name)) throw new ConfigError(`a strategy named "${name}" exists already`);
@@ -141,5 +142,6 @@ function running<O, P extends PlanData>(name: string, s: Strategy<O, P>): Strate
       return s.fit(ctx, model, dataset, o, plan);
     },
     describe: (run, summary) => s.describe(run, narrow(run.plan), summary),
+    probes: (plan) => s.probes?.(narrow(plan)) ?? {},
   };
 }

@@ -5,6 +5,7 @@ import { ConfigError } from "../errors/errors";
 import type { ResolvedFitOptions } from "../driver/fit-options";
 import type { Dataset } from "../data/dataset";
 import type { FitContext } from "../driver/fit-context";
+import type { ProfileProbes } from "../driver/model-profiles";
 import type { RunRecord } from "../metrics/records";
 import type { RunSummary } from "../metrics/summary";
 import type { ModelSummary } from "../plan/model-summary";
@@ -86,6 +87,8 @@ export interface StrategyRunner<O, P extends PlanData> {
   fit(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, options: ResolvedFitOptions, plan: P & PlanMethods): Promise<RunRecord>;
   /** What a run adds to its summary (run.plan is this strategy's: the table checked owns()). */
   describe(run: RunRecord, plan: P, summary: RunSummary): RunNotes;
+  /** What the plan's options time on a worker beside the replica step, for their own predictions (absent: nothing). */
+  probes?(plan: P): ProfileProbes;
 }
 
 /** A strategy that plans and runs its plans: data, ps, model, pipeline, hybrid. */

@@ -1,4 +1,7 @@
 import { RingAllReduce } from "../../sdk/collectives/ring-allreduce";
+import { shardBounds, type RingPhases } from "../../sdk/collectives/segments";
+import type { HostIO } from "../../sdk/roles/role";
+import type { WireFormat } from "../../sdk/protocol/wire-formats";
 import { CollectiveError } from "../../sdk/errors/errors";
 import { decodeFrame } from "../../sdk/protocol/frame";
 
@@ -37,5 +40,22 @@ export function inProcessRing(n: number, chunkElements: number): { rings: RingAl
       cutLinks.add(from);
       rings[(from + 1) % n]!.fail(new CollectiveError(`ring link with rank ${from} closed`));
     },
+  };
+}
+
+/** One ring position's links, as the worker host hands them to a step (host-links.ts): collectives only, in the wire format asked. */
+export function ringLinks(ring: RingAllReduce, position: number, size: number): HostIO {
+  let seq = 0;
+  const run = (phases: RingPhases) => async (data: Float32Array, wire?: WireFormat) => ({ data, stats: await ring.run(data, seq++, 30_000, wire, phases) });
+  const none = () => Promise.reject(new Error("no pipeline or servers here"));
+  return {
+    allReduce: run("both"),
+    reduceScatter: run("reduceScatter"),
+    allGather: run("allGather"),
+    shardOf: (length) => shardBounds(length, size, position),
+    overlap: () => null,
+    receive: none,
+    send: () => undefined,
+    servers: { pull: none, push: none },
   };
 }

@@ -4,6 +4,8 @@ import type { WireFormat } from "../../sdk/protocol/wire-formats";
 import type { AllReduceStats } from "../../sdk/collectives/ring-allreduce";
 import { BUCKET_BYTES, FIRST_BUCKET_BYTES, GradientBuckets } from "../../sdk/roles/data/buckets";
 import { ErrorFeedback } from "../../sdk/roles/error-feedback";
+import { halfHook } from "../../sdk/roles/data/hooks/half-hook";
+import { wholeHook } from "../../sdk/roles/data/hooks/whole-hook";
 import type { OverlapRing } from "../../sdk/roles/role";
 
 /**
@@ -49,7 +51,7 @@ test("buckets start once DDP's sizes are reached, last layers first, and the sta
   assert.ok(FIRST_BUCKET_BYTES < 1.6e6 && BUCKET_BYTES > 0.8e6, "the layer sizes below straddle the caps");
   const flat = new Float32Array(n + 3);
   const ring = recordingRing(flat);
-  const b = new GradientBuckets(flat, n, ring, null, { names, sizes });
+  const b = new GradientBuckets(flat, n, ring, wholeHook(), { names, sizes });
   backward(flat, b, (l) => l + 1);
   // Layer 3 (4 KB) waits; with layer 2 (1.6 MB) the first bucket is full; layer 1 (0.8 MB) waits for the end.
   assert.deepEqual(ring.started.map((s) => [s.from, s.length]), [[200_000, 401_000]]);
@@ -65,7 +67,7 @@ test("buckets start once DDP's sizes are reached, last layers first, and the sta
 test("a small gradient goes as one all-reduce of the whole buffer, as without buckets", async () => {
   const flat = new Float32Array(1000 + 1);
   const ring = recordingRing(flat);
-  const b = new GradientBuckets(flat, 1000, ring, null, { names: ["w"], sizes: [1000] });
+  const b = new GradientBuckets(flat, 1000, ring, wholeHook(), { names: ["w"], sizes: [1000] });
   flat.fill(1, 0, 1000);
   b.ready(0);
   assert.equal(ring.started.length, 0);
@@ -77,7 +79,7 @@ test("a small gradient goes as one all-reduce of the whole buffer, as without bu
 test("a part holding NaN is zeroed before it leaves, named, and flags the step; a part already sent stays as sent", async () => {
   const flat = new Float32Array(n + 1);
   const ring = recordingRing(flat);
-  const b = new GradientBuckets(flat, n, ring, null, { names, sizes });
+  const b = new GradientBuckets(flat, n, ring, wholeHook(), { names, sizes });
   backward(flat, b, (l) => (l === 0 ? NaN : 0.5));
   let flagged: boolean | undefined;
   await b.finish(false, (flag) => {
@@ -94,7 +96,7 @@ test("a part holding NaN is zeroed before it leaves, named, and flags the step; 
 test("a slice that failed sends zeros for what was not sent yet, and the flag", async () => {
   const flat = new Float32Array(n + 1);
   const ring = recordingRing(flat);
-  const b = new GradientBuckets(flat, n, ring, null, { names, sizes });
+  const b = new GradientBuckets(flat, n, ring, wholeHook(), { names, sizes });
   flat.fill(3, offsets[2]!, n);
   b.ready(offsets[2]!);
   flat.fill(9, 0, offsets[2]!); // half-written garbage of the layers the failure left
@@ -107,8 +109,7 @@ test("a slice that failed sends zeros for what was not sent yet, and the flag", 
 test("compressed buckets: each part rounded with the residual of its own place in the gradient", async () => {
   const flat = new Float32Array(n + 1);
   const ring = recordingRing(flat);
-  const ef = new ErrorFeedback("fp16", n);
-  const b = new GradientBuckets(flat, n, ring, ef, { names, sizes });
+  const b = new GradientBuckets(flat, n, ring, halfHook("fp16", n), { names, sizes });
   backward(flat, b, (l) => 1 + 2 ** -12 * (l + 1)); // between fp16 values: each rounds, leaving a residual
   await b.finish(false, () => undefined);
   assert.deepEqual(ring.started.map((s) => s.wire), [{ compression: "fp16", packed: 401_000 }, { compression: "fp16", packed: 200_000 }, undefined]);

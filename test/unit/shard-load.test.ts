@@ -55,7 +55,7 @@ test("a ZeRO-3 replica loaded in parts holds zeros and the frozen weights sent, 
   const frozen = untrainedWeights(m).map(copy);
   const topology = m.toJSON(null, false) as unknown as Record<string, unknown>;
   tf.setBackend(NATIVE_BACKEND);
-  const msg: LoadOf<"replica"> = { type: "load", v: PROTOCOL_VERSION, id: 1, role: "replica", topology, optimizer: { name: "sgd", learningRate: 0.1 }, loss: "categoricalCrossentropy", replicaBatch: 4, stepTimeoutMs: 60_000, attachments: [], shard: "parameters", shardedOver: 2, bucketBytes: 0, weights: "parts" };
+  const msg: LoadOf<"replica"> = { type: "load", v: PROTOCOL_VERSION, id: 1, role: "replica", topology, optimizer: { name: "sgd", learningRate: 0.1 }, loss: "categoricalCrossentropy", replicaBatch: 4, stepTimeoutMs: 60_000, attachments: [], sum: { kind: "zero-3", over: 2, bucketBytes: 0 }, weights: "parts" };
   const replica = await DataReplica.load(msg, frozen, { io: () => io });
   try {
     // Two layers trained, 4x5+5 and 5x2+2 values (25 and 12, flat from 0 and 25), each split by the ring.

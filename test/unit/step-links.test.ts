@@ -62,7 +62,7 @@ for (const shard of ["gradients", "parameters"] as const) {
     const load = { type: "load" as const, v: PROTOCOL_VERSION as typeof PROTOCOL_VERSION, id: 1, role: "replica" as const, topology, optimizer, loss: "categoricalCrossentropy" as const, replicaBatch: 8, stepTimeoutMs: 60_000, attachments: [] };
     // The links of the membership now, as the host hands them to a role outside a step.
     let now: () => HostIO = reformed;
-    const sharded = await DataReplica.load({ ...load, shard, shardedOver: 1 }, initial, { io: () => now() });
+    const sharded = await DataReplica.load({ ...load, sum: { kind: shard === "gradients" ? ("zero-2" as const) : ("zero-3" as const), over: 1 } }, initial, { io: () => now() });
     const plain = await DataReplica.load(load, initial);
     const calls: string[] = [];
     for (let step = 0; step < 2; step++) {

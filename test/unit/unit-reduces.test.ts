@@ -4,6 +4,7 @@ import { UnitReduces } from "../../sdk/roles/data/unit-reduces";
 import { StepCollectives } from "../../sdk/roles/data/step-collectives";
 import type { Unit } from "../../sdk/roles/data/shard-unit";
 import type { HostIO } from "../../sdk/roles/role";
+import { wholeHook } from "../../sdk/roles/data/hooks/whole-hook";
 
 /**
  * With overlap a unit's reduce-scatter runs while the backward pass computes the next unit into
@@ -35,7 +36,7 @@ const settled = async (p: Promise<unknown>): Promise<boolean> => {
 
 test("with overlap a unit's reduce-scatter runs on while the next unit is written into the other buffer; the shard's gradient is whole after finish()", async () => {
   const gradient = new Float32Array(8);
-  const reduces = new UnitReduces(gradient, 4, null, new StepCollectives(), true);
+  const reduces = new UnitReduces(gradient, 4, wholeHook(), new StepCollectives(), true);
   const l = links();
   const [u0, u1] = [unit(0, 0), unit(1, 4)];
   reduces.scratch(u1, true).grads.fill(1);
@@ -56,7 +57,7 @@ test("with overlap a unit's reduce-scatter runs on while the next unit is writte
 
 test("without overlap each unit's reduce-scatter is awaited before the backward pass goes on", async () => {
   const gradient = new Float32Array(8);
-  const reduces = new UnitReduces(gradient, 4, null, new StepCollectives(), false);
+  const reduces = new UnitReduces(gradient, 4, wholeHook(), new StepCollectives(), false);
   const l = links();
   reduces.scratch(unit(1, 4), true).grads.fill(1);
   const reducing = reduces.reduce(unit(1, 4), l.io, false);

@@ -3,13 +3,10 @@ import { test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { NATIVE_BACKEND } from "../../sdk/backends/native/backend";
 import { DataReplica } from "../../sdk/roles/data/replica";
-import type { HostIO } from "../../sdk/roles/role";
 import type { OptimizerSpec } from "../../sdk/protocol/optimizer-spec";
 import type { Tensorlike } from "../../sdk/protocol/tensor";
-import type { RingAllReduce } from "../../sdk/collectives/ring-allreduce";
-import { shardBounds, type RingPhases } from "../../sdk/collectives/segments";
 import { createOptimizer } from "../../sdk/model/optimizers";
-import { inProcessRing } from "../helpers/in-process-ring";
+import { inProcessRing, ringLinks } from "../helpers/in-process-ring";
 import { assertClose, nativeAvailable, randomArray } from "../helpers/backends";
 
 /**
@@ -22,23 +19,6 @@ import { assertClose, nativeAvailable, randomArray } from "../helpers/backends";
 
 tf.enableProdMode();
 nativeAvailable();
-
-/** One ring position's links, as the worker host hands them to a step (host-links.ts). */
-function ringIO(ring: RingAllReduce, position: number, size: number): HostIO {
-  let seq = 0;
-  const run = (phases: RingPhases) => async (data: Float32Array) => ({ data, stats: await ring.run(data, seq++, 30_000, undefined, phases) });
-  const none = () => Promise.reject(new Error("no pipeline or servers here"));
-  return {
-    allReduce: run("both"),
-    reduceScatter: run("reduceScatter"),
-    allGather: run("allGather"),
-    shardOf: (length) => shardBounds(length, size, position),
-    overlap: () => null,
-    receive: none,
-    send: () => undefined,
-    servers: { pull: none, push: none },
-  };
-}
 
 function model(): tf.LayersModel {
   return tf.sequential({
@@ -74,8 +54,8 @@ for (const optimizer of OPTIMIZERS) {
         const initial: Tensorlike[] = model().getWeights().map((w) => ({ data: w.dataSync() as Float32Array, shape: [...w.shape] }));
         const topology = model().toJSON(null, false) as unknown as Record<string, unknown>;
         const { rings } = inProcessRing(2, 64);
-        const io = rings.map((r, p) => ringIO(r, p, 2));
-        const load = { type: "load" as const, v: PROTOCOL_VERSION as typeof PROTOCOL_VERSION, id: 1, role: "replica" as const, topology, optimizer, loss: "categoricalCrossentropy" as const, replicaBatch: BATCH / 2, stepTimeoutMs: 60_000, attachments: [], shard, shardedOver: 2 };
+        const io = rings.map((r, p) => ringLinks(r, p, 2));
+        const load = { type: "load" as const, v: PROTOCOL_VERSION as typeof PROTOCOL_VERSION, id: 1, role: "replica" as const, topology, optimizer, loss: "categoricalCrossentropy" as const, replicaBatch: BATCH / 2, stepTimeoutMs: 60_000, attachments: [], sum: { kind: shard === "gradients" ? ("zero-2" as const) : ("zero-3" as const), over: 2 } };
         const replicas = await Promise.all(io.map((links) => DataReplica.load(load, initial, { io: () => links })));
         for (let step = 0; step < STEPS; step++) {
           await Promise.all(

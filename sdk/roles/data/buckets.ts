@@ -1,6 +1,6 @@
 import type { AllReduceStats } from "../../collectives/ring-allreduce";
 import type { OverlapRing } from "../role";
-import type { ErrorFeedback } from "../error-feedback";
+import type { CommHook } from "./hooks/comm-hook";
 import type { SliceOutcome } from "../slice-gradient";
 import { nonFiniteVariable, type NonFinite } from "../step-health";
 import { hasNonFinite } from "../../backends/native/finite";
@@ -27,7 +27,7 @@ export class GradientBuckets {
     private readonly flat: Float32Array,
     private readonly n: number,
     private readonly ring: OverlapRing,
-    private readonly feedback: ErrorFeedback | null,
+    private readonly hook: CommHook,
     private readonly vars: { names: readonly string[]; sizes: readonly number[] },
   ) {
     this.sentFrom = n;
@@ -62,7 +62,7 @@ export class GradientBuckets {
       // Nothing left early: one all-reduce of the whole buffer, as without overlap.
       this.check(0, this.n, flagged);
       writeTail(flagged || this.found !== undefined);
-      this.ring.start(this.flat, this.feedback?.wire(this.n));
+      this.ring.start(this.flat, this.hook.wire(this.n));
     } else {
       if (this.sentFrom > 0) this.send(0, this.sentFrom, flagged);
       writeTail(flagged || this.found !== undefined);
@@ -75,7 +75,7 @@ export class GradientBuckets {
   private send(from: number, to: number, flagged = false): void {
     this.check(from, to, flagged);
     const part = this.flat.subarray(from, to);
-    this.ring.start(part, this.feedback?.wire(part.length));
+    this.ring.start(part, this.hook.wire(part.length));
   }
 
   /** Checks and compresses gradient[from, to) before it leaves; zeroes it when it holds NaN or Infinity. */
@@ -85,7 +85,7 @@ export class GradientBuckets {
       this.found ??= { where: "gradient", variable: nonFiniteVariable(this.flat, this.vars.names, this.vars.sizes, from, to) ?? "?" };
       part.fill(0);
     }
-    if (this.feedback && !flagged && this.found === undefined) this.feedback.compress(part, from);
+    if (!flagged && this.found === undefined) this.hook.round(part, from);
   }
 }
 

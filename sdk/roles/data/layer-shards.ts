@@ -16,7 +16,7 @@ import { partsOf } from "./optimizer-shard";
 import { ShardState } from "./shard-state";
 import { bindViews } from "./bound-weights";
 import { shardBuckets } from "../../plan/shard-buckets";
-import type { ErrorFeedback } from "../error-feedback";
+import type { CommHook } from "./hooks/comm-hook";
 import type { Collective } from "./step-result";
 import { StepCollectives } from "./step-collectives";
 import { UnitGathers } from "./unit-gathers";
@@ -63,8 +63,8 @@ export class LayerShards {
     private readonly io: () => HostIO,
     /** Values in the largest unit: what each gather and gradient buffer holds. */
     largest: number,
-    /** compression: each unit's gradient reduce-scattered as 16-bit floats, what rounding left out carried to the next step. */
-    private readonly feedback: ErrorFeedback | null,
+    /** How each unit's gradient travels (16-bit floats with error feedback, or float32 as it is). */
+    private readonly hook: CommHook,
     /** The lengths of the tensors the update keeps each slot in (checkpoints lay them flat). */
     private readonly pieces: readonly number[],
     /** Each unit's collectives started ahead, to run while the next unit computes (two buffers of each kind). */
@@ -73,7 +73,7 @@ export class LayerShards {
     this.unitByOp = new Map(units.flatMap((u, k) => u.ops.map((o) => [o, k] as const)));
     // Stage 2 gathers into its units' own buffers (layerWeights): it needs no gather buffer.
     this.gathers = stage === 3 ? new UnitGathers(backend, units, (u, into) => this.ownPart(u, into), largest, this.record, overlap) : null;
-    this.reduces = new UnitReduces(gradient, largest, feedback, this.record, overlap);
+    this.reduces = new UnitReduces(gradient, largest, hook, this.record, overlap);
   }
 
   get stats(): StepCollectives["stats"] {
@@ -85,7 +85,7 @@ export class LayerShards {
   }
 
   /** The replica's shard cut from the whole model it loaded (stage 3: whose variables then let go of their values). */
-  static create(stage: 2 | 3, r: LoadedReplica, spec: OptimizerSpec, io: () => HostIO, backend: NativeBackend, feedback: ErrorFeedback | null, o: { bucketBytes: number; overlap: boolean; parts?: boolean }): LayerShards {
+  static create(stage: 2 | 3, r: LoadedReplica, spec: OptimizerSpec, io: () => HostIO, backend: NativeBackend, hook: CommHook, o: { bucketBytes: number; overlap: boolean; parts?: boolean }): LayerShards {
     const step = r.step.native;
     const name = stage === 3 ? 'shard "parameters" (ZeRO-3)' : 'shard "gradients" (ZeRO-2)';
     if (o.parts && stage !== 3) throw new ProtocolError('weights "parts" loads a ZeRO-3 replica; a ZeRO-2 replica keeps the whole weights and is sent them');
@@ -109,7 +109,7 @@ export class LayerShards {
     });
     const { shard, update, pieces } = shardUpdate(stage, units, kept, spec, backend, o.parts === true);
     const largest = Math.max(1, ...units.map((u) => u.length));
-    const shards = new LayerShards(stage, backend, step, units, shard, update, new Float32Array(kept), io, largest, feedback, pieces, o.overlap);
+    const shards = new LayerShards(stage, backend, step, units, shard, update, new Float32Array(kept), io, largest, hook, pieces, o.overlap);
     if (stage === 2) {
       for (const u of units) shards.layerWeights.push(bindViews(backend, u.vars, new Float32Array(u.length)));
       return shards;
@@ -167,7 +167,7 @@ export class LayerShards {
 
   /** A step every replica dropped sent nothing that counts, and its rounding error may hold Infinity: none is carried. */
   dropped(): void {
-    this.feedback?.clear();
+    this.hook.clear();
   }
 
   /** Whether the summed gradient of this replica's shard holds NaN or Infinity. */

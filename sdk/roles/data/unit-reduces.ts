@@ -1,5 +1,5 @@
 import type { HostIO } from "../role";
-import type { ErrorFeedback } from "../error-feedback";
+import type { CommHook } from "./hooks/comm-hook";
 import type { StepCollectives } from "./step-collectives";
 import { named, room, type Unit } from "./shard-unit";
 
@@ -21,7 +21,7 @@ export class UnitReduces {
     private readonly gradient: Float32Array,
     /** Values in the largest unit. */
     private readonly largest: number,
-    private readonly feedback: ErrorFeedback | null,
+    private readonly hook: CommHook,
     private readonly record: StepCollectives,
     overlap: boolean,
   ) {
@@ -43,10 +43,10 @@ export class UnitReduces {
     const slot = this.slot;
     const data = this.pending!;
     this.pending = null;
-    this.feedback?.compress(data, u.from);
+    this.hook.round(data, u.from);
     const start = this.record.now();
     const ahead = this.memory.length > 1;
-    const done = io.reduceScatter(data, this.feedback?.wire(u.length)).then((rs) => {
+    const done = io.reduceScatter(data, this.hook.wire(u.length)).then((rs) => {
       if (ahead) this.record.ranAhead(rs.stats, named("reduce-scatter", u), start);
       else this.record.waited(rs.stats, named("reduce-scatter", u), start);
       const mine = rs.data.subarray(u.start, u.end);

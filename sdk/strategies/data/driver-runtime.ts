@@ -21,6 +21,7 @@ import { checkpointing, restoreOptimizers, resumeIfAsked } from "../../driver/ch
 import { restoreShards, wholeOf } from "../../driver/checkpoint/sharded";
 import { shardedElastic } from "./sharded-elastic";
 import { loadInParts } from "./load-in-parts";
+import { replicaLoadOf } from "./replica-load";
 import { runElastic } from "../../driver/elastic-loop";
 import { ringOf } from "../../driver/elastic-record";
 import { validateOnReplicas } from "./validate-replicas";
@@ -28,12 +29,6 @@ import { askedToStop, FitAborted } from "../../driver/fit-stop";
 import { stepsPerEpoch } from "../../plan/batches";
 import { syncIfBetween, syncsAfter } from "./local-sync";
 
-
-/** The slowdown to send worker `rank`, if it is slowed down on purpose. */
-export function slowdown(plan: { workers: ReadonlyArray<{ rank: number; slowdown: number }> }, rank: number): { slowdown?: number } {
-  const f = plan.workers.find((w) => w.rank === rank)?.slowdown ?? 1;
-  return f > 1 ? { slowdown: f } : {};
-}
 
 /** Synchronous data parallelism, driven from here: every worker a replica, one ring. */
 export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, given: ResolvedFitOptions, plan: DataParallelPlan & PlanMethods): Promise<RunRecord> {
@@ -102,12 +97,9 @@ function refuseWhatCannotWork(o: ResolvedFitOptions, dataset: Dataset, plan: Dat
 /** Loads the model on a worker as a replica (the first workers, and any that join an elastic fit). */
 function replicaLoader(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, o: ResolvedFitOptions, plan: DataParallelPlan) {
   const stepMs = ctx.spec.timeouts.stepMs;
-  const topology = model.toJSON(null, false) as unknown as Record<string, unknown>;
-  const data = plan.feed === "workers" ? { data: { source: dataset.source!, shuffle: o.shuffle, seed: o.seed } } : {};
-  // The largest chunk a replica computes at once, for its memory check.
-  const replicaBatch = Math.ceil(o.batchSize / ctx.workers.length / o.accumulate);
+  const loadFor = replicaLoadOf(model, dataset, o, plan, ctx.workers.length, stepMs);
   return (w: WorkerHandle, attachments: Tensorlike[]) => {
-    const load = { type: "load" as const, role: "replica" as const, topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), metrics: o.metrics, ...(o.classTable ? { classWeight: o.classTable } : {}), replicaBatch, stepTimeoutMs: stepMs, ...data, ...slowdown(plan, w.rank), ...(plan.elastic ? { elastic: true } : {}), ...(plan.compression ? { compression: plan.compression } : {}), ...(plan.overlap.on ? { overlap: true } : {}), ...(o.accumulate > 1 ? { accumulate: o.accumulate } : {}), ...(plan.batchNorm === "sync" ? { batchNorm: "sync" as const } : {}), ...(plan.powerSgd ? { powerSgd: { rank: plan.powerSgd.rank } } : {}), ...(plan.sync ? { localSgd: { outer: plan.sync.outer } } : {}), ...(plan.shard ? { shard: plan.shard, shardedOver: plan.replicas } : {}), ...(plan.buckets ? { bucketBytes: plan.buckets.capBytes } : {}) };
+    const load = loadFor(w.rank);
     // ZeRO-3: no worker ever holds the whole model, not even while it loads.
     if (plan.shard === "parameters") return loadInParts(w, model, load, attachments, { timeoutMs: stepMs });
     return w.channel.request(load, "loaded", { timeoutMs: stepMs, waitingFor: "the model to load", attachments });

@@ -8,7 +8,7 @@ import type { Tensorlike } from "../../protocol/tensor";
 import { splitOf } from "../../plan/batches";
 import type { ResolvedFitOptions } from "../../driver/fit-options";
 import { wallClock } from "../../util/clock";
-import { slowdown } from "../data/driver-runtime";
+import { slowdown } from "../data/replica-load";
 import { runAsync } from "./async-loop";
 import { pushRecord } from "./push-records";
 import type { EpochValidation, MemberMemory, RunRecord, PsRunRecord, PushRecord, StepRecord } from "../../metrics/records";
