@@ -80,6 +80,8 @@ export interface WorkerRole {
   /** What the load reply says about what was built. */
   readonly loaded: { paramCount: number; gradientLength: number; datasetSize?: number; dataBytes?: number; replicaStep?: ReplicaStepChoice; shardRanges?: Array<[number, number]> };
   step(msg: MessageOf<"step">, attachments: Tensorlike[], io: HostIO): Promise<StepReport>;
+  /** What it does between steps, for a stall report (default: waiting for a step). */
+  readonly waiting?: string;
   /** The weights it holds (a parameter server: its shard, and the updates it applied). */
   weights(): Promise<{ tensors: Tensorlike[]; version?: number }>;
   exportState(): Promise<OptimizerState>;

@@ -1,6 +1,7 @@
 import { FrameTooLargeError, ProtocolError, TimeoutError, WorkerLostError, type ErrorDetails, type MeshtrainError } from "../errors/errors";
 import { fromWireJson, toWireJson } from "../protocol/json";
 import { decodeFrame, encodeFrame, frameParts, type FrameHeader } from "../protocol/frame";
+import { CARRIES_TENSORS } from "../protocol/message-traits";
 import { MessageSchema, type Message, type MessageOf, type MessageType } from "../protocol/messages";
 import { allocate, dtypeOf, elementCount, type TensorData, type Tensorlike, type TensorSpec } from "../protocol/tensor";
 import { PROTOCOL_VERSION } from "../protocol/version";
@@ -98,7 +99,7 @@ export class Channel {
   send(draft: Draft, attachments: readonly Tensorlike[] = [], owned = false): Promise<void> {
     if (this.closedWith) throw this.closedWith;
     const specs = attachments.map((t) => ({ dtype: dtypeOf(t.data), shape: [...t.shape] }));
-    const msg = { ...draft, v: PROTOCOL_VERSION, ...(hasAttachmentField(draft.type) ? { attachments: specs } : {}) };
+    const msg = { ...draft, v: PROTOCOL_VERSION, ...(CARRIES_TENSORS.has(draft.type) ? { attachments: specs } : {}) };
     const text = toWireJson(msg);
     if (Buffer.byteLength(text) > this.o.maxFrameBytes) {
       throw new FrameTooLargeError(
@@ -342,6 +343,3 @@ export class Channel {
   }
 }
 
-function hasAttachmentField(type: MessageType): boolean {
-  return type === "load" || type === "step" || type === "weights" || type === "probe" || type === "pulled" || type === "push" || type === "state" || type === "setState" || type === "setShard" || type === "evaluate";
-}

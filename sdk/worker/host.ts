@@ -130,7 +130,7 @@ export class ComputeHost {
     attachments.length = 0;
     await this.memory.loaded();
     this.reply({ type: "loaded", re: msg.id, ...this.role.loaded });
-    this.links.doing(msg.role === "ps-server" ? "serving the workers' pulls and pushes" : "model loaded, waiting for a step", "idle");
+    this.links.doing(this.role.waiting ?? "model loaded, waiting for a step", "idle");
   }
 
   private async step(msg: MessageOf<"step">, attachments: Tensorlike[]): Promise<void> {

@@ -28,6 +28,7 @@ interface Waiter {
  * step in sync mode, so no update built from it is ever applied.
  */
 export class ParamServer implements WorkerRole {
+  readonly waiting = "serving the workers' pulls and pushes";
   private version_ = 0;
   private readonly update: UpdateRule;
   /** Trainable values in the shard. */

@@ -5,6 +5,7 @@ import { RingAllReduce, type RingNeighbours } from "../../collectives/ring-allre
 import { PipeEnds } from "../../collectives/pipe-links";
 import { CollectiveError, ConfigError, ProtocolError } from "../../errors/errors";
 import type { MessageOf } from "../../protocol/messages";
+import { WORKER_SERVES } from "../../protocol/message-traits";
 import { toWireError } from "../../protocol/wire-error";
 import type { Channel, Incoming } from "../../transport/channel";
 import { offerHandshake } from "../../transport/handshake";
@@ -102,29 +103,14 @@ export class Session {
           (err: unknown) => this.channel.replyError(msg.id, err),
         );
         return;
-      case "load":
-      case "step":
-      case "applied":
-      case "fetchState":
-      case "setState":
-      case "setShard":
-      case "rewind":
-      case "fetchWeights":
-      case "digest":
-      case "probe":
-      case "ringProbe":
-      case "profile":
-      case "evaluate":
-      case "release":
-        if (this.id === undefined) throw new ProtocolError(`"${msg.type}" before "join"`);
-        this.forward(incoming);
-        return;
       case "shutdown":
         if (config.exitWithDriver) this.server.exit(0, "shutdown requested by the driver");
         else log("ignored a shutdown request: this worker serves until it is stopped");
         return;
       default:
-        throw new ProtocolError(`a worker does not accept "${msg.type}" from the driver`);
+        if (WORKER_SERVES[msg.type] !== "compute") throw new ProtocolError(`a worker does not accept "${msg.type}" from the driver`);
+        if (this.id === undefined) throw new ProtocolError(`"${msg.type}" before "join"`);
+        this.forward(incoming);
     }
   }
 
