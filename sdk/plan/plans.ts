@@ -2,6 +2,7 @@ import type { BatchSplit } from "./batches";
 import type { Compression } from "../protocol/wire-formats";
 import type { ModelProfile } from "./profile";
 import type { OverlapChoice } from "./overlap";
+import type { CommHookSpec } from "../protocol/comm-hook-spec";
 import type { OptimizerSpec } from "../protocol/optimizer-spec";
 import type { LossName } from "../protocol/loss-names";
 import type { MemoryEstimate, NativeMemory, ShardStage } from "./memory";
@@ -34,12 +35,10 @@ export interface DataParallelPlan {
   readonly model: ModelSummary;
   /** Bytes of the flat float32 gradient buffer all-reduced each step. */
   readonly gradientBytes: number;
-  /** The gradient's values travel as 16-bit floats with error feedback; null: as float32. */
-  readonly compression: Compression | null;
+  /** How the gradient travels (a comm hook): 16-bit floats with error feedback, or PowerSGD's low-rank factors; null: float32, whole. */
+  readonly hook: CommHookSpec | null;
   /** Whether the gradient is all-reduced in buckets during the backward pass (native data plane and native step only), and why. */
   readonly overlap: OverlapChoice;
-  /** Low-rank gradients (PowerSGD) at this rank, or null. */
-  readonly powerSgd: { readonly rank: number } | null;
   /** BatchNormalization's statistics: each replica's slice's ("replica"), or the global batch's ("sync"). */
   readonly batchNorm: "replica" | "sync";
   /** Local SGD / DiLoCo: replicas step alone and all-reduce their weights' change every `every` steps (and at each epoch's end), which `outer` applies; null: every step. */

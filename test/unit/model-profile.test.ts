@@ -6,6 +6,7 @@ import { speedsOf } from "../../sdk/plan/speeds";
 import { gpipe } from "../../sdk/plan/schedules";
 import { powerSgdWork } from "../../sdk/strategies/data/power-sgd-work";
 import { localSyncWork, replicaWork } from "../../sdk/strategies/data/local-sync-work";
+import { hookPrice } from "../../sdk/strategies/data/hook-prices";
 import { summarizeModel } from "../../sdk/plan/model-summary";
 import * as tf from "@tensorflow/tfjs";
 
@@ -97,11 +98,12 @@ test("a sync's own work in a plan: as the profile timed it with the plan's outer
   // Timed with another outer optimizer: not this plan's work.
   assert.equal(localSyncWork(model, { ...outer, learningRate: 1 }, timedProfile, speeds()).timed, false);
   // Every 8 steps: an eighth of the sync a step; PowerSGD's work with it only at the syncs too.
-  const work = replicaWork(model, { powerSgd: { rank: 3 }, sync: { every: 8, outer }, syncShare: 1 / 8 }, { ...timedProfile, powerSgd: { rank: 3, ms: 8 } }, speeds())!;
+  const withPower = { ...timedProfile, powerSgd: { rank: 3, ms: 8 } };
+  const work = replicaWork(model, { hookWork: hookPrice({ kind: "powersgd", rank: 3 }, model).work(withPower, speeds()), sync: { every: 8, outer }, syncShare: 1 / 8 }, withPower, speeds())!;
   close(work.ms, (40 + 8) / 8, "a step's share");
   assert.equal(work.timed, true);
   assert.match(work.what, /^PowerSGD's work at rank 3 and a sync's own work \(the weights' change and the outer momentum update\) over 8\.0 steps a sync,$/);
-  assert.equal(replicaWork(model, { powerSgd: null, sync: null, syncShare: 1 }, profile, speeds()), undefined);
+  assert.equal(replicaWork(model, { hookWork: hookPrice(null, model).work(profile, speeds()), sync: null, syncShare: 1 }, profile, speeds()), undefined);
 });
 
 test("a pipeline's stages cost their profiled layers, the backward recomputing the forward", () => {

@@ -2,6 +2,7 @@ import { ProtocolError, StateError } from "../../errors/errors";
 import type { LoadOf, Message, MessageOf } from "../../protocol/messages";
 import type { Tensorlike } from "../../protocol/tensor";
 import type { FlatRanges } from "../../model/flat-state";
+import { choicesOfLoad, refusedPair } from "../../protocol/data-option-pairs";
 import type { HostIO, RoleEnv, RoleReply, StepReport, WorkerRole } from "../role";
 import { loadReplica, replicaStepReport, type LoadedReplica } from "../slice-gradient";
 import { splitFeed, type Feed } from "../objective";
@@ -29,6 +30,9 @@ export class DataReplica implements WorkerRole {
   ) {}
 
   static async load(msg: LoadOf<"replica">, weights: Tensorlike[] | "initial", env: Partial<RoleEnv> = {}): Promise<DataReplica> {
+    // The driver refuses these pairs before it sends a load: one that arrives was not sent by a driver of this version.
+    const refused = refusedPair(choicesOfLoad(msg));
+    if (refused) throw new ProtocolError(`the load asks for what cannot work together: ${refused.message}`);
     const r = await loadReplica(msg, weights, env.memoryCapBytes ?? null);
     const io = env.io ?? noLinks;
     const parts = { r, load: msg, hook: commHookOf(msg.hook, r), slice: new ReplicaSlice(r, msg), buffer: new StepBuffer(), io };

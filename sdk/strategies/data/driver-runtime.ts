@@ -21,7 +21,8 @@ import { checkpointing, restoreOptimizers, resumeIfAsked } from "../../driver/ch
 import { restoreShards, wholeOf } from "../../driver/checkpoint/sharded";
 import { shardedElastic } from "./sharded-elastic";
 import { loadInParts } from "./load-in-parts";
-import { replicaLoadOf } from "./replica-load";
+import { choicesOfPlan, replicaLoadOf } from "./replica-load";
+import { refusedPair } from "../../protocol/data-option-pairs";
 import { runElastic } from "../../driver/elastic-loop";
 import { ringOf } from "../../driver/elastic-record";
 import { validateOnReplicas } from "./validate-replicas";
@@ -73,18 +74,8 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
 
 /** Options that cannot work together are refused before anything is sent. */
 function refuseWhatCannotWork(o: ResolvedFitOptions, dataset: Dataset, plan: DataParallelPlan): void {
-  if (plan.elastic && o.checkpoint && !plan.shard) {
-    throw new FitAborted(new ConfigError("elastic training and checkpoints do not go together yet: a checkpoint is written from one replica at a fixed membership", { hint: "drop checkpoint, or drop elastic" }));
-  }
-  if (plan.elastic && plan.shard && !o.checkpoint) {
-    throw new FitAborted(new ConfigError(`elastic training with shard "${plan.shard}" needs checkpoints: a lost worker takes its part of the optimizer state with it, so the others go back to the last checkpoint, re-sharded over them`, { hint: "give the fit checkpoint: { dir, every } (every: how many steps a loss may cost)" }));
-  }
-  if (plan.sync && o.checkpoint) {
-    throw new FitAborted(new ConfigError(`checkpoints and sync every ${plan.sync.every} steps do not go together yet: between syncs each replica holds weights and optimizer state of its own, which a checkpoint of one replica does not keep`, { hint: "drop checkpoint, or drop sync" }));
-  }
-  if (plan.batchNorm === "sync" && o.accumulate > 1) {
-    throw new FitAborted(new ConfigError(`accumulate ${o.accumulate} with batchNorm "sync": the global batch's statistics are those of the whole update's batch, which accumulation computes a chunk at a time`, { hint: 'raise batchSize instead, or use batchNorm "replica"' }));
-  }
+  const refused = refusedPair({ ...choicesOfPlan(plan), checkpoint: o.checkpoint !== undefined, accumulate: o.accumulate });
+  if (refused) throw new FitAborted(new ConfigError(refused.message, { hint: refused.hint }));
   if (plan.feed === "workers" && !dataset.source) {
     throw new FitAborted(
       new ConfigError(`feed "workers" needs a dataset the workers can load themselves; "${dataset.name}" exists only in the driver`, {

@@ -27,7 +27,7 @@ export const dataStrategy: Strategy<DataOptions, DataParallelPlan> & { options: 
   draw: dataPlacementSvg,
   fit: fitDataParallel,
   // PowerSGD's factors and a local-SGD sync are work of their own, timed for the plan's prediction.
-  probes: (plan) => ({ ...(plan.powerSgd ? { powerSgdRank: plan.powerSgd.rank } : {}), ...(plan.sync ? { localSyncOuter: plan.sync.outer } : {}) }),
+  probes: (plan) => ({ ...(plan.hook?.kind === "powersgd" ? { powerSgdRank: plan.hook.rank } : {}), ...(plan.sync ? { localSyncOuter: plan.sync.outer } : {}) }),
   describe: (run, plan, summary) => {
     const worst = summary.stragglers.worst;
     const slower = measuredSlowerThanOne({ workers: summary.workers.length, gradientBytes: plan.gradientBytes, measuredSteps: summary.steps - summary.warmupSteps, medianStepMs: summary.medianStepMs, ranks: summary.workers, ...(plan.prediction?.oneWorker?.timed ? { oneWorkerMs: plan.prediction.oneWorker.stepMs } : {}) });

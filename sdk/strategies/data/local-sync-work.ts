@@ -2,7 +2,6 @@ import type { ModelSummary } from "../../plan/model-summary";
 import type { ModelProfile } from "../../plan/profile";
 import type { ReplicaWork, Speeds } from "../../plan/predict";
 import type { OptimizerSpec } from "../../protocol/optimizer-spec";
-import { powerSgdWork } from "./power-sgd-work";
 
 /**
  * Passes a sync makes over the weights without a profile to time them: read out, their change
@@ -26,11 +25,11 @@ export function localSyncWork(model: ModelSummary, outer: OptimizerSpec, profile
 }
 
 /**
- * What a replica does beside its steps, per step: PowerSGD's work on each all-reduce (every step,
- * or with sync every H steps only at the syncs) and a sync's own work, as a share of the steps.
+ * What a replica does beside its steps, per step: its comm hook's work on each all-reduce (every
+ * step, or with sync every H steps only at the syncs) and a sync's own work, as a share of the steps.
  */
-export function replicaWork(model: ModelSummary, o: { powerSgd: { rank: number } | null; sync: { every: number; outer: OptimizerSpec } | null; syncShare: number }, profile: ModelProfile | undefined, speeds: Speeds): ReplicaWork | undefined {
-  const parts = [...(o.powerSgd ? [powerSgdWork(model, o.powerSgd.rank, profile, speeds)] : []), ...(o.sync ? [localSyncWork(model, o.sync.outer, profile, speeds)] : [])];
+export function replicaWork(model: ModelSummary, o: { hookWork: ReplicaWork | null; sync: { every: number; outer: OptimizerSpec } | null; syncShare: number }, profile: ModelProfile | undefined, speeds: Speeds): ReplicaWork | undefined {
+  const parts = [...(o.hookWork ? [o.hookWork] : []), ...(o.sync ? [localSyncWork(model, o.sync.outer, profile, speeds)] : [])];
   if (parts.length === 0) return undefined;
   const share = o.sync ? o.syncShare : 1;
   const every = o.sync ? ` over ${(1 / o.syncShare).toFixed(1)} steps a sync,` : "";

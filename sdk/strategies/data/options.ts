@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { refusedPair, type DataChoices } from "../../protocol/data-option-pairs";
 import type { ClusterSpec } from "../../config/cluster-spec";
 import { workerCount } from "../../config/cluster-spec";
 import { ConfigError } from "../../errors/errors";
@@ -85,31 +86,26 @@ export const DataOptionsSchema = z.strictObject({
 });
 export type DataOptions = z.output<typeof DataOptionsSchema>;
 
-/** What sharded replicas cannot do yet, each refused with why. */
-function checkShard(o: DataOptions): void {
+/** bucketMB groups the layers of ZeRO-2 and -3 only. */
+function checkBuckets(o: DataOptions): void {
   if (o.bucketMB !== undefined && o.shard !== "gradients" && o.shard !== "parameters") {
     throw new ConfigError(`bucketMB ${o.bucketMB} groups the layers of shard "gradients" or "parameters" (ZeRO-2, -3) into collectives; ${o.shard ? `shard "${o.shard}" reduce-scatters the whole gradient at once` : "without shard it has nothing to group"}`, { hint: 'add shard: "gradients" or "parameters", or drop bucketMB' });
   }
-  if (!o.shard) return;
-  const no = (what: string, why: string): never => {
-    throw new ConfigError(`shard "${o.shard}" with ${what}: ${why}`, { hint: `drop ${what}, or drop shard` });
-  };
-  if (o.sync) no("sync", "local SGD keeps each replica's own inner optimizer state for the whole model, which is what sharding divides");
-  if (typeof o.compression === "object") no("compression powersgd", "PowerSGD all-reduces low-rank factors, not a gradient that can be reduce-scattered");
-  if (o.shard === "optimizer") return;
-  if (o.batchNorm === "sync") no('batchNorm "sync"', "it takes each step by autodiff, and ZeRO-2 and ZeRO-3 work layer by layer inside the native step");
+}
+
+/** The options as the pairs refused read them (protocol/data-option-pairs.ts); a fit adds its own. */
+export function dataChoices(o: DataOptions): DataChoices {
+  const compression = typeof o.compression === "object" ? "powersgd" : (o.compression ?? "none");
+  return { compression, shard: o.shard ?? "none", syncEvery: o.sync?.every ?? 0, batchNorm: o.batchNorm, elastic: o.elastic !== undefined, feed: o.feed };
 }
 
 /** Elastic training against the cluster it starts with. */
 export function checkDataOptions(o: DataOptions, spec: ClusterSpec): void {
   const n = workerCount(spec);
-  if (o.sync && o.batchNorm === "sync") throw new ConfigError('batchNorm "sync" all-reduces statistics within every step, which a fit synced every few steps is there to avoid', { hint: 'drop one of sync and batchNorm: "sync"' });
-  checkShard(o);
-  if (!o.elastic) return;
-  if (o.elastic.minWorkers > n) {
+  checkBuckets(o);
+  const refused = refusedPair(dataChoices(o));
+  if (refused) throw new ConfigError(refused.message, { hint: refused.hint });
+  if (o.elastic && o.elastic.minWorkers > n) {
     throw new ConfigError(`elastic: minWorkers ${o.elastic.minWorkers} is more than the ${n} worker(s) the cluster starts with`, { hint: `use minWorkers between 1 and ${n}` });
   }
-  if (o.feed === "workers") throw new ConfigError('elastic training re-shards each step\'s batch from the driver; it needs feed "driver"', { hint: 'drop feed: "workers"' });
-  if (typeof o.compression === "object") throw new ConfigError("PowerSGD keeps each replica's error and the shared Q between steps; an elastic fit steps replicas back, which that state does not follow", { hint: 'use compression "fp16" or "bf16" with elastic, or drop elastic' });
-  if (o.batchNorm === "sync") throw new ConfigError('batchNorm "sync" all-reduces statistics in rounds within each step; an elastic fit re-forms its ring between steps only', { hint: 'drop batchNorm: "sync", or drop elastic' });
 }

@@ -1,4 +1,3 @@
-import type { Compression } from "../../protocol/wire-formats";
 import { ConfigError } from "../../errors/errors";
 import { planSplits, replicaSlices, stepsPerEpoch } from "../../plan/batches";
 import { estimateReplicaMemory, formatBytes, largestLayerBytes, memoryTotal, shardedMemory, type MemoryEstimate } from "../../plan/memory";
@@ -6,6 +5,7 @@ import { bucketCapBytes, largestBucketBytes, shardBuckets, trainableLayerBytes }
 import type { ModelSummary } from "../../plan/model-summary";
 import { predictData, sampleBytes, type ReplicaWork } from "../../plan/predict";
 import { replicaWork } from "./local-sync-work";
+import { hookOfOptions, hookPrice, type HookPrice } from "./hook-prices";
 import type { DataParallelPlan, PlanOptions } from "../../plan/plans";
 import { speedsOf } from "../../plan/speeds";
 import { chooseOverlap, type OverlapChoice } from "../../plan/overlap";
@@ -25,20 +25,19 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
   const placed = options.devices?.length === n ? hostRing(options.devices.map((d) => d.host)) : { order: Array.from({ length: n }, (_, r) => r), note: null };
   const ring = placed.order;
   const gradientBytes = model.trainableParamCount * 4;
-  const compression = typeof given.compression === "string" ? given.compression : null;
-  const powerSgd = typeof given.compression === "object" ? { rank: given.compression.rank } : null;
-  // What the ring moves: 16-bit values halve the gradient's bytes; PowerSGD sends r (n + m) values per matrix.
+  const hook = hookOfOptions(given.compression);
+  // What the ring moves and each replica carries: the hook's to say (16-bit values halve the bytes; PowerSGD sends r (n + m) values per matrix).
+  const price = hookPrice(hook, model);
   const sync = given.sync ? Object.freeze({ every: given.sync.every, outer: Object.freeze({ ...given.sync.outer }) }) : null;
-  const wireBytes = compression ? gradientBytes / 2 : powerSgd ? lowRankBytes(model, powerSgd.rank) : gradientBytes;
   const shard = given.shard ?? null;
-  const overlap = Object.freeze(overlapOf(given, n, options.devices));
-  const fitted = fittedBuckets(given, spec, model, batchSize, options, compression, overlap.on);
-  const { cap, units, ringBytes, collectives } = ringTraffic(shard, fitted.bucketMB, model, gradientBytes, wireBytes, powerSgd !== null);
+  const overlap = Object.freeze(overlapOf(given, price, n, options.devices));
+  const fitted = fittedBuckets(given, spec, model, batchSize, options, price.carriedBytes, overlap.on);
+  const { cap, units, ringBytes, collectives } = ringTraffic(shard, fitted.bucketMB, model, gradientBytes, price);
   // A fit's plan knows its epochs: syncs after every H steps of one and at its end, ceil(steps / H) of them.
   const perEpoch = batchSize !== undefined && options.datasetSize !== undefined ? stepsPerEpoch(options.datasetSize, batchSize) : null;
   const syncShare = !sync ? 1 : perEpoch ? Math.ceil(perEpoch / sync.every) / perEpoch : 1 / sync.every;
   const stepWireBytes = ringBytes * syncShare;
-  const memory = replicaMemory(model, n, batchSize, options, shard, compression, cap ?? 0, overlap.on);
+  const memory = replicaMemory(model, n, batchSize, options, shard, price.carriedBytes, cap ?? 0, overlap.on);
   const speeds = speedsOf(options.devices, options.ring);
   const feed = given.feed;
   const feedBytes = feed === "driver" && batchSize !== undefined ? batchSize * sampleBytes(model) : 0;
@@ -46,7 +45,7 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
   const seats = options.devices ? { seats: { workers: options.devices, ...(options.driver ? { driver: options.driver } : {}) } } : {};
   const predict = (replicas: number, also?: ReplicaWork) =>
     speeds && batchSize !== undefined ? predictData({ flopsPerSample: model.flopsPerSample, layers: model.layers.length, gradientBytes: stepWireBytes, allReduces: collectives * syncShare, globalBatch: batchSize, replicas, feedBytes, ...(options.profile ? { profile: options.profile } : {}), ...(also ? { also } : {}), ...seats }, speeds) : null;
-  const many = predict(n, speeds ? replicaWork(model, { powerSgd, sync, syncShare }, options.profile, speeds) : undefined);
+  const many = predict(n, speeds ? replicaWork(model, { hookWork: price.work(options.profile, speeds), sync, syncShare }, options.profile, speeds) : undefined);
   // The same batch on one worker: what explain() and toString() hold the cluster up against, where one could hold it.
   const one = n > 1 && oneWorkerHolds(model, batchSize, options, spec) ? predict(1) : null;
   const prediction = many && one ? { ...many, oneWorker: one } : many;
@@ -61,8 +60,7 @@ export function planDataParallel(given: DataOptions, spec: ClusterSpec, model: M
     ringNote: [placed.note, relayNote(ring, options.devices, options.ring)].filter((x) => x !== null).join("; ") || null,
     model,
     gradientBytes,
-    compression,
-    powerSgd,
+    hook,
     overlap,
     batchNorm: given.batchNorm,
     sync,
@@ -106,7 +104,7 @@ function elasticShardLine(minWorkers: number): string {
  * autodiff: no native step to overlap with. ZeRO-2 and -3 overlap as plain data parallelism
  * decides (a core to spare for the collectives' thread), each with a second buffer.
  */
-function overlapOf(given: DataOptions, n: number, devices: PlanOptions["devices"]): OverlapChoice {
+function overlapOf(given: DataOptions, price: HookPrice, n: number, devices: PlanOptions["devices"]): OverlapChoice {
   if (given.batchNorm === "sync") return { on: false, why: 'batchNorm "sync" computes each step in all-reduced rounds' };
   if (given.sync) return { on: false, why: "the weights' change is all-reduced after a sync step's update" };
   if (given.shard === "parameters" || given.shard === "gradients") {
@@ -117,7 +115,7 @@ function overlapOf(given: DataOptions, n: number, devices: PlanOptions["devices"
       : { ...c, instead: `ZeRO-${stage}'s all-gathers and reduce-scatters, a bucket of layers' at a time, each waited for between the layers' computations` };
   }
   if (given.shard) return { on: false, why: "the sharded update reduce-scatters the whole gradient after the backward pass" };
-  if (typeof given.compression === "object") return { on: false, why: "PowerSGD all-reduces P and Q after the backward pass" };
+  if (price.whole) return { on: false, why: price.whole };
   return chooseOverlap(given.overlap, n, devices);
 }
 
@@ -125,14 +123,15 @@ function overlapOf(given: DataOptions, n: number, devices: PlanOptions["devices"
  * What a step moves over the ring, and in how many all-reduces' worth of hops. ZeRO-2 and -3 run
  * their collectives a bucket of layers at a time (`units`: each bucket's bytes; `cap` their limit).
  */
-function ringTraffic(shard: DataParallelPlan["shard"], bucketMB: number | undefined, model: ModelSummary, gradientBytes: number, wireBytes: number, lowRank: boolean): { cap: number | null; units: number[]; ringBytes: number; collectives: number } {
+function ringTraffic(shard: DataParallelPlan["shard"], bucketMB: number | undefined, model: ModelSummary, gradientBytes: number, price: HookPrice): { cap: number | null; units: number[]; ringBytes: number; collectives: number } {
   const cap = shard === "gradients" || shard === "parameters" ? bucketCapBytes(shard, bucketMB) : null;
   const units = cap === null ? [] : shardBuckets(trainableLayerBytes(model), cap).map((b) => b.bytes);
   // Sharded: the reduce-scatter carries the gradient (16-bit when compressed), the all-gather the weights in float32.
   // ZeRO-3 gathers every bucket for its forward and (but the last, kept) again for its backward pass.
+  const wireBytes = price.wireBytes;
   const ringBytes = shard === "parameters" ? (2 * gradientBytes - (units[units.length - 1] ?? 0) + wireBytes) / 2 : shard ? (wireBytes + gradientBytes) / 2 : wireBytes;
   // Each all-gather and reduce-scatter is half an all-reduce's hops: ZeRO-3 makes three per bucket (less the last's second gather), ZeRO-2 two, and the flags'.
-  const collectives = shard === "parameters" ? (3 * units.length - 1) / 2 + 1 : shard === "gradients" ? units.length + 1 : lowRank || shard ? 2 : 1;
+  const collectives = shard === "parameters" ? (3 * units.length - 1) / 2 + 1 : shard === "gradients" ? units.length + 1 : shard ? 2 : price.allReduces;
   return { cap, units, ringBytes, collectives };
 }
 
@@ -140,23 +139,23 @@ function ringTraffic(shard: DataParallelPlan["shard"], bucketMB: number | undefi
  * ZeRO-2/3's buckets where bucketMB is not given: the stage's default, or one layer a bucket
  * where only that fits the tightest worker's memory (as auto chooses), saying why.
  */
-function fittedBuckets(given: DataOptions, spec: ClusterSpec, model: ModelSummary, batchSize: number | undefined, options: PlanOptions, compression: Compression | null, overlap: boolean): { bucketMB?: number; why?: string } {
+function fittedBuckets(given: DataOptions, spec: ClusterSpec, model: ModelSummary, batchSize: number | undefined, options: PlanOptions, carriedBytes: number, overlap: boolean): { bucketMB?: number; why?: string } {
   const shard = given.shard;
   if (given.bucketMB !== undefined) return { bucketMB: given.bucketMB };
   const room = Math.min(...workerRoom(options, spec));
   if ((shard !== "gradients" && shard !== "parameters") || room === Infinity) return {};
   const n = workerCount(spec);
-  const need = (bucketMB?: number): number => memoryTotal(replicaMemory(model, n, batchSize, options, shard, compression, bucketCapBytes(shard, bucketMB), overlap));
+  const need = (bucketMB?: number): number => memoryTotal(replicaMemory(model, n, batchSize, options, shard, carriedBytes, bucketCapBytes(shard, bucketMB), overlap));
   const [buckets, single] = [need(), need(0)];
   if (buckets <= room || single > room) return {};
   return { bucketMB: 0, why: `its default buckets would need ${formatBytes(buckets)} per worker, above the ${formatBytes(room)} a worker may use` };
 }
 
-/** What each of `n` replicas holds: the model's share as `shard` divides it, and with 16-bit gradients what rounding left out of the whole gradient, for its next step. */
-function replicaMemory(model: ModelSummary, n: number, batchSize: number | undefined, o: Pick<PlanOptions, "optimizer" | "nativeMemory">, shard: DataParallelPlan["shard"], compression: Compression | null, capBytes: number, overlap: boolean): MemoryEstimate {
+/** What each of `n` replicas holds: the model's share as `shard` divides it, and what its comm hook carries between steps (counted with the gradient). */
+function replicaMemory(model: ModelSummary, n: number, batchSize: number | undefined, o: Pick<PlanOptions, "optimizer" | "nativeMemory">, shard: DataParallelPlan["shard"], carriedBytes: number, capBytes: number, overlap: boolean): MemoryEstimate {
   const optimizer = o.optimizer;
   const sharded = shardedMemory(estimateReplicaMemory(model, { batchSize: batchSize === undefined ? undefined : Math.ceil(batchSize / n), optimizer, native: o.nativeMemory }), shard, n, largestBucketBytes(model, capBytes), optimizer, overlap);
-  return compression ? { ...sharded, gradientBytes: sharded.gradientBytes + model.trainableParamCount * 4 } : sharded;
+  return carriedBytes > 0 ? { ...sharded, gradientBytes: sharded.gradientBytes + carriedBytes } : sharded;
 }
 
 /** A data-parallel plan as text: ring, slices, bytes per step, memory and the prediction. */
@@ -185,13 +184,14 @@ export function formatDataPlan(plan: DataParallelPlan): string {
     lines.push(`${String(w.rank).padEnd(6)}${String(w.replica).padEnd(9)}${String(w.ringPosition).padEnd(10)}all layers  ${slice}`);
   }
   if (plan.worldSize > 1) {
-    const wire = plan.compression ? `, gradients as ${plan.compression} with error feedback` : "";
+    const wireName = hookPrice(plan.hook, plan.model).wireName;
+    const wire = wireName ? `, gradients as ${wireName}` : "";
     lines.push(`all-reduce: ring (reduce-scatter + all-gather)${wire}; each rank sends ${kib(plan.allReduce.bytesSentPerRank)} per step${plan.sync ? " (averaged over a sync's steps)" : ""}; ${plan.overlap.on ? "in buckets during the backward pass" : plan.shard === "parameters" || plan.shard === "gradients" ? "a bucket of layers at a time, between the layers' passes" : "after the backward pass"}`);
   }
   if (plan.sync) lines.push(syncLine(plan.sync));
   if (plan.shard && plan.replicas > 1) lines.push(shardLine(plan, plan.replicas));
   const m = plan.memory;
-  const parts = [`parameters ${formatBytes(m.paramsBytes)}`, `gradients ${formatBytes(m.gradientBytes)}${plan.compression ? " (with their rounding error, carried between steps)" : ""}`];
+  const parts = [`parameters ${formatBytes(m.paramsBytes)}`, `gradients ${formatBytes(m.gradientBytes)}${plan.hook ? ` (with ${plan.hook.kind === "powersgd" ? "PowerSGD's error and factors" : "their rounding error"}, carried between steps)` : ""}`];
   if (m.optimizerBytes !== null) parts.push(`optimizer state ${formatBytes(m.optimizerBytes)}`);
   if (m.activationBytes !== null) parts.push(`activations ${formatBytes(m.activationBytes)}`);
   lines.push(`memory per replica (estimate): ${parts.join(", ")}`);
@@ -214,10 +214,9 @@ export function explainDataPlan(plan: DataParallelPlan): string {
     ...plan.reasons,
     `${holdsLine(plan, n)}: ${formatBytes(total)} per replica (estimate${m.activationBytes === null ? ", without activations: no batch size given" : ""})`,
     n > 1
-      ? `each step every replica computes gradients on ${slice} and ${plan.shard ? `ring reduce-scatters sum ${formatBytes(plan.gradientBytes)} of gradients, each replica keeping the sum of its part, and all-gathers bring it the weights it does not update` : `a ring all-reduce sums ${formatBytes(plan.gradientBytes)} of gradients`}; each rank sends 2(N-1)/N of that${plan.compression ? ", halved" : ""}${plan.shard === "parameters" ? ", and half as much again: each bucket's weights are gathered for the forward and again for the backward pass" : ""}`
+      ? `each step every replica computes gradients on ${slice} and ${plan.shard ? `ring reduce-scatters sum ${formatBytes(plan.gradientBytes)} of gradients, each replica keeping the sum of its part, and all-gathers bring it the weights it does not update` : `a ring all-reduce sums ${formatBytes(plan.gradientBytes)} of gradients`}; each rank sends 2(N-1)/N of that${sixteenBits(plan) ? ", halved" : ""}${plan.shard === "parameters" ? ", and half as much again: each bucket's weights are gathered for the forward and again for the backward pass" : ""}`
       : "one worker: no all-reduce",
-    ...(plan.compression && n > 1 ? [compressionLine(plan.compression)] : []),
-    ...(plan.powerSgd && n > 1 ? [`compression powersgd, rank ${plan.powerSgd.rank}: each gradient of two or more dimensions goes as P (n x r) and Q (m x r) in two all-reduces, ${formatBytes(lowRankBytes(plan.model, plan.powerSgd.rank))} instead of ${formatBytes(plan.gradientBytes)}; vectors go whole; each worker keeps what the approximation left out for its next step (error feedback)`] : []),
+    ...(n > 1 ? hookLines(plan) : []),
     ...(plan.ringNote ? [plan.ringNote] : []),
     ...(n > 1 ? [overlapLine(plan.overlap)] : []),
     ...(plan.sync && n > 1 ? [`${syncLine(plan.sync)}; the replicas differ between syncs and each keeps its own inner optimizer state, a copy of the last sync's weights and the outer optimizer's state (${formatBytes(plan.gradientBytes)} more per replica, and more for a stateful outer optimizer); fewer syncs send fewer bytes, and learn less per step as the replicas drift apart`] : []),
@@ -238,8 +237,9 @@ function shardLine(plan: DataParallelPlan, n: number): string {
   const state = plan.memory.optimizerBytes;
   // What ZeRO-1 would hold (the whole weights and gradient, the same share of the optimizer's state), and whether this stage holds less.
   const m = plan.memory;
-  const one = plan.model.paramCount * 4 + plan.gradientBytes * (plan.compression ? 2 : 1) + (m.optimizerBytes ?? 0) + (m.activationBytes ?? 0);
-  const half = plan.compression ? ` (the reduce-scatters in ${plan.compression})` : "";
+  const sixteen = sixteenBits(plan);
+  const one = plan.model.paramCount * 4 + plan.gradientBytes * (sixteen ? 2 : 1) + (m.optimizerBytes ?? 0) + (m.activationBytes ?? 0);
+  const half = sixteen ? ` (the reduce-scatters in ${sixteen})` : "";
   const total = memoryTotal(m);
   const b = plan.buckets;
   const byBucket = b !== null && b.largestBytes > largestLayerBytes(plan.model);
@@ -247,10 +247,10 @@ function shardLine(plan: DataParallelPlan, n: number): string {
   const worth = plan.shard !== "optimizer" && total >= 0.9 * one ? `; here that is no less than shard "optimizer" (ZeRO-1) would hold (${formatBytes(total)} against ${formatBytes(one)}): ${whole}, so holding it whole costs what sharding the rest saves${byBucket ? " (a smaller bucketMB holds less, in more collectives)" : ""}` : "";
   const buckets = b ? bucketsText(b, plan.model.layers.filter((l) => l.trainableParams > 0).length) : "";
   if (plan.shard === "gradients") {
-    return `shard "gradients" (ZeRO-2): each replica keeps the whole weights and 1/${n} of every layer's gradient and optimizer state (${formatBytes(plan.gradientBytes / n)} of ${formatBytes(plan.gradientBytes)} of gradient); ${buckets}, each bucket's gradient reduce-scattered as the backward pass writes it, the optimizer updates each replica's part, and every bucket's new weights are all-gathered: ${plan.compression ? "0.75x float32" : "plain"} data parallelism's bytes${half}, in two collectives per bucket${worth}`;
+    return `shard "gradients" (ZeRO-2): each replica keeps the whole weights and 1/${n} of every layer's gradient and optimizer state (${formatBytes(plan.gradientBytes / n)} of ${formatBytes(plan.gradientBytes)} of gradient); ${buckets}, each bucket's gradient reduce-scattered as the backward pass writes it, the optimizer updates each replica's part, and every bucket's new weights are all-gathered: ${sixteen ? "0.75x float32" : "plain"} data parallelism's bytes${half}, in two collectives per bucket${worth}`;
   }
   if (plan.shard === "parameters") {
-    return `shard "parameters" (ZeRO-3): each replica keeps 1/${n} of every layer's weights, gradient and optimizer state (${formatBytes(plan.gradientBytes / n)} of ${formatBytes(plan.gradientBytes)} weights); ${buckets}, each bucket's weights all-gathered before its forward pass and again before its backward pass (the last bucket's stay), its gradient reduce-scattered right after, one bucket at a time: ${plan.compression ? "1.25x" : "1.5x"} float32 data parallelism's bytes${half}, and the largest bucket (${formatBytes(b?.largestBytes ?? 0)}) held whole twice (weights and gradient) while it runs; a replica loads in parts, sent only its 1/${n} of the trained weights, so none holds the whole model even then${worth}`;
+    return `shard "parameters" (ZeRO-3): each replica keeps 1/${n} of every layer's weights, gradient and optimizer state (${formatBytes(plan.gradientBytes / n)} of ${formatBytes(plan.gradientBytes)} weights); ${buckets}, each bucket's weights all-gathered before its forward pass and again before its backward pass (the last bucket's stay), its gradient reduce-scattered right after, one bucket at a time: ${sixteen ? "1.25x" : "1.5x"} float32 data parallelism's bytes${half}, and the largest bucket (${formatBytes(b?.largestBytes ?? 0)}) held whole twice (weights and gradient) while it runs; a replica loads in parts, sent only its 1/${n} of the trained weights, so none holds the whole model even then${worth}`;
   }
   const held = state === null ? "its shard's optimizer state" : `its shard's optimizer state (${formatBytes(state)} of ${formatBytes(state * n)})`;
   return `shard "optimizer" (ZeRO-1): each replica keeps ${held}: the gradient is reduce-scattered, each replica updates its 1/${n} of the parameters, and the weights are all-gathered (float32), then a small all-reduce agrees on skipped steps`;
@@ -268,21 +268,15 @@ function syncLine(sync: NonNullable<DataParallelPlan["sync"]>): string {
   return `sync every ${sync.every} step(s) and at each epoch's end: each replica steps alone with the model's optimizer, then the replicas all-reduce how far their weights moved and the outer optimizer (${outer}) applies that mean change`;
 }
 
-/** Bytes of PowerSGD's two all-reduces: r (n + m) per matrix (m its last dimension), vectors whole. */
-export function lowRankBytes(model: ModelSummary, rank: number): number {
-  return 4 * model.variables.reduce((a, v) => {
-    const size = v.shape.reduce((x, d) => x * d, 1);
-    if (v.shape.length < 2) return a + size;
-    const m = v.shape[v.shape.length - 1]!;
-    const r = Math.min(rank, size / m, m);
-    return a + r * (size / m + m);
-  }, 0);
+/** The 16-bit format the gradient travels in, if it does (ZeRO reduce-scatters in it). */
+function sixteenBits(plan: DataParallelPlan): "fp16" | "bf16" | null {
+  return plan.hook && plan.hook.kind !== "powersgd" ? plan.hook.kind : null;
 }
 
-/** What compression costs and keeps, said where a plan is explained. */
-export function compressionLine(c: Compression): string {
-  const kept = c === "fp16" ? "11 significant bits, values up to 65504 (a step whose gradient or sum exceeds it is dropped)" : "8 significant bits, float32's range";
-  return `compression ${c}: gradients travel as 16-bit floats (${kept}); each worker carries its rounding error to its next step (error feedback), and converting costs CPU time on both ends of every hop`;
+/** What the plan's comm hook says of itself in explain(). */
+function hookLines(plan: DataParallelPlan): string[] {
+  const line = hookPrice(plan.hook, plan.model).line;
+  return line ? [line] : [];
 }
 
 /** Stragglers made on purpose, said plainly wherever a plan is shown. */

@@ -2,18 +2,12 @@ import type * as tf from "@tensorflow/tfjs";
 import type { Dataset } from "../../data/dataset";
 import type { ResolvedFitOptions } from "../../driver/fit-options";
 import type { DataParallelPlan } from "../../plan/plans";
-import type { CommHookSpec } from "../../protocol/comm-hook-spec";
 import type { GradientSumSpec } from "../../protocol/gradient-sum-spec";
 import type { LoadOf } from "../../protocol/messages";
+import type { DataChoices } from "../../protocol/data-option-pairs";
 
 /** A replica's load as the driver sends it (the channel adds version, id and attachments). */
 export type ReplicaLoad = Omit<LoadOf<"replica">, "v" | "id" | "attachments">;
-
-/** The comm hook a plan sends its gradients through (undefined: whole, in float32). */
-export function hookOf(plan: Pick<DataParallelPlan, "compression" | "powerSgd">): CommHookSpec | undefined {
-  if (plan.compression) return { kind: plan.compression };
-  return plan.powerSgd ? { kind: "powersgd", rank: plan.powerSgd.rank } : undefined;
-}
 
 /** The summing scheme a plan's replicas compose (undefined: one all-reduce, DDP's). */
 export function sumOf(plan: Pick<DataParallelPlan, "shard" | "sync" | "replicas" | "buckets">): GradientSumSpec | undefined {
@@ -24,10 +18,15 @@ export function sumOf(plan: Pick<DataParallelPlan, "shard" | "sync" | "replicas"
   return { kind, over: plan.replicas, ...(plan.buckets ? { bucketBytes: plan.buckets.capBytes } : {}) };
 }
 
+/** A plan's choices as the pairs refused read them (a fit adds its checkpoint and accumulate). */
+export function choicesOfPlan(plan: DataParallelPlan): DataChoices {
+  return { compression: plan.hook?.kind ?? "none", shard: plan.shard ?? "none", syncEvery: plan.sync?.every ?? 0, batchNorm: plan.batchNorm, elastic: plan.elastic !== null, feed: plan.feed };
+}
+
 /** What every replica of a fit is sent: the model, the objective and the plan's choices, each field once. */
 export function replicaLoadOf(model: tf.LayersModel, dataset: Dataset, o: ResolvedFitOptions, plan: DataParallelPlan, workers: number, stepTimeoutMs: number): (rank: number) => ReplicaLoad {
   const topology = model.toJSON(null, false) as unknown as Record<string, unknown>;
-  const hook = hookOf(plan);
+  const hook = plan.hook;
   const sum = sumOf(plan);
   const fields: ReplicaLoad = {
     type: "load",
