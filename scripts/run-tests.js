@@ -28,18 +28,13 @@ const ALONE = new Set([
 ]);
 
 /**
- * Seconds each long file took on a starved 2-core VM (CI's kind of machine when it is busy); the
- * notebooks are two files, each half of the tutorials, so that each lane takes one. The rest
- * count as 40. Files go to the lane with less to do, longest first, so that both lanes end near
- * the same time. Node's runner sorts the files it is given by name, so each lane is its own.
+ * Seconds each file took in the last run that ran it (this machine's or a committed one's): the
+ * two lanes take the longest files first, each the next as it comes free, so both end near the
+ * same time. A file not timed yet counts as DEFAULT_SECONDS. Every run writes the times back.
  */
-const COST = {
-  "notebooks": 1000, "notebooks-rest": 1000, "bench-smoke-compression": 810, "bench-smoke": 700, "batchnorm-mnist": 535, "kernel-anywhere": 470,
-  "webgpu-workers": 390, "readme-blocks": 390, "zero": 300, "user-models": 270, "local-sgd": 255, "stateful-layers": 245,
-  "checkpoint": 235, "residual-stages": 235, "kernel": 230, "browser-workers": 210, "join": 195, "cells": 175,
-  "validation": 145, "k8s": 135, "multi-io": 125, "data-parallel-equivalence": 120, "pipeline-equivalence": 120,
-  "compression": 110, "abort": 100, "native-data-plane": 100, "elastic": 90,
-};
+const TIMES_FILE = path.join(root, "test", "file-times.json");
+const DEFAULT_SECONDS = 60;
+const times = fs.existsSync(TIMES_FILE) ? JSON.parse(fs.readFileSync(TIMES_FILE, "utf8")) : {};
 
 function files(dir) {
   const abs = path.join(root, "dist", "test", dir);
@@ -51,7 +46,7 @@ function files(dir) {
 }
 
 const nameOf = (file) => path.basename(file, ".test.js");
-const cost = (file) => COST[nameOf(file)] ?? 40;
+const cost = (file) => times[nameOf(file)] ?? DEFAULT_SECONDS;
 
 /**
  * What failed, printed again at the very end: CI keeps only the tail of a run's output, and a
@@ -108,19 +103,39 @@ function keepFailing(kept, line) {
   else if (kept.inFailing && kept.lines.length < 200 && !/\(node:|at node:/.test(line)) kept.lines.push(line);
 }
 
-/** `list` split over `n` lanes run at once, longest files first, each to the lane with the least to do. */
+/**
+ * `list` run by `n` lanes at once, each a file at a time in its own `node --test`, longest first,
+ * each lane taking the next file as it comes free; each file's seconds recorded.
+ */
 async function lanes(title, list, n) {
   if (list.length === 0) return true;
-  const split = Array.from({ length: n }, () => ({ files: [], total: 0 }));
-  for (const f of [...list].sort((a, b) => cost(b) - cost(a))) {
-    const least = split.reduce((a, b) => (b.total < a.total ? b : a));
-    least.files.push(f);
-    least.total += cost(f);
-  }
-  console.log(`\n== ${title}: ${list.length} files in ${n} lanes (${split.map((l, i) => `${"ab"[i]}: ${l.files.map(nameOf).join(", ")}`).join("; ")}) ==`);
+  const queue = [...list].sort((a, b) => cost(b) - cost(a));
+  console.log(`\n== ${title}: ${list.length} files in ${n} lanes, longest first (${Math.round(queue.reduce((t, f) => t + cost(f), 0))} s recorded) ==`);
   const t0 = Date.now();
-  const ok = await Promise.all(split.map((l, i) => lane(l.files, 1, `[${"ab"[i]}]`, `lane ${"ab"[i]}`).then((r) => (console.log(`[${"ab"[i]}] lane ended after ${seconds(t0)}`), r))));
+  const lanePass = async (i) => {
+    const tag = `[${"ab"[i]}]`;
+    let ok = true;
+    for (let f = queue.shift(); f; f = queue.shift()) ok = (await timedFile(f, tag)) && ok;
+    console.log(`${tag} lane ended after ${seconds(t0)}`);
+    return ok;
+  };
+  const ok = await Promise.all(Array.from({ length: n }, (_, i) => lanePass(i)));
   return ok.every(Boolean);
+}
+
+/** One file in its own `node --test`, its wall time recorded. */
+async function timedFile(file, tag) {
+  const t0 = Date.now();
+  const ok = await lane([file], 1, tag, `${nameOf(file)} (lane ${tag})`);
+  times[nameOf(file)] = Math.round((Date.now() - t0) / 100) / 10;
+  console.log(`${tag} ${nameOf(file)}: ${ok ? "passed" : "FAILED"} in ${seconds(t0)}`);
+  return ok;
+}
+
+/** The files' times written back, sorted by name (kept in git: a fresh machine's lanes start balanced). */
+function saveTimes() {
+  const sorted = Object.fromEntries(Object.keys(times).sort().map((k) => [k, times[k]]));
+  fs.writeFileSync(TIMES_FILE, `${JSON.stringify(sorted, null, 2)}\n`);
 }
 
 /** `npm run <script>` for each of `scripts` in turn, its output prefixed; true if all passed. */
@@ -155,8 +170,9 @@ async function main() {
   const alone = slow.filter((f) => ALONE.has(nameOf(f)));
   if (alone.length > 0) {
     header("alone", alone, 1);
-    ok = (await lane(alone, 1, null, "the files run alone")) && ok;
+    for (const f of alone) ok = (await timedFile(f, "[alone]")) && ok;
   }
+  saveTimes();
   console.log(`== all tests ended after ${seconds(start)} ==`);
   for (const f of failures) {
     console.log(`\n== FAILED: ${f.label} (exit ${f.code}) ==`);
