@@ -3,7 +3,7 @@ import type { AllReduceStats } from "../collectives/ring-allreduce";
 import type { LoadOf, Message, MessageOf, RoleName } from "../protocol/messages";
 import type { Tensorlike } from "../protocol/tensor";
 import type { Draft } from "../transport/channel";
-import type { OptimizerState } from "./tfjs-update";
+import type { OptimizerState } from "../compute/tfjs-update";
 import type { ReplicaStepChoice } from "../protocol/profile-messages";
 import type { FlatRanges } from "../model/flat-state";
 

@@ -1,5 +1,5 @@
 import * as tf from "@tensorflow/tfjs";
-import { tensorsFromFlat } from "../roles/device-io";
+import { tensorsFromFlat } from "../compute/device-io";
 
 const ROUNDS = 5;
 const ROUND_MS = 12;

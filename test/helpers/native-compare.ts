@@ -4,7 +4,7 @@ import { NATIVE_BACKEND } from "../../sdk/backends/native/backend";
 import type { Heads, LossName } from "../../sdk/protocol/loss-names";
 import type { Tensorlike } from "../../sdk/protocol/tensor";
 import { PROTOCOL_VERSION } from "../../sdk/protocol/version";
-import { loadReplica, sliceGradient, type LoadedReplica } from "../../sdk/roles/slice-gradient";
+import { loadReplica, sliceGradient, type LoadedReplica } from "../../sdk/compute/slice-gradient";
 import { randomArray } from "./backends";
 
 /**

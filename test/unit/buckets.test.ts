@@ -3,7 +3,7 @@ import { test } from "node:test";
 import type { WireFormat } from "../../sdk/protocol/wire-formats";
 import type { AllReduceStats } from "../../sdk/collectives/ring-allreduce";
 import { BUCKET_BYTES, FIRST_BUCKET_BYTES, GradientBuckets } from "../../sdk/roles/data/buckets";
-import { ErrorFeedback } from "../../sdk/roles/error-feedback";
+import { ErrorFeedback } from "../../sdk/compute/error-feedback";
 import { halfHook } from "../../sdk/roles/data/hooks/half-hook";
 import { wholeHook } from "../../sdk/roles/data/hooks/whole-hook";
 import type { OverlapRing } from "../../sdk/roles/role";

@@ -6,7 +6,7 @@ import { NATIVE_BACKEND, type NativeBackend } from "../../sdk/backends/native/ba
 import { buildDemoModel } from "../../sdk/cli/models";
 import { convColumnsBytes } from "../../sdk/plan/memory";
 import { summarizeModel } from "../../sdk/plan/model-summary";
-import { loadReplica, sliceGradient } from "../../sdk/roles/slice-gradient";
+import { loadReplica, sliceGradient } from "../../sdk/compute/slice-gradient";
 import { nativeAvailable, randomArray } from "../helpers/backends";
 
 /**

@@ -7,7 +7,7 @@ import fc from "fast-check";
 import * as tf from "@tensorflow/tfjs";
 import { copyOverlap, flatten, listFlat, readFlat, unflatten, wholePieces, type FlatRanges } from "../../sdk/model/flat-state";
 import { OptimizerSpecSchema } from "../../sdk/protocol/optimizer-spec";
-import { TfjsUpdate } from "../../sdk/roles/tfjs-update";
+import { TfjsUpdate } from "../../sdk/compute/tfjs-update";
 import { ShardState } from "../../sdk/roles/data/shard-state";
 import { readRanges } from "../../sdk/driver/checkpoint/parts";
 import { readCheckpointAt, writeCheckpoint } from "../../sdk/driver/checkpoint/store";

@@ -3,7 +3,7 @@ import { test } from "node:test";
 import fc from "fast-check";
 import { DECODE, FORMAT_CODE, jsHalfCodec, roundTo, type HalfCodec } from "../../sdk/protocol/wire-formats";
 import { loadAddon } from "../../sdk/backends/native/addon";
-import { ErrorFeedback } from "../../sdk/roles/error-feedback";
+import { ErrorFeedback } from "../../sdk/compute/error-feedback";
 import { bestHalfCodec } from "../../sdk/collectives/half-codec";
 
 /**

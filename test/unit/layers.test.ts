@@ -22,7 +22,8 @@ export const LAYERS: ReadonlyArray<{ folder: string; side: Side }> = [
   { folder: "viz", side: "driver" }, // figures and diagrams
   { folder: "metrics", side: "driver" }, // records and measures
   { folder: "worker", side: "worker" }, // the worker process: entry points, host, communication thread
-  { folder: "roles", side: "worker" }, // what a worker does for each strategy
+  { folder: "roles", side: "worker" }, // what a worker does for each strategy, and the table of roles
+  { folder: "compute", side: "worker" }, // what every role computes with: the slice's gradient, update rules, model state, step health
   { folder: "collectives", side: "worker" }, // ring all-reduce, pipeline links
   { folder: "backends", side: "shared" }, // TF.js backends and native kernels (the driver's own TF.js uses them too)
   { folder: "plan", side: "shared" }, // plans as data; memory and cost models (workers check what they hold)

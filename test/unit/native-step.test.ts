@@ -7,7 +7,7 @@ import { NATIVE_BACKEND } from "../../sdk/backends/native/backend";
 import type { LossName } from "../../sdk/protocol/loss-names";
 import { DataError } from "../../sdk/errors/errors";
 import type { Tensorlike } from "../../sdk/protocol/tensor";
-import { loadReplica, sliceGradient, type LoadedReplica } from "../../sdk/roles/slice-gradient";
+import { loadReplica, sliceGradient, type LoadedReplica } from "../../sdk/compute/slice-gradient";
 import { nativeAvailable, randomArray } from "../helpers/backends";
 
 /**

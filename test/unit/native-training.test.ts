@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { NATIVE_BACKEND } from "../../sdk/backends/native/backend";
-import type { NativeOptimizerSpec } from "../../sdk/roles/native-update";
+import type { NativeOptimizerSpec } from "../../sdk/compute/native-update";
 import type { OptimizerSpec } from "../../sdk/protocol/optimizer-spec";
 import type { LossName } from "../../sdk/protocol/loss-names";
 import type { Tensorlike } from "../../sdk/protocol/tensor";
@@ -132,7 +132,7 @@ for (const c of CASES) {
 
 test("the in-place update copies a variable whose memory another tensor shares", async () => {
   tf.setBackend(NATIVE_BACKEND);
-  const { NativeUpdate } = await import("../../sdk/roles/native-update");
+  const { NativeUpdate } = await import("../../sdk/compute/native-update");
   const v = tf.variable(tf.tensor1d([1, 2, 3]));
   const alias = v.clone();
   const rule = new NativeUpdate(tf.backend() as never, [v], { name: "sgd", learningRate: 1 });
@@ -152,8 +152,8 @@ describe("in-place optimizers against tf.train on random gradients", () => {
   ];
   for (const spec of specs) {
     test(`${JSON.stringify(spec)}`, async () => {
-      const { NativeUpdate } = await import("../../sdk/roles/native-update");
-      const { TfjsUpdate } = await import("../../sdk/roles/tfjs-update");
+      const { NativeUpdate } = await import("../../sdk/compute/native-update");
+      const { TfjsUpdate } = await import("../../sdk/compute/tfjs-update");
       const init = randomArray(300, 11);
       const grads = Array.from({ length: 8 }, (_, k) => {
         // Gradients away from zero: centered RMSProp takes the root of a difference (as TF.js does).

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { SyncNorm } from "../../sdk/roles/data/sync-batchnorm";
-import { checkedSliceGradient, loadReplica } from "../../sdk/roles/slice-gradient";
+import { checkedSliceGradient, loadReplica } from "../../sdk/compute/slice-gradient";
 import type { Tensorlike } from "../../sdk/protocol/tensor";
 
 tf.enableProdMode();

@@ -1,8 +1,8 @@
 import type { AllReduceStats } from "../../collectives/ring-allreduce";
 import type { OverlapRing } from "../role";
 import type { CommHook } from "./hooks/comm-hook";
-import type { SliceOutcome } from "../slice-gradient";
-import { nonFiniteVariable, type NonFinite } from "../step-health";
+import type { SliceOutcome } from "../../compute/slice-gradient";
+import { nonFiniteVariable, type NonFinite } from "../../compute/step-health";
 import { hasNonFinite } from "../../backends/native/finite";
 
 /** DDP's sizes: a small first bucket, so communication starts early, then 25 MB ones. */

@@ -2,9 +2,9 @@ import * as tf from "@tensorflow/tfjs";
 import { ProtocolError } from "../../errors/errors";
 import { rowsOf } from "../../protocol/tensor";
 import { tensorOf } from "../../model/model-io";
-import type { LoadedReplica } from "../slice-gradient";
-import { labelTensor } from "../step-health";
-import { feedList, feedRows, reportedNames, type Feed } from "../objective";
+import type { LoadedReplica } from "../../compute/slice-gradient";
+import { labelTensor } from "../../compute/step-health";
+import { feedList, feedRows, reportedNames, type Feed } from "../../compute/objective";
 import { addBatchSums, evaluateShard } from "./evaluate-shard";
 import type { LayerShards } from "./layer-shards";
 

@@ -1,10 +1,10 @@
 import * as tf from "@tensorflow/tfjs";
 import { rowsOf } from "../../protocol/tensor";
 import { tensorOf } from "../../model/model-io";
-import type { LoadedReplica } from "../slice-gradient";
-import { labelTensor } from "../step-health";
-import { readConcat } from "../device-io";
-import { feedList, feedRows, objectiveLoss, outputList, reported, reportedNames, type Feed, type Objective } from "../objective";
+import type { LoadedReplica } from "../../compute/slice-gradient";
+import { labelTensor } from "../../compute/step-health";
+import { readConcat } from "../../compute/device-io";
+import { feedList, feedRows, objectiveLoss, outputList, reported, reportedNames, type Feed, type Objective } from "../../compute/objective";
 
 /**
  * Adds one validation batch to `sums` ([loss | reported...], each the batch's mean times its

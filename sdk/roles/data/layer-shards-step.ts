@@ -2,13 +2,13 @@ import type * as tf from "@tensorflow/tfjs";
 import { wallClock } from "../../util/clock";
 import type { Tensorlike } from "../../protocol/tensor";
 import { replicaSlices } from "../../plan/batches";
-import { feedRows, feedRowsOf, type Feed } from "../objective";
+import { feedRows, feedRowsOf, type Feed } from "../../compute/objective";
 import type { StepOutcome } from "../../backends/native/step/native-step";
 import type { HostIO, RoleReply } from "../role";
 import type { MessageOf } from "../../protocol/messages";
 import { ProtocolError } from "../../errors/errors";
-import { nativeMetrics, type LoadedReplica } from "../slice-gradient";
-import { inputNonFinite, survivedStepError, type NonFinite } from "../step-health";
+import { nativeMetrics, type LoadedReplica } from "../../compute/slice-gradient";
+import { inputNonFinite, survivedStepError, type NonFinite } from "../../compute/step-health";
 import type { StepResult } from "./step-result";
 import type { LayerShards } from "./layer-shards";
 

@@ -1,12 +1,12 @@
 import type { OptimizerSpec } from "../../protocol/optimizer-spec";
-import { makeUpdateRule } from "../update-rule";
-import type { OptimizerState, UpdateRule } from "../tfjs-update";
-import { assignFlat, readConcat } from "../device-io";
-import { addInPlace, scaleInPlace, type LoadedReplica } from "../slice-gradient";
+import { makeUpdateRule } from "../../compute/update-rule";
+import type { OptimizerState, UpdateRule } from "../../compute/tfjs-update";
+import { assignFlat, readConcat } from "../../compute/device-io";
+import { addInPlace, scaleInPlace, type LoadedReplica } from "../../compute/slice-gradient";
 import type { AllReduceStats } from "../../collectives/ring-allreduce";
 import { hasNonFinite } from "../../backends/native/finite";
 import { StateError } from "../../errors/errors";
-import { nonFiniteVariable, type NonFinite } from "../step-health";
+import { nonFiniteVariable, type NonFinite } from "../../compute/step-health";
 import { SyncMarks, splitOuter, withOuter } from "./sync-marks";
 
 /** How a replica sums a buffer with every other's and what it makes of the sum (see DataReplica). */

@@ -2,10 +2,10 @@ import * as tf from "@tensorflow/tfjs";
 import { StateError } from "../../errors/errors";
 import type { OptimizerSpec } from "../../protocol/optimizer-spec";
 import { NATIVE_BACKEND, type NativeBackend } from "../../backends/native/backend";
-import { assignFlat, readConcat, readTensor } from "../device-io";
-import type { UpdateRule } from "../tfjs-update";
-import { NativeUpdate, ownValues, type NativeOptimizerSpec } from "../native-update";
-import { hasNativeKernel, makeUpdateRule } from "../update-rule";
+import { assignFlat, readConcat, readTensor } from "../../compute/device-io";
+import type { UpdateRule } from "../../compute/tfjs-update";
+import { NativeUpdate, ownValues, type NativeOptimizerSpec } from "../../compute/native-update";
+import { hasNativeKernel, makeUpdateRule } from "../../compute/update-rule";
 import { ShardState } from "./shard-state";
 
 /** The part [from, to) of variable v's values that falls in a shard of the flat parameters. */

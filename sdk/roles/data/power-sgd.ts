@@ -2,7 +2,7 @@ import * as tf from "@tensorflow/tfjs";
 import { rng, mixSeed } from "../../data/random";
 import type { AllReduceStats } from "../../collectives/ring-allreduce";
 import { loadAddon } from "../../backends/native/addon";
-import { addInPlace } from "../slice-gradient";
+import { addInPlace } from "../../compute/slice-gradient";
 
 /** The data ring's all-reduce of float32 values, as a replica's step has it. */
 type Sum = (data: Float32Array) => Promise<{ data: Float32Array; stats: AllReduceStats }>;

@@ -1,6 +1,6 @@
 import type { LoadOf } from "../../protocol/messages";
-import { feedRows, type Feed } from "../objective";
-import { checkedSliceGradient, type LoadedReplica, type SliceExtras, type SliceOutcome } from "../slice-gradient";
+import { feedRows, type Feed } from "../../compute/objective";
+import { checkedSliceGradient, type LoadedReplica, type SliceExtras, type SliceOutcome } from "../../compute/slice-gradient";
 import { accumulatedSlice } from "./accumulate-slices";
 import type { GradientBuckets } from "./buckets";
 import type { AllReduceFn } from "./step-result";

@@ -4,9 +4,9 @@ import type { Tensorlike } from "../../protocol/tensor";
 import type { FlatRanges } from "../../model/flat-state";
 import { choicesOfLoad, refusedPair } from "../../protocol/data-option-pairs";
 import type { HostIO, RoleEnv, RoleReply, StepReport, WorkerRole } from "../role";
-import { loadReplica, replicaStepReport, type LoadedReplica } from "../slice-gradient";
-import { splitFeed, type Feed } from "../objective";
-import type { OptimizerState } from "../tfjs-update";
+import { loadReplica, replicaStepReport, type LoadedReplica } from "../../compute/slice-gradient";
+import { splitFeed, type Feed } from "../../compute/objective";
+import type { OptimizerState } from "../../compute/tfjs-update";
 import { commHookOf } from "./hooks/hook-table";
 import { OwnCopy } from "./own-copy";
 import { ReplicaSlice } from "./replica-slice";
@@ -26,7 +26,7 @@ export class DataReplica implements WorkerRole {
     private readonly r: LoadedReplica,
     private readonly sum: GradientSum,
     /** The worker's own copy of the data (feed "workers"), and the order of the epoch it is in. */
-    private shard: OwnCopy | null,
+    private ownData: OwnCopy | null,
   ) {}
 
   static async load(msg: LoadOf<"replica">, weights: Tensorlike[] | "initial", env: Partial<RoleEnv> = {}): Promise<DataReplica> {
@@ -46,7 +46,7 @@ export class DataReplica implements WorkerRole {
 
   get loaded(): WorkerRole["loaded"] {
     const awaiting = this.sum.awaiting();
-    const data = this.shard ? { datasetSize: this.shard.dataset.size, dataBytes: this.shard.dataset.bytes } : {};
+    const data = this.ownData ? { datasetSize: this.ownData.dataset.size, dataBytes: this.ownData.dataset.bytes } : {};
     return { paramCount: this.r.model.countParams(), gradientLength: this.r.gradientLength, replicaStep: replicaStepReport(this.r), ...data, ...(awaiting ? { shardRanges: awaiting } : {}) };
   }
 
@@ -81,8 +81,8 @@ export class DataReplica implements WorkerRole {
 
   /** This replica's slice of a step, read from the worker's own copy of the dataset. */
   private readSlice(epoch: number, start: number, end: number): { x: Feed; y: Feed } {
-    if (!this.shard) throw new StateError("a step named a range of the dataset, but no dataset was loaded on this worker");
-    return this.shard.slice(epoch, start, end);
+    if (!this.ownData) throw new StateError("a step named a range of the dataset, but no dataset was loaded on this worker");
+    return this.ownData.slice(epoch, start, end);
   }
 
   async weights(): Promise<{ tensors: Tensorlike[] }> {
@@ -102,7 +102,7 @@ export class DataReplica implements WorkerRole {
   }
 
   dispose(): void {
-    this.shard = null;
+    this.ownData = null;
     this.r.model.dispose();
     this.sum.dispose();
     this.r.compileOptimizer.dispose();

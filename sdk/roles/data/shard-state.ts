@@ -1,6 +1,6 @@
 import { CheckpointError, StateError } from "../../errors/errors";
 import { flatten, listFlat, readFlat, unflatten, type FlatRanges, type Pieces } from "../../model/flat-state";
-import type { OptimizerState, UpdateRule } from "../tfjs-update";
+import type { OptimizerState, UpdateRule } from "../../compute/tfjs-update";
 
 /**
  * A sharded replica's optimizer state as sharded checkpoints carry it: its slots laid flat over

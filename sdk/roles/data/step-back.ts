@@ -1,7 +1,7 @@
 import { StateError } from "../../errors/errors";
-import type { LoadedReplica } from "../slice-gradient";
-import type { OptimizerState, UpdateRule } from "../tfjs-update";
-import { assignFlat, readConcat } from "../device-io";
+import type { LoadedReplica } from "../../compute/slice-gradient";
+import type { OptimizerState, UpdateRule } from "../../compute/tfjs-update";
+import { assignFlat, readConcat } from "../../compute/device-io";
 
 /**
  * What an elastic replica of synchronous data parallelism needs to step back one update: a

@@ -1,7 +1,7 @@
 import type { AllReduceStats } from "../../collectives/ring-allreduce";
 import type { WireFormat } from "../../protocol/wire-formats";
 import type { StepTimes } from "../role";
-import type { NonFinite } from "../step-health";
+import type { NonFinite } from "../../compute/step-health";
 import type { SlowStep } from "../../protocol/slow-step";
 
 /** How a data-parallel replica sums its step's buffer with the others'. */

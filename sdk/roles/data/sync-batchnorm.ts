@@ -1,11 +1,11 @@
 import * as tf from "@tensorflow/tfjs";
 import { ModelError } from "../../errors/errors";
-import { labelTensor, inputNonFinite, nonFiniteIn } from "../step-health";
+import { labelTensor, inputNonFinite, nonFiniteIn } from "../../compute/step-health";
 import { tensorOf } from "../../model/model-io";
 import { seedDropout } from "../pipeline/stage-model";
-import { readConcat } from "../device-io";
-import { feedList, feedRows, objectiveLoss, outputList, reported, reportedNames, type Feed } from "../objective";
-import type { LoadedReplica, SliceOutcome } from "../slice-gradient";
+import { readConcat } from "../../compute/device-io";
+import { feedList, feedRows, objectiveLoss, outputList, reported, reportedNames, type Feed } from "../../compute/objective";
+import type { LoadedReplica, SliceOutcome } from "../../compute/slice-gradient";
 
 /** The data ring's all-reduce, as a replica's step has it (float32; its stats unused here). */
 type SumUp = (data: Float32Array) => Promise<{ data: Float32Array }>;

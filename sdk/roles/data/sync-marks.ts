@@ -1,5 +1,5 @@
 import { StateError } from "../../errors/errors";
-import type { OptimizerState, UpdateRule } from "../tfjs-update";
+import type { OptimizerState, UpdateRule } from "../../compute/tfjs-update";
 
 /** A replica of an elastic local-SGD fit as it stood right after a sync. */
 export interface SyncMark {

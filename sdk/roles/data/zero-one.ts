@@ -5,7 +5,7 @@ import type { OptimizerSpec } from "../../protocol/optimizer-spec";
 import type { WireFormat } from "../../protocol/wire-formats";
 import { hasNonFinite } from "../../backends/native/finite";
 import type { HostIO } from "../role";
-import type { NonFinite } from "../step-health";
+import type { NonFinite } from "../../compute/step-health";
 import { OptimizerShard, updatesInPlace, writeWeights } from "./optimizer-shard";
 import type { ShardState } from "./shard-state";
 import { bindViews, type Placed } from "./bound-weights";

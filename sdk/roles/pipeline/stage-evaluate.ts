@@ -3,9 +3,9 @@ import { ProtocolError } from "../../errors/errors";
 import type { MessageOf } from "../../protocol/messages";
 import { rowsOf, type Tensorlike } from "../../protocol/tensor";
 import { tensorOf } from "../../model/model-io";
-import { labelTensor } from "../step-health";
-import { readConcat } from "../device-io";
-import { outputList, reportedNames, type Objective } from "../objective";
+import { labelTensor } from "../../compute/step-health";
+import { readConcat } from "../../compute/device-io";
+import { outputList, reportedNames, type Objective } from "../../compute/objective";
 import { addBatchSums } from "../data/evaluate-shard";
 import type { StageIO } from "./stage-run";
 

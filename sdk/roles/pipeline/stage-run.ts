@@ -4,7 +4,7 @@ import { NativeBackend } from "../../backends/native/backend";
 import type { MessageOf } from "../../protocol/messages";
 import type { Tensorlike } from "../../protocol/tensor";
 import type { HostIO } from "../role";
-import { readConcat, readTensor } from "../device-io";
+import { readConcat, readTensor } from "../../compute/device-io";
 
 /** How a stage reaches its neighbours and its replicas (the worker's host provides these). */
 export type StageIO = Pick<HostIO, "receive" | "send" | "allReduce">;

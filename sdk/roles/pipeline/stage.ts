@@ -9,16 +9,16 @@ import { buildModel, readWeights, tensorOf, type WeightOrder } from "../../model
 import type { HostIO, RoleEnv, RoleReply, StepTimes, WorkerRole } from "../role";
 import type { Message } from "../../protocol/messages";
 import { evaluateStage } from "./stage-evaluate";
-import { makeUpdateRule } from "../update-rule";
-import type { OptimizerState, UpdateRule } from "../tfjs-update";
+import { makeUpdateRule } from "../../compute/update-rule";
+import type { OptimizerState, UpdateRule } from "../../compute/tfjs-update";
 import { seedDropout, stageTopology, stageWeightOrder } from "./stage-model";
-import { inputNonFinite, labelTensor, nonFiniteIn, survivedStepError, type NonFinite } from "../step-health";
-import { ModelState } from "../model-state";
-import { onDevice, transfers } from "../device-io";
+import { inputNonFinite, labelTensor, nonFiniteIn, survivedStepError, type NonFinite } from "../../compute/step-health";
+import { ModelState } from "../../compute/model-state";
+import { onDevice, transfers } from "../../compute/device-io";
 import { agreeAcrossStages } from "./stage-agreement";
 import { copyOut, deviceSink, hostSink, type ActionTimings, type StageIO, type StageRun } from "./stage-run";
 import { createOptimizer } from "../../model/optimizers";
-import { objectiveLoss, outputList, reported, reportedNames, stageObjective, type Objective } from "../objective";
+import { objectiveLoss, outputList, reported, reportedNames, stageObjective, type Objective } from "../../compute/objective";
 import { checkStageMemory } from "./stage-memory";
 
 

@@ -1,6 +1,6 @@
 import type { LoadOf } from "../../protocol/messages";
 import { ProtocolError, StateError } from "../../errors/errors";
-import type { OptimizerState } from "../tfjs-update";
+import type { OptimizerState } from "../../compute/tfjs-update";
 import type { MessageOf } from "../../protocol/messages";
 import type { Tensorlike } from "../../protocol/tensor";
 import { wallClock } from "../../util/clock";
@@ -9,13 +9,13 @@ import type { HostIO, RoleEnv, RoleReply, WorkerRole } from "../role";
 import type { Message } from "../../protocol/messages";
 import { evaluateShard } from "../data/evaluate-shard";
 import { accumulatedSlice } from "../data/accumulate-slices";
-import { checkedSliceGradient, loadReplica, replicaStepReport, slowDown, slowReport, type LoadedReplica } from "../slice-gradient";
+import { checkedSliceGradient, loadReplica, replicaStepReport, slowDown, slowReport, type LoadedReplica } from "../../compute/slice-gradient";
 import type { StepResult } from "../data/step-result";
-import { nonFiniteVariable, survivedStepError, type NonFinite } from "../step-health";
-import { ErrorFeedback } from "../error-feedback";
-import { assignFlat, onDevice, transfers } from "../device-io";
+import { nonFiniteVariable, survivedStepError, type NonFinite } from "../../compute/step-health";
+import { ErrorFeedback } from "../../compute/error-feedback";
+import { assignFlat, onDevice, transfers } from "../../compute/device-io";
 import type { WireFormat } from "../../protocol/wire-formats";
-import { feedRows, splitFeed } from "../objective";
+import { feedRows, splitFeed } from "../../compute/objective";
 import { hasNonFinite } from "../../backends/native/finite";
 
 export interface PsStepResult extends StepResult {

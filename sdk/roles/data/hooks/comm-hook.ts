@@ -1,5 +1,5 @@
 import type { WireFormat } from "../../../protocol/wire-formats";
-import type { NonFinite } from "../../step-health";
+import type { NonFinite } from "../../../compute/step-health";
 import type { AllReduceFn } from "../step-result";
 
 /** The variables' names and sizes, to say which one a non-finite value lies in. */

@@ -1,7 +1,7 @@
 import type { Compression } from "../../../protocol/wire-formats";
 import { hasNonFinite } from "../../../backends/native/finite";
-import { ErrorFeedback } from "../../error-feedback";
-import { nonFiniteVariable } from "../../step-health";
+import { ErrorFeedback } from "../../../compute/error-feedback";
+import { nonFiniteVariable } from "../../../compute/step-health";
 import type { CommHook } from "./comm-hook";
 
 /**

@@ -1,6 +1,6 @@
 import type { HostIO } from "../../role";
-import type { SliceOutcome } from "../../slice-gradient";
-import { makeUpdateRule } from "../../update-rule";
+import type { SliceOutcome } from "../../../compute/slice-gradient";
+import { makeUpdateRule } from "../../../compute/update-rule";
 import { finishBuckets, GradientBuckets } from "../buckets";
 import type { ReplicaParts } from "./gradient-sum";
 import { SummedStep, type Summed } from "./summed-step";

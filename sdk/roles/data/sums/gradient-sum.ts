@@ -1,10 +1,10 @@
 import type { FlatRanges } from "../../../model/flat-state";
 import type { LoadOf, MessageOf } from "../../../protocol/messages";
 import type { Tensorlike } from "../../../protocol/tensor";
-import type { Feed } from "../../objective";
+import type { Feed } from "../../../compute/objective";
 import type { HostIO, RoleReply } from "../../role";
-import type { LoadedReplica } from "../../slice-gradient";
-import type { OptimizerState } from "../../tfjs-update";
+import type { LoadedReplica } from "../../../compute/slice-gradient";
+import type { OptimizerState } from "../../../compute/tfjs-update";
 import type { CommHook } from "../hooks/comm-hook";
 import type { ReplicaSlice } from "../replica-slice";
 import type { StepBuffer } from "../step-buffer";

@@ -1,7 +1,7 @@
 import type { FlatRanges } from "../../../model/flat-state";
 import type { HostIO } from "../../role";
-import type { OptimizerState } from "../../tfjs-update";
-import { makeUpdateRule } from "../../update-rule";
+import type { OptimizerState } from "../../../compute/tfjs-update";
+import { makeUpdateRule } from "../../../compute/update-rule";
 import type { ShardState } from "../shard-state";
 import { ZeroOne } from "../zero-one";
 import type { ReplicaParts } from "./gradient-sum";
