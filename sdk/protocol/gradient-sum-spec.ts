@@ -4,7 +4,11 @@ import { OptimizerSpecSchema } from "./optimizer-spec";
 /** How many replicas share a sharded state, for a worker's memory check at load. */
 const over = z.number().int().positive().max(4096);
 /** ZeRO-2 and -3: the layers grouped into buckets of up to this many bytes, each bucket's collectives one (0: a layer each). */
-const bucketBytes = z.number().int().nonnegative().max(2 ** 50);
+const bucketBytes = z
+  .number()
+  .int()
+  .nonnegative()
+  .max(2 ** 50);
 
 /**
  * How a data-parallel replica's gradients become every replica's update (absent: one

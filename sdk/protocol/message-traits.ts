@@ -21,8 +21,21 @@ export const CARRIES_TENSORS: ReadonlySet<MessageType> = new Set(
  * ("compute"; "join" is read by both). Any other type from a driver is refused.
  */
 export const WORKER_SERVES: Readonly<Partial<Record<MessageType, "comm" | "compute">>> = {
-  configure: "comm", shutdown: "comm", join: "compute",
-  load: "compute", step: "compute", applied: "compute", fetchState: "compute", setState: "compute", setShard: "compute",
-  rewind: "compute", fetchWeights: "compute", digest: "compute", probe: "compute", ringProbe: "compute",
-  profile: "compute", evaluate: "compute", release: "compute",
+  configure: "comm",
+  shutdown: "comm",
+  join: "compute",
+  load: "compute",
+  step: "compute",
+  applied: "compute",
+  fetchState: "compute",
+  setState: "compute",
+  setShard: "compute",
+  rewind: "compute",
+  fetchWeights: "compute",
+  digest: "compute",
+  probe: "compute",
+  ringProbe: "compute",
+  profile: "compute",
+  evaluate: "compute",
+  release: "compute",
 };

@@ -9,7 +9,14 @@ import { test } from "node:test";
  * page that moved.
  */
 const ROOT = path.join(__dirname, "..", "..", "..");
-const PAGES = ["README.md", "ARCHITECTURE.md", ...fs.readdirSync(path.join(ROOT, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)];
+const PAGES = [
+  "README.md",
+  "ARCHITECTURE.md",
+  ...fs
+    .readdirSync(path.join(ROOT, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => `docs/${f}`),
+];
 
 /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens. */
 export function slug(heading: string): string {
@@ -48,7 +55,8 @@ test("every relative link in the guides reaches a file, and every anchor a headi
       const [file, anchor] = target.split("#") as [string, string | undefined];
       const abs = file === "" ? path.join(ROOT, page) : path.join(ROOT, path.dirname(page), file);
       if (!fs.existsSync(abs)) broken.push(`${page}:${line}: ${target} (no such file)`);
-      else if (anchor && abs.endsWith(".md") && !anchors(abs).has(anchor)) broken.push(`${page}:${line}: ${target} (no such heading)`);
+      else if (anchor && abs.endsWith(".md") && !anchors(abs).has(anchor))
+        broken.push(`${page}:${line}: ${target} (no such heading)`);
     }
   }
   assert.ok(checked > 50, `found ${checked} links`);

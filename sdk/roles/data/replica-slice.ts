@@ -1,13 +1,26 @@
 import type { LoadOf } from "../../protocol/messages";
 import { feedRows, type Feed } from "../../compute/objective";
-import { checkedSliceGradient, type LoadedReplica, type SliceExtras, type SliceOutcome } from "../../compute/slice-gradient";
+import {
+  checkedSliceGradient,
+  type LoadedReplica,
+  type SliceExtras,
+  type SliceOutcome,
+} from "../../compute/slice-gradient";
 import { accumulatedSlice } from "./accumulate-slices";
 import type { GradientBuckets } from "./buckets";
 import type { AllReduceFn } from "./step-result";
 import { SyncNorm } from "./sync-batchnorm";
 
 /** How a replica computes its slice's gradient: in one pass, in accumulated chunks, or with sync batch norm's rounds. */
-type Compute = (x: Feed, y: Feed, weight: number, grads: Float32Array, extra: SliceExtras, allReduce: AllReduceFn, step: number) => Promise<SliceOutcome>;
+type Compute = (
+  x: Feed,
+  y: Feed,
+  weight: number,
+  grads: Float32Array,
+  extra: SliceExtras,
+  allReduce: AllReduceFn,
+  step: number,
+) => Promise<SliceOutcome>;
 
 /**
  * A replica's part of a step's buffer [gradient | change of state | flag]: its weighted gradient
@@ -26,8 +39,10 @@ export class ReplicaSlice {
     this.kind = load.batchNorm === "sync" ? "rounds" : k > 1 ? "chunks" : "pass";
     if (this.kind === "rounds") {
       const sync = new SyncNorm(r.model);
-      this.compute = (x, y, weight, grads, extra, allReduce, step) => sync.slice(r, x, y, weight, grads, extra.stateNow, allReduce, step);
-    } else if (this.kind === "chunks") this.compute = (x, y, weight, grads, extra) => accumulatedSlice(r, k, x, y, weight, grads, extra);
+      this.compute = (x, y, weight, grads, extra, allReduce, step) =>
+        sync.slice(r, x, y, weight, grads, extra.stateNow, allReduce, step);
+    } else if (this.kind === "chunks")
+      this.compute = (x, y, weight, grads, extra) => accumulatedSlice(r, k, x, y, weight, grads, extra);
     else this.compute = (x, y, weight, grads, extra) => checkedSliceGradient(r, x, y, weight, grads, extra);
   }
 
@@ -37,13 +52,23 @@ export class ReplicaSlice {
   }
 
   /** Fills `flat`: the weighted gradient and change of state, or the flag. */
-  async fill(weight: number, x: Feed, y: Feed, flat: Float32Array, stateBefore: Float32Array, buckets: GradientBuckets | null, allReduce: AllReduceFn, step: number): Promise<SliceOutcome> {
+  async fill(
+    weight: number,
+    x: Feed,
+    y: Feed,
+    flat: Float32Array,
+    stateBefore: Float32Array,
+    buckets: GradientBuckets | null,
+    allReduce: AllReduceFn,
+    step: number,
+  ): Promise<SliceOutcome> {
     const n = this.r.gradientLength;
     const stateNow = new Float32Array(this.r.state.length);
     const extra = { ...(buckets ? { ready: buckets.ready } : {}), ...(stateNow.length > 0 ? { stateNow } : {}) };
     const out = await this.compute(x, y, weight, flat.subarray(0, n), extra, allReduce, step);
     if (out.nonFinite || out.failure !== undefined) flat[flat.length - 1] = 1;
-    else if (feedRows(x) > 0) this.r.state.writeChange(stateBefore, weight, flat.subarray(n, flat.length - 1), stateNow);
+    else if (feedRows(x) > 0)
+      this.r.state.writeChange(stateBefore, weight, flat.subarray(n, flat.length - 1), stateNow);
     return out;
   }
 }

@@ -29,13 +29,24 @@ export class DataReplica implements WorkerRole {
     private ownData: OwnCopy | null,
   ) {}
 
-  static async load(msg: LoadOf<"replica">, weights: Tensorlike[] | "initial", env: Partial<RoleEnv> = {}): Promise<DataReplica> {
+  static async load(
+    msg: LoadOf<"replica">,
+    weights: Tensorlike[] | "initial",
+    env: Partial<RoleEnv> = {},
+  ): Promise<DataReplica> {
     // The driver refuses these pairs before it sends a load: one that arrives was not sent by a driver of this version.
     const refused = refusedPair(choicesOfLoad(msg));
     if (refused) throw new ProtocolError(`the load asks for what cannot work together: ${refused.message}`);
     const r = await loadReplica(msg, weights, env.memoryCapBytes ?? null);
     const io = env.io ?? noLinks;
-    const parts = { r, load: msg, hook: commHookOf(msg.hook, r), slice: new ReplicaSlice(r, msg), buffer: new StepBuffer(), io };
+    const parts = {
+      r,
+      load: msg,
+      hook: commHookOf(msg.hook, r),
+      slice: new ReplicaSlice(r, msg),
+      buffer: new StepBuffer(),
+      io,
+    };
     return new DataReplica(r, await gradientSumOf(parts), msg.data ? OwnCopy.of(msg.data) : null);
   }
 
@@ -47,21 +58,39 @@ export class DataReplica implements WorkerRole {
   get loaded(): WorkerRole["loaded"] {
     const awaiting = this.sum.awaiting();
     const data = this.ownData ? { datasetSize: this.ownData.dataset.size, dataBytes: this.ownData.dataset.bytes } : {};
-    return { paramCount: this.r.model.countParams(), gradientLength: this.r.gradientLength, replicaStep: replicaStepReport(this.r), ...data, ...(awaiting ? { shardRanges: awaiting } : {}) };
+    return {
+      paramCount: this.r.model.countParams(),
+      gradientLength: this.r.gradientLength,
+      replicaStep: replicaStepReport(this.r),
+      ...data,
+      ...(awaiting ? { shardRanges: awaiting } : {}),
+    };
   }
 
   /** A step of the driver's: its slice comes attached (in-graph) or is read from the worker's own copy (between-graph). */
   step(msg: MessageOf<"step">, attachments: Tensorlike[], io: HostIO): Promise<StepReport> {
-    const feed = msg.sync === "only" ? { x: [], y: [] } : msg.range ? this.readSlice(msg.epoch, msg.range.start, msg.range.end) : splitFeed(this.r.model, attachments);
-    if (!feed) throw new ProtocolError(`"step" ${msg.step} carries ${attachments.length} tensors, expected ${this.expected}`);
-    return this.sum.step({ weight: msg.weight, x: feed.x, y: feed.y, step: msg.step, learningRate: msg.learningRate, sync: msg.sync }, io);
+    const feed =
+      msg.sync === "only"
+        ? { x: [], y: [] }
+        : msg.range
+          ? this.readSlice(msg.epoch, msg.range.start, msg.range.end)
+          : splitFeed(this.r.model, attachments);
+    if (!feed)
+      throw new ProtocolError(`"step" ${msg.step} carries ${attachments.length} tensors, expected ${this.expected}`);
+    return this.sum.step(
+      { weight: msg.weight, x: feed.x, y: feed.y, step: msg.step, learningRate: msg.learningRate, sync: msg.sync },
+      io,
+    );
   }
 
   /** Validation, elastic training's rewind, and ZeRO-3's shard of the weights. */
   answer(msg: Message, attachments: Tensorlike[] = []): Promise<RoleReply> | undefined {
     if (msg.type === "evaluate") {
       const feed = splitFeed(this.r.model, attachments);
-      if (!feed) return Promise.reject(new ProtocolError(`"evaluate" carries ${attachments.length} tensors, expected ${this.expected}`));
+      if (!feed)
+        return Promise.reject(
+          new ProtocolError(`"evaluate" carries ${attachments.length} tensors, expected ${this.expected}`),
+        );
       return this.sum.evaluate(feed.x, feed.y, msg).then((s) => ({ draft: { type: "evaluated", re: msg.id, ...s } }));
     }
     if (msg.type === "setShard") return this.sum.setShard(msg, attachments);
@@ -81,7 +110,8 @@ export class DataReplica implements WorkerRole {
 
   /** This replica's slice of a step, read from the worker's own copy of the dataset. */
   private readSlice(epoch: number, start: number, end: number): { x: Feed; y: Feed } {
-    if (!this.ownData) throw new StateError("a step named a range of the dataset, but no dataset was loaded on this worker");
+    if (!this.ownData)
+      throw new StateError("a step named a range of the dataset, but no dataset was loaded on this worker");
     return this.ownData.slice(epoch, start, end);
   }
 
@@ -118,5 +148,14 @@ function linksOf(allReduce: AllReduceFn): HostIO {
   const none = (): never => {
     throw new StateError("a replica trained alone has only its all-reduce: ZeRO's collectives need the worker's ring");
   };
-  return { allReduce, reduceScatter: none, allGather: none, shardOf: none, overlap: () => null, receive: none, send: none, servers: { pull: none, push: none } };
+  return {
+    allReduce,
+    reduceScatter: none,
+    allGather: none,
+    shardOf: none,
+    overlap: () => null,
+    receive: none,
+    send: none,
+    servers: { pull: none, push: none },
+  };
 }

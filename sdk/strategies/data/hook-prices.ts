@@ -24,7 +24,9 @@ export interface HookPrice {
 }
 
 /** The hook strategy("data")'s compression option asks for (null: none). */
-export function hookOfOptions(compression: "fp16" | "bf16" | { name: "powersgd"; rank: number } | undefined): CommHookSpec | null {
+export function hookOfOptions(
+  compression: "fp16" | "bf16" | { name: "powersgd"; rank: number } | undefined,
+): CommHookSpec | null {
   if (compression === undefined) return null;
   return typeof compression === "string" ? { kind: compression } : { kind: "powersgd", rank: compression.rank };
 }
@@ -32,7 +34,16 @@ export function hookOfOptions(compression: "fp16" | "bf16" | { name: "powersgd";
 /** The price of `hook` (null: the gradient whole, in float32) for `model`. */
 export function hookPrice(hook: CommHookSpec | null, model: ModelSummary): HookPrice {
   const gradientBytes = model.trainableParamCount * 4;
-  if (!hook) return { wireBytes: gradientBytes, allReduces: 1, carriedBytes: 0, whole: null, wireName: null, line: null, work: () => null };
+  if (!hook)
+    return {
+      wireBytes: gradientBytes,
+      allReduces: 1,
+      carriedBytes: 0,
+      whole: null,
+      wireName: null,
+      line: null,
+      work: () => null,
+    };
   if (hook.kind === "powersgd") {
     const low = lowRankBytes(model, hook.rank);
     return {
@@ -58,13 +69,16 @@ export function hookPrice(hook: CommHookSpec | null, model: ModelSummary): HookP
 
 /** Bytes of PowerSGD's two all-reduces: r (n + m) per matrix (m its last dimension), vectors whole. */
 export function lowRankBytes(model: ModelSummary, rank: number): number {
-  return 4 * model.variables.reduce((a, v) => {
-    const size = v.shape.reduce((x, d) => x * d, 1);
-    if (v.shape.length < 2) return a + size;
-    const m = v.shape[v.shape.length - 1]!;
-    const r = Math.min(rank, size / m, m);
-    return a + r * (size / m + m);
-  }, 0);
+  return (
+    4 *
+    model.variables.reduce((a, v) => {
+      const size = v.shape.reduce((x, d) => x * d, 1);
+      if (v.shape.length < 2) return a + size;
+      const m = v.shape[v.shape.length - 1]!;
+      const r = Math.min(rank, size / m, m);
+      return a + r * (size / m + m);
+    }, 0)
+  );
 }
 
 /**
@@ -73,17 +87,22 @@ export function lowRankBytes(model: ModelSummary, rank: number): number {
  * scratch the size of the largest matrix.
  */
 function powerSgdCarriedBytes(model: ModelSummary, rank: number): number {
-  const matrices = model.variables.filter((v) => v.shape.length >= 2).map((v) => {
-    const size = v.shape.reduce((x, d) => x * d, 1);
-    const m = v.shape[v.shape.length - 1]!;
-    return { size, q: m * Math.min(rank, size / m, m) };
-  });
+  const matrices = model.variables
+    .filter((v) => v.shape.length >= 2)
+    .map((v) => {
+      const size = v.shape.reduce((x, d) => x * d, 1);
+      const m = v.shape[v.shape.length - 1]!;
+      return { size, q: m * Math.min(rank, size / m, m) };
+    });
   const values = matrices.reduce((a, x) => a + 2 * x.size + x.q, 0) + Math.max(0, ...matrices.map((x) => x.size));
   return 4 * values;
 }
 
 /** What 16-bit compression costs and keeps, said where a plan (data or parameter servers) is explained. */
 export function compressionLine(c: "fp16" | "bf16"): string {
-  const kept = c === "fp16" ? "11 significant bits, values up to 65504 (a step whose gradient or sum exceeds it is dropped)" : "8 significant bits, float32's range";
+  const kept =
+    c === "fp16"
+      ? "11 significant bits, values up to 65504 (a step whose gradient or sum exceeds it is dropped)"
+      : "8 significant bits, float32's range";
   return `compression ${c}: gradients travel as 16-bit floats (${kept}); each worker carries its rounding error to its next step (error feedback), and converting costs CPU time on both ends of every hop`;
 }

@@ -10,7 +10,9 @@ import type { DataChoices } from "../../protocol/data-option-pairs";
 export type ReplicaLoad = Omit<LoadOf<"replica">, "v" | "id" | "attachments">;
 
 /** The summing scheme a plan's replicas compose (undefined: one all-reduce, DDP's). */
-export function sumOf(plan: Pick<DataParallelPlan, "shard" | "sync" | "replicas" | "buckets">): GradientSumSpec | undefined {
+export function sumOf(
+  plan: Pick<DataParallelPlan, "shard" | "sync" | "replicas" | "buckets">,
+): GradientSumSpec | undefined {
   if (plan.sync) return { kind: "local", outer: plan.sync.outer };
   if (plan.shard === "optimizer") return { kind: "zero-1", over: plan.replicas };
   if (!plan.shard) return undefined;
@@ -20,11 +22,25 @@ export function sumOf(plan: Pick<DataParallelPlan, "shard" | "sync" | "replicas"
 
 /** A plan's choices as the pairs refused read them (a fit adds its checkpoint and accumulate). */
 export function choicesOfPlan(plan: DataParallelPlan): DataChoices {
-  return { compression: plan.hook?.kind ?? "none", shard: plan.shard ?? "none", syncEvery: plan.sync?.every ?? 0, batchNorm: plan.batchNorm, elastic: plan.elastic !== null, feed: plan.feed };
+  return {
+    compression: plan.hook?.kind ?? "none",
+    shard: plan.shard ?? "none",
+    syncEvery: plan.sync?.every ?? 0,
+    batchNorm: plan.batchNorm,
+    elastic: plan.elastic !== null,
+    feed: plan.feed,
+  };
 }
 
 /** What every replica of a fit is sent: the model, the objective and the plan's choices, each field once. */
-export function replicaLoadOf(model: tf.LayersModel, dataset: Dataset, o: ResolvedFitOptions, plan: DataParallelPlan, workers: number, stepTimeoutMs: number): (rank: number) => ReplicaLoad {
+export function replicaLoadOf(
+  model: tf.LayersModel,
+  dataset: Dataset,
+  o: ResolvedFitOptions,
+  plan: DataParallelPlan,
+  workers: number,
+  stepTimeoutMs: number,
+): (rank: number) => ReplicaLoad {
   const topology = model.toJSON(null, false) as unknown as Record<string, unknown>;
   const hook = plan.hook;
   const sum = sumOf(plan);
@@ -52,7 +68,10 @@ export function replicaLoadOf(model: tf.LayersModel, dataset: Dataset, o: Resolv
 }
 
 /** The slowdown to send worker `rank`, if it is slowed down on purpose. */
-export function slowdown(plan: { workers: ReadonlyArray<{ rank: number; slowdown: number }> }, rank: number): { slowdown?: number } {
+export function slowdown(
+  plan: { workers: ReadonlyArray<{ rank: number; slowdown: number }> },
+  rank: number,
+): { slowdown?: number } {
   const f = plan.workers.find((w) => w.rank === rank)?.slowdown ?? 1;
   return f > 1 ? { slowdown: f } : {};
 }

@@ -14,7 +14,14 @@ const HOOKS = new Map<string, CommHookFactory>([
   ["none", () => wholeHook()],
   ["fp16", (_s, r) => halfHook("fp16", r.gradientLength)],
   ["bf16", (_s, r) => halfHook("bf16", r.gradientLength)],
-  ["powersgd", (s, r) => powerSgdHook(r.vars.map((v) => v.shape), (s as Extract<CommHookSpec, { kind: "powersgd" }>).rank)],
+  [
+    "powersgd",
+    (s, r) =>
+      powerSgdHook(
+        r.vars.map((v) => v.shape),
+        (s as Extract<CommHookSpec, { kind: "powersgd" }>).rank,
+      ),
+  ],
 ]);
 
 /** A hook added at run time (a test's, or a worker module's), under a kind no built-in hook has. */
@@ -27,6 +34,9 @@ export function addCommHook(kind: string, make: CommHookFactory): void {
 export function commHookOf(spec: { readonly kind: string } | undefined, r: LoadedReplica): CommHook {
   const kind = spec?.kind ?? "none";
   const make = HOOKS.get(kind);
-  if (!make) throw new ProtocolError(`the load names comm hook "${kind}", which this worker does not know (it knows ${[...HOOKS.keys()].join(", ")}): update the worker to the driver's version`);
+  if (!make)
+    throw new ProtocolError(
+      `the load names comm hook "${kind}", which this worker does not know (it knows ${[...HOOKS.keys()].join(", ")}): update the worker to the driver's version`,
+    );
   return make(spec ?? { kind }, r);
 }

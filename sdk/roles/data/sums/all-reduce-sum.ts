@@ -25,9 +25,16 @@ export class AllReduceSum extends SummedStep {
     return ring ? new GradientBuckets(flat, this.p.r.gradientLength, ring, this.p.hook, this.p.r) : null;
   }
 
-  protected async sum(flat: Float32Array, slice: SliceOutcome, buckets: GradientBuckets | null, io: HostIO): Promise<Summed> {
+  protected async sum(
+    flat: Float32Array,
+    slice: SliceOutcome,
+    buckets: GradientBuckets | null,
+    io: HostIO,
+  ): Promise<Summed> {
     const n = this.p.r.gradientLength;
-    const summed = buckets ? { data: flat, stats: await finishBuckets(buckets, slice, flat) } : await this.p.hook.sum(flat, n, (d, w) => io.allReduce(d, w));
+    const summed = buckets
+      ? { data: flat, stats: await finishBuckets(buckets, slice, flat) }
+      : await this.p.hook.sum(flat, n, (d, w) => io.allReduce(d, w));
     return { ...summed, overflow: this.p.hook.overflowed(summed.data, n, this.p.r) };
   }
 

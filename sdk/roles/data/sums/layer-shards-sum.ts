@@ -41,7 +41,17 @@ export class LayerShardsSum implements GradientSum {
   }
 
   step(s: StepInput, io: HostIO): Promise<StepResult> {
-    return layerShardsStep(this.layers, this.p.r, s.weight, s.x, s.y, io, s.step, s.learningRate, this.p.load.accumulate ?? 1);
+    return layerShardsStep(
+      this.layers,
+      this.p.r,
+      s.weight,
+      s.x,
+      s.y,
+      io,
+      s.step,
+      s.learningRate,
+      this.p.load.accumulate ?? 1,
+    );
   }
 
   async rewind(msg: MessageOf<"rewind">): Promise<number> {

@@ -61,7 +61,15 @@ export class LocalRoundsSum implements GradientSum {
       if (change[change.length - 1] === 0) hook.round(change.subarray(0, n), 0);
       return hook.sum(change, n, allReduce);
     };
-    const synced = s.sync ? await this.local.sync({ sum, overflowed: (d) => hook.overflowed(d, n, r), kept: (kept) => hook.settled(kept), names: r.names, sizes: r.sizes }) : null;
+    const synced = s.sync
+      ? await this.local.sync({
+          sum,
+          overflowed: (d) => hook.overflowed(d, n, r),
+          kept: (kept) => hook.settled(kept),
+          names: r.names,
+          sizes: r.sizes,
+        })
+      : null;
     const t2 = performance.now();
     if (slice.failure !== undefined) throw survivedStepError(slice.failure, s.step);
     const nonFinite = slice.nonFinite ?? synced?.nonFinite;
@@ -116,7 +124,11 @@ export class LocalRoundsSum implements GradientSum {
   }
 
   setShard(): Promise<RoleReply> {
-    return Promise.reject(new StateError('"setShard" came to a replica that holds no layers\' shards (ZeRO-3); this one takes local rounds'));
+    return Promise.reject(
+      new StateError(
+        '"setShard" came to a replica that holds no layers\' shards (ZeRO-3); this one takes local rounds',
+      ),
+    );
   }
 
   dispose(): void {

@@ -26,9 +26,18 @@ const SUMS = new Map<string, SumKind>([
 export function gradientSumOf(p: ReplicaParts): Promise<GradientSum> {
   const kind = p.load.sum?.kind ?? "all-reduce";
   const sum = SUMS.get(kind);
-  if (!sum) return Promise.reject(new ProtocolError(`the load names summing scheme "${kind}", which this worker does not know (it knows ${[...SUMS.keys()].join(", ")}): update the worker to the driver's version`));
+  if (!sum)
+    return Promise.reject(
+      new ProtocolError(
+        `the load names summing scheme "${kind}", which this worker does not know (it knows ${[...SUMS.keys()].join(", ")}): update the worker to the driver's version`,
+      ),
+    );
   if (sum.parts && !p.hook.elementwise) {
-    return Promise.reject(new ProtocolError(`comm hook "${p.hook.kind}" sends the whole gradient at once, and ${kind} reduce-scatters it in parts: use the whole sum or a 16-bit hook`));
+    return Promise.reject(
+      new ProtocolError(
+        `comm hook "${p.hook.kind}" sends the whole gradient at once, and ${kind} reduce-scatters it in parts: use the whole sum or a 16-bit hook`,
+      ),
+    );
   }
   return Promise.resolve(sum.make(p));
 }

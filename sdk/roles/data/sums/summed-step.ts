@@ -49,7 +49,12 @@ export abstract class SummedStep implements GradientSum {
   /** Buckets that start summing while the backward pass runs, where the kind can (else null). */
   protected abstract buckets(flat: Float32Array, io: HostIO): GradientBuckets | null;
   /** The step's buffer summed with every replica's (it may move to the communication thread). */
-  protected abstract sum(flat: Float32Array, slice: SliceOutcome, buckets: GradientBuckets | null, io: HostIO): Promise<Summed>;
+  protected abstract sum(
+    flat: Float32Array,
+    slice: SliceOutcome,
+    buckets: GradientBuckets | null,
+    io: HostIO,
+  ): Promise<Summed>;
   /** The summed gradient through the optimizer; returns the ms of it that were communication. */
   protected abstract applySum(gradient: Float32Array, learningRate: number | undefined): Promise<number>;
   /** The buffer the next step fills: the sum's (or its all-gather's), ours again. */
@@ -65,7 +70,16 @@ export abstract class SummedStep implements GradientSum {
     transfers.reset();
     const stateBefore = await r.state.snapshot();
     const buckets = this.buckets(flat, io);
-    const slice = await this.p.slice.fill(s.weight, s.x, s.y, flat, stateBefore, buckets, (d, w) => io.allReduce(d, w), s.step);
+    const slice = await this.p.slice.fill(
+      s.weight,
+      s.x,
+      s.y,
+      flat,
+      stateBefore,
+      buckets,
+      (d, w) => io.allReduce(d, w),
+      s.step,
+    );
     if (!buckets && flat[flat.length - 1] === 0) hook.round(flat.subarray(0, n), 0);
     const slowdownMs = await slowDown(this.p.load.slowdown ?? 1, performance.now() - t0);
     const t1 = performance.now();
@@ -138,7 +152,11 @@ export abstract class SummedStep implements GradientSum {
   }
 
   setShard(): Promise<RoleReply> {
-    return Promise.reject(new StateError(`"setShard" came to a replica that holds no layers' shards (ZeRO-3); this one sums by ${this.kind}`));
+    return Promise.reject(
+      new StateError(
+        `"setShard" came to a replica that holds no layers' shards (ZeRO-3); this one sums by ${this.kind}`,
+      ),
+    );
   }
 
   dispose(): void {
