@@ -1,3 +1,5 @@
+import type { CommHookSpec } from "../protocol/comm-hook-spec";
+import type { GradientSumSpec } from "../protocol/gradient-sum-spec";
 import * as tf from "@tensorflow/tfjs";
 import type { Heads, LossName } from "../protocol/loss-names";
 import type { OptimizerSpec } from "../protocol/optimizer-spec";
@@ -32,14 +34,22 @@ const MIN_BUDGET_MS = 1000;
 export interface ProfileRequest {
   layers: boolean;
   budgetMs?: number;
-  /** A PowerSGD plan's rank: its own work is timed too. */
-  powerSgdRank?: number;
-  /** A local-SGD plan's outer optimizer: a sync's own work is timed too. */
-  localSyncOuter?: OptimizerSpec;
+  /** The plan's comm hook: its own work is timed too, where it has a probe (PowerSGD's). */
+  hook?: CommHookSpec;
+  /** The plan's summing scheme: its own work is timed too, where it has a probe (a local-SGD sync's). */
+  sum?: GradientSumSpec;
 }
 
 /** What a plan's options time on a worker beside its replica step (each option's own work). */
-export type ProfileProbes = Pick<ProfileRequest, "powerSgdRank" | "localSyncOuter">;
+export type ProfileProbes = Pick<ProfileRequest, "hook" | "sum">;
+
+/** What the profile was asked to probe, with the times the worker took (kept with the profile, so a fit asking the same finds it). */
+function probed(request: ProfileRequest, m: { hookMs?: number | undefined; sumMs?: number | undefined }): Pick<ModelProfile, "hook" | "sum"> {
+  return {
+    ...(request.hook ? { hook: { spec: request.hook, ...(m.hookMs !== undefined ? { ms: m.hookMs } : {}) } } : {}),
+    ...(request.sum ? { sum: { spec: request.sum, ...(m.sumMs !== undefined ? { ms: m.sumMs } : {}) } } : {}),
+  };
+}
 
 /** A profile's budget: a tenth of one epoch as `plan` predicts it, or a second, whichever is more. */
 export function profileBudgetMs(plan: { prediction?: { stepMs: number } | null }, datasetSize: number, batchSize: number): number {
@@ -96,15 +106,15 @@ export class ModelProfiles {
   async take(handles: readonly WorkerHandle[], model: tf.LayersModel, o: { batchSize: number; loss: LossName; heads?: Heads | undefined; optimizer: OptimizerSpec }, request: ProfileRequest = { layers: true }): Promise<ModelProfile> {
     const topology = topologyOf(model);
     const had = this.kept.get(key(topology, o.batchSize, true)) ?? (request.layers ? undefined : this.kept.get(key(topology, o.batchSize, false)));
-    const outer = request.localSyncOuter ? JSON.stringify(request.localSyncOuter) : undefined;
-    if (had && (request.powerSgdRank === undefined || had.powerSgd?.rank === request.powerSgdRank) && (outer === undefined || had.localSync?.outer === outer)) return had;
+    const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+    if (had && (request.hook === undefined || same(had.hook?.spec, request.hook)) && (request.sum === undefined || same(had.sum?.spec, request.sum))) return had;
     const slowest = [...handles].sort((a, b) => (a.info?.gflops ?? 0) - (b.info?.gflops ?? 0))[0];
     if (!slowest) throw new StateError("the cluster has no worker to time the model on");
     const batches = profileBatches(o.batchSize);
     const started = performance.now();
     const budget = request.budgetMs !== undefined ? { budgetMs: request.budgetMs } : {};
     const r = await slowest.channel.request(
-      { type: "profile", topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), batches, ...budget, ...(request.layers ? {} : { layers: false }), ...(request.powerSgdRank ? { powerSgdRank: request.powerSgdRank } : {}), ...(request.localSyncOuter ? { localSyncOuter: request.localSyncOuter } : {}) },
+      { type: "profile", topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), batches, ...budget, ...(request.layers ? {} : { layers: false }), ...(request.hook ? { hook: request.hook } : {}), ...(request.sum ? { sum: request.sum } : {}) },
       "profiled",
       { timeoutMs: PROFILE_TIMEOUT_MS, waitingFor: request.layers ? "the model's layer and step times" : "the model's step times" },
     );
@@ -113,7 +123,7 @@ export class ModelProfiles {
     // A step too big for the worker was not timed (its layers were): nor can it be timed beside the others.
     if (m.replicaStepMs.length === 0) process.stderr.write(`meshtrain: the plan predicts a replica's step from its layers' times: its whole step was ${m.replicaStep.why ?? "not timed"}\n`);
     const sharing = m.replicaStepMs.length === 0 ? undefined : await sharedSlowdown(handles, { type: "profile", topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), batches }, roundsWithin(left, m.replicaStepMs[0]!));
-    const profile: ModelProfile = Object.freeze({ batches: m.batches, layers: m.layers, replicaStepMs: m.replicaStepMs, replicaStep: m.replicaStep, timedOn: `rank ${slowest.rank} (${slowest.info?.backend ?? "?"})`, ...(sharing ? { sharing } : {}), ...(request.powerSgdRank && m.powerSgdMs !== undefined ? { powerSgd: { rank: request.powerSgdRank, ms: m.powerSgdMs } } : {}), ...(outer && m.localSyncMs !== undefined ? { localSync: { outer, ms: m.localSyncMs } } : {}) });
+    const profile: ModelProfile = Object.freeze({ batches: m.batches, layers: m.layers, replicaStepMs: m.replicaStepMs, replicaStep: m.replicaStep, timedOn: `rank ${slowest.rank} (${slowest.info?.backend ?? "?"})`, ...(sharing ? { sharing } : {}), ...probed(request, m) });
     this.kept.set(key(topology, o.batchSize, request.layers), profile);
     return profile;
   }

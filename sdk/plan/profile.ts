@@ -1,3 +1,5 @@
+import type { CommHookSpec } from "../protocol/comm-hook-spec";
+import type { GradientSumSpec } from "../protocol/gradient-sum-spec";
 import type { ReplicaStepChoice } from "../protocol/profile-messages";
 
 /**
@@ -20,10 +22,10 @@ export interface ModelProfile {
    * `slowdown` times the step timed alone. Absent where no machine has more than one worker.
    */
   readonly sharing?: { readonly workers: number; readonly slowdown: number };
-  /** PowerSGD's own work a step at `rank` (a plan with compression powersgd asked for it), ms. */
-  readonly powerSgd?: { readonly rank: number; readonly ms: number };
-  /** A local-SGD sync's own work with this outer optimizer (its spec as JSON; a plan with sync asked for it), ms a sync. */
-  readonly localSync?: { readonly outer: string; readonly ms: number };
+  /** The comm hook the profile was asked to time, and its own work a step in ms where it has a probe (PowerSGD's). */
+  readonly hook?: { readonly spec: CommHookSpec; readonly ms?: number };
+  /** The summing scheme the profile was asked to time, and its own work in ms where it has a probe (a local-SGD sync's, per sync). */
+  readonly sum?: { readonly spec: GradientSumSpec; readonly ms?: number };
 }
 
 /**

@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { CommHookSpecSchema } from "./comm-hook-spec";
+import { GradientSumSpecSchema } from "./gradient-sum-spec";
 import { HeadsSchema, LOSS_NAMES } from "./loss-names";
 import { OptimizerSpecSchema } from "./optimizer-spec";
 import { id, v } from "./fields";
@@ -34,10 +36,10 @@ export const ProfileSchema = z.strictObject({
   layers: z.boolean().optional(),
   /** After this long, each timing still to begin runs once, without warm-up or repeats (a fit's profile is bounded by what it can save). */
   budgetMs: z.number().int().positive().max(3_600_000).optional(),
-  /** Also time PowerSGD's own work at this rank (compression: { name: "powersgd" }): factoring the model's gradient, error feedback included, with no peers. */
-  powerSgdRank: z.number().int().positive().max(1 << 16).optional(),
-  /** Also time a local-SGD sync's own work with this outer optimizer (sync: { every, outer }): the weights' change, the outer update, with no peers. */
-  localSyncOuter: OptimizerSpecSchema.optional(),
+  /** The plan's comm hook: its own work is timed too where it has a probe (PowerSGD's factors, error feedback included), with no peers. */
+  hook: CommHookSpecSchema.optional(),
+  /** The plan's summing scheme: its own work is timed too where it has a probe (a local-SGD sync's: the weights' change, the outer update), with no peers. */
+  sum: GradientSumSpecSchema.optional(),
 });
 
 export const ProfiledSchema = z.strictObject({
@@ -48,10 +50,10 @@ export const ProfiledSchema = z.strictObject({
   /** A whole replica step (forward, loss, backward, update) at each batch, as a data-parallel replica runs it. */
   replicaStepMs: times,
   replicaStep: ReplicaStepSchema,
-  /** PowerSGD's own work a step, at the rank asked for: its two power-iteration products, orthonormalization and error feedback. */
-  powerSgdMs: ms.optional(),
-  /** A local-SGD sync's own work, with the outer optimizer asked for. */
-  localSyncMs: ms.optional(),
+  /** The hook's own work a step (PowerSGD's: its two power-iteration products, orthonormalization and error feedback), where it has a probe. */
+  hookMs: ms.optional(),
+  /** The summing scheme's own work (a local-SGD sync's, a sync), where it has a probe. */
+  sumMs: ms.optional(),
 });
 
 /** Measures the driver's link to a worker: the worker answers as soon as the attachment arrived. */

@@ -8,8 +8,8 @@ import { aloneSum, profileReplica } from "./profile-replica";
 import { buildModel, tensorOf } from "../model/model-io";
 import { zeroInitialized } from "../model/shard-load";
 import { feedOf, sampleInput, sampleLabels, type Feed } from "./profile-feed";
-import { timePowerSgd } from "./profile-power-sgd";
-import { timeLocalSync } from "./profile-local-sync";
+import { hookProbe } from "./data/hooks/hook-probes";
+import { sumProbe } from "./data/sums/sum-probes";
 
 type Profiled = Omit<MessageOf<"profiled">, "type" | "v" | "re">;
 
@@ -103,11 +103,13 @@ export async function profileModel(msg: MessageOf<"profile">, memoryCapBytes: nu
     }
     // The replica step first: data parallelism plans from it alone, so it gets the budget's best.
     const step = tooBig ? { replicaStepMs: [], replicaStep: { native: false, why: `not timed: ${tooBig}` } } : await replicaStepTimes(msg, feed, (run) => typical(run, clock));
-    // PowerSGD's work next: a data-parallel plan adds it to the step.
-    const powerSgdMs = msg.powerSgdRank === undefined ? undefined : await timePowerSgd(shapes, msg.powerSgdRank, (run) => typical(run, clock));
-    // A local-SGD sync's (a second replica beside this model: not where a whole step does not fit).
-    const localSyncMs = msg.localSyncOuter === undefined || tooBig ? undefined : await timeLocalSync(msg, msg.localSyncOuter, (run) => typical(run, clock));
-    return { batches: msg.batches, layers: model ? await layerTimes(model, feed, msg.batches, clock) : [], ...step, ...(powerSgdMs === undefined ? {} : { powerSgdMs }), ...(localSyncMs === undefined ? {} : { localSyncMs }) };
+    // The comm hook's own work next (PowerSGD's factors): a data-parallel plan adds it to the step.
+    const time = (run: () => Promise<void>) => typical(run, clock);
+    const hookMs = msg.hook ? await hookProbe(msg.hook.kind)?.(shapes, msg.hook, time) : undefined;
+    // The summing scheme's (a local-SGD sync's: a second replica beside this model, not where a whole step does not fit).
+    const sumMs = msg.sum && !tooBig ? await sumProbe(msg.sum.kind)?.(msg, msg.sum, time) : undefined;
+    const layers = model ? await layerTimes(model, feed, msg.batches, clock) : [];
+    return { batches: msg.batches, layers, ...step, ...(hookMs === undefined ? {} : { hookMs }), ...(sumMs === undefined ? {} : { sumMs }) };
   } finally {
     release();
   }

@@ -81,10 +81,10 @@ test("PowerSGD's work in a plan: as the profile timed it at the plan's rank, els
   const flops = powerSgdWork(model, 3, profile, speeds());
   assert.equal(flops.timed, false);
   close(flops.ms, ((8 * 200 * 3 + 2 * 200) / 1e10) * 1000, "FLOPs at 10 GFLOP/s");
-  const timed = powerSgdWork(model, 3, { ...profile, powerSgd: { rank: 3, ms: 7 } }, speeds());
+  const timed = powerSgdWork(model, 3, { ...profile, hook: { spec: { kind: "powersgd" as const, rank: 3 }, ms: 7 } }, speeds());
   assert.deepEqual([timed.ms, timed.timed], [7, true]);
   // Timed at another rank: not this plan's work.
-  assert.equal(powerSgdWork(model, 2, { ...profile, powerSgd: { rank: 3, ms: 7 } }, speeds()).timed, false);
+  assert.equal(powerSgdWork(model, 2, { ...profile, hook: { spec: { kind: "powersgd" as const, rank: 3 }, ms: 7 } }, speeds()).timed, false);
 });
 
 test("a sync's own work in a plan: as the profile timed it with the plan's outer optimizer, else from its passes; a share of it each step", () => {
@@ -93,12 +93,12 @@ test("a sync's own work in a plan: as the profile timed it with the plan's outer
   const passes = localSyncWork(model, outer, profile, speeds());
   assert.equal(passes.timed, false);
   close(passes.ms, ((12 * 220) / 1e10) * 1000, "12 passes over 220 weights at 10 GFLOP/s");
-  const timedProfile = { ...profile, localSync: { outer: JSON.stringify(outer), ms: 40 } };
+  const timedProfile = { ...profile, sum: { spec: { kind: "local" as const, outer }, ms: 40 } };
   assert.deepEqual([localSyncWork(model, outer, timedProfile, speeds()).ms, localSyncWork(model, outer, timedProfile, speeds()).timed], [40, true]);
   // Timed with another outer optimizer: not this plan's work.
   assert.equal(localSyncWork(model, { ...outer, learningRate: 1 }, timedProfile, speeds()).timed, false);
   // Every 8 steps: an eighth of the sync a step; PowerSGD's work with it only at the syncs too.
-  const withPower = { ...timedProfile, powerSgd: { rank: 3, ms: 8 } };
+  const withPower = { ...timedProfile, hook: { spec: { kind: "powersgd" as const, rank: 3 }, ms: 8 } };
   const work = replicaWork(model, { hookWork: hookPrice({ kind: "powersgd", rank: 3 }, model).work(withPower, speeds()), sync: { every: 8, outer }, syncShare: 1 / 8 }, withPower, speeds())!;
   close(work.ms, (40 + 8) / 8, "a step's share");
   assert.equal(work.timed, true);

@@ -58,17 +58,19 @@ test("an Embedding is fed integer ids below its input dimension, in the layers' 
 
 test("asked for a PowerSGD rank, the profile times PowerSGD's own work on the model's gradient; not asked, it does not", async () => {
   const m = tf.sequential({ layers: [tf.layers.dense({ inputShape: [64], units: 64 }), tf.layers.dense({ units: 4 })] });
-  const timed = await profileModel(request(m, "meanSquaredError", { layers: false, powerSgdRank: 2 }), null);
-  assert.ok(timed.powerSgdMs !== undefined && Number.isFinite(timed.powerSgdMs) && timed.powerSgdMs > 0, `PowerSGD's work: ${timed.powerSgdMs}`);
-  assert.equal((await profileModel(request(m, "meanSquaredError", { layers: false }), null)).powerSgdMs, undefined);
+  const timed = await profileModel(request(m, "meanSquaredError", { layers: false, hook: { kind: "powersgd", rank: 2 } }), null);
+  assert.ok(timed.hookMs !== undefined && Number.isFinite(timed.hookMs) && timed.hookMs > 0, `PowerSGD's work: ${timed.hookMs}`);
+  assert.equal((await profileModel(request(m, "meanSquaredError", { layers: false }), null)).hookMs, undefined);
   m.dispose();
 });
 
 test("asked for a local-SGD outer optimizer, the profile times a sync's own work on the model; not asked, it does not", async () => {
   const m = tf.sequential({ layers: [tf.layers.dense({ inputShape: [64], units: 64 }), tf.layers.dense({ units: 4 })] });
-  const timed = await profileModel(request(m, "meanSquaredError", { layers: false, localSyncOuter: { name: "momentum", learningRate: 0.7, momentum: 0.9, useNesterov: true } }), null);
-  assert.ok(timed.localSyncMs !== undefined && Number.isFinite(timed.localSyncMs) && timed.localSyncMs > 0, `a sync's work: ${timed.localSyncMs}`);
-  assert.equal((await profileModel(request(m, "meanSquaredError", { layers: false }), null)).localSyncMs, undefined);
+  const timed = await profileModel(request(m, "meanSquaredError", { layers: false, sum: { kind: "local", outer: { name: "momentum", learningRate: 0.7, momentum: 0.9, useNesterov: true } } }), null);
+  assert.ok(timed.sumMs !== undefined && Number.isFinite(timed.sumMs) && timed.sumMs > 0, `a sync's work: ${timed.sumMs}`);
+  assert.equal((await profileModel(request(m, "meanSquaredError", { layers: false }), null)).sumMs, undefined);
+  // A scheme without work of its own to time (ZeRO-1's is the update's) has no probe: nothing timed.
+  assert.equal((await profileModel(request(m, "meanSquaredError", { layers: false, sum: { kind: "zero-1", over: 2 } }), null)).sumMs, undefined);
   m.dispose();
 });
 

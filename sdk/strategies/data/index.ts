@@ -6,6 +6,7 @@ import { fitDataParallel } from "./driver-runtime";
 import { explainDataPlan, formatDataPlan, planDataParallel } from "./planner";
 import { measuredSlowerThanOne } from "../../plan/slower-than-one";
 import { runOverlapLine } from "./overlap-lines";
+import { sumOf } from "./replica-load";
 import { checkDataOptions, DataOptionsSchema, type DataOptions } from "./options";
 
 /** Synchronous data parallelism: every worker a replica of the whole model, gradients summed by ring all-reduce. */
@@ -26,8 +27,11 @@ export const dataStrategy: Strategy<DataOptions, DataParallelPlan> & { options: 
   explain: explainDataPlan,
   draw: dataPlacementSvg,
   fit: fitDataParallel,
-  // PowerSGD's factors and a local-SGD sync are work of their own, timed for the plan's prediction.
-  probes: (plan) => ({ ...(plan.hook?.kind === "powersgd" ? { powerSgdRank: plan.hook.rank } : {}), ...(plan.sync ? { localSyncOuter: plan.sync.outer } : {}) }),
+  // The hook's and the summing scheme's own work (PowerSGD's factors, a local-SGD sync), timed where they have a probe.
+  probes: (plan) => {
+    const sum = sumOf(plan);
+    return { ...(plan.hook ? { hook: plan.hook } : {}), ...(sum ? { sum } : {}) };
+  },
   describe: (run, plan, summary) => {
     const worst = summary.stragglers.worst;
     const slower = measuredSlowerThanOne({ workers: summary.workers.length, gradientBytes: plan.gradientBytes, measuredSteps: summary.steps - summary.warmupSteps, medianStepMs: summary.medianStepMs, ranks: summary.workers, ...(plan.prediction?.oneWorker?.timed ? { oneWorkerMs: plan.prediction.oneWorker.stepMs } : {}) });

@@ -20,7 +20,8 @@ const SYNC_PASSES = 12;
  */
 export function localSyncWork(model: ModelSummary, outer: OptimizerSpec, profile: ModelProfile | undefined, speeds: Speeds): ReplicaWork {
   const what = `a sync's own work (the weights' change and the outer ${outer.name} update)`;
-  if (profile?.localSync && profile.localSync.outer === JSON.stringify(outer)) return { what, ms: profile.localSync.ms, timed: true };
+  const timed = profile?.sum;
+  if (timed?.ms !== undefined && timed.spec.kind === "local" && JSON.stringify(timed.spec.outer) === JSON.stringify(outer)) return { what, ms: timed.ms, timed: true };
   return { what, ms: ((SYNC_PASSES * model.trainableParamCount) / speeds.flopsPerSecond) * 1000, timed: false };
 }
 

@@ -11,7 +11,8 @@ import type { ReplicaWork, Speeds } from "../../plan/predict";
  */
 export function powerSgdWork(model: ModelSummary, rank: number, profile: ModelProfile | undefined, speeds: Speeds): ReplicaWork {
   const what = `PowerSGD's work at rank ${rank}`;
-  if (profile?.powerSgd?.rank === rank) return { what, ms: profile.powerSgd.ms, timed: true };
+  const timed = profile?.hook;
+  if (timed?.ms !== undefined && timed.spec.kind === "powersgd" && timed.spec.rank === rank) return { what, ms: timed.ms, timed: true };
   const flops = model.variables.reduce((a, v) => {
     if (v.shape.length < 2) return a;
     const size = v.shape.reduce((x, d) => x * d, 1);

@@ -1,5 +1,5 @@
-import { PowerSgd } from "./data/power-sgd";
-import { aloneSum } from "./profile-replica";
+import { PowerSgd } from "../power-sgd";
+import { aloneSum } from "../../profile-replica";
 
 /**
  * PowerSGD's own work in one step at `rank` on gradients of these shapes, as a replica does it with no peers (a ring of one

@@ -1,6 +1,6 @@
-import type { MessageOf } from "../protocol/messages";
-import type { OptimizerSpec } from "../protocol/optimizer-spec";
-import { aloneIO, profileReplica } from "./profile-replica";
+import type { MessageOf } from "../../../protocol/messages";
+import type { OptimizerSpec } from "../../../protocol/optimizer-spec";
+import { aloneIO, profileReplica } from "../../profile-replica";
 
 /**
  * A local-SGD / DiLoCo sync's own work on this model, as a replica does it with no peers: the
