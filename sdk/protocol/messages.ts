@@ -1,16 +1,24 @@
 import { z } from "zod";
-import { SlowStepSchema } from "./slow-step";
 import { BACKEND_CHOICES } from "./backend-names";
-import { COMPRESSIONS } from "./wire-formats";
-import { TensorSpecSchema } from "./tensor";
-import { LoadSchema } from "./load-messages";
-export { LoadPsServerSchema, LoadPsWorkerSchema, LoadReplicaSchema, LoadSchema, LoadStageSchema, type LoadMessage, type LoadOf, type RoleName } from "./load-messages";
-import { WireErrorSchema } from "./wire-error";
-import { NoticeSchema, OutputSchema, ProgressSchema } from "./worker-reports";
-import { WorkerMemorySchema } from "./worker-memory";
-import { id, v } from "./fields";
 import { EvaluatedSchema, EvaluateSchema } from "./evaluate-messages";
+import { id, v } from "./fields";
+import { LoadSchema } from "./load-messages";
 import { ProbedSchema, ProbeSchema, ProfiledSchema, ProfileSchema, ReplicaStepSchema, RingProbedSchema, RingProbeSchema } from "./profile-messages";
+import { AppliedReplySchema, AppliedSchema, PulledSchema, PullSchema, PushedSchema, PushSchema } from "./ps-messages";
+import { FetchStateSchema, SetShardSchema, SetStateSchema, ShardSetSchema, StateSchema, StateSetSchema } from "./state-messages";
+import { StepDoneSchema, StepSchema } from "./step-messages";
+import { TensorSpecSchema } from "./tensor";
+import { WireErrorSchema } from "./wire-error";
+import { WorkerInfoSchema } from "./worker-info";
+import { WorkerMemorySchema } from "./worker-memory";
+import { NoticeSchema, OutputSchema, ProgressSchema } from "./worker-reports";
+
+// The message groups kept in files of their own, exported from here with the union that joins them.
+export { LoadPsServerSchema, LoadPsWorkerSchema, LoadReplicaSchema, LoadSchema, LoadStageSchema, type LoadMessage, type LoadOf, type RoleName } from "./load-messages";
+export * from "./ps-messages";
+export * from "./state-messages";
+export * from "./step-messages";
+export * from "./worker-info";
 
 /**
  * Every control message, as one zod discriminated union on `type`. Each carries `v`
@@ -20,58 +28,8 @@ import { ProbedSchema, ProbeSchema, ProfiledSchema, ProfileSchema, ReplicaStepSc
  */
 
 const hex64 = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex digits");
-const ms = z.number().finite().nonnegative();
 const attachments = z.array(TensorSpecSchema).max(4096);
-/** A value computed from the user's model and data: NaN and Infinity are what they are (see json.ts). */
-const measured = z.custom<number>((x) => typeof x === "number", "must be a number");
 
-/** A GPU as its worker reports it: what kind, which adapter, whether it is a software rasteriser. */
-export const GpuFactsSchema = z.strictObject({
-  /** "cuda": through tfjs-node-gpu; "webgpu": through Dawn or a browser's WebGPU; "webgl": a browser tab's WebGL. */
-  kind: z.enum(["cuda", "webgpu", "webgl"]),
-  name: z.string().max(256),
-  vendor: z.string().max(256),
-  architecture: z.string().max(256),
-  description: z.string().max(512),
-  /** A CPU rasteriser standing in for a GPU (SwiftShader, llvmpipe): correct, and slow. */
-  software: z.boolean(),
-  /** The largest buffer the adapter allows, bytes. */
-  maxBufferBytes: z.number().nonnegative(),
-  /** Host-device transfers, measured when the worker joined (a 4 MiB read back and upload, the slower of the two), bytes/s. */
-  transferBytesPerSecond: z.number().nonnegative().optional(),
-  /** The Vulkan driver manifest the worker was given (it sees that driver's adapters only), where it was given one. */
-  driver: z.string().max(4096).optional(),
-});
-/** A GPU as its worker reports it. */
-export type GpuFacts = z.infer<typeof GpuFactsSchema>;
-
-export const WorkerInfoSchema = z.strictObject({
-  pid: z.number().int(),
-  hostname: z.string().max(256),
-  version: z.string().max(64),
-  node: z.string().max(64),
-  /** The backend actually running, e.g. "cpu". */
-  backend: z.string().max(64),
-  /** What the backend computes on, e.g. "cpu", "cuda:0" or "webgpu: <adapter>" (software adapters say so). */
-  device: z.string().max(512),
-  /** The GPU, for workers on one. */
-  gpu: GpuFactsSchema.optional(),
-  /** Memory the device has, in bytes (host RAM for CPU backends). */
-  memoryBytes: z.number().nonnegative(),
-  cpus: z.number().int().nonnegative(),
-  /** The cores it may run on (its CPU affinity), where the system says: a machine's cores are the union of its workers'. */
-  cores: z.array(z.number().int().nonnegative().max(65535)).max(4096).optional(),
-  /** Measured at join: matrix-multiply speed of the backend, in GFLOP/s. */
-  gflops: z.number().nonnegative(),
-  /** Measured at join: the fixed cost of one TF.js kernel on the backend, in microseconds. */
-  kernelOverheadUs: z.number().nonnegative(),
-  /** Plain-words remarks, e.g. why a faster backend was not used. */
-  notes: z.array(z.string().max(1024)).max(32),
-  /** Whether this worker can carry all-reduces over the native data plane, and if not, why. */
-  dataPlane: z.strictObject({ native: z.boolean(), why: z.string().max(1024).optional() }).optional(),
-});
-/** What a worker says of itself when it joins: process, host, versions, backend and device, memory, measured speed, notes. */
-export type WorkerInfo = z.infer<typeof WorkerInfoSchema>;
 
 // Handshake (before authentication, only these three are accepted).
 export const ChallengeSchema = z.strictObject({
@@ -165,69 +123,6 @@ export const LoadedSchema = z.strictObject({
   shardRanges: z.array(z.tuple([z.number().int().nonnegative(), z.number().int().nonnegative()])).max(65536).optional(),
 });
 
-export const StepSchema = z.strictObject({
-  type: z.literal("step"), v, id,
-  step: z.number().int().nonnegative(),
-  epoch: z.number().int().nonnegative(),
-  /** This replica's share of the global batch (its slice size / global batch size). */
-  weight: z.number().min(0).max(1),
-  /** Pipeline strategies: each micro-batch's share of the global batch (sizes come with the tensors). */
-  micro: z.strictObject({
-    sizes: z.array(z.number().int().nonnegative()).max(4096),
-    weights: z.array(z.number().min(0).max(1)).max(4096),
-  }).optional(),
-  /** With feed "workers": this replica's slice, as positions [start, end) in the epoch's order. */
-  range: z.strictObject({ start: z.number().int().nonnegative(), end: z.number().int().nonnegative() }).optional(),
-  /** Elastic training: the membership the step was sent for (see configure). */
-  generation: z.number().int().nonnegative().optional(),
-  /** Under a learning-rate schedule: the rate this step's update uses (replicas, stages, and sync servers through the pushes). */
-  learningRate: z.number().positive().finite().optional(),
-  /**
-   * Local SGD / DiLoCo replicas: "after" this step's own update, all-reduce the weights' change
-   * since the last sync; "only" that, with no slice (a fit that stopped between syncs).
-   */
-  sync: z.enum(["after", "only"]).optional(),
-  /** Strategy "ps": this worker's own step count, and (sync) the parameter version it must compute on. */
-  ps: z.strictObject({ clock: z.number().int().nonnegative(), minVersion: z.number().int().nonnegative().optional() }).optional(),
-  attachments,
-});
-export const StepDoneSchema = z.strictObject({
-  type: z.literal("stepDone"), v, re: id,
-  step: z.number().int().nonnegative(),
-  /** Mean loss over this replica's slice. */
-  loss: measured,
-  /** The compiled metrics over the same samples, by their history names. */
-  metrics: z.record(z.string().max(64), measured).optional(),
-  /** This worker found NaN or Infinity in the step: in its input batch, its loss, or the gradient of a variable. */
-  nonFinite: z.strictObject({ where: z.enum(["input", "loss", "gradient", "compression"]), variable: z.string().max(256).optional() }).optional(),
-  /** The step's update was not applied, on this worker nor on any other (a worker found a non-finite value). */
-  skipped: z.boolean().optional(),
-  computeMs: ms, commMs: ms, waitMs: ms, applyMs: ms,
-  /** When the worker started computing this step: its wall clock, in ms since the Unix epoch. */
-  startedAt: z.number().finite(),
-  /** Pipeline strategies: when each action ran, in ms from startedAt, and the most micro-batches held at once. */
-  actions: z.array(z.strictObject({ kind: z.enum(["F", "B"]), micro: z.number().int().nonnegative(), start: ms, end: ms })).max(65536).optional(),
-  inFlightMax: z.number().int().nonnegative().optional(),
-  /** ZeRO-2 and -3: each layer's all-gather and reduce-scatter (layer: the index among layers with weights), in ms from startedAt. */
-  collectives: z.array(z.strictObject({ kind: z.enum(["all-gather", "reduce-scatter"]), layer: z.number().int().nonnegative(), last: z.number().int().nonnegative().optional(), start: ms, end: ms })).max(65536).optional(),
-  /** Time spent waiting on purpose (a slowdown), part of computeMs. */
-  slowdownMs: ms.optional(),
-  /** Bytes this worker sent in the step's all-reduce or push (headers included). */
-  sentBytes: z.number().nonnegative().optional(),
-  /** A worker on a GPU: time reading the step's results back from the device, and handing the update to it (part of computeMs and applyMs). */
-  readbackMs: ms.optional(),
-  uploadMs: ms.optional(),
-  /** The worker's slice ran more than twice what its FLOPs predict: where the time went (once a fit). */
-  slow: SlowStepSchema.optional(),
-  /** Strategy "ps": the version pulled from each server, the most updates the push missed, and the time to pull and push. */
-  ps: z.strictObject({
-    pulled: z.array(z.number().int().nonnegative()).max(1024),
-    staleness: z.number().int().nonnegative(),
-    pullMs: ms,
-    pushMs: ms,
-  }).optional(),
-});
-
 export const FetchWeightsSchema = z.strictObject({ type: z.literal("fetchWeights"), v, id });
 export const WeightsSchema = z.strictObject({
   type: z.literal("weights"), v, re: id,
@@ -239,64 +134,6 @@ export const WeightsSchema = z.strictObject({
 });
 export const DigestSchema = z.strictObject({ type: z.literal("digest"), v, id });
 export const DigestReplySchema = z.strictObject({ type: z.literal("digestReply"), v, re: id, digest: hex64 });
-
-// Worker -> parameter server, on the worker's "ps" link.
-/** Asks for the server's shard; sync waits until the server's version reaches minVersion. */
-export const PullSchema = z.strictObject({
-  type: z.literal("pull"), v, id,
-  rank: z.number().int().nonnegative(),
-  minVersion: z.number().int().nonnegative().optional(),
-});
-export const PulledSchema = z.strictObject({
-  type: z.literal("pulled"), v, re: id,
-  version: z.number().int().nonnegative(),
-  /** How long the server held the pull back, waiting for the version asked for (sync). */
-  waitedMs: ms,
-  attachments,
-});
-/** A gradient for the server's shard, computed on parameters of version `pulled`. */
-export const PushSchema = z.strictObject({
-  type: z.literal("push"), v, id,
-  rank: z.number().int().nonnegative(),
-  clock: z.number().int().nonnegative(),
-  pulled: z.number().int().nonnegative(),
-  /** The gradient's values come as 16-bit floats, packed two to an int32, then the rest as float32. */
-  compression: z.enum(COMPRESSIONS).optional(),
-  /** Sync mode under a learning-rate schedule: the rate of the step this push belongs to. */
-  learningRate: z.number().positive().finite().optional(),
-  attachments,
-});
-export const PushedSchema = z.strictObject({
-  type: z.literal("pushed"), v, re: id,
-  /** The server's version after this push (async), or the version its step will make (sync). */
-  version: z.number().int().nonnegative(),
-  /** Updates applied between the pull and this push: how stale the gradient was. */
-  staleness: z.number().int().nonnegative(),
-});
-/** Driver -> parameter server: which of these pushes it applied (after a worker left mid-step). */
-export const AppliedSchema = z.strictObject({
-  type: z.literal("applied"), v, id,
-  pushes: z.array(z.strictObject({ rank: z.number().int().nonnegative(), clock: z.number().int().nonnegative() })).max(4096),
-});
-export const AppliedReplySchema = z.strictObject({ type: z.literal("appliedReply"), v, re: id, applied: z.array(z.boolean()).max(4096), version: z.number().int().nonnegative() });
-
-// Checkpoints: the optimizer's state of a replica, out and back in.
-const optimizerStateFields = {
-  format: z.enum(["native", "tfjs"]),
-  /** One name per attachment, in order. */
-  names: z.array(z.string().max(256)).max(65536),
-  scalars: z.record(z.string().max(64), z.number().finite()),
-  /** A sharded replica's state, laid flat over these [from, to) ranges of the flat parameters. */
-  ranges: z.array(z.tuple([z.number().int().nonnegative(), z.number().int().nonnegative()])).max(65536).optional(),
-};
-/** `only: "ranges"`: just the ranges a sharded replica holds state for (to send it its part of a checkpoint). */
-export const FetchStateSchema = z.strictObject({ type: z.literal("fetchState"), v, id, only: z.literal("ranges").optional() });
-export const StateSchema = z.strictObject({ type: z.literal("state"), v, re: id, ...optimizerStateFields, attachments });
-export const SetStateSchema = z.strictObject({ type: z.literal("setState"), v, id, ...optimizerStateFields, attachments });
-export const StateSetSchema = z.strictObject({ type: z.literal("stateSet"), v, re: id });
-/** A ZeRO-3 replica loaded with weights "parts": the values of its ranges of the flat trainable weights, as one tensor. */
-export const SetShardSchema = z.strictObject({ type: z.literal("setShard"), v, id, ranges: z.array(z.tuple([z.number().int().nonnegative(), z.number().int().nonnegative()])).max(65536), attachments });
-export const ShardSetSchema = z.strictObject({ type: z.literal("shardSet"), v, re: id });
 
 /**
  * Elastic data parallelism: go back to `to` updates applied (or just report, without `to`). Local
