@@ -60,7 +60,7 @@ export type { LossName } from "./protocol/loss-names";
 export type { LossInput, LossWeights } from "./driver/output-heads";
 export type { OptimizerInput, OptimizerSpec } from "./protocol/optimizer-spec";
 export type { WorkerSnapshot } from "./config/worker-snapshot";
-export { formatDataPlan } from "./strategies/data/planner";
+export { formatDataPlan } from "./strategies/data/plan-text";
 export type { Plan, PlanData, PlanBatch, PlanMethods, DataParallelPlan, PlanDevice, PipelinePlan, StagePlan, PipelineKind, PsPlan, ShardVariable } from "./plan/plans";
 export type { HandlingCost } from "./plan/core-load";
 export type { PlanRequest } from "./cluster/plan-request";
