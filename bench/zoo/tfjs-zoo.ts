@@ -7,7 +7,7 @@ import type { OptimizerSpec } from "../../sdk/protocol/optimizer-spec";
 import type { Tensorlike } from "../../sdk/protocol/tensor";
 import { DataReplica } from "../../sdk/roles/data/replica";
 import { resetKernelPeak, statusBytes } from "../../sdk/worker/memory-watch";
-import { replicaStepReport } from "../../sdk/compute/slice-gradient";
+import { replicaStepReport } from "../../sdk/compute/loaded-replica";
 import { nativeStepOptions } from "../../sdk/backends/native/step/compile";
 import { estimateReplicaMemory, memoryTotal } from "../../sdk/plan/memory";
 import { summarizeModel } from "../../sdk/plan/model-summary";

@@ -4,7 +4,8 @@ import { NATIVE_BACKEND } from "../../sdk/backends/native/backend";
 import type { Heads, LossName } from "../../sdk/protocol/loss-names";
 import type { Tensorlike } from "../../sdk/protocol/tensor";
 import { PROTOCOL_VERSION } from "../../sdk/protocol/version";
-import { loadReplica, sliceGradient, type LoadedReplica } from "../../sdk/compute/slice-gradient";
+import { sliceGradient } from "../../sdk/compute/slice-gradient";
+import { loadReplica, type LoadedReplica } from "../../sdk/compute/loaded-replica";
 import { randomArray } from "./backends";
 
 /**

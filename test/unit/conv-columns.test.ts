@@ -6,7 +6,8 @@ import { NATIVE_BACKEND, type NativeBackend } from "../../sdk/backends/native/ba
 import { buildDemoModel } from "../../sdk/cli/models";
 import { convColumnsBytes } from "../../sdk/plan/memory";
 import { summarizeModel } from "../../sdk/plan/model-summary";
-import { loadReplica, sliceGradient } from "../../sdk/compute/slice-gradient";
+import { sliceGradient } from "../../sdk/compute/slice-gradient";
+import { loadReplica } from "../../sdk/compute/loaded-replica";
 import { nativeAvailable, randomArray } from "../helpers/backends";
 
 /**

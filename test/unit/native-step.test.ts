@@ -7,7 +7,8 @@ import { NATIVE_BACKEND } from "../../sdk/backends/native/backend";
 import type { LossName } from "../../sdk/protocol/loss-names";
 import { DataError } from "../../sdk/errors/errors";
 import type { Tensorlike } from "../../sdk/protocol/tensor";
-import { loadReplica, sliceGradient, type LoadedReplica } from "../../sdk/compute/slice-gradient";
+import { sliceGradient } from "../../sdk/compute/slice-gradient";
+import { loadReplica, type LoadedReplica } from "../../sdk/compute/loaded-replica";
 import { nativeAvailable, randomArray } from "../helpers/backends";
 
 /**

@@ -3,7 +3,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { SyncNorm } from "../../sdk/roles/data/sync-batchnorm";
-import { checkedSliceGradient, loadReplica } from "../../sdk/compute/slice-gradient";
+import { checkedSliceGradient } from "../../sdk/compute/slice-gradient";
+import { loadReplica } from "../../sdk/compute/loaded-replica";
 import type { Tensorlike } from "../../sdk/protocol/tensor";
 
 tf.enableProdMode();

@@ -1,6 +1,7 @@
 import { feedRows, feedRowsOf, type Feed } from "../../compute/objective";
 import { replicaSlices } from "../../plan/batches";
-import { addInPlace, checkedSliceGradient, type LoadedReplica, type SliceExtras, type SliceOutcome } from "../../compute/slice-gradient";
+import { addInPlace, checkedSliceGradient, type SliceExtras, type SliceOutcome } from "../../compute/slice-gradient";
+import { type LoadedReplica } from "../../compute/loaded-replica";
 
 /** Each replica's buffer for a chunk's gradient, kept across steps (a gradient can be tens of MB). */
 const chunkBuffers = new WeakMap<LoadedReplica, Float32Array>();

@@ -2,7 +2,7 @@ import * as tf from "@tensorflow/tfjs";
 import { ProtocolError } from "../../errors/errors";
 import { rowsOf } from "../../protocol/tensor";
 import { tensorOf } from "../../model/model-io";
-import type { LoadedReplica } from "../../compute/slice-gradient";
+import type { LoadedReplica } from "../../compute/loaded-replica";
 import { labelTensor } from "../../compute/step-health";
 import { feedList, feedRows, reportedNames, type Feed } from "../../compute/objective";
 import { addBatchSums, evaluateShard } from "./evaluate-shard";

@@ -1,7 +1,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { rowsOf } from "../../protocol/tensor";
 import { tensorOf } from "../../model/model-io";
-import type { LoadedReplica } from "../../compute/slice-gradient";
+import type { LoadedReplica } from "../../compute/loaded-replica";
 import { labelTensor } from "../../compute/step-health";
 import { readConcat } from "../../compute/device-io";
 import { feedList, feedRows, objectiveLoss, outputList, reported, reportedNames, type Feed, type Objective } from "../../compute/objective";

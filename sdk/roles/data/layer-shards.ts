@@ -8,7 +8,7 @@ import type { OptimizerSpec } from "../../protocol/optimizer-spec";
 import type { Tensorlike } from "../../protocol/tensor";
 import type { HostIO } from "../role";
 import type { Feed } from "../../compute/objective";
-import type { LoadedReplica } from "../../compute/slice-gradient";
+import type { LoadedReplica } from "../../compute/loaded-replica";
 import type { UpdateRule } from "../../compute/tfjs-update";
 import { hasNativeKernel, makeUpdateRule } from "../../compute/update-rule";
 import { NativeUpdate } from "../../compute/native-update";

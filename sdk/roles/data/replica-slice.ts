@@ -1,11 +1,7 @@
 import type { LoadOf } from "../../protocol/messages";
 import { feedRows, type Feed } from "../../compute/objective";
-import {
-  checkedSliceGradient,
-  type LoadedReplica,
-  type SliceExtras,
-  type SliceOutcome,
-} from "../../compute/slice-gradient";
+import { checkedSliceGradient, type SliceExtras, type SliceOutcome } from "../../compute/slice-gradient";
+import { type LoadedReplica } from "../../compute/loaded-replica";
 import { accumulatedSlice } from "./accumulate-slices";
 import type { GradientBuckets } from "./buckets";
 import type { AllReduceFn } from "./step-result";

@@ -4,7 +4,7 @@ import type { Tensorlike } from "../../protocol/tensor";
 import type { FlatRanges } from "../../model/flat-state";
 import { choicesOfLoad, refusedPair } from "../../protocol/data-option-pairs";
 import type { HostIO, RoleEnv, RoleReply, StepReport, WorkerRole } from "../role";
-import { loadReplica, replicaStepReport, type LoadedReplica } from "../../compute/slice-gradient";
+import { loadReplica, replicaStepReport, type LoadedReplica } from "../../compute/loaded-replica";
 import { splitFeed, type Feed } from "../../compute/objective";
 import type { OptimizerState } from "../../compute/tfjs-update";
 import { commHookOf } from "./hooks/hook-table";

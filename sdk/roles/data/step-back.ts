@@ -1,5 +1,5 @@
 import { StateError } from "../../errors/errors";
-import type { LoadedReplica } from "../../compute/slice-gradient";
+import type { LoadedReplica } from "../../compute/loaded-replica";
 import type { OptimizerState, UpdateRule } from "../../compute/tfjs-update";
 import { assignFlat, readConcat } from "../../compute/device-io";
 

@@ -5,7 +5,8 @@ import { tensorOf } from "../../model/model-io";
 import { seedDropout } from "../pipeline/stage-model";
 import { readConcat } from "../../compute/device-io";
 import { feedList, feedRows, objectiveLoss, outputList, reported, reportedNames, type Feed } from "../../compute/objective";
-import type { LoadedReplica, SliceOutcome } from "../../compute/slice-gradient";
+import type { SliceOutcome } from "../../compute/slice-gradient";
+import type { LoadedReplica } from "../../compute/loaded-replica";
 
 /** The data ring's all-reduce, as a replica's step has it (float32; its stats unused here). */
 type SumUp = (data: Float32Array) => Promise<{ data: Float32Array }>;

@@ -1,6 +1,6 @@
 import { ProtocolError } from "../../../errors/errors";
 import type { CommHookSpec } from "../../../protocol/comm-hook-spec";
-import type { LoadedReplica } from "../../../compute/slice-gradient";
+import type { LoadedReplica } from "../../../compute/loaded-replica";
 import type { CommHook } from "./comm-hook";
 import { halfHook } from "./half-hook";
 import { powerSgdHook } from "./power-sgd-hook";

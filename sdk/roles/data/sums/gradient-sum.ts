@@ -3,7 +3,7 @@ import type { LoadOf, MessageOf } from "../../../protocol/messages";
 import type { Tensorlike } from "../../../protocol/tensor";
 import type { Feed } from "../../../compute/objective";
 import type { HostIO, RoleReply } from "../../role";
-import type { LoadedReplica } from "../../../compute/slice-gradient";
+import type { LoadedReplica } from "../../../compute/loaded-replica";
 import type { OptimizerState } from "../../../compute/tfjs-update";
 import type { CommHook } from "../hooks/comm-hook";
 import type { ReplicaSlice } from "../replica-slice";
