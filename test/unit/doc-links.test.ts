@@ -19,7 +19,7 @@ const PAGES = [
 ];
 
 /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens. */
-export function slug(heading: string): string {
+function slug(heading: string): string {
   return heading
     .trim()
     .toLowerCase()

@@ -1,37 +1,35 @@
-import { wallClock } from "../../../util/clock";
-import { readWeights } from "../../../model/model-io";
-import type { FlatRanges } from "../../../model/flat-state";
-import type { MessageOf } from "../../../protocol/messages";
-import type { OptimizerSpec } from "../../../protocol/optimizer-spec";
-import type { Tensorlike } from "../../../protocol/tensor";
-import { StateError } from "../../../errors/errors";
 import { transfers } from "../../../compute/device-io";
-import { feedRows, type Feed } from "../../../compute/objective";
-import type { HostIO, RoleReply } from "../../role";
-import { slowDown, type SliceOutcome } from "../../../compute/slice-gradient";
 import { slowReport } from "../../../compute/loaded-replica";
+import { feedRows } from "../../../compute/objective";
+import { slowDown, type SliceOutcome } from "../../../compute/slice-gradient";
 import { survivedStepError } from "../../../compute/step-health";
 import type { OptimizerState, UpdateRule } from "../../../compute/tfjs-update";
 import { makeUpdateRule } from "../../../compute/update-rule";
-import { evaluateShard } from "../evaluate-shard";
+import type { MessageOf } from "../../../protocol/messages";
+import type { OptimizerSpec } from "../../../protocol/optimizer-spec";
+import { wallClock } from "../../../util/clock";
+import type { HostIO } from "../../role";
 import { LocalRounds } from "../local-sgd";
 import type { StepResult } from "../step-result";
-import type { EvaluationSums, GradientSum, ReplicaParts, StepInput } from "./gradient-sum";
+import type { ReplicaParts, StepInput } from "./gradient-sum";
+import { WholeModelSum } from "./whole-model-sum";
 
 /**
  * Local SGD and DiLoCo (see LocalRounds): a step is the slice's own mean gradient through this
  * replica's optimizer, alone; a sync step then sums the weights' change since the last sync
  * through the hook, which the outer optimizer applies.
  */
-export class LocalRoundsSum implements GradientSum {
+export class LocalRoundsSum extends WholeModelSum {
   readonly kind = "local";
 
   private constructor(
-    private readonly p: ReplicaParts,
+    p: ReplicaParts,
     /** The replica's own (inner) optimizer. */
     private readonly update: UpdateRule,
     private readonly local: LocalRounds,
-  ) {}
+  ) {
+    super(p);
+  }
 
   static async start(p: ReplicaParts, outer: OptimizerSpec): Promise<LocalRoundsSum> {
     const update = makeUpdateRule(p.r.vars, p.load.optimizer);
@@ -99,10 +97,6 @@ export class LocalRoundsSum implements GradientSum {
     return this.local.back(to);
   }
 
-  weights(): Promise<Tensorlike[]> {
-    return readWeights(this.p.r.model);
-  }
-
   /** The outer optimizer's state goes with the inner's (a worker joining at a sync). */
   async exportState(): Promise<OptimizerState> {
     return this.local.exportState(await this.update.exportState());
@@ -110,26 +104,6 @@ export class LocalRoundsSum implements GradientSum {
 
   importState(state: OptimizerState): Promise<void> {
     return this.local.importState(state, (inner) => this.update.importState(inner));
-  }
-
-  async stateRanges(): Promise<FlatRanges> {
-    return [[0, this.p.r.gradientLength]];
-  }
-
-  evaluate(x: Feed, y: Feed, msg: MessageOf<"evaluate">): Promise<EvaluationSums> {
-    return evaluateShard(this.p.r, x, y, msg.batchSize);
-  }
-
-  awaiting(): FlatRanges | undefined {
-    return undefined;
-  }
-
-  setShard(): Promise<RoleReply> {
-    return Promise.reject(
-      new StateError(
-        '"setShard" came to a replica that holds no layers\' shards (ZeRO-3); this one takes local rounds',
-      ),
-    );
   }
 
   dispose(): void {

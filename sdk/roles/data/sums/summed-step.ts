@@ -1,22 +1,17 @@
-import { wallClock } from "../../../util/clock";
 import type { AllReduceStats } from "../../../collectives/ring-allreduce";
-import { readWeights } from "../../../model/model-io";
-import type { FlatRanges } from "../../../model/flat-state";
-import type { MessageOf } from "../../../protocol/messages";
-import type { Tensorlike } from "../../../protocol/tensor";
-import { StateError } from "../../../errors/errors";
 import { onDevice, transfers } from "../../../compute/device-io";
-import type { Feed } from "../../../compute/objective";
-import type { HostIO, RoleReply } from "../../role";
-import { slowDown, type SliceOutcome } from "../../../compute/slice-gradient";
 import { slowReport } from "../../../compute/loaded-replica";
+import { slowDown, type SliceOutcome } from "../../../compute/slice-gradient";
 import { survivedStepError, type NonFinite } from "../../../compute/step-health";
 import type { OptimizerState, UpdateRule } from "../../../compute/tfjs-update";
+import type { MessageOf } from "../../../protocol/messages";
+import { wallClock } from "../../../util/clock";
+import type { HostIO } from "../../role";
 import type { GradientBuckets } from "../buckets";
-import { evaluateShard } from "../evaluate-shard";
 import { StepBack } from "../step-back";
 import type { StepResult } from "../step-result";
-import type { EvaluationSums, GradientSum, ReplicaParts, StepInput } from "./gradient-sum";
+import type { ReplicaParts, StepInput } from "./gradient-sum";
+import { WholeModelSum } from "./whole-model-sum";
 
 /** A step's summed buffer, how long the sum took, and where a 16-bit sum overflowed. */
 export interface Summed {
@@ -34,16 +29,16 @@ export interface Summed {
  * replicas' weighted mean, as Keras' MirroredStrategy leaves them. How the buffer is summed and
  * the update applied is the kind's (one all-reduce, or ZeRO-1's shard).
  */
-export abstract class SummedStep implements GradientSum {
-  abstract readonly kind: string;
+export abstract class SummedStep extends WholeModelSum {
   /** Steps taken since the load, and (elastic) the state before the last, to step back to. */
   protected readonly back: StepBack;
 
   constructor(
-    protected readonly p: ReplicaParts,
+    p: ReplicaParts,
     protected readonly update: UpdateRule,
     keepBack: boolean,
   ) {
+    super(p);
     this.back = new StepBack(p.r, update, keepBack);
   }
 
@@ -128,36 +123,12 @@ export abstract class SummedStep implements GradientSum {
     return this.back.rewind(msg.to);
   }
 
-  async weights(): Promise<Tensorlike[]> {
-    return readWeights(this.p.r.model);
-  }
-
   exportState(): Promise<OptimizerState> {
     return this.update.exportState();
   }
 
   importState(state: OptimizerState): Promise<void> {
     return this.update.importState(state);
-  }
-
-  async stateRanges(): Promise<FlatRanges> {
-    return [[0, this.p.r.gradientLength]];
-  }
-
-  evaluate(x: Feed, y: Feed, msg: MessageOf<"evaluate">): Promise<EvaluationSums> {
-    return evaluateShard(this.p.r, x, y, msg.batchSize);
-  }
-
-  awaiting(): FlatRanges | undefined {
-    return undefined;
-  }
-
-  setShard(): Promise<RoleReply> {
-    return Promise.reject(
-      new StateError(
-        `"setShard" came to a replica that holds no layers' shards (ZeRO-3); this one sums by ${this.kind}`,
-      ),
-    );
   }
 
   dispose(): void {
