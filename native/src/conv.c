@@ -10,10 +10,10 @@ static int is_pointwise(const geom *g) {
   return g->KH == 1 && g->KW == 1 && g->SH == 1 && g->SW == 1 && g->PT == 0 && g->PL == 0 && g->OH == g->H && g->OW == g->W;
 }
 
-/* Narrow layers go to the direct kernels (conv_direct.c), unless the GEMM would have had more than
- * one thread to itself: the direct kernels run on one. */
-static int direct(const geom *g, const int32_t *p, int forInput) {
-  if (!mt_conv_direct(p, forInput)) return 0;
+/* The direct kernels (conv_direct.c) take the passes they are faster at, unless the GEMM would
+ * have had more than one thread to itself: the direct kernels run on one. */
+static int direct(const geom *g, const int32_t *p, int pass) {
+  if (!mt_conv_direct(p, pass)) return 0;
   return mt_get_threads() == 1 || 2.0 * g->N * g->rows * g->K * g->OC < MT_PARALLEL_FLOPS;
 }
 
@@ -63,7 +63,7 @@ void mt_conv2d(const float *x, const float *filter, float *out, const int32_t *p
     mt_sgemm(0, 0, (int)(g.N * g.rows), g.OC, (int)g.K, 1.0f, x, (int)g.K, filter, g.OC, 0.0f, out, g.OC);
     return;
   }
-  if (direct(&g, p, 0)) {
+  if (direct(&g, p, MT_PASS_FORWARD)) {
     mt_conv2d_direct(x, filter, out, p);
     return;
   }
@@ -83,7 +83,7 @@ void mt_conv2d_backprop_input(const float *dy, const float *filter, float *dx, c
     return;
   }
   /* The direct kernel lays the filter out anew in the scratch: K x OC floats. */
-  if (scratchLen >= g.K * g.OC && direct(&g, p, 1)) {
+  if (scratchLen >= g.K * g.OC && direct(&g, p, MT_PASS_INPUT)) {
     mt_conv2d_direct_input(dy, filter, dx, p, scratch);
     return;
   }
@@ -103,7 +103,7 @@ void mt_conv2d_backprop_filter(const float *x, const float *dy, float *dw, const
     mt_sgemm(1, 0, (int)g.K, g.OC, (int)(g.N * g.rows), 1.0f, x, (int)g.K, dy, g.OC, 0.0f, dw, g.OC);
     return;
   }
-  if (direct(&g, p, 0)) {
+  if (direct(&g, p, MT_PASS_FILTER)) {
     mt_conv2d_direct_filter(x, dy, dw, p);
     return;
   }

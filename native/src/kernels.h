@@ -45,8 +45,9 @@ enum { P_BATCH = 0, P_INH, P_INW, P_INC, P_OUTH, P_OUTW, P_OUTC, P_KH, P_KW, P_S
 void mt_conv2d(const float *x, const float *filter, float *out, const int32_t *p, float *scratch, int64_t scratchLen);
 void mt_conv2d_backprop_input(const float *dy, const float *filter, float *dx, const int32_t *p, float *scratch, int64_t scratchLen);
 void mt_conv2d_backprop_filter(const float *x, const float *dy, float *dw, const int32_t *p, float *scratch, int64_t scratchLen);
-/* conv_direct.c: the same convolutions without im2col, for narrow layers (see mt_conv_direct) */
-int mt_conv_direct(const int32_t *p, int forInput);
+/* conv_direct.c: the same convolutions without im2col, where they are faster (see mt_conv_direct) */
+enum { MT_PASS_FORWARD = 0, MT_PASS_INPUT, MT_PASS_FILTER };
+int mt_conv_direct(const int32_t *p, int pass);
 void mt_conv2d_direct(const float *x, const float *filter, float *out, const int32_t *p);
 void mt_conv2d_direct_filter(const float *x, const float *dy, float *dw, const int32_t *p);
 void mt_conv2d_direct_input(const float *dy, const float *filter, float *dx, const int32_t *p, float *wt);

@@ -139,15 +139,21 @@ describe("convolutions", () => {
     ["1x1 pointwise", [3, 5, 5, 6], [1, 1, 6, 7], 1, "valid", 1],
     ["dilated 2", [1, 10, 10, 2], [3, 3, 2, 3], 1, "same", 2],
     ["even kernel same stride 3", [2, 10, 11, 3], [4, 2, 3, 2], 3, "same", 1],
-    // 16 or 32 output channels take the direct kernels (conv_direct.c): edge columns, blocks of
-    // eight pixels and remainders of 4, 2, 1, strides, a 1x1 projection, dilation, an even kernel,
-    // the input's gradient as the turned filter's forward pass (unit stride, 16 or 32 channels).
+    // Multiples of 16 output channels take the direct kernels (conv_direct.c): edge columns, blocks
+    // of pixels and remainders of 4, 2, 1, strides, a 1x1 projection, dilation, an even kernel,
+    // the input's gradient as the turned filter's forward pass (unit stride, rows of 8 or more),
+    // groups of 64 output channels and a remainder of 16 or 48, passes of 128 input channels, the
+    // filter's gradient over a remainder of 3 input channels. Rows under 8 take the GEMM forward.
     ["direct 16 -> 32 same stride 2", [2, 9, 7, 16], [3, 3, 16, 32], 2, "same", 1],
     ["direct 3 -> 16 same (forward and filter only)", [2, 8, 9, 3], [3, 3, 3, 16], 1, "same", 1],
     ["direct 1x1 projection stride 2", [2, 8, 8, 16], [1, 1, 16, 32], 2, "valid", 1],
     ["direct 32 -> 16 dilated", [1, 10, 9, 32], [3, 3, 32, 16], 1, "valid", 2],
     ["direct 32 -> 32 even kernel", [1, 7, 6, 32], [2, 3, 32, 32], 1, "same", 1],
     ["direct 16 -> 16 explicit pad 2 on 19 columns", [2, 5, 19, 16], [3, 3, 16, 16], 1, 2, 1],
+    ["direct 64 -> 80 same on 10 columns", [1, 5, 10, 64], [3, 3, 64, 80], 1, "same", 1],
+    ["direct 144 -> 48 on 9 columns", [1, 4, 9, 144], [3, 3, 144, 48], 1, "same", 1],
+    ["direct 7 -> 16 on 9 columns", [2, 6, 9, 7], [3, 3, 7, 16], 1, "same", 1],
+    ["direct 16 -> 32 stride 2 on 17 columns", [1, 5, 17, 16], [3, 3, 16, 32], 2, "same", 1],
   ];
   for (const [name, xs, fs, strides, pad, dilations] of convCases) {
     test(`conv2d ${name}, and both gradients`, () => {
