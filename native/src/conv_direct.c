@@ -26,19 +26,22 @@ static inline v16 splat(float x) { return (v16){x, x, x, x, x, x, x, x, x, x, x,
 #define INLINE static inline __attribute__((always_inline))
 
 /* Whether a direct kernel takes this pass (MT_PASS_FORWARD, _INPUT or _FILTER) of this geometry,
- * by what was measured against im2col + OpenBLAS's GEMM on one AVX-512 core (which ran 65-105
- * GFLOP/s on these shapes): any multiple of 16 output channels (the direct kernels ran 110-230).
- * The forward pass and the input's gradient keep several pixels of a row in registers, so they
- * need rows of 8 or more (a 7 x 7 x 512 layer ran at half the GEMM's rate); the input's gradient
- * runs the forward kernel at unit stride only. A 1x1 without stride or padding is already one
- * GEMM over the image. */
+ * by what was measured against im2col + OpenBLAS's GEMM (its SkylakeX kernels) on one AVX-512
+ * core, AMD EPYC (scratch/convmicro.js with OPENBLAS_CORETYPE set as the addon sets it). Multiples
+ * of 16 output channels only. The forward pass and the input's gradient up to 128 channels on
+ * rows of 8 or more pixels (a row's pixels share the filter's loads): 56 x 56 x 64 ran at 199
+ * GFLOP/s against 92-111, 28 x 28 x 128 at 155 against 145; at 256 channels on 14 x 14 the GEMM
+ * ran 175 against 125, and rows of 7 leave too few pixels to block. The input's gradient runs the
+ * forward kernel, so at unit stride only. The filter's gradient up to 256 output channels (196
+ * against 175 at 14 x 14 x 256; 144 against 190 at 7 x 7 x 512), and a first layer's 3 input
+ * channels (69 against 62). A 1x1 without stride or padding is already one GEMM over the image. */
 int mt_conv_direct(const int32_t *p, int pass) {
   geom g = read_geom(p);
   if (g.KH == 1 && g.KW == 1 && g.SH == 1 && g.SW == 1 && g.PT == 0 && g.PL == 0) return 0;
   if (g.OC % 16 != 0 || g.OC == 0) return 0;
-  if (pass == MT_PASS_FILTER) return 1;
-  if (g.OW < 8) return 0;
-  return pass == MT_PASS_FORWARD || (g.C % 16 == 0 && g.C > 0 && g.SH == 1 && g.SW == 1 && g.W >= 8);
+  if (pass == MT_PASS_FILTER) return g.OC <= 256;
+  if (g.OW < 8 || g.OC > 128) return 0;
+  return pass == MT_PASS_FORWARD || (g.C % 16 == 0 && g.C > 0 && g.C <= 128 && g.SH == 1 && g.SW == 1 && g.W >= 8);
 }
 
 /* The output rows (or columns) [lo, hi) whose tap k reads inside an input axis of `size`: start
