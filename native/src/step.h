@@ -66,6 +66,9 @@ void mt_rnn_backward(const float *z, const float *h, float *dh, float *dz, const
  * multiplier floor(u + keep) / keep, in float32 as tf.dropout computes it. */
 void mt_dropout_mask(double *state, float *mask, int64_t n, float keep);
 
+/* penalty.c: a weight's L1/L2 penalty, and its gradient x scale added to g (NULL: frozen). */
+double mt_penalty(const float *w, float *g, int64_t n, double l1, double l2, double scale);
+
 /* gemm_batched: C[o,i] = alpha op(A[o,i]) op(B[o,i]) + beta C[o,i] for outer x inner matrices,
  * each operand at o * strideOuter + i * strideInner. */
 void mt_gemm_batched(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda, int64_t aOuter,

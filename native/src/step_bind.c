@@ -226,6 +226,19 @@ static napi_value dropout_mask(napi_env env, napi_callback_info info) {
   return undef(env);
 }
 
+/* penalty(w, g | null, l1, l2, scale): the penalty; g += its gradient x scale. */
+static napi_value penalty(napi_env env, napi_callback_info info) {
+  call c = begin(env, info, 5);
+  size_t n = 0;
+  float *w = (float *)typed(&c, 0, napi_float32_array, 0, &n);
+  float *g = opt_f32(&c, 1, n);
+  double out = 0.0;
+  if (!c.failed) RUN(out = mt_penalty(w, g, (int64_t)n, num(&c, 2), num(&c, 3), num(&c, 4)));
+  napi_value v;
+  napi_create_double(env, out, &v);
+  return c.failed ? undef(env) : v;
+}
+
 /* scatterAddRows(grad, ids, dy, n, inner, rows): grad[ids[i]] += dy[i] (rows of `inner`), ids outside [0, rows) skipped. */
 static napi_value scatter_add_rows(napi_env env, napi_callback_info info) {
   call c = begin(env, info, 6);
@@ -292,6 +305,7 @@ void mt_register_step(napi_env env, napi_value exports) {
   EXPORT("rnnForward", rnn_forward);
   EXPORT("rnnBackward", rnn_backward);
   EXPORT("dropoutMask", dropout_mask);
+  EXPORT("penalty", penalty);
   EXPORT("scatterAddRows", scatter_add_rows);
   EXPORT("transpose", transpose);
   EXPORT("tile", tile);

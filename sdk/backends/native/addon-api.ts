@@ -56,6 +56,8 @@ export interface NativeAddon {
   rnnBackward(z: Float32Array, h: Float32Array, dh: Float32Array, dz: Float32Array, U: Float32Array, mask: Float32Array | null, rmask: Float32Array | null, dh0: Float32Array | null, work: Float32Array, dims: Int32Array): void;
   /** state: Alea's [s0, s1, s2, c], advanced; mask[i] = floor(u_i + keep) / keep. */
   dropoutMask(state: Float64Array, mask: Float32Array, keep: number): void;
+  /** A weight's penalty l1 sum|w| + l2 sum w^2; g (its gradient, null when frozen) += (l1 sign(w) + 2 l2 w) x scale. */
+  penalty(w: Float32Array, g: Float32Array | null, l1: number, l2: number, scale: number): number;
   scatterAddRows(grad: Float32Array, ids: Int32Array, dy: Float32Array, n: number, inner: number, rows: number): void;
   /** out = x with axes permuted (out axis d is x axis perm[d]), rank 1-6. */
   transpose(x: Float32Array, out: Float32Array, shape: Int32Array, perm: Int32Array): void;

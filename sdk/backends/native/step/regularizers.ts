@@ -42,26 +42,9 @@ export function penaltiesOf(c: Pick<LayerCall, "name" | "cfg" | "param">): Penal
 
 /**
  * Adds the penalty's gradient x scale to the weight's gradient, which its layer's backward pass
- * has written; returns the penalty, l1 sum|w| + l2 sum w^2.
+ * has written; returns the penalty, l1 sum|w| + l2 sum w^2 (native/src/penalty.c).
  */
 export function applyPenalty(ctx: StepContext, p: Penalty, scale: number): number {
-  const w = ctx.values(p.slot.variable);
   const g = ctx.grad(p.slot);
-  let l1 = 0;
-  let l2 = 0;
-  for (let i = 0; i < w.length; i++) {
-    const v = w[i]!;
-    l1 += Math.abs(v);
-    l2 += v * v;
-  }
-  if (g) {
-    const view = g.view;
-    // tf.abs's gradient is 1 above zero and -1 elsewhere; square's is 2w.
-    for (let i = 0; i < w.length; i++) {
-      const v = w[i]!;
-      const d = (p.l1 !== 0 ? p.l1 * (v > 0 ? 1 : -1) : 0) + (p.l2 !== 0 ? 2 * p.l2 * v : 0);
-      view[i] = view[i]! + d * scale;
-    }
-  }
-  return p.l1 * l1 + p.l2 * l2;
+  return ctx.addon.penalty(ctx.values(p.slot.variable), g ? g.view : null, p.l1, p.l2, scale);
 }
