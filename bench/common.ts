@@ -126,8 +126,20 @@ export function machine(): Json {
     cores: os.availableParallelism(),
     memoryGiB: Math.round(os.totalmem() / 2 ** 30),
     node: process.version,
+    blas: blasCores(),
     date: new Date().toISOString(),
   };
+}
+
+/** The OpenBLAS core type the benches' children run (pinnedEnv's), and the one this CPU could take. */
+function blasCores(): { core: string | null; best: string | null } {
+  let cpuinfo = "";
+  try {
+    cpuinfo = fs.readFileSync("/proc/cpuinfo", "utf8");
+  } catch {
+    // Not Linux: OpenBLAS chooses for itself.
+  }
+  return { core: pinnedEnv().OPENBLAS_CORETYPE ?? null, best: blasCoreFor(cpuinfo) };
 }
 
 /** Writes bench/results/<name>.json and <name>.md. */

@@ -39,6 +39,8 @@ export interface ZooRun {
   memory: "kernel" | "kernel, own pass" | "sampled";
   /** Whether both sides ran with glibc's allocator keeping what they free (bench/common.ts ALLOCATOR_KEPT). */
   allocatorKept: boolean;
+  /** The OpenBLAS core type both sides ran (OPENBLAS_CORETYPE), and the one the CPU could take; null where unknown. */
+  blas?: { core: string | null; best: string | null } | null;
   rows: readonly ZooRow[];
 }
 
@@ -76,7 +78,7 @@ export function renderZoo(run: ZooRun): string {
   return [
     `### The models people train: one worker against one PyTorch process (medians of ${run.rounds} interleaved rounds, one thread each)`,
     "",
-    `Machine: ${run.cpu}. PyTorch 1.13 (Debian's: oneDNN for convolutions, OpenBLAS for the rest, given the same core type), meshtrain on its native backend (OpenBLAS); the same architectures, batch and optimizer (SGD lr 0.01, Adam lr 0.001), random inputs of each model's shape. ${run.allocatorKept ? "Both sides ran with glibc's allocator keeping what they free (MALLOC_MMAP_THRESHOLD_ 32 MiB, MALLOC_TRIM_THRESHOLD_ 4 GiB, MALLOC_TOP_PAD_ 512 MiB): without it PyTorch faults each step's activations back in, 1.6-3x slower here." : "PyTorch ran with glibc's allocator at its defaults, returning each step's activations to the system and faulting them back in (1.6-3x slower on this machine than with the allocator told to keep them): its figures here understate it."}`,
+    `Machine: ${run.cpu}. PyTorch 1.13 (Debian's: oneDNN for convolutions, OpenBLAS for the rest, given the same core type${blasWords(run.blas)}), meshtrain on its native backend (OpenBLAS); the same architectures, batch and optimizer (SGD lr 0.01, Adam lr 0.001), random inputs of each model's shape. ${run.allocatorKept ? "Both sides ran with glibc's allocator keeping what they free (MALLOC_MMAP_THRESHOLD_ 32 MiB, MALLOC_TRIM_THRESHOLD_ 4 GiB, MALLOC_TOP_PAD_ 512 MiB): without it PyTorch faults each step's activations back in, 1.6-3x slower here." : "PyTorch ran with glibc's allocator at its defaults, returning each step's activations to the system and faulting them back in (1.6-3x slower on this machine than with the allocator told to keep them): its figures here understate it."}`,
     "",
     ...table,
     "",
@@ -91,8 +93,15 @@ export function renderZoo(run: ZooRun): string {
   ].join("\n");
 }
 
+/** Which OpenBLAS kernels both sides' matrix multiplies ran, in words. */
+function blasWords(b: ZooRun["blas"]): string {
+  if (!b?.core) return "";
+  const slower = b.best && b.best.toLowerCase() !== b.core.toLowerCase() ? `, as this machine's environment sets it; its CPU could take ${b.best}'s kernels, about 1.9x faster on both sides' matrix multiplies` : "";
+  return `: OPENBLAS_CORETYPE=${b.core}${slower}`;
+}
+
 /** A run as zoo.json holds it; runs written before the page's fields were kept fill them from the machine. */
-export function zooRunOf(data: Json, fallback: Omit<ZooRun, "rows" | "memory" | "allocatorKept">): ZooRun {
+export function zooRunOf(data: Json, fallback: Omit<ZooRun, "rows" | "memory" | "allocatorKept" | "blas">): ZooRun {
   const rows = data.rows as ZooRow[];
   return {
     rounds: typeof data.rounds === "number" ? data.rounds : fallback.rounds,
@@ -100,6 +109,7 @@ export function zooRunOf(data: Json, fallback: Omit<ZooRun, "rows" | "memory" | 
     adapter: data.adapter === undefined ? fallback.adapter : (data.adapter as ZooRun["adapter"]),
     memory: typeof data.memory === "string" ? (data.memory as ZooRun["memory"]) : "sampled",
     allocatorKept: data.allocatorKept === true,
+    blas: ((data.machine as Json | undefined)?.blas as ZooRun["blas"]) ?? null,
     rows,
   };
 }

@@ -112,7 +112,7 @@ async function main(): Promise<void> {
       ...{ runs: mt.map((j) => j.samples_per_second), peerRuns: got("PyTorch").map((j) => j.samples_per_second), peerPeakMiB: median(got("PyTorch").map((j) => j.peak_rss_above_mib as number)) },
     });
   }
-  const run: ZooRun = { rounds: ROUNDS, cpu: cpuName(), adapter: adapter ? { name: adapter.name, software: adapter.software } : null, memory: resetKernelPeak() ? "kernel" : "sampled", allocatorKept: true, rows };
+  const run: ZooRun = { rounds: ROUNDS, cpu: cpuName(), adapter: adapter ? { name: adapter.name, software: adapter.software } : null, memory: resetKernelPeak() ? "kernel" : "sampled", allocatorKept: true, blas: machine().blas as ZooRun["blas"], rows };
   writeResults("zoo", { machine: machine(), quick: QUICK, ...run }, renderZoo(run));
 }
 

@@ -6,6 +6,7 @@ import { deviceFromEnv, type DeviceAssignment } from "../config/device";
 import type { GpuFacts } from "../protocol/messages";
 import { tryBackend } from "./try-backend";
 import { hardwareVulkanDriver } from "./webgpu/vulkan";
+import { blasCoreNote } from "./native/blas-core";
 
 /** The TF.js backend a process runs on, its device and memory, and why better ones were not used. */
 export interface BackendReport {
@@ -77,6 +78,8 @@ export async function selectBackend(choice: BackendChoice, threads = 1, device: 
       const relevant = name === "native" ? skipped.filter((s) => !/tfjs-node is not installed/.test(s)) : skipped;
       const note = describe(name, relevant);
       if (note) notes.push(note);
+      const blas = name === "native" ? blasCoreNote() : null;
+      if (blas) notes.push(blas);
       if (tried.gpu?.software) notes.push(`software GPU: "${tried.gpu.name}" (${tried.gpu.description}) is a CPU rasteriser, hundreds of times slower than "native": for tests and lessons, never for speed`);
       return { backend: name, device: deviceOf(name, tried.gpu), memoryBytes: os.totalmem(), notes, ...(tried.gpu ? { gpu: tried.gpu } : {}) };
     }

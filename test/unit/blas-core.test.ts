@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { blasCoreFor, chooseBlasCore } from "../../sdk/backends/native/blas-core";
+import { blasCoreFor, blasCoreNote, chooseBlasCore } from "../../sdk/backends/native/blas-core";
 
 const cpu = (...flags: string[][]): string => flags.map((f, i) => `processor\t: ${i}\nmodel name\t: Intel(R) Xeon(R) Processor\nflags\t\t: fpu sse sse2 ${f.join(" ")}\n`).join("\n");
 
@@ -16,4 +16,14 @@ test("a core type the user chose is kept", () => {
   const env: NodeJS.ProcessEnv = { OPENBLAS_CORETYPE: "Haswell" };
   assert.equal(chooseBlasCore(env), null);
   assert.equal(env.OPENBLAS_CORETYPE, "Haswell");
+});
+
+test("a worker is told when the environment's core type is older than its CPU's", () => {
+  const avx512 = cpu(["avx", "avx2", "fma", "avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"]);
+  const note = blasCoreNote({ OPENBLAS_CORETYPE: "Haswell" }, avx512);
+  assert.match(note ?? "", /OPENBLAS_CORETYPE=Haswell is set .* SkylakeX's instructions/);
+  assert.equal(blasCoreNote({ OPENBLAS_CORETYPE: "SkylakeX" }, avx512), null, "the best core type");
+  assert.equal(blasCoreNote({ OPENBLAS_CORETYPE: "Haswell" }, cpu(["avx", "avx2", "fma"])), null, "Haswell is this CPU's best");
+  assert.equal(blasCoreNote({}, avx512), null, "meshtrain chooses when nothing is set");
+  assert.equal(blasCoreNote({ OPENBLAS_CORETYPE: "Zen" }, avx512), null, "a core type outside the list is the user's business");
 });
