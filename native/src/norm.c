@@ -5,31 +5,51 @@
 
 /* Batch and layer normalization, forward and backward, in two passes over the data each way.
  * Statistics accumulate in double (TF.js's moments are float32 ops; a double sum rounded once is
- * within float rounding of them). The backward passes are the closed forms of the gradients
+ * within float rounding of them); batch norm's forward sums blocks of rows in float first. Its
+ * backward keeps double products: summed in float blocks, two-row batches' gradients (a
+ * difference of near-equal terms) left TF.js's by more than 1e-4 (native-graph-property). The backward passes are the closed forms of the gradients
  * autodiff takes through tf.moments and tf.batchNorm:
  *   dx = gamma invstd / N (N dy - sum(dy) - xhat sum(dy xhat)),  xhat = (x - mean) invstd. */
+
+/* Rows summed in float before each block's sums are added in double: float adds run twice the
+ * lanes of double ones, and a block of 32 rows rounds no worse than TF.js's float32 sums. */
+#define BN_BLOCK 32
 
 void mt_bn_forward(const float *x, float *y, int64_t rows, int C, const float *gamma, const float *beta, float eps,
                    float *mean, float *var, float *invstd) {
   double *s = (double *)calloc((size_t)C * 2, sizeof(double));
-  if (!s) return;
-  double *ss = s + C;
-  for (int64_t r = 0; r < rows; r++) {
-    const float *xr = x + r * C;
-    for (int c = 0; c < C; c++) s[c] += xr[c];
+  float *blk = (float *)malloc(sizeof(float) * (size_t)C * 3);
+  if (!s || !blk) {
+    free(s);
+    free(blk);
+    return;
   }
-  for (int c = 0; c < C; c++) mean[c] = rows > 0 ? (float)(s[c] / (double)rows) : 0.0f;
-  for (int64_t r = 0; r < rows; r++) {
-    const float *xr = x + r * C;
-    for (int c = 0; c < C; c++) {
-      double d = (double)xr[c] - mean[c];
-      ss[c] += d * d;
+  double *ss = s + C;
+  float *b1 = blk, *b2 = blk + C, *shift = blk + 2 * C;
+  /* One pass for both moments, each channel's values taken about its first row's value so the
+   * sum of squares does not cancel: var = E[(x - K)^2] - E[x - K]^2. */
+  for (int c = 0; c < C; c++) shift[c] = rows > 0 ? x[c] : 0.0f;
+  for (int64_t r0 = 0; r0 < rows; r0 += BN_BLOCK) {
+    int64_t r1 = r0 + BN_BLOCK < rows ? r0 + BN_BLOCK : rows;
+    for (int c = 0; c < C; c++) b1[c] = 0.0f, b2[c] = 0.0f;
+    for (int64_t r = r0; r < r1; r++) {
+      const float *xr = x + r * C;
+      for (int c = 0; c < C; c++) {
+        float d = xr[c] - shift[c];
+        b1[c] += d;
+        b2[c] += d * d;
+      }
     }
+    for (int c = 0; c < C; c++) s[c] += b1[c], ss[c] += b2[c];
   }
   for (int c = 0; c < C; c++) {
-    var[c] = rows > 0 ? (float)(ss[c] / (double)rows) : 0.0f;
+    double m = rows > 0 ? s[c] / (double)rows : 0.0;
+    double v = rows > 0 ? ss[c] / (double)rows - m * m : 0.0;
+    mean[c] = (float)(shift[c] + m);
+    var[c] = (float)(v > 0.0 ? v : 0.0);
     invstd[c] = (float)(1.0 / sqrt((double)var[c] + (double)eps));
   }
+  free(blk);
   free(s);
   /* Per channel scale and shift, so the pass over the data is one multiply-add. */
   float *a = (float *)malloc(sizeof(float) * (size_t)C * 2);
