@@ -50,7 +50,10 @@ export function cellOf(req: unknown): CellRun | undefined {
  * Notebook 7 send `cellId`), else by a hash of its code (nbclient, nbconvert and papermill send
  * no id: the same code re-run is the same cell).
  */
-export function trackCells(jupyterModule: { ZmqServer: { prototype: ServerProto }; JupyterHandlerImpl: { prototype: HandlerProto } }): void {
+export function trackCells(jupyterModule: {
+  ZmqServer: { prototype: ServerProto };
+  JupyterHandlerImpl: { prototype: HandlerProto };
+}): void {
   const server = jupyterModule.ZmqServer.prototype;
   const arrive = server.handleExecute;
   server.handleExecute = function (this: ZmqServer, socket: unknown, msg: ZmqMessage): Promise<void> {
@@ -62,7 +65,10 @@ export function trackCells(jupyterModule: { ZmqServer: { prototype: ServerProto 
     };
     const id = msg.metadata?.cellId;
     const code = (msg.content as Partial<ExecuteRequest>).code ?? "";
-    const cell = typeof id === "string" && id.length > 0 ? `id:${id}` : `code:${createHash("sha256").update(code).digest("hex").slice(0, 16)}`;
+    const cell =
+      typeof id === "string" && id.length > 0
+        ? `id:${id}`
+        : `code:${createHash("sha256").update(code).digest("hex").slice(0, 16)}`;
     const run: CellRun = { send, cell, diagnostics: [] };
     Object.defineProperty(msg.content, RUN, { value: run });
     return arrive.call(this, socket, msg);

@@ -15,7 +15,10 @@ type HandlerProto = { handleExecute(this: unknown, req: unknown, ...rest: unknow
 function tslabCaller(): "executor" | "main" | null {
   const frames = (new Error().stack ?? "").split("\n");
   // [0] "Error", [1] this function, [2] the console.error below, [3] its caller.
-  return (/[\\/]tslab[\\/]dist[\\/](executor|main)\.js/.exec(frames[3] ?? "")?.[1] as "executor" | "main" | undefined) ?? null;
+  return (
+    (/[\\/]tslab[\\/]dist[\\/](executor|main)\.js/.exec(frames[3] ?? "")?.[1] as "executor" | "main" | undefined) ??
+    null
+  );
 }
 
 /** tslab's process-wide handlers print a rejection no one handled, or an exception thrown from a callback, with these labels. */
@@ -62,7 +65,12 @@ export function reportCellErrors(jupyterModule: { JupyterHandlerImpl: { prototyp
     const cell = cellOf(req);
     if (reply.status !== "error" || reply.ename !== undefined || !cell) return reply;
     if (cell.failure) return Object.assign(reply, cell.failure);
-    if (cell.diagnostics.length > 0) Object.assign(reply, { ename: "TypeScriptError", evalue: cell.diagnostics.join("\n"), traceback: cell.diagnostics });
+    if (cell.diagnostics.length > 0)
+      Object.assign(reply, {
+        ename: "TypeScriptError",
+        evalue: cell.diagnostics.join("\n"),
+        traceback: cell.diagnostics,
+      });
     return reply;
   };
 }

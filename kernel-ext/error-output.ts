@@ -43,9 +43,15 @@ function userFrames(stack: string): string[] {
 function causes(e: ErrorLike): string[] {
   const out: string[] = [];
   const seen = new Set<unknown>([e]);
-  for (let c = e.cause; c !== undefined && c !== null && !seen.has(c) && out.length < 8; c = isErrorLike(c) ? c.cause : undefined) {
+  for (
+    let c = e.cause;
+    c !== undefined && c !== null && !seen.has(c) && out.length < 8;
+    c = isErrorLike(c) ? c.cause : undefined
+  ) {
     seen.add(c);
-    out.push(isErrorLike(c) ? `caused by ${String(c.name ?? "Error")}: ${String(c.message)}` : `caused by ${String(c)}`);
+    out.push(
+      isErrorLike(c) ? `caused by ${String(c.name ?? "Error")}: ${String(c.message)}` : `caused by ${String(c)}`,
+    );
   }
   return out;
 }
@@ -62,8 +68,13 @@ export function errorOutput(e: ErrorLike): ErrorOutput {
     return { ename: "Interrupted", evalue, traceback: [`${RED}Interrupted${RESET}: ${evalue}`] };
   }
   if (isMeshtrain(e)) {
-    const hint = typeof e.hint === "string" ? e.hint.split("\n").map((l, i) => (i === 0 ? `help: ${l}` : `      ${l}`)) : [];
-    return { ename: name, evalue: String(e.message), traceback: [`${RED}${name}${RESET} [${e.code}]: ${e.summary}`, ...hint, ...causes(e)] };
+    const hint =
+      typeof e.hint === "string" ? e.hint.split("\n").map((l, i) => (i === 0 ? `help: ${l}` : `      ${l}`)) : [];
+    return {
+      ename: name,
+      evalue: String(e.message),
+      traceback: [`${RED}${name}${RESET} [${e.code}]: ${e.summary}`, ...hint, ...causes(e)],
+    };
   }
   const message = String(e.message);
   const frames = typeof e.stack === "string" ? userFrames(e.stack) : [];

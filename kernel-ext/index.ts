@@ -32,7 +32,9 @@ export function disable(): void {
 }
 
 function isFigure(x: unknown): x is Figure {
-  return typeof x === "object" && x !== null && Array.isArray((x as Figure).data) && typeof (x as Figure).layout === "object";
+  return (
+    typeof x === "object" && x !== null && Array.isArray((x as Figure).data) && typeof (x as Figure).layout === "object"
+  );
 }
 
 /** Draws each item: meshtrain objects as themselves, figures with Plotly, anything else as text. */

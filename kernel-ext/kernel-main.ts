@@ -22,7 +22,9 @@ export function installationModules(packageRoot: string): string[] {
 }
 
 function resolveAtRuntime(dirs: readonly string[]): void {
-  process.env.NODE_PATH = [...dirs, ...(process.env.NODE_PATH ?? "").split(path.delimiter).filter(Boolean)].join(path.delimiter);
+  process.env.NODE_PATH = [...dirs, ...(process.env.NODE_PATH ?? "").split(path.delimiter).filter(Boolean)].join(
+    path.delimiter,
+  );
   // NODE_PATH is read once at start-up; this process started before it was set.
   (Module as unknown as { _initPaths(): void })._initPaths();
 }
@@ -36,7 +38,9 @@ type PathFn = (p: string, ...rest: unknown[]) => unknown;
  * exports cannot be replaced; its file system object can be extended.)
  */
 function resolveTypes(tslabDir: string, dirs: readonly string[]): void {
-  const ts = require(require.resolve("@tslab/typescript-for-tslab", { paths: [tslabDir] })) as { sys: Record<string, unknown> };
+  const ts = require(require.resolve("@tslab/typescript-for-tslab", { paths: [tslabDir] })) as {
+    sys: Record<string, unknown>;
+  };
   const top = path.join(path.parse(process.cwd()).root, "node_modules");
   const mapped = (p: string): string | undefined => {
     if (typeof p !== "string" || !(p === top || p.startsWith(top + path.sep)) || fs.existsSync(p)) return undefined;
@@ -57,7 +61,9 @@ function main(): void {
   const tslabMain = require.resolve("tslab/dist/main.js", { paths: dirs });
   const tslabDist = path.dirname(tslabMain);
   resolveTypes(path.dirname(tslabDist), dirs);
-  const jupyter = require(path.join(tslabDist, "jupyter.js")) as Parameters<typeof reportCellErrors>[0] & Parameters<typeof honourStopOnError>[0] & Parameters<typeof trackCells>[0];
+  const jupyter = require(path.join(tslabDist, "jupyter.js")) as Parameters<typeof reportCellErrors>[0] &
+    Parameters<typeof honourStopOnError>[0] &
+    Parameters<typeof trackCells>[0];
   trackCells(jupyter);
   honourStopOnError(jupyter);
   reportCellErrors(jupyter);
@@ -70,10 +76,16 @@ function main(): void {
   const at = argv.indexOf("--config-path");
   const configPath = at >= 0 ? argv[at + 1] : undefined;
   if (argv[0] !== "kernel" || !configPath) {
-    process.stderr.write("usage: kernel-main.js kernel --config-path <connection file> (Jupyter runs this; see `meshtrain kernel install`)\n");
+    process.stderr.write(
+      "usage: kernel-main.js kernel --config-path <connection file> (Jupyter runs this; see `meshtrain kernel install`)\n",
+    );
     process.exit(2);
   }
-  (require(tslabMain) as { startKernel(o: { configPath: string; enableFindLocal: boolean; jsKernel: boolean; globalVersion: string }): void }).startKernel({ configPath, enableFindLocal: false, jsKernel: false, globalVersion: "" });
+  (
+    require(tslabMain) as {
+      startKernel(o: { configPath: string; enableFindLocal: boolean; jsKernel: boolean; globalVersion: string }): void;
+    }
+  ).startKernel({ configPath, enableFindLocal: false, jsKernel: false, globalVersion: "" });
 }
 
 if (require.main === module) main();

@@ -14,7 +14,11 @@ const RECENT_STEPS = 10;
  * The live plot's title, which says what its rate is: while training, the last steps' rate;
  * at the end, the whole run's after warm-up, the figure the run's summary shows.
  */
-export function liveTitle(info: FitStart, history: readonly StepRecord[], end: "training" | "done" | "stopped by an error"): string {
+export function liveTitle(
+  info: FitStart,
+  history: readonly StepRecord[],
+  end: "training" | "done" | "stopped by an error",
+): string {
   const done = history.length;
   const loss = history[done - 1]?.loss.toFixed(4) ?? "-";
   if (end === "training") {
@@ -33,7 +37,10 @@ export const liveFitObserver: FitObserver = {
     let shown = false;
     let last = 0;
     const draw = (state: Parameters<typeof liveTitle>[2]): void => {
-      sendBundle(figureBundle(throughputFigure(history, liveTitle(info, history, state))), { displayId: id, update: shown });
+      sendBundle(figureBundle(throughputFigure(history, liveTitle(info, history, state))), {
+        displayId: id,
+        update: shown,
+      });
       shown = true;
       last = Date.now();
     };

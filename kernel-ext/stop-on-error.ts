@@ -31,7 +31,12 @@ export function honourStopOnError(jupyterModule: { JupyterHandlerImpl: { prototy
   proto.handleExecute = async function (this: Handler, req: ExecuteRequest, ...rest: unknown[]): Promise<ExecuteReply> {
     if (req.stop_on_error !== false) return stopping.call(this, req, ...rest);
     // The task resolves whatever the cell did, so the queue is never left rejected (which cancels what follows).
-    const outcome = await this.execQueue.add(() => this.handleExecuteImpl(req, ...rest).then((count) => ({ ok: true as const, count }), (failed: unknown) => ({ ok: false as const, failed })));
+    const outcome = await this.execQueue.add(() =>
+      this.handleExecuteImpl(req, ...rest).then(
+        (count) => ({ ok: true as const, count }),
+        (failed: unknown) => ({ ok: false as const, failed }),
+      ),
+    );
     if (outcome.ok) return { status: "ok", execution_count: outcome.count.count };
     const count = (outcome.failed as { count?: unknown }).count;
     if (typeof count !== "number") console.error("unexpected error:", outcome.failed);

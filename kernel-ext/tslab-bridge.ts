@@ -12,7 +12,10 @@ import type { MimeBundle } from "../sdk/viz/displayable";
  */
 
 interface JupyterModule {
-  lastWriteDisplayData?: (content: { data: MimeBundle; metadata: object; transient: { display_id?: string } }, update: boolean) => void;
+  lastWriteDisplayData?: (
+    content: { data: MimeBundle; metadata: object; transient: { display_id?: string } },
+    update: boolean,
+  ) => void;
 }
 interface PublicModule {
   display: { raw(contentType: string, data: string): void };
@@ -37,7 +40,10 @@ const FALLBACK_ORDER = ["text/html", "image/svg+xml", "image/png", "text/markdow
 export function sendBundle(bundle: MimeBundle, options: { displayId?: string; update?: boolean } = {}): void {
   const jupyter = loaded<JupyterModule>("tslab/dist/jupyter.js");
   if (typeof jupyter?.lastWriteDisplayData === "function") {
-    jupyter.lastWriteDisplayData({ data: bundle, metadata: {}, transient: options.displayId ? { display_id: options.displayId } : {} }, Boolean(options.update));
+    jupyter.lastWriteDisplayData(
+      { data: bundle, metadata: {}, transient: options.displayId ? { display_id: options.displayId } : {} },
+      Boolean(options.update),
+    );
     return;
   }
   const pub = loaded<PublicModule>("tslab/dist/public.js");

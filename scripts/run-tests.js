@@ -14,7 +14,7 @@ const fs = require("node:fs");
 const path = require("node:path");
 
 const root = path.join(__dirname, "..");
-/** "checks": the import-cycle check and the API docs (TypeDoc's warnings are errors), run beside the unit tests. */
+/** "checks": the import-cycle check, the API docs (TypeDoc's warnings are errors) and the formatting (prettier), run beside the unit tests. */
 const suites = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ["checks", "unit", "integration", "notebooks"];
 
 /**
@@ -156,7 +156,7 @@ async function main() {
   let ok = true;
   const header = (title, list, concurrency) => console.log(`\n== ${title}: ${list.length} files, ${concurrency} at a time ==`);
   // Minutes each on a slow machine, mostly one core's: beside the unit tests rather than before them.
-  const checks = suites.includes("checks") ? npmScripts(["test:cycles", "docs:api"], "[checks]") : Promise.resolve(true);
+  const checks = suites.includes("checks") ? npmScripts(["test:cycles", "docs:api", "format:check"], "[checks]") : Promise.resolve(true);
   if (suites.includes("unit")) {
     const unit = files("unit");
     header("unit", unit, 2);

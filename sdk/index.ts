@@ -15,14 +15,45 @@ export type { ClusterState } from "./cluster/usable";
 export { closeAll } from "./cluster/live-clusters";
 export { liveClusters } from "./cluster/live-list";
 export type { LaunchOptions } from "./cluster/launch-options";
-export { datasets, Dataset, type Column, type Batch, type ColumnNames, type TensorsInput, type DatasetSource, type LinearOptions, type MnistOptions, type SyntheticOptions } from "./data/index";
+export {
+  datasets,
+  Dataset,
+  type Column,
+  type Batch,
+  type ColumnNames,
+  type TensorsInput,
+  type DatasetSource,
+  type LinearOptions,
+  type MnistOptions,
+  type SyntheticOptions,
+} from "./data/index";
 export * from "./errors/errors";
 export { TrainingRun } from "./cluster/training-run";
 export {
-  layers, MultiHeadAttention, PositionEmbedding,
-  type Initializer, type InitializerInput, type LayerKwargs, type MultiHeadAttentionArgs, type PositionEmbeddingArgs,
+  layers,
+  MultiHeadAttention,
+  PositionEmbedding,
+  type Initializer,
+  type InitializerInput,
+  type LayerKwargs,
+  type MultiHeadAttentionArgs,
+  type PositionEmbeddingArgs,
 } from "./model/layers/index";
-export type { LogLine, RunRecord, StepRecord, WorkerStepRecord, PushRecord, Departure, PsRunRecord, MembershipChange, EpochHistory, EpochValidation, TrainingSetup, NonFiniteReport, MemberMemory } from "./metrics/records";
+export type {
+  LogLine,
+  RunRecord,
+  StepRecord,
+  WorkerStepRecord,
+  PushRecord,
+  Departure,
+  PsRunRecord,
+  MembershipChange,
+  EpochHistory,
+  EpochValidation,
+  TrainingSetup,
+  NonFiniteReport,
+  MemberMemory,
+} from "./metrics/records";
 export type { WorkerMemory } from "./protocol/worker-memory";
 export { ownBytes } from "./metrics/memory-lines";
 export type { DataPlaneChoice, DataPlanePath } from "./protocol/data-plane";
@@ -61,7 +92,19 @@ export type { LossInput, LossWeights } from "./driver/output-heads";
 export type { OptimizerInput, OptimizerSpec } from "./protocol/optimizer-spec";
 export type { WorkerSnapshot } from "./config/worker-snapshot";
 export { formatDataPlan } from "./strategies/data/plan-text";
-export type { Plan, PlanData, PlanBatch, PlanMethods, DataParallelPlan, PlanDevice, PipelinePlan, StagePlan, PipelineKind, PsPlan, ShardVariable } from "./plan/plans";
+export type {
+  Plan,
+  PlanData,
+  PlanBatch,
+  PlanMethods,
+  DataParallelPlan,
+  PlanDevice,
+  PipelinePlan,
+  StagePlan,
+  PipelineKind,
+  PsPlan,
+  ShardVariable,
+} from "./plan/plans";
 export type { HandlingCost } from "./plan/core-load";
 export type { PlanRequest } from "./cluster/plan-request";
 /** The sample order of one epoch as fit shuffles it (null: in order), to reproduce a fit's batches. */
@@ -69,7 +112,19 @@ export { epochOrder } from "./plan/batches";
 export { estimateMemory, type MemoryEstimateWithTotal } from "./plan/estimate-memory";
 export type { MemoryEstimate, ShardStage } from "./plan/memory";
 export type { Prediction } from "./plan/predict";
-export { makeSchedule, formatSchedule, simulate, bubbleFraction, theoreticalBubble, maxInFlight, checkSchedule, type Schedule, type ScheduleName, type Action, type TimedAction } from "./plan/schedules";
+export {
+  makeSchedule,
+  formatSchedule,
+  simulate,
+  bubbleFraction,
+  theoreticalBubble,
+  maxInFlight,
+  checkSchedule,
+  type Schedule,
+  type ScheduleName,
+  type Action,
+  type TimedAction,
+} from "./plan/schedules";
 
 import type { WorkerOptions } from "./worker/main";
 export type { WorkerOptions };

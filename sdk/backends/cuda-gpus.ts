@@ -15,11 +15,21 @@ export function probeGpus(): GpuProbe {
   let indices: string[];
   const visible = process.env.CUDA_VISIBLE_DEVICES;
   if (visible !== undefined) {
-    indices = visible.split(",").map((s) => s.trim()).filter((s) => s !== "" && s !== "-1");
+    indices = visible
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s !== "" && s !== "-1");
   } else {
     try {
-      const out = execFileSync("nvidia-smi", ["-L"], { encoding: "utf8", timeout: 5000, stdio: ["ignore", "pipe", "ignore"] });
-      indices = out.split("\n").filter((l) => /^GPU \d+/.test(l)).map((_, i) => String(i));
+      const out = execFileSync("nvidia-smi", ["-L"], {
+        encoding: "utf8",
+        timeout: 5000,
+        stdio: ["ignore", "pipe", "ignore"],
+      });
+      indices = out
+        .split("\n")
+        .filter((l) => /^GPU \d+/.test(l))
+        .map((_, i) => String(i));
     } catch {
       return { indices: [], problem: "no NVIDIA GPU found (nvidia-smi is missing or lists none)" };
     }

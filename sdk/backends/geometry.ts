@@ -4,7 +4,12 @@ type Shape4 = [number, number, number, number];
 type Attrs = tf.NamedAttrMap;
 
 /** A convolution's geometry from a kernel's attributes, as TF.js's own kernels compute it. */
-export function convInfo(inShape: readonly number[], filterShape: readonly number[], attrs: Attrs, depthwise = false): tf.backend_util.Conv2DInfo {
+export function convInfo(
+  inShape: readonly number[],
+  filterShape: readonly number[],
+  attrs: Attrs,
+  depthwise = false,
+): tf.backend_util.Conv2DInfo {
   return tf.backend_util.computeConv2DInfo(
     [...inShape] as Shape4,
     [...filterShape] as Shape4,

@@ -29,7 +29,7 @@ export function registerGradients(): void {
             const shape: number[] = [];
             const axes: number[] = [];
             reps.forEach((r, i) => {
-              if (r > 1) axes.push(shape.length), shape.push(r);
+              if (r > 1) (axes.push(shape.length), shape.push(r));
               shape.push(x!.shape[i]!);
             });
             return axes.length === 0 ? g.clone() : tf.sum(tf.reshape(g, shape), axes);

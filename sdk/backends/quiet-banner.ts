@@ -15,12 +15,14 @@ interface FactoryEntry {
  * its factory is wrapped so that every cpu backend starts with the banner marked as shown.
  */
 export function quietCpuBanner(): void {
-  const entry = (tf.engine() as unknown as { registryFactory: Record<string, FactoryEntry | undefined> }).registryFactory.cpu;
+  const entry = (tf.engine() as unknown as { registryFactory: Record<string, FactoryEntry | undefined> })
+    .registryFactory.cpu;
   if (!entry || entry[QUIETED]) return;
   const make = entry.factory;
   entry.factory = () => {
     const backend = make();
-    if (backend && typeof backend === "object" && "firstUse" in backend) (backend as { firstUse: boolean }).firstUse = false;
+    if (backend && typeof backend === "object" && "firstUse" in backend)
+      (backend as { firstUse: boolean }).firstUse = false;
     return backend;
   };
   entry[QUIETED] = true;

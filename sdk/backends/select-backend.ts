@@ -39,7 +39,8 @@ function deviceOf(name: BackendName, gpu: GpuFacts | undefined): string {
 function autoOrder(device: DeviceAssignment | null): BackendName[] {
   const cpu: BackendName[] = ["node", "native", "wasm", "cpu"];
   const visible = process.env.CUDA_VISIBLE_DEVICES;
-  const cuda = device?.kind === "cuda" || (device === null && visible !== undefined && visible !== "" && visible !== "-1");
+  const cuda =
+    device?.kind === "cuda" || (device === null && visible !== undefined && visible !== "" && visible !== "-1");
   const webgpu = device?.kind === "webgpu" || (device === null && hardwareVulkanDriver());
   return [...(cuda ? (["node-gpu"] as const) : []), ...(webgpu ? (["webgpu"] as const) : []), ...cpu];
 }
@@ -49,7 +50,9 @@ function describe(name: BackendName, skipped: string[]): string | null {
   const why = skipped.length > 0 ? ` (${skipped.join("; ")})` : "";
   switch (name) {
     case "native":
-      return skipped.length > 0 ? `workers use "native": meshtrain's OpenBLAS kernels on TF.js's cpu backend${why}` : null;
+      return skipped.length > 0
+        ? `workers use "native": meshtrain's OpenBLAS kernels on TF.js's cpu backend${why}`
+        : null;
     case "wasm":
       return `workers use "wasm" with meshtrain's kernels for what it lacks: slower than "native"${why}`;
     case "cpu":
@@ -66,7 +69,11 @@ function describe(name: BackendName, skipped: string[]): string | null {
  * autoOrder), a software GPU never, and says in `notes` why a faster one was not used. `threads`
  * is this worker's share of the machine's cores; `device` what the worker was given.
  */
-export async function selectBackend(choice: BackendChoice, threads = 1, device: DeviceAssignment | null = deviceFromEnv()): Promise<BackendReport> {
+export async function selectBackend(
+  choice: BackendChoice,
+  threads = 1,
+  device: DeviceAssignment | null = deviceFromEnv(),
+): Promise<BackendReport> {
   registerGradients();
   const notes: string[] = [];
   const order = choice === "auto" ? autoOrder(device) : [choice];
@@ -80,8 +87,17 @@ export async function selectBackend(choice: BackendChoice, threads = 1, device: 
       if (note) notes.push(note);
       const blas = name === "native" ? blasCoreNote() : null;
       if (blas) notes.push(blas);
-      if (tried.gpu?.software) notes.push(`software GPU: "${tried.gpu.name}" (${tried.gpu.description}) is a CPU rasteriser, hundreds of times slower than "native": for tests and lessons, never for speed`);
-      return { backend: name, device: deviceOf(name, tried.gpu), memoryBytes: os.totalmem(), notes, ...(tried.gpu ? { gpu: tried.gpu } : {}) };
+      if (tried.gpu?.software)
+        notes.push(
+          `software GPU: "${tried.gpu.name}" (${tried.gpu.description}) is a CPU rasteriser, hundreds of times slower than "native": for tests and lessons, never for speed`,
+        );
+      return {
+        backend: name,
+        device: deviceOf(name, tried.gpu),
+        memoryBytes: os.totalmem(),
+        notes,
+        ...(tried.gpu ? { gpu: tried.gpu } : {}),
+      };
     }
     if (choice !== "auto") {
       throw new BackendError(`backend "${name}" is not available: ${tried.why}`, {

@@ -30,7 +30,12 @@ export type Tried = { ok: true; gpu?: GpuFacts } | { ok: false; why: string };
  * Starts backend `name` in this process. webgpu takes the adapter `device` names (the first
  * adapter without one); with `hardwareOnly` (backend "auto") a software adapter is refused.
  */
-export async function tryBackend(name: BackendName, threads: number, device: DeviceAssignment | null, hardwareOnly: boolean): Promise<Tried> {
+export async function tryBackend(
+  name: BackendName,
+  threads: number,
+  device: DeviceAssignment | null,
+  hardwareOnly: boolean,
+): Promise<Tried> {
   if (name === "webgpu") return tryWebgpu(device, hardwareOnly);
   const why = await tryCpuOrNode(name, threads);
   return why === null ? { ok: true } : { ok: false, why };
@@ -67,9 +72,23 @@ async function tryCpuOrNode(name: Exclude<BackendName, "webgpu">, threads: numbe
 
 /** The webgpu backend on the adapter the worker was given, or the first one Dawn finds. */
 async function tryWebgpu(device: DeviceAssignment | null, hardwareOnly: boolean): Promise<Tried> {
-  const r = await registerWebgpu(device?.kind === "webgpu" ? device.adapter : "", { refuseSoftware: hardwareOnly && !(device?.kind === "webgpu" && device.software) });
+  const r = await registerWebgpu(device?.kind === "webgpu" ? device.adapter : "", {
+    refuseSoftware: hardwareOnly && !(device?.kind === "webgpu" && device.software),
+  });
   if ("problem" in r) return { ok: false, why: r.problem };
   const a = r.adapter;
   const driver = process.env.VK_ICD_FILENAMES;
-  return { ok: true, gpu: { kind: "webgpu", name: a.name, vendor: a.vendor, architecture: a.architecture, description: a.description, software: a.software, maxBufferBytes: a.maxBufferBytes, ...(driver ? { driver } : {}) } };
+  return {
+    ok: true,
+    gpu: {
+      kind: "webgpu",
+      name: a.name,
+      vendor: a.vendor,
+      architecture: a.architecture,
+      description: a.description,
+      software: a.software,
+      maxBufferBytes: a.maxBufferBytes,
+      ...(driver ? { driver } : {}),
+    },
+  };
 }

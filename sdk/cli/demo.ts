@@ -31,8 +31,15 @@ export async function runDemo(o: DemoOptions): Promise<{ accuracy: number; sampl
   };
   out(`meshtrain demo: ${o.model.toUpperCase()} on MNIST (${train.size} training digits, ${test.size} held out)`);
   const j = o.join;
-  const workers = j === undefined ? cluster().workers(o.workers).backend(o.backend) : cluster().join({ workers: o.workers, host: j.host, port: j.port, timeoutMs: j.timeoutMs }).token(j.token);
-  out(j === undefined ? `starting ${o.workers} local worker(s), strategy "data", backend "${o.backend}"...` : `waiting for ${o.workers} worker(s) to join at ws://${j.host}:${j.port}, strategy "data"...`);
+  const workers =
+    j === undefined
+      ? cluster().workers(o.workers).backend(o.backend)
+      : cluster().join({ workers: o.workers, host: j.host, port: j.port, timeoutMs: j.timeoutMs }).token(j.token);
+  out(
+    j === undefined
+      ? `starting ${o.workers} local worker(s), strategy "data", backend "${o.backend}"...`
+      : `waiting for ${o.workers} worker(s) to join at ws://${j.host}:${j.port}, strategy "data"...`,
+  );
   const builder = workers.strategy("data");
   const model = buildDemoModel(o.model);
   const c = await builder.launch();
@@ -49,7 +56,13 @@ export async function runDemo(o: DemoOptions): Promise<{ accuracy: number; sampl
       progress: true,
     });
     const { x, y } = test.toTensors();
-    const accuracy = tf.tidy(() => tf.metrics.categoricalAccuracy(y, model.predict(x) as tf.Tensor).mean().dataSync()[0]!);
+    const accuracy = tf.tidy(
+      () =>
+        tf.metrics
+          .categoricalAccuracy(y, model.predict(x) as tf.Tensor)
+          .mean()
+          .dataSync()[0]!,
+    );
     tf.dispose([x, y]);
     out("");
     out(String(run));

@@ -12,7 +12,10 @@ export function readToken(o: { token?: string; tokenFile?: string }): string | u
   try {
     return fs.readFileSync(o.tokenFile, "utf8").trim();
   } catch (err) {
-    throw new ConfigError(`cannot read the token file ${o.tokenFile}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, { hint: "give the path of a file holding the cluster token, readable by this user" });
+    throw new ConfigError(
+      `cannot read the token file ${o.tokenFile}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
+      { hint: "give the path of a file holding the cluster token, readable by this user" },
+    );
   }
 }
 
@@ -20,18 +23,32 @@ export function readToken(o: { token?: string; tokenFile?: string }): string | u
 export function rankClaim(rank: number | undefined): RankClaim | null {
   if (rank !== undefined) return { rank, source: "--rank" };
   const env = detectRankEnv();
-  return env ? { rank: env.rank, ...(env.worldSize !== undefined ? { worldSize: env.worldSize } : {}), source: env.source } : null;
+  return env
+    ? { rank: env.rank, ...(env.worldSize !== undefined ? { worldSize: env.worldSize } : {}), source: env.source }
+    : null;
 }
 
 /**
  * What `--join` needs: the driver's address checked, the rank claim, and the interface to listen
  * on (the one that routes to the driver, unless --host was given).
  */
-export async function joinTarget(o: { join: string; rank?: number; joinTimeout: number; host: string; hostGiven: boolean }): Promise<{ target: JoinTarget; host: string }> {
-  if (!WorkerUrlSchema.safeParse(o.join).success || o.join.startsWith("wss:")) throw new ConfigError(`--join ${o.join}: expected the driver's join address, ws://host:port`, { hint: "the driver prints it when join() waits, e.g. ws://10.0.0.1:7071" });
+export async function joinTarget(o: {
+  join: string;
+  rank?: number;
+  joinTimeout: number;
+  host: string;
+  hostGiven: boolean;
+}): Promise<{ target: JoinTarget; host: string }> {
+  if (!WorkerUrlSchema.safeParse(o.join).success || o.join.startsWith("wss:"))
+    throw new ConfigError(`--join ${o.join}: expected the driver's join address, ws://host:port`, {
+      hint: "the driver prints it when join() waits, e.g. ws://10.0.0.1:7071",
+    });
   const url = o.join.replace(/\/$/, "");
   const started = Date.now();
   const host = o.hostGiven ? o.host : await addressTowardsDriver(url, o.joinTimeout * 1000);
   // One --join-timeout for the whole join: what resolving the name took is not given again.
-  return { target: { url, claim: rankClaim(o.rank), timeoutMs: Math.max(1000, o.joinTimeout * 1000 - (Date.now() - started)) }, host };
+  return {
+    target: { url, claim: rankClaim(o.rank), timeoutMs: Math.max(1000, o.joinTimeout * 1000 - (Date.now() - started)) },
+    host,
+  };
 }

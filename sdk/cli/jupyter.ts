@@ -32,13 +32,22 @@ export interface KernelInstall {
  */
 export function installKernel(o: KernelInstall): string {
   const main = path.join(PACKAGE_ROOT, "dist", "kernel-ext", "kernel-main.js");
-  if (!fs.existsSync(main)) throw new ConfigError(`${main} is missing: this meshtrain is not built`, { hint: "run npm run build in the meshtrain folder, or install meshtrain from npm" });
+  if (!fs.existsSync(main))
+    throw new ConfigError(`${main} is missing: this meshtrain is not built`, {
+      hint: "run npm run build in the meshtrain folder, or install meshtrain from npm",
+    });
   try {
     require.resolve("tslab/dist/main.js", { paths: [PACKAGE_ROOT] });
   } catch {
-    throw new ConfigError("tslab is not installed beside meshtrain", { hint: "run npm install in the folder that has meshtrain in node_modules" });
+    throw new ConfigError("tslab is not installed beside meshtrain", {
+      hint: "run npm install in the folder that has meshtrain in node_modules",
+    });
   }
-  const dir = path.join(o.prefix ? path.join(path.resolve(o.prefix), "share", "jupyter") : userDataDir(), "kernels", o.name);
+  const dir = path.join(
+    o.prefix ? path.join(path.resolve(o.prefix), "share", "jupyter") : userDataDir(),
+    "kernels",
+    o.name,
+  );
   fs.mkdirSync(dir, { recursive: true });
   const spec = {
     argv: [process.execPath, main, "kernel", "--config-path", "{connection_file}"],
@@ -71,7 +80,8 @@ export interface ExportOptions {
  * up to it).
  */
 export function exportNotebook(notebook: string, o: ExportOptions): { file: string; cellFailed: boolean } {
-  if (!fs.existsSync(notebook)) throw new ConfigError(`${notebook} does not exist`, { hint: "give the path of an .ipynb file" });
+  if (!fs.existsSync(notebook))
+    throw new ConfigError(`${notebook} does not exist`, { hint: "give the path of an .ipynb file" });
   const out = o.out ?? notebook.replace(/\.ipynb$/i, "") + ".html";
   const args = [
     path.join(PACKAGE_ROOT, "jupyter", "export_html.py"),
@@ -87,8 +97,14 @@ export function exportNotebook(notebook: string, o: ExportOptions): { file: stri
     ...(o.execute ? ["--execute"] : []),
   ];
   const r = spawnSync(python(), args, { stdio: ["ignore", "ignore", "inherit"] });
-  if (r.error) throw new ConfigError(`could not run ${python()}: ${r.error.message}`, { hint: "install Python 3 with Jupyter's nbconvert (Debian: apt-get install jupyter-nbconvert python3-nbclient)" });
+  if (r.error)
+    throw new ConfigError(`could not run ${python()}: ${r.error.message}`, {
+      hint: "install Python 3 with Jupyter's nbconvert (Debian: apt-get install jupyter-nbconvert python3-nbclient)",
+    });
   if (r.status === 3) return { file: out, cellFailed: true };
-  if (r.status !== 0) throw new ConfigError(`exporting ${notebook} failed (exit code ${r.status}); its error is above`, { hint: "nbconvert and nbformat must be importable by python3 (Debian: apt-get install jupyter-nbconvert python3-nbclient)" });
+  if (r.status !== 0)
+    throw new ConfigError(`exporting ${notebook} failed (exit code ${r.status}); its error is above`, {
+      hint: "nbconvert and nbformat must be importable by python3 (Debian: apt-get install jupyter-nbconvert python3-nbclient)",
+    });
   return { file: out, cellFailed: false };
 }

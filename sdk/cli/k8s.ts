@@ -33,12 +33,19 @@ export interface K8sCliOptions {
 }
 
 function words(line: string): string[] {
-  return line.trim().split(/\s+/).filter((w) => w !== "");
+  return line
+    .trim()
+    .split(/\s+/)
+    .filter((w) => w !== "");
 }
 
 /** A data-parallel replica's memory estimate on `workers` workers (the plan splits the batch). */
 function replicaMemory(model: tf.LayersModel, workers: number, token: string, o: K8sCliOptions): MemoryEstimate {
-  const plan = cluster().join({ workers }).token(token).strategy("data").plan(model, { batchSize: o.batchSize, optimizer: o.optimizer });
+  const plan = cluster()
+    .join({ workers })
+    .token(token)
+    .strategy("data")
+    .plan(model, { batchSize: o.batchSize, optimizer: o.optimizer });
   if (!("memory" in plan)) throw new Error(`a data-parallel cluster planned stages ("${plan.strategy}")`);
   return plan.memory;
 }
@@ -46,13 +53,22 @@ function replicaMemory(model: tf.LayersModel, workers: number, token: string, o:
 /** The run `meshtrain k8s` describes: the plan's memory estimate sizes the pods. */
 export async function k8sRun(o: K8sCliOptions): Promise<K8sRun> {
   if (!isDemoModel(o.model) && o.driverCommand === undefined) {
-    throw new ConfigError(`--model ${o.model} sizes the pods, but the default driver trains a demo model`, { hint: 'add --driver-command "node train.js" (your script, in the image) to run your model' });
+    throw new ConfigError(`--model ${o.model} sizes the pods, but the default driver trains a demo model`, {
+      hint: 'add --driver-command "node train.js" (your script, in the image) to run your model',
+    });
   }
-  throwProblems([
-    ...runProblems(o),
-    quantityProblem("--cpu", o.cpu, "cpu"),
-    ...([["--memory", o.memory], ["--driver-memory", o.driverMemory]] as const).map(([flag, v]) => (v === undefined ? null : quantityProblem(flag, v, "memory"))),
-  ].filter((p): p is OptionProblem => p !== null));
+  throwProblems(
+    [
+      ...runProblems(o),
+      quantityProblem("--cpu", o.cpu, "cpu"),
+      ...(
+        [
+          ["--memory", o.memory],
+          ["--driver-memory", o.driverMemory],
+        ] as const
+      ).map(([flag, v]) => (v === undefined ? null : quantityProblem(flag, v, "memory"))),
+    ].filter((p): p is OptionProblem => p !== null),
+  );
   const token = (o.tokenFile !== undefined ? readToken({ tokenFile: o.tokenFile }) : undefined) ?? newToken();
   const model = await modelFromArg(o.model);
   const perWorker = replicaMemory(model, o.workers, token, o);
@@ -60,7 +76,20 @@ export async function k8sRun(o: K8sCliOptions): Promise<K8sRun> {
   const driver = replicaMemory(model, 1, token, o);
   model.dispose();
   const meshtrain = words(o.meshtrain);
-  const demo = [...meshtrain, "demo", "--workers", String(o.workers), "--join-port", String(o.port), "--host", "0.0.0.0", "--model", o.model, "--batch-size", String(o.batchSize)];
+  const demo = [
+    ...meshtrain,
+    "demo",
+    "--workers",
+    String(o.workers),
+    "--join-port",
+    String(o.port),
+    "--host",
+    "0.0.0.0",
+    "--model",
+    o.model,
+    "--batch-size",
+    String(o.batchSize),
+  ];
   return {
     name: o.name,
     ...(o.namespace !== undefined ? { namespace: o.namespace } : {}),

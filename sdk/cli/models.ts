@@ -10,7 +10,8 @@ import { DEMO_MODELS, type DemoModel } from "./names";
 export { DEMO_MODELS, type DemoModel } from "./names";
 
 export function buildDemoModel(name: DemoModel, seed = 42): tf.LayersModel {
-  const init = (k: number): ReturnType<typeof tf.initializers.glorotUniform> => tf.initializers.glorotUniform({ seed: seed + k });
+  const init = (k: number): ReturnType<typeof tf.initializers.glorotUniform> =>
+    tf.initializers.glorotUniform({ seed: seed + k });
   switch (name) {
     case "mlp":
       // 784-256-256-10
@@ -28,7 +29,13 @@ export function buildDemoModel(name: DemoModel, seed = 42): tf.LayersModel {
       return tf.sequential({
         name: "mnist_cnn",
         layers: [
-          tf.layers.conv2d({ inputShape: [28, 28, 1], filters: 32, kernelSize: 3, activation: "relu", kernelInitializer: init(0) }),
+          tf.layers.conv2d({
+            inputShape: [28, 28, 1],
+            filters: 32,
+            kernelSize: 3,
+            activation: "relu",
+            kernelInitializer: init(0),
+          }),
           tf.layers.maxPooling2d({ poolSize: 2 }),
           tf.layers.conv2d({ filters: 64, kernelSize: 3, activation: "relu", kernelInitializer: init(1) }),
           tf.layers.maxPooling2d({ poolSize: 2 }),
@@ -54,11 +61,17 @@ export async function modelFromArg(arg: string): Promise<tf.LayersModel> {
   try {
     json = JSON.parse(fs.readFileSync(arg, "utf8"));
   } catch (err) {
-    throw new ConfigError(`--model ${arg}: neither a demo model (${DEMO_MODELS.join(", ")}) nor a readable model.json (${err instanceof Error ? err.message : String(err)})`, { hint: "name a demo model, or the model.json that model.save() wrote for your model" });
+    throw new ConfigError(
+      `--model ${arg}: neither a demo model (${DEMO_MODELS.join(", ")}) nor a readable model.json (${err instanceof Error ? err.message : String(err)})`,
+      { hint: "name a demo model, or the model.json that model.save() wrote for your model" },
+    );
   }
   try {
     return await tf.models.modelFromJSON(json as tf.io.ModelJSON);
   } catch (err) {
-    throw new ConfigError(`--model ${arg}: TF.js cannot build a model from it (${err instanceof Error ? err.message : String(err)})`, { hint: "give a TF.js LayersModel's model.json; custom layers need registering, which this command cannot do" });
+    throw new ConfigError(
+      `--model ${arg}: TF.js cannot build a model from it (${err instanceof Error ? err.message : String(err)})`,
+      { hint: "give a TF.js LayersModel's model.json; custom layers need registering, which this command cannot do" },
+    );
   }
 }

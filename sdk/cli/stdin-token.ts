@@ -21,10 +21,28 @@ export function tokenFromStdin(timeoutMs: number): Promise<string> {
       text += chunk.toString("utf8");
       const nl = text.indexOf("\n");
       if (nl >= 0) done(null, text.slice(0, nl).trim());
-      else if (text.length > 4096) done(new ConfigError("--token-stdin: the first line of stdin is over 4096 characters", { hint: "write the token and a newline to the worker's stdin" }));
+      else if (text.length > 4096)
+        done(
+          new ConfigError("--token-stdin: the first line of stdin is over 4096 characters", {
+            hint: "write the token and a newline to the worker's stdin",
+          }),
+        );
     };
-    const onEnd = (): void => done(new ConfigError("--token-stdin: stdin closed before a token line arrived", { hint: "write the token and a newline to the worker's stdin and keep it open" }));
-    const timer = setTimeout(() => done(new ConfigError(`--token-stdin: no token line on stdin within ${timeoutMs} ms`, { hint: "write the token and a newline to the worker's stdin" })), timeoutMs);
+    const onEnd = (): void =>
+      done(
+        new ConfigError("--token-stdin: stdin closed before a token line arrived", {
+          hint: "write the token and a newline to the worker's stdin and keep it open",
+        }),
+      );
+    const timer = setTimeout(
+      () =>
+        done(
+          new ConfigError(`--token-stdin: no token line on stdin within ${timeoutMs} ms`, {
+            hint: "write the token and a newline to the worker's stdin",
+          }),
+        ),
+      timeoutMs,
+    );
     process.stdin.on("data", onData);
     process.stdin.once("end", onEnd);
   });

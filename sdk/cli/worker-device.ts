@@ -17,9 +17,16 @@ const READY = "MESHTRAIN_DEVICE_READY";
  */
 export async function restartedWithDevice(o: { gpu?: number; software?: boolean; backend?: string }): Promise<boolean> {
   if (process.env[READY] || (o.gpu === undefined && o.backend === undefined)) return false;
-  const env: NodeJS.ProcessEnv = { ...process.env, [READY]: "1", ...(o.backend ? { MESHTRAIN_BACKEND: o.backend } : {}) };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    [READY]: "1",
+    ...(o.backend ? { MESHTRAIN_BACKEND: o.backend } : {}),
+  };
   if (o.gpu !== undefined) {
-    const spec: ClusterSpec = { ...DEFAULT_SPEC, workers: { kind: "local", count: o.gpu + 1, devices: "gpu", ...(o.software ? { software: true } : {}) } };
+    const spec: ClusterSpec = {
+      ...DEFAULT_SPEC,
+      workers: { kind: "local", count: o.gpu + 1, devices: "gpu", ...(o.software ? { software: true } : {}) },
+    };
     const { devices } = await gpuDevices(spec, o.gpu + 1);
     Object.assign(env, devices[o.gpu]!.env);
   } else if (o.backend === "webgpu") {
@@ -29,7 +36,10 @@ export async function restartedWithDevice(o: { gpu?: number; software?: boolean;
   }
   // The IPC channel is how the child learns its parent died, even of a SIGKILL that cannot be
   // passed on: a worker ends when its channel closes (worker/main.ts), never left as an orphan.
-  const child = spawn(process.execPath, process.argv.slice(1), { env, stdio: ["inherit", "inherit", "inherit", "ipc"] });
+  const child = spawn(process.execPath, process.argv.slice(1), {
+    env,
+    stdio: ["inherit", "inherit", "inherit", "ipc"],
+  });
   for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(sig, () => child.kill(sig));
   const code = await new Promise<number>((resolve) => child.on("exit", (c, s) => resolve(c ?? (s ? 128 : 1))));
   process.exit(code);

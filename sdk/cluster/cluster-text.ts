@@ -13,10 +13,18 @@ export interface ClusterParts {
 
 export function clusterHtml(c: ClusterParts): string {
   const rows = c.workers
-    .map((w) => `<tr><td>${w.rank}</td><td>${w.address}</td><td>${w.info.backend}</td><td>${w.info.device}</td><td>${(w.info.memoryBytes / 2 ** 30).toFixed(1)} GiB</td><td>${processOf(w)}</td></tr>`)
+    .map(
+      (w) =>
+        `<tr><td>${w.rank}</td><td>${w.address}</td><td>${w.info.backend}</td><td>${w.info.device}</td><td>${(w.info.memoryBytes / 2 ** 30).toFixed(1)} GiB</td><td>${processOf(w)}</td></tr>`,
+    )
     .join("");
   const notes = c.notes.map((n) => `<li>${n.replace(/</g, "&lt;")}</li>`).join("");
-  const servers = c.servers.map((s) => `<tr><td>server ${s.rank}</td><td>${s.address}</td><td>${s.info?.backend ?? "?"}</td><td>${s.info?.device ?? "?"}</td><td></td><td>${s.info?.pid ?? "?"}${s.process ? " (local)" : ""}</td></tr>`).join("");
+  const servers = c.servers
+    .map(
+      (s) =>
+        `<tr><td>server ${s.rank}</td><td>${s.address}</td><td>${s.info?.backend ?? "?"}</td><td>${s.info?.device ?? "?"}</td><td></td><td>${s.info?.pid ?? "?"}${s.process ? " (local)" : ""}</td></tr>`,
+    )
+    .join("");
   return `<p><b>meshtrain cluster</b>: ${c.size} worker(s)${c.servers.length ? ` and ${c.servers.length} parameter server(s)` : ""}, strategy "${c.strategy}", ${c.state}</p><table><tr><th>rank</th><th>address</th><th>backend</th><th>device</th><th>memory</th><th>pid</th></tr>${rows}${servers}</table>${notes ? `<ul>${notes}</ul>` : ""}`;
 }
 
@@ -25,11 +33,15 @@ export function clusterText(c: ClusterParts): string {
   for (const w of c.workers) {
     lines.push(`  rank ${w.rank}  ${w.address}  ${w.info.backend} on ${w.info.device}  ${processOf(w, "pid ")}`);
   }
-  for (const s of c.servers) lines.push(`  parameter server ${s.rank}  ${s.address}  pid ${s.info?.pid ?? "?"}${s.process ? " (local)" : ""}`);
+  for (const s of c.servers)
+    lines.push(`  parameter server ${s.rank}  ${s.address}  pid ${s.info?.pid ?? "?"}${s.process ? " (local)" : ""}`);
   return lines.join("\n");
 }
 
 /** A worker's process as the tables show it: a pid (local or not), or a browser tab's name. */
-function processOf(w: { info: { pid: number; node: string; hostname: string }; local: boolean }, pidLabel = ""): string {
+function processOf(
+  w: { info: { pid: number; node: string; hostname: string }; local: boolean },
+  pidLabel = "",
+): string {
   return w.info.node === "browser" ? w.info.hostname : `${pidLabel}${w.info.pid}${w.local ? " (local)" : ""}`;
 }

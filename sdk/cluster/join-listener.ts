@@ -65,11 +65,22 @@ export class JoinListener {
   private readonly relay: TabRelay | undefined;
 
   private constructor(private readonly o: JoinListenerOptions) {
-    if (o.browsers) this.relay = new TabRelay({ token: o.token, handshakeTimeoutMs: o.handshakeTimeoutMs, baseUrl: () => this.url, refused: (what) => process.stderr.write(`meshtrain: ${what}\n`) });
+    if (o.browsers)
+      this.relay = new TabRelay({
+        token: o.token,
+        handshakeTimeoutMs: o.handshakeTimeoutMs,
+        baseUrl: () => this.url,
+        refused: (what) => process.stderr.write(`meshtrain: ${what}\n`),
+      });
   }
 
   static async open(o: JoinListenerOptions): Promise<JoinListener> {
-    if (o.browsers && !workerPageBuilt()) throw new LaunchError("join({ browsers: true }): the worker page was not built", { hint: process.env.MESHTRAIN_WORKER_PAGE ? `MESHTRAIN_WORKER_PAGE=${process.env.MESHTRAIN_WORKER_PAGE} holds no page.js and comm.js: build them there with node scripts/build-browser.js --out <dir>` : "run npm run build (it bundles the page)" });
+    if (o.browsers && !workerPageBuilt())
+      throw new LaunchError("join({ browsers: true }): the worker page was not built", {
+        hint: process.env.MESHTRAIN_WORKER_PAGE
+          ? `MESHTRAIN_WORKER_PAGE=${process.env.MESHTRAIN_WORKER_PAGE} holds no page.js and comm.js: build them there with node scripts/build-browser.js --out <dir>`
+          : "run npm run build (it bundles the page)",
+      });
     const j = new JoinListener(o);
     j.listener = await listen({
       host: o.host,
@@ -105,11 +116,23 @@ export class JoinListener {
   private accept(link: Link): void {
     this.lifelines.add(link);
     const from = link.address;
-    acceptHandshake(link, { token: this.o.token, timeoutMs: this.o.handshakeTimeoutMs, server: { version: VERSION, pid: process.pid } })
+    acceptHandshake(link, {
+      token: this.o.token,
+      timeoutMs: this.o.handshakeTimeoutMs,
+      server: { version: VERSION, pid: process.pid },
+    })
       .then(async (auth) => {
-        if (auth.role !== "joining") throw new LaunchError(`${from} connected to the join address as a ${auth.role}`, { hint: "the join address is for `meshtrain worker --join`; connect() takes workers' own addresses" });
-        const msg = await readJoinFrame(link, { timeoutMs: this.o.handshakeTimeoutMs, who: `the worker at ${from}`, waitingFor: "hello" });
-        if (msg.type !== "hello") throw new LaunchError(`the worker at ${from} sent "${msg.type}" where its hello belongs`);
+        if (auth.role !== "joining")
+          throw new LaunchError(`${from} connected to the join address as a ${auth.role}`, {
+            hint: "the join address is for `meshtrain worker --join`; connect() takes workers' own addresses",
+          });
+        const msg = await readJoinFrame(link, {
+          timeoutMs: this.o.handshakeTimeoutMs,
+          who: `the worker at ${from}`,
+          waitingFor: "hello",
+        });
+        if (msg.type !== "hello")
+          throw new LaunchError(`the worker at ${from} sent "${msg.type}" where its hello belongs`);
         this.arrived({ hello: msg, link, from });
       })
       .catch((err: MeshtrainError) => {
@@ -117,23 +140,61 @@ export class JoinListener {
         if (link.closed === false) link.close(CLOSE.protocolError, "join refused");
         // A wrong token is a worker started with another secret: say so at once. Anything else
         // that fails before a hello (a scanner, a stray client) is not a worker.
-        if (err instanceof AuthError) this.fail(new AuthError(`a worker at ${from} tried to join with another token`, { details: { address: from }, hint: "start every worker with the driver's token (MESHTRAIN_TOKEN or --token-file)" }));
+        if (err instanceof AuthError)
+          this.fail(
+            new AuthError(`a worker at ${from} tried to join with another token`, {
+              details: { address: from },
+              hint: "start every worker with the driver's token (MESHTRAIN_TOKEN or --token-file)",
+            }),
+          );
       });
   }
 
   private arrived(a: Arrival): void {
     if (this.failure) return void this.refuse(a, this.failure);
-    a.link.setHandlers({ text: () => undefined, binary: () => undefined, pong: () => undefined, close: () => this.left(a) });
+    a.link.setHandlers({
+      text: () => undefined,
+      binary: () => undefined,
+      pong: () => undefined,
+      close: () => this.left(a),
+    });
     if (a.hello.version !== VERSION) {
-      return this.fail(new LaunchError(`worker ${who(a)} runs meshtrain ${a.hello.version}; this driver runs ${VERSION}`, { hint: `install meshtrain ${VERSION} on ${a.hello.hostname} (or the driver's version everywhere)` }), a);
+      return this.fail(
+        new LaunchError(`worker ${who(a)} runs meshtrain ${a.hello.version}; this driver runs ${VERSION}`, {
+          hint: `install meshtrain ${VERSION} on ${a.hello.hostname} (or the driver's version everywhere)`,
+        }),
+        a,
+      );
     }
     const claim = a.hello.claim;
     if (!this.assigned && claim) {
       const n = this.o.expected;
-      if (claim.rank >= n) return this.fail(new LaunchError(`worker ${who(a)} claims rank ${claim.rank} (${claim.source}), but the cluster waits for ranks 0 to ${n - 1}`, { hint: `join({ workers: ${claim.worldSize ?? claim.rank + 1} }), or start that worker with a rank below ${n}` }), a);
-      if (claim.worldSize !== undefined && claim.worldSize !== n) return this.fail(new LaunchError(`worker ${who(a)} was started as one of ${claim.worldSize} (${claim.source}), but the cluster waits for ${n}`, { hint: `join({ workers: ${claim.worldSize} }), or start ${n} workers` }), a);
+      if (claim.rank >= n)
+        return this.fail(
+          new LaunchError(
+            `worker ${who(a)} claims rank ${claim.rank} (${claim.source}), but the cluster waits for ranks 0 to ${n - 1}`,
+            {
+              hint: `join({ workers: ${claim.worldSize ?? claim.rank + 1} }), or start that worker with a rank below ${n}`,
+            },
+          ),
+          a,
+        );
+      if (claim.worldSize !== undefined && claim.worldSize !== n)
+        return this.fail(
+          new LaunchError(
+            `worker ${who(a)} was started as one of ${claim.worldSize} (${claim.source}), but the cluster waits for ${n}`,
+            { hint: `join({ workers: ${claim.worldSize} }), or start ${n} workers` },
+          ),
+          a,
+        );
       const twin = this.arrivals.find((b) => b.hello.claim?.rank === claim.rank);
-      if (twin) return this.fail(new LaunchError(`two workers claim rank ${claim.rank}: ${who(twin)} and ${who(a)}`, { hint: `each worker needs its own rank (${claim.source}); check how they were started` }), a);
+      if (twin)
+        return this.fail(
+          new LaunchError(`two workers claim rank ${claim.rank}: ${who(twin)} and ${who(a)}`, {
+            hint: `each worker needs its own rank (${claim.source}); check how they were started`,
+          }),
+          a,
+        );
     }
     this.arrivals.push(a);
     this.wake?.();
@@ -155,7 +216,11 @@ export class JoinListener {
       for (let k = this.arrivals.length - this.adding; k > 0; k--) {
         this.adding++;
         add()
-          .catch((err: unknown) => process.stderr.write(`meshtrain: a tab that joined during the fit was not added: ${(err as Error).message}\n`))
+          .catch((err: unknown) =>
+            process.stderr.write(
+              `meshtrain: a tab that joined during the fit was not added: ${(err as Error).message}\n`,
+            ),
+          )
           .finally(() => this.adding--);
       }
     };
@@ -173,7 +238,11 @@ export class JoinListener {
   /** Waits for the expected workers; resolves with them in rank order. */
   async waitForAll(timeoutMs: number): Promise<JoinedWorker[]> {
     const n = this.o.expected;
-    await this.until(() => this.arrivals.length >= n, timeoutMs, () => this.missing(timeoutMs));
+    await this.until(
+      () => this.arrivals.length >= n,
+      timeoutMs,
+      () => this.missing(timeoutMs),
+    );
     const group = this.arrivals.splice(0, n);
     const ranks = new Map<number, Arrival>();
     for (const a of group) if (a.hello.claim) ranks.set(a.hello.claim.rank, a);
@@ -188,7 +257,15 @@ export class JoinListener {
 
   /** The next worker that joins after the first group (cluster.add()), given `rank`. */
   async next(rank: number, timeoutMs: number): Promise<JoinedWorker> {
-    await this.until(() => this.arrivals.length > 0, timeoutMs, () => new TimeoutError(`no worker joined ${this.url} within ${timeoutMs} ms for add()`, { details: { waitingFor: `a worker joining ${this.url}` }, hint: `start one with: meshtrain worker --join ${this.url}` }));
+    await this.until(
+      () => this.arrivals.length > 0,
+      timeoutMs,
+      () =>
+        new TimeoutError(`no worker joined ${this.url} within ${timeoutMs} ms for add()`, {
+          details: { waitingFor: `a worker joining ${this.url}` },
+          hint: `start one with: meshtrain worker --join ${this.url}`,
+        }),
+    );
     return this.give(this.arrivals.shift()!, rank, rank + 1);
   }
 
@@ -203,10 +280,13 @@ export class JoinListener {
     const unclaimed = this.arrivals.length - claimed.size;
     const open = [...Array(n).keys()].filter((r) => !claimed.has(r));
     const joined = this.arrivals.map(who).join(", ") || "none";
-    return new TimeoutError(`${this.arrivals.length} of ${n} workers joined ${this.url} within ${timeoutMs} ms; joined: ${joined}; missing: ${n - this.arrivals.length} worker(s)${unclaimed === 0 ? `, ranks ${open.join(", ")}` : ` among ranks ${open.join(", ")}`}`, {
-      details: { waitingFor: `${n - this.arrivals.length} more worker(s) joining ${this.url}` },
-      hint: `start the missing ones with: meshtrain worker --join ${this.url} (MESHTRAIN_TOKEN set), or raise timeoutMs`,
-    });
+    return new TimeoutError(
+      `${this.arrivals.length} of ${n} workers joined ${this.url} within ${timeoutMs} ms; joined: ${joined}; missing: ${n - this.arrivals.length} worker(s)${unclaimed === 0 ? `, ranks ${open.join(", ")}` : ` among ranks ${open.join(", ")}`}`,
+      {
+        details: { waitingFor: `${n - this.arrivals.length} more worker(s) joining ${this.url}` },
+        hint: `start the missing ones with: meshtrain worker --join ${this.url} (MESHTRAIN_TOKEN set), or raise timeoutMs`,
+      },
+    );
   }
 
   private async until(done: () => boolean, timeoutMs: number, late: () => MeshtrainError): Promise<void> {

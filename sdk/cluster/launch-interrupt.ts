@@ -12,7 +12,12 @@ export async function interruptibly<T>(joins: JoinListener | undefined, wait: ()
   const waiting = {
     describe: () => `a launch waiting for workers to join ${joins.url}`,
     interrupt: () => {
-      joins.abort(new AbortError("launch interrupted (SIGINT: Ctrl-C or the notebook's interrupt) while waiting for workers to join", { hint: "workers started for it were ended; launch again when ready" }));
+      joins.abort(
+        new AbortError(
+          "launch interrupted (SIGINT: Ctrl-C or the notebook's interrupt) while waiting for workers to join",
+          { hint: "workers started for it were ended; launch again when ready" },
+        ),
+      );
       return true;
     },
     close: () => joins.close(),

@@ -16,9 +16,15 @@ import { processCpuMs } from "../util/cpu-time";
 export async function probeLink(spec: ClusterSpec, h: WorkerHandle): Promise<void> {
   const tensor = (n: number) => ({ data: new Float32Array(n), shape: [n] });
   const roundTrip = async (t: { data: Float32Array; shape: number[] }): Promise<Trip> => {
-    const sent = wallClock(), cpu = processCpuMs();
-    const reply = await h.channel.request({ type: "probe" }, "probed", { timeoutMs: spec.timeouts.connectMs, waitingFor: "a link probe", attachments: [t] });
-    const back = wallClock(), ownCpuMs = cpu === undefined ? undefined : processCpuMs()! - cpu;
+    const sent = wallClock(),
+      cpu = processCpuMs();
+    const reply = await h.channel.request({ type: "probe" }, "probed", {
+      timeoutMs: spec.timeouts.connectMs,
+      waitingFor: "a link probe",
+      attachments: [t],
+    });
+    const back = wallClock(),
+      ownCpuMs = cpu === undefined ? undefined : processCpuMs()! - cpu;
     return { ms: back - sent, offset: reply.msg.clock - (sent + back) / 2, cpuMs: reply.msg.cpuMs, ownCpuMs };
   };
   const smalls: Trip[] = [];
@@ -35,7 +41,8 @@ export async function probeLink(spec: ClusterSpec, h: WorkerHandle): Promise<voi
   h.linkLatencyMs = rtt / 2;
   h.linkBytesPerSecond = big.data.byteLength / Math.max(1e-4, (bigMs - rtt) / 1000);
   // The first small probe's CPU time counts everything since the worker started.
-  const worker = (trips: readonly Trip[]) => trips.map((x) => x.cpuMs), driver = (trips: readonly Trip[]) => trips.map((x) => x.ownCpuMs);
+  const worker = (trips: readonly Trip[]) => trips.map((x) => x.cpuMs),
+    driver = (trips: readonly Trip[]) => trips.map((x) => x.ownCpuMs);
   h.handling = handlingCost(worker(smalls.slice(1)), worker(bigs), big.data.byteLength);
   measuredDriver(handlingCost(driver(smalls), driver(bigs), big.data.byteLength));
   if (h.role !== "ps") return;
@@ -44,7 +51,11 @@ export async function probeLink(spec: ClusterSpec, h: WorkerHandle): Promise<voi
   // same pause, leaves the burst out.
   const shard = tensor(SHARD_PROBE_ELEMENTS);
   const shards = [await roundTrip(shard), await roundTrip(shard)];
-  h.linkBytesPerSecond = sustainedRate(h.linkBytesPerSecond, [big.data.byteLength, shard.data.byteLength], [bigMs, Math.min(...shards.map((x) => x.ms))]);
+  h.linkBytesPerSecond = sustainedRate(
+    h.linkBytesPerSecond,
+    [big.data.byteLength, shard.data.byteLength],
+    [bigMs, Math.min(...shards.map((x) => x.ms))],
+  );
   h.handling = handlingCost(worker(smalls.slice(1)), worker(shards), shard.data.byteLength) ?? h.handling;
 }
 
@@ -62,7 +73,11 @@ interface Trip {
  * cheapest of the large ones, less that, per MB. Cheapest: CPU time is exact, but a probe's
  * interval can also hold a heartbeat or a collection.
  */
-export function handlingCost(smalls: ReadonlyArray<number | undefined>, larges: ReadonlyArray<number | undefined>, bytes: number): HandlingCost | undefined {
+export function handlingCost(
+  smalls: ReadonlyArray<number | undefined>,
+  larges: ReadonlyArray<number | undefined>,
+  bytes: number,
+): HandlingCost | undefined {
   const said = (v: number | undefined): v is number => v !== undefined;
   if (smalls.length === 0 || larges.length === 0 || !smalls.every(said) || !larges.every(said)) return undefined;
   const messageMs = Math.min(...smalls);

@@ -62,9 +62,13 @@ export function replaceEarlier(origin: LaunchOrigin): Promise<void> | null {
     return null;
   }
   if (origin.cell === undefined) return null;
-  const earlier = [...live].filter(([c, o]) => !c.launching && o.cell === origin.cell && o.name === undefined).map(([c]) => c);
+  const earlier = [...live]
+    .filter(([c, o]) => !c.launching && o.cell === origin.cell && o.name === undefined)
+    .map(([c]) => c);
   if (earlier.length === 0) return null;
-  process.stderr.write(`meshtrain: this cell ran before and launched ${earlier.map((c) => c.describe()).join("; ")}: closing ${earlier.length === 1 ? "it" : "them"} first (launch({ keep: true }) or launch({ name }) keeps a cluster when its cell runs again)\n`);
+  process.stderr.write(
+    `meshtrain: this cell ran before and launched ${earlier.map((c) => c.describe()).join("; ")}: closing ${earlier.length === 1 ? "it" : "them"} first (launch({ keep: true }) or launch({ name }) keeps a cluster when its cell runs again)\n`,
+  );
   return Promise.all(earlier.map((c) => c.close())).then(() => undefined);
 }
 
@@ -73,7 +77,9 @@ export function register(c: LiveCluster, origin: LaunchOrigin = {}): void {
   const earlier = [...live].filter(([l]) => !l.launching);
   if (earlier.length > 0 && !c.launching) {
     const lines = earlier.map(([l, o], i) => `  ${i + 1}. ${describe(l, o)}`);
-    process.stderr.write(`meshtrain: this process still runs ${earlier.length} cluster(s) launched earlier:\n${lines.join("\n")}\n  close them with their close(), or all at once with closeAll() (import { closeAll } from "meshtrain"); liveClusters() returns them\n`);
+    process.stderr.write(
+      `meshtrain: this process still runs ${earlier.length} cluster(s) launched earlier:\n${lines.join("\n")}\n  close them with their close(), or all at once with closeAll() (import { closeAll } from "meshtrain"); liveClusters() returns them\n`,
+    );
   }
   live.set(c, origin);
   if (!listening) {
@@ -107,11 +113,18 @@ function onInterrupt(): void {
   lastInterrupt = now;
   const kernel = inKernel();
   if (!again) {
-    const stopping = [...live.keys()].filter((c) => c.interrupt("fit interrupted (SIGINT: Ctrl-C or the notebook's interrupt)"));
+    const stopping = [...live.keys()].filter((c) =>
+      c.interrupt("fit interrupted (SIGINT: Ctrl-C or the notebook's interrupt)"),
+    );
     if (stopping.length > 0) {
       const fits = stopping.filter((c) => !c.launching).length;
-      const parts = [...(fits > 0 ? [`stopping ${fits === 1 ? "the fit" : `${fits} fits`} after the step in flight`] : []), ...(fits < stopping.length ? ["cancelling the launch waiting for workers"] : [])];
-      process.stderr.write(`meshtrain: interrupted: ${parts.join("; ")}; interrupt again within 2 s to close the cluster at once\n`);
+      const parts = [
+        ...(fits > 0 ? [`stopping ${fits === 1 ? "the fit" : `${fits} fits`} after the step in flight`] : []),
+        ...(fits < stopping.length ? ["cancelling the launch waiting for workers"] : []),
+      ];
+      process.stderr.write(
+        `meshtrain: interrupted: ${parts.join("; ")}; interrupt again within 2 s to close the cluster at once\n`,
+      );
       return;
     }
     if (kernel) return;

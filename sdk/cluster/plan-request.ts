@@ -19,5 +19,9 @@ const Schema = z.strictObject({
 
 export function planOptions(request: PlanRequest): PlanOptions {
   const o = parseOrThrow(Schema, request, "plan options");
-  return { ...(o.batchSize !== undefined ? { batchSize: o.batchSize } : {}), ...(o.optimizer ? { optimizer: o.optimizer } : {}), ...(o.loss ? { loss: o.loss } : {}) };
+  return {
+    ...(o.batchSize !== undefined ? { batchSize: o.batchSize } : {}),
+    ...(o.optimizer ? { optimizer: o.optimizer } : {}),
+    ...(o.loss ? { loss: o.loss } : {}),
+  };
 }

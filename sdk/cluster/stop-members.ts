@@ -4,7 +4,11 @@ import type { WorkerHandle } from "../members/worker-handle";
 import { atMost } from "../util/at-most";
 
 /** Ends the session with every worker and server, and stops listening for joins. */
-export async function stopMembers(joins: JoinListener | undefined, members: readonly WorkerHandle[], reason: string): Promise<void> {
+export async function stopMembers(
+  joins: JoinListener | undefined,
+  members: readonly WorkerHandle[],
+  reason: string,
+): Promise<void> {
   await joins?.close();
   await Promise.all(
     members.map(async (h) => {

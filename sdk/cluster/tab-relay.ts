@@ -27,11 +27,17 @@ const newId = (): string => randomBytes(16).toString("base64url");
 export class TabRelay {
   private readonly tabs = new Map<string, Tab>();
 
-  constructor(private readonly o: { token: string; handshakeTimeoutMs: number; baseUrl(): string; refused(what: string): void }) {}
+  constructor(
+    private readonly o: { token: string; handshakeTimeoutMs: number; baseUrl(): string; refused(what: string): void },
+  ) {}
 
   /** /relay: a tab proves the token and is told its address. */
   register(link: Link): void {
-    acceptHandshake(link, { token: this.o.token, timeoutMs: this.o.handshakeTimeoutMs, server: { version: VERSION, pid: process.pid } }).then(
+    acceptHandshake(link, {
+      token: this.o.token,
+      timeoutMs: this.o.handshakeTimeoutMs,
+      server: { version: VERSION, pid: process.pid },
+    }).then(
       (auth) => {
         if (auth.role !== "relay") {
           link.close(CLOSE.protocolError, "the relay registers browser tabs only");
@@ -46,7 +52,9 @@ export class TabRelay {
           pong: () => undefined,
           close: () => this.drop(id),
         });
-        link.sendText(toWireJson({ type: "listening", v: PROTOCOL_VERSION, url: `${this.o.baseUrl()}/relay/${id}`, id }));
+        link.sendText(
+          toWireJson({ type: "listening", v: PROTOCOL_VERSION, url: `${this.o.baseUrl()}/relay/${id}`, id }),
+        );
       },
       (err: MeshtrainError) => this.o.refused(`a browser tab at ${link.address} was refused: ${err.summary}`),
     );
@@ -60,7 +68,10 @@ export class TabRelay {
     const conn = newId();
     const timer = setTimeout(() => {
       tab.pending.delete(conn);
-      link.close(CLOSE.handshakeTimeout, `the browser tab did not take the connection within ${this.o.handshakeTimeoutMs} ms`);
+      link.close(
+        CLOSE.handshakeTimeout,
+        `the browser tab did not take the connection within ${this.o.handshakeTimeoutMs} ms`,
+      );
     }, this.o.handshakeTimeoutMs);
     timer.unref();
     tab.pending.set(conn, { link, timer });

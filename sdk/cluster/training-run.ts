@@ -4,7 +4,17 @@ import { dataPlaneLine } from "../driver/data-plane-choice";
 import { replicaStepLine, slowStepLine } from "../metrics/replica-step";
 import { cost, type CostReport } from "../metrics/cost";
 import { epochHistory } from "../metrics/epochs";
-import type { Departure, EpochHistory, LogLine, MemberMemory, MembershipChange, PushRecord, RunRecord, StepRecord, TrainingSetup } from "../metrics/records";
+import type {
+  Departure,
+  EpochHistory,
+  LogLine,
+  MemberMemory,
+  MembershipChange,
+  PushRecord,
+  RunRecord,
+  StepRecord,
+  TrainingSetup,
+} from "../metrics/records";
 import { memoryLines } from "../metrics/memory-lines";
 import { summarize, type RunSummary } from "../metrics/summary";
 import type { Plan } from "../plan/plans";
@@ -89,7 +99,11 @@ export class TrainingRun {
     this.logs = record.logs ?? [];
     this.memory = record.memory ?? [];
     Object.defineProperty(this, "record", { enumerable: false });
-    makeDisplayable(this, () => this.bundles(), () => this.toString());
+    makeDisplayable(
+      this,
+      () => this.bundles(),
+      () => this.toString(),
+    );
   }
 
   /** Medians and totals of the steps after warm-up: throughput, step time per rank, stragglers, speed-up. */
@@ -112,7 +126,12 @@ export class TrainingRun {
   }
 
   private noteLines(s: RunSummary): string[] {
-    return [...this.setupLines(), ...this.strategyNotes(s).lines, ...this.membershipLines(), ...memoryLines(this.plan, this.memory)];
+    return [
+      ...this.setupLines(),
+      ...this.strategyNotes(s).lines,
+      ...this.membershipLines(),
+      ...memoryLines(this.plan, this.memory),
+    ];
   }
 
   /** Samples per second of every step (a Plotly figure; draws itself in a notebook). */
@@ -197,9 +216,14 @@ export class TrainingRun {
 
   private html(s: RunSummary): string {
     const rows = s.workers
-      .map((w) => `<tr><td>${w.rank}</td><td>${w.backend}</td><td>${w.device}</td><td>${w.computeMs.toFixed(1)}</td><td>${w.commMs.toFixed(1)}</td><td>${w.waitMs.toFixed(1)}</td><td>${s.stragglers.stepsLast[w.rank] ?? 0}</td></tr>`)
+      .map(
+        (w) =>
+          `<tr><td>${w.rank}</td><td>${w.backend}</td><td>${w.device}</td><td>${w.computeMs.toFixed(1)}</td><td>${w.commMs.toFixed(1)}</td><td>${w.waitMs.toFixed(1)}</td><td>${s.stragglers.stepsLast[w.rank] ?? 0}</td></tr>`,
+      )
       .join("");
-    const paragraphs = this.noteLines(s).map((l) => `<p>${esc(l)}</p>`).join("");
+    const paragraphs = this.noteLines(s)
+      .map((l) => `<p>${esc(l)}</p>`)
+      .join("");
     return (
       `<p><b>${s.steps} steps</b> over ${s.epochs} epoch(s), ${s.samples} samples in ${(s.wallMs / 1000).toFixed(1)} s on ${this.workers.length} worker(s). ` +
       `Throughput <b>${s.samplesPerSecond.toFixed(0)} samples/s</b> after ${s.warmupSteps} warm-up steps; median step ${s.medianStepMs.toFixed(1)} ms; loss ${s.firstLoss.toFixed(4)} &#8594; ${s.finalLoss.toFixed(4)}.</p>` +
@@ -215,30 +239,49 @@ export class TrainingRun {
     const lines: string[] = [];
     if (t) {
       const { name, ...settings } = t.optimizer;
-      const opt = `${name} (${Object.entries(settings).map(([k, v]) => `${k} ${String(v)}`).join(", ")})`;
-      lines.push(`optimizer ${opt} from ${t.origins.optimizer}; loss ${t.loss} from ${t.origins.loss}${t.metrics.length ? `; metrics ${t.metrics.join(", ")}` : ""}`);
+      const opt = `${name} (${Object.entries(settings)
+        .map(([k, v]) => `${k} ${String(v)}`)
+        .join(", ")})`;
+      lines.push(
+        `optimizer ${opt} from ${t.origins.optimizer}; loss ${t.loss} from ${t.origins.loss}${t.metrics.length ? `; metrics ${t.metrics.join(", ")}` : ""}`,
+      );
     }
     const h = this.byEpoch;
     if (Object.keys(h.history).length > 1) {
-      h.epoch.forEach((e, i) => lines.push(`epoch ${e + 1}: ${Object.entries(h.history).map(([k, v]) => `${k} ${v[i]!.toFixed(4)}`).join(", ")}`));
+      h.epoch.forEach((e, i) =>
+        lines.push(
+          `epoch ${e + 1}: ${Object.entries(h.history)
+            .map(([k, v]) => `${k} ${v[i]!.toFixed(4)}`)
+            .join(", ")}`,
+        ),
+      );
     }
     if (this.replicaStep) lines.push(replicaStepLine(this.replicaStep));
-    const slow = this.history.flatMap((r) => r.workers.flatMap((w) => (w.slow ? [{ rank: w.rank, ...w.slow }] : [])))[0];
+    const slow = this.history.flatMap((r) =>
+      r.workers.flatMap((w) => (w.slow ? [{ rank: w.rank, ...w.slow }] : [])),
+    )[0];
     if (slow) lines.push(slowStepLine(slow));
     if (this.dataPlane) lines.push(dataPlaneLine(this.dataPlane));
     const skipped = this.history.filter((r) => r.skipped).map((r) => r.step);
-    if (skipped.length) lines.push(`${skipped.length} step(s) skipped for NaN or Infinity (nonFinite "skip"): ${skipped.slice(0, 10).join(", ")}${skipped.length > 10 ? ", ..." : ""}`);
+    if (skipped.length)
+      lines.push(
+        `${skipped.length} step(s) skipped for NaN or Infinity (nonFinite "skip"): ${skipped.slice(0, 10).join(", ")}${skipped.length > 10 ? ", ..." : ""}`,
+      );
     return lines;
   }
 
   private membershipLines(): string[] {
-    return this.membership.map((m) => `rank ${m.rank} (${m.address}) ${m.change} at ${(m.atMs / 1000).toFixed(1)} s; training went on from step ${m.step} with ${m.workers} worker(s)${m.cause ? `: ${m.cause}` : ""}`);
+    return this.membership.map(
+      (m) =>
+        `rank ${m.rank} (${m.address}) ${m.change} at ${(m.atMs / 1000).toFixed(1)} s; training went on from step ${m.step} with ${m.workers} worker(s)${m.cause ? `: ${m.cause}` : ""}`,
+    );
   }
 
   private predictedHtml(s: RunSummary): string {
     if (!s.predicted && s.bubble === null) return "";
     const row = (what: string, p: string, m: string): string => `<tr><td>${what}</td><td>${p}</td><td>${m}</td></tr>`;
-    const pct = (v: number | null | undefined): string => (v === null || v === undefined ? "-" : `${(v * 100).toFixed(0)}%`);
+    const pct = (v: number | null | undefined): string =>
+      v === null || v === undefined ? "-" : `${(v * 100).toFixed(0)}%`;
     return (
       `<table><tr><th></th><th>predicted</th><th>measured</th></tr>` +
       row("samples/s", s.predicted ? s.predicted.samplesPerSecond.toFixed(0) : "-", s.samplesPerSecond.toFixed(0)) +
@@ -250,7 +293,13 @@ export class TrainingRun {
 
   private bundles(): MimeBundle[] {
     const s = this.summary();
-    const figures = [throughputFigure(this.history, undefined, this.marks()), breakdownFigure(this.history), ...this.strategyNotes(s).figures().map((f) => f.figure)];
+    const figures = [
+      throughputFigure(this.history, undefined, this.marks()),
+      breakdownFigure(this.history),
+      ...this.strategyNotes(s)
+        .figures()
+        .map((f) => f.figure),
+    ];
     return [{ "text/html": this.html(s), "text/plain": this.text(s) }, ...figures.map(figureBundle)];
   }
 
@@ -278,7 +327,9 @@ export class TrainingRun {
     ];
     if (s.bubble !== null) lines.push(`bubble (measured, median per step): ${(s.bubble * 100).toFixed(0)}%`);
     if (s.predicted) {
-      lines.push(`predicted ${s.predicted.samplesPerSecond.toFixed(0)} samples/s and ${s.predicted.stepMs.toFixed(1)} ms per step; measured ${s.samplesPerSecond.toFixed(0)} samples/s and ${s.medianStepMs.toFixed(1)} ms`);
+      lines.push(
+        `predicted ${s.predicted.samplesPerSecond.toFixed(0)} samples/s and ${s.predicted.stepMs.toFixed(1)} ms per step; measured ${s.samplesPerSecond.toFixed(0)} samples/s and ${s.medianStepMs.toFixed(1)} ms`,
+      );
     }
     return lines.join("\n");
   }

@@ -4,9 +4,19 @@ import { ConfigError, StateError, type MeshtrainError } from "../errors/errors";
 export type ClusterState = "ready" | "fitting" | "failed" | "closed";
 
 /** Refuses a fit (or add) on a cluster that cannot take one, saying why and what to do. */
-export function refuseUnusable(what: string, c: { state: ClusterState; failure: MeshtrainError | undefined; joined: number; departed: ReadonlyMap<number, MeshtrainError> }): void {
+export function refuseUnusable(
+  what: string,
+  c: {
+    state: ClusterState;
+    failure: MeshtrainError | undefined;
+    joined: number;
+    departed: ReadonlyMap<number, MeshtrainError>;
+  },
+): void {
   if (c.state === "closed") {
-    throw new StateError(`cannot ${what}: the cluster is closed`, { hint: "launch a new cluster with cluster()...launch()" });
+    throw new StateError(`cannot ${what}: the cluster is closed`, {
+      hint: "launch a new cluster with cluster()...launch()",
+    });
   }
   if (c.state === "failed") {
     throw new StateError(`cannot ${what}: the cluster stopped after an error: ${c.failure?.summary ?? "unknown"}`, {
@@ -15,19 +25,27 @@ export function refuseUnusable(what: string, c: { state: ClusterState; failure: 
     });
   }
   if (c.state === "fitting") {
-    throw new StateError(`cannot ${what}: a fit is already running on this cluster`, { hint: "await the running fit first" });
+    throw new StateError(`cannot ${what}: a fit is already running on this cluster`, {
+      hint: "await the running fit first",
+    });
   }
   if (c.joined > 0 && c.departed.size === 0) {
-    throw new StateError(`cannot ${what}: workers joined during an earlier elastic fit, so this cluster is no longer the one that was launched`, {
-      hint: "launch a new cluster with cluster()...launch() for the next fit",
-    });
+    throw new StateError(
+      `cannot ${what}: workers joined during an earlier elastic fit, so this cluster is no longer the one that was launched`,
+      {
+        hint: "launch a new cluster with cluster()...launch() for the next fit",
+      },
+    );
   }
   if (c.departed.size > 0) {
     const ranks = [...c.departed.keys()].join(", ");
-    throw new StateError(`cannot ${what}: worker rank(s) ${ranks} left during an earlier fit, which finished without them`, {
-      hint: "launch a new cluster with cluster()...launch() to train with every worker again",
-      cause: [...c.departed.values()][0],
-    });
+    throw new StateError(
+      `cannot ${what}: worker rank(s) ${ranks} left during an earlier fit, which finished without them`,
+      {
+        hint: "launch a new cluster with cluster()...launch() to train with every worker again",
+        cause: [...c.departed.values()][0],
+      },
+    );
   }
 }
 
@@ -39,7 +57,10 @@ export function refuseAdd(c: { elasticFit: boolean; remote: boolean }, url: stri
     });
   }
   if (url === undefined && c.remote) {
-    return new ConfigError("add() without an address starts a local worker (or, after join(), takes the next that joins), but this cluster's workers run elsewhere", { hint: 'pass the new worker\'s address: add("ws://host:7070")' });
+    return new ConfigError(
+      "add() without an address starts a local worker (or, after join(), takes the next that joins), but this cluster's workers run elsewhere",
+      { hint: 'pass the new worker\'s address: add("ws://host:7070")' },
+    );
   }
   return null;
 }

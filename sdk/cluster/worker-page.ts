@@ -42,7 +42,8 @@ function wasmDir(): string | null {
 /** What the page's paths serve: [file or inline text, content type]. */
 function resolve(urlPath: string): { file?: string; text?: string; type: string } | null {
   if (urlPath === "/") return { text: HTML, type: "text/html; charset=utf-8" };
-  if (urlPath === "/page.js" || urlPath === "/comm.js") return { file: path.join(bundles(), urlPath.slice(1)), type: "text/javascript; charset=utf-8" };
+  if (urlPath === "/page.js" || urlPath === "/comm.js")
+    return { file: path.join(bundles(), urlPath.slice(1)), type: "text/javascript; charset=utf-8" };
   const wasm = /^\/wasm\/(tfjs-backend-wasm(?:-simd|-threaded-simd)?\.wasm)$/.exec(urlPath);
   const dir = wasmDir();
   if (wasm && dir) return { file: path.join(dir, wasm[1]!), type: "application/wasm" };
@@ -56,18 +57,30 @@ export function workerPageBuilt(): boolean {
 
 /** Answers one plain HTTP request on the join port. */
 export function serveWorkerPage(req: http.IncomingMessage, res: http.ServerResponse): void {
-  const headers = { "Content-Security-Policy": WORKER_PAGE_CSP, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "Cache-Control": "no-store" };
+  const headers = {
+    "Content-Security-Policy": WORKER_PAGE_CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+  };
   const urlPath = new URL(req.url ?? "/", "http://x").pathname;
   const what = req.method === "GET" || req.method === "HEAD" ? resolve(urlPath) : null;
   if (!what) {
-    res.writeHead(req.method === "GET" || req.method === "HEAD" ? 404 : 405, { ...headers, "Content-Type": "text/plain" }).end("not here\n");
+    res
+      .writeHead(req.method === "GET" || req.method === "HEAD" ? 404 : 405, {
+        ...headers,
+        "Content-Type": "text/plain",
+      })
+      .end("not here\n");
     return;
   }
   let body: Buffer;
   try {
     body = what.file ? fs.readFileSync(what.file) : Buffer.from(what.text!, "utf8");
   } catch {
-    res.writeHead(500, { ...headers, "Content-Type": "text/plain" }).end("the worker page was not built: run npm run build\n");
+    res
+      .writeHead(500, { ...headers, "Content-Type": "text/plain" })
+      .end("the worker page was not built: run npm run build\n");
     return;
   }
   res.writeHead(200, { ...headers, "Content-Type": what.type, "Content-Length": body.length });

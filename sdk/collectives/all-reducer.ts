@@ -12,7 +12,13 @@ export interface AllReducer {
    * packed values travel as 16-bit floats and end rounded to them, the same bits on every member
    * (an all-gather alone travels in float32).
    */
-  run(data: Float32Array, seq: number, timeoutMs: number, wire?: WireFormat, phases?: RingPhases): Promise<AllReduceStats>;
+  run(
+    data: Float32Array,
+    seq: number,
+    timeoutMs: number,
+    wire?: WireFormat,
+    phases?: RingPhases,
+  ): Promise<AllReduceStats>;
   /** Fails the running operation and every later one with `err`. */
   fail(err: MeshtrainError): void;
   /** What the running all-reduce waits for, for stall reports; undefined when none runs. */

@@ -43,12 +43,19 @@ export async function connectDataRing(o: DataRingSetup): Promise<NativeRingOptio
       timeoutMs: o.timeoutMs,
       parse: (text) => {
         const r = DataPortSchema.safeParse(parseSmallJson(text, 256, "data port", o.prevName));
-        if (!r.success) throw new ProtocolError(`${o.prevName} sent no data port where one was expected: ${r.error.issues[0]?.message ?? "?"}`);
+        if (!r.success)
+          throw new ProtocolError(
+            `${o.prevName} sent no data port where one was expected: ${r.error.issues[0]?.message ?? "?"}`,
+          );
         return r.data.port;
       },
-      onTimeout: () => new TimeoutError(`waited ${o.timeoutMs} ms for ${o.prevName} to tell its data port`, { details: { rank: o.rank, waitingFor: `data port of ${o.prevName}` } }),
+      onTimeout: () =>
+        new TimeoutError(`waited ${o.timeoutMs} ms for ${o.prevName} to tell its data port`, {
+          details: { rank: o.rank, waitingFor: `data port of ${o.prevName}` },
+        }),
       onBinary: () => new ProtocolError(`binary frame from ${o.prevName} where its data port was expected`),
-      onClose: (code) => new ProtocolError(`${o.prevName} closed the ring link (code ${code}) before telling its data port`),
+      onClose: (code) =>
+        new ProtocolError(`${o.prevName} closed the ring link (code ${code}) before telling its data port`),
     });
     const hint = `${o.prevName} and ${o.nextName} must reach this worker's address on any TCP port (the data plane listens on a fresh one per ring); or use .dataPlane("websocket")`;
     const [prev, next] = await Promise.allSettled([
@@ -61,7 +68,15 @@ export async function connectDataRing(o: DataRingSetup): Promise<NativeRingOptio
       const why = prev.status === "rejected" ? prev.reason : (next as PromiseRejectedResult).reason;
       throw dataPlaneError(why, { rank: o.rank, waitingFor: `data links with ${o.prevName} and ${o.nextName}` }, hint);
     }
-    return { prevFd: prev.value, nextFd: next.value, prevName: o.prevName, nextName: o.nextName, position: o.position, size: o.size, chunkElements: o.chunkElements };
+    return {
+      prevFd: prev.value,
+      nextFd: next.value,
+      prevName: o.prevName,
+      nextName: o.nextName,
+      position: o.position,
+      size: o.size,
+      chunkElements: o.chunkElements,
+    };
   } finally {
     o.addon.dataClose(listener.fd);
   }

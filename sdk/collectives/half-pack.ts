@@ -20,14 +20,23 @@ export function packValues(values: Float32Array, wire: WireFormat, codec: HalfCo
 }
 
 /** The values a packed push holds, checked against the `length` values (`packed` of them 16-bit) the receiver expects. */
-export function unpackValues(attachments: readonly Tensorlike[], length: number, wire: WireFormat, codec: HalfCodec = bestHalfCodec()): Float32Array {
+export function unpackValues(
+  attachments: readonly Tensorlike[],
+  length: number,
+  wire: WireFormat,
+  codec: HalfCodec = bestHalfCodec(),
+): Float32Array {
   const [words, rest] = attachments;
   const wantWords = Math.ceil(wire.packed / 2);
   if (attachments.length !== 2 || !(words?.data instanceof Int32Array) || !(rest?.data instanceof Float32Array)) {
-    throw new ProtocolError(`a ${wire.compression} push carries ${attachments.length} tensors; expected int32 words of 16-bit values, then the float32 rest`);
+    throw new ProtocolError(
+      `a ${wire.compression} push carries ${attachments.length} tensors; expected int32 words of 16-bit values, then the float32 rest`,
+    );
   }
   if (words.data.length !== wantWords || rest.data.length !== length - wire.packed) {
-    throw new ProtocolError(`a ${wire.compression} push holds ${words.data.length} words and ${rest.data.length} float32 values; expected ${wantWords} and ${length - wire.packed}`);
+    throw new ProtocolError(
+      `a ${wire.compression} push holds ${words.data.length} words and ${rest.data.length} float32 values; expected ${wantWords} and ${length - wire.packed}`,
+    );
   }
   const out = new Float32Array(length);
   const bytes = new Uint8Array(words.data.buffer, words.data.byteOffset, 2 * wire.packed);

@@ -43,29 +43,60 @@ export class NativeRing implements AllReducer {
     private readonly o: NativeRingOptions,
   ) {}
 
-  run(data: Float32Array, seq: number, timeoutMs: number, wire?: WireFormat, phases: RingPhases = "both"): Promise<AllReduceStats> {
+  run(
+    data: Float32Array,
+    seq: number,
+    timeoutMs: number,
+    wire?: WireFormat,
+    phases: RingPhases = "both",
+  ): Promise<AllReduceStats> {
     if (this.failure) return Promise.reject(this.failure);
-    if (this.running) return Promise.reject(new CollectiveError(`all-reduce ${seq} started while ${this.running.seq} is still running`));
-    if (seq <= this.lastSeq) return Promise.reject(new CollectiveError(`all-reduce sequence went backwards: ${seq} after ${this.lastSeq}`));
+    if (this.running)
+      return Promise.reject(
+        new CollectiveError(`all-reduce ${seq} started while ${this.running.seq} is still running`),
+      );
+    if (seq <= this.lastSeq)
+      return Promise.reject(new CollectiveError(`all-reduce sequence went backwards: ${seq} after ${this.lastSeq}`));
     this.lastSeq = seq;
     if (this.o.size === 1 || data.length === 0) return Promise.resolve({ waitMs: 0, commMs: 0, bytesSent: 0 });
-    if (wire && phases === "allGather") return Promise.reject(new CollectiveError("an all-gather travels in float32: its owners' values are not rounded to a 16-bit format"));
+    if (wire && phases === "allGather")
+      return Promise.reject(
+        new CollectiveError("an all-gather travels in float32: its owners' values are not rounded to a 16-bit format"),
+      );
     this.running = { seq };
     const o = this.o;
-    return this.addon.dataAllReduce(o.prevFd, o.nextFd, data, o.position, o.size, o.chunkElements, seq, timeoutMs, o.prevName, o.nextName, wire ? FORMAT_CODE[wire.compression] : 0, wire ? wire.packed : 0, PHASE_CODE[phases]).then(
-      (stats) => {
-        this.settled();
-        if (this.failure) throw this.failure;
-        return stats;
-      },
-      async (err: unknown) => {
-        this.settled();
-        // A failure from the heartbeats (a dead neighbour) is the cause; the closed socket only its
-        // echo, which may come first when the heartbeats are watched on another thread.
-        const cause = this.failure ?? ((err as { code?: string }).code === "closed" ? await this.causeWithin(CAUSE_WAIT_MS) : undefined);
-        throw cause ?? dataPlaneError(err, { step: seq, waitingFor: `all-reduce data from ${o.prevName}` });
-      },
-    );
+    return this.addon
+      .dataAllReduce(
+        o.prevFd,
+        o.nextFd,
+        data,
+        o.position,
+        o.size,
+        o.chunkElements,
+        seq,
+        timeoutMs,
+        o.prevName,
+        o.nextName,
+        wire ? FORMAT_CODE[wire.compression] : 0,
+        wire ? wire.packed : 0,
+        PHASE_CODE[phases],
+      )
+      .then(
+        (stats) => {
+          this.settled();
+          if (this.failure) throw this.failure;
+          return stats;
+        },
+        async (err: unknown) => {
+          this.settled();
+          // A failure from the heartbeats (a dead neighbour) is the cause; the closed socket only its
+          // echo, which may come first when the heartbeats are watched on another thread.
+          const cause =
+            this.failure ??
+            ((err as { code?: string }).code === "closed" ? await this.causeWithin(CAUSE_WAIT_MS) : undefined);
+          throw cause ?? dataPlaneError(err, { step: seq, waitingFor: `all-reduce data from ${o.prevName}` });
+        },
+      );
   }
 
   private causeWithin(ms: number): Promise<MeshtrainError | undefined> {
@@ -93,7 +124,9 @@ export class NativeRing implements AllReducer {
   }
 
   waitingFor(): string | undefined {
-    return this.running ? `all-reduce ${this.running.seq}: data from ${this.o.prevName} over the native data plane` : undefined;
+    return this.running
+      ? `all-reduce ${this.running.seq}: data from ${this.o.prevName} over the native data plane`
+      : undefined;
   }
 
   private settled(): void {

@@ -1,4 +1,10 @@
-import { CollectiveError, isMeshtrainError, ProtocolError, WorkerLostError, type MeshtrainError } from "../errors/errors";
+import {
+  CollectiveError,
+  isMeshtrainError,
+  ProtocolError,
+  WorkerLostError,
+  type MeshtrainError,
+} from "../errors/errors";
 import type { Link } from "../transport/link";
 import { Liveness } from "../transport/liveness";
 

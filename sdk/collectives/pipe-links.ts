@@ -41,7 +41,13 @@ export class PipeEnds {
       const end = o[dir];
       if (end) {
         this.watches.push(
-          watchPeer(end.link, { what: "pipeline", name: end.name, heartbeat: o.heartbeat, fail: (err) => this.fail(err), onBinary: (buf) => this.receive(dir, buf) }),
+          watchPeer(end.link, {
+            what: "pipeline",
+            name: end.name,
+            heartbeat: o.heartbeat,
+            fail: (err) => this.fail(err),
+            onBinary: (buf) => this.receive(dir, buf),
+          }),
         );
       }
     }
@@ -59,7 +65,12 @@ export class PipeEnds {
       const length = Math.min(this.o.chunkElements, total - offset);
       const header = Buffer.allocUnsafe(HEADER_BYTES);
       writeHeader(header, { kind, dtype: "float32", seq: step, tensor: micro, offset, length, total });
-      sends.push(end.link.sendParts(header, new Uint8Array(data.buffer, data.byteOffset + offset * ELEMENT_BYTES, length * ELEMENT_BYTES)));
+      sends.push(
+        end.link.sendParts(
+          header,
+          new Uint8Array(data.buffer, data.byteOffset + offset * ELEMENT_BYTES, length * ELEMENT_BYTES),
+        ),
+      );
     }
     return Promise.all(sends).then(
       () => undefined,
@@ -96,7 +107,8 @@ export class PipeEnds {
       p = { data: new Float32Array(h.total), remaining: h.total };
       this.partial.set(key, p);
     }
-    if (p.data.length !== h.total || h.length > p.remaining) throw new ProtocolError(`inconsistent ${h.kind} chunks for step ${h.seq} micro-batch ${h.tensor}`);
+    if (p.data.length !== h.total || h.length > p.remaining)
+      throw new ProtocolError(`inconsistent ${h.kind} chunks for step ${h.seq} micro-batch ${h.tensor}`);
     new Uint8Array(p.data.buffer, h.offset * ELEMENT_BYTES, bytes.length).set(bytes);
     p.remaining -= h.length;
     if (p.remaining === 0) {

@@ -22,16 +22,28 @@ export async function exportAdamax(opt: tf.Optimizer): Promise<OptimizerState> {
   for (let i = 0; i < a.accumulatedFirstMoment.length; i++) {
     for (const slot of slots) {
       const s = slot[i];
-      if (s) tensors.push({ name: s.originalName, data: Float32Array.from(await s.variable.data()), shape: [...s.variable.shape] });
+      if (s)
+        tensors.push({
+          name: s.originalName,
+          data: Float32Array.from(await s.variable.data()),
+          shape: [...s.variable.shape],
+        });
     }
   }
-  return { format: "tfjs", tensors, scalars: { iteration: (await a.iteration.data())[0]!, accBeta1: (await a.accBeta1.data())[0]! } };
+  return {
+    format: "tfjs",
+    tensors,
+    scalars: { iteration: (await a.iteration.data())[0]!, accBeta1: (await a.accBeta1.data())[0]! },
+  };
 }
 
 /** Puts back what exportAdamax read: the slots in order, and the counters. */
 export function importAdamax(opt: tf.Optimizer, state: OptimizerState): void {
   const a = opt as unknown as AdamaxFields;
-  const made = (t: OptimizerState["tensors"][number]) => ({ originalName: t.name, variable: tf.variable(tf.tensor(t.data, t.shape, "float32"), false) });
+  const made = (t: OptimizerState["tensors"][number]) => ({
+    originalName: t.name,
+    variable: tf.variable(tf.tensor(t.data, t.shape, "float32"), false),
+  });
   for (const s of [...a.accumulatedFirstMoment, ...a.accumulatedWeightedInfNorm]) s?.variable.dispose();
   a.accumulatedFirstMoment = state.tensors.filter((_, k) => k % 2 === 0).map(made);
   a.accumulatedWeightedInfNorm = state.tensors.filter((_, k) => k % 2 === 1).map(made);

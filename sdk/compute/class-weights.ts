@@ -6,7 +6,10 @@ import * as tf from "@tensorflow/tfjs";
  * the batch's loss is then the mean of weight x loss. `table[c]` is class c's weight; the driver
  * checked every class in the data has one.
  */
-export function classWeighted(loss: (y: tf.Tensor, out: tf.Tensor) => tf.Tensor, table: readonly number[]): (y: tf.Tensor, out: tf.Tensor) => tf.Tensor {
+export function classWeighted(
+  loss: (y: tf.Tensor, out: tf.Tensor) => tf.Tensor,
+  table: readonly number[],
+): (y: tf.Tensor, out: tf.Tensor) => tf.Tensor {
   const weights = Float32Array.from(table);
   // The table is made in each call's scope: a tensor kept across calls would outlive the model.
   return (y, out) =>

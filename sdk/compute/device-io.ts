@@ -88,14 +88,21 @@ export function tensorsFromFlat(flat: Float32Array, shapes: ReadonlyArray<readon
   // on the device queue here, so the time is the upload's (the host's side of it), not a kernel's.
   (tf.backend() as { uploadToGPU?: (dataId: object) => void }).uploadToGPU?.(all.dataId);
   transfers.uploadMs += performance.now() - t0;
-  const out = tf.tidy(() => (sizes.length === 1 ? [all.reshape([...shapes[0]!])] : tf.split(all, sizes).map((p, i) => p.reshape([...shapes[i]!]))));
+  const out = tf.tidy(() =>
+    sizes.length === 1
+      ? [all.reshape([...shapes[0]!])]
+      : tf.split(all, sizes).map((p, i) => p.reshape([...shapes[i]!])),
+  );
   all.dispose();
   return out;
 }
 
 /** Writes `flat`'s values into the variables in order (one upload on a device). */
 export function assignFlat(vars: readonly tf.Variable[], flat: Float32Array): void {
-  const ts = tensorsFromFlat(flat, vars.map((v) => v.shape));
+  const ts = tensorsFromFlat(
+    flat,
+    vars.map((v) => v.shape),
+  );
   vars.forEach((v, i) => v.assign(ts[i]!));
   tf.dispose(ts);
 }

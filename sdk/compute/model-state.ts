@@ -75,7 +75,10 @@ export class ModelState {
   set(before: Float32Array, change?: Float32Array): void {
     if (this.length === 0) return;
     const values = change ? before.map((b, i) => b + change[i]!) : before.slice();
-    const ts = tensorsFromFlat(values, this.vars.map((v) => v.shape as number[]));
+    const ts = tensorsFromFlat(
+      values,
+      this.vars.map((v) => v.shape as number[]),
+    );
     this.vars.forEach((v, i) => v.write(ts[i]!));
     tf.dispose(ts);
     this.known = values;

@@ -36,8 +36,14 @@ export class NativeUpdate implements UpdateRule {
   /** [from, to) of each variable's values this rule updates: all of them, or (sharded) a part. */
   private readonly ranges: ReadonlyArray<readonly [number, number]>;
 
-  constructor(private readonly backend: NativeBackend, private readonly vars: readonly tf.Variable[], private readonly spec: NativeOptimizerSpec, ranges?: ReadonlyArray<readonly [number, number]>) {
-    const slots = spec.name === "sgd" ? 0 : spec.name === "momentum" ? 1 : spec.name === "adam" ? 2 : spec.centered ? 3 : 2;
+  constructor(
+    private readonly backend: NativeBackend,
+    private readonly vars: readonly tf.Variable[],
+    private readonly spec: NativeOptimizerSpec,
+    ranges?: ReadonlyArray<readonly [number, number]>,
+  ) {
+    const slots =
+      spec.name === "sgd" ? 0 : spec.name === "momentum" ? 1 : spec.name === "adam" ? 2 : spec.centered ? 3 : 2;
     this.ranges = ranges ?? vars.map((v) => [0, v.size] as const);
     this.state = this.ranges.map(([from, to]) => Array.from({ length: slots }, () => new Float32Array(to - from)));
     if (spec.name === "adam") {
@@ -45,7 +51,6 @@ export class NativeUpdate implements UpdateRule {
       this.accBeta2 = f32(spec.beta2);
     }
   }
-
 
   apply(flat: Float32Array, learningRate?: number): void {
     const a = this.backend.addon;
@@ -66,12 +71,35 @@ export class NativeUpdate implements UpdateRule {
           a.momentum(w, st[0]!, g, f32(-s.learningRate), f32(s.momentum), s.useNesterov ? 1 : 0);
           break;
         case "adam":
-          a.adam(w, st[0]!, st[1]!, g, f32(s.beta1), f32(1 - s.beta1), f32(s.beta2), f32(1 - s.beta2),
-            f32(1 - this.accBeta1), f32(1 - this.accBeta2), f32(s.epsilon ?? eps), f32(-s.learningRate));
+          a.adam(
+            w,
+            st[0]!,
+            st[1]!,
+            g,
+            f32(s.beta1),
+            f32(1 - s.beta1),
+            f32(s.beta2),
+            f32(1 - s.beta2),
+            f32(1 - this.accBeta1),
+            f32(1 - this.accBeta2),
+            f32(s.epsilon ?? eps),
+            f32(-s.learningRate),
+          );
           break;
         case "rmsprop":
-          a.rmsprop(w, st[0]!, st[1]!, s.centered ? st[2]! : null, g, f32(s.decay), f32(1 - s.decay), f32(s.momentum),
-            f32(s.learningRate), f32(s.epsilon ?? eps), s.centered ? 1 : 0);
+          a.rmsprop(
+            w,
+            st[0]!,
+            st[1]!,
+            s.centered ? st[2]! : null,
+            g,
+            f32(s.decay),
+            f32(1 - s.decay),
+            f32(s.momentum),
+            f32(s.learningRate),
+            f32(s.epsilon ?? eps),
+            s.centered ? 1 : 0,
+          );
           break;
       }
     });
@@ -84,22 +112,39 @@ export class NativeUpdate implements UpdateRule {
   exportState(): Promise<OptimizerState> {
     return Promise.resolve({
       format: "native",
-      tensors: this.state.flatMap((slots, i) => slots.map((d, j) => ({ name: `${i}/${j}`, data: Float32Array.from(d), shape: [d.length] }))),
+      tensors: this.state.flatMap((slots, i) =>
+        slots.map((d, j) => ({ name: `${i}/${j}`, data: Float32Array.from(d), shape: [d.length] })),
+      ),
       scalars: { accBeta1: this.accBeta1, accBeta2: this.accBeta2 },
     });
   }
 
   importState(state: OptimizerState): Promise<void> {
     if (state.format !== "native") {
-      return Promise.reject(new CheckpointError(`the optimizer state was written by TF.js's optimizer; these workers use meshtrain's native one`, { hint: "resume with the backend the checkpoint was made with (.backend(...))" }));
+      return Promise.reject(
+        new CheckpointError(
+          `the optimizer state was written by TF.js's optimizer; these workers use meshtrain's native one`,
+          { hint: "resume with the backend the checkpoint was made with (.backend(...))" },
+        ),
+      );
     }
     const want = this.state.reduce((a, s) => a + s.length, 0);
-    if (state.tensors.length !== want) return Promise.reject(new CheckpointError(`the optimizer state has ${state.tensors.length} slots; this model and optimizer need ${want}`));
+    if (state.tensors.length !== want)
+      return Promise.reject(
+        new CheckpointError(
+          `the optimizer state has ${state.tensors.length} slots; this model and optimizer need ${want}`,
+        ),
+      );
     let k = 0;
     for (const slots of this.state) {
       for (const slot of slots) {
         const t = state.tensors[k++]!;
-        if (t.data.length !== slot.length) return Promise.reject(new CheckpointError(`optimizer slot ${t.name} has ${t.data.length} values; the variable has ${slot.length}`));
+        if (t.data.length !== slot.length)
+          return Promise.reject(
+            new CheckpointError(
+              `optimizer slot ${t.name} has ${t.data.length} values; the variable has ${slot.length}`,
+            ),
+          );
         slot.set(t.data);
       }
     }

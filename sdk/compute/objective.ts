@@ -32,13 +32,29 @@ export interface Objective {
 }
 
 /** The objective a load message describes, built from loss names with model.compile's own functions. */
-export function objectiveOf(model: tf.LayersModel, msg: Pick<LoadOf<"replica">, "loss" | "heads" | "classWeight" | "metrics">, optimizer: tf.Optimizer): Objective {
+export function objectiveOf(
+  model: tf.LayersModel,
+  msg: Pick<LoadOf<"replica">, "loss" | "heads" | "classWeight" | "metrics">,
+  optimizer: tf.Optimizer,
+): Objective {
   const n = model.outputs.length;
-  const given: Array<{ loss: LossName; weight: number }> = msg.heads ?? Array.from({ length: n }, () => ({ loss: msg.loss, weight: 1 }));
-  if (given.length !== n) throw new ModelError(`the model has ${n} outputs but ${given.length} losses were sent, one per output`);
-  if (msg.classWeight && n > 1) throw new ModelError(`classWeight weighs one output's classes; this model has ${n} outputs`);
-  const plain = compiledLosses(model, given.map((h) => h.loss), optimizer);
-  const heads = given.map((h, k) => ({ name: model.outputNames[k] ?? `output${k}`, plain: plain[k]!, loss: msg.classWeight ? classWeighted(plain[k]!, msg.classWeight) : plain[k]!, weight: h.weight }));
+  const given: Array<{ loss: LossName; weight: number }> =
+    msg.heads ?? Array.from({ length: n }, () => ({ loss: msg.loss, weight: 1 }));
+  if (given.length !== n)
+    throw new ModelError(`the model has ${n} outputs but ${given.length} losses were sent, one per output`);
+  if (msg.classWeight && n > 1)
+    throw new ModelError(`classWeight weighs one output's classes; this model has ${n} outputs`);
+  const plain = compiledLosses(
+    model,
+    given.map((h) => h.loss),
+    optimizer,
+  );
+  const heads = given.map((h, k) => ({
+    name: model.outputNames[k] ?? `output${k}`,
+    plain: plain[k]!,
+    loss: msg.classWeight ? classWeighted(plain[k]!, msg.classWeight) : plain[k]!,
+    weight: h.weight,
+  }));
   return { heads, metrics: msg.metrics ?? [], named: n > 1 };
 }
 
@@ -47,23 +63,47 @@ export function objectiveOf(model: tf.LayersModel, msg: Pick<LoadOf<"replica">, 
  * outputs it makes (`heads`, by model output index), or null for a stage that makes none. A
  * stage that passes an activation on lists it as its first output, which takes no loss.
  */
-export function stageObjective(stage: tf.LayersModel, msg: Pick<LoadOf<"stage">, "loss" | "heads" | "classWeight" | "metrics">, heads: readonly number[], passes: boolean, optimizer: tf.Optimizer): Objective | null {
+export function stageObjective(
+  stage: tf.LayersModel,
+  msg: Pick<LoadOf<"stage">, "loss" | "heads" | "classWeight" | "metrics">,
+  heads: readonly number[],
+  passes: boolean,
+  optimizer: tf.Optimizer,
+): Objective | null {
   if (heads.length === 0) return null;
   const spec = msg.heads ?? [{ loss: msg.loss, weight: 1 }];
   const missing = heads.find((k) => spec[k] === undefined);
-  if (missing !== undefined) throw new ModelError(`stage makes model output ${missing}, but the load names losses for ${spec.length} output(s)`);
+  if (missing !== undefined)
+    throw new ModelError(`stage makes model output ${missing}, but the load names losses for ${spec.length} output(s)`);
   const skip = passes ? 1 : 0;
-  const fns = compiledLosses(stage, [...(passes ? (["meanSquaredError"] as const) : []), ...heads.map((k) => spec[k]!.loss)], optimizer).slice(skip);
-  if (msg.classWeight && spec.length > 1) throw new ModelError(`classWeight weighs one output's classes; this model has ${spec.length} outputs`);
+  const fns = compiledLosses(
+    stage,
+    [...(passes ? (["meanSquaredError"] as const) : []), ...heads.map((k) => spec[k]!.loss)],
+    optimizer,
+  ).slice(skip);
+  if (msg.classWeight && spec.length > 1)
+    throw new ModelError(`classWeight weighs one output's classes; this model has ${spec.length} outputs`);
   return {
-    heads: heads.map((k, i) => ({ name: stage.outputNames[skip + i] ?? `output${k}`, plain: fns[i]!, loss: msg.classWeight ? classWeighted(fns[i]!, msg.classWeight) : fns[i]!, weight: spec[k]!.weight })),
-    metrics: (msg.metrics ?? []).filter((m) => heads.includes(m.output ?? 0)).map((m) => ({ ...m, output: heads.indexOf(m.output ?? 0) })),
+    heads: heads.map((k, i) => ({
+      name: stage.outputNames[skip + i] ?? `output${k}`,
+      plain: fns[i]!,
+      loss: msg.classWeight ? classWeighted(fns[i]!, msg.classWeight) : fns[i]!,
+      weight: spec[k]!.weight,
+    })),
+    metrics: (msg.metrics ?? [])
+      .filter((m) => heads.includes(m.output ?? 0))
+      .map((m) => ({ ...m, output: heads.indexOf(m.output ?? 0) })),
     named: msg.heads !== undefined,
   };
 }
 
 /** The batch's loss: sum over outputs of weight x mean loss (plain: without class weights, for validation), and each output's mean. */
-export function objectiveLoss(o: Objective, ys: readonly tf.Tensor[], outs: readonly tf.Tensor[], plain = false): { total: tf.Scalar; each: tf.Scalar[] } {
+export function objectiveLoss(
+  o: Objective,
+  ys: readonly tf.Tensor[],
+  outs: readonly tf.Tensor[],
+  plain = false,
+): { total: tf.Scalar; each: tf.Scalar[] } {
   const each = o.heads.map((h, k) => tf.mean((plain ? h.plain : h.loss)(ys[k]!, outs[k]!)) as tf.Scalar);
   if (each.length === 1 && o.heads[0]!.weight === 1) return { total: each[0]!, each };
   const total = each.reduce<tf.Scalar>((sum, l, k) => tf.add(sum, tf.mul(l, o.heads[k]!.weight)), tf.scalar(0));
@@ -76,8 +116,15 @@ export function reportedNames(o: Objective): string[] {
 }
 
 /** The metrics (each on its output) and, with several outputs, each output's mean loss, as scalars in reportedNames' order. */
-export function reported(o: Objective, ys: readonly tf.Tensor[], outs: readonly tf.Tensor[], each: readonly tf.Scalar[]): tf.Scalar[] {
-  const metrics = o.metrics.map((s) => tf.mean(tf.metrics[s.fn](ys[s.output ?? 0]!, outs[s.output ?? 0]!)) as tf.Scalar);
+export function reported(
+  o: Objective,
+  ys: readonly tf.Tensor[],
+  outs: readonly tf.Tensor[],
+  each: readonly tf.Scalar[],
+): tf.Scalar[] {
+  const metrics = o.metrics.map(
+    (s) => tf.mean(tf.metrics[s.fn](ys[s.output ?? 0]!, outs[s.output ?? 0]!)) as tf.Scalar,
+  );
   return [...metrics, ...(o.named ? each : [])];
 }
 
@@ -99,7 +146,10 @@ export function feedRows(f: Feed): number {
 }
 
 /** A step's attachments cut into the model's inputs and targets (one per output); null when the count is wrong. */
-export function splitFeed(model: tf.LayersModel, attachments: readonly Tensorlike[]): { x: Tensorlike[]; y: Tensorlike[] } | null {
+export function splitFeed(
+  model: tf.LayersModel,
+  attachments: readonly Tensorlike[],
+): { x: Tensorlike[]; y: Tensorlike[] } | null {
   const k = model.inputs.length;
   if (attachments.length !== k + model.outputs.length) return null;
   return { x: attachments.slice(0, k), y: attachments.slice(k) };

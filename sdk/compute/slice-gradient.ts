@@ -6,7 +6,16 @@ import { DataError } from "../errors/errors";
 import { tensorOf } from "../model/model-io";
 import { onDevice, readConcat } from "./device-io";
 import type { LoadedReplica } from "./loaded-replica";
-import { feedList, feedRows, objectiveLoss, outputList, reported, reportedNames, type Feed, type Objective } from "./objective";
+import {
+  feedList,
+  feedRows,
+  objectiveLoss,
+  outputList,
+  reported,
+  reportedNames,
+  type Feed,
+  type Objective,
+} from "./objective";
 import { inputNonFinite, labelTensor, nonFiniteIn, type NonFinite } from "./step-health";
 
 /**
@@ -45,20 +54,35 @@ export interface SliceExtras {
  * variables in order; returns the slice's mean loss and compiled metrics. On a device (webgpu)
  * the loss, the metrics, every gradient and the state are read back in one read.
  */
-export async function sliceGradient(r: LoadedReplica, x: Feed, y: Feed, weight: number, flat: Float32Array, extra: SliceExtras = {}): Promise<{ loss: number; metrics?: Record<string, number> }> {
+export async function sliceGradient(
+  r: LoadedReplica,
+  x: Feed,
+  y: Feed,
+  weight: number,
+  flat: Float32Array,
+  extra: SliceExtras = {},
+): Promise<{ loss: number; metrics?: Record<string, number> }> {
   try {
     const native = r.step.native;
     return await r.insight.around(feedRows(x), async () => {
       if (native) return nativeSlice(r, native, x, y, weight, flat, extra);
-      return onDevice() ? await deviceSlice(r, x, y, weight, flat, extra.stateNow) : await autodiffSlice(r, x, y, weight, flat, extra.stateNow);
+      return onDevice()
+        ? await deviceSlice(r, x, y, weight, flat, extra.stateNow)
+        : await autodiffSlice(r, x, y, weight, flat, extra.stateNow);
     });
   } catch (err) {
     const msg = (err as Error).message;
     if (/shape|rank|compatible/i.test(msg)) {
-      const shapes = (f: Feed) => feedList(f).map((t) => `[${t.shape.join(", ")}]`).join(" + ");
-      throw new DataError(`a batch of x ${shapes(x)} and y ${shapes(y)} does not fit the model: ${msg.split("\n")[0]}`, {
-        hint: "check that the dataset's sample shapes match the model's input and output shapes",
-      });
+      const shapes = (f: Feed) =>
+        feedList(f)
+          .map((t) => `[${t.shape.join(", ")}]`)
+          .join(" + ");
+      throw new DataError(
+        `a batch of x ${shapes(x)} and y ${shapes(y)} does not fit the model: ${msg.split("\n")[0]}`,
+        {
+          hint: "check that the dataset's sample shapes match the model's input and output shapes",
+        },
+      );
     }
     throw err;
   } finally {
@@ -66,7 +90,15 @@ export async function sliceGradient(r: LoadedReplica, x: Feed, y: Feed, weight: 
   }
 }
 
-function nativeSlice(r: LoadedReplica, step: NativeStep, x: Feed, y: Feed, weight: number, flat: Float32Array, extra: SliceExtras): { loss: number; metrics?: Record<string, number> } {
+function nativeSlice(
+  r: LoadedReplica,
+  step: NativeStep,
+  x: Feed,
+  y: Feed,
+  weight: number,
+  flat: Float32Array,
+  extra: SliceExtras,
+): { loss: number; metrics?: Record<string, number> } {
   const { loss, outs, each } = step.run(x, y, weight, flat, extra.ready);
   // The forward pass moved the state (BatchNormalization's moving statistics) in place.
   if (extra.stateNow) extra.stateNow.set(r.state.values());
@@ -75,7 +107,13 @@ function nativeSlice(r: LoadedReplica, step: NativeStep, x: Feed, y: Feed, weigh
 }
 
 /** The compiled metrics (and each output's loss, with several) of a native step's outputs for the slice's targets `y`; undefined when there are none. */
-export function nativeMetrics(r: LoadedReplica, step: NativeStep, y: Feed, outs: readonly Float32Array[], each: readonly number[]): Record<string, number> | undefined {
+export function nativeMetrics(
+  r: LoadedReplica,
+  step: NativeStep,
+  y: Feed,
+  outs: readonly Float32Array[],
+  each: readonly number[],
+): Record<string, number> | undefined {
   const names = reportedNames(r.objective);
   if (names.length === 0) return undefined;
   const targets = feedList(y);
@@ -94,11 +132,17 @@ export function nativeMetrics(r: LoadedReplica, step: NativeStep, y: Feed, outs:
  * The slice's output (kept), the gradient of each variable by autodiff, and the loss they are the
  * gradient of: the mean over the slice plus the regularizers, which model.fit's History reports too.
  */
-function gradientsOf(r: LoadedReplica, xs: tf.Tensor[], ys: tf.Tensor[]): { outs: tf.Tensor[]; each: tf.Scalar[]; grads: tf.Tensor[]; value: tf.Scalar } {
+function gradientsOf(
+  r: LoadedReplica,
+  xs: tf.Tensor[],
+  ys: tf.Tensor[],
+): { outs: tf.Tensor[]; each: tf.Scalar[]; grads: tf.Tensor[]; value: tf.Scalar } {
   let outs: tf.Tensor[] = [];
   let each: tf.Scalar[] = [];
   const { value, grads } = tf.variableGrads(() => {
-    outs = outputList(r.model.apply(xs.length === 1 ? xs[0]! : xs, { training: true }) as tf.Tensor | tf.Tensor[]).map((t) => tf.keep(t));
+    outs = outputList(r.model.apply(xs.length === 1 ? xs[0]! : xs, { training: true }) as tf.Tensor | tf.Tensor[]).map(
+      (t) => tf.keep(t),
+    );
     const loss = objectiveLoss(r.objective, ys, outs);
     each = loss.each.map((l) => tf.keep(l));
     let total = loss.total;
@@ -114,14 +158,26 @@ function gradientsOf(r: LoadedReplica, xs: tf.Tensor[], ys: tf.Tensor[]): { outs
 }
 
 /** The reported metrics (and each output's loss) read to the host, by name; undefined when there are none. */
-function readReported(o: Objective, ys: tf.Tensor[], outs: tf.Tensor[], each: tf.Scalar[]): Record<string, number> | undefined {
+function readReported(
+  o: Objective,
+  ys: tf.Tensor[],
+  outs: tf.Tensor[],
+  each: tf.Scalar[],
+): Record<string, number> | undefined {
   const names = reportedNames(o);
   if (names.length === 0) return undefined;
   const values = tf.tidy(() => reported(o, ys, outs, each).map((s) => s.dataSync()[0]!));
   return Object.fromEntries(names.map((n, i) => [n, values[i]!]));
 }
 
-async function autodiffSlice(r: LoadedReplica, x: Feed, y: Feed, weight: number, flat: Float32Array, stateNow?: Float32Array): Promise<{ loss: number; metrics?: Record<string, number> }> {
+async function autodiffSlice(
+  r: LoadedReplica,
+  x: Feed,
+  y: Feed,
+  weight: number,
+  flat: Float32Array,
+  stateNow?: Float32Array,
+): Promise<{ loss: number; metrics?: Record<string, number> }> {
   const xs = feedList(x).map(tensorOf);
   const ys = feedList(y).map(labelTensor);
   let g: ReturnType<typeof gradientsOf> | undefined;
@@ -146,7 +202,14 @@ async function autodiffSlice(r: LoadedReplica, x: Feed, y: Feed, weight: number,
  * The same on a device: the loss, the metrics, the weighted gradient and the state concatenated
  * there and read back in one read (each read is a round trip to the GPU).
  */
-async function deviceSlice(r: LoadedReplica, x: Feed, y: Feed, weight: number, flat: Float32Array, stateNow?: Float32Array): Promise<{ loss: number; metrics?: Record<string, number> }> {
+async function deviceSlice(
+  r: LoadedReplica,
+  x: Feed,
+  y: Feed,
+  weight: number,
+  flat: Float32Array,
+  stateNow?: Float32Array,
+): Promise<{ loss: number; metrics?: Record<string, number> }> {
   const xs = feedList(x).map(tensorOf);
   const ys = feedList(y).map(labelTensor);
   let g: ReturnType<typeof gradientsOf> | undefined;
@@ -154,7 +217,11 @@ async function deviceSlice(r: LoadedReplica, x: Feed, y: Feed, weight: number, f
   try {
     g = gradientsOf(r, xs, ys);
     const got = g;
-    parts = tf.tidy(() => [got.value.reshape([1]), ...reported(r.objective, ys, got.outs, got.each).map((m) => m.reshape([1])), ...got.grads.map((t) => (weight !== 1 ? tf.mul(t, weight) : t.clone()).reshape([-1]))]);
+    parts = tf.tidy(() => [
+      got.value.reshape([1]),
+      ...reported(r.objective, ys, got.outs, got.each).map((m) => m.reshape([1])),
+      ...got.grads.map((t) => (weight !== 1 ? tf.mul(t, weight) : t.clone()).reshape([-1])),
+    ]);
     const values = await readConcat([...parts, ...(stateNow ? r.state.tensors() : [])]);
     const names = reportedNames(r.objective);
     const m = names.length;
@@ -182,7 +249,14 @@ export interface SliceOutcome {
  * (buckets sent during the backward pass), parts of `grads` may be in flight: only the loss is
  * checked here, and the buckets check and zero their own parts.
  */
-export async function checkedSliceGradient(r: LoadedReplica, x: Feed, y: Feed, weight: number, grads: Float32Array, extra: SliceExtras = {}): Promise<SliceOutcome> {
+export async function checkedSliceGradient(
+  r: LoadedReplica,
+  x: Feed,
+  y: Feed,
+  weight: number,
+  grads: Float32Array,
+  extra: SliceExtras = {},
+): Promise<SliceOutcome> {
   let out: SliceOutcome = { loss: 0 };
   const ready = extra.ready;
   try {
@@ -190,7 +264,11 @@ export async function checkedSliceGradient(r: LoadedReplica, x: Feed, y: Feed, w
     if (input) out = { loss: NaN, nonFinite: input };
     else if (feedRows(x) > 0) {
       out = await sliceGradient(r, x, y, weight, grads, extra);
-      const found = ready ? (Number.isFinite(out.loss) ? undefined : ({ where: "loss" } as const)) : nonFiniteIn(out.loss, grads, r.names, r.sizes);
+      const found = ready
+        ? Number.isFinite(out.loss)
+          ? undefined
+          : ({ where: "loss" } as const)
+        : nonFiniteIn(out.loss, grads, r.names, r.sizes);
       if (found) out.nonFinite = found;
     }
   } catch (err) {

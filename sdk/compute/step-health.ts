@@ -15,7 +15,13 @@ export interface NonFinite {
  * The first variable whose slice of `flat` holds a non-finite value (only looked for once one is
  * known to); only variables inside [from, to) are read (a bucket's, while others are in flight).
  */
-export function nonFiniteVariable(flat: Float32Array, names: readonly string[], sizes: readonly number[], from = 0, to = flat.length): string | undefined {
+export function nonFiniteVariable(
+  flat: Float32Array,
+  names: readonly string[],
+  sizes: readonly number[],
+  from = 0,
+  to = flat.length,
+): string | undefined {
   let off = 0;
   for (let i = 0; i < sizes.length; i++) {
     if (off >= from && off + sizes[i]! <= to && hasNonFinite(flat.subarray(off, off + sizes[i]!))) return names[i];
@@ -25,7 +31,12 @@ export function nonFiniteVariable(flat: Float32Array, names: readonly string[], 
 }
 
 /** Where a computed slice went non-finite: its loss, else the first variable whose gradient did. */
-export function nonFiniteIn(loss: number, grads: Float32Array, names: readonly string[], sizes: readonly number[]): NonFinite | undefined {
+export function nonFiniteIn(
+  loss: number,
+  grads: Float32Array,
+  names: readonly string[],
+  sizes: readonly number[],
+): NonFinite | undefined {
   if (!Number.isFinite(loss)) return { where: "loss" };
   if (!hasNonFinite(grads)) return undefined;
   return { where: "gradient", variable: nonFiniteVariable(grads, names, sizes) ?? "?" };
@@ -47,7 +58,11 @@ export function metricScalars(specs: readonly MetricSpec[], y: tf.Tensor, out: t
 }
 
 /** The compiled metrics of a batch's predictions, each the mean over the batch, by history name (read on the host). */
-export function metricValues(specs: readonly MetricSpec[], y: tf.Tensor, out: tf.Tensor): Record<string, number> | undefined {
+export function metricValues(
+  specs: readonly MetricSpec[],
+  y: tf.Tensor,
+  out: tf.Tensor,
+): Record<string, number> | undefined {
   if (specs.length === 0) return undefined;
   const values: Record<string, number> = {};
   for (const s of specs) {

@@ -45,7 +45,10 @@ export class StepInsight {
   /** Each layer's least ms over the slices timed so far. */
   private least = new Map<string, number>();
 
-  constructor(model: tf.LayersModel, private readonly native: NativeStep | null) {
+  constructor(
+    model: tf.LayersModel,
+    private readonly native: NativeStep | null,
+  ) {
     this.flopsPerSample = STEP_PER_FORWARD * summarizeModel(model).flopsPerSample;
   }
 
@@ -83,7 +86,10 @@ export class StepInsight {
       e.count++;
       by.set(k.name, e);
     }
-    const top = [...by.entries()].sort((a, b) => b[1].ms - a[1].ms).slice(0, 8).map(([name, e]) => ({ name, ms: e.ms, count: e.count }));
+    const top = [...by.entries()]
+      .sort((a, b) => b[1].ms - a[1].ms)
+      .slice(0, 8)
+      .map(([name, e]) => ({ name, ms: e.ms, count: e.count }));
     this.pending = { ...s, by: "kernels", top };
     return out as T;
   }
@@ -92,9 +98,13 @@ export class StepInsight {
   private async again<T>(run: () => Promise<T>): Promise<T> {
     this.native!.timeOps(true);
     const out = await run();
-    for (const o of this.native!.timeOps(false)) this.least.set(o.layer, Math.min(this.least.get(o.layer) ?? Infinity, o.forwardMs + o.backwardMs));
+    for (const o of this.native!.timeOps(false))
+      this.least.set(o.layer, Math.min(this.least.get(o.layer) ?? Infinity, o.forwardMs + o.backwardMs));
     if (this.slices === CHECK + DETAIL) {
-      const top = [...this.least.entries()].sort((a, b) => b[1] - a[1]).slice(0, 8).map(([name, ms]) => ({ name, ms }));
+      const top = [...this.least.entries()]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 8)
+        .map(([name, ms]) => ({ name, ms }));
       this.pending = { ...this.suspect!, by: "layers", top };
     }
     return out;

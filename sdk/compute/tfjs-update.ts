@@ -23,14 +23,20 @@ const ADAM_PRODUCTS = ["accBeta1", "accBeta2"] as const;
 export class TfjsUpdate implements UpdateRule {
   private readonly optimizer: tf.Optimizer;
 
-  constructor(private readonly vars: readonly tf.Variable[], spec: OptimizerSpec) {
+  constructor(
+    private readonly vars: readonly tf.Variable[],
+    spec: OptimizerSpec,
+  ) {
     this.optimizer = createOptimizer(spec);
   }
 
   apply(flat: Float32Array, learningRate?: number): void {
     if (learningRate !== undefined) setRate(this.optimizer, learningRate);
     // On a device the summed gradient goes up in one upload, split there.
-    const grads = tensorsFromFlat(flat, this.vars.map((v) => v.shape));
+    const grads = tensorsFromFlat(
+      flat,
+      this.vars.map((v) => v.shape),
+    );
     const named: tf.NamedTensorMap = {};
     this.vars.forEach((v, i) => (named[v.name] = grads[i]!));
     this.optimizer.applyGradients(named);
@@ -48,12 +54,17 @@ export class TfjsUpdate implements UpdateRule {
       if (v) scalars[k] = (await readTensor(v))[0]!;
     }
     const tensors: OptimizerState["tensors"] = [];
-    for (const n of named) tensors.push({ name: n.name, data: Float32Array.from(await readTensor(n.tensor)), shape: [...n.tensor.shape] });
+    for (const n of named)
+      tensors.push({ name: n.name, data: Float32Array.from(await readTensor(n.tensor)), shape: [...n.tensor.shape] });
     return { format: "tfjs", tensors, scalars };
   }
 
   async importState(state: OptimizerState): Promise<void> {
-    if (state.format !== "tfjs") throw new CheckpointError(`the optimizer state was written by meshtrain's ${state.format} optimizer; these workers use TF.js's`, { hint: "resume with the backend the checkpoint was made with (.backend(...))" });
+    if (state.format !== "tfjs")
+      throw new CheckpointError(
+        `the optimizer state was written by meshtrain's ${state.format} optimizer; these workers use TF.js's`,
+        { hint: "resume with the backend the checkpoint was made with (.backend(...))" },
+      );
     if (isAdamax(this.optimizer)) return importAdamax(this.optimizer, state);
     const named = state.tensors.map((t) => ({ name: t.name, tensor: tf.tensor(t.data, t.shape, "float32") }));
     await this.optimizer.setWeights(named);

@@ -6,7 +6,8 @@ import { TfjsUpdate, type UpdateRule } from "./tfjs-update";
 
 /** The in-place native optimizer on the native backend for the optimizers it has kernels for; TF.js's optimizers everywhere else. */
 export function makeUpdateRule(vars: readonly tf.Variable[], spec: OptimizerSpec): UpdateRule {
-  if (tf.getBackend() === NATIVE_BACKEND && hasNativeKernel(spec)) return new NativeUpdate(tf.backend() as NativeBackend, vars, spec);
+  if (tf.getBackend() === NATIVE_BACKEND && hasNativeKernel(spec))
+    return new NativeUpdate(tf.backend() as NativeBackend, vars, spec);
   return new TfjsUpdate(vars, spec);
 }
 

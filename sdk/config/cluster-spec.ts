@@ -45,10 +45,11 @@ export const WorkersSpecSchema = z.discriminatedUnion("kind", [
     /** Browser tabs may join by opening the invite link: the join port serves the worker page and relays the tabs' connections. */
     browsers: z.boolean().optional(),
     /** Called with the invite link as soon as the driver listens (a notebook draws it). */
-    onInvite: z.custom<(url: string) => void>((f) => typeof f === "function", "must be a function taking the invite URL").optional(),
+    onInvite: z
+      .custom<(url: string) => void>((f) => typeof f === "function", "must be a function taking the invite URL")
+      .optional(),
   }),
 ]);
-
 
 export const HeartbeatSpecSchema = z.strictObject({
   /** How often each side pings the other. Default 1000 ms. */
@@ -95,14 +96,26 @@ export const ClusterSpecSchema = z.strictObject({
   timeouts: TimeoutsSpecSchema,
   workerOutput: WorkerOutputSpecSchema,
   /** Largest single WebSocket message either side accepts; tensors are chunked below it. Default 64 MiB. */
-  maxFrameBytes: z.number().int().min(64 * 1024).max(1024 * 1024 * 1024),
+  maxFrameBytes: z
+    .number()
+    .int()
+    .min(64 * 1024)
+    .max(1024 * 1024 * 1024),
   /** Elements per binary chunk for tensors and all-reduce traffic. Default 256 Ki elements (1 MiB). */
-  chunkElements: z.number().int().min(256).max(16 * 1024 * 1024),
+  chunkElements: z
+    .number()
+    .int()
+    .min(256)
+    .max(16 * 1024 * 1024),
   /**
    * Memory each worker may use, in bytes: workers refuse to build what their estimate says
    * exceeds it, and the planner splits models to fit it. Default: the device's own memory.
    */
-  memoryCapBytes: z.number().int().min(1024 * 1024).optional(),
+  memoryCapBytes: z
+    .number()
+    .int()
+    .min(1024 * 1024)
+    .optional(),
   /**
    * Files every local worker imports at start (absolute paths), e.g. modules that register
    * custom layer classes with tf.serialization.registerClass. Workers started elsewhere load
@@ -112,7 +125,14 @@ export const ClusterSpecSchema = z.strictObject({
   /** Where all-reduce bytes travel: "native" (TCP, the addon), "websocket", or "auto" (the default; see builder.dataPlane). */
   dataPlane: z.enum(["auto", "native", "websocket"]).optional(),
   /** wss:// workers: the PEM certificate authority (or self-signed certificate) to trust besides the system's. */
-  tls: z.strictObject({ ca: z.string().min(1).max(256 * 1024) }).optional(),
+  tls: z
+    .strictObject({
+      ca: z
+        .string()
+        .min(1)
+        .max(256 * 1024),
+    })
+    .optional(),
   /** Parameter-server processes for strategy "ps": started on this machine, or already running elsewhere. */
   servers: z
     .discriminatedUnion("kind", [
@@ -179,11 +199,14 @@ function checkLinks(spec: ClusterSpec): void {
     );
   }
   // Launchers that hand each worker the token themselves (ssh on its stdin, Slurm in the job environment) make one like local clusters do.
-  const handsToken = spec.workers.kind === "join" && (spec.workers.launcher?.kind === "ssh" || spec.workers.launcher?.kind === "slurm");
+  const handsToken =
+    spec.workers.kind === "join" && (spec.workers.launcher?.kind === "ssh" || spec.workers.launcher?.kind === "slurm");
   if (spec.workers.kind !== "local" && !handsToken && spec.token === undefined) {
     throw new ConfigError(
       `${spec.workers.kind === "join" ? (spec.workers.launcher?.kind === "spmd" ? "fromEnv()" : "join()") : "connect()"} to ${workerCount(spec)} worker(s) started elsewhere needs the cluster token: every connection proves it`,
-      { hint: "add .token(secret) with the token the workers get, or set MESHTRAIN_TOKEN (for fromEnv(), on every rank)" },
+      {
+        hint: "add .token(secret) with the token the workers get, or set MESHTRAIN_TOKEN (for fromEnv(), on every rank)",
+      },
     );
   }
   if (spec.workers.kind === "remote") {
@@ -199,15 +222,24 @@ function checkLinks(spec: ClusterSpec): void {
     }
   }
   if (spec.tls) {
-    const urls = [...(spec.workers.kind === "remote" ? spec.workers.urls : []), ...(spec.servers?.kind === "remote" ? spec.servers.urls : [])];
+    const urls = [
+      ...(spec.workers.kind === "remote" ? spec.workers.urls : []),
+      ...(spec.servers?.kind === "remote" ? spec.servers.urls : []),
+    ];
     if (spec.workers.kind !== "remote" || spec.servers?.kind === "local") {
-      throw new ConfigError("tls() is for workers reached with connect() that were started with --tls-cert and --tls-key; local workers talk over loopback and joining workers over plain ws://, neither with a certificate", {
-        hint: 'use .connect(["wss://host:7070", ...]).tls({ ca }), or drop .tls() for local workers',
-      });
+      throw new ConfigError(
+        "tls() is for workers reached with connect() that were started with --tls-cert and --tls-key; local workers talk over loopback and joining workers over plain ws://, neither with a certificate",
+        {
+          hint: 'use .connect(["wss://host:7070", ...]).tls({ ca }), or drop .tls() for local workers',
+        },
+      );
     }
     const plain = urls.filter((u) => u.startsWith("ws://"));
     if (plain.length > 0) {
-      throw new ConfigError(`tls() asks for encrypted links, but ${plain.join(", ")} ${plain.length === 1 ? "is" : "are"} plain ws://`, { hint: "use wss:// addresses for workers started with --tls-cert" });
+      throw new ConfigError(
+        `tls() asks for encrypted links, but ${plain.join(", ")} ${plain.length === 1 ? "is" : "are"} plain ws://`,
+        { hint: "use wss:// addresses for workers started with --tls-cert" },
+      );
     }
   }
 }
@@ -215,12 +247,17 @@ function checkLinks(spec: ClusterSpec): void {
 /** Parameter servers reachable by the workers (whether the strategy takes them, the strategy says). */
 function checkServers(spec: ClusterSpec): void {
   if (spec.servers?.kind === "local" && spec.workers.kind !== "local") {
-    throw new ConfigError(`.ps(${spec.servers.count}) starts parameter servers on this machine, which remote workers cannot reach (they listen on 127.0.0.1)`, {
-      hint: 'start servers with `meshtrain worker --host <address>` where the workers can reach them and pass their addresses: .ps(["ws://host:7070", ...])',
-    });
+    throw new ConfigError(
+      `.ps(${spec.servers.count}) starts parameter servers on this machine, which remote workers cannot reach (they listen on 127.0.0.1)`,
+      {
+        hint: 'start servers with `meshtrain worker --host <address>` where the workers can reach them and pass their addresses: .ps(["ws://host:7070", ...])',
+      },
+    );
   }
   if (spec.servers?.kind === "remote" && spec.token === undefined) {
-    throw new ConfigError("remote parameter servers need the cluster token", { hint: "add .token(secret) with the token the servers were started with" });
+    throw new ConfigError("remote parameter servers need the cluster token", {
+      hint: "add .token(secret) with the token the servers were started with",
+    });
   }
 }
 
@@ -229,13 +266,18 @@ function checkExtras(spec: ClusterSpec): void {
   const n = workerCount(spec);
   for (const key of Object.keys(spec.slowdown ?? {})) {
     if (Number(key) >= n) {
-      throw new ConfigError(`slowdown(${key}, ...) names rank ${key}, but the cluster has ranks 0 to ${n - 1}`, { hint: `choose a rank below ${n}` });
+      throw new ConfigError(`slowdown(${key}, ...) names rank ${key}, but the cluster has ranks 0 to ${n - 1}`, {
+        hint: `choose a rank below ${n}`,
+      });
     }
   }
   if (spec.modules?.length && spec.workers.kind !== "local") {
-    throw new ConfigError("modules() makes local workers import files at start; workers started elsewhere import their own", {
-      hint: `drop .modules() and start each remote worker with meshtrain worker --module <file> (${spec.modules.join(", ")}), the file on that machine`,
-    });
+    throw new ConfigError(
+      "modules() makes local workers import files at start; workers started elsewhere import their own",
+      {
+        hint: `drop .modules() and start each remote worker with meshtrain worker --module <file> (${spec.modules.join(", ")}), the file on that machine`,
+      },
+    );
   }
   if (spec.tls && spec.dataPlane === "native") {
     throw new ConfigError("the native data plane does not encrypt, and this cluster uses TLS", {

@@ -21,7 +21,15 @@ export interface Compiled {
 }
 
 /** TF.js optimizer class names (getClassName()) and the name meshtrain gives the same update. */
-const OPTIMIZER_CLASSES: Readonly<Record<string, OptimizerSpec["name"]>> = { SGD: "sgd", Momentum: "momentum", Adam: "adam", RMSProp: "rmsprop", Adagrad: "adagrad", Adadelta: "adadelta", Adamax: "adamax" };
+const OPTIMIZER_CLASSES: Readonly<Record<string, OptimizerSpec["name"]>> = {
+  SGD: "sgd",
+  Momentum: "momentum",
+  Adam: "adam",
+  RMSProp: "rmsprop",
+  Adagrad: "adagrad",
+  Adadelta: "adadelta",
+  Adamax: "adamax",
+};
 
 interface CompiledModel {
   optimizer?: tf.Optimizer;
@@ -47,7 +55,12 @@ export function readCompiled(model: tf.LayersModel): Compiled {
       Array.from({ length: n }, (_, k) =>
         listed.map((x, j) => {
           const fn = typeof x === "string" ? metricFn(x, losses[k] ?? losses[0]!, units[k] ?? null) : undefined;
-          if (!fn) throw unsupported("metric", describe(x), `metrics meshtrain computes on the workers: ${METRIC_NAMES.join(", ")}`);
+          if (!fn)
+            throw unsupported(
+              "metric",
+              describe(x),
+              `metrics meshtrain computes on the workers: ${METRIC_NAMES.join(", ")}`,
+            );
           const short = x === "accuracy" ? "acc" : (x as string);
           if (n === 1) return { name: names[j + 1] ?? short, fn };
           return { name: names[1 + n + k * listed.length + j] ?? `${m.outputNames[k]}_${short}`, fn, output: k };
@@ -58,16 +71,27 @@ export function readCompiled(model: tf.LayersModel): Compiled {
 
 function lossesOf(loss: unknown, outputNames: readonly string[]): LossName | LossName[] {
   if (Array.isArray(loss)) return loss.map((l) => lossOf(l));
-  if (typeof loss === "object" && loss !== null) return outputNames.map((k) => lossOf((loss as Record<string, unknown>)[k]));
+  if (typeof loss === "object" && loss !== null)
+    return outputNames.map((k) => lossOf((loss as Record<string, unknown>)[k]));
   return lossOf(loss);
 }
 
 function optimizerOf(opt: tf.Optimizer): OptimizerSpec {
   const cls = opt.getClassName();
   const name = OPTIMIZER_CLASSES[cls];
-  if (!name) throw unsupported("optimizer", cls, `optimizers meshtrain applies on the workers: ${Object.keys(OPTIMIZER_CLASSES).join(", ")} (fit option optimizer: ${OPTIMIZER_NAMES.join(", ")})`);
+  if (!name)
+    throw unsupported(
+      "optimizer",
+      cls,
+      `optimizers meshtrain applies on the workers: ${Object.keys(OPTIMIZER_CLASSES).join(", ")} (fit option optimizer: ${OPTIMIZER_NAMES.join(", ")})`,
+    );
   const parsed = OptimizerSpecSchema.safeParse({ name, ...opt.getConfig() });
-  if (!parsed.success) throw unsupported("optimizer", `${cls} ${JSON.stringify(opt.getConfig())}`, `its settings are out of range: ${parsed.error.issues[0]?.message ?? "?"}`);
+  if (!parsed.success)
+    throw unsupported(
+      "optimizer",
+      `${cls} ${JSON.stringify(opt.getConfig())}`,
+      `its settings are out of range: ${parsed.error.issues[0]?.message ?? "?"}`,
+    );
   return parsed.data;
 }
 
@@ -84,8 +108,11 @@ function describe(x: unknown): string {
 
 function unsupported(what: "optimizer" | "loss" | "metric", name: string, supported: string): ConfigError {
   const override = what === "metric" ? "" : `give fit the ${what} to use instead ({ ${what}: ... }), or `;
-  return new ConfigError(`the model was compiled with the ${what} ${name}, which cannot be sent to the workers: they build only what they know by name and never run code sent to them`, {
-    hint: `${override}compile with one of the ${supported}`,
-    details: { [what]: name },
-  });
+  return new ConfigError(
+    `the model was compiled with the ${what} ${name}, which cannot be sent to the workers: they build only what they know by name and never run code sent to them`,
+    {
+      hint: `${override}compile with one of the ${supported}`,
+      details: { [what]: name },
+    },
+  );
 }

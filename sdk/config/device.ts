@@ -28,6 +28,7 @@ export function deviceFromEnv(env: NodeJS.ProcessEnv = process.env): DeviceAssig
     throw new Error(`${DEVICE_ENV} is not JSON: ${raw.slice(0, 80)}`);
   }
   const r = DeviceAssignmentSchema.safeParse(json);
-  if (!r.success) throw new Error(`${DEVICE_ENV} does not name a device: ${r.error.issues.map((i) => i.message).join("; ")}`);
+  if (!r.success)
+    throw new Error(`${DEVICE_ENV} does not name a device: ${r.error.issues.map((i) => i.message).join("; ")}`);
   return r.data;
 }

@@ -6,7 +6,10 @@ export const SSH_HOST_PATTERN = /^(?:[A-Za-z0-9._-]+@)?(?:[A-Za-z0-9._-]+|\[[0-9
 const command = z.string().min(1).max(2000).optional();
 const driverHost = z.string().min(1).max(256).optional();
 
-export const SshHostsSchema = z.array(z.string().regex(SSH_HOST_PATTERN, "must be host, user@host or user@host:port")).min(1).max(256);
+export const SshHostsSchema = z
+  .array(z.string().regex(SSH_HOST_PATTERN, "must be host, user@host or user@host:port"))
+  .min(1)
+  .max(256);
 
 /** ssh(hosts): workers started through the system's ssh client, workersPerHost on each host in order. */
 export const SshLauncherSpecSchema = z.strictObject({

@@ -24,7 +24,10 @@ function int(env: Env, name: string, source: string): number | undefined {
   const raw = env[name];
   if (raw === undefined || raw === "") return undefined;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0) throw new ConfigError(`${name}=${JSON.stringify(raw)} is not a whole number (read for ${source})`, { hint: `unset ${name} or give it the process's index` });
+  if (!Number.isInteger(n) || n < 0)
+    throw new ConfigError(`${name}=${JSON.stringify(raw)} is not a whole number (read for ${source})`, {
+      hint: `unset ${name} or give it the process's index`,
+    });
   return n;
 }
 
@@ -35,23 +38,50 @@ function fromTfConfig(env: Env): RankEnv | null {
   try {
     parsed = JSON.parse(raw) as typeof parsed;
   } catch {
-    throw new ConfigError("TF_CONFIG is not JSON", { hint: 'TF_CONFIG looks like {"cluster": {"worker": ["host:port", ...]}, "task": {"type": "worker", "index": 0}}' });
+    throw new ConfigError("TF_CONFIG is not JSON", {
+      hint: 'TF_CONFIG looks like {"cluster": {"worker": ["host:port", ...]}, "task": {"type": "worker", "index": 0}}',
+    });
   }
   const workers = parsed.cluster?.worker;
   const index = parsed.task?.index;
-  if (!Array.isArray(workers) || typeof index !== "number" || !Number.isInteger(index) || index < 0 || index >= workers.length || parsed.task?.type !== "worker") {
-    throw new ConfigError("TF_CONFIG needs cluster.worker (a list of host:port) and task { type: \"worker\", index } within it", { hint: "meshtrain reads the worker list and this task's index; chief, ps and evaluator tasks are not used" });
+  if (
+    !Array.isArray(workers) ||
+    typeof index !== "number" ||
+    !Number.isInteger(index) ||
+    index < 0 ||
+    index >= workers.length ||
+    parsed.task?.type !== "worker"
+  ) {
+    throw new ConfigError(
+      'TF_CONFIG needs cluster.worker (a list of host:port) and task { type: "worker", index } within it',
+      { hint: "meshtrain reads the worker list and this task's index; chief, ps and evaluator tasks are not used" },
+    );
   }
   const [host] = String(workers[0]).split(/:(?=\d+$)/);
   return { rank: index, worldSize: workers.length, localRank: undefined, driverHost: host, source: "TF_CONFIG" };
 }
 
-function fromVars(env: Env, source: string, rankVar: string, sizeVar: string | null, localVar: string | null): RankEnv | null {
+function fromVars(
+  env: Env,
+  source: string,
+  rankVar: string,
+  sizeVar: string | null,
+  localVar: string | null,
+): RankEnv | null {
   const rank = int(env, rankVar, source);
   if (rank === undefined) return null;
   const worldSize = sizeVar ? int(env, sizeVar, source) : undefined;
-  if (worldSize !== undefined && rank >= worldSize) throw new ConfigError(`${rankVar}=${rank} is not below ${sizeVar}=${worldSize}`, { hint: `ranks run from 0 to ${sizeVar} - 1` });
-  return { rank, worldSize, localRank: localVar ? int(env, localVar, source) : undefined, driverHost: undefined, source };
+  if (worldSize !== undefined && rank >= worldSize)
+    throw new ConfigError(`${rankVar}=${rank} is not below ${sizeVar}=${worldSize}`, {
+      hint: `ranks run from 0 to ${sizeVar} - 1`,
+    });
+  return {
+    rank,
+    worldSize,
+    localRank: localVar ? int(env, localVar, source) : undefined,
+    driverHost: undefined,
+    source,
+  };
 }
 
 /** The first environment that places this process, or null when none does. */
@@ -65,12 +95,19 @@ export function detectRankEnv(env: Env = process.env): RankEnv | null {
   if (slurm) return { ...slurm, driverHost: firstHost(env.SLURM_STEP_NODELIST || env.SLURM_JOB_NODELIST || "") };
   const k8s = fromVars(env, "Kubernetes Indexed Job (JOB_COMPLETION_INDEX)", "JOB_COMPLETION_INDEX", null, null);
   if (k8s) return k8s;
-  return fromVars(env, "Open MPI (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE)", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK");
+  return fromVars(
+    env,
+    "Open MPI (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE)",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+  );
 }
 
 /** What `meshtrain env` prints: the place found and where it came from. */
 export function describeRankEnv(r: RankEnv | null): string {
-  if (!r) return "no rank in the environment (looked for TF_CONFIG, RANK/WORLD_SIZE, SLURM_PROCID/SLURM_NTASKS, JOB_COMPLETION_INDEX, OMPI_COMM_WORLD_RANK): workers joining are ranked by arrival";
+  if (!r)
+    return "no rank in the environment (looked for TF_CONFIG, RANK/WORLD_SIZE, SLURM_PROCID/SLURM_NTASKS, JOB_COMPLETION_INDEX, OMPI_COMM_WORLD_RANK): workers joining are ranked by arrival";
   const lines = [
     `rank ${r.rank} of ${r.worldSize ?? "an unknown number"} (from ${r.source})`,
     ...(r.localRank !== undefined ? [`local rank ${r.localRank}`] : []),

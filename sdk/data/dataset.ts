@@ -56,7 +56,8 @@ export class Dataset {
   ) {
     this.inputs = isColumnList(x) ? [...x] : [x];
     this.targets = isColumnList(y) ? [...y] : [y];
-    if (this.inputs.length === 0 || this.targets.length === 0) throw new DataError(`dataset "${name}" needs at least one input and one target column`);
+    if (this.inputs.length === 0 || this.targets.length === 0)
+      throw new DataError(`dataset "${name}" needs at least one input and one target column`);
     const counts = [...this.inputs, ...this.targets].map(sampleCount);
     if (counts.some((n) => n !== counts[0])) {
       const nx = this.inputs.map(sampleCount).join(", ");
@@ -105,7 +106,10 @@ export class Dataset {
   /** TF.js tensors of the whole dataset, for model.evaluate / model.predict in the driver (one input and one output; else toTensorLists). */
   toTensors(): { x: tf.Tensor; y: tf.Tensor } {
     if (this.inputs.length !== 1 || this.targets.length !== 1) {
-      throw new DataError(`dataset "${this.name}" has ${this.inputs.length} input and ${this.targets.length} target columns`, { hint: "use toTensorLists() for datasets with several" });
+      throw new DataError(
+        `dataset "${this.name}" has ${this.inputs.length} input and ${this.targets.length} target columns`,
+        { hint: "use toTensorLists() for datasets with several" },
+      );
     }
     const { x, y } = this.toTensorLists();
     return { x: x[0]!, y: y[0]! };
@@ -141,7 +145,9 @@ function sampleCount(c: Column): number {
   const per = elementCount(c.sampleShape);
   if (per === 0) return 0;
   if (c.data.length % per !== 0) {
-    throw new DataError(`a column of ${c.data.length} elements is not a whole number of samples of shape [${c.sampleShape.join(", ")}]`);
+    throw new DataError(
+      `a column of ${c.data.length} elements is not a whole number of samples of shape [${c.sampleShape.join(", ")}]`,
+    );
   }
   return c.data.length / per;
 }
@@ -150,7 +156,14 @@ function column(t: Tensorlike): Column {
   return { data: t.data, sampleShape: t.shape.slice(1), dtype: dtypeOf(t.data) };
 }
 
-function gatherColumn(c: Column, order: ArrayLike<number> | null, start: number, end: number, rooms: Array<TensorData | undefined> | undefined, k: number): Tensorlike {
+function gatherColumn(
+  c: Column,
+  order: ArrayLike<number> | null,
+  start: number,
+  end: number,
+  rooms: Array<TensorData | undefined> | undefined,
+  k: number,
+): Tensorlike {
   const per = elementCount(c.sampleShape);
   const n = Math.max(0, end - start);
   if (order === null && !rooms) {

@@ -15,7 +15,18 @@ const HEADER = MAGIC.length + 10 * 4;
  */
 export function cachedDigits(dir: string, decode: (file: string) => Float32Array): Float32Array[] {
   const files = Array.from({ length: 10 }, (_, d) => path.join(dir, `${d}.json`));
-  const key = createHash("sha256").update([dir, ...files.map((f) => { const s = fs.statSync(f); return `${s.size}:${s.mtimeMs}`; })].join("\n")).digest("hex").slice(0, 20);
+  const key = createHash("sha256")
+    .update(
+      [
+        dir,
+        ...files.map((f) => {
+          const s = fs.statSync(f);
+          return `${s.size}:${s.mtimeMs}`;
+        }),
+      ].join("\n"),
+    )
+    .digest("hex")
+    .slice(0, 20);
   const own = ownDirectory();
   const copy = own ? path.join(own, `mnist-${key}.f32`) : null;
   const kept = copy ? readCopy(copy) : null;
@@ -63,7 +74,11 @@ function writeCopy(file: string, digits: readonly Float32Array[]): void {
   digits.forEach((d, i) => header.writeUInt32LE(d.length, MAGIC.length + 4 * i));
   const partial = `${file}.${process.pid}.partial`;
   try {
-    fs.writeFileSync(partial, Buffer.concat([header, ...digits.map((d) => Buffer.from(d.buffer, d.byteOffset, d.byteLength))]), { mode: 0o600 });
+    fs.writeFileSync(
+      partial,
+      Buffer.concat([header, ...digits.map((d) => Buffer.from(d.buffer, d.byteOffset, d.byteLength))]),
+      { mode: 0o600 },
+    );
     fs.renameSync(partial, file);
   } catch {
     // A copy that cannot be written costs the next process a decode, nothing more.

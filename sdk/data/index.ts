@@ -28,8 +28,19 @@ export function loadSource(source: import("../protocol/dataset-source").DatasetS
     case "mnist":
       return mnist({ split: source.split, ...(source.limit !== undefined ? { limit: source.limit } : {}) });
     case "synthetic":
-      return synthetic({ inputShape: source.inputShape, classes: source.classes, size: source.size, seed: source.seed });
+      return synthetic({
+        inputShape: source.inputShape,
+        classes: source.classes,
+        size: source.size,
+        seed: source.seed,
+      });
     case "linear":
-      return linear({ size: source.size, slope: source.slope, intercept: source.intercept, noise: source.noise, seed: source.seed });
+      return linear({
+        size: source.size,
+        slope: source.slope,
+        intercept: source.intercept,
+        noise: source.noise,
+        seed: source.seed,
+      });
   }
 }

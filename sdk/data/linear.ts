@@ -35,5 +35,10 @@ export function linear(options: LinearOptions = {}): Dataset {
     x[i] = r() * 2 - 1;
     y[i] = slope * x[i]! + intercept + noise * eps[i]!;
   }
-  return new Dataset(`linear-${seed}`, { data: x, sampleShape: [1], dtype: "float32" }, { data: y, sampleShape: [1], dtype: "float32" }, { kind: "linear", size, slope, intercept, noise, seed });
+  return new Dataset(
+    `linear-${seed}`,
+    { data: x, sampleShape: [1], dtype: "float32" },
+    { data: y, sampleShape: [1], dtype: "float32" },
+    { kind: "linear", size, slope, intercept, noise, seed },
+  );
 }

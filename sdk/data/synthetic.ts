@@ -24,7 +24,8 @@ export function synthetic(options: SyntheticOptions): Dataset {
   const size = options.size ?? 1024;
   const seed = options.seed ?? 0;
   const features = elementCount(options.inputShape);
-  if (!Number.isInteger(classes) || classes < 2) throw new ConfigError(`synthetic classes ${classes} must be an integer >= 2`);
+  if (!Number.isInteger(classes) || classes < 2)
+    throw new ConfigError(`synthetic classes ${classes} must be an integer >= 2`);
   if (!Number.isInteger(size) || size < 1) throw new ConfigError(`synthetic size ${size} must be an integer >= 1`);
   if (features < 1 || options.inputShape.some((d) => !Number.isInteger(d) || d < 1)) {
     throw new ConfigError(`synthetic inputShape [${options.inputShape.join(", ")}] must hold positive integers`);

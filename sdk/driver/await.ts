@@ -36,11 +36,24 @@ export async function releaseAll(ctx: FitContext): Promise<MemberMemory[]> {
 
 /** Tells `members` the fit is over (they drop the model); what each measured of its memory during the fit. */
 export async function release(ctx: FitContext, members: readonly WorkerHandle[]): Promise<MemberMemory[]> {
-  const replies = await awaitAll(ctx)(members.map((w) => w.channel.request({ type: "release" }, "released", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: "release" })));
-  return replies.flatMap((r, i) => (r.msg.memory ? [{ rank: members[i]!.rank, role: members[i]!.role, ...r.msg.memory }] : []));
+  const replies = await awaitAll(ctx)(
+    members.map((w) =>
+      w.channel.request({ type: "release" }, "released", {
+        timeoutMs: ctx.spec.timeouts.stepMs,
+        waitingFor: "release",
+      }),
+    ),
+  );
+  return replies.flatMap((r, i) =>
+    r.msg.memory ? [{ rank: members[i]!.rank, role: members[i]!.role, ...r.msg.memory }] : [],
+  );
 }
 
 /** A worker's step failed but the worker did its part of the step's communication: the cluster is consistent. */
 export function survived(err: unknown): boolean {
-  return typeof err === "object" && err !== null && (err as { details?: { clusterIntact?: unknown } }).details?.clusterIntact === true;
+  return (
+    typeof err === "object" &&
+    err !== null &&
+    (err as { details?: { clusterIntact?: unknown } }).details?.clusterIntact === true
+  );
 }

@@ -16,7 +16,9 @@ export async function asSequential(model: tf.LayersModel): Promise<tf.LayersMode
   if (model.getClassName() === "Sequential" || branchOf(model) !== null) return model;
   const cfg = (model.toJSON(null, false) as unknown as { config: { name: string; layers: LayerJson[] } }).config;
   const input = cfg.layers.find((l) => l.class_name === "InputLayer");
-  const layers = cfg.layers.filter((l) => l !== input).map((l) => ({ class_name: l.class_name, config: { ...l.config } }));
+  const layers = cfg.layers
+    .filter((l) => l !== input)
+    .map((l) => ({ class_name: l.class_name, config: { ...l.config } }));
   if (!input || layers.length === 0) return model;
   layers[0]!.config.batch_input_shape = input.config.batch_input_shape;
   if (input.config.dtype !== undefined) layers[0]!.config.dtype = input.config.dtype;

@@ -9,7 +9,14 @@ import type { DataPlaneChoice } from "../protocol/data-plane";
  * waits until all are up. `generation` marks an elastic membership. Returns where the
  * all-reduces travel (undefined when no group has two members).
  */
-export async function configureLinks(spec: ClusterSpec, workers: readonly WorkerHandle[], servers: readonly WorkerHandle[], wiring: Wiring, members: readonly WorkerHandle[], generation: number | undefined): Promise<DataPlaneChoice | undefined> {
+export async function configureLinks(
+  spec: ClusterSpec,
+  workers: readonly WorkerHandle[],
+  servers: readonly WorkerHandle[],
+  wiring: Wiring,
+  members: readonly WorkerHandle[],
+  generation: number | undefined,
+): Promise<DataPlaneChoice | undefined> {
   const addresses = workers.map((h) => h.address);
   const rings = wiring.groups.filter((g) => g.length > 1 && g.some((r) => members.some((h) => h.rank === r)));
   const inRings = members.filter((h) => rings.some((g) => g.includes(h.rank)));

@@ -27,17 +27,30 @@ export function ringOf(members: readonly WorkerHandle[], size: number): Wiring {
 /** The record of a step every member answered: its loss the slices' weighted mean over those that completed it. */
 export function inFlightRecord(f: InFlight, t: { ms: number; endMs: number; fitStartWall: number }): StepRecord {
   const samples = f.slices.reduce((a, b) => a + b, 0);
-  const ok = f.result!.map((r, i) => ({ r, w: f.members[i]!, share: f.slices[i]! / samples })).filter((x): x is { r: PromiseFulfilledResult<StepDone>; w: WorkerHandle; share: number } => x.r.status === "fulfilled");
+  const ok = f
+    .result!.map((r, i) => ({ r, w: f.members[i]!, share: f.slices[i]! / samples }))
+    .filter(
+      (x): x is { r: PromiseFulfilledResult<StepDone>; w: WorkerHandle; share: number } => x.r.status === "fulfilled",
+    );
   return {
     step: f.step,
     epoch: f.epoch,
     samples,
     ms: t.ms,
     endMs: t.endMs,
-    loss: ok.reduce((a, x) => a + x.share * x.r.value.msg.loss, 0) / Math.max(1e-12, ok.reduce((a, x) => a + x.share, 0)),
+    loss:
+      ok.reduce((a, x) => a + x.share * x.r.value.msg.loss, 0) /
+      Math.max(
+        1e-12,
+        ok.reduce((a, x) => a + x.share, 0),
+      ),
     workers: ok.map((x) => workerStep(x.r.value, x.w, t.fitStartWall)),
     straggler: straggler(ok.map((x) => computeEnd(x.r.value, x.w))),
-    ...stepOutcome(ok.map((x) => x.r.value), ok.map((x) => x.w.rank), ok.map((x) => x.share)),
+    ...stepOutcome(
+      ok.map((x) => x.r.value),
+      ok.map((x) => x.w.rank),
+      ok.map((x) => x.share),
+    ),
     ...(f.learningRate !== undefined ? { learningRate: f.learningRate } : {}),
   };
 }

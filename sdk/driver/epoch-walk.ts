@@ -25,7 +25,10 @@ export class EpochWalk {
   /** Orders of the epochs in use: a loop that steps back (elastic) may need the one before. */
   private readonly orders = new Map<number, Uint32Array | null>();
 
-  constructor(private readonly size: number, private readonly o: { epochs: number; batchSize: number; shuffle: boolean; seed: number; initialEpoch?: number }) {
+  constructor(
+    private readonly size: number,
+    private readonly o: { epochs: number; batchSize: number; shuffle: boolean; seed: number; initialEpoch?: number },
+  ) {
     this.perEpoch = stepsPerEpoch(size, o.batchSize);
     this.total = o.epochs * this.perEpoch;
     this.first = (o.initialEpoch ?? 0) * this.perEpoch;

@@ -29,7 +29,10 @@ export interface CallbackParams {
 export class CallbackRun {
   private readonly list: tf.CallbackList;
 
-  constructor(given: FitCallbacks, private readonly model: tf.LayersModel) {
+  constructor(
+    given: FitCallbacks,
+    private readonly model: tf.LayersModel,
+  ) {
     const each = (Array.isArray(given) ? given : [given]) as ReadonlyArray<tf.CustomCallbackArgs | tf.Callback>;
     this.list = new tf.CallbackList(each.map((c) => (isCallback(c) ? c : new tf.CustomCallback(c))));
     this.list.setModel(model);
@@ -57,7 +60,10 @@ export class CallbackRun {
   /** The epoch's logs: its steps' loss and metrics, weighted by samples (a skipped step counts for none), and its validation's val_ entries. */
   epochEnd(epoch: number, steps: readonly StepRecord[], validation: Record<string, number> = {}): Promise<void> {
     const h = epochHistory(steps.filter((s) => s.epoch === epoch)).history;
-    return this.list.onEpochEnd(epoch, { ...Object.fromEntries(Object.entries(h).map(([k, v]) => [k, v[0]!])), ...validation });
+    return this.list.onEpochEnd(epoch, {
+      ...Object.fromEntries(Object.entries(h).map(([k, v]) => [k, v[0]!])),
+      ...validation,
+    });
   }
 
   trainEnd(): Promise<void> {

@@ -130,27 +130,68 @@ const FitOptionsSchema = z.strictObject({
   epochs: z.number().int().min(1).max(1_000_000).default(1),
   initialEpoch: z.number().int().min(0).default(0),
   accumulate: z.number().int().min(1).max(4096).default(1),
-  batchSize: z.number().int().min(1).max(1 << 24).default(32),
+  batchSize: z
+    .number()
+    .int()
+    .min(1)
+    .max(1 << 24)
+    .default(32),
   optimizer: z.preprocess((v) => (typeof v === "string" ? { name: v } : v), OptimizerSpecSchema).optional(),
-  loss: z.union([z.enum(LOSS_NAMES), z.array(z.enum(LOSS_NAMES)).min(1).max(64), z.record(z.string(), z.enum(LOSS_NAMES))]).optional(),
-  lossWeights: z.union([z.array(z.number().nonnegative().finite()).min(1).max(64), z.record(z.string(), z.number().nonnegative().finite())]).optional(),
+  loss: z
+    .union([z.enum(LOSS_NAMES), z.array(z.enum(LOSS_NAMES)).min(1).max(64), z.record(z.string(), z.enum(LOSS_NAMES))])
+    .optional(),
+  lossWeights: z
+    .union([
+      z.array(z.number().nonnegative().finite()).min(1).max(64),
+      z.record(z.string(), z.number().nonnegative().finite()),
+    ])
+    .optional(),
   nonFinite: z.enum(["stop", "skip"]).default("stop"),
   shuffle: z.boolean().default(true),
-  seed: z.number().int().min(0).max(2 ** 32 - 1).optional(),
+  seed: z
+    .number()
+    .int()
+    .min(0)
+    .max(2 ** 32 - 1)
+    .optional(),
   onStep: z.custom<(record: StepRecord) => void>((v) => typeof v === "function", "must be a function").optional(),
-  signal: z.custom<AbortSignal>((v) => v instanceof AbortSignal, "must be an AbortSignal (new AbortController().signal)").optional(),
+  signal: z
+    .custom<AbortSignal>((v) => v instanceof AbortSignal, "must be an AbortSignal (new AbortController().signal)")
+    .optional(),
   progress: z.boolean().optional(),
   verbose: z.union([z.literal(0), z.literal(1), z.literal(2)]).optional(),
   plan: z
-    .custom<PlanData>((v) => typeof v === "object" && v !== null && typeof (v as { strategy?: unknown }).strategy === "string" && typeof (v as { worldSize?: unknown }).worldSize === "number", "must be a plan from plan(model)")
+    .custom<PlanData>(
+      (v) =>
+        typeof v === "object" &&
+        v !== null &&
+        typeof (v as { strategy?: unknown }).strategy === "string" &&
+        typeof (v as { worldSize?: unknown }).worldSize === "number",
+      "must be a plan from plan(model)",
+    )
     .optional(),
   checkpoint: z.strictObject({ dir: z.string().min(1), every: z.number().int().min(1) }).optional(),
   resumeFrom: z.string().min(1).optional(),
-  validationData: z.custom<ValidationData>((v) => v instanceof Dataset || (Array.isArray(v) && v.length === 2 && v.every((t) => t instanceof tf.Tensor)), "must be a Dataset or [x, y] tensors").optional(),
+  validationData: z
+    .custom<ValidationData>(
+      (v) => v instanceof Dataset || (Array.isArray(v) && v.length === 2 && v.every((t) => t instanceof tf.Tensor)),
+      "must be a Dataset or [x, y] tensors",
+    )
+    .optional(),
   validationSplit: z.number().gt(0).lt(1).optional(),
   classWeight: z.record(z.string(), z.number()).optional(),
-  schedule: z.custom<LearningRateSchedule>((v) => typeof v === "function", "must be a function (step, epoch, baseRate) => rate, e.g. learningRates.warmupCosine({ warmupSteps, totalSteps })").optional(),
-  callbacks: z.custom<FitCallbacks>((v) => typeof v === "object" && v !== null, "must be callbacks as model.fit takes them: { onEpochEnd: ... }, tf.callbacks.earlyStopping(...), or a list").optional(),
+  schedule: z
+    .custom<LearningRateSchedule>(
+      (v) => typeof v === "function",
+      "must be a function (step, epoch, baseRate) => rate, e.g. learningRates.warmupCosine({ warmupSteps, totalSteps })",
+    )
+    .optional(),
+  callbacks: z
+    .custom<FitCallbacks>(
+      (v) => typeof v === "object" && v !== null,
+      "must be callbacks as model.fit takes them: { onEpochEnd: ... }, tf.callbacks.earlyStopping(...), or a list",
+    )
+    .optional(),
 });
 
 export interface ResolvedFitOptions {
@@ -204,9 +245,12 @@ export function resolveFitOptions(options: FitOptions, model?: tf.LayersModel): 
   const compiledLoss = o.loss ? undefined : c?.loss();
   const optimizer = o.optimizer ?? compiledOptimizer ?? DEFAULT_OPTIMIZER;
   const { loss, heads } = resolveHeads(model, o.loss ?? compiledLoss ?? DEFAULT_LOSS, o.lossWeights);
-  const origin = (given: unknown, compiled: unknown): Origin => (given !== undefined ? "fit options" : compiled !== undefined ? "model.compile" : "default");
+  const origin = (given: unknown, compiled: unknown): Origin =>
+    given !== undefined ? "fit options" : compiled !== undefined ? "model.compile" : "default";
   if (o.verbose !== undefined && o.progress !== undefined) {
-    throw new ConfigError(`verbose ${o.verbose} and progress ${o.progress} were both given`, { hint: "give one: verbose as model.fit's (0, 1, 2), or progress (true, false)" });
+    throw new ConfigError(`verbose ${o.verbose} and progress ${o.progress} were both given`, {
+      hint: "give one: verbose as model.fit's (0, 1, 2), or progress (true, false)",
+    });
   }
   if (o.initialEpoch >= o.epochs) {
     throw new ConfigError(`initialEpoch ${o.initialEpoch} is not below epochs ${o.epochs}: there is nothing to train`, {

@@ -11,7 +11,10 @@ export class FitStop {
   private readonly detach: () => void;
 
   constructor(signal: AbortSignal | undefined) {
-    const onAbort = (): void => this.request(`fit aborted by its AbortSignal${signal?.reason !== undefined ? ` (${describe(signal.reason)})` : ""}`);
+    const onAbort = (): void =>
+      this.request(
+        `fit aborted by its AbortSignal${signal?.reason !== undefined ? ` (${describe(signal.reason)})` : ""}`,
+      );
     if (signal?.aborted) onAbort();
     else signal?.addEventListener("abort", onAbort, { once: true });
     this.detach = () => signal?.removeEventListener("abort", onAbort);
@@ -60,7 +63,11 @@ export function stopRequest(ctx: StopAsked): FitAborted | undefined {
  * What every loop does with a step (or async round) it recorded: onStep sees it; the loop stops
  * there if onStep threw or the fit was asked to stop.
  */
-export function stepSeen(rec: StepRecord, onStep: ((rec: StepRecord) => void) | undefined, ctx: StopAsked): FitAborted | undefined {
+export function stepSeen(
+  rec: StepRecord,
+  onStep: ((rec: StepRecord) => void) | undefined,
+  ctx: StopAsked,
+): FitAborted | undefined {
   try {
     onStep?.(rec);
   } catch (err) {
@@ -84,7 +91,10 @@ export interface StopAsked {
  * onStep's exceptions do), and one that set model.stopTraining (`stopTraining()` says) ends it
  * at the next step boundary.
  */
-export async function runHook(call: () => Promise<void> | undefined, stopTraining: () => boolean): Promise<{ error?: FitAborted; ended: boolean }> {
+export async function runHook(
+  call: () => Promise<void> | undefined,
+  stopTraining: () => boolean,
+): Promise<{ error?: FitAborted; ended: boolean }> {
   let error: FitAborted | undefined;
   try {
     await call();

@@ -24,7 +24,12 @@ export class FitWatchers {
     spec: ClusterSpec,
     o: ResolvedFitOptions,
     dataset: Dataset,
-    private readonly parts: { size: number; output: WorkerOutput; members(): readonly WorkerHandle[]; step(): number | undefined },
+    private readonly parts: {
+      size: number;
+      output: WorkerOutput;
+      members(): readonly WorkerHandle[];
+      step(): number | undefined;
+    },
   ) {
     this.display = display(spec, o, dataset, parts.size);
     this.mark = parts.output.mark();
@@ -64,7 +69,11 @@ export class FitWatchers {
     this.parts.output.flush();
     this.display.end(error);
     if (!(error instanceof TimeoutError)) return error;
-    return new TimeoutError(`${error.summary}\n${this.stall.reportForTimeout()}`, { details: error.details, ...(error.hint ? { hint: error.hint } : {}), cause: error });
+    return new TimeoutError(`${error.summary}\n${this.stall.reportForTimeout()}`, {
+      details: error.details,
+      ...(error.hint ? { hint: error.hint } : {}),
+      cause: error,
+    });
   }
 
   /** The workers' output lines received since the fit started. */

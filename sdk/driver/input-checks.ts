@@ -12,19 +12,34 @@ import { hasNonFinite } from "../backends/native/finite";
 export function arrangeColumns(model: tf.LayersModel, dataset: Dataset): Dataset {
   // Plain JavaScript callers (and notebook cells) can pass anything: say what fit takes.
   const given: unknown = dataset;
-  if (typeof given !== "object" || given === null || !Array.isArray((given as Partial<Dataset>).inputs) || typeof (given as Partial<Dataset>).names !== "object") {
-    throw new DataError(`fit takes a meshtrain Dataset as its second argument, and was given ${given === null ? "null" : typeof given === "object" ? `an object with keys ${Object.keys(given).join(", ") || "(none)"}` : typeof given}`, {
-      hint: "make one with datasets.fromTensors(x, y) (tensors, arrays, or maps keyed by the model's input and output names), or use datasets.mnist(), datasets.synthetic() or datasets.linear()",
-    });
+  if (
+    typeof given !== "object" ||
+    given === null ||
+    !Array.isArray((given as Partial<Dataset>).inputs) ||
+    typeof (given as Partial<Dataset>).names !== "object"
+  ) {
+    throw new DataError(
+      `fit takes a meshtrain Dataset as its second argument, and was given ${given === null ? "null" : typeof given === "object" ? `an object with keys ${Object.keys(given).join(", ") || "(none)"}` : typeof given}`,
+      {
+        hint: "make one with datasets.fromTensors(x, y) (tensors, arrays, or maps keyed by the model's input and output names), or use datasets.mnist(), datasets.synthetic() or datasets.linear()",
+      },
+    );
   }
-  const order = (given: readonly string[] | undefined, names: readonly string[], which: "input" | "output"): number[] | null => {
+  const order = (
+    given: readonly string[] | undefined,
+    names: readonly string[],
+    which: "input" | "output",
+  ): number[] | null => {
     if (!given) return null;
     const unknown = given.filter((g) => !names.includes(g));
     const missing = names.filter((n) => !given.includes(n));
     if (unknown.length > 0 || missing.length > 0) {
-      throw new DataError(`dataset "${dataset.name}" maps ${which}s ${given.map((g) => `"${g}"`).join(", ")}, but the model's ${which}s are ${names.map((n) => `"${n}"`).join(", ")}${unknown.length ? ` (no ${which} ${unknown.join(", ")})` : ""}${missing.length ? ` (nothing for ${missing.join(", ")})` : ""}`, {
-        hint: `key the map by model.${which}Names, or give a list in the model's order`,
-      });
+      throw new DataError(
+        `dataset "${dataset.name}" maps ${which}s ${given.map((g) => `"${g}"`).join(", ")}, but the model's ${which}s are ${names.map((n) => `"${n}"`).join(", ")}${unknown.length ? ` (no ${which} ${unknown.join(", ")})` : ""}${missing.length ? ` (nothing for ${missing.join(", ")})` : ""}`,
+        {
+          hint: `key the map by model.${which}Names, or give a list in the model's order`,
+        },
+      );
     }
     return names.map((n) => given.indexOf(n));
   };
@@ -41,18 +56,28 @@ export function arrangeColumns(model: tf.LayersModel, dataset: Dataset): Dataset
  * input and output, shapes, label encodings against each output's loss, class ids in range,
  * values that are numbers, sizes.
  */
-export function checkShapes(model: tf.LayersModel, dataset: Dataset, o: Pick<ResolvedFitOptions, "batchSize" | "loss" | "heads">): void {
+export function checkShapes(
+  model: tf.LayersModel,
+  dataset: Dataset,
+  o: Pick<ResolvedFitOptions, "batchSize" | "loss" | "heads">,
+): void {
   if (dataset.inputs.length !== model.inputs.length || dataset.targets.length !== model.outputs.length) {
     throw new DataError(
       `the model takes ${model.inputs.length} input(s) (${model.inputNames.join(", ")}) and has ${model.outputs.length} output(s) (${model.outputNames.join(", ")}), but dataset "${dataset.name}" has ${dataset.inputs.length} input and ${dataset.targets.length} target column(s)`,
-      { hint: "give datasets.fromTensors one x tensor per model input and one y tensor per output: lists in the model's order, or maps by input and output name" },
+      {
+        hint: "give datasets.fromTensors one x tensor per model input and one y tensor per output: lists in the model's order, or maps by input and output name",
+      },
     );
   }
-  if (dataset.size === 0) throw new DataError(`dataset "${dataset.name}" is empty`, { hint: "give fit a dataset with at least one sample" });
+  if (dataset.size === 0)
+    throw new DataError(`dataset "${dataset.name}" is empty`, { hint: "give fit a dataset with at least one sample" });
   if (o.batchSize > dataset.size) {
-    throw new DataError(`batchSize ${o.batchSize} is larger than dataset "${dataset.name}" (${dataset.size} samples): every step would be the whole dataset, short of the batch asked for`, {
-      hint: `use batchSize ${dataset.size} or less`,
-    });
+    throw new DataError(
+      `batchSize ${o.batchSize} is larger than dataset "${dataset.name}" (${dataset.size} samples): every step would be the whole dataset, short of the batch asked for`,
+      {
+        hint: `use batchSize ${dataset.size} or less`,
+      },
+    );
   }
   const several = model.inputs.length > 1 || model.outputs.length > 1;
   model.inputs.forEach((input, i) => {
@@ -60,9 +85,12 @@ export function checkShapes(model: tf.LayersModel, dataset: Dataset, o: Pick<Res
     const col = dataset.inputs[i]!;
     const got = col.sampleShape;
     if (want.length !== got.length || want.some((d, j) => d !== null && d !== got[j])) {
-      throw new DataError(`the model takes ${several ? `input "${model.inputNames[i]}" of` : "inputs of"} shape [${want.map((d) => d ?? "?").join(", ")}] but dataset "${dataset.name}" has x${several ? `[${i}]` : ""} samples of shape [${got.join(", ")}] (${col.dtype})`, {
-        hint: "reshape the dataset or change the model's inputShape",
-      });
+      throw new DataError(
+        `the model takes ${several ? `input "${model.inputNames[i]}" of` : "inputs of"} shape [${want.map((d) => d ?? "?").join(", ")}] but dataset "${dataset.name}" has x${several ? `[${i}]` : ""} samples of shape [${got.join(", ")}] (${col.dtype})`,
+        {
+          hint: "reshape the dataset or change the model's inputShape",
+        },
+      );
     }
   });
   model.outputs.forEach((out, k) => {
@@ -74,27 +102,42 @@ export function checkShapes(model: tf.LayersModel, dataset: Dataset, o: Pick<Res
 }
 
 /** Targets against an output and its loss: one-hot for categorical losses, class ids for sparse ones. */
-function checkTargets(out: ReadonlyArray<number | null>, dataset: Dataset, y: Column, loss: ResolvedFitOptions["loss"], label: string): void {
+function checkTargets(
+  out: ReadonlyArray<number | null>,
+  dataset: Dataset,
+  y: Column,
+  loss: ResolvedFitOptions["loss"],
+  label: string,
+): void {
   const gotY = y.sampleShape;
   const units = out[out.length - 1] ?? null;
   // One class id per row of the output: per sample for [units] outputs, per position for sequences ([T, units] takes [T] or [T, 1]).
   const rows = out.slice(0, -1);
-  const idsShape = gotY.length === 0 || (gotY.length === 1 && gotY[0] === 1) || (rows.length > 0 && sameRows(gotY, rows));
+  const idsShape =
+    gotY.length === 0 || (gotY.length === 1 && gotY[0] === 1) || (rows.length > 0 && sameRows(gotY, rows));
   const fmt = `y samples of shape [${gotY.join(", ")}] (${y.dtype})${label ? ` for ${label}` : ""}`;
   if (loss === "sparseCategoricalCrossentropy") {
     if (!idsShape) {
-      throw new DataError(`loss sparseCategoricalCrossentropy takes one class id per ${rows.length > 0 ? `position ([${rows.map((d) => d ?? "?").join(", ")}] a sample)` : "sample"}, but dataset "${dataset.name}" has ${fmt}: these look one-hot`, {
-        hint: `use loss "categoricalCrossentropy" for one-hot labels, or give class ids (shape ${rows.length > 0 ? `[n, ${rows.map((d) => d ?? "?").join(", ")}] or [n, ${rows.map((d) => d ?? "?").join(", ")}, 1]` : "[n] or [n, 1]"})`,
-      });
+      throw new DataError(
+        `loss sparseCategoricalCrossentropy takes one class id per ${rows.length > 0 ? `position ([${rows.map((d) => d ?? "?").join(", ")}] a sample)` : "sample"}, but dataset "${dataset.name}" has ${fmt}: these look one-hot`,
+        {
+          hint: `use loss "categoricalCrossentropy" for one-hot labels, or give class ids (shape ${rows.length > 0 ? `[n, ${rows.map((d) => d ?? "?").join(", ")}] or [n, ${rows.map((d) => d ?? "?").join(", ")}, 1]` : "[n] or [n, 1]"})`,
+        },
+      );
     }
     checkClassIds(dataset, y, units);
     return;
   }
   if (out.length !== gotY.length || out.some((d, i) => d !== null && d !== gotY[i])) {
     const sparse = idsShape && units !== null && units > 1 && loss === "categoricalCrossentropy";
-    throw new DataError(`the model${label ? `'s ${label}` : ""} outputs shape [${out.map((d) => d ?? "?").join(", ")}] but dataset "${dataset.name}" has ${fmt}${sparse ? ": these look like class ids, not one-hot" : ""}`, {
-      hint: sparse ? 'use loss "sparseCategoricalCrossentropy" for class ids, or one-hot encode them (tf.oneHot)' : "one-hot encode the labels to match the output, or change the model's last layer",
-    });
+    throw new DataError(
+      `the model${label ? `'s ${label}` : ""} outputs shape [${out.map((d) => d ?? "?").join(", ")}] but dataset "${dataset.name}" has ${fmt}${sparse ? ": these look like class ids, not one-hot" : ""}`,
+      {
+        hint: sparse
+          ? 'use loss "sparseCategoricalCrossentropy" for class ids, or one-hot encode them (tf.oneHot)'
+          : "one-hot encode the labels to match the output, or change the model's last layer",
+      },
+    );
   }
 }
 
@@ -109,10 +152,13 @@ function checkClassIds(dataset: Dataset, y: Column, units: number | null): void 
   for (let i = 0; i < d.length; i++) {
     const v = d[i]!;
     if (!Number.isInteger(v) || v < 0 || (units !== null && v >= units)) {
-      throw new DataError(`sample ${i} of dataset "${dataset.name}" has class id ${v}; the model's ${units ?? "?"} outputs take class ids 0 to ${units === null ? "?" : units - 1}`, {
-        hint: "labels for a sparse loss are whole numbers from 0 to the number of classes - 1 (int32 labels are fine: meshtrain casts them)",
-        details: { sample: i },
-      });
+      throw new DataError(
+        `sample ${i} of dataset "${dataset.name}" has class id ${v}; the model's ${units ?? "?"} outputs take class ids 0 to ${units === null ? "?" : units - 1}`,
+        {
+          hint: "labels for a sparse loss are whole numbers from 0 to the number of classes - 1 (int32 labels are fine: meshtrain casts them)",
+          details: { sample: i },
+        },
+      );
     }
   }
 }
@@ -125,11 +171,17 @@ function checkFinite(dataset: Dataset, which: string, c: Column): void {
   const d = c.data;
   if (hasNonFinite(d)) {
     const i = d.findIndex((v) => !Number.isFinite(v));
-    const per = Math.max(1, c.sampleShape.reduce((a, b) => a * b, 1));
-    throw new DataError(`sample ${Math.floor(i / per)} of dataset "${dataset.name}" holds ${d[i]} in ${which} (a [${c.sampleShape.join(", ")}] ${c.dtype} sample)`, {
-      hint: "remove or repair samples holding NaN or Infinity before training (e.g. replace missing values)",
-      details: { sample: Math.floor(i / per) },
-    });
+    const per = Math.max(
+      1,
+      c.sampleShape.reduce((a, b) => a * b, 1),
+    );
+    throw new DataError(
+      `sample ${Math.floor(i / per)} of dataset "${dataset.name}" holds ${d[i]} in ${which} (a [${c.sampleShape.join(", ")}] ${c.dtype} sample)`,
+      {
+        hint: "remove or repair samples holding NaN or Infinity before training (e.g. replace missing values)",
+        details: { sample: Math.floor(i / per) },
+      },
+    );
   }
   finiteChecked.add(c);
 }

@@ -10,7 +10,10 @@ import { createOptimizer } from "../model/optimizers";
 /** Host copies of tensors, for attachments. */
 export function hostCopies(ts: readonly tf.Tensor[]): Tensorlike[] {
   return ts.map((w) => ({
-    data: w.dtype === "int32" ? Int32Array.from(w.dataSync() as Int32Array) : Float32Array.from(w.dataSync() as Float32Array),
+    data:
+      w.dtype === "int32"
+        ? Int32Array.from(w.dataSync() as Int32Array)
+        : Float32Array.from(w.dataSync() as Float32Array),
     shape: [...w.shape],
   }));
 }
@@ -26,8 +29,16 @@ export function setModelWeights(model: tf.LayersModel, weights: readonly Tensorl
 }
 
 /** The weights each of `workers` holds, fetched; `waitingFor` names what they are for in a timeout. */
-export async function fetchWeightsOf(ctx: FitContext, workers: readonly WorkerHandle[], waitingFor: string): Promise<Tensorlike[][]> {
-  const fetched = await awaitAll(ctx)(workers.map((w) => w.channel.request({ type: "fetchWeights" }, "weights", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor })));
+export async function fetchWeightsOf(
+  ctx: FitContext,
+  workers: readonly WorkerHandle[],
+  waitingFor: string,
+): Promise<Tensorlike[][]> {
+  const fetched = await awaitAll(ctx)(
+    workers.map((w) =>
+      w.channel.request({ type: "fetchWeights" }, "weights", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor }),
+    ),
+  );
   return fetched.map((f) => f.attachments);
 }
 
@@ -38,7 +49,13 @@ export async function fetchWeightsOf(ctx: FitContext, workers: readonly WorkerHa
 export function compileIfNot(model: tf.LayersModel, o: ResolvedFitOptions): void {
   if ((model as unknown as { optimizer?: unknown }).optimizer) return;
   // Each metric once, as compiled (a model with several outputs computes it on each, named "<output>_<metric>").
-  const short = o.metrics.map((m) => (m.output === undefined ? m.name : m.name.slice(model.outputNames[m.output]!.length + 1)));
+  const short = o.metrics.map((m) =>
+    m.output === undefined ? m.name : m.name.slice(model.outputNames[m.output]!.length + 1),
+  );
   const metrics = [...new Set(short)].map((n) => (n === "acc" ? "accuracy" : n));
-  model.compile({ optimizer: createOptimizer(o.optimizer), loss: o.heads ? o.heads.map((h) => h.loss) : o.loss, metrics });
+  model.compile({
+    optimizer: createOptimizer(o.optimizer),
+    loss: o.heads ? o.heads.map((h) => h.loss) : o.loss,
+    metrics,
+  });
 }

@@ -7,5 +7,11 @@ import { FitAborted } from "./fit-stop";
  * naming what to use.
  */
 export function refuseAccumulation(o: { accumulate: number }, where: string, hint: string): void {
-  if (o.accumulate > 1) throw new FitAborted(new ConfigError(`accumulate ${o.accumulate}: gradient accumulation is done by replicas computing their share in chunks; ${where} has none`, { hint }));
+  if (o.accumulate > 1)
+    throw new FitAborted(
+      new ConfigError(
+        `accumulate ${o.accumulate}: gradient accumulation is done by replicas computing their share in chunks; ${where} has none`,
+        { hint },
+      ),
+    );
 }

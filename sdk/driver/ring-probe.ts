@@ -22,15 +22,29 @@ const ROUND_ELEMENTS = 256 * 1024;
  * all-reduces cost its process's CPU, which plans hold against its core (plan/ring-cpu.ts).
  * Then the driver drives rounds of a 1 MiB all-reduce as it drives steps (stepRoundMs).
  */
-export async function probeRing(members: readonly WorkerHandle[], path: DataPlanePath, timeoutMs: number): Promise<RingSpeed> {
+export async function probeRing(
+  members: readonly WorkerHandle[],
+  path: DataPlanePath,
+  timeoutMs: number,
+): Promise<RingSpeed> {
   const replies = await Promise.all(
-    members.map((h) => h.channel.request({ type: "ringProbe", elements: [...SIZES], repeats: REPEATS }, "ringProbed", { timeoutMs, waitingFor: "the data ring's timed all-reduces" })),
+    members.map((h) =>
+      h.channel.request({ type: "ringProbe", elements: [...SIZES], repeats: REPEATS }, "ringProbed", {
+        timeoutMs,
+        waitingFor: "the data ring's timed all-reduces",
+      }),
+    ),
   );
   const ms = SIZES.map((_, i) => Math.max(...replies.map((r) => Math.min(...(r.msg.ms[i] ?? [])))));
   const cpu = replies.map((r) => r.msg.cpuMs?.map(typicalCpuMs));
-  const each = cpu.every((c) => c?.length === SIZES.length && c.every((x) => x !== undefined)) ? cpu.map((c) => [c![0]!, c![1]!] as const) : undefined;
+  const each = cpu.every((c) => c?.length === SIZES.length && c.every((x) => x !== undefined))
+    ? cpu.map((c) => [c![0]!, c![1]!] as const)
+    : undefined;
   const round = await stepRoundMs(members, timeoutMs);
-  return ringSpeedOf(members.length, path, [SIZES[0] * 4, SIZES[1] * 4], [ms[0]!, ms[1]!], { ...(each ? { cpuMs: each } : {}), round: { bytes: ROUND_ELEMENTS * 4, ...round } });
+  return ringSpeedOf(members.length, path, [SIZES[0] * 4, SIZES[1] * 4], [ms[0]!, ms[1]!], {
+    ...(each ? { cpuMs: each } : {}),
+    round: { bytes: ROUND_ELEMENTS * 4, ...round },
+  });
 }
 
 /**
@@ -50,13 +64,26 @@ export async function probeRing(members: readonly WorkerHandle[], path: DataPlan
  * Each round also keeps its all-reduce's own time as the member that entered last timed it: on
  * links that let a burst through after idle, it runs under the ring's price (ringSpeedOf).
  */
-async function stepRoundMs(members: readonly WorkerHandle[], timeoutMs: number): Promise<{ ms: number; allReduceMs: number }> {
+async function stepRoundMs(
+  members: readonly WorkerHandle[],
+  timeoutMs: number,
+): Promise<{ ms: number; allReduceMs: number }> {
   const rounds: Array<{ ms: number; allReduceMs: number }> = [];
   for (let i = 0; i < ROUNDS; i++) {
     const t0 = performance.now();
-    const replies = await Promise.all(members.map((h) => h.channel.request({ type: "ringProbe", elements: [ROUND_ELEMENTS], repeats: 1 }, "ringProbed", { timeoutMs, waitingFor: "a round of the data ring's all-reduce driven as a step" })));
+    const replies = await Promise.all(
+      members.map((h) =>
+        h.channel.request({ type: "ringProbe", elements: [ROUND_ELEMENTS], repeats: 1 }, "ringProbed", {
+          timeoutMs,
+          waitingFor: "a round of the data ring's all-reduce driven as a step",
+        }),
+      ),
+    );
     // The member that entered last waited least: its time is the all-reduce's own.
-    rounds.push({ ms: performance.now() - t0, allReduceMs: Math.min(...replies.map((r) => r.msg.ms[0]?.[0] ?? Infinity)) });
+    rounds.push({
+      ms: performance.now() - t0,
+      allReduceMs: Math.min(...replies.map((r) => r.msg.ms[0]?.[0] ?? Infinity)),
+    });
   }
   const kept = rounds.slice(1);
   return { ms: median(kept.map((r) => r.ms)), allReduceMs: median(kept.map((r) => r.allReduceMs)) };
@@ -83,15 +110,28 @@ export function typicalCpuMs(repeats: readonly number[]): number | undefined {
  * idle (`burstSeconds`): the round's cost came out that much lower than a step too small to use
  * the burst pays.
  */
-export function ringSpeedOf(members: number, path: DataPlanePath, bytes: readonly [number, number], ms: readonly [number, number], also: { cpuMs?: ReadonlyArray<readonly [number, number]>; round?: { bytes: number; ms: number; allReduceMs?: number } } = {}): RingSpeed {
+export function ringSpeedOf(
+  members: number,
+  path: DataPlanePath,
+  bytes: readonly [number, number],
+  ms: readonly [number, number],
+  also: {
+    cpuMs?: ReadonlyArray<readonly [number, number]>;
+    round?: { bytes: number; ms: number; allReduceMs?: number };
+  } = {},
+): RingSpeed {
   const { cpuMs, round } = also;
   const phases = 2 * (members - 1);
   const perByteMs = Math.max((ms[1] - ms[0]) / (bytes[1] - bytes[0]), ms[1] / bytes[1] / 4);
   const linkBytesPerSecond = (phases / members / perByteMs) * 1000;
   const latencySeconds = Math.max(0, ms[0] - perByteMs * bytes[0]) / phases / 1000;
-  const cpu = cpuMs?.length === members ? { cpu: Object.freeze(cpuMs.map((c) => Object.freeze(ringCpuOf(bytes, c)))) } : {};
+  const cpu =
+    cpuMs?.length === members ? { cpu: Object.freeze(cpuMs.map((c) => Object.freeze(ringCpuOf(bytes, c)))) } : {};
   const price = round ? allReduceMs(round.bytes, members, { linkBytesPerSecond, latencySeconds }) : 0;
-  const burst = round?.allReduceMs !== undefined && Number.isFinite(round.allReduceMs) ? { burstSeconds: Math.max(0, price - round.allReduceMs) / 1000 } : {};
+  const burst =
+    round?.allReduceMs !== undefined && Number.isFinite(round.allReduceMs)
+      ? { burstSeconds: Math.max(0, price - round.allReduceMs) / 1000 }
+      : {};
   const priced = round ? { roundSeconds: Math.max(0, round.ms - price) / 1000, ...burst } : {};
   return Object.freeze({ members, path, linkBytesPerSecond, latencySeconds, ...cpu, ...priced });
 }
@@ -113,7 +153,10 @@ export class MeasuredRings {
    * Wires the ring (`wire` says its key and how to time it) and times it unless this wiring was
    * timed; nothing where the cluster's strategy does not price its plans by the ring (`probes`).
    */
-  async measure(probes: boolean, wire: () => Promise<{ key: string; time: () => Promise<RingSpeed> }>): Promise<RingSpeed | undefined> {
+  async measure(
+    probes: boolean,
+    wire: () => Promise<{ key: string; time: () => Promise<RingSpeed> }>,
+  ): Promise<RingSpeed | undefined> {
     if (!probes) return undefined;
     const { key, time } = await wire();
     if (this.kept?.key !== key) this.kept = { key, speed: await time() };

@@ -73,9 +73,13 @@ export class StallWatch {
     // Arrived: alive, and waiting on the others or done with every step it was sent. A worker
     // with a step to do that is not waiting is computing (or has not started); a silent one's
     // last report is stale.
-    const arrived = workers.filter((h) => !silent(h, this.o.heartbeatIntervalMs) && (h.progress?.state === "waiting" || h.channel.unanswered === 0));
+    const arrived = workers.filter(
+      (h) => !silent(h, this.o.heartbeatIntervalMs) && (h.progress?.state === "waiting" || h.channel.unanswered === 0),
+    );
     const missing = workers.filter((h) => !arrived.includes(h));
-    const op = mostCommon(arrived.filter((h) => h.progress?.state === "waiting").map((h) => h.progress!.action)) ?? `the replies to step ${step ?? "?"}`;
+    const op =
+      mostCommon(arrived.filter((h) => h.progress?.state === "waiting").map((h) => h.progress!.action)) ??
+      `the replies to step ${step ?? "?"}`;
     const lines = [
       `meshtrain: stalled: no step has finished for ${secs(now - this.last)}${step !== undefined ? ` (at step ${step})` : ""}; a report comes after ${secs(this.o.stallMs)} without progress, the step times out after ${secs(this.o.stepMs)}`,
       `  waiting: ${op}`,
@@ -95,15 +99,23 @@ function silent(h: WorkerHandle, intervalMs: number): boolean {
   return h.channel.peerSilenceMs() > 2 * intervalMs;
 }
 
-function describe(h: WorkerHandle, now: number, o: Pick<StallWatchOptions, "heartbeatIntervalMs" | "heartbeatTimeoutMs">): string {
+function describe(
+  h: WorkerHandle,
+  now: number,
+  o: Pick<StallWatchOptions, "heartbeatIntervalMs" | "heartbeatTimeoutMs">,
+): string {
   if (h.lost) return `lost (${h.lost.summary})`;
   const p = h.progress;
   const heard = `last heard from ${secs(h.channel.silentForMs())} ago`;
   if (silent(h, o.heartbeatIntervalMs)) {
-    const last = p ? `${p.state === "waiting" ? "waiting for " : ""}${p.action}, since ${secs(now - p.since)} ago` : "none";
+    const last = p
+      ? `${p.state === "waiting" ? "waiting for " : ""}${p.action}, since ${secs(now - p.since)} ago`
+      : "none";
     return `silent: ${heard} (frozen or swamped; lost after ${secs(o.heartbeatTimeoutMs)} of silence); its last report: ${last}`;
   }
-  const doing = p ? `${p.state === "waiting" ? "waiting for " : ""}${p.action} for ${secs(now - p.since)}${p.detail ? ` (${p.detail})` : ""}` : "no progress reported yet";
+  const doing = p
+    ? `${p.state === "waiting" ? "waiting for " : ""}${p.action} for ${secs(now - p.since)}${p.detail ? ` (${p.detail})` : ""}`
+    : "no progress reported yet";
   return `${doing}; ${heard}`;
 }
 

@@ -12,7 +12,10 @@ import { askedToStop, FitAborted, runHook, stepSeen, stopRequest } from "./fit-s
 export interface IssuedStep {
   samples: number;
   done: Promise<StepDone[]>;
-  summarize(replies: StepDone[]): Pick<StepRecord, "loss" | "workers" | "straggler"> & Partial<Pick<StepRecord, "bubble" | "metrics" | "nonFinite" | "skipped">>;
+  summarize(
+    replies: StepDone[],
+  ): Pick<StepRecord, "loss" | "workers" | "straggler"> &
+    Partial<Pick<StepRecord, "bubble" | "metrics" | "nonFinite" | "skipped">>;
 }
 
 /** Steps whose data is sent before the previous ones finish, so workers never wait for input. */
@@ -26,7 +29,13 @@ const STEPS_IN_FLIGHT = 2;
  * survived (an op that threw in a user's layer), or when the fit is asked to stop (its AbortSignal,
  * an interrupt, close()); the caller gets that reason as `stopped`.
  */
-export function runSteps(ctx: FitContext, o: ResolvedFitOptions, dataset: Dataset, issue: IssueStep, more: LoopOptions = {}): Promise<LoopResult> {
+export function runSteps(
+  ctx: FitContext,
+  o: ResolvedFitOptions,
+  dataset: Dataset,
+  issue: IssueStep,
+  more: LoopOptions = {},
+): Promise<LoopResult> {
   return new StepLoop(ctx, o, dataset, issue, more).run();
 }
 
@@ -67,7 +76,13 @@ class StepLoop {
   private readonly validation: EpochValidation[] = [];
   private readonly walk: EpochWalk;
 
-  constructor(private readonly ctx: FitContext, private readonly o: ResolvedFitOptions, private readonly dataset: Dataset, private readonly issue: IssueStep, private readonly more: LoopOptions) {
+  constructor(
+    private readonly ctx: FitContext,
+    private readonly o: ResolvedFitOptions,
+    private readonly dataset: Dataset,
+    private readonly issue: IssueStep,
+    private readonly more: LoopOptions,
+  ) {
     this.all = awaitAll(ctx);
     this.saved = more.startStep ?? 0;
     this.walk = new EpochWalk(dataset.size, o);
@@ -81,7 +96,16 @@ class StepLoop {
     // Callbacks and validation see epochs end: a new epoch's first step waits for the last one's.
     const epochWise = cb !== undefined || this.more.validate !== undefined;
     try {
-      await this.hook(() => cb?.trainBegin({ epochs: this.o.epochs, initialEpoch: walk.at(startStep).epoch, samples: this.dataset.size, steps: walk.perEpoch, batchSize: this.o.batchSize, metrics: ["loss", ...this.o.metrics.map((m) => m.name)] }));
+      await this.hook(() =>
+        cb?.trainBegin({
+          epochs: this.o.epochs,
+          initialEpoch: walk.at(startStep).epoch,
+          samples: this.dataset.size,
+          steps: walk.perEpoch,
+          batchSize: this.o.batchSize,
+          metrics: ["loss", ...this.o.metrics.map((m) => m.name)],
+        }),
+      );
       for (const batch of walk.steps(startStep)) {
         this.stopped ??= stopRequest(this.ctx);
         if (this.stopped || this.ended) break;
@@ -129,7 +153,15 @@ class StepLoop {
       return;
     }
     const now = performance.now();
-    const rec: StepRecord = { step: f.step, epoch: f.epoch, samples: f.issued.samples, ms: now - this.lastEnd, endMs: now - this.fitStart, ...f.issued.summarize(replies!), ...(f.learningRate !== undefined ? { learningRate: f.learningRate } : {}) };
+    const rec: StepRecord = {
+      step: f.step,
+      epoch: f.epoch,
+      samples: f.issued.samples,
+      ms: now - this.lastEnd,
+      endMs: now - this.fitStart,
+      ...f.issued.summarize(replies!),
+      ...(f.learningRate !== undefined ? { learningRate: f.learningRate } : {}),
+    };
     this.lastEnd = now;
     this.history.push(rec);
     this.stopped ??= nonFiniteStop(rec, this.o);
@@ -146,7 +178,6 @@ class StepLoop {
     this.stopped ??= r.error;
     if (r.ended) this.ended = true;
   }
-
 
   /** The steps in flight recorded, the epoch validated and its end called; false when the fit stops there. */
   private async endEpoch(): Promise<boolean> {
@@ -179,4 +210,3 @@ class StepLoop {
     this.saved = this.step;
   }
 }
-

@@ -37,7 +37,11 @@ export function computeEnd(r: StepDone, w: WorkerHandle): { rank: number; end: n
  * What a step's replies say beyond times: the compiled metrics (each reply's weighted by
  * `shares`, as the loss), where non-finite values were found, and whether the update was dropped.
  */
-export function stepOutcome(replies: readonly StepDone[], ranks: readonly number[], shares: readonly number[]): Pick<StepRecord, "metrics" | "nonFinite" | "skipped"> {
+export function stepOutcome(
+  replies: readonly StepDone[],
+  ranks: readonly number[],
+  shares: readonly number[],
+): Pick<StepRecord, "metrics" | "nonFinite" | "skipped"> {
   const out: Pick<StepRecord, "metrics" | "nonFinite" | "skipped"> = {};
   replies.forEach((r, i) => {
     const m = r.msg;

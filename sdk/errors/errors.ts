@@ -91,112 +91,144 @@ type Opts = MeshtrainErrorOptions;
 export class ConfigError extends MeshtrainError {
   static override readonly code = "MT_ERR_CONFIG" as const;
   /** `summary`: what went wrong; `o.hint`: what to do next; `o.details`: who and where; `o.cause`: the error behind it. */
-  constructor(summary: string, o?: Opts) { super("MT_ERR_CONFIG", summary, o); }
+  constructor(summary: string, o?: Opts) {
+    super("MT_ERR_CONFIG", summary, o);
+  }
 }
 
 /** A local worker did not start, or a remote one could not be reached. */
 export class LaunchError extends MeshtrainError {
   static override readonly code = "MT_ERR_LAUNCH" as const;
   /** `summary`: what went wrong; `o.hint`: what to do next; `o.details`: who and where; `o.cause`: the error behind it. */
-  constructor(summary: string, o?: Opts) { super("MT_ERR_LAUNCH", summary, o); }
+  constructor(summary: string, o?: Opts) {
+    super("MT_ERR_LAUNCH", summary, o);
+  }
 }
 
 /** A connection did not prove it knows the cluster token. */
 export class AuthError extends MeshtrainError {
   static override readonly code = "MT_ERR_AUTH" as const;
   /** `summary`: what went wrong; `o.hint`: what to do next; `o.details`: who and where; `o.cause`: the error behind it. */
-  constructor(summary: string, o?: Opts) { super("MT_ERR_AUTH", summary, o); }
+  constructor(summary: string, o?: Opts) {
+    super("MT_ERR_AUTH", summary, o);
+  }
 }
 
 /** A frame that is not a valid meshtrain message, or a message at the wrong time. */
 export class ProtocolError extends MeshtrainError {
   static override readonly code = "MT_ERR_PROTOCOL" as const;
   /** `summary`: what went wrong; `o.hint`: what to do next; `o.details`: who and where; `o.cause`: the error behind it. */
-  constructor(summary: string, o?: Opts) { super("MT_ERR_PROTOCOL", summary, o); }
+  constructor(summary: string, o?: Opts) {
+    super("MT_ERR_PROTOCOL", summary, o);
+  }
 }
 
 /** A message or tensor frame above the maximum frame size either side accepts (see `.limits()`). */
 export class FrameTooLargeError extends MeshtrainError {
   static override readonly code = "MT_ERR_FRAME_TOO_LARGE" as const;
   /** `summary`: what went wrong; `o.hint`: what to do next; `o.details`: who and where; `o.cause`: the error behind it. */
-  constructor(summary: string, o?: Opts) { super("MT_ERR_FRAME_TOO_LARGE", summary, o); }
+  constructor(summary: string, o?: Opts) {
+    super("MT_ERR_FRAME_TOO_LARGE", summary, o);
+  }
 }
 
 /** A worker exited, closed its connection or went silent past the heartbeat timeout. */
 export class WorkerLostError extends MeshtrainError {
   static override readonly code = "MT_ERR_WORKER_LOST" as const;
   /** `summary`: what went wrong; `o.hint`: what to do next; `o.details`: who and where; `o.cause`: the error behind it. */
-  constructor(summary: string, o?: Opts) { super("MT_ERR_WORKER_LOST", summary, o); }
+  constructor(summary: string, o?: Opts) {
+    super("MT_ERR_WORKER_LOST", summary, o);
+  }
 }
 
 /** A wait ran past its limit; `details.waitingFor` names who was waited for. */
 export class TimeoutError extends MeshtrainError {
   static override readonly code = "MT_ERR_TIMEOUT" as const;
   /** `summary`: what went wrong; `o.hint`: what to do next; `o.details`: who and where; `o.cause`: the error behind it. */
-  constructor(summary: string, o?: Opts) { super("MT_ERR_TIMEOUT", summary, o); }
+  constructor(summary: string, o?: Opts) {
+    super("MT_ERR_TIMEOUT", summary, o);
+  }
 }
 
 /** A collective (all-reduce) could not complete: a peer link closed or sent the wrong data. */
 export class CollectiveError extends MeshtrainError {
   static override readonly code = "MT_ERR_COLLECTIVE" as const;
   /** `summary`: what went wrong; `o.hint`: what to do next; `o.details`: who and where; `o.cause`: the error behind it. */
-  constructor(summary: string, o?: Opts) { super("MT_ERR_COLLECTIVE", summary, o); }
+  constructor(summary: string, o?: Opts) {
+    super("MT_ERR_COLLECTIVE", summary, o);
+  }
 }
 
 /** The model cannot be sent, built or trained as asked. */
 export class ModelError extends MeshtrainError {
   static override readonly code = "MT_ERR_MODEL" as const;
   /** `summary`: what went wrong; `o.hint`: what to do next; `o.details`: who and where; `o.cause`: the error behind it. */
-  constructor(summary: string, o?: Opts) { super("MT_ERR_MODEL", summary, o); }
+  constructor(summary: string, o?: Opts) {
+    super("MT_ERR_MODEL", summary, o);
+  }
 }
 
 /** A dataset whose shapes or sizes do not fit the model or the batch. */
 export class DataError extends MeshtrainError {
   static override readonly code = "MT_ERR_DATA" as const;
   /** `summary`: what went wrong; `o.hint`: what to do next; `o.details`: who and where; `o.cause`: the error behind it. */
-  constructor(summary: string, o?: Opts) { super("MT_ERR_DATA", summary, o); }
+  constructor(summary: string, o?: Opts) {
+    super("MT_ERR_DATA", summary, o);
+  }
 }
 
 /** The requested compute backend is not available on a worker. */
 export class BackendError extends MeshtrainError {
   static override readonly code = "MT_ERR_BACKEND" as const;
   /** `summary`: what went wrong; `o.hint`: what to do next; `o.details`: who and where; `o.cause`: the error behind it. */
-  constructor(summary: string, o?: Opts) { super("MT_ERR_BACKEND", summary, o); }
+  constructor(summary: string, o?: Opts) {
+    super("MT_ERR_BACKEND", summary, o);
+  }
 }
 
 /** An operation that the cluster's current state does not allow (closed, already fitting). */
 export class StateError extends MeshtrainError {
   static override readonly code = "MT_ERR_STATE" as const;
   /** `summary`: what went wrong; `o.hint`: what to do next; `o.details`: who and where; `o.cause`: the error behind it. */
-  constructor(summary: string, o?: Opts) { super("MT_ERR_STATE", summary, o); }
+  constructor(summary: string, o?: Opts) {
+    super("MT_ERR_STATE", summary, o);
+  }
 }
 
 /** An unexpected failure inside a worker; `cause` holds what the worker reported. */
 export class WorkerError extends MeshtrainError {
   static override readonly code = "MT_ERR_WORKER" as const;
   /** `summary`: what went wrong; `o.hint`: what to do next; `o.details`: who and where; `o.cause`: the error behind it. */
-  constructor(summary: string, o?: Opts) { super("MT_ERR_WORKER", summary, o); }
+  constructor(summary: string, o?: Opts) {
+    super("MT_ERR_WORKER", summary, o);
+  }
 }
 
 /** Replicas that should hold identical weights do not. */
 export class ReplicaDivergenceError extends MeshtrainError {
   static override readonly code = "MT_ERR_REPLICAS_DIVERGED" as const;
   /** `summary`: what went wrong; `o.hint`: what to do next; `o.details`: who and where; `o.cause`: the error behind it. */
-  constructor(summary: string, o?: Opts) { super("MT_ERR_REPLICAS_DIVERGED", summary, o); }
+  constructor(summary: string, o?: Opts) {
+    super("MT_ERR_REPLICAS_DIVERGED", summary, o);
+  }
 }
 
 /** A checkpoint that is missing, partial, corrupt (checksums), or made for another model or run. */
 export class CheckpointError extends MeshtrainError {
   static override readonly code = "MT_ERR_CHECKPOINT" as const;
   /** `summary`: what went wrong; `o.hint`: what to do next; `o.details`: who and where; `o.cause`: the error behind it. */
-  constructor(summary: string, o?: Opts) { super("MT_ERR_CHECKPOINT", summary, o); }
+  constructor(summary: string, o?: Opts) {
+    super("MT_ERR_CHECKPOINT", summary, o);
+  }
 }
 
 /** A step's loss, gradient or input held NaN or Infinity (see fit option nonFinite). */
 export class NonFiniteError extends MeshtrainError {
   static override readonly code = "MT_ERR_NON_FINITE" as const;
   /** `summary`: what went wrong; `o.hint`: what to do next; `o.details`: who and where; `o.cause`: the error behind it. */
-  constructor(summary: string, o?: Opts) { super("MT_ERR_NON_FINITE", summary, o); }
+  constructor(summary: string, o?: Opts) {
+    super("MT_ERR_NON_FINITE", summary, o);
+  }
 }
 
 /**
@@ -208,7 +240,9 @@ export class AbortError<Run = unknown> extends MeshtrainError {
   static override readonly code = "MT_ERR_ABORTED" as const;
   run: Run | undefined = undefined;
   /** `summary`: what went wrong; `o.hint`: what to do next; `o.details`: who and where; `o.cause`: the error behind it. */
-  constructor(summary: string, o?: Opts) { super("MT_ERR_ABORTED", summary, o); }
+  constructor(summary: string, o?: Opts) {
+    super("MT_ERR_ABORTED", summary, o);
+  }
 }
 
 /** A meshtrain error class, made from its statement and options. */

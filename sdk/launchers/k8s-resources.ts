@@ -37,9 +37,18 @@ function quantity(bytes: number): number {
  * more than estimated slows the node down before the pod is killed. A `given` request (--memory)
  * replaces the estimate.
  */
-export function podMemory(estimate: MemoryEstimate, given: string | undefined, whose: "per worker" | "for the driver"): PodMemory {
+export function podMemory(
+  estimate: MemoryEstimate,
+  given: string | undefined,
+  whose: "per worker" | "for the driver",
+): PodMemory {
   const model = memoryTotal(estimate);
-  if (given !== undefined) return { request: given, limit: given, reason: `memory ${given}, as given (--memory); the plan estimated ${mib(model)} of model state ${whose}` };
+  if (given !== undefined)
+    return {
+      request: given,
+      limit: given,
+      reason: `memory ${given}, as given (--memory); the plan estimated ${mib(model)} of model state ${whose}`,
+    };
   const request = quantity(RUNTIME_BYTES + ESTIMATE_HEADROOM * model);
   const parts = `params ${mib(estimate.paramsBytes)}, gradients ${mib(estimate.gradientBytes)}, optimizer ${estimate.optimizerBytes === null ? "unknown" : mib(estimate.optimizerBytes)}, activations ${estimate.activationBytes === null ? "unknown" : mib(estimate.activationBytes)}`;
   return {
@@ -51,7 +60,13 @@ export function podMemory(estimate: MemoryEstimate, given: string | undefined, w
 
 /** A Kubernetes quantity from the command line, checked here (the API server would reject it only at apply): the problem, or null. */
 export function quantityProblem(flag: string, value: string, kind: "memory" | "cpu"): OptionProblem | null {
-  const ok = kind === "memory" ? /^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$/.test(value) : /^([0-9]+(\.[0-9]+)?|[0-9]+m)$/.test(value);
+  const ok =
+    kind === "memory"
+      ? /^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$/.test(value)
+      : /^([0-9]+(\.[0-9]+)?|[0-9]+m)$/.test(value);
   if (ok && Number.parseFloat(value) > 0) return null;
-  return { summary: `${flag} ${JSON.stringify(value)} is not a Kubernetes ${kind} quantity`, hint: kind === "memory" ? "e.g. 2Gi or 512Mi" : "cores, e.g. 2, 0.5 or 500m" };
+  return {
+    summary: `${flag} ${JSON.stringify(value)} is not a Kubernetes ${kind} quantity`,
+    hint: kind === "memory" ? "e.g. 2Gi or 512Mi" : "cores, e.g. 2, 0.5 or 500m",
+  };
 }

@@ -10,6 +10,9 @@ export interface OptionProblem {
 export function throwProblems(problems: readonly OptionProblem[]): void {
   if (problems.length === 1) throw new ConfigError(problems[0]!.summary, { hint: problems[0]!.hint });
   if (problems.length > 1) {
-    throw new ConfigError(`${problems.length} problems with the options:\n${problems.map((p) => `  ${p.summary} (${p.hint})`).join("\n")}`, { hint: "fix each and run it again; nothing was written" });
+    throw new ConfigError(
+      `${problems.length} problems with the options:\n${problems.map((p) => `  ${p.summary} (${p.hint})`).join("\n")}`,
+      { hint: "fix each and run it again; nothing was written" },
+    );
   }
 }

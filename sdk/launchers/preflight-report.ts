@@ -13,7 +13,14 @@ export interface PreflightRun {
 }
 
 function lastLine(text: string): string {
-  return text.trim().split("\n").filter((l) => l.trim() !== "").pop()?.trim() ?? "";
+  return (
+    text
+      .trim()
+      .split("\n")
+      .filter((l) => l.trim() !== "")
+      .pop()
+      ?.trim() ?? ""
+  );
 }
 
 /**
@@ -21,12 +28,21 @@ function lastLine(text: string): string {
  * own failures exit 255 (no route, refused, a key it does not accept, an unknown host key);
  * the shell's 127 is a command it did not find; node's "Cannot find module" is meshtrain absent.
  */
-export function judgePreflight(run: PreflightRun, o: { command: string; version: string; nodeMajor: number; driverUrl: string }): string | null {
+export function judgePreflight(
+  run: PreflightRun,
+  o: { command: string; version: string; nodeMajor: number; driverUrl: string },
+): string | null {
   const err = lastLine(run.stderr);
   if (run.code === 255) return `unreachable over ssh (${err || "ssh exited 255"})`;
-  if (run.code === 127 || run.code === 126) return `cannot run ${o.command} there (${err || `exit ${run.code}`}): install node and meshtrain at those paths, or pass ssh(hosts, { command })`;
-  if (/Cannot find module/.test(run.stderr)) return `meshtrain is missing there (${/Cannot find module '([^']+)'/.exec(run.stderr)?.[1] ?? err}): install meshtrain ${o.version} there, or pass ssh(hosts, { command })`;
-  const line = run.stdout.trim().split("\n").reverse().find((l) => l.startsWith("{"));
+  if (run.code === 127 || run.code === 126)
+    return `cannot run ${o.command} there (${err || `exit ${run.code}`}): install node and meshtrain at those paths, or pass ssh(hosts, { command })`;
+  if (/Cannot find module/.test(run.stderr))
+    return `meshtrain is missing there (${/Cannot find module '([^']+)'/.exec(run.stderr)?.[1] ?? err}): install meshtrain ${o.version} there, or pass ssh(hosts, { command })`;
+  const line = run.stdout
+    .trim()
+    .split("\n")
+    .reverse()
+    .find((l) => l.startsWith("{"));
   let report: PreflightReport;
   try {
     report = JSON.parse(line ?? "") as PreflightReport;
@@ -35,7 +51,9 @@ export function judgePreflight(run: PreflightRun, o: { command: string; version:
   }
   const major = Number(/^v(\d+)/.exec(String(report.node))?.[1]);
   if (!(major >= o.nodeMajor)) return `node ${report.node} there; meshtrain needs node ${o.nodeMajor} or newer`;
-  if (report.meshtrain !== o.version) return `meshtrain ${report.meshtrain} there; the driver runs ${o.version}: install the same version on every host`;
-  if (report.reach !== null) return `the driver's address ${o.driverUrl} is not reachable from there (${report.reach}): pass ssh(hosts, { driverHost }) with an address the hosts can reach, and check firewalls`;
+  if (report.meshtrain !== o.version)
+    return `meshtrain ${report.meshtrain} there; the driver runs ${o.version}: install the same version on every host`;
+  if (report.reach !== null)
+    return `the driver's address ${o.driverUrl} is not reachable from there (${report.reach}): pass ssh(hosts, { driverHost }) with an address the hosts can reach, and check firewalls`;
   return null;
 }

@@ -10,13 +10,36 @@ export interface JobStatus {
 }
 
 /** States a job does not come back from. */
-export const ENDED_STATES = new Set(["COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY"]);
+export const ENDED_STATES = new Set([
+  "COMPLETED",
+  "FAILED",
+  "CANCELLED",
+  "TIMEOUT",
+  "NODE_FAIL",
+  "PREEMPTED",
+  "BOOT_FAIL",
+  "DEADLINE",
+  "OUT_OF_MEMORY",
+]);
 
-function run(cmd: string, args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string; error?: string }> {
+function run(
+  cmd: string,
+  args: string[],
+  timeoutMs: number,
+): Promise<{ code: number | null; stdout: string; stderr: string; error?: string }> {
   return new Promise((resolve) => {
     execFile(cmd, args, { timeout: timeoutMs }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === "number" ? ((err as { code: number }).code) : null) : 0;
-      resolve({ code, stdout: String(stdout), stderr: String(stderr), ...(err && code === null ? { error: err.message } : {}) });
+      const code = err
+        ? typeof (err as { code?: unknown }).code === "number"
+          ? (err as { code: number }).code
+          : null
+        : 0;
+      resolve({
+        code,
+        stdout: String(stdout),
+        stderr: String(stderr),
+        ...(err && code === null ? { error: err.message } : {}),
+      });
     });
   });
 }
@@ -32,13 +55,22 @@ export function submitJob(script: string, args: string[], env: NodeJS.ProcessEnv
     const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
     child.once("error", (e) => {
       clearTimeout(timer);
-      reject(new LaunchError(`cannot run sbatch here (${e.message})`, { hint: "run the driver on a Slurm login node (slurm-client installed, SLURM_CONF or /etc/slurm/slurm.conf set up)" }));
+      reject(
+        new LaunchError(`cannot run sbatch here (${e.message})`, {
+          hint: "run the driver on a Slurm login node (slurm-client installed, SLURM_CONF or /etc/slurm/slurm.conf set up)",
+        }),
+      );
     });
     child.once("close", (code) => {
       clearTimeout(timer);
       const id = /^(\d+)/.exec(out.trim())?.[1];
       if (code === 0 && id) resolve(id);
-      else reject(new LaunchError(`sbatch refused the job (exit ${code}): ${err.trim() || out.trim() || "no message"}`, { hint: sbatchHint(err) }));
+      else
+        reject(
+          new LaunchError(`sbatch refused the job (exit ${code}): ${err.trim() || out.trim() || "no message"}`, {
+            hint: sbatchHint(err),
+          }),
+        );
     });
     child.stdin.end(script);
   });

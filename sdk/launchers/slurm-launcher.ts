@@ -3,7 +3,15 @@ import * as path from "node:path";
 import { LaunchError, TimeoutError, type MeshtrainError } from "../errors/errors";
 import type { SlurmLauncherSpec } from "../config/launcher-spec";
 import type { LaunchContext, Launcher } from "./launcher";
-import { cancelJob, cancelJobNow, controllerHost, ENDED_STATES, jobStatus, submitJob, type JobStatus } from "./slurm-job";
+import {
+  cancelJob,
+  cancelJobNow,
+  controllerHost,
+  ENDED_STATES,
+  jobStatus,
+  submitJob,
+  type JobStatus,
+} from "./slurm-job";
 import { meshtrainCommand } from "./remote-command";
 import { shellQuote } from "./ssh-target";
 import { localAddressTowards } from "../transport/routes";
@@ -26,7 +34,10 @@ export class SlurmLauncher implements Launcher {
   private readonly outputFile: string;
 
   /** `timeoutMs`: how long the driver waits for the workers to join (for the message of a job still pending). */
-  constructor(private readonly spec: SlurmLauncherSpec, private readonly timeoutMs: number) {
+  constructor(
+    private readonly spec: SlurmLauncherSpec,
+    private readonly timeoutMs: number,
+  ) {
     this.outputFile = path.resolve(spec.outputDir ?? ".", "meshtrain-slurm-%j.out");
   }
 
@@ -66,7 +77,12 @@ export class SlurmLauncher implements Launcher {
       if (!this.done && s && ENDED_STATES.has(s.state)) {
         jobs.delete(this.id!);
         this.done = true;
-        return ctx.abort(new LaunchError(`Slurm job ${this.id} ended (${s.state}, exit code ${s.exitCode}${s.reason && s.reason !== "None" ? `, ${s.reason}` : ""}) before all its workers joined`, { hint: `its output (${this.outputPath()}):\n${this.outputTail()}` }));
+        return ctx.abort(
+          new LaunchError(
+            `Slurm job ${this.id} ended (${s.state}, exit code ${s.exitCode}${s.reason && s.reason !== "None" ? `, ${s.reason}` : ""}) before all its workers joined`,
+            { hint: `its output (${this.outputPath()}):\n${this.outputTail()}` },
+          ),
+        );
       }
       this.poller = setTimeout(() => void poll(), 1000);
       this.poller.unref();
@@ -79,7 +95,13 @@ export class SlurmLauncher implements Launcher {
     const s = (await jobStatus(this.id!)) ?? this.status;
     if (s?.state !== "PENDING") return undefined;
     await this.stop();
-    return new TimeoutError(`Slurm job ${this.id} was still pending after ${Math.round(this.timeoutMs / 1000)} s (reason: ${s.reason}); it was cancelled`, { details: { waitingFor: `Slurm job ${this.id} to start` }, hint: "ask for fewer nodes or less time, another partition (sinfo shows them), or raise timeoutMs" });
+    return new TimeoutError(
+      `Slurm job ${this.id} was still pending after ${Math.round(this.timeoutMs / 1000)} s (reason: ${s.reason}); it was cancelled`,
+      {
+        details: { waitingFor: `Slurm job ${this.id} to start` },
+        hint: "ask for fewer nodes or less time, another partition (sinfo shows them), or raise timeoutMs",
+      },
+    );
   }
 
   private outputPath(): string {

@@ -16,12 +16,28 @@ export class SpmdLauncher implements Launcher {
 
   async start(ctx: LaunchContext): Promise<void> {
     const host = await localAddressTowards(ctx.joinUrl);
-    const args = ["--join", ctx.joinUrl, "--rank", "0", "--rank-source", this.source, "--join-timeout", String(ctx.joinTimeoutS)];
-    const proc = LocalWorkerProcess.start({ ...process.env, MESHTRAIN_TOKEN: ctx.token }, [], undefined, { host, joins: args });
+    const args = [
+      "--join",
+      ctx.joinUrl,
+      "--rank",
+      "0",
+      "--rank-source",
+      this.source,
+      "--join-timeout",
+      String(ctx.joinTimeoutS),
+    ];
+    const proc = LocalWorkerProcess.start({ ...process.env, MESHTRAIN_TOKEN: ctx.token }, [], undefined, {
+      host,
+      joins: args,
+    });
     this.proc = proc;
     void proc.whenExited().then((exit) => {
       if (this.stopping) return;
-      ctx.abort(new LaunchError(`rank 0's worker (pid ${proc.pid}, started by this driver) exited (${describeExit(exit)})`, { hint: `its output:\n${proc.output() || "(none)"}` }));
+      ctx.abort(
+        new LaunchError(`rank 0's worker (pid ${proc.pid}, started by this driver) exited (${describeExit(exit)})`, {
+          hint: `its output:\n${proc.output() || "(none)"}`,
+        }),
+      );
     });
   }
 

@@ -7,7 +7,10 @@ import { addressTowardsDriver } from "../transport/routes";
  * dies, and then ends the process with the worker's exit code: code after launch() runs on
  * rank 0 alone, as torchrun users write `if rank == 0:` around what the driver does.
  */
-export async function serveAsMember(spec: ClusterSpec, place: { rank: number; source: string; worldSize: number; host: string; port: number; timeoutMs: number }): Promise<never> {
+export async function serveAsMember(
+  spec: ClusterSpec,
+  place: { rank: number; source: string; worldSize: number; host: string; port: number; timeoutMs: number },
+): Promise<never> {
   const host = place.host.includes(":") ? `[${place.host}]` : place.host;
   const url = `ws://${host}:${place.port}`;
   // Loaded here, on this rank only: a driver (rank 0) never loads the worker's code.
@@ -18,7 +21,11 @@ export async function serveAsMember(spec: ClusterSpec, place: { rank: number; so
     token: spec.token,
     maxFrameBytes: spec.maxFrameBytes,
     exitWithDriver: false,
-    join: { url, claim: { rank: place.rank, worldSize: place.worldSize, source: place.source }, timeoutMs: place.timeoutMs },
+    join: {
+      url,
+      claim: { rank: place.rank, worldSize: place.worldSize, source: place.source },
+      timeoutMs: place.timeoutMs,
+    },
   });
   process.exit(code);
 }

@@ -43,7 +43,9 @@ export class SshLauncher implements Launcher {
   async listenHost(): Promise<string> {
     if (this.spec.driverHost) return this.spec.driverHost;
     const names = await Promise.all(this.targets.map((t) => resolvedHostName(t, this.spec.sshArgs)));
-    this.towards = await Promise.all(names.map((n) => localAddressTowards(`ws://${n.includes(":") ? `[${n}]` : n}:22`).catch(() => "0.0.0.0")));
+    this.towards = await Promise.all(
+      names.map((n) => localAddressTowards(`ws://${n.includes(":") ? `[${n}]` : n}:22`).catch(() => "0.0.0.0")),
+    );
     return new Set(this.towards).size === 1 && this.towards[0] !== "0.0.0.0" ? this.towards[0]! : "0.0.0.0";
   }
 
@@ -55,18 +57,31 @@ export class SshLauncher implements Launcher {
   }
 
   async start(ctx: LaunchContext): Promise<void> {
-    const problems = (await Promise.all(this.targets.map((t, i) => this.preflight(t, this.urlFor(i, ctx.joinUrl))))).flatMap((p, i) => (p ? [`${this.targets[i]!.label}: ${p}`] : []));
+    const problems = (
+      await Promise.all(this.targets.map((t, i) => this.preflight(t, this.urlFor(i, ctx.joinUrl))))
+    ).flatMap((p, i) => (p ? [`${this.targets[i]!.label}: ${p}`] : []));
     if (problems.length > 0) {
-      throw new LaunchError(`ssh preflight failed on ${problems.length} of ${this.targets.length} host(s):\n  ${problems.join("\n  ")}`, { details: { waitingFor: "every host's preflight" }, hint: "fix those hosts (or leave them out) and launch again; nothing was started" });
+      throw new LaunchError(
+        `ssh preflight failed on ${problems.length} of ${this.targets.length} host(s):\n  ${problems.join("\n  ")}`,
+        {
+          details: { waitingFor: "every host's preflight" },
+          hint: "fix those hosts (or leave them out) and launch again; nothing was started",
+        },
+      );
     }
     this.targets.forEach((t, i) => {
-      for (let k = 0; k < this.spec.workersPerHost; k++) this.startWorker(ctx, t, i * this.spec.workersPerHost + k, this.urlFor(i, ctx.joinUrl));
+      for (let k = 0; k < this.spec.workersPerHost; k++)
+        this.startWorker(ctx, t, i * this.spec.workersPerHost + k, this.urlFor(i, ctx.joinUrl));
     });
   }
 
   private preflight(t: SshTarget, url: string): Promise<string | null> {
     return new Promise((resolve) => {
-      const child = spawn("ssh", sshArgv(t, this.spec.sshArgs, `${this.command()} preflight --reach ${shellQuote(url)}`), { stdio: ["ignore", "pipe", "pipe"] });
+      const child = spawn(
+        "ssh",
+        sshArgv(t, this.spec.sshArgs, `${this.command()} preflight --reach ${shellQuote(url)}`),
+        { stdio: ["ignore", "pipe", "pipe"] },
+      );
       const run: PreflightRun = { code: null, stdout: "", stderr: "" };
       child.stdout.on("data", (c: Buffer) => (run.stdout += c.toString("utf8")));
       child.stderr.on("data", (c: Buffer) => (run.stderr += c.toString("utf8")));
@@ -77,7 +92,14 @@ export class SshLauncher implements Launcher {
       });
       child.once("close", (code, signal) => {
         clearTimeout(timer);
-        resolve(signal === "SIGKILL" ? "no answer within 30 s" : judgePreflight({ ...run, code }, { command: this.command(), version: VERSION, nodeMajor: NODE_MAJOR, driverUrl: url }));
+        resolve(
+          signal === "SIGKILL"
+            ? "no answer within 30 s"
+            : judgePreflight(
+                { ...run, code },
+                { command: this.command(), version: VERSION, nodeMajor: NODE_MAJOR, driverUrl: url },
+              ),
+        );
       });
     });
   }
@@ -85,7 +107,10 @@ export class SshLauncher implements Launcher {
   private startWorker(ctx: LaunchContext, t: SshTarget, rank: number, url: string): void {
     const remote = `${this.command()} worker --join ${shellQuote(url)} --rank ${rank} --token-stdin --join-timeout ${ctx.joinTimeoutS}`;
     // Its own process group: a notebook's interrupt (SIGINT to the kernel's group) must not end the workers.
-    const child = spawn("ssh", sshArgv(t, this.spec.sshArgs, remote), { stdio: ["pipe", "pipe", "pipe"], detached: true });
+    const child = spawn("ssh", sshArgv(t, this.spec.sshArgs, remote), {
+      stdio: ["pipe", "pipe", "pipe"],
+      detached: true,
+    });
     killOnExit(child);
     // Its lines are not shown as they come: a joined worker's output reaches the driver through its connection.
     const output = followLines(child);
@@ -96,7 +121,12 @@ export class SshLauncher implements Launcher {
     this.started.push({ child, rank, target: t, output });
     child.once("exit", (code, signal) => {
       if (this.stopping) return;
-      ctx.abort(new LaunchError(`the worker for rank ${rank} on ${t.label} ended (ssh ${signal ? `killed by ${signal}` : `exit code ${code}`}) before the cluster closed`, { details: { rank }, hint: `its output:\n${output() || "(none)"}` }));
+      ctx.abort(
+        new LaunchError(
+          `the worker for rank ${rank} on ${t.label} ended (ssh ${signal ? `killed by ${signal}` : `exit code ${code}`}) before the cluster closed`,
+          { details: { rank }, hint: `its output:\n${output() || "(none)"}` },
+        ),
+      );
     });
   }
 

@@ -18,5 +18,10 @@ export function measuredDriver(cost: HandlingCost | undefined): void {
 export function driverSeat(): Seat | undefined {
   if (!handling) return undefined;
   const cores = allowedCores();
-  return { host: machineName(), cpus: os.availableParallelism(), ...(cores ? { cores } : {}), handling: { ...handling } };
+  return {
+    host: machineName(),
+    cpus: os.availableParallelism(),
+    ...(cores ? { cores } : {}),
+    handling: { ...handling },
+  };
 }

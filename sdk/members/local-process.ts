@@ -18,7 +18,10 @@ export class LocalWorkerProcess {
   private readonly exited: Promise<ExitInfo>;
   readonly pid: number;
 
-  private constructor(readonly child: ChildProcess, onLine: OnLine | undefined) {
+  private constructor(
+    readonly child: ChildProcess,
+    onLine: OnLine | undefined,
+  ) {
     this.pid = child.pid ?? -1;
     // Workers also exit on their own when the IPC channel to this process closes (a killed
     // driver or a restarted kernel); this covers a normal exit that forgot close().
@@ -43,7 +46,12 @@ export class LocalWorkerProcess {
    * that address instead of being reached, its output then reaching the driver as a joined
    * worker's does (so `onLine` is not given).
    */
-  static start(env: NodeJS.ProcessEnv, extraArgs: string[] = [], onLine?: OnLine, o: { host?: string; joins?: string[] } = {}): LocalWorkerProcess {
+  static start(
+    env: NodeJS.ProcessEnv,
+    extraArgs: string[] = [],
+    onLine?: OnLine,
+    o: { host?: string; joins?: string[] } = {},
+  ): LocalWorkerProcess {
     const entry = path.join(__dirname, "..", "worker", "main.js");
     const how = o.joins ? o.joins : ["--exit-with-driver"];
     const child = fork(entry, ["--host", o.host ?? "127.0.0.1", "--port", "0", ...how, ...extraArgs], {

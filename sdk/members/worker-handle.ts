@@ -19,7 +19,6 @@ export interface WorkerProgress {
   since: number;
 }
 
-
 export interface HandleOptions {
   /** A worker's rank, or a parameter server's index. */
   rank: number;
@@ -81,7 +80,12 @@ export class WorkerHandle {
           o.output.droppedAtWorker(this.label, m.dropped ?? 0);
         } else if (m.type === "progress") {
           const same = this.progress && this.progress.action === m.action && this.progress.state === m.state;
-          this.progress = { action: m.action, state: m.state, detail: m.detail, since: same ? this.progress!.since : performance.now() - m.forMs };
+          this.progress = {
+            action: m.action,
+            state: m.state,
+            detail: m.detail,
+            since: same ? this.progress!.since : performance.now() - m.forMs,
+          };
         }
       },
       onClose: (err) => {
@@ -89,7 +93,8 @@ export class WorkerHandle {
         void this.onChannelClosed(err);
       },
       onInvalid: (err) => {
-        if (process.env.MESHTRAIN_DEBUG) process.stderr.write(`meshtrain: refused a frame from ${this.name}: ${err.summary}\n`);
+        if (process.env.MESHTRAIN_DEBUG)
+          process.stderr.write(`meshtrain: refused a frame from ${this.name}: ${err.summary}\n`);
       },
     });
     o.process?.whenExited().then((exit) => {
@@ -108,7 +113,12 @@ export class WorkerHandle {
   }
 
   snapshot(): WorkerSnapshot {
-    return Object.freeze({ rank: this.rank, address: this.address, local: this.process !== undefined, info: this.info! });
+    return Object.freeze({
+      rank: this.rank,
+      address: this.address,
+      local: this.process !== undefined,
+      info: this.info!,
+    });
   }
 
   startHeartbeat(intervalMs: number, timeoutMs: number): void {
@@ -129,9 +139,15 @@ export class WorkerHandle {
     const at = step !== undefined ? ` at step ${step}` : "";
     const output = this.o.output.lastLines(this.label, 20).join("\n");
     return new WorkerLostError(`${this.name} (${this.address}${pid}) ${what}${at}`, {
-      details: { ...(this.role === "ps" ? { server: this.rank } : { rank: this.rank }), address: this.address, ...(step !== undefined ? { step } : {}) },
+      details: {
+        ...(this.role === "ps" ? { server: this.rank } : { rank: this.rank }),
+        address: this.address,
+        ...(step !== undefined ? { step } : {}),
+      },
       hint:
-        (this.process ? "the other workers were stopped; launch a new cluster to continue" : "check the worker's host; the other workers were released") +
+        (this.process
+          ? "the other workers were stopped; launch a new cluster to continue"
+          : "check the worker's host; the other workers were released") +
         (output ? `. Its last output:\n${output}` : ""),
     });
   }
@@ -145,7 +161,9 @@ export class WorkerHandle {
     }
     // A killed local worker closes its socket a moment before its exit is reported; wait for
     // the exit so the error can say how it ended (on a swamped machine over 500 ms later).
-    const exit = this.process ? ((await Promise.race([this.process.whenExited(), delay(EXIT_WAIT_MS)])) ?? this.process.exit) : undefined;
+    const exit = this.process
+      ? ((await Promise.race([this.process.whenExited(), delay(EXIT_WAIT_MS)])) ?? this.process.exit)
+      : undefined;
     if (this.lost || this.expectedClose) return;
     this.markLost(this.lostError(exit ? `exited (${describeExit(exit)})` : "closed its connection"));
   }

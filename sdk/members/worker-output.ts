@@ -23,7 +23,10 @@ export class WorkerOutput {
   private received = 0;
   private readonly buckets = new Map<string, Bucket>();
 
-  constructor(private readonly spec: WorkerOutputSpec, private readonly write: (stream: "stdout" | "stderr", text: string) => void = writeToProcess) {}
+  constructor(
+    private readonly spec: WorkerOutputSpec,
+    private readonly write: (stream: "stdout" | "stderr", text: string) => void = writeToProcess,
+  ) {}
 
   line(from: string, stream: "stdout" | "stderr", text: string): void {
     this.kept.push({ from, stream, text, time: Date.now() });
@@ -42,7 +45,11 @@ export class WorkerOutput {
 
   /** Lines a worker started elsewhere dropped itself: it printed faster than it may send them. */
   droppedAtWorker(from: string, count: number): void {
-    if (count > 0 && this.spec.level !== "none") this.write("stderr", `[${from}] (${count} line${count === 1 ? "" : "s"} dropped by the worker: it printed faster than it may send them)\n`);
+    if (count > 0 && this.spec.level !== "none")
+      this.write(
+        "stderr",
+        `[${from}] (${count} line${count === 1 ? "" : "s"} dropped by the worker: it printed faster than it may send them)\n`,
+      );
   }
 
   /** Says how many lines were held back, for every worker that has some: at the end of a fit and at close. */
@@ -64,7 +71,8 @@ export class WorkerOutput {
   /** The last `n` lines kept from `from`, oldest first. */
   lastLines(from: string, n: number): string[] {
     const out: string[] = [];
-    for (let i = this.kept.length - 1; i >= 0 && out.length < n; i--) if (this.kept[i]!.from === from) out.push(this.kept[i]!.text);
+    for (let i = this.kept.length - 1; i >= 0 && out.length < n; i--)
+      if (this.kept[i]!.from === from) out.push(this.kept[i]!.text);
     return out.reverse();
   }
 
@@ -92,7 +100,10 @@ export class WorkerOutput {
 
   private summarise(from: string, b: Bucket): void {
     if (b.held === 0) return;
-    this.write("stderr", `[${from}] (${b.held} line${b.held === 1 ? "" : "s"} not shown: more than ${this.spec.linesPerSecond} a second; run.logs has them)\n`);
+    this.write(
+      "stderr",
+      `[${from}] (${b.held} line${b.held === 1 ? "" : "s"} not shown: more than ${this.spec.linesPerSecond} a second; run.logs has them)\n`,
+    );
     b.held = 0;
   }
 }

@@ -12,7 +12,8 @@ export function epochHistory(steps: readonly StepRecord[], validation: readonly 
     const e = sums.get(s.epoch) ?? { samples: 0, values: new Map<string, number>() };
     sums.set(s.epoch, e);
     e.samples += s.samples;
-    for (const [k, v] of [["loss", s.loss] as const, ...Object.entries(s.metrics ?? {})]) e.values.set(k, (e.values.get(k) ?? 0) + v * s.samples);
+    for (const [k, v] of [["loss", s.loss] as const, ...Object.entries(s.metrics ?? {})])
+      e.values.set(k, (e.values.get(k) ?? 0) + v * s.samples);
   }
   const epochs = [...sums.keys()].sort((a, b) => a - b);
   const history: Record<string, number[]> = {};

@@ -50,9 +50,13 @@ export function memoryLines(plan: Plan, memory: readonly MemberMemory[]): string
     const held = data > 0 ? ` + ${formatBytes(data)} of data it loaded` : "";
     // A model of a few KiB grows the process by what any fit does (tens of MiB): no ratio worth showing.
     const predicted = predictedPeakBytes(plan, m);
-    const ratios = est !== null && predicted !== null && est >= 2 ** 20 ? ` (measured ${(grew / (est + data)).toFixed(2)}x; the peak ${(m.peakRssBytes / predicted).toFixed(2)}x the ${formatBytes(predicted)} predicted with the process's own)` : "";
+    const ratios =
+      est !== null && predicted !== null && est >= 2 ** 20
+        ? ` (measured ${(grew / (est + data)).toFixed(2)}x; the peak ${(m.peakRssBytes / predicted).toFixed(2)}x the ${formatBytes(predicted)} predicted with the process's own)`
+        : "";
     const vs = est === null || est <= 0 ? "" : `; the plan estimated ${formatBytes(est)}${held}${ratios}`;
-    if (m.peakFrom === "tensors") return `rank ${m.rank} memory (a browser tab: TF.js's count only): largest after a step ${formatBytes(m.peakRssBytes)}, ${formatBytes(grew)} above its count without a model${vs}; tensors held at the end ${formatBytes(m.tensorBytes)}`;
+    if (m.peakFrom === "tensors")
+      return `rank ${m.rank} memory (a browser tab: TF.js's count only): largest after a step ${formatBytes(m.peakRssBytes)}, ${formatBytes(grew)} above its count without a model${vs}; tensors held at the end ${formatBytes(m.tensorBytes)}`;
     const how = m.peakFrom === "kernel" ? "peak" : "largest sampled";
     return `${m.role === "ps" ? "server" : "rank"} ${m.rank} memory: ${how} resident set ${formatBytes(m.peakRssBytes)}, ${formatBytes(grew)} above the worker's without a model${vs}; tensors held at the end ${formatBytes(m.tensorBytes)}`;
   });

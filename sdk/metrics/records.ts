@@ -35,7 +35,13 @@ export interface WorkerStepRecord {
   /** Pipeline strategies: when each forward (F) and backward (B) of a micro-batch ran, ms from startMs. */
   actions?: Array<{ kind: "F" | "B"; micro: number; start: number; end: number }>;
   /** ZeRO-2 and -3: each bucket's all-gather and reduce-scatter (layer: its first layer's index among the layers with weights; last: its last, where it holds several), ms from startMs. */
-  collectives?: Array<{ kind: "all-gather" | "reduce-scatter"; layer: number; last?: number; start: number; end: number }>;
+  collectives?: Array<{
+    kind: "all-gather" | "reduce-scatter";
+    layer: number;
+    last?: number;
+    start: number;
+    end: number;
+  }>;
   /** Pipeline strategies: the most micro-batches whose inputs this worker held at once. */
   inFlightMax?: number;
   /** A straggler made on purpose (.slowdown()): time it waited after computing, part of computeMs. */
@@ -224,4 +230,3 @@ export interface EpochHistory {
   epoch: number[];
   history: Record<string, number[]>;
 }
-

@@ -18,6 +18,9 @@ export function replicaStepLine(c: ReplicaStepChoice): string {
 /** A worker's slice ran well below what its FLOPs predict: by how much, and where the time went. */
 export function slowStepLine(s: SlowStep & { rank: number }): string {
   const total = s.top.reduce((a, t) => a + t.ms, 0) || 1;
-  const where = s.top.slice(0, 5).map((t) => `${t.name} ${((100 * t.ms) / total).toFixed(0)}%${t.count ? ` (x${t.count})` : ""}`).join(", ");
+  const where = s.top
+    .slice(0, 5)
+    .map((t) => `${t.name} ${((100 * t.ms) / total).toFixed(0)}%${t.count ? ` (x${t.count})` : ""}`)
+    .join(", ");
   return `slow step: rank ${s.rank}'s slice computed in ${s.measuredMs.toFixed(1)} ms, ${(s.measuredMs / Math.max(s.predictedMs, 1e-9)).toFixed(1)}x what its FLOPs predict at the ${s.gflops.toFixed(1)} GFLOP/s it measured for a matrix product; the time went to ${s.by === "layers" ? "these layers" : "these TF.js kernels"}: ${where}`;
 }

@@ -37,7 +37,9 @@ export interface RunSummary {
 }
 
 /** The run's measures: throughput after warm-up, per-rank medians, stragglers, bubble, and what was predicted. */
-export function summarize(record: Pick<RunRecord, "history" | "workers" | "epochs" | "wallMs"> & { plan: Pick<Plan, "prediction"> }): RunSummary {
+export function summarize(
+  record: Pick<RunRecord, "history" | "workers" | "epochs" | "wallMs"> & { plan: Pick<Plan, "prediction"> },
+): RunSummary {
   const h = record.history;
   const warm = defaultWarmup(h.length);
   const window = h.slice(warm);
@@ -65,6 +67,8 @@ export function summarize(record: Pick<RunRecord, "history" | "workers" | "epoch
     }),
     stragglers: stragglers(window.length > 0 ? window : h),
     bubble: window.some((s) => s.bubble !== undefined) ? median(window.map((s) => s.bubble ?? 0)) : null,
-    predicted: prediction ? { samplesPerSecond: prediction.samplesPerSecond, stepMs: prediction.stepMs, bubble: prediction.bubble } : null,
+    predicted: prediction
+      ? { samplesPerSecond: prediction.samplesPerSecond, stepMs: prediction.stepMs, bubble: prediction.bubble }
+      : null,
   };
 }

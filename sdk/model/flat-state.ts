@@ -63,20 +63,30 @@ export function flatten(state: ListedState, ranges: FlatRanges, pieces: Pieces):
   const p = pieces.shapes.length;
   const k = p === 0 ? 0 : rest.length / p;
   const length = rangesLength(ranges);
-  if (!Number.isInteger(k)) throw new CheckpointError(`an optimizer state of ${rest.length} tensors does not divide among ${p} pieces`);
+  if (!Number.isInteger(k))
+    throw new CheckpointError(`an optimizer state of ${rest.length} tensors does not divide among ${p} pieces`);
   const slots = Array.from({ length: k }, (_, j) => {
     const out = new Float32Array(length);
     let off = 0;
     for (let i = 0; i < p; i++) {
       const t = rest[pieces.pieceMajor ? i * k + j : j * p + i]!;
-      if (t.data.length !== count(pieces.shapes[i]!)) throw new CheckpointError(`optimizer state tensor ${t.name} has ${t.data.length} values; its piece has ${count(pieces.shapes[i]!)}`);
+      if (t.data.length !== count(pieces.shapes[i]!))
+        throw new CheckpointError(
+          `optimizer state tensor ${t.name} has ${t.data.length} values; its piece has ${count(pieces.shapes[i]!)}`,
+        );
       out.set(t.data, off);
       off += t.data.length;
     }
     if (off !== length) throw new CheckpointError(`the optimizer state covers ${off} parameters; its ranges ${length}`);
     return out;
   });
-  return { format: state.format, ranges, slots, head: head.map((t) => ({ name: t.name, value: t.data[0]! })), scalars: { ...state.scalars } };
+  return {
+    format: state.format,
+    ranges,
+    slots,
+    head: head.map((t) => ({ name: t.name, value: t.data[0]! })),
+    scalars: { ...state.scalars },
+  };
 }
 
 /** The flat state listed as an implementation holding `pieces` takes it back. */
@@ -89,7 +99,11 @@ export function unflatten(flat: FlatState, pieces: Pieces): ListedState {
     for (let i = 0; i < p; i++) {
       const shape = pieces.shapes[i]!;
       const n = count(shape);
-      rest[pieces.pieceMajor ? i * k + j : j * p + i] = { name: `${i}/${j}`, data: flat.slots[j]!.slice(off, off + n), shape: [...shape] };
+      rest[pieces.pieceMajor ? i * k + j : j * p + i] = {
+        name: `${i}/${j}`,
+        data: flat.slots[j]!.slice(off, off + n),
+        shape: [...shape],
+      };
       off += n;
     }
   }
@@ -100,7 +114,12 @@ export function unflatten(flat: FlatState, pieces: Pieces): ListedState {
  * Copies into `dst` (laid out over `dstRanges`) the values of `src` (over `srcRanges`) that
  * fall in both; returns how many it copied.
  */
-export function copyOverlap(src: Float32Array, srcRanges: FlatRanges, dst: Float32Array, dstRanges: FlatRanges): number {
+export function copyOverlap(
+  src: Float32Array,
+  srcRanges: FlatRanges,
+  dst: Float32Array,
+  dstRanges: FlatRanges,
+): number {
   let copied = 0;
   let s = 0;
   for (const [sf, st] of srcRanges) {
@@ -122,7 +141,12 @@ export function copyOverlap(src: Float32Array, srcRanges: FlatRanges, dst: Float
 /** The flat state on the wire: its head's tensors, then one tensor per slot (ranges travel beside them). */
 export function listFlat(flat: FlatState): ListedState & { ranges: FlatRanges } {
   const length = rangesLength(flat.ranges);
-  return { format: flat.format, ranges: flat.ranges, tensors: [...headTensors(flat), ...flat.slots.map((s, j) => ({ name: `slot ${j}`, data: s, shape: [length] }))], scalars: flat.scalars };
+  return {
+    format: flat.format,
+    ranges: flat.ranges,
+    tensors: [...headTensors(flat), ...flat.slots.map((s, j) => ({ name: `slot ${j}`, data: s, shape: [length] }))],
+    scalars: flat.scalars,
+  };
 }
 
 /** The counters TF.js keeps as tensors of shape [], first in its list. */

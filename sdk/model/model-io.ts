@@ -10,7 +10,11 @@ import "./layers/index";
  * Builds a model from TF.js topology JSON and weights ("initial": its initializers' own, to time it). Only layer classes registered with TF.js
  * can be built: nothing that arrives over the wire is ever run as code.
  */
-export async function buildModel(topology: Record<string, unknown>, weights: readonly Tensorlike[] | "initial", order: WeightOrder = (m) => m.weights): Promise<tf.LayersModel> {
+export async function buildModel(
+  topology: Record<string, unknown>,
+  weights: readonly Tensorlike[] | "initial",
+  order: WeightOrder = (m) => m.weights,
+): Promise<tf.LayersModel> {
   let model: tf.LayersModel;
   try {
     model = await tf.models.modelFromJSON(topology as unknown as Parameters<typeof tf.models.modelFromJSON>[0]);
@@ -18,7 +22,9 @@ export async function buildModel(topology: Record<string, unknown>, weights: rea
     const msg = (err as Error).message;
     const unknownClass = /Unknown (layer|class|constraint|initializer|regularizer|activation)[^:]*: ?(\w+)/i.exec(msg);
     throw new ModelError(`the worker cannot build the model from its topology: ${msg.split("\n")[0]}`, {
-      hint: unknownClass ? unknownClassHint(unknownClass[2]!) : "send a model built from TF.js layers (tf.sequential / tf.model)",
+      hint: unknownClass
+        ? unknownClassHint(unknownClass[2]!)
+        : "send a model built from TF.js layers (tf.sequential / tf.model)",
       details: unknownClass ? { className: unknownClass[2]! } : {},
     });
   }
@@ -30,7 +36,9 @@ export async function buildModel(topology: Record<string, unknown>, weights: rea
   vars.forEach((w, i) => {
     const got = weights[i]!.shape;
     if (w.shape.length !== got.length || w.shape.some((d, j) => d !== got[j])) {
-      throw new ModelError(`weight ${i} (${w.name}) has shape [${w.shape.join(", ")}] but [${got.join(", ")}] was sent`);
+      throw new ModelError(
+        `weight ${i} (${w.name}) has shape [${w.shape.join(", ")}] but [${got.join(", ")}] was sent`,
+      );
     }
   });
   const tensors = weights.map((w, i) => tf.tensor(w.data, [...w.shape], vars[i]!.dtype));
@@ -56,7 +64,8 @@ type LossFn = (yTrue: tf.Tensor, yPred: tf.Tensor) => tf.Tensor;
  */
 export function compiledLoss(model: tf.LayersModel, loss: LossName, optimizer: tf.Optimizer): LossFn {
   const fns = compiledLosses(model, [loss], optimizer);
-  if (fns.length !== 1) throw new ModelError(`cannot read the compiled loss of this model (${fns.length} loss functions for one output)`);
+  if (fns.length !== 1)
+    throw new ModelError(`cannot read the compiled loss of this model (${fns.length} loss functions for one output)`);
   return fns[0]!;
 }
 
@@ -66,7 +75,9 @@ export function compiledLosses(model: tf.LayersModel, losses: readonly LossName[
   const holder = model as unknown as { lossFunctions?: LossFn[]; model?: { lossFunctions?: LossFn[] } };
   const fns = holder.lossFunctions ?? holder.model?.lossFunctions;
   if (!fns || fns.length !== model.outputs.length || fns.some((f) => typeof f !== "function")) {
-    throw new ModelError(`cannot read the compiled losses of this model (${fns?.length ?? 0} loss functions for ${model.outputs.length} outputs)`);
+    throw new ModelError(
+      `cannot read the compiled losses of this model (${fns?.length ?? 0} loss functions for ${model.outputs.length} outputs)`,
+    );
   }
   return fns;
 }
@@ -77,8 +88,10 @@ export async function readWeights(model: tf.LayersModel, order: WeightOrder = (m
   for (const w of order(model)) {
     const t = w.read();
     const values = await t.data();
-    out.push({ data: t.dtype === "int32" ? Int32Array.from(values as Int32Array) : Float32Array.from(values as Float32Array), shape: [...w.shape] as number[] });
+    out.push({
+      data: t.dtype === "int32" ? Int32Array.from(values as Int32Array) : Float32Array.from(values as Float32Array),
+      shape: [...w.shape] as number[],
+    });
   }
   return out;
 }
-

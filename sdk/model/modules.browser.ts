@@ -5,7 +5,10 @@ import { ConfigError } from "../errors/errors";
  * come from a page built with them; a tab is never given files to load.
  */
 export function loadModules(files: readonly string[]): void {
-  if (files.length > 0) throw new ConfigError(`a browser tab cannot load ${files.join(", ")}`, { hint: "bundle custom layers into the worker page (MESHTRAIN_PAGE_MODULES, docs/browser-workers.md)" });
+  if (files.length > 0)
+    throw new ConfigError(`a browser tab cannot load ${files.join(", ")}`, {
+      hint: "bundle custom layers into the worker page (MESHTRAIN_PAGE_MODULES, docs/browser-workers.md)",
+    });
 }
 
 /** The modules this worker loaded: none in a tab. */

@@ -16,7 +16,14 @@ export function zeroInitialized(topology: Record<string, unknown>): Record<strin
   const walk = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.map(walk);
     if (v === null || typeof v !== "object") return v;
-    return Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, k.endsWith("_initializer") && x !== null && typeof x === "object" ? { class_name: "Zeros", config: {} } : walk(x)]));
+    return Object.fromEntries(
+      Object.entries(v as Record<string, unknown>).map(([k, x]) => [
+        k,
+        k.endsWith("_initializer") && x !== null && typeof x === "object"
+          ? { class_name: "Zeros", config: {} }
+          : walk(x),
+      ]),
+    );
   };
   return walk(topology) as Record<string, unknown>;
 }

@@ -45,7 +45,10 @@ export interface BatchSplit {
 
 export function splitBatch(size: number, replicas: number, microBatches?: number): BatchSplit {
   const perReplica = Object.freeze(replicaSlices(size, replicas));
-  const micro = microBatches === undefined ? null : Object.freeze(perReplica.map((n) => Object.freeze(replicaSlices(n, microBatches))));
+  const micro =
+    microBatches === undefined
+      ? null
+      : Object.freeze(perReplica.map((n) => Object.freeze(replicaSlices(n, microBatches))));
   return Object.freeze({ size, perReplica, micro });
 }
 
@@ -53,7 +56,12 @@ export function splitBatch(size: number, replicas: number, microBatches?: number
  * The splits a plan made for batchSize: the full batch, and the last batch of an epoch when
  * the dataset's size (known at fit time) leaves a shorter one.
  */
-export function planSplits(batchSize: number, datasetSize: number | undefined, replicas: number, microBatches?: number): readonly BatchSplit[] {
+export function planSplits(
+  batchSize: number,
+  datasetSize: number | undefined,
+  replicas: number,
+  microBatches?: number,
+): readonly BatchSplit[] {
   const last = datasetSize === undefined ? 0 : datasetSize % batchSize;
   const sizes = last > 0 && datasetSize! > batchSize ? [batchSize, last] : last > 0 ? [last] : [batchSize];
   return Object.freeze(sizes.map((n) => splitBatch(n, replicas, microBatches)));
@@ -63,7 +71,9 @@ export function planSplits(batchSize: number, datasetSize: number | undefined, r
 export function splitOf(batch: { readonly splits: readonly BatchSplit[] } | null, count: number): BatchSplit {
   const found = batch?.splits.find((s) => s.size === count);
   if (!found) {
-    throw new Error(`the plan has no split of a batch of ${count} samples (it split ${batch ? batch.splits.map((s) => s.size).join(" and ") : "no batch"}): plans made for a fit know the dataset's size`);
+    throw new Error(
+      `the plan has no split of a batch of ${count} samples (it split ${batch ? batch.splits.map((s) => s.size).join(" and ") : "no batch"}): plans made for a fit know the dataset's size`,
+    );
   }
   return found;
 }

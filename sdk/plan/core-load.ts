@@ -43,7 +43,8 @@ export function busiestCore(users: readonly CoreUser[]): CoreLoad {
   const perCore = new Map<string, CoreLoad>();
   users.forEach((u, i) => {
     const machine = u.host ?? `#${i}`;
-    const cores = u.cores && u.cores.length > 0 ? u.cores : Array.from({ length: Math.max(1, u.cpus ?? 1) }, (_, c) => c);
+    const cores =
+      u.cores && u.cores.length > 0 ? u.cores : Array.from({ length: Math.max(1, u.cpus ?? 1) }, (_, c) => c);
     for (const c of cores) {
       const key = `${machine}/${c}`;
       const load = perCore.get(key) ?? { ms: 0, names: [] };

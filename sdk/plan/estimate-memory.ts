@@ -15,14 +15,22 @@ export interface MemoryEstimateWithTotal extends MemoryEstimate {
  * samples). Pure arithmetic on the topology; an estimate, checked against TF.js's own memory
  * accounting in test/unit/memory-estimate.test.ts.
  */
-export function estimateMemory(model: tf.LayersModel, options: { batchSize?: number; optimizer?: OptimizerInput } = {}): MemoryEstimateWithTotal {
+export function estimateMemory(
+  model: tf.LayersModel,
+  options: { batchSize?: number; optimizer?: OptimizerInput } = {},
+): MemoryEstimateWithTotal {
   if (options.batchSize !== undefined && !(Number.isInteger(options.batchSize) && options.batchSize > 0)) {
     throw new ConfigError(`batchSize ${options.batchSize} must be a positive integer`);
   }
   let optimizer;
   if (options.optimizer !== undefined) {
-    const parsed = OptimizerSpecSchema.safeParse(typeof options.optimizer === "string" ? { name: options.optimizer } : options.optimizer);
-    if (!parsed.success) throw new ConfigError(`optimizer ${JSON.stringify(options.optimizer)} is not one meshtrain knows`, { hint: `use one of ${OPTIMIZER_NAMES.map((n) => `"${n}"`).join(", ")}` });
+    const parsed = OptimizerSpecSchema.safeParse(
+      typeof options.optimizer === "string" ? { name: options.optimizer } : options.optimizer,
+    );
+    if (!parsed.success)
+      throw new ConfigError(`optimizer ${JSON.stringify(options.optimizer)} is not one meshtrain knows`, {
+        hint: `use one of ${OPTIMIZER_NAMES.map((n) => `"${n}"`).join(", ")}`,
+      });
     optimizer = parsed.data;
   }
   const e = estimateReplicaMemory(summarizeModel(model), { batchSize: options.batchSize, optimizer });

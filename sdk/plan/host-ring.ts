@@ -20,7 +20,8 @@ export function hostRing(hosts: ReadonlyArray<string | undefined>): HostRing {
   hosts.forEach((h, r) => byHost.set(h!, [...(byHost.get(h!) ?? []), r]));
   if (byHost.size === n || byHost.size === 1) return { order: identity, note: null };
   const order = [...byHost.values()].flat();
-  const crossings = (ring: readonly number[]): number => ring.filter((r, i) => hosts[r] !== hosts[ring[(i + 1) % n]!]).length;
+  const crossings = (ring: readonly number[]): number =>
+    ring.filter((r, i) => hosts[r] !== hosts[ring[(i + 1) % n]!]).length;
   const machines = [...byHost].map(([h, ranks]) => `${h}: ${ranks.join(", ")}`).join("; ");
   const changed = order.some((r, i) => r !== i);
   return {

@@ -1,4 +1,3 @@
-
 /** A machine the workers run on: how many of them, and its cores. */
 export interface Machine {
   readonly host: string;
@@ -11,7 +10,9 @@ export interface Machine {
  * out. A machine's cores: the union of its workers' allowed cores where each said which (two
  * workers pinned to cores 0 and 1 have two), else the most any of them may use.
  */
-export function machinesOf(devices: ReadonlyArray<{ host?: string; cpus?: number; cores?: readonly number[] }>): Machine[] {
+export function machinesOf(
+  devices: ReadonlyArray<{ host?: string; cpus?: number; cores?: readonly number[] }>,
+): Machine[] {
   const perHost = new Map<string, { workers: number; cpus: number; cores: Set<number> | null }>();
   for (const d of devices) {
     if (d.host === undefined || !(d.cpus! > 0)) continue;
@@ -22,5 +23,9 @@ export function machinesOf(devices: ReadonlyArray<{ host?: string; cpus?: number
     else m.cores = null;
     perHost.set(d.host, m);
   }
-  return [...perHost].map(([host, m]) => ({ host, workers: m.workers, cpus: m.cores && m.cores.size > 0 ? m.cores.size : m.cpus }));
+  return [...perHost].map(([host, m]) => ({
+    host,
+    workers: m.workers,
+    cpus: m.cores && m.cores.size > 0 ? m.cores.size : m.cpus,
+  }));
 }

@@ -88,11 +88,13 @@ export const CONV_COLUMNS_CAP = (16 * 1024 * 1024) / 4;
  * for the bias (flops.ts), which gives its kh kw cin columns for each of its outH outW positions.
  */
 export function convColumnsBytes(model: Pick<ModelSummary, "layers">, batchSize: number): number {
-  const per = model.layers.filter((l) => l.className === "Conv2D").map((l) => {
-    const out = l.outputShape.slice(1).reduce<number>((a, d) => a * (d ?? 1), 1);
-    const channels = l.outputShape[l.outputShape.length - 1] ?? 1;
-    return Math.max(0, Math.round((l.flopsPerSample - out) / (2 * channels)));
-  });
+  const per = model.layers
+    .filter((l) => l.className === "Conv2D")
+    .map((l) => {
+      const out = l.outputShape.slice(1).reduce<number>((a, d) => a * (d ?? 1), 1);
+      const channels = l.outputShape[l.outputShape.length - 1] ?? 1;
+      return Math.max(0, Math.round((l.flopsPerSample - out) / (2 * channels)));
+    });
   return 4 * Math.max(0, ...per.map((p) => Math.min(p * batchSize, Math.max(p, CONV_COLUMNS_CAP))));
 }
 
@@ -109,14 +111,27 @@ export function largestLayerBytes(model: Pick<ModelSummary, "layers">): number {
  * ("parameters") the weights too, plus the largest bucket's weights gathered whole. With
  * `overlap` each of those buffers is held twice.
  */
-export function shardedMemory(e: MemoryEstimate, shard: ShardStage | null, n: number, largestLayer: number, optimizer?: OptimizerSpec, overlap = false): MemoryEstimate {
+export function shardedMemory(
+  e: MemoryEstimate,
+  shard: ShardStage | null,
+  n: number,
+  largestLayer: number,
+  optimizer?: OptimizerSpec,
+  overlap = false,
+): MemoryEstimate {
   if (!shard || n <= 1) return e;
   const optimizerBytes = e.optimizerBytes === null ? null : Math.ceil(e.optimizerBytes / n);
   if (shard === "optimizer") return { ...e, optimizerBytes };
   // With overlap a second buffer of each kind: the next unit's gather or gradient while one is in flight.
   const buffers = overlap ? 2 : 1;
   const gradientBytes = Math.ceil(e.gradientBytes / n) + buffers * largestLayer;
-  if (shard === "gradients") return { ...e, optimizerBytes, gradientBytes, paramsBytes: e.paramsBytes + (updatesInPlace(optimizer) ? 0 : Math.ceil(e.gradientBytes / n)) };
+  if (shard === "gradients")
+    return {
+      ...e,
+      optimizerBytes,
+      gradientBytes,
+      paramsBytes: e.paramsBytes + (updatesInPlace(optimizer) ? 0 : Math.ceil(e.gradientBytes / n)),
+    };
   return { ...e, optimizerBytes, gradientBytes, paramsBytes: Math.ceil(e.paramsBytes / n) + buffers * largestLayer };
 }
 
@@ -130,9 +145,17 @@ export interface NativeMemory {
   fixedBytes: number;
 }
 
-export function estimateReplicaMemory(model: ModelSummary, o: { batchSize?: number; optimizer?: OptimizerSpec; native?: NativeMemory | null }): MemoryEstimate {
+export function estimateReplicaMemory(
+  model: ModelSummary,
+  o: { batchSize?: number; optimizer?: OptimizerSpec; native?: NativeMemory | null },
+): MemoryEstimate {
   const b = o.batchSize;
-  const activations = b === undefined ? null : o.native ? o.native.bytesPerSample * b + o.native.fixedBytes : activationElementsPerSample(model) * 4 * b;
+  const activations =
+    b === undefined
+      ? null
+      : o.native
+        ? o.native.bytesPerSample * b + o.native.fixedBytes
+        : activationElementsPerSample(model) * 4 * b;
   return {
     paramsBytes: model.paramCount * 4,
     gradientBytes: model.trainableParamCount * 4,

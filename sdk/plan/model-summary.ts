@@ -97,8 +97,12 @@ export function summarizeModel(model: tf.LayersModel): ModelSummary {
     paramCount: layers.reduce((n, l) => n + l.params, 0),
     trainableParamCount: layers.reduce((n, l) => n + l.trainableParams, 0),
     flopsPerSample: layers.reduce((n, l) => n + l.flopsPerSample, 0),
-    variables: kept.flatMap((l, layer) => l.trainableWeights.map((w) => ({ layer, name: w.originalName ?? w.name, shape: w.shape.map((d) => d ?? 1) }))),
-    state: model.nonTrainableWeights.filter((w) => w.dtype === "float32").map((w) => ({ layer: layerOf.get(w) ?? -1, name: w.originalName ?? w.name, shape: w.shape.map((d) => d ?? 1) })),
+    variables: kept.flatMap((l, layer) =>
+      l.trainableWeights.map((w) => ({ layer, name: w.originalName ?? w.name, shape: w.shape.map((d) => d ?? 1) })),
+    ),
+    state: model.nonTrainableWeights
+      .filter((w) => w.dtype === "float32")
+      .map((w) => ({ layer: layerOf.get(w) ?? -1, name: w.originalName ?? w.name, shape: w.shape.map((d) => d ?? 1) })),
     cuts,
     inputReaders,
     outputMakers,

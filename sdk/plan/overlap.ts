@@ -18,16 +18,28 @@ export interface OverlapChoice {
  * than with one all-reduce after the backward pass, in all four runs on two machines.
  * Without the workers' machines known (a plan made before launch) it stays on, as DDP's default.
  */
-export function chooseOverlap(asked: "auto" | boolean, workers: number, devices: ReadonlyArray<{ host?: string; cpus?: number }> | undefined): OverlapChoice {
+export function chooseOverlap(
+  asked: "auto" | boolean,
+  workers: number,
+  devices: ReadonlyArray<{ host?: string; cpus?: number }> | undefined,
+): OverlapChoice {
   if (workers < 2) return { on: false, why: "one worker: no all-reduce" };
   if (asked === true) return { on: true, why: "asked for with overlap: true" };
   if (asked === false) return { on: false, why: "asked for with overlap: false" };
   const crowded = machinesOf(devices ?? []).filter((m) => m.workers >= m.cpus);
   if (crowded.length > 0) {
     const which = crowded.map((m) => `${m.workers} on ${m.host}'s ${m.cpus} core(s)`).join(", ");
-    return { on: false, why: `no core to spare for the all-reduce's thread (${which}): it would slow the backward pass more than it hides; overlap: true asks for it anyway` };
+    return {
+      on: false,
+      why: `no core to spare for the all-reduce's thread (${which}): it would slow the backward pass more than it hides; overlap: true asks for it anyway`,
+    };
   }
-  if (!devices || devices.length === 0) return { on: true, why: "the workers' machines are not known before launch; a launched cluster's fit decides from them" };
-  if (devices.some((d) => d.host === undefined || !(d.cpus! > 0))) return { on: true, why: "not every worker said which machine it runs on (DDP's default)" };
+  if (!devices || devices.length === 0)
+    return {
+      on: true,
+      why: "the workers' machines are not known before launch; a launched cluster's fit decides from them",
+    };
+  if (devices.some((d) => d.host === undefined || !(d.cpus! > 0)))
+    return { on: true, why: "not every worker said which machine it runs on (DDP's default)" };
   return { on: true, why: "every worker's machine has a core to spare for the all-reduce's thread" };
 }

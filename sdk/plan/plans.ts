@@ -31,7 +31,14 @@ export interface DataParallelPlan {
   /** How the ring was ordered by machine, where machines are shared (null: one worker per machine, or all on one). */
   readonly ringNote: string | null;
   /** `slowdown`: a straggler made on purpose (.slowdown()): it waits (slowdown - 1) x its compute after computing (1: not slowed). */
-  readonly workers: ReadonlyArray<{ rank: number; replica: number; ringPosition: number; layers: "all"; params: number; slowdown: number }>;
+  readonly workers: ReadonlyArray<{
+    rank: number;
+    replica: number;
+    ringPosition: number;
+    layers: "all";
+    params: number;
+    slowdown: number;
+  }>;
   readonly model: ModelSummary;
   /** Bytes of the flat float32 gradient buffer all-reduced each step. */
   readonly gradientBytes: number;
@@ -46,7 +53,12 @@ export interface DataParallelPlan {
   /** Sharded data parallelism: "optimizer" (ZeRO-1), each replica holding its shard's optimizer state; "gradients" (ZeRO-2), its part of every layer's gradient too; "parameters" (ZeRO-3), and of its weights; null: every replica holds all of it. */
   readonly shard: ShardStage | null;
   /** ZeRO-2 and -3: the layers grouped into buckets of up to `capBytes`, each bucket's collectives one (shard-buckets.ts); `why` where a memory cap made them smaller than the default; null otherwise. */
-  readonly buckets: { readonly capBytes: number; readonly count: number; readonly largestBytes: number; readonly why?: string } | null;
+  readonly buckets: {
+    readonly capBytes: number;
+    readonly count: number;
+    readonly largestBytes: number;
+    readonly why?: string;
+  } | null;
   readonly allReduce: {
     readonly algorithm: "ring";
     /** Bytes each rank sends per step: 2(N-1)/N x the gradient's bytes on the wire (reduce-scatter + all-gather). */
@@ -148,8 +160,18 @@ export interface PsPlan {
   readonly worldSize: number;
   readonly replicas: number;
   /** Each server's trainable variables (it applies the optimizer to them) and state (it combines the workers' changes). */
-  readonly servers: ReadonlyArray<{ readonly index: number; readonly variables: readonly ShardVariable[]; readonly state: readonly ShardVariable[]; readonly bytes: number }>;
-  readonly workers: ReadonlyArray<{ readonly rank: number; readonly slowdown: number; readonly layers: "all"; readonly params: number }>;
+  readonly servers: ReadonlyArray<{
+    readonly index: number;
+    readonly variables: readonly ShardVariable[];
+    readonly state: readonly ShardVariable[];
+    readonly bytes: number;
+  }>;
+  readonly workers: ReadonlyArray<{
+    readonly rank: number;
+    readonly slowdown: number;
+    readonly layers: "all";
+    readonly params: number;
+  }>;
   readonly model: ModelSummary;
   /** Bytes of float32 gradients each worker pushes per step (and parameters it pulls). */
   readonly gradientBytes: number;
@@ -204,7 +226,6 @@ export interface PipelinePlan {
   /** Why this strategy and shape were chosen, when a planner chose them (strategy "auto"); explain() adds what follows from the plan. */
   readonly reasons: readonly string[];
 }
-
 
 /** Any strategy's plan. `strategy` says which shape it has (auto makes a data, pipeline or hybrid plan). */
 export type PlanData = DataParallelPlan | PsPlan | PipelinePlan;

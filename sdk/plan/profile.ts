@@ -44,7 +44,12 @@ export function atBatch(batches: readonly number[], ms: readonly number[], b: nu
 }
 
 /** Forward and backward ms of layers [from, to) at batch b. */
-export function layersMs(p: ModelProfile, from: number, to: number, b: number): { forwardMs: number; backwardMs: number } {
+export function layersMs(
+  p: ModelProfile,
+  from: number,
+  to: number,
+  b: number,
+): { forwardMs: number; backwardMs: number } {
   let forwardMs = 0;
   let backwardMs = 0;
   for (const l of p.layers.slice(from, to)) {

@@ -40,11 +40,20 @@ export interface DataStepWork {
  * Undefined where a worker did not say (a tab cannot read its CPU time): nothing is priced from
  * a guess.
  */
-export function dataCoreLoad(w: DataStepWork, ring: readonly RingCpu[] | undefined, seats: { workers: readonly Seat[]; driver?: Seat }): CoreLoad | undefined {
+export function dataCoreLoad(
+  w: DataStepWork,
+  ring: readonly RingCpu[] | undefined,
+  seats: { workers: readonly Seat[]; driver?: Seat },
+): CoreLoad | undefined {
   if (!ring || ring.length !== seats.workers.length) return undefined;
-  const workers = seats.workers.map((seat, r) => ({ ...seat, name: `worker ${r}`, busyMs: w.computeMs + w.allReduces * ring[r]!.fixedMs + w.bytes * ring[r]!.msPerByte }));
+  const workers = seats.workers.map((seat, r) => ({
+    ...seat,
+    name: `worker ${r}`,
+    busyMs: w.computeMs + w.allReduces * ring[r]!.fixedMs + w.bytes * ring[r]!.msPerByte,
+  }));
   // The driver asks each worker for its step and takes its answer; one that did not measure itself is left out.
-  const driver = seats.driver?.handling ? [{ ...seats.driver, name: "the driver", busyMs: handlingMs(seats.driver.handling, w.replicas, w.feedBytes) }] : [];
+  const driver = seats.driver?.handling
+    ? [{ ...seats.driver, name: "the driver", busyMs: handlingMs(seats.driver.handling, w.replicas, w.feedBytes) }]
+    : [];
   return busiestCore([...workers, ...driver]);
 }
-

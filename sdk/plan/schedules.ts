@@ -32,7 +32,12 @@ export function gpipe(stages: number, microBatches: number): Schedule {
     ...Array.from({ length: microBatches }, (_, m) => ({ kind: "F" as const, micro: m })),
     ...Array.from({ length: microBatches }, (_, m) => ({ kind: "B" as const, micro: m })),
   ];
-  return Object.freeze({ name: "gpipe" as const, stages, microBatches, actions: Object.freeze(Array.from({ length: stages }, one)) });
+  return Object.freeze({
+    name: "gpipe" as const,
+    stages,
+    microBatches,
+    actions: Object.freeze(Array.from({ length: stages }, one)),
+  });
 }
 
 /**
@@ -80,7 +85,10 @@ export function actionKey(stage: number, a: Action): string {
  * on stage s waits for F of m on stage s-1, and B of m on stage s for B of m on stage s+1.
  * `cost(stage, action)` gives durations (default 1 for F, 2 for B). Throws if it deadlocks.
  */
-export function simulate(schedule: Schedule, cost: (stage: number, a: Action) => number = (_s, a) => (a.kind === "F" ? 1 : 2)): TimedAction[][] {
+export function simulate(
+  schedule: Schedule,
+  cost: (stage: number, a: Action) => number = (_s, a) => (a.kind === "F" ? 1 : 2),
+): TimedAction[][] {
   const S = schedule.stages;
   const done = new Map<string, number>();
   const next = new Array<number>(S).fill(0);
@@ -105,7 +113,9 @@ export function simulate(schedule: Schedule, cost: (stage: number, a: Action) =>
       progressed = true;
     }
     if (!progressed) {
-      const stuck = schedule.actions.map((acts, s) => `stage ${s} at ${acts[next[s]!] ? actionLabel(acts[next[s]!]!) : "end"}`).join(", ");
+      const stuck = schedule.actions
+        .map((acts, s) => `stage ${s} at ${acts[next[s]!] ? actionLabel(acts[next[s]!]!) : "end"}`)
+        .join(", ");
       throw new Error(`schedule ${schedule.name} deadlocks: ${stuck}`);
     }
   }
@@ -117,11 +127,16 @@ export function checkSchedule(schedule: Schedule): string[] {
   const problems: string[] = [];
   schedule.actions.forEach((acts, s) => {
     for (const kind of ["F", "B"] as const) {
-      const micros = acts.filter((a) => a.kind === kind).map((a) => a.micro).sort((x, y) => x - y);
-      if (micros.join() !== Array.from({ length: schedule.microBatches }, (_, m) => m).join()) problems.push(`stage ${s} runs ${kind} for micro-batches [${micros.join(", ")}]`);
+      const micros = acts
+        .filter((a) => a.kind === kind)
+        .map((a) => a.micro)
+        .sort((x, y) => x - y);
+      if (micros.join() !== Array.from({ length: schedule.microBatches }, (_, m) => m).join())
+        problems.push(`stage ${s} runs ${kind} for micro-batches [${micros.join(", ")}]`);
     }
     acts.forEach((a, i) => {
-      if (a.kind === "B" && !acts.slice(0, i).some((p) => p.kind === "F" && p.micro === a.micro)) problems.push(`stage ${s} runs B${a.micro} before F${a.micro}`);
+      if (a.kind === "B" && !acts.slice(0, i).some((p) => p.kind === "F" && p.micro === a.micro))
+        problems.push(`stage ${s} runs B${a.micro} before F${a.micro}`);
     });
   });
   if (problems.length === 0) {
@@ -172,7 +187,9 @@ export function formatSchedule(schedule: Schedule): string {
   const head = `${schedule.name}: ${schedule.stages} stages, ${schedule.microBatches} micro-batches (F = 1 unit, B = 2)`;
   const rows = timed.map((acts, s) => {
     const cells = new Array<string>(end).fill(".".padEnd(width));
-    for (const a of acts) for (let t = a.start; t < a.end; t++) cells[t] = (t === a.start ? actionLabel(a) : a.kind.toLowerCase()).padEnd(width);
+    for (const a of acts)
+      for (let t = a.start; t < a.end; t++)
+        cells[t] = (t === a.start ? actionLabel(a) : a.kind.toLowerCase()).padEnd(width);
     return `stage ${s} | ${cells.join("")}`;
   });
   return [head, ...rows].join("\n");

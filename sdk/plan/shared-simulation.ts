@@ -61,14 +61,20 @@ export function simulateShared(
     }
   }
   if (st.next.some((n, s) => n < schedule.actions[s]!.length)) {
-    const stuck = schedule.actions.map((acts, s) => `stage ${s} at ${acts[st.next[s]!] ? actionLabel(acts[st.next[s]!]!) : "end"}`).join(", ");
+    const stuck = schedule.actions
+      .map((acts, s) => `stage ${s} at ${acts[st.next[s]!] ? actionLabel(acts[st.next[s]!]!) : "end"}`)
+      .join(", ");
     throw new Error(`schedule ${schedule.name} deadlocks: ${stuck}`);
   }
   return out;
 }
 
 /** Every idle stage whose next action's input has arrived starts it now. */
-function startReady(schedule: Schedule, st: { done: ReadonlySet<string>; next: number[]; running: Activity[]; now: number }, cost: (stage: number, a: Action) => ActionCost): void {
+function startReady(
+  schedule: Schedule,
+  st: { done: ReadonlySet<string>; next: number[]; running: Activity[]; now: number },
+  cost: (stage: number, a: Action) => ActionCost,
+): void {
   for (let s = 0; s < schedule.stages; s++) {
     const a = schedule.actions[s]![st.next[s]!];
     if (!a || st.running.some((r) => r.stage === s)) continue;

@@ -13,13 +13,19 @@ const PREDICTION_MARGIN = 1.25;
 const REMEDY = "use fewer workers, a larger batch per step, or a model with fewer parameters per unit of compute";
 
 /** Said instead of REMEDY where the compute was estimated, not timed. */
-const UNMEASURED = "the compute is estimated from the model's FLOPs, not timed, so this comparison is unmeasured: cluster.profile(model, { batchSize }) times it, and a fit's summary says what its steps measured";
+const UNMEASURED =
+  "the compute is estimated from the model's FLOPs, not timed, so this comparison is unmeasured: cluster.profile(model, { batchSize }) times it, and a fit's summary says what its steps measured";
 
 /**
  * The plan's warning: `prediction` (N replicas) against `one` (the same global batch on one
  * worker, no all-reduce). Null when N workers are predicted to be faster.
  */
-export function predictedSlowerThanOne(o: { workers: number; gradientBytes: number; prediction: Prediction; one: Pick<Prediction, "samplesPerSecond" | "computeMs" | "timed"> }): string | null {
+export function predictedSlowerThanOne(o: {
+  workers: number;
+  gradientBytes: number;
+  prediction: Prediction;
+  one: Pick<Prediction, "samplesPerSecond" | "computeMs" | "timed">;
+}): string | null {
   const { prediction: p, one } = o;
   if (o.workers < 2 || p.samplesPerSecond >= one.samplesPerSecond) return null;
   // An estimate from FLOPs can be off several times over (convolutions, merges): no advice rests on it.
@@ -54,7 +60,10 @@ export function measuredSlowerThanOne(o: {
   if (!(alone > 0) || o.medianStepMs <= alone * (o.oneWorkerMs !== undefined ? PREDICTION_MARGIN : 1)) return null;
   const comm = median(o.ranks.map((r) => r.commMs));
   const wait = median(o.ranks.map((r) => r.waitMs));
-  const basis = o.oneWorkerMs !== undefined ? "predicted from the step timed on a worker" : `${o.workers} x ${compute.toFixed(1)} ms`;
+  const basis =
+    o.oneWorkerMs !== undefined
+      ? "predicted from the step timed on a worker"
+      : `${o.workers} x ${compute.toFixed(1)} ms`;
   return (
     `SLOWER than one worker would be: a step took ${o.medianStepMs.toFixed(1)} ms (median): ${compute.toFixed(1)} ms computing on each worker, ` +
     `${comm.toFixed(1)} ms all-reducing ${formatBytes(o.gradientBytes)} and ${wait.toFixed(1)} ms waiting, ${(o.medianStepMs / alone).toFixed(1)}x what one worker would take: about ${alone.toFixed(1)} ms ` +

@@ -36,5 +36,9 @@ export function gridWiring(replicas: number, stages: number): Wiring {
 
 /** Parameter servers: no links between workers; each worker links to every server. */
 export function serverWiring(n: number): Wiring {
-  return { groups: Array.from({ length: n }, (_, r) => [r]), pipe: Array.from({ length: n }, () => ({ prev: null, next: null })), servers: true };
+  return {
+    groups: Array.from({ length: n }, (_, r) => [r]),
+    pipe: Array.from({ length: n }, () => ({ prev: null, next: null })),
+    servers: true,
+  };
 }

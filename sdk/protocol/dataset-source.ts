@@ -5,7 +5,11 @@ import { z } from "zod";
  * (feed: "workers"). Only datasets every process can make identically have one.
  */
 export const DatasetSourceSchema = z.discriminatedUnion("kind", [
-  z.strictObject({ kind: z.literal("mnist"), split: z.enum(["train", "test", "all"]), limit: z.number().int().nonnegative().optional() }),
+  z.strictObject({
+    kind: z.literal("mnist"),
+    split: z.enum(["train", "test", "all"]),
+    limit: z.number().int().nonnegative().optional(),
+  }),
   z.strictObject({
     kind: z.literal("synthetic"),
     inputShape: z.array(z.number().int().positive()).min(1).max(6),

@@ -92,7 +92,9 @@ export function decodeFrame(buf: Buffer): DecodedFrame {
   }
   const magic = buf.readUInt32LE(0);
   if (magic !== FRAME_MAGIC) {
-    throw new ProtocolError(`binary frame has magic 0x${magic.toString(16)}, expected 0x${FRAME_MAGIC.toString(16)} ("MTF1")`);
+    throw new ProtocolError(
+      `binary frame has magic 0x${magic.toString(16)}, expected 0x${FRAME_MAGIC.toString(16)} ("MTF1")`,
+    );
   }
   const kind = KIND_NAME[buf.readUInt8(4)];
   if (kind === undefined) throw new ProtocolError(`binary frame has unknown kind ${buf.readUInt8(4)}`);
@@ -135,7 +137,13 @@ function viewPayload(buf: Buffer, dtype: FrameDType, length: number): TensorData
   const start = buf.byteOffset + HEADER_BYTES;
   if (dtype === "float16" || dtype === "bfloat16") {
     const out = new Float32Array(length);
-    jsHalfCodec.decode(dtype === "float16" ? FORMAT_CODE.fp16 : FORMAT_CODE.bf16, buf.subarray(HEADER_BYTES), out, 0, DECODE.store);
+    jsHalfCodec.decode(
+      dtype === "float16" ? FORMAT_CODE.fp16 : FORMAT_CODE.bf16,
+      buf.subarray(HEADER_BYTES),
+      out,
+      0,
+      DECODE.store,
+    );
     return out;
   }
   const Ctor = dtype === "float32" ? Float32Array : Int32Array;

@@ -21,11 +21,15 @@ export const RankClaimSchema = z.strictObject({
 export type RankClaim = z.infer<typeof RankClaimSchema>;
 
 export const JoinHelloSchema = z.strictObject({
-  type: z.literal("hello"), v,
+  type: z.literal("hello"),
+  v,
   /** meshtrain's package version on the worker: driver and workers must run the same. */
   version: z.string().max(64),
   /** Where the worker listens for the driver and its peers (a browser tab: its address at the driver's relay). */
-  url: z.string().regex(/^wss?:\/\/[^\s/]+:\d+(\/relay\/[A-Za-z0-9_-]{16,64})?$/).max(300),
+  url: z
+    .string()
+    .regex(/^wss?:\/\/[^\s/]+:\d+(\/relay\/[A-Za-z0-9_-]{16,64})?$/)
+    .max(300),
   pid: z.number().int(),
   hostname: z.string().max(256),
   node: z.string().max(64),
@@ -36,7 +40,8 @@ export const JoinHelloSchema = z.strictObject({
 export type JoinHello = z.infer<typeof JoinHelloSchema>;
 
 export const JoinAssignedSchema = z.strictObject({
-  type: z.literal("assigned"), v,
+  type: z.literal("assigned"),
+  v,
   rank: z.number().int().nonnegative(),
   worldSize: z.number().int().positive(),
 });

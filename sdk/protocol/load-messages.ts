@@ -16,7 +16,9 @@ const attachments = z.array(TensorSpecSchema).max(4096);
  * the compiled metrics, how long a step may wait for a peer, and the tensors (weights) that follow.
  */
 const loadFields = {
-  type: z.literal("load"), v, id,
+  type: z.literal("load"),
+  v,
+  id,
   optimizer: OptimizerSpecSchema,
   loss: z.enum(LOSS_NAMES),
   heads: HeadsSchema.optional(),
@@ -25,7 +27,10 @@ const loadFields = {
   /** How long a role waits for a peer (a neighbour's activation, a server's pull) before it gives up. */
   stepTimeoutMs: z.number().int().positive(),
   /** Fit option classWeight: class c's loss weight at [c], for every class the data has. */
-  classWeight: z.array(z.number().nonnegative().finite()).max(1 << 20).optional(),
+  classWeight: z
+    .array(z.number().nonnegative().finite())
+    .max(1 << 20)
+    .optional(),
   attachments,
 };
 /** TF.js model topology (model.toJSON()); built with tf.models.modelFromJSON, never evaluated as code. */
@@ -36,7 +41,11 @@ const slowdown = z.number().min(1).max(1000).optional();
 const compression = z.enum(COMPRESSIONS).optional();
 /** The largest slice of the global batch this worker computes, for its memory check. */
 const replicaBatch = z.number().int().positive();
-const variableShapes = z.array(z.strictObject({ index: z.number().int().nonnegative(), shape: z.array(z.number().int().nonnegative()).max(8) })).max(65536);
+const variableShapes = z
+  .array(
+    z.strictObject({ index: z.number().int().nonnegative(), shape: z.array(z.number().int().nonnegative()).max(8) }),
+  )
+  .max(65536);
 
 /** Data parallelism: a replica of the whole model; weights follow as attachments. */
 export const LoadReplicaSchema = z.strictObject({
@@ -118,7 +127,11 @@ export const LoadPsServerSchema = z.strictObject({
    * The server applies its update v at rates[floor(v / workers)]: by its own count of updates,
    * a step's worth being one push per worker (the last rate past the end).
    */
-  rates: z.array(z.number().positive().finite()).min(1).max(1 << 20).optional(),
+  rates: z
+    .array(z.number().positive().finite())
+    .min(1)
+    .max(1 << 20)
+    .optional(),
   /** The trainable variables it holds: their index in the model's trainable weights. */
   variables: variableShapes,
   /** The model state it holds (float non-trainable weights, by index in model.nonTrainableWeights). */
@@ -130,7 +143,12 @@ export const LoadPsServerSchema = z.strictObject({
  * Loads a model for one role: the worker looks the role up in its table of roles (a name, never
  * code), and each role's fields are required where it needs them.
  */
-export const LoadSchema = z.discriminatedUnion("role", [LoadReplicaSchema, LoadStageSchema, LoadPsWorkerSchema, LoadPsServerSchema]);
+export const LoadSchema = z.discriminatedUnion("role", [
+  LoadReplicaSchema,
+  LoadStageSchema,
+  LoadPsWorkerSchema,
+  LoadPsServerSchema,
+]);
 export type LoadMessage = z.infer<typeof LoadSchema>;
 export type RoleName = LoadMessage["role"];
 export type LoadOf<R extends RoleName> = Extract<LoadMessage, { role: R }>;

@@ -21,5 +21,8 @@ export const LOSS_NAMES = [
 export type LossName = (typeof LOSS_NAMES)[number];
 
 /** A model with several outputs: each output's loss and its weight in the total (Keras' lossWeights), in the model's output order. */
-export const HeadsSchema = z.array(z.strictObject({ loss: z.enum(LOSS_NAMES), weight: z.number().nonnegative().finite() })).min(2).max(64);
+export const HeadsSchema = z
+  .array(z.strictObject({ loss: z.enum(LOSS_NAMES), weight: z.number().nonnegative().finite() }))
+  .min(2)
+  .max(64);
 export type Heads = z.output<typeof HeadsSchema>;

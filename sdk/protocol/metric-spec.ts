@@ -24,4 +24,8 @@ export interface MetricSpec {
   /** The model output it is computed on (models with several; default 0). */
   output?: number;
 }
-export const MetricSpecSchema = z.strictObject({ name: z.string().min(1).max(128), fn: z.enum(METRIC_FNS), output: z.number().int().nonnegative().max(63).optional() });
+export const MetricSpecSchema = z.strictObject({
+  name: z.string().min(1).max(128),
+  fn: z.enum(METRIC_FNS),
+  output: z.number().int().nonnegative().max(63).optional(),
+});

@@ -19,13 +19,24 @@ export const ReplicaStepSchema = z.strictObject({ native: z.boolean(), why: z.st
  * initializers' own, since only the time matters.
  */
 export const ProfileSchema = z.strictObject({
-  type: z.literal("profile"), v, id,
+  type: z.literal("profile"),
+  v,
+  id,
   topology: z.record(z.string(), z.unknown()),
   optimizer: OptimizerSpecSchema,
   loss: z.enum(LOSS_NAMES),
   heads: HeadsSchema.optional(),
   /** Batch sizes to time at, ascending: the plan interpolates between them. */
-  batches: z.array(z.number().int().positive().max(1 << 20)).min(1).max(8),
+  batches: z
+    .array(
+      z
+        .number()
+        .int()
+        .positive()
+        .max(1 << 20),
+    )
+    .min(1)
+    .max(8),
   /**
    * Time only the replica step at the first batch, stepping for this long while the other
    * workers on this machine do the same, and reply with the mean step: how much workers that
@@ -43,7 +54,9 @@ export const ProfileSchema = z.strictObject({
 });
 
 export const ProfiledSchema = z.strictObject({
-  type: z.literal("profiled"), v, re: id,
+  type: z.literal("profiled"),
+  v,
+  re: id,
   batches: z.array(z.number().int().positive()).max(8),
   /** Per layer (numbered as plans number them), ms at each batch: its forward, and its backward alone. */
   layers: z.array(z.strictObject({ forwardMs: times, backwardMs: times })).max(4096),
@@ -57,9 +70,16 @@ export const ProfiledSchema = z.strictObject({
 });
 
 /** Measures the driver's link to a worker: the worker answers as soon as the attachment arrived. */
-export const ProbeSchema = z.strictObject({ type: z.literal("probe"), v, id, attachments: z.array(TensorSpecSchema).max(4096) });
+export const ProbeSchema = z.strictObject({
+  type: z.literal("probe"),
+  v,
+  id,
+  attachments: z.array(TensorSpecSchema).max(4096),
+});
 export const ProbedSchema = z.strictObject({
-  type: z.literal("probed"), v, re: id,
+  type: z.literal("probed"),
+  v,
+  re: id,
   /** The worker's wall clock when it answered: with a short round trip, its offset from the driver's. */
   clock: z.number().finite(),
   /**
@@ -74,12 +94,25 @@ export const ProbedSchema = z.strictObject({
  * `repeats` times, in the same order, and answers with each one's time. Sent to every member.
  */
 export const RingProbeSchema = z.strictObject({
-  type: z.literal("ringProbe"), v, id,
-  elements: z.array(z.number().int().min(1).max(16 * 1024 * 1024)).min(1).max(8),
+  type: z.literal("ringProbe"),
+  v,
+  id,
+  elements: z
+    .array(
+      z
+        .number()
+        .int()
+        .min(1)
+        .max(16 * 1024 * 1024),
+    )
+    .min(1)
+    .max(8),
   repeats: z.number().int().min(1).max(32),
 });
 export const RingProbedSchema = z.strictObject({
-  type: z.literal("ringProbed"), v, re: id,
+  type: z.literal("ringProbed"),
+  v,
+  re: id,
   /** Per size, each all-reduce's ms, from the start of the call to the sum's return. */
   ms: z.array(z.array(ms).max(32)).max(8),
   /** Per size, what each all-reduce cost the member's process in CPU time (every thread's), ms. A tab cannot say. */

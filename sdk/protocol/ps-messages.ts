@@ -9,12 +9,16 @@ const attachments = z.array(TensorSpecSchema).max(4096);
 // Worker -> parameter server, on the worker's "ps" link.
 /** Asks for the server's shard; sync waits until the server's version reaches minVersion. */
 export const PullSchema = z.strictObject({
-  type: z.literal("pull"), v, id,
+  type: z.literal("pull"),
+  v,
+  id,
   rank: z.number().int().nonnegative(),
   minVersion: z.number().int().nonnegative().optional(),
 });
 export const PulledSchema = z.strictObject({
-  type: z.literal("pulled"), v, re: id,
+  type: z.literal("pulled"),
+  v,
+  re: id,
   version: z.number().int().nonnegative(),
   /** How long the server held the pull back, waiting for the version asked for (sync). */
   waitedMs: ms,
@@ -22,7 +26,9 @@ export const PulledSchema = z.strictObject({
 });
 /** A gradient for the server's shard, computed on parameters of version `pulled`. */
 export const PushSchema = z.strictObject({
-  type: z.literal("push"), v, id,
+  type: z.literal("push"),
+  v,
+  id,
   rank: z.number().int().nonnegative(),
   clock: z.number().int().nonnegative(),
   pulled: z.number().int().nonnegative(),
@@ -33,7 +39,9 @@ export const PushSchema = z.strictObject({
   attachments,
 });
 export const PushedSchema = z.strictObject({
-  type: z.literal("pushed"), v, re: id,
+  type: z.literal("pushed"),
+  v,
+  re: id,
   /** The server's version after this push (async), or the version its step will make (sync). */
   version: z.number().int().nonnegative(),
   /** Updates applied between the pull and this push: how stale the gradient was. */
@@ -41,8 +49,17 @@ export const PushedSchema = z.strictObject({
 });
 /** Driver -> parameter server: which of these pushes it applied (after a worker left mid-step). */
 export const AppliedSchema = z.strictObject({
-  type: z.literal("applied"), v, id,
-  pushes: z.array(z.strictObject({ rank: z.number().int().nonnegative(), clock: z.number().int().nonnegative() })).max(4096),
+  type: z.literal("applied"),
+  v,
+  id,
+  pushes: z
+    .array(z.strictObject({ rank: z.number().int().nonnegative(), clock: z.number().int().nonnegative() }))
+    .max(4096),
 });
-export const AppliedReplySchema = z.strictObject({ type: z.literal("appliedReply"), v, re: id, applied: z.array(z.boolean()).max(4096), version: z.number().int().nonnegative() });
-
+export const AppliedReplySchema = z.strictObject({
+  type: z.literal("appliedReply"),
+  v,
+  re: id,
+  applied: z.array(z.boolean()).max(4096),
+  version: z.number().int().nonnegative(),
+});

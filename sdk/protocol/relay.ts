@@ -18,7 +18,9 @@ export const RelayMessageSchema = z.discriminatedUnion("type", [RelayListeningSc
 export type RelayMessage = z.infer<typeof RelayMessageSchema>;
 
 /** The path parts: "/relay" to register, "/relay/<id>" to reach a tab, "/relay/<id>/<conn>" for the tab to take one. */
-export function relayPath(path: string): { kind: "register" } | { kind: "reach"; id: string } | { kind: "take"; id: string; conn: string } | null {
+export function relayPath(
+  path: string,
+): { kind: "register" } | { kind: "reach"; id: string } | { kind: "take"; id: string; conn: string } | null {
   const m = /^\/relay(?:\/([A-Za-z0-9_-]{16,64}))?(?:\/([A-Za-z0-9_-]{16,64}))?\/?$/.exec(path);
   if (!m) return null;
   if (m[1] === undefined) return { kind: "register" };

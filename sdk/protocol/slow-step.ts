@@ -11,6 +11,14 @@ export const SlowStepSchema = z.strictObject({
   predictedMs: z.number().nonnegative().finite(),
   gflops: z.number().nonnegative().finite(),
   by: z.enum(["layers", "kernels"]),
-  top: z.array(z.strictObject({ name: z.string().max(256), ms: z.number().nonnegative().finite(), count: z.number().int().nonnegative().optional() })).max(16),
+  top: z
+    .array(
+      z.strictObject({
+        name: z.string().max(256),
+        ms: z.number().nonnegative().finite(),
+        count: z.number().int().nonnegative().optional(),
+      }),
+    )
+    .max(16),
 });
 export type SlowStep = z.infer<typeof SlowStepSchema>;

@@ -15,7 +15,15 @@ export interface Tensorlike {
 
 export const TensorSpecSchema = z.object({
   dtype: z.enum(DTYPES),
-  shape: z.array(z.number().int().nonnegative().max(2 ** 31)).max(8),
+  shape: z
+    .array(
+      z
+        .number()
+        .int()
+        .nonnegative()
+        .max(2 ** 31),
+    )
+    .max(8),
 });
 export type TensorSpec = z.infer<typeof TensorSpecSchema>;
 

@@ -49,7 +49,10 @@ export function toWireError(err: unknown): WireError {
 }
 
 function wireErrorAt(err: unknown, depth: number): WireError {
-  const cause = err instanceof Error && err.cause !== undefined && depth < MAX_CAUSES ? { cause: wireErrorAt(err.cause, depth + 1) } : {};
+  const cause =
+    err instanceof Error && err.cause !== undefined && depth < MAX_CAUSES
+      ? { cause: wireErrorAt(err.cause, depth + 1) }
+      : {};
   if (isMeshtrainError(err)) {
     const details: Record<string, string | number | boolean> = {};
     for (const [k, v] of Object.entries(err.details)) if (v !== undefined) details[k] = v;
@@ -71,8 +74,15 @@ function wireErrorAt(err: unknown, depth: number): WireError {
 /** Rebuilds the error class named by `code`; `extra` adds who reported it (rank, address). */
 export function fromWireError(wire: WireError, extra: ErrorDetails = {}): MeshtrainError {
   const details: ErrorDetails = { ...(wire.details ?? {}), ...extra };
-  const options = { hint: wire.hint, details, retryable: wire.retryable, ...(wire.cause ? { cause: fromWireError(wire.cause) } : {}) };
-  const err = isErrorCode(wire.code) ? new ERROR_CLASSES[wire.code](wire.message, options) : new WorkerError(`${wire.code}: ${wire.message}`, options);
+  const options = {
+    hint: wire.hint,
+    details,
+    retryable: wire.retryable,
+    ...(wire.cause ? { cause: fromWireError(wire.cause) } : {}),
+  };
+  const err = isErrorCode(wire.code)
+    ? new ERROR_CLASSES[wire.code](wire.message, options)
+    : new WorkerError(`${wire.code}: ${wire.message}`, options);
   // The stack where it was thrown, on the worker: more use than where it was rebuilt.
   if (wire.stack !== undefined) {
     err.stack = wire.stack;

@@ -7,7 +7,10 @@ const v = z.literal(PROTOCOL_VERSION);
 
 /** Worker -> driver remarks worth showing the user (once), e.g. a backend fallback. */
 export const NoticeSchema = z.strictObject({
-  type: z.literal("notice"), v, level: z.enum(["info", "warn"]), text: z.string().max(4096),
+  type: z.literal("notice"),
+  v,
+  level: z.enum(["info", "warn"]),
+  text: z.string().max(4096),
 });
 
 /**
@@ -16,7 +19,9 @@ export const NoticeSchema = z.strictObject({
  * held back since its last batch because it wrote faster than it may send.
  */
 export const OutputSchema = z.strictObject({
-  type: z.literal("output"), v, stream: z.enum(["stdout", "stderr"]),
+  type: z.literal("output"),
+  v,
+  stream: z.enum(["stdout", "stderr"]),
   lines: z.array(z.string().max(8192)).max(1000),
   dropped: z.number().int().nonnegative().optional(),
 });
@@ -26,7 +31,8 @@ export const OutputSchema = z.strictObject({
  * worker is doing, for how long, and (waiting) what it waits for. Stall reports are made of these.
  */
 export const ProgressSchema = z.strictObject({
-  type: z.literal("progress"), v,
+  type: z.literal("progress"),
+  v,
   action: z.string().max(512),
   /**
    * busy: computing; waiting: on other processes (an all-reduce, a neighbouring stage, a

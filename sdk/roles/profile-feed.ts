@@ -34,16 +34,21 @@ export function feedOf(model: tf.LayersModel): Feed {
 export function sampleInput(input: FedInput, b: number): Tensorlike {
   const n = b * elementCount(input.shape);
   const below = input.idsBelow;
-  const data = below === null ? Float32Array.from({ length: n }, () => Math.random()) : Float32Array.from({ length: n }, () => Math.floor(Math.random() * below));
+  const data =
+    below === null
+      ? Float32Array.from({ length: n }, () => Math.random())
+      : Float32Array.from({ length: n }, () => Math.floor(Math.random() * below));
   return { data, shape: [b, ...input.shape] };
 }
 
 /** Labels of the shape and kind the loss takes: one class per row for the crossentropies, values in [0, 1) otherwise. */
 export function sampleLabels(loss: LossName, b: number, outShape: readonly number[]): Tensorlike {
   const classes = outShape[outShape.length - 1] ?? 1;
-  if (loss === "sparseCategoricalCrossentropy") return { data: Float32Array.from({ length: b }, (_, i) => i % classes), shape: [b, 1] };
+  if (loss === "sparseCategoricalCrossentropy")
+    return { data: Float32Array.from({ length: b }, (_, i) => i % classes), shape: [b, 1] };
   const data = new Float32Array(b * elementCount(outShape));
-  if (loss === "categoricalCrossentropy") for (let r = 0; r < data.length / classes; r++) data[r * classes + (r % classes)] = 1;
+  if (loss === "categoricalCrossentropy")
+    for (let r = 0; r < data.length / classes; r++) data[r * classes + (r % classes)] = 1;
   else for (let i = 0; i < data.length; i++) data[i] = Math.random();
   return { data, shape: [b, ...outShape] };
 }

@@ -33,7 +33,11 @@ async function typical(run: () => unknown, clock: { deadline: number }): Promise
   await run();
   const times: number[] = [];
   const t0 = performance.now();
-  while (times.length < MAX_REPEATS && (times.length < MIN_REPEATS || performance.now() - t0 < SPAN_MS) && (times.length === 0 || performance.now() < clock.deadline)) {
+  while (
+    times.length < MAX_REPEATS &&
+    (times.length < MIN_REPEATS || performance.now() - t0 < SPAN_MS) &&
+    (times.length === 0 || performance.now() < clock.deadline)
+  ) {
     const t = performance.now();
     await run();
     times.push(performance.now() - t);
@@ -80,7 +84,11 @@ export async function profileModel(msg: MessageOf<"profile">, memoryCapBytes: nu
     const feed = feedOf(model);
     model.dispose();
     const batches = msg.batches.slice(0, 1);
-    return { batches, layers: [], ...(await replicaStepTimes({ ...msg, batches }, feed, (run) => meanOver(run, msg.sharedForMs!))) };
+    return {
+      batches,
+      layers: [],
+      ...(await replicaStepTimes({ ...msg, batches }, feed, (run) => meanOver(run, msg.sharedForMs!))),
+    };
   }
   // Built first with zeros for weights, to be checked and read for its inputs: zeros cost no
   // memory until written, so a worker too small for the whole step (a ZeRO-3 replica's) never
@@ -102,14 +110,22 @@ export async function profileModel(msg: MessageOf<"profile">, memoryCapBytes: nu
       model = await buildModel(msg.topology, "initial");
     }
     // The replica step first: data parallelism plans from it alone, so it gets the budget's best.
-    const step = tooBig ? { replicaStepMs: [], replicaStep: { native: false, why: `not timed: ${tooBig}` } } : await replicaStepTimes(msg, feed, (run) => typical(run, clock));
+    const step = tooBig
+      ? { replicaStepMs: [], replicaStep: { native: false, why: `not timed: ${tooBig}` } }
+      : await replicaStepTimes(msg, feed, (run) => typical(run, clock));
     // The comm hook's own work next (PowerSGD's factors): a data-parallel plan adds it to the step.
     const time = (run: () => Promise<void>) => typical(run, clock);
     const hookMs = msg.hook ? await hookProbe(msg.hook.kind)?.(shapes, msg.hook, time) : undefined;
     // The summing scheme's (a local-SGD sync's: a second replica beside this model, not where a whole step does not fit).
     const sumMs = msg.sum && !tooBig ? await sumProbe(msg.sum.kind)?.(msg, msg.sum, time) : undefined;
     const layers = model ? await layerTimes(model, feed, msg.batches, clock) : [];
-    return { batches: msg.batches, layers, ...step, ...(hookMs === undefined ? {} : { hookMs }), ...(sumMs === undefined ? {} : { sumMs }) };
+    return {
+      batches: msg.batches,
+      layers,
+      ...step,
+      ...(hookMs === undefined ? {} : { hookMs }),
+      ...(sumMs === undefined ? {} : { sumMs }),
+    };
   } finally {
     release();
   }
@@ -121,13 +137,20 @@ interface Clock {
 }
 
 /** Every layer's forward and backward at each batch, on the values its node in the model takes. */
-async function layerTimes(model: tf.LayersModel, feed: Feed, batches: readonly number[], clock: Clock): Promise<Profiled["layers"]> {
+async function layerTimes(
+  model: tf.LayersModel,
+  feed: Feed,
+  batches: readonly number[],
+  clock: Clock,
+): Promise<Profiled["layers"]> {
   const layers = model.layers.filter((l) => l.getClassName() !== "InputLayer");
   const times = layers.map(() => ({ forwardMs: [] as number[], backwardMs: [] as number[] }));
   const fed = new Set(model.inputs.map((s) => s.id));
   for (const b of batches) {
     // Every symbolic tensor's value at this batch, filled as the layers produce them.
-    const values = new Map<number, tf.Tensor>(model.inputs.map((s, i) => [s.id, tensorOf(sampleInput(feed.inputs[i]!, b))]));
+    const values = new Map<number, tf.Tensor>(
+      model.inputs.map((s, i) => [s.id, tensorOf(sampleInput(feed.inputs[i]!, b))]),
+    );
     try {
       for (const [i, l] of layers.entries()) {
         for (const [k, node] of l.inboundNodes.entries()) {
@@ -136,7 +159,19 @@ async function layerTimes(model: tf.LayersModel, feed: Feed, batches: readonly n
           const xs = inputs as tf.Tensor[];
           if (k === 0) {
             const forwardMs = await typical(() => settle(tf.tidy(() => outputsOf(l, xs))), clock);
-            const both = await typical(() => settle(tf.tidy(() => backward(l, xs, node.inputTensors.map((t) => !fed.has(t.id))))), clock);
+            const both = await typical(
+              () =>
+                settle(
+                  tf.tidy(() =>
+                    backward(
+                      l,
+                      xs,
+                      node.inputTensors.map((t) => !fed.has(t.id)),
+                    ),
+                  ),
+                ),
+              clock,
+            );
             times[i]!.forwardMs.push(forwardMs);
             times[i]!.backwardMs.push(Math.max(0, both - forwardMs));
           }
@@ -182,7 +217,11 @@ function backward(l: tf.layers.Layer, inputs: tf.Tensor[], needs: boolean[]): tf
   const xs = inputs.map((t, k) => (needs[k] ? tf.variable(t, true) : t));
   try {
     if (l.trainableWeights.length === 0 && !needs.some(Boolean)) return outputsOf(l, xs);
-    const r = tf.variableGrads(() => outputsOf(l, xs).map((o) => o.sum() as tf.Scalar).reduce((a, o) => tf.add(a, o)));
+    const r = tf.variableGrads(() =>
+      outputsOf(l, xs)
+        .map((o) => o.sum() as tf.Scalar)
+        .reduce((a, o) => tf.add(a, o)),
+    );
     return Object.values(r.grads);
   } finally {
     xs.forEach((x, k) => x !== inputs[k] && x.dispose());
@@ -199,7 +238,11 @@ async function settle(ts: tf.Tensor[]): Promise<void> {
 }
 
 /** A replica's step at each batch, on inputs of the model's kind and labels of the loss's kind. */
-async function replicaStepTimes(msg: MessageOf<"profile">, feed: Feed, time: (run: () => unknown) => Promise<number>): Promise<Pick<Profiled, "replicaStepMs" | "replicaStep">> {
+async function replicaStepTimes(
+  msg: MessageOf<"profile">,
+  feed: Feed,
+  time: (run: () => unknown) => Promise<number>,
+): Promise<Pick<Profiled, "replicaStepMs" | "replicaStep">> {
   const replica = await profileReplica(msg);
   try {
     const replicaStepMs: number[] = [];
@@ -208,7 +251,10 @@ async function replicaStepTimes(msg: MessageOf<"profile">, feed: Feed, time: (ru
       const y = feed.outShapes.map((shape, k) => sampleLabels(msg.heads?.[k]?.loss ?? msg.loss, b, shape));
       replicaStepMs.push(await time(() => replica.train(1, x, y, aloneSum)));
     }
-    return { replicaStepMs, replicaStep: replica.loaded.replicaStep ?? { native: false, why: "the replica did not say" } };
+    return {
+      replicaStepMs,
+      replicaStep: replica.loaded.replicaStep ?? { native: false, why: "the replica did not say" },
+    };
   } finally {
     replica.dispose();
   }

@@ -13,7 +13,13 @@ export interface ServerLinks {
   pull(minVersion: number | undefined): Promise<{ shards: Float32Array[]; versions: number[]; waitedMs: number[] }>;
   /** One flat gradient per server; the versions after, and how stale each server found it. */
   /** `learningRate`: the step's rate under a schedule (sync servers apply the step with it). */
-  push(clock: number, pulled: number[], shards: Float32Array[], wires?: WireFormat[], learningRate?: number): Promise<{ versions: number[]; staleness: number[] }>;
+  push(
+    clock: number,
+    pulled: number[],
+    shards: Float32Array[],
+    wires?: WireFormat[],
+    learningRate?: number,
+  ): Promise<{ versions: number[]; staleness: number[] }>;
 }
 
 /** The worker's links, which the host's communication thread holds, as a role may use them during a step. */
@@ -78,7 +84,14 @@ export interface RoleReply {
  */
 export interface WorkerRole {
   /** What the load reply says about what was built. */
-  readonly loaded: { paramCount: number; gradientLength: number; datasetSize?: number; dataBytes?: number; replicaStep?: ReplicaStepChoice; shardRanges?: Array<[number, number]> };
+  readonly loaded: {
+    paramCount: number;
+    gradientLength: number;
+    datasetSize?: number;
+    dataBytes?: number;
+    replicaStep?: ReplicaStepChoice;
+    shardRanges?: Array<[number, number]>;
+  };
   step(msg: MessageOf<"step">, attachments: Tensorlike[], io: HostIO): Promise<StepReport>;
   /** What it does between steps, for a stall report (default: waiting for a step). */
   readonly waiting?: string;
@@ -105,10 +118,16 @@ export interface RoleEnv {
 }
 
 /** Makes the role a load message names, from that message (its fields, required where the role needs them). */
-export type RoleFactory<R extends RoleName = RoleName> = (msg: LoadOf<R>, attachments: Tensorlike[], env: RoleEnv) => Promise<WorkerRole>;
+export type RoleFactory<R extends RoleName = RoleName> = (
+  msg: LoadOf<R>,
+  attachments: Tensorlike[],
+  env: RoleEnv,
+) => Promise<WorkerRole>;
 
 /** Every role a worker can play, by the name a load gives: a worker plays only these, and runs no code it is sent. */
-export type RoleTable = { readonly [R in RoleName]: (msg: LoadByRole[R], attachments: Tensorlike[], env: RoleEnv) => Promise<WorkerRole> };
+export type RoleTable = {
+  readonly [R in RoleName]: (msg: LoadByRole[R], attachments: Tensorlike[], env: RoleEnv) => Promise<WorkerRole>;
+};
 
 /** Each role's load message, by role name. */
 type LoadByRole = { [R in RoleName]: LoadOf<R> };
@@ -117,6 +136,12 @@ type LoadByRole = { [R in RoleName]: LoadOf<R> };
  * Makes the role a load names (`role` is `msg.role`): the mapped types keep one role's message
  * and factory together, so no role's fields reach another's factory.
  */
-export function makeRole<R extends RoleName>(table: RoleTable, role: R, msg: LoadByRole[R], attachments: Tensorlike[], env: RoleEnv): Promise<WorkerRole> {
+export function makeRole<R extends RoleName>(
+  table: RoleTable,
+  role: R,
+  msg: LoadByRole[R],
+  attachments: Tensorlike[],
+  env: RoleEnv,
+): Promise<WorkerRole> {
   return table[role](msg, attachments, env);
 }

@@ -23,7 +23,8 @@ function decorate(spec: ClusterSpec, model: ModelSummary, options: PlanOptions, 
   const text = (): string => strategy.format(copy);
   const methods: PlanMethods = {
     explain: () => strategy.explain(copy),
-    place: (layers, rank) => decorate(spec, model, options, strategy.replan(spec, model, copy, options, strategy.place(copy, layers, rank))),
+    place: (layers, rank) =>
+      decorate(spec, model, options, strategy.replan(spec, model, copy, options, strategy.place(copy, layers, rank))),
     draw: () => strategy.draw(copy),
     toString: text,
   };
@@ -37,22 +38,35 @@ function decorate(spec: ClusterSpec, model: ModelSummary, options: PlanOptions, 
  * again for this fit's batch and optimizer, else the strategy's own. Checked against this cluster
  * and model, so a plan made for another cannot train the wrong thing.
  */
-export function planForFit(spec: ClusterSpec, model: ModelSummary, options: PlanOptions, given: PlanData | undefined): Plan {
+export function planForFit(
+  spec: ClusterSpec,
+  model: ModelSummary,
+  options: PlanOptions,
+  given: PlanData | undefined,
+): Plan {
   if (!given) return makePlan(spec, model, options);
   const n = workerCount(spec);
   if (given.worldSize !== n) {
-    throw new ConfigError(`the plan given to fit is for ${given.worldSize} workers; this cluster has ${n}`, { hint: "make the plan with this cluster's plan(model)" });
+    throw new ConfigError(`the plan given to fit is for ${given.worldSize} workers; this cluster has ${n}`, {
+      hint: "make the plan with this cluster's plan(model)",
+    });
   }
   // Layer names differ between two builds of one architecture; the layers' kinds and shapes do not.
-  const shape = (m: ModelSummary): string => JSON.stringify(m.layers.map((l) => [l.className, l.params, l.outputShape]));
+  const shape = (m: ModelSummary): string =>
+    JSON.stringify(m.layers.map((l) => [l.className, l.params, l.outputShape]));
   if (shape(given.model) !== shape(model)) {
-    throw new ConfigError(`the plan given to fit was made for a model with other layers ("${given.model.name}", ${given.model.layers.length} layers) than "${model.name}" (${model.layers.length} layers)`, {
-      hint: "make the plan with plan(model) for the model you fit",
-    });
+    throw new ConfigError(
+      `the plan given to fit was made for a model with other layers ("${given.model.name}", ${given.model.layers.length} layers) than "${model.name}" (${model.layers.length} layers)`,
+      {
+        hint: "make the plan with plan(model) for the model you fit",
+      },
+    );
   }
   const family = strategyOfSpec(spec).family;
   if (family !== "any" && family !== strategyNamed(given.strategy).family) {
-    throw new ConfigError(`the plan given to fit is a ${given.strategy} plan; this cluster's strategy is "${spec.strategy.name}"`);
+    throw new ConfigError(
+      `the plan given to fit is a ${given.strategy} plan; this cluster's strategy is "${spec.strategy.name}"`,
+    );
   }
   return decorate(spec, model, options, strategyOf(given).replan(spec, model, given, options));
 }

@@ -15,7 +15,10 @@ import type { RunNotes, StrategyPlanner } from "./strategy";
  * cluster's spec and plans as they are, and the strategy reads its own options and narrows its
  * own plans.
  */
-export interface StrategyEntry extends Pick<StrategyPlanner<unknown>, "family" | "servers" | "slowdown" | "profiled" | "roles"> {
+export interface StrategyEntry extends Pick<
+  StrategyPlanner<unknown>,
+  "family" | "servers" | "slowdown" | "profiled" | "roles"
+> {
   /** strategy(name, options): the options validated, defaults filled in; ConfigError naming each bad field. */
   parse(options: unknown): Readonly<Record<string, unknown>>;
   check(spec: ClusterSpec): void;
@@ -27,12 +30,24 @@ export interface StrategyEntry extends Pick<StrategyPlanner<unknown>, "family" |
 
 /** A strategy's runner as the table holds it: any plan goes in, and is refused unless it is the runner's. */
 export interface StrategyRunnerEntry {
-  replan(spec: ClusterSpec, model: ModelSummary, plan: PlanData, options: PlanOptions, pinned?: ReadonlyMap<number, readonly [number, number]>): PlanData;
+  replan(
+    spec: ClusterSpec,
+    model: ModelSummary,
+    plan: PlanData,
+    options: PlanOptions,
+    pinned?: ReadonlyMap<number, readonly [number, number]>,
+  ): PlanData;
   place(plan: PlanData, layers: readonly [number, number], rank: number): Map<number, readonly [number, number]>;
   format(plan: PlanData): string;
   explain(plan: PlanData): string;
   draw(plan: PlanData): string;
-  fit(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, options: ResolvedFitOptions, plan: Plan): Promise<RunRecord>;
+  fit(
+    ctx: FitContext,
+    model: tf.LayersModel,
+    dataset: Dataset,
+    options: ResolvedFitOptions,
+    plan: Plan,
+  ): Promise<RunRecord>;
   describe(run: RunRecord, summary: RunSummary): RunNotes;
   /** What the plan's options time on a worker beside the replica step (none: {}). */
   probes(plan: PlanData): ProfileProbes;

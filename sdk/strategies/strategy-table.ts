@@ -20,12 +20,16 @@ interface Line<I> {
 }
 
 /** A strategy that plans and runs its plans. */
-function runs<S extends z.ZodType<object>, P extends PlanData>(s: Strategy<z.output<S>, P> & { readonly options: S }): Line<z.input<S>> {
+function runs<S extends z.ZodType<object>, P extends PlanData>(
+  s: Strategy<z.output<S>, P> & { readonly options: S },
+): Line<z.input<S>> {
   return { make: (name) => ({ ...planning(name, s), runner: running(name, s) }) };
 }
 
 /** A strategy that only plans: its plans run by the strategy whose shape they have. */
-function plans<S extends z.ZodType<object>>(s: StrategyPlanner<z.output<S>> & { readonly options: S }): Line<z.input<S>> {
+function plans<S extends z.ZodType<object>>(
+  s: StrategyPlanner<z.output<S>> & { readonly options: S },
+): Line<z.input<S>> {
   return { make: (name) => ({ ...planning(name, s), runner: null }) };
 }
 
@@ -56,7 +60,10 @@ const table = new Map<string, StrategyEntry>(Object.entries(BUILT_IN).map(([name
  * like a built-in one. Not exported from the package: a strategy's plans and runtime reach into
  * the SDK's internals, which change between versions.
  */
-export function addStrategy<S extends z.ZodType<object>, P extends PlanData>(name: string, s: (Strategy<z.output<S>, P> | StrategyPlanner<z.output<S>>) & { readonly options: S }): void {
+export function addStrategy<S extends z.ZodType<object>, P extends PlanData>(
+  name: string,
+  s: (Strategy<z.output<S>, P> | StrategyPlanner<z.output<S>>) & { readonly options: S },
+): void {
   if (table.has(name)) throw new ConfigError(`a strategy named "${name}" exists already`);
   table.set(name, "owns" in s ? runs(s).make(name) : plans(s).make(name));
 }
@@ -69,7 +76,11 @@ export function strategyNames(): string[] {
 export function strategyNamed(name: string): StrategyEntry {
   const s = table.get(name);
   if (!s) {
-    throw new ConfigError(`invalid strategy("${name}")`, { hint: `this version of meshtrain offers: ${strategyNames().map((n) => `"${n}"`).join(", ")}` });
+    throw new ConfigError(`invalid strategy("${name}")`, {
+      hint: `this version of meshtrain offers: ${strategyNames()
+        .map((n) => `"${n}"`)
+        .join(", ")}`,
+    });
   }
   return s;
 }
@@ -82,7 +93,10 @@ export function strategyOfSpec(spec: ClusterSpec): StrategyEntry {
 /** The strategy that runs a plan (auto's plans are data, pipeline or hybrid plans). */
 export function strategyOf(plan: PlanData): StrategyRunnerEntry {
   const s = strategyNamed(plan.strategy);
-  if (!s.runner) throw new StateError(`strategy "${plan.strategy}" plans but does not run plans; its plans name the strategy that runs them`);
+  if (!s.runner)
+    throw new StateError(
+      `strategy "${plan.strategy}" plans but does not run plans; its plans name the strategy that runs them`,
+    );
   return s.runner;
 }
 
@@ -91,16 +105,27 @@ export function checkStrategy(spec: ClusterSpec): void {
   const s = strategyOfSpec(spec);
   const name = spec.strategy.name;
   if (s.servers === "required" && serverCount(spec) === 0) {
-    throw new ConfigError(`strategy("${name}") needs parameter servers: none were asked for`, { hint: `add .ps(n) to start n parameter servers, e.g. cluster().workers(4).ps(2).strategy("${name}")` });
+    throw new ConfigError(`strategy("${name}") needs parameter servers: none were asked for`, {
+      hint: `add .ps(n) to start n parameter servers, e.g. cluster().workers(4).ps(2).strategy("${name}")`,
+    });
   }
   if (s.servers === "refused" && serverCount(spec) > 0) {
-    throw new ConfigError(`.ps(${serverCount(spec)}) asks for parameter servers, but strategy "${name}" does not use them`, { hint: 'use strategy("ps", { mode: "async" | "sync" }), or drop .ps()' });
+    throw new ConfigError(
+      `.ps(${serverCount(spec)}) asks for parameter servers, but strategy "${name}" does not use them`,
+      { hint: 'use strategy("ps", { mode: "async" | "sync" }), or drop .ps()' },
+    );
   }
   const slowed = Object.keys(spec.slowdown ?? {});
   if (slowed.length > 0 && !s.slowdown) {
-    throw new ConfigError(`slowdown() slows a worker's whole step, which strategies ${[...table].filter(([, e]) => e.slowdown).map(([n]) => `"${n}"`).join(" and ")} run; strategy "${name}" splits steps into stages`, {
-      hint: 'use strategy("data") or strategy("ps") for straggler experiments',
-    });
+    throw new ConfigError(
+      `slowdown() slows a worker's whole step, which strategies ${[...table]
+        .filter(([, e]) => e.slowdown)
+        .map(([n]) => `"${n}"`)
+        .join(" and ")} run; strategy "${name}" splits steps into stages`,
+      {
+        hint: 'use strategy("data") or strategy("ps") for straggler experiments',
+      },
+    );
   }
   s.check(spec);
 }
@@ -108,7 +133,8 @@ export function checkStrategy(spec: ClusterSpec): void {
 /** Each strategy's planner, its options parsed from the spec it is given (the cluster's own). */
 function planning<O>(name: string, s: StrategyPlanner<O>): Omit<StrategyEntry, "runner"> {
   const own = (spec: ClusterSpec): O => {
-    if (spec.strategy.name !== name) throw new StateError(`strategy "${name}" was asked to read the options of strategy "${spec.strategy.name}"`);
+    if (spec.strategy.name !== name)
+      throw new StateError(`strategy "${name}" was asked to read the options of strategy "${spec.strategy.name}"`);
     return s.options.parse(spec.strategy.options);
   };
   return {
@@ -117,7 +143,13 @@ function planning<O>(name: string, s: StrategyPlanner<O>): Omit<StrategyEntry, "
     slowdown: s.slowdown,
     profiled: s.profiled,
     roles: s.roles,
-    parse: (options) => parseOrThrow(s.options, options ?? {}, `strategy("${name}") options`, "see docs/strategies.md for each strategy's options") as Readonly<Record<string, unknown>>,
+    parse: (options) =>
+      parseOrThrow(
+        s.options,
+        options ?? {},
+        `strategy("${name}") options`,
+        "see docs/strategies.md for each strategy's options",
+      ) as Readonly<Record<string, unknown>>,
     check: (spec) => s.check(own(spec), spec),
     probesRing: (spec) => s.probesRing(own(spec), workerCount(spec)),
     plan: (spec, model, o) => s.plan(own(spec), spec, model, o),
@@ -130,7 +162,8 @@ function running<O, P extends PlanData>(name: string, s: Strategy<O, P>): Strate
     if (!s.owns(plan)) throw new StateError(`a ${plan.strategy} plan reached strategy "${name}"`);
     return plan;
   };
-  const optionsIn = (spec: ClusterSpec): O | undefined => (spec.strategy.name === name ? s.options.parse(spec.strategy.options) : undefined);
+  const optionsIn = (spec: ClusterSpec): O | undefined =>
+    spec.strategy.name === name ? s.options.parse(spec.strategy.options) : undefined;
   return {
     replan: (spec, model, plan, o, pinned) => s.replan(optionsIn(spec), spec, model, narrow(plan), o, pinned),
     place: (plan, layers, rank) => s.place(narrow(plan), layers, rank),

@@ -76,7 +76,14 @@ export interface StrategyRunner<O, P extends PlanData> {
    * The same shape as `plan` (stages, placement, reasons) made again for other plan options, e.g.
    * a fit's batch; `options`: this cluster's options when its strategy is this one, else undefined.
    */
-  replan(options: O | undefined, spec: ClusterSpec, model: ModelSummary, plan: P, planOptions: PlanOptions, pinned?: ReadonlyMap<number, readonly [number, number]>): P;
+  replan(
+    options: O | undefined,
+    spec: ClusterSpec,
+    model: ModelSummary,
+    plan: P,
+    planOptions: PlanOptions,
+    pinned?: ReadonlyMap<number, readonly [number, number]>,
+  ): P;
   /** Stages pinned by place(layers, rank); refuses for plans without stages. */
   place(plan: P, layers: readonly [number, number], rank: number): Map<number, readonly [number, number]>;
   format(plan: P): string;
@@ -84,7 +91,13 @@ export interface StrategyRunner<O, P extends PlanData> {
   /** The placement diagram, as SVG text. */
   draw(plan: P): string;
   /** Trains `model` from the driver; when it resolves, `model` holds the trained weights. */
-  fit(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, options: ResolvedFitOptions, plan: P & PlanMethods): Promise<RunRecord>;
+  fit(
+    ctx: FitContext,
+    model: tf.LayersModel,
+    dataset: Dataset,
+    options: ResolvedFitOptions,
+    plan: P & PlanMethods,
+  ): Promise<RunRecord>;
   /** What a run adds to its summary (run.plan is this strategy's: the table checked owns()). */
   describe(run: RunRecord, plan: P, summary: RunSummary): RunNotes;
   /** What the plan's options time on a worker beside the replica step, for their own predictions (absent: nothing). */

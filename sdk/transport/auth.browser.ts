@@ -20,7 +20,13 @@ export function newToken(): string {
 }
 
 export function mac(token: string, role: MacRole, serverNonce: string, clientNonce: string): string {
-  return bytesToHex(hmac(sha256, new TextEncoder().encode(token), new TextEncoder().encode(`meshtrain-v1|${role}|${serverNonce}|${clientNonce}`)));
+  return bytesToHex(
+    hmac(
+      sha256,
+      new TextEncoder().encode(token),
+      new TextEncoder().encode(`meshtrain-v1|${role}|${serverNonce}|${clientNonce}`),
+    ),
+  );
 }
 
 /** Constant-time comparison of two hex MACs. */

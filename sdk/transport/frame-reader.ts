@@ -65,12 +65,16 @@ export class FrameReader {
     const short = this.head[1] & 0x7f;
     this.opcode = b0 & 0x0f;
     this.masked = (this.head[1] & 0x80) !== 0;
-    const length = short === 126 ? this.head.readUInt16BE(2) : short === 127 ? Number(this.head.readBigUInt64BE(2)) : short;
+    const length =
+      short === 126 ? this.head.readUInt16BE(2) : short === 127 ? Number(this.head.readBigUInt64BE(2)) : short;
     if ((b0 & 0x70) !== 0) return this.stop("a frame with a reserved bit set (no extension was agreed)", 1002);
-    if ((b0 & 0x80) === 0 || this.opcode === 0) return this.stop("a fragmented message (meshtrain's peers send every message in one frame)", 1002);
+    if ((b0 & 0x80) === 0 || this.opcode === 0)
+      return this.stop("a fragmented message (meshtrain's peers send every message in one frame)", 1002);
     const control = this.opcode >= 0x8;
-    if (!control && this.opcode !== OP.text && this.opcode !== OP.binary) return this.stop(`a frame with unknown opcode ${this.opcode}`, 1002);
-    if (control && this.opcode !== OP.close && this.opcode !== OP.ping && this.opcode !== OP.pong) return this.stop(`a frame with unknown opcode ${this.opcode}`, 1002);
+    if (!control && this.opcode !== OP.text && this.opcode !== OP.binary)
+      return this.stop(`a frame with unknown opcode ${this.opcode}`, 1002);
+    if (control && this.opcode !== OP.close && this.opcode !== OP.ping && this.opcode !== OP.pong)
+      return this.stop(`a frame with unknown opcode ${this.opcode}`, 1002);
     if (control && length > 125) return this.stop(`a control frame of ${length} bytes (at most 125)`, 1002);
     if (length > this.maxPayload) return this.stop(`a frame of ${length} bytes (at most ${this.maxPayload})`, 1009);
     this.length = length;

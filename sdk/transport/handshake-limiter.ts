@@ -8,7 +8,11 @@ export class HandshakeLimiter {
   private readonly bannedUntil = new Map<string, number>();
 
   constructor(
-    private readonly o: { maxFailures: number; windowMs: number; banMs: number } = { maxFailures: 5, windowMs: 60_000, banMs: 60_000 },
+    private readonly o: { maxFailures: number; windowMs: number; banMs: number } = {
+      maxFailures: 5,
+      windowMs: 60_000,
+      banMs: 60_000,
+    },
     private readonly now: () => number = () => Date.now(),
   ) {}
 
@@ -41,7 +45,8 @@ export class HandshakeLimiter {
     }
     this.failures.set(host, recent);
     // Forget hosts that stopped trying, so the map stays small.
-    if (this.failures.size > 10_000) for (const [h, ts] of this.failures) if (t - ts[ts.length - 1]! >= this.o.windowMs) this.failures.delete(h);
+    if (this.failures.size > 10_000)
+      for (const [h, ts] of this.failures) if (t - ts[ts.length - 1]! >= this.o.windowMs) this.failures.delete(h);
     return false;
   }
 

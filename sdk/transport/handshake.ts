@@ -15,7 +15,12 @@ export type AuthMessage = MessageOf<"auth">;
  * Waits for one text frame of the expected type. Binary frames, other types, oversized or
  * malformed frames before authentication end the connection.
  */
-function handshakeFrame<T extends "challenge" | "auth" | "welcome">(link: Link, type: T, timeoutMs: number, who: string): Promise<MessageOf<T>> {
+function handshakeFrame<T extends "challenge" | "auth" | "welcome">(
+  link: Link,
+  type: T,
+  timeoutMs: number,
+  who: string,
+): Promise<MessageOf<T>> {
   return nextFrame(link, {
     timeoutMs,
     parse: (text) => parseHandshakeFrame(text, type, who, link.address),
@@ -31,14 +36,22 @@ function handshakeFrame<T extends "challenge" | "auth" | "welcome">(link: Link, 
             details: { address: link.address },
             hint: "use the token the worker was started with (meshtrain worker --token, or MESHTRAIN_TOKEN)",
           })
-        : new ProtocolError(`${who} closed the connection during the handshake (code ${code}${reason ? `, ${reason}` : ""})`, {
-            details: { address: link.address },
-          }),
+        : new ProtocolError(
+            `${who} closed the connection during the handshake (code ${code}${reason ? `, ${reason}` : ""})`,
+            {
+              details: { address: link.address },
+            },
+          ),
   });
 }
 
 /** A handshake frame checked: size, JSON, protocol version, schema, a refusal, the type expected. Throws what is wrong. */
-function parseHandshakeFrame<T extends "challenge" | "auth" | "welcome">(text: string, type: T, who: string, address: string): MessageOf<T> {
+function parseHandshakeFrame<T extends "challenge" | "auth" | "welcome">(
+  text: string,
+  type: T,
+  who: string,
+  address: string,
+): MessageOf<T> {
   const parsed = parseSmallJson(text, MAX_HANDSHAKE_FRAME, "handshake", who);
   const version = (parsed as { v?: unknown } | null)?.v;
   if (version !== undefined && version !== PROTOCOL_VERSION) {
@@ -47,14 +60,16 @@ function parseHandshakeFrame<T extends "challenge" | "auth" | "welcome">(text: s
     });
   }
   const result = MessageSchema.safeParse(parsed);
-  if (!result.success) throw new ProtocolError(`invalid handshake frame from ${who}: ${result.error.issues[0]?.message ?? "?"}`);
+  if (!result.success)
+    throw new ProtocolError(`invalid handshake frame from ${who}: ${result.error.issues[0]?.message ?? "?"}`);
   const msg = result.data;
   if (msg.type === "error") {
     const wire = msg.error;
     const Cls = wire.code === "MT_ERR_AUTH" ? AuthError : ProtocolError;
     throw new Cls(`${who} refused the connection: ${wire.message}`, { hint: wire.hint, details: { address } });
   }
-  if (msg.type !== type) throw new ProtocolError(`expected "${type}" from ${who} during the handshake, got "${msg.type}"`);
+  if (msg.type !== type)
+    throw new ProtocolError(`expected "${type}" from ${who} during the handshake, got "${msg.type}"`);
   return msg as MessageOf<T>;
 }
 
@@ -85,7 +100,11 @@ export async function acceptHandshake(link: Link, o: ServerHandshakeOptions): Pr
     throw err;
   }
   if (!macEquals(auth.mac, mac(o.token, "client", nonce, auth.nonce))) {
-    const wire = { code: "MT_ERR_AUTH", message: "the client did not prove the cluster token", hint: "use the token this worker was started with" };
+    const wire = {
+      code: "MT_ERR_AUTH",
+      message: "the client did not prove the cluster token",
+      hint: "use the token this worker was started with",
+    };
     send(link, { type: "error", error: wire });
     link.close(CLOSE.authFailed, "wrong token");
     throw new AuthError(`${who} failed authentication (wrong token)`, { details: { address: link.address } });

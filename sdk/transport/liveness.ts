@@ -42,7 +42,12 @@ export class Liveness {
    * `timeoutMs` may be a function, asked at each tick: the limit that holds now (a worker waits
    * longer for a driver between fits than within one). `onSilent` is told the limit it passed.
    */
-  start(link: Link, intervalMs: number, timeoutMs: number | (() => number), onSilent: (silentMs: number, limitMs: number) => void): void {
+  start(
+    link: Link,
+    intervalMs: number,
+    timeoutMs: number | (() => number),
+    onSilent: (silentMs: number, limitMs: number) => void,
+  ): void {
     const limit = typeof timeoutMs === "number" ? () => timeoutMs : timeoutMs;
     this.stop();
     this.last = Date.now();

@@ -34,11 +34,17 @@ export function addressTowardsDriver(url: string, timeoutMs: number): Promise<st
   const code = (err: unknown): string | undefined => (err as NodeJS.ErrnoException).code;
   return patiently(timeoutMs, () => localAddressTowards(url), {
     retryable: (err) => code(err) === "ENOTFOUND" || code(err) === "EAI_AGAIN",
-    waiting: (err, left) => process.stderr.write(`meshtrain worker: the driver's host ${host} does not resolve yet (${code(err)}); retrying for up to ${Math.round(left / 1000)} s\n`),
+    waiting: (err, left) =>
+      process.stderr.write(
+        `meshtrain worker: the driver's host ${host} does not resolve yet (${code(err)}); retrying for up to ${Math.round(left / 1000)} s\n`,
+      ),
     gaveUp: (err) =>
-      new TimeoutError(`the driver's host ${host} did not resolve within ${Math.round(timeoutMs / 1000)} s (${code(err)})`, {
-        hint: "check the name in --join (in Kubernetes: the driver's Service, and that its pod was scheduled), or raise --join-timeout",
-        cause: err,
-      }),
+      new TimeoutError(
+        `the driver's host ${host} did not resolve within ${Math.round(timeoutMs / 1000)} s (${code(err)})`,
+        {
+          hint: "check the name in --join (in Kubernetes: the driver's Service, and that its pod was scheduled), or raise --join-timeout",
+          cause: err,
+        },
+      ),
   });
 }

@@ -21,7 +21,10 @@ export abstract class SocketLink {
   protected readonly slot = new HandlerSlot();
   protected closeSeen = false;
 
-  constructor(private readonly socket: SocketLike, readonly address: string) {}
+  constructor(
+    private readonly socket: SocketLike,
+    readonly address: string,
+  ) {}
 
   protected get open(): boolean {
     return this.socket.readyState === OPEN;

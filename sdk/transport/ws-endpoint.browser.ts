@@ -18,7 +18,10 @@ import type { DialOptions, Listener, ListenOptions } from "./ws-endpoint";
 const QUEUE_BYTES = 8 * 1024 * 1024;
 
 class BrowserLink extends SocketLink implements Link {
-  constructor(private readonly ws: WebSocket, address: string) {
+  constructor(
+    private readonly ws: WebSocket,
+    address: string,
+  ) {
     super(ws, address);
     ws.binaryType = "arraybuffer";
     ws.onmessage = (e: MessageEvent) => {
@@ -65,7 +68,8 @@ class BrowserLink extends SocketLink implements Link {
   close(code: number = CLOSE.normal, reason = ""): void {
     // Browsers may close only with 1000 or a code of 3000-4999.
     const allowed = code === CLOSE.normal || (code >= 3000 && code <= 4999) ? code : CLOSE.normal;
-    if (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING) this.ws.close(allowed, reason.slice(0, 120));
+    if (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING)
+      this.ws.close(allowed, reason.slice(0, 120));
   }
 
   terminate(): void {
@@ -80,7 +84,12 @@ export function dial(url: string, options: DialOptions): Promise<Link> {
       clearTimeout(deadline);
       ws.onopen = ws.onerror = ws.onclose = null;
       ws.close();
-      reject(new LaunchError(`cannot connect to ${url}: ${why}`, { details: { address: url }, hint: "check that the driver is still running and reachable from this browser" }));
+      reject(
+        new LaunchError(`cannot connect to ${url}: ${why}`, {
+          details: { address: url },
+          hint: "check that the driver is still running and reachable from this browser",
+        }),
+      );
     };
     const deadline = setTimeout(() => fail(`no answer within ${options.timeoutMs} ms`), options.timeoutMs);
     ws.onerror = () => fail("the browser could not open the WebSocket");
@@ -94,7 +103,10 @@ export function dial(url: string, options: DialOptions): Promise<Link> {
 }
 
 /** A relay frame from the driver, checked. */
-function relayFrame<T>(text: string, schema: { safeParse(v: unknown): { success: true; data: T } | { success: false } }): T {
+function relayFrame<T>(
+  text: string,
+  schema: { safeParse(v: unknown): { success: true; data: T } | { success: false } },
+): T {
   let value: unknown;
   try {
     value = fromWireJson(text);
@@ -111,7 +123,8 @@ function relayFrame<T>(text: string, schema: { safeParse(v: unknown): { success:
  * others dial to reach this tab, and for each connection dialled there dials back to take it.
  */
 export async function listen(options: ListenOptions): Promise<Listener> {
-  if (!options.token) throw new LaunchError("a browser tab listens through the driver's relay, which needs the cluster's token");
+  if (!options.token)
+    throw new LaunchError("a browser tab listens through the driver's relay, which needs the cluster's token");
   const host = options.host.includes(":") ? `[${options.host}]` : options.host;
   const base = `${self.location.protocol === "https:" ? "wss" : "ws"}://${host}:${options.port}`;
   const who = `the driver's relay at ${base}`;
@@ -120,9 +133,11 @@ export async function listen(options: ListenOptions): Promise<Listener> {
   const listening = await nextFrame(reg, {
     timeoutMs: 10_000,
     parse: (text) => relayFrame(text, RelayListeningSchema),
-    onTimeout: () => new TimeoutError(`${who} gave no address within 10 s`, { details: { waitingFor: `an address from ${who}` } }),
+    onTimeout: () =>
+      new TimeoutError(`${who} gave no address within 10 s`, { details: { waitingFor: `an address from ${who}` } }),
     onBinary: () => new ProtocolError(`${who} sent a binary frame`),
-    onClose: (code, reason) => new ProtocolError(`${who} closed the registration (code ${code}${reason ? `, ${reason}` : ""})`),
+    onClose: (code, reason) =>
+      new ProtocolError(`${who} closed the registration (code ${code}${reason ? `, ${reason}` : ""})`),
   });
   const take = (conn: string): void => {
     dial(`${base}/relay/${listening.id}/${conn}`, { maxFrameBytes: options.maxFrameBytes, timeoutMs: 10_000 }).then(
@@ -142,6 +157,9 @@ export async function listen(options: ListenOptions): Promise<Listener> {
     pong: () => undefined,
     close: () => undefined,
   });
-  return { port: options.port, url: listening.url, close: () => Promise.resolve(reg.close(CLOSE.normal, "tab closed")) };
+  return {
+    port: options.port,
+    url: listening.url,
+    close: () => Promise.resolve(reg.close(CLOSE.normal, "tab closed")),
+  };
 }
-

@@ -172,7 +172,8 @@ export function listen(options: ListenOptions): Promise<Listener> {
     server.once("error", (err: NodeJS.ErrnoException) => {
       reject(
         new LaunchError(`cannot listen on ${options.host}:${options.port}: ${err.code ?? err.message}`, {
-          hint: err.code === "EADDRINUSE" ? "choose another --port, or stop what uses this one" : "check --host and --port",
+          hint:
+            err.code === "EADDRINUSE" ? "choose another --port, or stop what uses this one" : "check --host and --port",
         }),
       );
     });
@@ -218,7 +219,9 @@ export function dial(url: string, options: DialOptions): Promise<Link> {
       ...(options.keepProcessAlive === false
         ? {
             createConnection: (o: object): net.Socket => {
-              const socket = url.startsWith("wss:") ? tls.connect(o as tls.ConnectionOptions) : net.connect(o as net.NetConnectOpts);
+              const socket = url.startsWith("wss:")
+                ? tls.connect(o as tls.ConnectionOptions)
+                : net.connect(o as net.NetConnectOpts);
               socket.unref();
               return socket;
             },
@@ -238,7 +241,7 @@ export function dial(url: string, options: DialOptions): Promise<Link> {
         new LaunchError(`cannot connect to ${url}: ${err.message}`, {
           details: { address: url },
           hint: untrusted
-            ? "the worker's TLS certificate is not trusted here (or does not name this address): pass its certificate with .tls({ ca: fs.readFileSync(\"cert.pem\") })"
+            ? 'the worker\'s TLS certificate is not trusted here (or does not name this address): pass its certificate with .tls({ ca: fs.readFileSync("cert.pem") })'
             : "check that the worker is running (meshtrain worker --port ...) and reachable from here",
         }),
       );
@@ -259,7 +262,8 @@ export function dial(url: string, options: DialOptions): Promise<Link> {
  * accepted are forwarded first.
  */
 export function relayLinks(a: Link, b: Link): void {
-  if (!(a instanceof WsLink) || !(b instanceof WsLink)) throw new Error("relayLinks joins WebSocket links accepted by listen()");
+  if (!(a instanceof WsLink) || !(b instanceof WsLink))
+    throw new Error("relayLinks joins WebSocket links accepted by listen()");
   const forward = (from: WsLink, to: WsLink): void => {
     relayed.add(from.ws);
     from.ws.on("ping", (d) => to.ws.readyState === WebSocket.OPEN && to.ws.ping(d));

@@ -14,9 +14,16 @@ import type { WebSocket } from "ws";
  * ws writes every frame synchronously while it is not compressing or reading a Blob (we do
  * neither), so a frame written here never lands inside one of ws's.
  */
-export function writeRawFrame(ws: WebSocket, masked: boolean, head: Buffer, body: Uint8Array, done: (err?: Error | null) => void): void {
+export function writeRawFrame(
+  ws: WebSocket,
+  masked: boolean,
+  head: Buffer,
+  body: Uint8Array,
+  done: (err?: Error | null) => void,
+): void {
   const internals = ws as unknown as { _socket: Socket; _sender: { _state: number } };
-  if (internals._sender._state !== 0) throw new Error("ws's sender is busy (compressing or reading a Blob): a raw frame would interleave with its frame");
+  if (internals._sender._state !== 0)
+    throw new Error("ws's sender is busy (compressing or reading a Blob): a raw frame would interleave with its frame");
   const length = head.length + body.byteLength;
   const lengthBytes = length >= 65536 ? 8 : length > 125 ? 2 : 0;
   const prefix = Buffer.allocUnsafe(2 + lengthBytes + (masked ? 4 : 0) + head.length);

@@ -31,11 +31,22 @@ interface SocketInternals extends Socket {
  * (its reads are decrypted above the handle) or a Node.js without user read buffers; "later"
  * while ws has a frame half read (the caller tries again after ws's next event).
  */
-export function readFramesRaw(ws: WebSocket, maxPayload: number, binary: (payload: Buffer) => void, broken: (why: string, code: number) => void): "lent" | "later" | "never" {
+export function readFramesRaw(
+  ws: WebSocket,
+  maxPayload: number,
+  binary: (payload: Buffer) => void,
+  broken: (why: string, code: number) => void,
+): "lent" | "later" | "never" {
   const internals = ws as unknown as { _receiver?: ReceiverInternals; _socket?: SocketInternals };
   const receiver = internals._receiver;
   const socket = internals._socket;
-  if (!receiver || !socket || socket.constructor.name !== "Socket" || typeof socket._handle?.useUserBuffer !== "function") return "never";
+  if (
+    !receiver ||
+    !socket ||
+    socket.constructor.name !== "Socket" ||
+    typeof socket._handle?.useUserBuffer !== "function"
+  )
+    return "never";
   const symbols = Object.getOwnPropertySymbols(socket);
   const kBuffer = symbols.find((s) => s.description === "kBuffer");
   const kBufferCb = symbols.find((s) => s.description === "kBufferCb");
@@ -48,7 +59,8 @@ export function readFramesRaw(ws: WebSocket, maxPayload: number, binary: (payloa
       else if (opcode === 0x9) receiver.emit("ping", payload);
       else if (opcode === 0xa) receiver.emit("pong", payload);
       else if (payload.length === 0) receiver.emit("conclude", 1005, payload);
-      else if (payload.length === 1 || !sendableCode(payload.readUInt16BE(0))) broken(`a close frame with no valid code (${payload.length} bytes)`, 1002);
+      else if (payload.length === 1 || !sendableCode(payload.readUInt16BE(0)))
+        broken(`a close frame with no valid code (${payload.length} bytes)`, 1002);
       else receiver.emit("conclude", payload.readUInt16BE(0), payload.subarray(2));
     },
     broken,
@@ -69,5 +81,7 @@ export function readFramesRaw(ws: WebSocket, maxPayload: number, binary: (payloa
 
 /** Close codes a peer may send (RFC 6455 section 7.4). */
 function sendableCode(code: number): boolean {
-  return (code >= 1000 && code <= 1014 && code !== 1004 && code !== 1005 && code !== 1006) || (code >= 3000 && code <= 4999);
+  return (
+    (code >= 1000 && code <= 1014 && code !== 1004 && code !== 1005 && code !== 1006) || (code >= 3000 && code <= 4999)
+  );
 }

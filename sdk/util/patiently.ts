@@ -8,7 +8,11 @@
 export async function patiently<T>(
   timeoutMs: number,
   attempt: (leftMs: number) => Promise<T>,
-  o: { retryable?: (err: unknown) => boolean; waiting: (err: unknown, leftMs: number) => void; gaveUp: (err: unknown) => Error },
+  o: {
+    retryable?: (err: unknown) => boolean;
+    waiting: (err: unknown, leftMs: number) => void;
+    gaveUp: (err: unknown) => Error;
+  },
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let pause = 200;

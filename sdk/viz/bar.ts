@@ -1,7 +1,12 @@
 import { COLORS, type Figure } from "./figure";
 
 /** Bars of named series over categories: for the comparison tables of the tutorials. */
-export function barFigure(title: string, categories: readonly string[], series: Record<string, readonly number[]>, yTitle: string): Figure {
+export function barFigure(
+  title: string,
+  categories: readonly string[],
+  series: Record<string, readonly number[]>,
+  yTitle: string,
+): Figure {
   return {
     data: Object.entries(series).map(([name, values], i) => ({
       type: "bar" as const,

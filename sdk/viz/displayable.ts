@@ -32,7 +32,11 @@ export function isDisplayable(x: unknown): x is Displayable {
  * displays as, and a console/inspect form: in a notebook with the hook, printing it displays
  * the bundles; elsewhere it prints as `text()`.
  */
-export function makeDisplayable<T extends object>(obj: T, bundles: () => MimeBundle | MimeBundle[], text: () => string): T {
+export function makeDisplayable<T extends object>(
+  obj: T,
+  bundles: () => MimeBundle | MimeBundle[],
+  text: () => string,
+): T {
   const all = (): MimeBundle[] => {
     const b = bundles();
     return Array.isArray(b) ? b : [b];
@@ -51,6 +55,13 @@ export function makeDisplayable<T extends object>(obj: T, bundles: () => MimeBun
 }
 
 /** A figure that draws itself when it is a notebook cell's value (Plotly + static SVG fallback). */
-export function displayableFigure<F extends { layout: { title?: { text: string } } }>(fig: F, bundle: (f: F) => MimeBundle): F {
-  return makeDisplayable(fig, () => bundle(fig), () => fig.layout.title?.text ?? "figure");
+export function displayableFigure<F extends { layout: { title?: { text: string } } }>(
+  fig: F,
+  bundle: (f: F) => MimeBundle,
+): F {
+  return makeDisplayable(
+    fig,
+    () => bundle(fig),
+    () => fig.layout.title?.text ?? "figure",
+  );
 }

@@ -31,7 +31,8 @@ export class EpochLines implements FitWatch {
     if (r.skipped || !Number.isFinite(r.loss)) return;
     this.lastMs = r.endMs;
     this.samples += r.samples;
-    for (const [k, v] of Object.entries({ loss: r.loss, ...(r.metrics ?? {}) })) this.sums[k] = (this.sums[k] ?? 0) + v * r.samples;
+    for (const [k, v] of Object.entries({ loss: r.loss, ...(r.metrics ?? {}) }))
+      this.sums[k] = (this.sums[k] ?? 0) + v * r.samples;
   };
 
   /** The epoch's validation logs (val_loss, val_ metrics): its line is printed with them. */
@@ -48,6 +49,8 @@ export class EpochLines implements FitWatch {
     this.printed.add(epoch);
     const means = Object.entries(this.sums).map(([k, v]) => `${k}=${(v / Math.max(1, this.samples)).toFixed(4)}`);
     const val = Object.entries(validation).map(([k, v]) => `${k}=${v.toFixed(4)}`);
-    this.write(`Epoch ${epoch + 1} / ${this.epochs}: ${Math.round(this.lastMs - this.startedMs)} ms, ${[...means, ...val].join(" ")}\n`);
+    this.write(
+      `Epoch ${epoch + 1} / ${this.epochs}: ${Math.round(this.lastMs - this.startedMs)} ms, ${[...means, ...val].join(" ")}\n`,
+    );
   }
 }

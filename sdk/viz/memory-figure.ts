@@ -18,7 +18,9 @@ export function memoryFigure(plan: Plan, memory: readonly MemberMemory[]): Figur
     memory.map(label),
     {
       "plan's estimate (training state)": memory.map((m) => (estimatedBytes(plan, m) ?? 0) / MiB),
-      ...(memory.some((m) => m.dataBytes) ? { "data it loaded itself (feed \"workers\")": memory.map((m) => (m.dataBytes ?? 0) / MiB) } : {}),
+      ...(memory.some((m) => m.dataBytes)
+        ? { 'data it loaded itself (feed "workers")': memory.map((m) => (m.dataBytes ?? 0) / MiB) }
+        : {}),
       "measured: peak above the process's own": memory.map((m) => Math.max(0, m.peakRssBytes - ownBytes(m)) / MiB),
     },
     "MiB",

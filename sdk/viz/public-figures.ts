@@ -14,7 +14,12 @@ export function scalingFigure(series: Record<string, readonly ScalingPoint[]>, t
 }
 
 /** Grouped bars of named series over categories (draws itself in a notebook). */
-export function barFigure(title: string, categories: readonly string[], series: Record<string, readonly number[]>, yTitle: string): Figure {
+export function barFigure(
+  title: string,
+  categories: readonly string[],
+  series: Record<string, readonly number[]>,
+  yTitle: string,
+): Figure {
   return displayableFigure(bars(title, categories, series, yTitle), figureBundle);
 }
 
@@ -24,11 +29,17 @@ export function scheduleFigure(schedule: Schedule): Figure {
 }
 
 /** Staleness histograms of several runs side by side (e.g. sync, async, async with a bound). */
-export function stalenessFigure(runs: ReadonlyArray<{ name: string; pushes: readonly PushRecord[] }>, title?: string): Figure {
+export function stalenessFigure(
+  runs: ReadonlyArray<{ name: string; pushes: readonly PushRecord[] }>,
+  title?: string,
+): Figure {
   return displayableFigure(staleness(runs, title), figureBundle);
 }
 
 /** Loss against wall-clock time of several runs side by side, with departures marked. */
-export function lossFigure(runs: ReadonlyArray<{ name: string; history: readonly StepRecord[]; departures?: readonly Departure[] }>, title?: string): Figure {
+export function lossFigure(
+  runs: ReadonlyArray<{ name: string; history: readonly StepRecord[]; departures?: readonly Departure[] }>,
+  title?: string,
+): Figure {
   return displayableFigure(losses(runs, title), figureBundle);
 }

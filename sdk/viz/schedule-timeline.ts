@@ -50,8 +50,15 @@ function figure(bars: readonly Bar[], title: string, xTitle: string, rows: numbe
  */
 export function scheduleFigure(schedule: Schedule): Figure {
   const timed = simulate(schedule);
-  const bars = timed.flatMap((acts, s) => acts.map((a) => ({ row: `stage ${s}`, kind: a.kind, micro: a.micro, start: a.start, end: a.end })));
-  return figure(bars, `${schedule.name === "gpipe" ? "GPipe" : "1F1B"} schedule, ${schedule.stages} stages x ${schedule.microBatches} micro-batches (planned)`, "time (forward = 1 unit, backward = 2)", schedule.stages);
+  const bars = timed.flatMap((acts, s) =>
+    acts.map((a) => ({ row: `stage ${s}`, kind: a.kind, micro: a.micro, start: a.start, end: a.end })),
+  );
+  return figure(
+    bars,
+    `${schedule.name === "gpipe" ? "GPipe" : "1F1B"} schedule, ${schedule.stages} stages x ${schedule.microBatches} micro-batches (planned)`,
+    "time (forward = 1 unit, backward = 2)",
+    schedule.stages,
+  );
 }
 
 /**
@@ -59,7 +66,10 @@ export function scheduleFigure(schedule: Schedule): Figure {
  * from the step's first action. Gaps are the measured bubble (waiting for a neighbour, or idle).
  */
 export function measuredScheduleFigure(history: readonly StepRecord[], step?: number): Figure {
-  const rec = step === undefined ? history[Math.min(history.length - 1, Math.max(0, Math.floor(history.length / 2)))] : history.find((h) => h.step === step);
+  const rec =
+    step === undefined
+      ? history[Math.min(history.length - 1, Math.max(0, Math.floor(history.length / 2)))]
+      : history.find((h) => h.step === step);
   if (!rec) return figure([], "no such step", "ms", 0);
   const withActions = rec.workers.filter((w) => (w.actions ?? []).length > 0);
   const t0 = Math.min(...withActions.flatMap((w) => w.actions!.map((a) => w.startMs + a.start)));
@@ -73,5 +83,10 @@ export function measuredScheduleFigure(history: readonly StepRecord[], step?: nu
     })),
   );
   const bubble = rec.bubble === undefined ? "" : `, bubble ${(rec.bubble * 100).toFixed(0)}%`;
-  return figure(bars, `Step ${rec.step} as measured${bubble}`, "ms from the step's first action (driver clock)", withActions.length);
+  return figure(
+    bars,
+    `Step ${rec.step} as measured${bubble}`,
+    "ms from the step's first action (driver clock)",
+    withActions.length,
+  );
 }

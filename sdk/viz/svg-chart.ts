@@ -61,9 +61,13 @@ export function figureToSvg(fig: Figure): string {
   const step = (W - M.l - M.r) / Math.max(1, legend.length);
   legend.forEach((t, i) => {
     const lx = M.l + step * i;
-    parts.push(`<rect x="${lx}" y="${H - 22}" width="12" height="12" fill="${color(t, i)}"/><text x="${lx + 16}" y="${H - 12}" font-size="11">${esc(t.name!)}</text>`);
+    parts.push(
+      `<rect x="${lx}" y="${H - 22}" width="12" height="12" fill="${color(t, i)}"/><text x="${lx + 16}" y="${H - 12}" font-size="11">${esc(t.name!)}</text>`,
+    );
   });
-  const title = fig.layout.title?.text ? `<text x="${W / 2}" y="20" text-anchor="middle" font-size="14" font-weight="bold">${esc(fig.layout.title.text)}</text>` : "";
+  const title = fig.layout.title?.text
+    ? `<text x="${W / 2}" y="20" text-anchor="middle" font-size="14" font-weight="bold">${esc(fig.layout.title.text)}</text>`
+    : "";
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif"><rect width="${W}" height="${H}" fill="white"/>${title}${parts.join("")}</svg>`;
 }
 
@@ -78,18 +82,26 @@ function timelineBars(fig: Figure, bars: Trace[], inner: Box): string[] {
   const x = linear([lo, hi], [inner.x0, inner.x1]);
   const band = (inner.y1 - inner.y0) / Math.max(1, cats.length);
   parts.push(...axisX(niceTicks(lo, hi), x, inner, fig.layout.xaxis?.title?.text));
-  cats.forEach((c, i) => parts.push(`<text x="${inner.x0 - 6}" y="${inner.y0 + band * (i + 0.5) + 4}" text-anchor="end" font-size="11">${esc(c)}</text>`));
+  cats.forEach((c, i) =>
+    parts.push(
+      `<text x="${inner.x0 - 6}" y="${inner.y0 + band * (i + 0.5) + 4}" text-anchor="end" font-size="11">${esc(c)}</text>`,
+    ),
+  );
   bars.forEach((t, ti) => {
     const ys = t.y as string[];
     num(t.x).forEach((d, i) => {
       const b = t.base?.[i] ?? 0;
       const row = cats.indexOf(ys[i]!);
       const w = Math.max(0.5, x(b + d) - x(b));
-      parts.push(`<rect x="${x(b).toFixed(1)}" y="${(inner.y0 + band * row + band * 0.15).toFixed(1)}" width="${w.toFixed(1)}" height="${(band * 0.7).toFixed(1)}" fill="${color(t, ti)}" stroke="white" stroke-width="0.5"/>`);
+      parts.push(
+        `<rect x="${x(b).toFixed(1)}" y="${(inner.y0 + band * row + band * 0.15).toFixed(1)}" width="${w.toFixed(1)}" height="${(band * 0.7).toFixed(1)}" fill="${color(t, ti)}" stroke="white" stroke-width="0.5"/>`,
+      );
       const label = t.text?.[i];
       // A label only where it fits: about 6 px per character at this size.
       if (label && w >= label.length * 6 + 2) {
-        parts.push(`<text x="${(x(b) + w / 2).toFixed(1)}" y="${(inner.y0 + band * (row + 0.5) + 4).toFixed(1)}" text-anchor="middle" font-size="10" fill="white">${esc(label)}</text>`);
+        parts.push(
+          `<text x="${(x(b) + w / 2).toFixed(1)}" y="${(inner.y0 + band * (row + 0.5) + 4).toFixed(1)}" text-anchor="middle" font-size="10" fill="white">${esc(label)}</text>`,
+        );
       }
     });
   });
@@ -101,12 +113,18 @@ function columnBars(fig: Figure, bars: Trace[], inner: Box): string[] {
   const parts: string[] = [];
   const cats = [...new Set(bars.flatMap((t) => (t.x as Array<string | number>).map(String)))];
   const stacked = fig.layout.barmode === "stack";
-  const totals = cats.map((_, ci) => (stacked ? bars.reduce((a, t) => a + (num(t.y)[ci] ?? 0), 0) : Math.max(0, ...bars.map((t) => num(t.y)[ci] ?? 0))));
+  const totals = cats.map((_, ci) =>
+    stacked ? bars.reduce((a, t) => a + (num(t.y)[ci] ?? 0), 0) : Math.max(0, ...bars.map((t) => num(t.y)[ci] ?? 0)),
+  );
   const hi = Math.max(1e-9, ...totals);
   const y = linear([0, hi * 1.05], [inner.y1, inner.y0]);
   const band = (inner.x1 - inner.x0) / Math.max(1, cats.length);
   parts.push(...axisY(niceTicks(0, hi * 1.05), y, inner, fig.layout.yaxis?.title?.text, "left"));
-  cats.forEach((c, i) => parts.push(`<text x="${inner.x0 + band * (i + 0.5)}" y="${inner.y1 + 16}" text-anchor="middle" font-size="11">${esc(c)}</text>`));
+  cats.forEach((c, i) =>
+    parts.push(
+      `<text x="${inner.x0 + band * (i + 0.5)}" y="${inner.y1 + 16}" text-anchor="middle" font-size="11">${esc(c)}</text>`,
+    ),
+  );
   const acc = cats.map(() => 0);
   bars.forEach((t, ti) => {
     const vals = num(t.y);
@@ -115,7 +133,9 @@ function columnBars(fig: Figure, bars: Trace[], inner: Box): string[] {
       const w = stacked ? band * 0.6 : (band * 0.8) / bars.length;
       const x0 = stacked ? inner.x0 + band * ci + band * 0.2 : inner.x0 + band * ci + band * 0.1 + w * ti;
       const base = stacked ? acc[ci]! : 0;
-      parts.push(`<rect x="${x0.toFixed(1)}" y="${y(base + v).toFixed(1)}" width="${w.toFixed(1)}" height="${Math.max(0, y(base) - y(base + v)).toFixed(1)}" fill="${color(t, ti)}"/>`);
+      parts.push(
+        `<rect x="${x0.toFixed(1)}" y="${y(base + v).toFixed(1)}" width="${w.toFixed(1)}" height="${Math.max(0, y(base) - y(base + v)).toFixed(1)}" fill="${color(t, ti)}"/>`,
+      );
       if (stacked) acc[ci]! += v;
     });
   });
@@ -148,8 +168,12 @@ function lineTraces(fig: Figure, lines: Trace[], colorOffset: number, inner: Box
     const sy = t.yaxis === "y2" ? yr : yl;
     const pts = num(t.x).map((v, i) => `${x(v).toFixed(1)},${sy(ys[i]!).toFixed(1)}`);
     const c = color(t, ti + colorOffset);
-    const dash = t.line?.dash === "dash" ? ' stroke-dasharray="6 4"' : t.line?.dash === "dot" ? ' stroke-dasharray="2 3"' : "";
-    if (t.mode !== "markers") parts.push(`<polyline points="${pts.join(" ")}" fill="none" stroke="${c}" stroke-width="${t.line?.width ?? 1.5}"${dash}/>`);
+    const dash =
+      t.line?.dash === "dash" ? ' stroke-dasharray="6 4"' : t.line?.dash === "dot" ? ' stroke-dasharray="2 3"' : "";
+    if (t.mode !== "markers")
+      parts.push(
+        `<polyline points="${pts.join(" ")}" fill="none" stroke="${c}" stroke-width="${t.line?.width ?? 1.5}"${dash}/>`,
+      );
     if (t.mode === "markers" || t.mode === "lines+markers") {
       for (const p of pts) {
         const [px, py] = p.split(",");
@@ -164,9 +188,14 @@ function axisX(ticks: number[], x: Scale, inner: Box, label?: string): string[] 
   const out = [`<line x1="${inner.x0}" y1="${inner.y1}" x2="${inner.x1}" y2="${inner.y1}" stroke="#333"/>`];
   for (const t of ticks) {
     const px = x(t).toFixed(1);
-    out.push(`<line x1="${px}" y1="${inner.y1}" x2="${px}" y2="${inner.y1 + 4}" stroke="#333"/><text x="${px}" y="${inner.y1 + 16}" text-anchor="middle" font-size="10">${fmtTick(t)}</text>`);
+    out.push(
+      `<line x1="${px}" y1="${inner.y1}" x2="${px}" y2="${inner.y1 + 4}" stroke="#333"/><text x="${px}" y="${inner.y1 + 16}" text-anchor="middle" font-size="10">${fmtTick(t)}</text>`,
+    );
   }
-  if (label) out.push(`<text x="${(inner.x0 + inner.x1) / 2}" y="${inner.y1 + 32}" text-anchor="middle" font-size="11">${esc(label)}</text>`);
+  if (label)
+    out.push(
+      `<text x="${(inner.x0 + inner.x1) / 2}" y="${inner.y1 + 32}" text-anchor="middle" font-size="11">${esc(label)}</text>`,
+    );
   return out;
 }
 
@@ -177,11 +206,15 @@ function axisY(ticks: number[], y: Scale, inner: Box, label: string | undefined,
   for (const t of ticks) {
     const py = y(t).toFixed(1);
     if (side === "left") out.push(`<line x1="${inner.x0}" y1="${py}" x2="${inner.x1}" y2="${py}" stroke="#eee"/>`);
-    out.push(`<text x="${ax + dir * 6}" y="${Number(py) + 3}" text-anchor="${side === "left" ? "end" : "start"}" font-size="10">${fmtTick(t)}</text>`);
+    out.push(
+      `<text x="${ax + dir * 6}" y="${Number(py) + 3}" text-anchor="${side === "left" ? "end" : "start"}" font-size="10">${fmtTick(t)}</text>`,
+    );
   }
   if (label) {
     const lx = side === "left" ? 14 : W - 10;
-    out.push(`<text transform="translate(${lx},${(inner.y0 + inner.y1) / 2}) rotate(-90)" text-anchor="middle" font-size="11">${esc(label)}</text>`);
+    out.push(
+      `<text transform="translate(${lx},${(inner.y0 + inner.y1) / 2}) rotate(-90)" text-anchor="middle" font-size="11">${esc(label)}</text>`,
+    );
   }
   return out;
 }

@@ -11,7 +11,10 @@ export class FitProgress {
   private recent: StepRecord[] = [];
   private readonly tty: boolean;
 
-  constructor(private readonly totalSteps: number, private readonly every = 25) {
+  constructor(
+    private readonly totalSteps: number,
+    private readonly every = 25,
+  ) {
     this.tty = Boolean(process.stderr.isTTY);
     this.bar = this.tty
       ? new SingleBar({
@@ -36,7 +39,9 @@ export class FitProgress {
     const payload = { epoch: s.epoch + 1, loss: s.loss.toFixed(4), rate: this.rate().toFixed(0) };
     if (this.bar) this.bar.update(s.step + 1, payload);
     else if ((s.step + 1) % this.every === 0 || s.step + 1 === this.totalSteps) {
-      process.stderr.write(`step ${s.step + 1}/${this.totalSteps}  epoch ${payload.epoch}  loss ${payload.loss}  ${payload.rate} samples/s\n`);
+      process.stderr.write(
+        `step ${s.step + 1}/${this.totalSteps}  epoch ${payload.epoch}  loss ${payload.loss}  ${payload.rate} samples/s\n`,
+      );
     }
   };
 

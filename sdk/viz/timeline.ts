@@ -25,7 +25,12 @@ export function timelineSpans(history: readonly StepRecord[]): TimelineSpan[] {
       }
       let t = w.startMs;
       const fwdBwd = Math.max(0, w.computeMs - w.applyMs);
-      for (const [phase, d] of [["compute", fwdBwd], ["waiting", w.waitMs], ["communication", w.commMs], ["update", w.applyMs]] as const) {
+      for (const [phase, d] of [
+        ["compute", fwdBwd],
+        ["waiting", w.waitMs],
+        ["communication", w.commMs],
+        ["update", w.applyMs],
+      ] as const) {
         if (d > 0) spans.push({ rank: w.rank, step: s.step, phase, startMs: t, durationMs: d });
         t += d;
       }
@@ -42,8 +47,17 @@ function layerSpans(step: number, w: StepRecord["workers"][number]): TimelineSpa
   const spans: TimelineSpan[] = [];
   let at = 0;
   for (const c of [...w.collectives!].sort((a, b) => a.start - b.start)) {
-    if (c.start > at) spans.push({ rank: w.rank, step, phase: "compute", startMs: w.startMs + at, durationMs: c.start - at });
-    spans.push({ rank: w.rank, step, phase: c.kind, layer: c.layer, ...(c.last !== undefined ? { lastLayer: c.last } : {}), startMs: w.startMs + c.start, durationMs: c.end - c.start });
+    if (c.start > at)
+      spans.push({ rank: w.rank, step, phase: "compute", startMs: w.startMs + at, durationMs: c.start - at });
+    spans.push({
+      rank: w.rank,
+      step,
+      phase: c.kind,
+      layer: c.layer,
+      ...(c.last !== undefined ? { lastLayer: c.last } : {}),
+      startMs: w.startMs + c.start,
+      durationMs: c.end - c.start,
+    });
     at = Math.max(at, c.end);
   }
   const rest = w.computeMs + w.waitMs + w.commMs - at;
@@ -78,8 +92,17 @@ export function timelineFigure(history: readonly StepRecord[], options: { from?:
         x: mine.map((s) => s.durationMs),
         base: mine.map((s) => s.startMs),
         marker: { color: PHASE_COLOR[phase] },
-        ...(phase === "all-gather" || phase === "reduce-scatter" ? { text: mine.map((s) => (s.lastLayer !== undefined ? `layers ${s.layer}-${s.lastLayer}` : `layer ${s.layer}`)) } : {}),
-        hovertemplate: phase === "all-gather" || phase === "reduce-scatter" ? "%{text}: %{base:.1f} ms + %{x:.1f} ms" : "%{base:.1f} ms + %{x:.1f} ms",
+        ...(phase === "all-gather" || phase === "reduce-scatter"
+          ? {
+              text: mine.map((s) =>
+                s.lastLayer !== undefined ? `layers ${s.layer}-${s.lastLayer}` : `layer ${s.layer}`,
+              ),
+            }
+          : {}),
+        hovertemplate:
+          phase === "all-gather" || phase === "reduce-scatter"
+            ? "%{text}: %{base:.1f} ms + %{x:.1f} ms"
+            : "%{base:.1f} ms + %{x:.1f} ms",
       };
     }),
     layout: {

@@ -3,7 +3,16 @@ import type { StepRecord } from "../metrics/records";
 
 /** Chrome's trace-event format, which Perfetto (ui.perfetto.dev) and chrome://tracing open. */
 export interface ChromeTrace {
-  traceEvents: Array<{ name: string; cat: string; ph: "X" | "M"; ts: number; dur?: number; pid: number; tid: number; args?: Record<string, unknown> }>;
+  traceEvents: Array<{
+    name: string;
+    cat: string;
+    ph: "X" | "M";
+    ts: number;
+    dur?: number;
+    pid: number;
+    tid: number;
+    args?: Record<string, unknown>;
+  }>;
   displayTimeUnit: "ms";
 }
 
@@ -14,7 +23,15 @@ export function chromeTrace(history: readonly StepRecord[]): ChromeTrace {
   return {
     displayTimeUnit: "ms",
     traceEvents: [
-      ...ranks.map((rank) => ({ name: "process_name", cat: "__metadata", ph: "M" as const, ts: 0, pid: rank, tid: 0, args: { name: `rank ${rank}` } })),
+      ...ranks.map((rank) => ({
+        name: "process_name",
+        cat: "__metadata",
+        ph: "M" as const,
+        ts: 0,
+        pid: rank,
+        tid: 0,
+        args: { name: `rank ${rank}` },
+      })),
       ...spans.map((s) => ({
         name: s.phase,
         cat: "step",
@@ -23,7 +40,11 @@ export function chromeTrace(history: readonly StepRecord[]): ChromeTrace {
         dur: Math.max(1, Math.round(s.durationMs * 1000)),
         pid: s.rank,
         tid: 0,
-        args: { step: s.step, ...(s.layer !== undefined ? { layer: s.layer } : {}), ...(s.lastLayer !== undefined ? { lastLayer: s.lastLayer } : {}) },
+        args: {
+          step: s.step,
+          ...(s.layer !== undefined ? { layer: s.layer } : {}),
+          ...(s.lastLayer !== undefined ? { lastLayer: s.lastLayer } : {}),
+        },
       })),
     ],
   };

@@ -6,8 +6,14 @@ import { COLORS } from "./figure";
 /** Up to five layers a worker holds, one line each ("Dense 128"), then how many more. */
 export function layerLines(x: number, y: number, layers: readonly LayerSummary[], lineHeight: number): string[] {
   const shown = layers.slice(0, 5);
-  const out = shown.map((l, j) => `<text x="${x}" y="${y + j * lineHeight}" font-size="10">${esc(`${l.className} ${l.outputShape.slice(1).join("x")}`)}</text>`);
-  if (layers.length > shown.length) out.push(`<text x="${x}" y="${y + shown.length * lineHeight}" font-size="10" fill="#555">... ${layers.length - shown.length} more</text>`);
+  const out = shown.map(
+    (l, j) =>
+      `<text x="${x}" y="${y + j * lineHeight}" font-size="10">${esc(`${l.className} ${l.outputShape.slice(1).join("x")}`)}</text>`,
+  );
+  if (layers.length > shown.length)
+    out.push(
+      `<text x="${x}" y="${y + shown.length * lineHeight}" font-size="10" fill="#555">... ${layers.length - shown.length} more</text>`,
+    );
   return out;
 }
 
@@ -16,7 +22,12 @@ export function layerLines(x: number, y: number, layers: readonly LayerSummary[]
  * activations, against the device's memory when it is known (a sliver stays visible), with
  * the numbers underneath.
  */
-export function memoryBars(x: number, y: number, width: number, o: { state: number; activations: number | null; deviceBytes: number | null; barHeight: number; gap: number }): string[] {
+export function memoryBars(
+  x: number,
+  y: number,
+  width: number,
+  o: { state: number; activations: number | null; deviceBytes: number | null; barHeight: number; gap: number },
+): string[] {
   const mem = o.deviceBytes;
   const frac = (b: number): number => (mem ? Math.max(b > 0 ? 0.02 : 0, Math.min(1, b / mem)) : b > 0 ? 0.5 : 0);
   const bar = (top: number, bytes: number, color: string): string[] => [

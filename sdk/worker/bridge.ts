@@ -50,13 +50,36 @@ export type ComputeToComm =
   | { kind: "reply"; draft: Draft; attachments: Tensorlike[]; via?: number }
   | { kind: "replyError"; re: number | undefined; error: WireError; via?: number }
   | { kind: "psPull"; seq: number; minVersion: number | undefined }
-  | { kind: "psPush"; seq: number; clock: number; pulled: number[]; shards: Float32Array[]; wires?: WireFormat[]; learningRate?: number }
+  | {
+      kind: "psPush";
+      seq: number;
+      clock: number;
+      pulled: number[];
+      shards: Float32Array[];
+      wires?: WireFormat[];
+      learningRate?: number;
+    }
   /** `generation`: the membership the step belongs to; the communication thread refuses another's. */
   /** `exchange`: no `data`; the first that many values of the exchange's shared memory. */
-  | { kind: "allReduce"; seq: number; data?: Float32Array; exchange?: number; generation: number; wire?: WireFormat; phases?: RingPhases }
+  | {
+      kind: "allReduce";
+      seq: number;
+      data?: Float32Array;
+      exchange?: number;
+      generation: number;
+      wire?: WireFormat;
+      phases?: RingPhases;
+    }
   /** The shared memory all-reduces cross from now on (worker/exchange.ts). */
   | { kind: "exchange"; memory: SharedArrayBuffer }
-  | { kind: "pipeSend"; to: "prev" | "next"; frameKind: "activation" | "gradient"; step: number; micro: number; data: Float32Array }
+  | {
+      kind: "pipeSend";
+      to: "prev" | "next";
+      frameKind: "activation" | "gradient";
+      step: number;
+      micro: number;
+      data: Float32Array;
+    }
   /** What the compute thread does now, reported to the driver as progress. */
   | { kind: "activity"; text: string; state: ActivityState }
   /** Whether the compute thread holds a model (a fit under way): between fits a worker waits longer for a silent driver. */

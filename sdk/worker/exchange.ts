@@ -16,7 +16,10 @@ export class Exchange {
 
   /** Whether the threads can share memory here (a browser tab needs cross-origin isolation). */
   static available(): boolean {
-    return typeof SharedArrayBuffer !== "undefined" && (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated !== false;
+    return (
+      typeof SharedArrayBuffer !== "undefined" &&
+      (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated !== false
+    );
   }
 
   /** The first `length` values of the shared memory, grown (and given again) when too small. */

@@ -13,7 +13,9 @@ import { tabName } from "./browser/tab-name";
 function choiceFor(asked: string): TabBackend | "auto" {
   if (asked !== "auto") {
     if ((TAB_BACKENDS as readonly string[]).includes(asked)) return asked as TabBackend;
-    throw new BackendError(`the cluster asks for backend "${asked}", which a browser tab cannot run`, { hint: `a tab runs ${TAB_BACKENDS.join(", ")}: use .backend("auto") for clusters with tabs` });
+    throw new BackendError(`the cluster asks for backend "${asked}", which a browser tab cannot run`, {
+      hint: `a tab runs ${TAB_BACKENDS.join(", ")}: use .backend("auto") for clusters with tabs`,
+    });
   }
   const own = new URLSearchParams(self.location.search).get("backend");
   return own !== null && (TAB_BACKENDS as readonly string[]).includes(own) ? (own as TabBackend) : "auto";
@@ -33,7 +35,12 @@ export async function joinWorker(msg: MessageOf<"join">): Promise<{ backend: Bac
       device: backend.device,
       ...(backend.gpu ? { gpu: { ...backend.gpu, transferBytesPerSecond: await transferRate() } } : {}),
       // 0: the browser does not say (the cap, if any, is what the tab may use).
-      memoryBytes: msg.memoryCapBytes === undefined ? backend.memoryBytes : backend.memoryBytes === 0 ? msg.memoryCapBytes : Math.min(msg.memoryCapBytes, backend.memoryBytes),
+      memoryBytes:
+        msg.memoryCapBytes === undefined
+          ? backend.memoryBytes
+          : backend.memoryBytes === 0
+            ? msg.memoryCapBytes
+            : Math.min(msg.memoryCapBytes, backend.memoryBytes),
       cpus: navigator.hardwareConcurrency || 1,
       gflops: speed.gflops,
       kernelOverheadUs: speed.kernelOverheadUs,

@@ -12,7 +12,10 @@ import { BACKEND_CHOICES, type BackendChoice } from "../protocol/backend-names";
 export async function joinWorker(msg: MessageOf<"join">): Promise<{ backend: BackendReport; info: WorkerInfo }> {
   // A worker started with --backend decides for itself when the driver leaves it to "auto".
   const own = process.env.MESHTRAIN_BACKEND;
-  const choice = msg.backend === "auto" && own && (BACKEND_CHOICES as readonly string[]).includes(own) ? (own as BackendChoice) : msg.backend;
+  const choice =
+    msg.backend === "auto" && own && (BACKEND_CHOICES as readonly string[]).includes(own)
+      ? (own as BackendChoice)
+      : msg.backend;
   const backend = await selectBackend(choice, msg.threads === 0 ? os.availableParallelism() : msg.threads);
   const cap = msg.memoryCapBytes ?? null;
   const speed = await calibrate();

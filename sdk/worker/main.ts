@@ -48,7 +48,8 @@ export function runWorker(o: WorkerOptions): Promise<number> {
       if (m.kind === "listening") {
         if (o.join) joinThenWatch(o, o.join, m.url, finish);
         // A local worker's address goes to its driver alone: the line would be noise in the driver's output.
-        else if (!o.exitWithDriver) process.stdout.write(`meshtrain worker ${VERSION} listening on ${m.url} (pid ${process.pid})\n`);
+        else if (!o.exitWithDriver)
+          process.stdout.write(`meshtrain worker ${VERSION} listening on ${m.url} (pid ${process.pid})\n`);
         process.send?.({ type: "listening", url: m.url, port: m.port });
       } else if (m.kind === "exit") {
         // The driver's error names this process's exit; this line says why it chose to.
@@ -59,7 +60,9 @@ export function runWorker(o: WorkerOptions): Promise<number> {
       compute.handle(m);
     });
     comm.on("error", (err) => {
-      process.stderr.write(`[meshtrain worker ${process.pid}] communication thread failed: ${err.stack ?? err.message}\n`);
+      process.stderr.write(
+        `[meshtrain worker ${process.pid}] communication thread failed: ${err.stack ?? err.message}\n`,
+      );
       resolve(70);
     });
     // A local worker lives only as long as the driver that started it.
@@ -74,21 +77,28 @@ export function runWorker(o: WorkerOptions): Promise<number> {
 function joinThenWatch(o: WorkerOptions, target: JoinTarget, ownUrl: string, finish: (code: number) => void): void {
   joinDriver(target, { token: o.token!, ownUrl, maxFrameBytes: o.maxFrameBytes }).then(
     ({ assigned, lifeline }) => {
-      process.stdout.write(`meshtrain worker ${VERSION} joined ${target.url} as rank ${assigned.rank} of ${assigned.worldSize} (listening on ${ownUrl}, pid ${process.pid})\n`);
+      process.stdout.write(
+        `meshtrain worker ${VERSION} joined ${target.url} as rank ${assigned.rank} of ${assigned.worldSize} (listening on ${ownUrl}, pid ${process.pid})\n`,
+      );
       lifeline.setHandlers({
         text: () => undefined,
         binary: () => undefined,
         pong: () => undefined,
         close: (code, reason) => {
           const clean = code === CLOSE.normal;
-          if (!clean) process.stderr.write(`meshtrain worker: the driver at ${target.url} went away (code ${code}${reason ? `, ${reason}` : ""}); exiting\n`);
+          if (!clean)
+            process.stderr.write(
+              `meshtrain worker: the driver at ${target.url} went away (code ${code}${reason ? `, ${reason}` : ""}); exiting\n`,
+            );
           finish(clean ? 0 : 1);
         },
       });
     },
     (err: unknown) => {
       // meshtrain's errors carry their hint in the message.
-      process.stderr.write(`meshtrain worker: could not join ${target.url}: ${isMeshtrainError(err) ? `${err.message} [${err.code}]` : err instanceof Error ? err.message : String(err)}\n`);
+      process.stderr.write(
+        `meshtrain worker: could not join ${target.url}: ${isMeshtrainError(err) ? `${err.message} [${err.code}]` : err instanceof Error ? err.message : String(err)}\n`,
+      );
       finish(3);
     },
   );

@@ -32,6 +32,12 @@ export class MemoryWatch {
   }
 
   report(): WorkerMemory {
-    return { idleRssBytes: this.idleBytes, loadPeakRssBytes: this.loadPeak, peakRssBytes: this.peak, tensorBytes: tf.memory().numBytes, peakFrom: "tensors" };
+    return {
+      idleRssBytes: this.idleBytes,
+      loadPeakRssBytes: this.loadPeak,
+      peakRssBytes: this.peak,
+      tensorBytes: tf.memory().numBytes,
+      peakFrom: "tensors",
+    };
   }
 }

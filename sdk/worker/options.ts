@@ -37,7 +37,9 @@ export function checkWorkerOptions(o: WorkerOptions): void {
       isLoopback(o.host)
         ? "a worker needs the cluster token: every connection must prove it"
         : `refusing to listen on ${o.host} without a token: anyone who reaches it could drive it`,
-      { hint: "pass --token <secret> or set MESHTRAIN_TOKEN (at least 16 characters); give the same token to the driver with .token(...)" },
+      {
+        hint: "pass --token <secret> or set MESHTRAIN_TOKEN (at least 16 characters); give the same token to the driver with .token(...)",
+      },
     );
   }
   if (o.token.length < 16) {
@@ -46,4 +48,3 @@ export function checkWorkerOptions(o: WorkerOptions): void {
     });
   }
 }
-

@@ -17,7 +17,12 @@ export function captureOutput(comm: Worker): void {
     const original = target.write.bind(target) as (chunk: unknown, ...rest: unknown[]) => boolean;
     const splitter = new LineSplitter();
     target.write = ((chunk: unknown, ...rest: unknown[]): boolean => {
-      const text = typeof chunk === "string" ? chunk : Buffer.isBuffer(chunk) || chunk instanceof Uint8Array ? Buffer.from(chunk).toString("utf8") : String(chunk);
+      const text =
+        typeof chunk === "string"
+          ? chunk
+          : Buffer.isBuffer(chunk) || chunk instanceof Uint8Array
+            ? Buffer.from(chunk).toString("utf8")
+            : String(chunk);
       const lines = splitter.push(text);
       if (lines.length > 0) post(comm, { kind: "output", stream: stream as Stream, lines });
       return original(chunk, ...rest);

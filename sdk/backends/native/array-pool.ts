@@ -16,7 +16,10 @@ export class ArrayPool {
   private readonly escaped = new WeakSet<ArrayBufferLike>();
   private freeBytes = 0;
 
-  constructor(private readonly maxFreeBytes = 512 * 1024 * 1024, private readonly perSize = 256) {}
+  constructor(
+    private readonly maxFreeBytes = 512 * 1024 * 1024,
+    private readonly perSize = 256,
+  ) {}
 
   alloc(length: number): Float32Array {
     // Small arrays are cheapest straight from V8's heap; only large ones are worth recycling.

@@ -26,7 +26,13 @@ export class NativeBackend extends MathBackendCPU {
     return super.write(values, shape, dtype);
   }
 
-  override move(dataId: tf.DataId, values: tf.backend_util.BackendValues, shape: number[], dtype: tf.DataType, refCount: number): void {
+  override move(
+    dataId: tf.DataId,
+    values: tf.backend_util.BackendValues,
+    shape: number[],
+    dtype: tf.DataType,
+    refCount: number,
+  ): void {
     this.pool.retain(values);
     super.move(dataId, values, shape, dtype, refCount);
   }
@@ -59,7 +65,8 @@ export class NativeBackend extends MathBackendCPU {
    */
   rebind(t: tf.TensorInfo, values: Float32Array): void {
     const entry = this.data.get(t.dataId);
-    if (values.length !== tf.util.sizeFromShape(t.shape)) throw new Error(`rebind: ${values.length} values for a tensor of shape [${t.shape.join(", ")}]`);
+    if (values.length !== tf.util.sizeFromShape(t.shape))
+      throw new Error(`rebind: ${values.length} values for a tensor of shape [${t.shape.join(", ")}]`);
     entry.values = values;
   }
 

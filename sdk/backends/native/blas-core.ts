@@ -18,7 +18,15 @@ const CORES: ReadonlyArray<{ core: string; flags: readonly string[] }> = [
 export function blasCoreFor(cpuinfo: string): string | null {
   const lines = cpuinfo.split("\n").filter((l) => /^flags\s*:/.test(l));
   if (lines.length === 0) return null;
-  const sets = lines.map((l) => new Set(l.replace(/^flags\s*:/, "").trim().split(/\s+/)));
+  const sets = lines.map(
+    (l) =>
+      new Set(
+        l
+          .replace(/^flags\s*:/, "")
+          .trim()
+          .split(/\s+/),
+      ),
+  );
   return CORES.find((c) => sets.every((s) => c.flags.every((f) => s.has(f))))?.core ?? null;
 }
 

@@ -27,7 +27,17 @@ export function registerNativeBackend(threads = 1): NativeRegistration {
   const addon = load.addon;
   addon.setThreads(threads);
   tf.registerBackend(NATIVE_BACKEND, () => new NativeBackend(addon), -1);
-  const ours = [batchMatMulKernel, fusedMatMulKernel, ...elementwiseKernels, ...reduceKernels, ...convKernels, ...poolKernels, ...gatherKernels, ...shapeKernels, splitKernel];
+  const ours = [
+    batchMatMulKernel,
+    fusedMatMulKernel,
+    ...elementwiseKernels,
+    ...reduceKernels,
+    ...convKernels,
+    ...poolKernels,
+    ...gatherKernels,
+    ...shapeKernels,
+    splitKernel,
+  ];
   const overridden = new Set(ours.map((k) => k.kernelName));
   for (const k of tf.getKernelsForBackend("cpu")) {
     if (!overridden.has(k.kernelName)) tf.registerKernel({ ...k, backendName: NATIVE_BACKEND });

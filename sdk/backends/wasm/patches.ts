@@ -12,7 +12,12 @@ import { convInfo, poolInfo } from "../geometry";
 
 type Backend = tf.KernelBackend & {
   readSync(dataId: tf.DataId): tf.backend_util.BackendValues;
-  makeOutput(shape: number[], dtype: tf.DataType, memoryOffset?: number, values?: tf.backend_util.BackendValues): tf.TensorInfo;
+  makeOutput(
+    shape: number[],
+    dtype: tf.DataType,
+    memoryOffset?: number,
+    values?: tf.backend_util.BackendValues,
+  ): tf.TensorInfo;
   disposeData(dataId: tf.DataId, force?: boolean): boolean;
 };
 type Args = { inputs: tf.NamedTensorInfoMap; backend: Backend; attrs: tf.NamedAttrMap };
@@ -50,7 +55,11 @@ function untransposed(name: "BatchMatMul" | "_FusedMatMul"): tf.KernelConfig {
       let { a, b } = inputs as { a: tf.TensorInfo; b: tf.TensorInfo };
       if (attrs.transposeA) temps.push((a = transposeLastTwo(a, backend)));
       if (attrs.transposeB) temps.push((b = transposeLastTwo(b, backend)));
-      const out = original({ inputs: { ...inputs, a, b }, backend, attrs: { ...attrs, transposeA: false, transposeB: false } } as Parameters<tf.KernelFunc>[0]);
+      const out = original({
+        inputs: { ...inputs, a, b },
+        backend,
+        attrs: { ...attrs, transposeA: false, transposeB: false },
+      } as Parameters<tf.KernelFunc>[0]);
       for (const t of temps) backend.disposeData(t.dataId);
       return out;
     },
@@ -77,9 +86,23 @@ const conv2dBackpropFilter: tf.KernelConfig = {
     const conv = call("Conv2D", {
       inputs: { x: xT, filter: dyT },
       backend,
-      attrs: { strides: 1, dilations: [c.strideHeight, c.strideWidth], pad: [[0, 0], [p.top, p.bottom], [p.left, p.right], [0, 0]], dataFormat: "NHWC" },
+      attrs: {
+        strides: 1,
+        dilations: [c.strideHeight, c.strideWidth],
+        pad: [
+          [0, 0],
+          [p.top, p.bottom],
+          [p.left, p.right],
+          [0, 0],
+        ],
+        dataFormat: "NHWC",
+      },
     });
-    const cropped = call("Slice", { inputs: { x: conv }, backend, attrs: { begin: [0, 0, 0, 0], size: [conv.shape[0]!, kh, kw, conv.shape[3]!] } });
+    const cropped = call("Slice", {
+      inputs: { x: conv },
+      backend,
+      attrs: { begin: [0, 0, 0, 0], size: [conv.shape[0]!, kh, kw, conv.shape[3]!] },
+    });
     const out = call("Transpose", { inputs: { x: cropped }, backend, attrs: { perm: [1, 2, 0, 3] } });
     for (const t of [xT, dyT, conv, cropped]) backend.disposeData(t.dataId);
     return out;
@@ -109,7 +132,17 @@ function conv2dBackpropInput(): tf.KernelConfig {
       const out = call("Conv2D", {
         inputs: { x: dy, filter: swapped },
         backend,
-        attrs: { strides: 1, dilations: 1, pad: [[0, 0], [pads[0]!, pads[1]!], [pads[2]!, pads[3]!], [0, 0]], dataFormat: "NHWC" },
+        attrs: {
+          strides: 1,
+          dilations: 1,
+          pad: [
+            [0, 0],
+            [pads[0]!, pads[1]!],
+            [pads[2]!, pads[3]!],
+            [0, 0],
+          ],
+          dataFormat: "NHWC",
+        },
       });
       for (const t of [flipped, swapped]) backend.disposeData(t.dataId);
       return out;
@@ -167,7 +200,12 @@ function viaCpu(config: tf.KernelConfig): tf.KernelConfig {
       const host = cpu;
       const copies: tf.NamedTensorInfoMap = {};
       for (const [k, t] of Object.entries(inputs)) {
-        if (t) copies[k] = host.makeTensorInfo([...t.shape], t.dtype, backend.readSync(t.dataId) as tf.backend_util.BackendValues);
+        if (t)
+          copies[k] = host.makeTensorInfo(
+            [...t.shape],
+            t.dtype,
+            backend.readSync(t.dataId) as tf.backend_util.BackendValues,
+          );
       }
       const result = config.kernelFunc({ inputs: copies, backend: host, attrs } as Parameters<tf.KernelFunc>[0]);
       const outs = Array.isArray(result) ? result : [result];
@@ -184,7 +222,13 @@ let patched: string[] | undefined;
 export function patchWasmKernels(): string[] {
   if (patched) return patched;
   const have = new Set(tf.getKernelsForBackend(WASM).map((k) => k.kernelName));
-  const ours = [untransposed("BatchMatMul"), untransposed("_FusedMatMul"), conv2dBackpropFilter, conv2dBackpropInput(), maxPoolGrad];
+  const ours = [
+    untransposed("BatchMatMul"),
+    untransposed("_FusedMatMul"),
+    conv2dBackpropFilter,
+    conv2dBackpropInput(),
+    maxPoolGrad,
+  ];
   for (const k of ours) {
     if (have.has(k.kernelName)) tf.unregisterKernel(k.kernelName, WASM);
     tf.registerKernel(k);

@@ -25,7 +25,10 @@ export interface AdapterFacts {
 
 /** The subset of the WebGPU API meshtrain reads (the `webgpu` package's types are not a dependency of the SDK's types). */
 interface Gpu {
-  requestAdapter(options?: { powerPreference?: "low-power" | "high-performance"; forceFallbackAdapter?: boolean }): Promise<Adapter | null>;
+  requestAdapter(options?: {
+    powerPreference?: "low-power" | "high-performance";
+    forceFallbackAdapter?: boolean;
+  }): Promise<Adapter | null>;
 }
 interface Adapter {
   info: { vendor: string; architecture: string; device: string; description: string; isFallbackAdapter?: boolean };
@@ -41,7 +44,10 @@ export function loadDawn(): { ok: true; pkg: WebgpuPackage } | { ok: false; reas
   try {
     require.resolve("webgpu");
   } catch {
-    return { ok: false, reason: "the webgpu package (Dawn for Node) is not installed: npm install webgpu @tensorflow/tfjs-backend-webgpu" };
+    return {
+      ok: false,
+      reason: "the webgpu package (Dawn for Node) is not installed: npm install webgpu @tensorflow/tfjs-backend-webgpu",
+    };
   }
   try {
     // An ES module: Node 20.19+ requires it synchronously.
@@ -54,12 +60,22 @@ export function loadDawn(): { ok: true; pkg: WebgpuPackage } | { ok: false; reas
 /** Whether the adapter is a CPU rasteriser: the browser's flag where it says, else the known software drivers by name. */
 export function isSoftware(info: Adapter["info"]): boolean {
   if (info.isFallbackAdapter === true) return true;
-  return /swiftshader|llvmpipe|lavapipe|software|microsoft basic render/i.test(`${info.vendor} ${info.architecture} ${info.device} ${info.description}`);
+  return /swiftshader|llvmpipe|lavapipe|software|microsoft basic render/i.test(
+    `${info.vendor} ${info.architecture} ${info.device} ${info.description}`,
+  );
 }
 
 function factsOf(a: Adapter, name: string, backend: string): AdapterFacts {
   const i = a.info;
-  return { name, vendor: i.vendor, architecture: i.architecture, description: i.description, software: isSoftware(i), maxBufferBytes: a.limits.maxBufferSize, backend };
+  return {
+    name,
+    vendor: i.vendor,
+    architecture: i.architecture,
+    description: i.description,
+    software: isSoftware(i),
+    maxBufferBytes: a.limits.maxBufferSize,
+    backend,
+  };
 }
 
 /**
@@ -83,12 +99,18 @@ async function listAdapters(pkg: WebgpuPackage): Promise<Array<{ backend: string
     await pkg.create(["adapter=\u0001meshtrain-lists-the-adapters"]).requestAdapter();
     return [];
   } catch (err) {
-    return [...String(err).matchAll(/\* backend: '([^']*)', name: '([^']*)'/g)].map((m) => ({ backend: m[1]!, name: m[2]! }));
+    return [...String(err).matchAll(/\* backend: '([^']*)', name: '([^']*)'/g)].map((m) => ({
+      backend: m[1]!,
+      name: m[2]!,
+    }));
   }
 }
 
 /** The adapter named `given` (the first with that name; any adapter when name is empty), made this process's navigator.gpu. */
-export async function useAdapter(pkg: WebgpuPackage, given: string): Promise<{ adapter: AdapterFacts } | { problem: string }> {
+export async function useAdapter(
+  pkg: WebgpuPackage,
+  given: string,
+): Promise<{ adapter: AdapterFacts } | { problem: string }> {
   // The driver's own name for the adapter (the JavaScript API gives a mangled one): the first listed, unless one was given.
   const name = given || (await listAdapters(pkg))[0]?.name || "";
   const flags = name ? [`adapter=${name}`] : [];

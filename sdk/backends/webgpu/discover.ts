@@ -20,9 +20,15 @@ export interface AdapterSurvey {
 const PROBE = path.join(__dirname, "probe-main.js");
 
 /** Runs the probe with `env` added; resolves with its report (never rejects: a failed probe is a problem said in words). */
-function probe(env: NodeJS.ProcessEnv, timeoutMs: number): Promise<{ adapters: AdapterFacts[]; problem: string | null }> {
+function probe(
+  env: NodeJS.ProcessEnv,
+  timeoutMs: number,
+): Promise<{ adapters: AdapterFacts[]; problem: string | null }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [PROBE], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [PROBE], {
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let out = "";
     let err = "";
     const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
@@ -33,7 +39,10 @@ function probe(env: NodeJS.ProcessEnv, timeoutMs: number): Promise<{ adapters: A
       const line = out.split("\n").find((l) => l.startsWith("{"));
       if (line) return resolve(JSON.parse(line) as { adapters: AdapterFacts[]; problem: string | null });
       const why = signal === "SIGKILL" ? `did not answer within ${timeoutMs / 1000} s` : `exited (${signal ?? code})`;
-      resolve({ adapters: [], problem: `the adapter probe ${why}${err.trim() ? `: ${err.trim().split("\n").slice(-2).join(" ")}` : ""}` });
+      resolve({
+        adapters: [],
+        problem: `the adapter probe ${why}${err.trim() ? `: ${err.trim().split("\n").slice(-2).join(" ")}` : ""}`,
+      });
     });
   });
 }
@@ -46,17 +55,29 @@ function probe(env: NodeJS.ProcessEnv, timeoutMs: number): Promise<{ adapters: A
 export async function discoverAdapters(timeoutMs = 30_000): Promise<AdapterSurvey> {
   if (process.platform !== "linux") {
     const r = await probe({}, timeoutMs);
-    return { adapters: r.adapters.map((a, i, all) => ({ ...a, icd: null, ordinal: all.slice(0, i).filter((b) => b.name === a.name).length })), problems: r.problem ? [r.problem] : [] };
+    return {
+      adapters: r.adapters.map((a, i, all) => ({
+        ...a,
+        icd: null,
+        ordinal: all.slice(0, i).filter((b) => b.name === a.name).length,
+      })),
+      problems: r.problem ? [r.problem] : [],
+    };
   }
   const problem = vulkanProblem();
   if (problem) return { adapters: [], problems: [problem] };
   const adapters: LocalAdapter[] = [];
   const problems: string[] = [];
-  const reports = await Promise.all(icdManifests().map(async (m: IcdManifest) => ({ m, r: await probe(vulkanEnv(m), timeoutMs) })));
+  const reports = await Promise.all(
+    icdManifests().map(async (m: IcdManifest) => ({ m, r: await probe(vulkanEnv(m), timeoutMs) })),
+  );
   for (const { m, r } of reports) {
     if (r.problem) problems.push(`${m.file}: ${r.problem}`);
-    if (r.adapters.length === 0 && !r.problem) problems.push(`${m.file}: Dawn found no adapter it accepts on this driver`);
-    r.adapters.forEach((a, i) => adapters.push({ ...a, icd: m.file, ordinal: r.adapters.slice(0, i).filter((b) => b.name === a.name).length }));
+    if (r.adapters.length === 0 && !r.problem)
+      problems.push(`${m.file}: Dawn found no adapter it accepts on this driver`);
+    r.adapters.forEach((a, i) =>
+      adapters.push({ ...a, icd: m.file, ordinal: r.adapters.slice(0, i).filter((b) => b.name === a.name).length }),
+    );
   }
   return { adapters, problems };
 }

@@ -20,7 +20,9 @@ async function main(): Promise<void> {
 main().then(
   () => process.exit(0),
   (err: unknown) => {
-    process.stdout.write(`${JSON.stringify({ adapters: [], problem: `the adapter probe failed: ${err instanceof Error ? err.message : String(err)}` })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ adapters: [], problem: `the adapter probe failed: ${err instanceof Error ? err.message : String(err)}` })}\n`,
+    );
     process.exit(0);
   },
 );

@@ -9,7 +9,10 @@ import { loaderDir, vulkanEnv, vulkanProblem } from "./vulkan";
  * the adapter, or why it cannot: the package missing, no Vulkan loader or driver, no adapter
  * (with Dawn's own message), or the backend refusing to start.
  */
-export async function registerWebgpu(adapterName: string, o: { refuseSoftware: boolean }): Promise<{ adapter: AdapterFacts } | { problem: string }> {
+export async function registerWebgpu(
+  adapterName: string,
+  o: { refuseSoftware: boolean },
+): Promise<{ adapter: AdapterFacts } | { problem: string }> {
   const dawn = loadDawn();
   if (!dawn.ok) return { problem: dawn.reason };
   const vk = vulkanProblem() ?? loaderOffPath();
@@ -20,7 +23,9 @@ export async function registerWebgpu(adapterName: string, o: { refuseSoftware: b
   try {
     require.resolve("@tensorflow/tfjs-backend-webgpu");
   } catch {
-    return { problem: "@tensorflow/tfjs-backend-webgpu is not installed: npm install webgpu @tensorflow/tfjs-backend-webgpu" };
+    return {
+      problem: "@tensorflow/tfjs-backend-webgpu is not installed: npm install webgpu @tensorflow/tfjs-backend-webgpu",
+    };
   }
   const chosen = await useAdapter(dawn.pkg, adapterName);
   if ("problem" in chosen) return chosen;
@@ -31,10 +36,13 @@ export async function registerWebgpu(adapterName: string, o: { refuseSoftware: b
     return { problem: `@tensorflow/tfjs-backend-webgpu did not load: ${(err as Error).message.split("\n")[0]}` };
   }
   if (o.refuseSoftware && chosen.adapter.software) {
-    return { problem: `the only adapter is a software GPU ("${chosen.adapter.name}", ${chosen.adapter.description}), which "auto" never takes: it is slower than the CPU backends (ask for it with .backend("webgpu") or .gpus(n, { software: true }))` };
+    return {
+      problem: `the only adapter is a software GPU ("${chosen.adapter.name}", ${chosen.adapter.description}), which "auto" never takes: it is slower than the CPU backends (ask for it with .backend("webgpu") or .gpus(n, { software: true }))`,
+    };
   }
   try {
-    if (!(await tf.setBackend("webgpu"))) return { problem: "TF.js's webgpu backend did not initialise on the adapter" };
+    if (!(await tf.setBackend("webgpu")))
+      return { problem: "TF.js's webgpu backend did not initialise on the adapter" };
   } catch (err) {
     return { problem: `TF.js's webgpu backend failed to start: ${(err as Error).message.split("\n")[0]}` };
   }

@@ -36,21 +36,39 @@ export function modelKey(m: ModelSummary): string {
  * dataset and options; the model takes its weights. Returns it, and the options to run with
  * (its seed and shuffle, which fix the order of the samples).
  */
-export function resumeFrom(from: string, strategy: CheckpointBody["strategy"], model: tf.LayersModel, summary: ModelSummary, dataset: Dataset, o: ResolvedFitOptions): { ckpt: Checkpoint; options: ResolvedFitOptions } {
+export function resumeFrom(
+  from: string,
+  strategy: CheckpointBody["strategy"],
+  model: tf.LayersModel,
+  summary: ModelSummary,
+  dataset: Dataset,
+  o: ResolvedFitOptions,
+): { ckpt: Checkpoint; options: ResolvedFitOptions } {
   const ckpt = readCheckpoint(from);
   const b = ckpt.body;
   const mismatch = (what: string, was: unknown, now: unknown): CheckpointError =>
-    new CheckpointError(`the checkpoint ${ckpt.path} was made with ${what} ${JSON.stringify(was)}; this fit has ${JSON.stringify(now)}`, {
-      details: { file: ckpt.path },
-      hint: "resume with the strategy, model, dataset and options the checkpoint was made with",
-    });
+    new CheckpointError(
+      `the checkpoint ${ckpt.path} was made with ${what} ${JSON.stringify(was)}; this fit has ${JSON.stringify(now)}`,
+      {
+        details: { file: ckpt.path },
+        hint: "resume with the strategy, model, dataset and options the checkpoint was made with",
+      },
+    );
   if (b.strategy !== strategy) throw mismatch("strategy", b.strategy, strategy);
-  if (b.modelKey !== modelKey(summary)) throw new CheckpointError(`the checkpoint ${ckpt.path} was made for another model (other layers or shapes) than "${summary.name}"`, { details: { file: ckpt.path } });
+  if (b.modelKey !== modelKey(summary))
+    throw new CheckpointError(
+      `the checkpoint ${ckpt.path} was made for another model (other layers or shapes) than "${summary.name}"`,
+      { details: { file: ckpt.path } },
+    );
   if (b.datasetSize !== dataset.size) throw mismatch("a dataset of", b.datasetSize, dataset.size);
   if (b.batchSize !== o.batchSize) throw mismatch("batchSize", b.batchSize, o.batchSize);
   if (b.loss !== o.loss) throw mismatch("loss", b.loss, o.loss);
-  if (JSON.stringify(b.optimizer) !== JSON.stringify(o.optimizer)) throw mismatch("optimizer", b.optimizer, o.optimizer);
-  setModelWeights(model, ckpt.weights.map((data, i) => ({ data, shape: b.weights[i]!.shape })));
+  if (JSON.stringify(b.optimizer) !== JSON.stringify(o.optimizer))
+    throw mismatch("optimizer", b.optimizer, o.optimizer);
+  setModelWeights(
+    model,
+    ckpt.weights.map((data, i) => ({ data, shape: b.weights[i]!.shape })),
+  );
   return { ckpt, options: { ...o, seed: b.seed, shuffle: b.shuffle } };
 }
 
@@ -61,19 +79,30 @@ export async function restoreOptimizers(ctx: FitContext, ckpt: Checkpoint, holde
   for (const s of ckpt.body.optimizerStates) {
     const attachments = s.tensors.map((t) => ({ data: ckpt.optimizer[k++]!, shape: t.shape }));
     const holder = holders.find((h) => h.name === s.holder);
-    if (!holder) throw new CheckpointError(`the checkpoint ${ckpt.path} holds optimizer state for "${s.holder}", which this fit does not have`, { details: { file: ckpt.path }, hint: "resume on a cluster of the same shape (workers, stages, servers)" });
+    if (!holder)
+      throw new CheckpointError(
+        `the checkpoint ${ckpt.path} holds optimizer state for "${s.holder}", which this fit does not have`,
+        { details: { file: ckpt.path }, hint: "resume on a cluster of the same shape (workers, stages, servers)" },
+      );
     for (const w of holder.to) {
       requests.push(
-        w.channel.request({ type: "setState", format: s.format, names: s.tensors.map((t) => t.name), scalars: s.scalars }, "stateSet", {
-          timeoutMs: ctx.spec.timeouts.stepMs,
-          waitingFor: "the checkpoint's optimizer state to load",
-          attachments,
-        }),
+        w.channel.request(
+          { type: "setState", format: s.format, names: s.tensors.map((t) => t.name), scalars: s.scalars },
+          "stateSet",
+          {
+            timeoutMs: ctx.spec.timeouts.stepMs,
+            waitingFor: "the checkpoint's optimizer state to load",
+            attachments,
+          },
+        ),
       );
     }
   }
   if (holders.length !== ckpt.body.optimizerStates.length) {
-    throw new CheckpointError(`the checkpoint ${ckpt.path} has optimizer state for ${ckpt.body.optimizerStates.length} holder(s); this fit has ${holders.length}`, { details: { file: ckpt.path }, hint: "resume on a cluster of the same shape (workers, stages, servers)" });
+    throw new CheckpointError(
+      `the checkpoint ${ckpt.path} has optimizer state for ${ckpt.body.optimizerStates.length} holder(s); this fit has ${holders.length}`,
+      { details: { file: ckpt.path }, hint: "resume on a cluster of the same shape (workers, stages, servers)" },
+    );
   }
   await awaitAll(ctx)(requests);
 }
@@ -84,12 +113,28 @@ export async function restoreOptimizers(ctx: FitContext, ckpt: Checkpoint, holde
  */
 export function checkpointSaver(
   ctx: FitContext,
-  o: { dir: string; strategy: CheckpointBody["strategy"]; summary: ModelSummary; dataset: Dataset; options: ResolvedFitOptions; holders: readonly Holder[]; weights: () => Promise<Tensorlike[]>; sharded?: readonly WorkerHandle[] },
+  o: {
+    dir: string;
+    strategy: CheckpointBody["strategy"];
+    summary: ModelSummary;
+    dataset: Dataset;
+    options: ResolvedFitOptions;
+    holders: readonly Holder[];
+    weights: () => Promise<Tensorlike[]>;
+    sharded?: readonly WorkerHandle[];
+  },
 ): (stepsDone: number) => Promise<void> {
   return async (stepsDone) => {
     const all = awaitAll(ctx);
     const weights = await o.weights();
-    const states = await all(o.holders.map((h) => h.from.channel.request({ type: "fetchState" }, "state", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: "the optimizer state to checkpoint" })));
+    const states = await all(
+      o.holders.map((h) =>
+        h.from.channel.request({ type: "fetchState" }, "state", {
+          timeoutMs: ctx.spec.timeouts.stepMs,
+          waitingFor: "the optimizer state to checkpoint",
+        }),
+      ),
+    );
     const f = o.options;
     await writeCheckpoint(
       o.dir,
@@ -105,7 +150,12 @@ export function checkpointSaver(
         optimizer: { ...f.optimizer },
         modelKey: modelKey(o.summary),
         weights: weights.map((t, i) => ({ name: `weight ${i}`, shape: [...t.shape] })),
-        optimizerStates: states.map((st, i) => ({ holder: o.holders[i]!.name, format: st.msg.format, scalars: st.msg.scalars, tensors: st.msg.names.map((name, j) => ({ name, shape: [...st.attachments[j]!.shape] })) })),
+        optimizerStates: states.map((st, i) => ({
+          holder: o.holders[i]!.name,
+          format: st.msg.format,
+          scalars: st.msg.scalars,
+          tensors: st.msg.names.map((name, j) => ({ name, shape: [...st.attachments[j]!.shape] })),
+        })),
       },
       weights.map((t) => t.data as Float32Array),
       states.flatMap((st) => st.attachments.map((t) => t.data as Float32Array)),
@@ -114,22 +164,41 @@ export function checkpointSaver(
   };
 }
 
-
 /** The step loop's checkpoint options for a fit: where it starts (resumed or not), and how it saves. */
 export function checkpointing(
   ctx: FitContext,
   o: ResolvedFitOptions,
   resumed: { ckpt: Checkpoint } | undefined,
-  what: { strategy: CheckpointBody["strategy"]; summary: ModelSummary; dataset: Dataset; holders: readonly Holder[]; weights: () => Promise<Tensorlike[]>; sharded?: readonly WorkerHandle[] },
+  what: {
+    strategy: CheckpointBody["strategy"];
+    summary: ModelSummary;
+    dataset: Dataset;
+    holders: readonly Holder[];
+    weights: () => Promise<Tensorlike[]>;
+    sharded?: readonly WorkerHandle[];
+  },
 ): { startStep: number; checkpoint?: { every: number; save(stepsDone: number): Promise<void> } } {
   return {
     startStep: resumed?.ckpt.body.step ?? 0,
-    ...(o.checkpoint ? { checkpoint: { every: o.checkpoint.every, save: checkpointSaver(ctx, { dir: o.checkpoint.dir, options: o, ...what }) } } : {}),
+    ...(o.checkpoint
+      ? {
+          checkpoint: {
+            every: o.checkpoint.every,
+            save: checkpointSaver(ctx, { dir: o.checkpoint.dir, options: o, ...what }),
+          },
+        }
+      : {}),
   };
 }
 
 /** resumeFrom when the fit asked for it; a bad checkpoint aborts the fit before anything is sent. */
-export function resumeIfAsked(o: ResolvedFitOptions, strategy: CheckpointBody["strategy"], model: tf.LayersModel, summary: ModelSummary, dataset: Dataset): { resumed: { ckpt: Checkpoint } | undefined; options: ResolvedFitOptions } {
+export function resumeIfAsked(
+  o: ResolvedFitOptions,
+  strategy: CheckpointBody["strategy"],
+  model: tf.LayersModel,
+  summary: ModelSummary,
+  dataset: Dataset,
+): { resumed: { ckpt: Checkpoint } | undefined; options: ResolvedFitOptions } {
   if (!o.resumeFrom) return { resumed: undefined, options: o };
   try {
     const r = resumeFrom(o.resumeFrom, strategy, model, summary, dataset, o);

@@ -19,7 +19,9 @@ export const ShardsSchema = z.strictObject({
   slots: z.number().int().nonnegative(),
   head: z.array(z.strictObject({ name: z.string(), value: z.number() })),
   scalars: z.record(z.string(), z.number()),
-  parts: z.array(z.strictObject({ file: z.string().regex(/^optimizer-\d+\.bin$/), ranges: z.array(Range), sha256: z.string() })),
+  parts: z.array(
+    z.strictObject({ file: z.string().regex(/^optimizer-\d+\.bin$/), ranges: z.array(Range), sha256: z.string() }),
+  ),
 });
 export type Shards = z.infer<typeof ShardsSchema>;
 
@@ -29,7 +31,9 @@ function opened(file: string): number {
   try {
     return fs.openSync(file, "r");
   } catch (err) {
-    throw new CheckpointError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { details: { file } });
+    throw new CheckpointError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, {
+      details: { file },
+    });
   }
 }
 
@@ -41,15 +45,19 @@ export function checkParts(dir: string, shards: Shards): void {
     try {
       const want = shards.slots * rangesLength(part.ranges) * 4;
       const size = fs.fstatSync(fd).size;
-      if (size !== want) throw new CheckpointError(`${file} has ${size} bytes; its checkpoint describes ${want}`, { details: { file } });
+      if (size !== want)
+        throw new CheckpointError(`${file} has ${size} bytes; its checkpoint describes ${want}`, { details: { file } });
       const hash = createHash("sha256");
       const buf = Buffer.allocUnsafe(Math.min(CHUNK, Math.max(1, size)));
-      for (let at = 0; at < size; ) {
+      for (let at = 0; at < size;) {
         const n = fs.readSync(fd, buf, 0, Math.min(buf.length, size - at), at);
         hash.update(buf.subarray(0, n));
         at += n;
       }
-      if (hash.digest("hex") !== part.sha256) throw new CheckpointError(`${file} is corrupt: its SHA-256 differs from the one recorded when it was written`, { details: { file } });
+      if (hash.digest("hex") !== part.sha256)
+        throw new CheckpointError(`${file} is corrupt: its SHA-256 differs from the one recorded when it was written`, {
+          details: { file },
+        });
     } finally {
       fs.closeSync(fd);
     }
@@ -61,7 +69,9 @@ export function checkParts(dir: string, shards: Shards): void {
     next = to;
   }
   if (next !== Math.max(0, ...covered.map(([, to]) => to)) || covered.some(([from, to]) => to < from)) {
-    throw new CheckpointError(`the parts of the checkpoint in ${dir} do not cover the model's parameters once each`, { details: { file: path.join(dir, "meta.json") } });
+    throw new CheckpointError(`the parts of the checkpoint in ${dir} do not cover the model's parameters once each`, {
+      details: { file: path.join(dir, "meta.json") },
+    });
   }
 }
 
@@ -75,7 +85,9 @@ export function readRanges(dir: string, shards: Shards, want: FlatRanges): Float
     try {
       let start = 0;
       for (const [from, to] of part.ranges) {
-        const overlap = want.flatMap(([f, t]): FlatRanges => (Math.min(t, to) > Math.max(f, from) ? [[Math.max(f, from), Math.min(t, to)]] : []));
+        const overlap = want.flatMap(([f, t]): FlatRanges =>
+          Math.min(t, to) > Math.max(f, from) ? [[Math.max(f, from), Math.min(t, to)]] : [],
+        );
         for (const [f, t] of overlap) {
           slots.forEach((slot, j) => {
             const values = new Float32Array(t - f);

@@ -32,7 +32,14 @@ export const CheckpointBodySchema = z.strictObject({
   modelKey: z.string(),
   weights: z.array(TensorMetaSchema),
   /** Each holder's optimizer state ("replica", "stage 1", "server 0"), its tensors in optimizer.bin in this order. */
-  optimizerStates: z.array(z.strictObject({ holder: z.string(), format: z.enum(["native", "tfjs"]), scalars: z.record(z.string(), z.number()), tensors: z.array(TensorMetaSchema) })),
+  optimizerStates: z.array(
+    z.strictObject({
+      holder: z.string(),
+      format: z.enum(["native", "tfjs"]),
+      scalars: z.record(z.string(), z.number()),
+      tensors: z.array(TensorMetaSchema),
+    }),
+  ),
   /** A sharded fit's optimizer state: a file per replica, each its slots over its ranges of the flat parameters. */
   shards: ShardsSchema.optional(),
   sha256: z.strictObject({ weights: z.string(), optimizer: z.string() }),
@@ -67,7 +74,10 @@ function concat(arrays: readonly Float32Array[]): Buffer {
 
 function split(buf: Buffer, shapes: ReadonlyArray<readonly number[]>, file: string): Float32Array[] {
   const want = shapes.reduce((a, s) => a + count(s) * 4, 0);
-  if (buf.length !== want) throw new CheckpointError(`${file} has ${buf.length} bytes; its checkpoint describes ${want}`, { details: { file } });
+  if (buf.length !== want)
+    throw new CheckpointError(`${file} has ${buf.length} bytes; its checkpoint describes ${want}`, {
+      details: { file },
+    });
   const out: Float32Array[] = [];
   let off = 0;
   for (const s of shapes) {
@@ -117,7 +127,13 @@ export async function writeCheckpoint(
   };
   const shards = parts ? { shards: await parts(put) } : {};
   // Parsed as it will be read back: the checksum is of the fields in the schema's order.
-  const full = CheckpointBodySchema.parse({ format: 1, ...body, ...shards, sha256: { weights: sha(w), optimizer: sha(o) }, writtenAt: new Date().toISOString() });
+  const full = CheckpointBodySchema.parse({
+    format: 1,
+    ...body,
+    ...shards,
+    sha256: { weights: sha(w), optimizer: sha(o) },
+    writtenAt: new Date().toISOString(),
+  });
   const text = JSON.stringify(full);
   writeDurably(path.join(tmp, "meta.json"), JSON.stringify({ body: full, sha256: sha(Buffer.from(text)) }, null, 1));
   const final = path.join(dir, name);
@@ -127,9 +143,15 @@ export async function writeCheckpoint(
   writeDurably(latestTmp, `${name}\n`);
   fs.renameSync(latestTmp, path.join(dir, "latest"));
   // Keep this one and the one before it; older ones and leftovers of crashed writes go.
-  const steps = fs.readdirSync(dir).filter((f) => /^step-\d+$/.test(f)).sort();
-  for (const old of steps.slice(0, Math.max(0, steps.length - 2))) fs.rmSync(path.join(dir, old), { recursive: true, force: true });
-  for (const f of fs.readdirSync(dir)) if (f.startsWith(".tmp-") && f !== path.basename(tmp)) fs.rmSync(path.join(dir, f), { recursive: true, force: true });
+  const steps = fs
+    .readdirSync(dir)
+    .filter((f) => /^step-\d+$/.test(f))
+    .sort();
+  for (const old of steps.slice(0, Math.max(0, steps.length - 2)))
+    fs.rmSync(path.join(dir, old), { recursive: true, force: true });
+  for (const f of fs.readdirSync(dir))
+    if (f.startsWith(".tmp-") && f !== path.basename(tmp))
+      fs.rmSync(path.join(dir, f), { recursive: true, force: true });
   return final;
 }
 
@@ -140,12 +162,17 @@ export function readCheckpointAt(ckpt: string): Checkpoint {
   try {
     parsed = JSON.parse(fs.readFileSync(metaFile, "utf8"));
   } catch (err) {
-    throw new CheckpointError(`cannot read ${metaFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { details: { file: metaFile } });
+    throw new CheckpointError(
+      `cannot read ${metaFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      { details: { file: metaFile } },
+    );
   }
   const envelope = z.strictObject({ body: z.unknown(), sha256: z.string() }).safeParse(parsed);
   const body = envelope.success ? CheckpointBodySchema.safeParse(envelope.data.body) : undefined;
   if (!envelope.success || !body?.success || sha(Buffer.from(JSON.stringify(body.data))) !== envelope.data.sha256) {
-    throw new CheckpointError(`${metaFile} is corrupt: its checksum or its fields do not match`, { details: { file: metaFile } });
+    throw new CheckpointError(`${metaFile} is corrupt: its checksum or its fields do not match`, {
+      details: { file: metaFile },
+    });
   }
   const b = body.data;
   const bin = (name: "weights" | "optimizer"): Buffer => {
@@ -154,17 +181,31 @@ export function readCheckpointAt(ckpt: string): Checkpoint {
     try {
       data = fs.readFileSync(file);
     } catch (err) {
-      throw new CheckpointError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { details: { file } });
+      throw new CheckpointError(
+        `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+        { details: { file } },
+      );
     }
-    if (sha(data) !== b.sha256[name]) throw new CheckpointError(`${file} is corrupt: its SHA-256 differs from the one recorded when it was written`, { details: { file } });
+    if (sha(data) !== b.sha256[name])
+      throw new CheckpointError(`${file} is corrupt: its SHA-256 differs from the one recorded when it was written`, {
+        details: { file },
+      });
     return data;
   };
   if (b.shards) checkParts(ckpt, b.shards);
   return {
     path: ckpt,
     body: b,
-    weights: split(bin("weights"), b.weights.map((w) => w.shape), path.join(ckpt, "weights.bin")),
-    optimizer: split(bin("optimizer"), b.optimizerStates.flatMap((h) => h.tensors.map((t) => t.shape)), path.join(ckpt, "optimizer.bin")),
+    weights: split(
+      bin("weights"),
+      b.weights.map((w) => w.shape),
+      path.join(ckpt, "weights.bin"),
+    ),
+    optimizer: split(
+      bin("optimizer"),
+      b.optimizerStates.flatMap((h) => h.tensors.map((t) => t.shape)),
+      path.join(ckpt, "optimizer.bin"),
+    ),
   };
 }
 
@@ -175,26 +216,42 @@ export function readCheckpointAt(ckpt: string): Checkpoint {
  */
 export function readCheckpoint(from: string): Checkpoint {
   if (fs.existsSync(path.join(from, "meta.json"))) return readCheckpointAt(from);
-  if (!fs.existsSync(from)) throw new CheckpointError(`no checkpoint at ${from}: the directory does not exist`, { details: { file: from }, hint: "pass the directory given as checkpoint.dir" });
-  const steps = fs.readdirSync(from).filter((f) => /^step-\d+$/.test(f)).sort();
+  if (!fs.existsSync(from))
+    throw new CheckpointError(`no checkpoint at ${from}: the directory does not exist`, {
+      details: { file: from },
+      hint: "pass the directory given as checkpoint.dir",
+    });
+  const steps = fs
+    .readdirSync(from)
+    .filter((f) => /^step-\d+$/.test(f))
+    .sort();
   const latestFile = path.join(from, "latest");
   const named = fs.existsSync(latestFile) ? fs.readFileSync(latestFile, "utf8").trim() : steps[steps.length - 1];
-  if (!named) throw new CheckpointError(`no checkpoint in ${from}`, { details: { file: from }, hint: "a fit writes one every checkpoint.every steps" });
+  if (!named)
+    throw new CheckpointError(`no checkpoint in ${from}`, {
+      details: { file: from },
+      hint: "a fit writes one every checkpoint.every steps",
+    });
   try {
     return readCheckpointAt(path.join(from, named));
   } catch (err) {
     if (!(err instanceof CheckpointError)) throw err;
-    const whole = steps.filter((s) => s < named).reverse().find((s) => {
-      try {
-        readCheckpointAt(path.join(from, s));
-        return true;
-      } catch {
-        return false;
-      }
-    });
+    const whole = steps
+      .filter((s) => s < named)
+      .reverse()
+      .find((s) => {
+        try {
+          readCheckpointAt(path.join(from, s));
+          return true;
+        } catch {
+          return false;
+        }
+      });
     throw new CheckpointError(err.summary, {
       details: err.details,
-      hint: whole ? `the previous checkpoint is whole: fit with resumeFrom: "${path.join(from, whole)}"` : "no whole checkpoint is left here; train from the start",
+      hint: whole
+        ? `the previous checkpoint is whole: fit with resumeFrom: "${path.join(from, whole)}"`
+        : "no whole checkpoint is left here; train from the start",
     });
   }
 }

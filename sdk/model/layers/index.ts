@@ -3,8 +3,13 @@ import type { Initializer, InitializerInput } from "./initializers";
 import { PositionEmbedding, type PositionEmbeddingArgs } from "./position-embedding";
 
 export {
-  MultiHeadAttention, PositionEmbedding,
-  type Initializer, type InitializerInput, type LayerKwargs, type MultiHeadAttentionArgs, type PositionEmbeddingArgs,
+  MultiHeadAttention,
+  PositionEmbedding,
+  type Initializer,
+  type InitializerInput,
+  type LayerKwargs,
+  type MultiHeadAttentionArgs,
+  type PositionEmbeddingArgs,
 };
 
 /**

@@ -4,7 +4,8 @@ import { ModelError } from "../../errors/errors";
 /** An initializer as tf.initializers makes one. */
 export type Initializer = ReturnType<typeof tf.initializers.zeros>;
 /** An initializer by tfjs-layers' name, or one made with tf.initializers. */
-export type InitializerInput = Initializer | "glorotUniform" | "glorotNormal" | "heNormal" | "heUniform" | "zeros" | "ones" | "randomNormal";
+export type InitializerInput =
+  Initializer | "glorotUniform" | "glorotNormal" | "heNormal" | "heUniform" | "zeros" | "ones" | "randomNormal";
 
 const BY_NAME: Readonly<Record<string, () => Initializer>> = {
   glorotUniform: () => tf.initializers.glorotUniform({}),

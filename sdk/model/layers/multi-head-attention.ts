@@ -1,7 +1,12 @@
 import * as tf from "@tensorflow/tfjs";
 import { ModelError } from "../../errors/errors";
 import { positiveInteger } from "./checks";
-import { deserializeInitializer, initializerOf, serializeInitializer, type InitializerInput as Init } from "./initializers";
+import {
+  deserializeInitializer,
+  initializerOf,
+  serializeInitializer,
+  type InitializerInput as Init,
+} from "./initializers";
 
 /** The options of a layer's `apply` (here `attentionMask` and `useCausalMask`), as tfjs-layers passes them on. */
 export type LayerKwargs = Record<string, unknown>;
@@ -68,7 +73,8 @@ export class MultiHeadAttention extends tf.layers.Layer {
     this.keyDim = args.keyDim;
     this.valueDim = args.valueDim ?? args.keyDim;
     this.dropout = args.dropout ?? 0;
-    if (!(this.dropout >= 0 && this.dropout < 1)) throw new ModelError(`MultiHeadAttention: dropout must be in [0, 1), not ${this.dropout}`);
+    if (!(this.dropout >= 0 && this.dropout < 1))
+      throw new ModelError(`MultiHeadAttention: dropout must be in [0, 1), not ${this.dropout}`);
     this.useBias = args.useBias ?? true;
     this.outputDim = args.outputShape ?? null;
     this.useCausalMask = args.useCausalMask ?? false;
@@ -94,15 +100,22 @@ export class MultiHeadAttention extends tf.layers.Layer {
   }
 
   /** Keras' call: `attentionMask` and `useCausalMask` as options; they are kept in the layer's config. */
-  override apply(inputs: tf.Tensor | tf.Tensor[] | tf.SymbolicTensor | tf.SymbolicTensor[], kwargs: LayerKwargs = {}): tf.Tensor | tf.Tensor[] | tf.SymbolicTensor | tf.SymbolicTensor[] {
+  override apply(
+    inputs: tf.Tensor | tf.Tensor[] | tf.SymbolicTensor | tf.SymbolicTensor[],
+    kwargs: LayerKwargs = {},
+  ): tf.Tensor | tf.Tensor[] | tf.SymbolicTensor | tf.SymbolicTensor[] {
     const { attentionMask, useCausalMask, ...rest } = kwargs;
     const list = (Array.isArray(inputs) ? [...inputs] : [inputs]) as Array<tf.Tensor | tf.SymbolicTensor>;
     if (useCausalMask !== undefined) {
-      if (this.inboundNodes.length > 0 && this.useCausalMask !== useCausalMask) throw new ModelError(`${this.name} was called with useCausalMask ${this.useCausalMask} before; one layer keeps one`);
+      if (this.inboundNodes.length > 0 && this.useCausalMask !== useCausalMask)
+        throw new ModelError(
+          `${this.name} was called with useCausalMask ${this.useCausalMask} before; one layer keeps one`,
+        );
       this.useCausalMask = useCausalMask === true;
     }
     if (attentionMask !== undefined && attentionMask !== null) {
-      if (this.inboundNodes.length > 0 && !this.hasAttentionMask) throw new ModelError(`${this.name} was called without an attention mask before; one layer is called one way`);
+      if (this.inboundNodes.length > 0 && !this.hasAttentionMask)
+        throw new ModelError(`${this.name} was called without an attention mask before; one layer is called one way`);
       this.hasAttentionMask = true;
       list.push(attentionMask as tf.Tensor | tf.SymbolicTensor);
     }
@@ -115,7 +128,8 @@ export class MultiHeadAttention extends tf.layers.Layer {
     const dim = (s: tf.Shape): number => s[s.length - 1] as number;
     const out = this.outputDim ?? dim(query);
     const H = this.numHeads;
-    const add = (name: string, shape: number[], init: Init): tf.LayerVariable => this.addWeight(name, shape, "float32", initializerOf(init));
+    const add = (name: string, shape: number[], init: Init): tf.LayerVariable =>
+      this.addWeight(name, shape, "float32", initializerOf(init));
     this.w = {
       query_kernel: add("query_kernel", [dim(query), H, this.keyDim], this.kernelInit),
       key_kernel: add("key_kernel", [dim(key), H, this.keyDim], this.kernelInit),
@@ -162,7 +176,15 @@ export class MultiHeadAttention extends tf.layers.Layer {
       const k = this.project(key, "key_kernel", "key_bias", this.keyDim);
       const v = this.project(value, "value_kernel", "value_bias", this.valueDim);
       let scores = tf.matMul(q, k, false, true);
-      const allowed = attendMask(B, Tq, Tk, attention, kwargs.mask as tf.Tensor | tf.Tensor[] | undefined, this.useCausalMask, this.selfAttention(inputs));
+      const allowed = attendMask(
+        B,
+        Tq,
+        Tk,
+        attention,
+        kwargs.mask as tf.Tensor | tf.Tensor[] | undefined,
+        this.useCausalMask,
+        this.selfAttention(inputs),
+      );
       if (allowed) scores = tf.add(scores, tf.mul(tf.sub(1, tf.expandDims(allowed, 1)), MASKED));
       let probs = tf.softmax(scores, -1);
       if (training && this.dropout > 0) probs = tf.dropout(probs, this.dropout);
@@ -190,7 +212,10 @@ export class MultiHeadAttention extends tf.layers.Layer {
     };
   }
 
-  static override fromConfig<T extends tf.serialization.Serializable>(cls: tf.serialization.SerializableConstructor<T>, config: tf.serialization.ConfigDict): T {
+  static override fromConfig<T extends tf.serialization.Serializable>(
+    cls: tf.serialization.SerializableConstructor<T>,
+    config: tf.serialization.ConfigDict,
+  ): T {
     const c = { ...config } as Record<string, unknown>;
     for (const k of ["kernelInitializer", "biasInitializer"]) c[k] = deserializeInitializer(c[k]);
     if (c.outputShape === null) delete c.outputShape;
@@ -204,7 +229,15 @@ export class MultiHeadAttention extends tf.layers.Layer {
  * input's), which in self-attention (the layer called with the query alone) is the keys' too.
  * Null when nothing is masked.
  */
-export function attendMask(B: number, Tq: number, Tk: number, attention: tf.Tensor | null, mask: tf.Tensor | tf.Tensor[] | undefined, causal: boolean, self: boolean): tf.Tensor | null {
+export function attendMask(
+  B: number,
+  Tq: number,
+  Tk: number,
+  attention: tf.Tensor | null,
+  mask: tf.Tensor | tf.Tensor[] | undefined,
+  causal: boolean,
+  self: boolean,
+): tf.Tensor | null {
   let m: tf.Tensor | null = attention ? tf.cast(tf.greater(attention, 0), "float32") : null;
   const and = (a: tf.Tensor | null, b: tf.Tensor): tf.Tensor => (a ? tf.mul(a, b) : b);
   const qmask = Array.isArray(mask) ? mask[0] : mask;

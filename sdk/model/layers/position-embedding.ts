@@ -35,7 +35,12 @@ export class PositionEmbedding extends tf.layers.Layer {
 
   override build(inputShape: tf.Shape | tf.Shape[]): void {
     const s = (Array.isArray(inputShape[0]) ? inputShape[0] : inputShape) as tf.Shape;
-    this.table = this.addWeight("embeddings", [this.sequenceLength, s[s.length - 1] as number], "float32", initializerOf(this.init));
+    this.table = this.addWeight(
+      "embeddings",
+      [this.sequenceLength, s[s.length - 1] as number],
+      "float32",
+      initializerOf(this.init),
+    );
     this.built = true;
   }
 
@@ -47,7 +52,10 @@ export class PositionEmbedding extends tf.layers.Layer {
     return tf.tidy(() => {
       const x = Array.isArray(inputs) ? inputs[0]! : inputs;
       const [B, T, d] = x.shape as [number, number, number];
-      if (T > this.sequenceLength) throw new ModelError(`${this.name}: a sequence of ${T} is longer than its sequenceLength ${this.sequenceLength}`);
+      if (T > this.sequenceLength)
+        throw new ModelError(
+          `${this.name}: a sequence of ${T} is longer than its sequenceLength ${this.sequenceLength}`,
+        );
       const rows = tf.slice(this.table!.read(), [0, 0], [T, d]);
       return tf.broadcastTo(tf.expandDims(rows, 0), [B, T, d]);
     });
@@ -57,7 +65,10 @@ export class PositionEmbedding extends tf.layers.Layer {
     return { ...super.getConfig(), sequenceLength: this.sequenceLength, initializer: serializeInitializer(this.init) };
   }
 
-  static override fromConfig<T extends tf.serialization.Serializable>(cls: tf.serialization.SerializableConstructor<T>, config: tf.serialization.ConfigDict): T {
+  static override fromConfig<T extends tf.serialization.Serializable>(
+    cls: tf.serialization.SerializableConstructor<T>,
+    config: tf.serialization.ConfigDict,
+  ): T {
     const c = { ...config } as Record<string, unknown>;
     c.initializer = deserializeInitializer(c.initializer);
     return new cls(c as never);

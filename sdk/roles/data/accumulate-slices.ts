@@ -20,7 +20,15 @@ function chunkBuffer(r: LoadedReplica, length: number): Float32Array {
  * with its own statistics (as accumulation does in every framework). A chunk that finds NaN or
  * Infinity, or fails, ends the slice as one step would.
  */
-export async function accumulatedSlice(r: LoadedReplica, k: number, x: Feed, y: Feed, weight: number, grads: Float32Array, extra: SliceExtras): Promise<SliceOutcome> {
+export async function accumulatedSlice(
+  r: LoadedReplica,
+  k: number,
+  x: Feed,
+  y: Feed,
+  weight: number,
+  grads: Float32Array,
+  extra: SliceExtras,
+): Promise<SliceOutcome> {
   const rows = feedRows(x);
   if (rows === 0) return checkedSliceGradient(r, x, y, weight, grads, extra);
   grads.fill(0);
@@ -30,7 +38,14 @@ export async function accumulatedSlice(r: LoadedReplica, k: number, x: Feed, y: 
   let from = 0;
   for (const n of replicaSlices(rows, k).filter((c) => c > 0)) {
     const share = n / rows;
-    const out = await checkedSliceGradient(r, feedRowsOf(x, from, from + n), feedRowsOf(y, from, from + n), weight * share, part, extra);
+    const out = await checkedSliceGradient(
+      r,
+      feedRowsOf(x, from, from + n),
+      feedRowsOf(y, from, from + n),
+      weight * share,
+      part,
+      extra,
+    );
     if (out.nonFinite || out.failure !== undefined) {
       grads.fill(0);
       return out;

@@ -14,7 +14,12 @@ export interface Placed {
  * after an update copied memory it shared with another tensor) is copied in first, unless
  * `gathered` (the buffer came back from the communication thread holding them) and then bound.
  */
-export function bindViews(backend: NativeBackend, vars: readonly Placed[], buf: Float32Array, gathered = false): Float32Array {
+export function bindViews(
+  backend: NativeBackend,
+  vars: readonly Placed[],
+  buf: Float32Array,
+  gathered = false,
+): Float32Array {
   for (const { v, at } of vars) {
     const values = backend.values(v);
     if (values.buffer === buf.buffer && values.byteOffset === buf.byteOffset + at * 4) continue;

@@ -69,7 +69,11 @@ export class GradientBuckets {
       this.ring.start(tail);
     }
     const all = await this.ring.done();
-    return { waitMs: all.reduce((a, s) => a + s.waitMs, 0), commMs: all.reduce((a, s) => a + s.commMs, 0), bytesSent: all.reduce((a, s) => a + s.bytesSent, 0) };
+    return {
+      waitMs: all.reduce((a, s) => a + s.waitMs, 0),
+      commMs: all.reduce((a, s) => a + s.commMs, 0),
+      bytesSent: all.reduce((a, s) => a + s.bytesSent, 0),
+    };
   }
 
   private send(from: number, to: number, flagged = false): void {
@@ -82,7 +86,10 @@ export class GradientBuckets {
   private check(from: number, to: number, flagged: boolean): void {
     const part = this.flat.subarray(from, to);
     if (!flagged && hasNonFinite(part)) {
-      this.found ??= { where: "gradient", variable: nonFiniteVariable(this.flat, this.vars.names, this.vars.sizes, from, to) ?? "?" };
+      this.found ??= {
+        where: "gradient",
+        variable: nonFiniteVariable(this.flat, this.vars.names, this.vars.sizes, from, to) ?? "?",
+      };
       part.fill(0);
     }
     if (!flagged && this.found === undefined) this.hook.round(part, from);
@@ -94,7 +101,11 @@ export class GradientBuckets {
  * Infinity joins the slice's findings. The times reported are those the step waited after
  * computing (what overlap hid is not counted), waiting for peers first.
  */
-export async function finishBuckets(buckets: GradientBuckets, slice: SliceOutcome, flat: Float32Array): Promise<AllReduceStats> {
+export async function finishBuckets(
+  buckets: GradientBuckets,
+  slice: SliceOutcome,
+  flat: Float32Array,
+): Promise<AllReduceStats> {
   const flagged = slice.nonFinite !== undefined || slice.failure !== undefined;
   const t0 = performance.now();
   const stats = await buckets.finish(flagged, (flag) => {

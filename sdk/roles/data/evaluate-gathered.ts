@@ -15,7 +15,14 @@ import type { LayerShards } from "./layer-shards";
  * runs `rounds` batches (the most any replica's shard of the validation data needs): those past
  * the end of its own shard only take their part in the gathers. Sums as evaluateShard's.
  */
-export async function evaluateGathered(shards: LayerShards, r: LoadedReplica, x: Feed, y: Feed, batchSize: number, rounds: number): Promise<{ samples: number; lossSum: number; metricSums: Record<string, number> }> {
+export async function evaluateGathered(
+  shards: LayerShards,
+  r: LoadedReplica,
+  x: Feed,
+  y: Feed,
+  batchSize: number,
+  rounds: number,
+): Promise<{ samples: number; lossSum: number; metricSums: Record<string, number> }> {
   const xs = feedList(x)[0]!;
   const ys = feedList(y)[0]!;
   const samples = feedRows(x);
@@ -46,8 +53,19 @@ export async function evaluateGathered(shards: LayerShards, r: LoadedReplica, x:
 }
 
 /** A replica's shard of the validation data: the whole model at once, or (ZeRO-3) layer by layer, gathered. */
-export function evaluateReplica(r: LoadedReplica, layers: LayerShards | null, x: Feed, y: Feed, msg: { batchSize: number; rounds?: number | undefined }): Promise<{ samples: number; lossSum: number; metricSums: Record<string, number> }> {
+export function evaluateReplica(
+  r: LoadedReplica,
+  layers: LayerShards | null,
+  x: Feed,
+  y: Feed,
+  msg: { batchSize: number; rounds?: number | undefined },
+): Promise<{ samples: number; lossSum: number; metricSums: Record<string, number> }> {
   if (layers?.stage !== 3) return evaluateShard(r, x, y, msg.batchSize);
-  if (msg.rounds === undefined) return Promise.reject(new ProtocolError('"evaluate" on a ZeRO-3 replica must say how many batches every replica runs (rounds): each gathers the layers together'));
+  if (msg.rounds === undefined)
+    return Promise.reject(
+      new ProtocolError(
+        '"evaluate" on a ZeRO-3 replica must say how many batches every replica runs (rounds): each gathers the layers together',
+      ),
+    );
   return evaluateGathered(layers, r, x, y, msg.batchSize, msg.rounds);
 }

@@ -24,7 +24,17 @@ import type { LayerShards } from "./layer-shards";
  * ones too, so the collectives pair up). A chunk that fails before its first collective still
  * takes its part in all of them, with nothing to add.
  */
-export async function layerShardsStep(shards: LayerShards, r: LoadedReplica, weight: number, x: Feed, y: Feed, io: HostIO, step: number, learningRate?: number, accumulate = 1): Promise<StepResult> {
+export async function layerShardsStep(
+  shards: LayerShards,
+  r: LoadedReplica,
+  weight: number,
+  x: Feed,
+  y: Feed,
+  io: HostIO,
+  step: number,
+  learningRate?: number,
+  accumulate = 1,
+): Promise<StepResult> {
   const t0 = performance.now();
   const startedAt = wallClock();
   // BatchNormalization's moving statistics: each replica's forward pass moves its own; the step
@@ -46,7 +56,11 @@ export async function layerShardsStep(shards: LayerShards, r: LoadedReplica, wei
   stats.bytesSent += flags.stats.bytesSent;
   const skipped = flags.data[0]! + flags.data[1]! > 0;
   // A non-finite sum where no slice was flagged went so in the sum: say which variable this replica saw it in.
-  const nonFinite = own ?? (flags.data[0] === 0 && shardBad ? { where: "gradient" as const, variable: shards.nonFiniteVariable(namesOf(r)) } : undefined);
+  const nonFinite =
+    own ??
+    (flags.data[0] === 0 && shardBad
+      ? { where: "gradient" as const, variable: shards.nonFiniteVariable(namesOf(r)) }
+      : undefined);
   const t2 = performance.now();
   const talked = stats.commMs + stats.waitMs;
   r.state.set(stateBefore, skipped ? undefined : flags.data.subarray(2));
@@ -76,7 +90,15 @@ export async function layerShardsStep(shards: LayerShards, r: LoadedReplica, wei
  * this replica found non-finite in its input or loss, and what failed (after which the remaining
  * chunks take part with nothing to add).
  */
-async function chunks(shards: LayerShards, r: LoadedReplica, xs: Feed, ys: Feed, weight: number, k: number, io: HostIO): Promise<{ loss: number; metrics?: Record<string, number>; own?: NonFinite; failure?: unknown }> {
+async function chunks(
+  shards: LayerShards,
+  r: LoadedReplica,
+  xs: Feed,
+  ys: Feed,
+  weight: number,
+  k: number,
+  io: HostIO,
+): Promise<{ loss: number; metrics?: Record<string, number>; own?: NonFinite; failure?: unknown }> {
   const rows = feedRows(xs);
   const out: { loss: number; metrics?: Record<string, number>; own?: NonFinite; failure?: unknown } = { loss: 0 };
   let from = 0;
@@ -102,7 +124,8 @@ async function chunks(shards: LayerShards, r: LoadedReplica, xs: Feed, ys: Feed,
     out.own ??= inputNonFinite(...x, ...y) ?? (!Number.isFinite(pass.loss) ? { where: "loss" } : undefined);
     out.loss += share * pass.loss;
     const metrics = r.step.native ? nativeMetrics(r, r.step.native, y, pass.outs, pass.each) : undefined;
-    for (const [name, v] of Object.entries(metrics ?? {})) (out.metrics ??= {})[name] = (out.metrics[name] ?? 0) + share * v;
+    for (const [name, v] of Object.entries(metrics ?? {}))
+      (out.metrics ??= {})[name] = (out.metrics[name] ?? 0) + share * v;
   }
   if (out.failure !== undefined) delete out.own;
   return out;
@@ -113,9 +136,14 @@ function namesOf(r: LoadedReplica): Map<tf.Variable, string> {
 }
 
 /** A ZeRO-3 replica loaded with weights "parts" takes its shard's values ("setShard"), one tensor laid flat over its ranges. */
-export async function shardSet(shards: LayerShards, msg: MessageOf<"setShard">, attachments: readonly Tensorlike[]): Promise<RoleReply> {
+export async function shardSet(
+  shards: LayerShards,
+  msg: MessageOf<"setShard">,
+  attachments: readonly Tensorlike[],
+): Promise<RoleReply> {
   const [values, ...more] = attachments;
-  if (!values || more.length > 0 || !(values.data instanceof Float32Array)) throw new ProtocolError(`"setShard" carries ${attachments.length} tensors; it brings one of float32 values`);
+  if (!values || more.length > 0 || !(values.data instanceof Float32Array))
+    throw new ProtocolError(`"setShard" carries ${attachments.length} tensors; it brings one of float32 values`);
   shards.setShard(values.data, msg.ranges);
   return { draft: { type: "shardSet", re: msg.id } };
 }

@@ -54,7 +54,13 @@ export class LocalRounds {
   /** `inner` (the replica's own optimizer) is given in an elastic fit, whose syncs are kept to go back to. */
   static async start(r: LoadedReplica, outerSpec: OptimizerSpec, inner: UpdateRule | null): Promise<LocalRounds> {
     const outer = makeUpdateRule(r.vars, outerSpec);
-    const local = new LocalRounds(r, outer, await readConcat(r.vars), await r.state.snapshot(), inner ? new SyncMarks(inner, outer) : null);
+    const local = new LocalRounds(
+      r,
+      outer,
+      await readConcat(r.vars),
+      await r.state.snapshot(),
+      inner ? new SyncMarks(inner, outer) : null,
+    );
     await local.marks?.mark(0, local.anchor, local.stateAnchor);
     // The sync's two buffers made and written here: a fit's first sync would otherwise fault in their
     // fresh pages (the 11.4M MLP, 2 workers over loopback: 230 ms against 120 for a later sync; 150
@@ -116,7 +122,9 @@ export class LocalRounds {
     this.spare = null;
     await this.writeChange(change);
     const weights = change.subarray(0, this.anchor.length);
-    const own = hasNonFinite(weights) ? { where: "gradient" as const, variable: nonFiniteVariable(weights, p.names, p.sizes) ?? "?" } : undefined;
+    const own = hasNonFinite(weights)
+      ? { where: "gradient" as const, variable: nonFiniteVariable(weights, p.names, p.sizes) ?? "?" }
+      : undefined;
     if (own) change[change.length - 1] = 1;
     const reduced = await p.sum(change);
     const overflow = p.overflowed(reduced.data);

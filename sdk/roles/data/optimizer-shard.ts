@@ -48,10 +48,20 @@ export class OptimizerShard {
   ) {}
 
   /** The shard [start, end) of `vars` flattened, with `spec`'s state for it alone. */
-  static async of(vars: readonly tf.Variable[], spec: OptimizerSpec, start: number, end: number): Promise<OptimizerShard> {
+  static async of(
+    vars: readonly tf.Variable[],
+    spec: OptimizerSpec,
+    start: number,
+    end: number,
+  ): Promise<OptimizerShard> {
     const parts = partsOf(vars, start, end);
     if (updatesInPlace(spec)) {
-      const rule = new NativeUpdate(tf.backend() as NativeBackend, parts.map((p) => p.v), spec, parts.map((p) => [p.from, p.to] as const));
+      const rule = new NativeUpdate(
+        tf.backend() as NativeBackend,
+        parts.map((p) => p.v),
+        spec,
+        parts.map((p) => [p.from, p.to] as const),
+      );
       return new OptimizerShard(start, end, rule, parts, null);
     }
     const values = new Float32Array(end - start);
@@ -68,13 +78,19 @@ export class OptimizerShard {
 
   /** Its optimizer state for checkpoints: the update's tensors are the parts (in place), or one shard of its own. */
   state(): ShardState {
-    return new ShardState(this.update, [[this.start, this.end]], this.weights ? [this.end - this.start] : this.parts.map((p) => p.to - p.from));
+    return new ShardState(
+      this.update,
+      [[this.start, this.end]],
+      this.weights ? [this.end - this.start] : this.parts.map((p) => p.to - p.from),
+    );
   }
 
   /** Checks the ring still gives this replica the shard it holds state for. */
   holds(start: number, end: number): void {
     if (start !== this.start || end !== this.end) {
-      throw new StateError(`this replica holds optimizer state for parameters [${this.start}, ${this.end}) but the ring now gives it [${start}, ${end}): re-sharding is not built`);
+      throw new StateError(
+        `this replica holds optimizer state for parameters [${this.start}, ${this.end}) but the ring now gives it [${start}, ${end}): re-sharding is not built`,
+      );
     }
   }
 

@@ -19,7 +19,11 @@ export class OwnCopy {
    */
   private readonly rooms: Array<TensorData | undefined> = [];
 
-  private constructor(readonly dataset: Dataset, private readonly shuffle: boolean, private readonly seed: number) {}
+  private constructor(
+    readonly dataset: Dataset,
+    private readonly shuffle: boolean,
+    private readonly seed: number,
+  ) {}
 
   static of(data: NonNullable<LoadOf<"replica">["data"]>): OwnCopy {
     return new OwnCopy(loadSource(data.source), data.shuffle, data.seed);
@@ -27,7 +31,8 @@ export class OwnCopy {
 
   /** Positions [start, end) of epoch `epoch`'s order: the model's inputs and targets, valid until the next slice. */
   slice(epoch: number, start: number, end: number): { x: Tensorlike[]; y: Tensorlike[] } {
-    if (end > this.dataset.size || start > end) throw new ProtocolError(`step range [${start}, ${end}) is outside the dataset of ${this.dataset.size} samples`);
+    if (end > this.dataset.size || start > end)
+      throw new ProtocolError(`step range [${start}, ${end}) is outside the dataset of ${this.dataset.size} samples`);
     if (this.epoch !== epoch) {
       this.order = epochOrder(this.dataset.size, this.shuffle, this.seed, epoch);
       this.epoch = epoch;

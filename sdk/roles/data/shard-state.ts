@@ -11,7 +11,11 @@ export class ShardState {
   private readonly pieces: Pieces;
 
   /** `update` holds state for `ranges` in tensors of `pieceLengths` values each (ZeRO-1's parts of variables; ZeRO-2/3's one shard). */
-  constructor(private readonly update: UpdateRule, readonly ranges: FlatRanges, pieceLengths: readonly number[]) {
+  constructor(
+    private readonly update: UpdateRule,
+    readonly ranges: FlatRanges,
+    pieceLengths: readonly number[],
+  ) {
     this.pieces = { shapes: pieceLengths.map((n) => [n]), pieceMajor: true };
   }
 
@@ -20,9 +24,14 @@ export class ShardState {
   }
 
   async import(state: OptimizerState): Promise<void> {
-    if (!state.ranges) throw new StateError("a sharded replica takes its optimizer state laid flat over the ranges it holds, and this state is whole");
+    if (!state.ranges)
+      throw new StateError(
+        "a sharded replica takes its optimizer state laid flat over the ranges it holds, and this state is whole",
+      );
     if (JSON.stringify(state.ranges) !== JSON.stringify(this.ranges)) {
-      throw new CheckpointError(`the optimizer state sent covers parameters ${JSON.stringify(state.ranges)}; this replica holds ${JSON.stringify(this.ranges)}`);
+      throw new CheckpointError(
+        `the optimizer state sent covers parameters ${JSON.stringify(state.ranges)}; this replica holds ${JSON.stringify(this.ranges)}`,
+      );
     }
     await this.update.importState(unflatten(readFlat({ ...state, ranges: state.ranges }), this.pieces));
   }

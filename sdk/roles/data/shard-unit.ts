@@ -21,7 +21,10 @@ export interface Unit {
 }
 
 /** What a unit's collectives are recorded as. */
-export function named(kind: "all-gather" | "reduce-scatter", u: Unit): { kind: "all-gather" | "reduce-scatter"; layer: number; last?: number } {
+export function named(
+  kind: "all-gather" | "reduce-scatter",
+  u: Unit,
+): { kind: "all-gather" | "reduce-scatter"; layer: number; last?: number } {
   return { kind, ...u.layers };
 }
 

@@ -25,7 +25,8 @@ export class StepBack {
 
   /** Before a step's update (or its drop) is applied: the state to go back to. */
   async taking(model: Float32Array): Promise<void> {
-    if (this.keep) this.before = { weights: await readConcat(this.r.vars), model, state: await this.update.exportState() };
+    if (this.keep)
+      this.before = { weights: await readConcat(this.r.vars), model, state: await this.update.exportState() };
     this.applied++;
   }
 
@@ -33,7 +34,9 @@ export class StepBack {
   async rewind(to: number): Promise<number> {
     if (to === this.applied) return this.applied;
     if (to !== this.applied - 1 || !this.before) {
-      throw new StateError(`cannot go back from ${this.applied} applied steps to ${to}: only the state before the last update is kept`);
+      throw new StateError(
+        `cannot go back from ${this.applied} applied steps to ${to}: only the state before the last update is kept`,
+      );
     }
     assignFlat(this.r.vars, this.before.weights);
     this.r.state.set(this.before.model);

@@ -53,6 +53,13 @@ export class StepCollectives {
   }
 
   private record(what: Pick<Collective, "kind" | "layer" | "last">, start: number, end: number): void {
-    if (this.list.length < MAX_RECORDED) this.list.push({ kind: what.kind, layer: what.layer, ...(what.last !== undefined ? { last: what.last } : {}), start, end });
+    if (this.list.length < MAX_RECORDED)
+      this.list.push({
+        kind: what.kind,
+        layer: what.layer,
+        ...(what.last !== undefined ? { last: what.last } : {}),
+        start,
+        end,
+      });
   }
 }

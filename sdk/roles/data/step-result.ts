@@ -5,7 +5,10 @@ import type { NonFinite } from "../../compute/step-health";
 import type { SlowStep } from "../../protocol/slow-step";
 
 /** How a data-parallel replica sums its step's buffer with the others'. */
-export type AllReduceFn = (data: Float32Array, wire?: WireFormat) => Promise<{ data: Float32Array; stats: AllReduceStats }>;
+export type AllReduceFn = (
+  data: Float32Array,
+  wire?: WireFormat,
+) => Promise<{ data: Float32Array; stats: AllReduceStats }>;
 
 /** What a data-parallel replica's step measured and found. */
 export interface StepResult extends StepTimes {

@@ -29,7 +29,13 @@ export class SyncMarks {
   /** Keeps the state right after a sync (or the load); copies, as the steps after it update weights and slots in place. */
   async mark(taken: number, weights: Float32Array, model: Float32Array): Promise<void> {
     this.previous = this.last;
-    this.last = { taken, weights: weights.slice(), model: model.slice(), inner: await this.inner.exportState(), outer: await this.outer.exportState() };
+    this.last = {
+      taken,
+      weights: weights.slice(),
+      model: model.slice(),
+      inner: await this.inner.exportState(),
+      outer: await this.outer.exportState(),
+    };
   }
 
   /** The mark `to` steps names: the last sync's (`"last"`) or the one before. */
@@ -37,7 +43,9 @@ export class SyncMarks {
     const m = to === "last" || to === this.last?.taken ? this.last : to === this.previous?.taken ? this.previous : null;
     if (!m) {
       const kept = [this.previous, this.last].flatMap((x) => (x ? [x.taken] : []));
-      throw new StateError(`cannot go back to ${to} steps taken: the syncs kept are at ${kept.join(" and ") || "none"}`);
+      throw new StateError(
+        `cannot go back to ${to} steps taken: the syncs kept are at ${kept.join(" and ") || "none"}`,
+      );
     }
     return m;
   }
@@ -54,7 +62,11 @@ export class SyncMarks {
 }
 
 function copied(s: OptimizerState): OptimizerState {
-  return { format: s.format, tensors: s.tensors.map((t) => ({ name: t.name, data: t.data.slice(), shape: [...t.shape] })), scalars: { ...s.scalars } };
+  return {
+    format: s.format,
+    tensors: s.tensors.map((t) => ({ name: t.name, data: t.data.slice(), shape: [...t.shape] })),
+    scalars: { ...s.scalars },
+  };
 }
 
 const OUTER = "outer:";
@@ -64,7 +76,11 @@ export function withOuter(inner: OptimizerState, outer: OptimizerState): Optimiz
   return {
     format: inner.format,
     tensors: [...inner.tensors, ...outer.tensors.map((t) => ({ ...t, name: OUTER + t.name }))],
-    scalars: { ...inner.scalars, ...Object.fromEntries(Object.entries(outer.scalars).map(([k, v]) => [OUTER + k, v])), [`${OUTER}format-tfjs`]: outer.format === "tfjs" ? 1 : 0 },
+    scalars: {
+      ...inner.scalars,
+      ...Object.fromEntries(Object.entries(outer.scalars).map(([k, v]) => [OUTER + k, v])),
+      [`${OUTER}format-tfjs`]: outer.format === "tfjs" ? 1 : 0,
+    },
   };
 }
 
@@ -72,8 +88,14 @@ export function withOuter(inner: OptimizerState, outer: OptimizerState): Optimiz
 export function splitOuter(state: OptimizerState): { inner: OptimizerState; outer: OptimizerState } {
   const part = (outer: boolean): OptimizerState => ({
     format: outer ? (state.scalars[`${OUTER}format-tfjs`] === 1 ? "tfjs" : "native") : state.format,
-    tensors: state.tensors.filter((t) => t.name.startsWith(OUTER) === outer).map((t) => (outer ? { ...t, name: t.name.slice(OUTER.length) } : t)),
-    scalars: Object.fromEntries(Object.entries(state.scalars).filter(([k]) => k.startsWith(OUTER) === outer && k !== `${OUTER}format-tfjs`).map(([k, v]) => [outer ? k.slice(OUTER.length) : k, v])),
+    tensors: state.tensors
+      .filter((t) => t.name.startsWith(OUTER) === outer)
+      .map((t) => (outer ? { ...t, name: t.name.slice(OUTER.length) } : t)),
+    scalars: Object.fromEntries(
+      Object.entries(state.scalars)
+        .filter(([k]) => k.startsWith(OUTER) === outer && k !== `${OUTER}format-tfjs`)
+        .map(([k, v]) => [outer ? k.slice(OUTER.length) : k, v]),
+    ),
   });
   return { inner: part(false), outer: part(true) };
 }

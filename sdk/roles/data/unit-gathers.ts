@@ -47,7 +47,9 @@ export class UnitGathers {
       const ready = this.ahead?.k === k ? this.ahead : null;
       this.ahead = null;
       const slot = ready ? ready.slot : (this.slot + 1) % this.memory.length;
-      const whole = ready ? await this.record.awaiting(ready.done) : await this.allGather(this.units[k]!, io, slot, false);
+      const whole = ready
+        ? await this.record.awaiting(ready.done)
+        : await this.allGather(this.units[k]!, io, slot, false);
       for (const { v, at } of this.units[k]!.vars) this.backend.rebind(v, whole.subarray(at, at + v.size));
       this.gathered = k;
       this.slot = slot;

@@ -39,7 +39,11 @@ export class ZeroOne {
     // Bound now, while the model loads: bound at the first step, the old arrays and the buffer would be held at once, until a collection.
     if (updatesInPlace(spec)) {
       this.placed = placedOf(vars);
-      this.weights = bindViews(tf.backend() as NativeBackend, this.placed, new Float32Array(sizes.reduce((a, b) => a + b, 0)));
+      this.weights = bindViews(
+        tf.backend() as NativeBackend,
+        this.placed,
+        new Float32Array(sizes.reduce((a, b) => a + b, 0)),
+      );
     }
   }
 
@@ -48,7 +52,12 @@ export class ZeroOne {
    * holds this replica's shard of the summed gradient, the summed rest, and a flag that is not
    * zero when any replica flagged its slice or found its shard's compressed sum overflowed.
    */
-  async sum(flat: Float32Array, n: number, io: HostIO, wire: WireFormat | undefined): Promise<{ data: Float32Array; stats: AllReduceStats; overflow?: NonFinite }> {
+  async sum(
+    flat: Float32Array,
+    n: number,
+    io: HostIO,
+    wire: WireFormat | undefined,
+  ): Promise<{ data: Float32Array; stats: AllReduceStats; overflow?: NonFinite }> {
     this.io = io;
     this.gathered = null;
     this.gatherMs = 0;
@@ -61,7 +70,10 @@ export class ZeroOne {
     if (this.shard) this.shard.holds(s, e);
     else await this.ready(io);
     const mine = rs.data.subarray(s, e);
-    const overflow = wire && rest[rest.length - 2] === 0 && hasNonFinite(mine) ? { where: "compression" as const, variable: this.variableAt(s + mine.findIndex((v) => !Number.isFinite(v))) } : undefined;
+    const overflow =
+      wire && rest[rest.length - 2] === 0 && hasNonFinite(mine)
+        ? { where: "compression" as const, variable: this.variableAt(s + mine.findIndex((v) => !Number.isFinite(v))) }
+        : undefined;
     if (overflow) rest[rest.length - 1] = 1;
     // rest moves to the communication thread too: its length is read first.
     const tail = rest.length;
@@ -70,7 +82,11 @@ export class ZeroOne {
     data.set(summed.data.subarray(0, tail - 1), n);
     // An overflow anywhere drops the step everywhere, as a flagged slice does.
     data[length - 1] += summed.data[tail - 1]!;
-    this.stats = { waitMs: rs.stats.waitMs + summed.stats.waitMs, commMs: rs.stats.commMs + summed.stats.commMs, bytesSent: rs.stats.bytesSent + summed.stats.bytesSent };
+    this.stats = {
+      waitMs: rs.stats.waitMs + summed.stats.waitMs,
+      commMs: rs.stats.commMs + summed.stats.commMs,
+      bytesSent: rs.stats.bytesSent + summed.stats.bytesSent,
+    };
     return { data, stats: this.stats, ...(overflow ? { overflow } : {}) };
   }
 

@@ -7,7 +7,11 @@ import type { HostIO } from "../role";
  * is 2 (S - 1) one-number messages after the schedule, on the links the micro-batches use (as
  * micro-batch `microBatches`, one past the last). Returns the total.
  */
-export async function agreeAcrossStages(io: Pick<HostIO, "receive" | "send">, at: { step: number; microBatches: number; index: number; count: number }, own: number): Promise<number> {
+export async function agreeAcrossStages(
+  io: Pick<HostIO, "receive" | "send">,
+  at: { step: number; microBatches: number; index: number; count: number },
+  own: number,
+): Promise<number> {
   const { step, microBatches: tag, index, count } = at;
   let total = own;
   if (index < count - 1) total += (await io.receive("gradient", step, tag))[0]!;

@@ -12,7 +12,14 @@ export function checkStageMemory(model: tf.LayersModel, msg: LoadOf<"stage">, me
   const stage = msg.stage;
   const summary = summarizeModel(model);
   const c = stageCost(
-    { layers: summary.layers, stages: stage.count, microBatchSize: stage.microBatchSize, optimizerSlots: optimizerSlots(msg.optimizer), inFlight: () => actionsInFlight(stage.actions), memoryBytes: () => Infinity },
+    {
+      layers: summary.layers,
+      stages: stage.count,
+      microBatchSize: stage.microBatchSize,
+      optimizerSlots: optimizerSlots(msg.optimizer),
+      inFlight: () => actionsInFlight(stage.actions),
+      memoryBytes: () => Infinity,
+    },
     stage.index,
     0,
     summary.layers.length,
@@ -22,6 +29,9 @@ export function checkStageMemory(model: tf.LayersModel, msg: LoadOf<"stage">, me
   model.dispose();
   throw new ModelError(
     `stage ${stage.index} (layers [${stage.from}, ${stage.to})) needs ${formatBytes(need)} (${formatBytes(c.stateBytes)} parameters, gradients and optimizer state; ${formatBytes(c.activationBytes)} activations for micro-batches of ${stage.microBatchSize}), above this worker's memory cap of ${formatBytes(memoryCapBytes)}`,
-    { hint: "split the model over more stages or workers, use smaller micro-batches, or raise .memory()", details: { neededBytes: need, capBytes: memoryCapBytes } },
+    {
+      hint: "split the model over more stages or workers, use smaller micro-batches, or raise .memory()",
+      details: { neededBytes: need, capBytes: memoryCapBytes },
+    },
   );
 }

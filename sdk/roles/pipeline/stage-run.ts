@@ -47,7 +47,6 @@ export interface StageRun {
   sink: GradientSink;
 }
 
-
 /** A tensor's values as a copy to send to a neighbour (read back from the device on a GPU). */
 export async function copyOut(t: tf.Tensor): Promise<Float32Array> {
   return Float32Array.from(await readTensor(t));
@@ -62,7 +61,10 @@ export interface GradientSink {
   /** Adds one micro-batch's variable gradients and (last stage) its weighted loss and metrics; takes ownership of none. */
   add(grads: readonly tf.Tensor[], loss: tf.Scalar | null, metrics: readonly tf.Scalar[]): void;
   /** Writes the sums into acc[0..] (variables in order), returns the loss and metric sums, and the state tensors' values read with them. */
-  finish(acc: Float32Array, state: readonly tf.Tensor[]): Promise<{ loss: number; metrics: number[]; stateNow: Float32Array }>;
+  finish(
+    acc: Float32Array,
+    state: readonly tf.Tensor[],
+  ): Promise<{ loss: number; metrics: number[]; stateNow: Float32Array }>;
   dispose(): void;
 }
 
@@ -101,12 +103,19 @@ export function deviceSink(metricCount: number): GradientSink {
       metrics = ms.map((m, i) => plus(metrics[i] ?? null, m) as tf.Scalar);
     },
     async finish(acc, state) {
-      const scalars = [loss ?? tf.scalar(0), ...(metrics.length === metricCount ? metrics : Array.from({ length: metricCount }, () => tf.scalar(0)))];
+      const scalars = [
+        loss ?? tf.scalar(0),
+        ...(metrics.length === metricCount ? metrics : Array.from({ length: metricCount }, () => tf.scalar(0))),
+      ];
       const values = await readConcat([...scalars, ...(sums ?? []), ...state]);
       tf.dispose(scalars);
       const gradientLength = (sums ?? []).reduce((n, t) => n + t.size, 0);
       acc.set(values.subarray(1 + metricCount, 1 + metricCount + gradientLength));
-      return { loss: values[0]!, metrics: Array.from(values.subarray(1, 1 + metricCount)), stateNow: values.slice(1 + metricCount + gradientLength) };
+      return {
+        loss: values[0]!,
+        metrics: Array.from(values.subarray(1, 1 + metricCount)),
+        stateNow: values.slice(1 + metricCount + gradientLength),
+      };
     },
     dispose() {
       tf.dispose([...(sums ?? []), ...(loss ? [loss] : []), ...metrics]);
@@ -116,7 +125,6 @@ export function deviceSink(metricCount: number): GradientSink {
     },
   };
 }
-
 
 /** acc[offset ..] += g: natively from the tensor's memory where possible. */
 export function accumulator(): (acc: Float32Array, g: tf.Tensor, offset: number) => void {

@@ -67,14 +67,21 @@ export class ParamServer implements WorkerRole {
   static load(ps: LoadOf<"ps-server">, values: Tensorlike[], stepTimeoutMs: number): ParamServer {
     const stateSpec = ps.state;
     if (values.length !== ps.variables.length + stateSpec.length) {
-      throw new ProtocolError(`parameter server ${ps.index} got ${values.length} tensors for ${ps.variables.length} variables and ${stateSpec.length} state tensors`);
+      throw new ProtocolError(
+        `parameter server ${ps.index} got ${values.length} tensors for ${ps.variables.length} variables and ${stateSpec.length} state tensors`,
+      );
     }
     const checked = (v: { index: number; shape: number[] }, got: Tensorlike, what: string): Float32Array => {
       const size = v.shape.reduce((a, d) => a * d, 1);
-      if (got.data.length !== size || !(got.data instanceof Float32Array)) throw new ProtocolError(`${what} ${v.index} has shape [${v.shape.join(", ")}] but ${got.data.length} ${got.data.constructor.name} values came`);
+      if (got.data.length !== size || !(got.data instanceof Float32Array))
+        throw new ProtocolError(
+          `${what} ${v.index} has shape [${v.shape.join(", ")}] but ${got.data.length} ${got.data.constructor.name} values came`,
+        );
       return got.data;
     };
-    const vars = ps.variables.map((v, i) => tf.variable(tf.tensor(checked(v, values[i]!, "variable"), [...v.shape], "float32"), true));
+    const vars = ps.variables.map((v, i) =>
+      tf.variable(tf.tensor(checked(v, values[i]!, "variable"), [...v.shape], "float32"), true),
+    );
     const parts = stateSpec.map((v, i) => checked(v, values[ps.variables.length + i]!, "state tensor"));
     const state = new Float32Array(parts.reduce((a, p) => a + p.length, 0));
     parts.reduce((off, p) => (state.set(p, off), off + p.length), 0);
@@ -86,7 +93,11 @@ export class ParamServer implements WorkerRole {
   }
 
   /** Loaded as a role: the same, with the host's step timeout. */
-  static role(msg: LoadOf<"ps-server">, values: Tensorlike[], env: Pick<RoleEnv, "stepTimeoutMs">): Promise<ParamServer> {
+  static role(
+    msg: LoadOf<"ps-server">,
+    values: Tensorlike[],
+    env: Pick<RoleEnv, "stepTimeoutMs">,
+  ): Promise<ParamServer> {
     return Promise.resolve(ParamServer.load(msg, values, env.stepTimeoutMs));
   }
 
@@ -95,19 +106,29 @@ export class ParamServer implements WorkerRole {
   }
 
   step(msg: MessageOf<"step">): Promise<StepReport> {
-    return Promise.reject(new ProtocolError(`step ${msg.step} reached a parameter server; servers answer pulls and pushes`));
+    return Promise.reject(
+      new ProtocolError(`step ${msg.step} reached a parameter server; servers answer pulls and pushes`),
+    );
   }
 
   /** Pulls and pushes from the workers' links, and the driver's question after a worker left. */
   answer(msg: Message, attachments: Tensorlike[]): Promise<RoleReply> | undefined {
     switch (msg.type) {
       case "pull":
-        return this.pull(msg.minVersion).then((r) => ({ draft: { type: "pulled", re: msg.id, version: r.version, waitedMs: r.waitedMs }, attachments: [{ data: r.data, shape: [r.data.length] }] }));
+        return this.pull(msg.minVersion).then((r) => ({
+          draft: { type: "pulled", re: msg.id, version: r.version, waitedMs: r.waitedMs },
+          attachments: [{ data: r.data, shape: [r.data.length] }],
+        }));
       case "push": {
         const grad = attachments[0];
-        if (!msg.compression && (!grad || attachments.length !== 1 || !(grad.data instanceof Float32Array))) return Promise.reject(new ProtocolError(`a push carries ${attachments.length} tensors; expected one float32 gradient`));
+        if (!msg.compression && (!grad || attachments.length !== 1 || !(grad.data instanceof Float32Array)))
+          return Promise.reject(
+            new ProtocolError(`a push carries ${attachments.length} tensors; expected one float32 gradient`),
+          );
         try {
-          const values = msg.compression ? unpackValues(attachments, this.pushLength, { compression: msg.compression, packed: this.length }) : (grad!.data as Float32Array);
+          const values = msg.compression
+            ? unpackValues(attachments, this.pushLength, { compression: msg.compression, packed: this.length })
+            : (grad!.data as Float32Array);
           const r = this.push(msg.rank, msg.clock, msg.pulled, values, msg.learningRate);
           return Promise.resolve({ draft: { type: "pushed", re: msg.id, version: r.version, staleness: r.staleness } });
         } catch (err) {
@@ -115,7 +136,14 @@ export class ParamServer implements WorkerRole {
         }
       }
       case "applied":
-        return Promise.resolve({ draft: { type: "appliedReply", re: msg.id, applied: msg.pushes.map((p) => this.wasApplied(p.rank, p.clock)), version: this.version_ } });
+        return Promise.resolve({
+          draft: {
+            type: "appliedReply",
+            re: msg.id,
+            applied: msg.pushes.map((p) => this.wasApplied(p.rank, p.clock)),
+            version: this.version_,
+          },
+        });
       default:
         return undefined;
     }
@@ -133,17 +161,23 @@ export class ParamServer implements WorkerRole {
       const version = this.version_;
       return this.served().then((data) => ({ version, data, waitedMs: 0 }));
     }
-    if (this.mode === "async") throw new ProtocolError(`an async pull asked for version ${minVersion}; async servers serve whatever version they hold`);
+    if (this.mode === "async")
+      throw new ProtocolError(
+        `an async pull asked for version ${minVersion}; async servers serve whatever version they hold`,
+      );
     return new Promise((resolve, reject) => {
       const w: Waiter = { minVersion, since: performance.now(), resolve: () => undefined, reject };
       const timer = setTimeout(() => {
         this.waiters.delete(w);
         const missing = Array.from({ length: this.workers }, (_, r) => r).filter((r) => !this.pending.has(r));
         reject(
-          new TimeoutError(`parameter server ${this.index} waited ${this.stepTimeoutMs} ms for the pushes of step ${this.version_} from worker rank(s) ${missing.join(", ")}`, {
-            details: { waitingFor: `pushes of step ${this.version_} from worker rank(s) ${missing.join(", ")}` },
-            hint: "a sync step waits for every worker; raise .timeouts({ stepMs }) for long steps",
-          }),
+          new TimeoutError(
+            `parameter server ${this.index} waited ${this.stepTimeoutMs} ms for the pushes of step ${this.version_} from worker rank(s) ${missing.join(", ")}`,
+            {
+              details: { waitingFor: `pushes of step ${this.version_} from worker rank(s) ${missing.join(", ")}` },
+              hint: "a sync step waits for every worker; raise .timeouts({ stepMs }) for long steps",
+            },
+          ),
         );
       }, this.stepTimeoutMs);
       w.resolve = (r) => {
@@ -155,20 +189,41 @@ export class ParamServer implements WorkerRole {
   }
 
   /** Accepts a gradient computed on version `pulled`: applied now (async) or with its step's others (sync). */
-  push(rank: number, clock: number, pulled: number, grad: Float32Array, learningRate?: number): { version: number; staleness: number } {
+  push(
+    rank: number,
+    clock: number,
+    pulled: number,
+    grad: Float32Array,
+    learningRate?: number,
+  ): { version: number; staleness: number } {
     if (grad.length !== this.pushLength) {
-      throw new ProtocolError(`worker rank ${rank} pushed ${grad.length} values to parameter server ${this.index}, which takes ${this.pushLength} (${this.length} gradient, ${this.state.length} state, 1 flag)`);
+      throw new ProtocolError(
+        `worker rank ${rank} pushed ${grad.length} values to parameter server ${this.index}, which takes ${this.pushLength} (${this.length} gradient, ${this.state.length} state, 1 flag)`,
+      );
     }
-    if (pulled > this.version_) throw new ProtocolError(`worker rank ${rank} pushed a gradient computed on version ${pulled}; parameter server ${this.index} is at ${this.version_}`);
+    if (pulled > this.version_)
+      throw new ProtocolError(
+        `worker rank ${rank} pushed a gradient computed on version ${pulled}; parameter server ${this.index} is at ${this.version_}`,
+      );
     if (this.mode === "async") {
       const staleness = this.version_ - pulled;
       // A flagged push is handled (not handed out again) but changes nothing.
-      if (grad[this.pushLength - 1] === 0) this.applyOne(grad, this.rates ? this.rates[Math.min(Math.floor(this.version_ / this.workers), this.rates.length - 1)] : undefined);
+      if (grad[this.pushLength - 1] === 0)
+        this.applyOne(
+          grad,
+          this.rates
+            ? this.rates[Math.min(Math.floor(this.version_ / this.workers), this.rates.length - 1)]
+            : undefined,
+        );
       this.applied.add(`${rank}/${clock}`);
       return { version: this.version_, staleness };
     }
-    if (rank >= this.workers) throw new ProtocolError(`rank ${rank} pushed to a sync server of ${this.workers} workers`);
-    if (clock !== this.version_) throw new ProtocolError(`worker rank ${rank} pushed for step ${clock} while parameter server ${this.index} collects step ${this.version_}`);
+    if (rank >= this.workers)
+      throw new ProtocolError(`rank ${rank} pushed to a sync server of ${this.workers} workers`);
+    if (clock !== this.version_)
+      throw new ProtocolError(
+        `worker rank ${rank} pushed for step ${clock} while parameter server ${this.index} collects step ${this.version_}`,
+      );
     if (this.pending.has(rank)) throw new ProtocolError(`worker rank ${rank} pushed twice for step ${clock}`);
     this.pending.set(rank, grad);
     // Every push of a step carries the driver's one rate for it.
@@ -235,7 +290,11 @@ export class ParamServer implements WorkerRole {
    */
   private served(): Promise<Float32Array> {
     if (typeof SharedArrayBuffer === "undefined") return this.values();
-    if (this.snapshot?.version !== this.version_) this.snapshot = { version: this.version_, data: this.values(new SharedArrayBuffer((this.length + this.state.length) * 4)) };
+    if (this.snapshot?.version !== this.version_)
+      this.snapshot = {
+        version: this.version_,
+        data: this.values(new SharedArrayBuffer((this.length + this.state.length) * 4)),
+      };
     return this.snapshot.data;
   }
 

@@ -18,7 +18,11 @@ function zeroName(plan: DataParallelPlan): string {
  * (a plan of a cluster not launched: no worker has measured its speed) auto keeps the stages,
  * as it did before it ranked them, and says so.
  */
-export function fasterOf(staged: PipelinePlan, zero: DataParallelPlan, reasons: readonly string[]): DataParallelPlan | PipelinePlan {
+export function fasterOf(
+  staged: PipelinePlan,
+  zero: DataParallelPlan,
+  reasons: readonly string[],
+): DataParallelPlan | PipelinePlan {
   const [s, z] = [staged.prediction, zero.prediction];
   if (!s || !z) {
     const why = `${zeroName(zero)} fits too, but auto ranks it against the stages by predicted speed, and neither can be predicted without the workers' measured speeds (plan a launched cluster): auto chose ${stagedShape(staged)}`;
@@ -26,9 +30,14 @@ export function fasterOf(staged: PipelinePlan, zero: DataParallelPlan, reasons: 
   }
   const zeroFaster = z.samplesPerSecond > s.samplesPerSecond;
   const ranked = `ranked by predicted speed (${z.basis}): ${zeroName(zero)} ${z.samplesPerSecond.toFixed(0)} samples/s, ${stagedShape(staged)} ${s.samplesPerSecond.toFixed(0)} samples/s`;
-  const chose = zeroFaster ? `auto chose ${zeroName(zero)}, the faster` : `auto chose ${stagedShape(staged)}, the faster`;
+  const chose = zeroFaster
+    ? `auto chose ${zeroName(zero)}, the faster`
+    : `auto chose ${stagedShape(staged)}, the faster`;
   // From FLOPs the two rank unreliably (measured: the hybrid 1.7x too fast, ZeRO-3 2x too slow).
-  const untimed = !z.timed || !s.timed ? `; these predictions come from the model's FLOPs, not timed: \`await cluster.profile(model, { batchSize })\` times the layers and the data ring first, as fit() does before it plans, and the ranking may change` : "";
+  const untimed =
+    !z.timed || !s.timed
+      ? `; these predictions come from the model's FLOPs, not timed: \`await cluster.profile(model, { batchSize })\` times the layers and the data ring first, as fit() does before it plans, and the ranking may change`
+      : "";
   const why = `${ranked}; ${chose}${untimed}`;
   return zeroFaster ? { ...zero, reasons: [...reasons, why] } : { ...staged, reasons: [...reasons, why] };
 }

@@ -8,7 +8,9 @@ import type { PlanOptions, PipelinePlan } from "../../plan/plans";
 
 /** How a staged plan reads in auto's reasons: one pipeline, or a hybrid of its replicas. */
 export function stagedShape(plan: PipelinePlan): string {
-  return plan.replicas > 1 ? `a hybrid of ${plan.replicas} replicas x ${plan.stages} stages` : `one pipeline of ${plan.stages} stages`;
+  return plan.replicas > 1
+    ? `a hybrid of ${plan.replicas} replicas x ${plan.stages} stages`
+    : `one pipeline of ${plan.stages} stages`;
 }
 
 /**
@@ -16,7 +18,15 @@ export function stagedShape(plan: PipelinePlan): string {
  * more replicas), as a hybrid of workers / stages replicas when that is 2 or more, else one
  * pipeline; null where no split fits. Each count it tried goes into `reasons`.
  */
-export function fewestStages(given: AutoOptions, spec: ClusterSpec, model: ModelSummary, o: PlanOptions & { batchSize: number }, n: number, minCap: number, reasons: string[]): PipelinePlan | null {
+export function fewestStages(
+  given: AutoOptions,
+  spec: ClusterSpec,
+  model: ModelSummary,
+  o: PlanOptions & { batchSize: number },
+  n: number,
+  minCap: number,
+  reasons: string[],
+): PipelinePlan | null {
   for (let stages = 2; stages <= Math.min(n, model.layers.length); stages++) {
     if (n % stages !== 0) {
       reasons.push(`${stages} stages: skipped, ${n} workers do not form whole replicas of ${stages} stages`);
@@ -39,7 +49,9 @@ export function fewestStages(given: AutoOptions, spec: ClusterSpec, model: Model
       });
       const biggest = Math.max(...plan.stagePlans.map((st) => st.stateBytes + st.activationBytes));
       const allReduce = replicas > 1 ? ` (each stage's ${replicas} replicas all-reduce their gradients)` : "";
-      reasons.push(`${stages} stages fit: the largest stage needs ${formatBytes(biggest)} of ${formatBytes(minCap)}; ${stagedShape(plan)}${allReduce} is the fewest stages that fit, for the smallest bubble`);
+      reasons.push(
+        `${stages} stages fit: the largest stage needs ${formatBytes(biggest)} of ${formatBytes(minCap)}; ${stagedShape(plan)}${allReduce} is the fewest stages that fit, for the smallest bubble`,
+      );
       return plan;
     } catch (err) {
       if (!(err instanceof MeshtrainError)) throw err;

@@ -22,7 +22,8 @@ export const dataStrategy: Strategy<DataOptions, DataParallelPlan> & { options: 
   probesRing: (o, workers) => !o.elastic && workers >= 2,
   plan: planDataParallel,
   owns: (plan): plan is DataParallelPlan => plan.strategy === "data",
-  replan: (o, spec, model, plan, po) => planDataParallel(o ?? DataOptionsSchema.parse({}), spec, model, { ...po, reasons: plan.reasons }),
+  replan: (o, spec, model, plan, po) =>
+    planDataParallel(o ?? DataOptionsSchema.parse({}), spec, model, { ...po, reasons: plan.reasons }),
   place: () => refusePlacement("data parallelism"),
   format: formatDataPlan,
   explain: explainDataPlan,
@@ -35,11 +36,22 @@ export const dataStrategy: Strategy<DataOptions, DataParallelPlan> & { options: 
   },
   describe: (run, plan, summary) => {
     const worst = summary.stragglers.worst;
-    const slower = measuredSlowerThanOne({ workers: summary.workers.length, gradientBytes: plan.gradientBytes, measuredSteps: summary.steps - summary.warmupSteps, medianStepMs: summary.medianStepMs, ranks: summary.workers, ...(plan.prediction?.oneWorker?.timed ? { oneWorkerMs: plan.prediction.oneWorker.stepMs } : {}) });
+    const slower = measuredSlowerThanOne({
+      workers: summary.workers.length,
+      gradientBytes: plan.gradientBytes,
+      measuredSteps: summary.steps - summary.warmupSteps,
+      medianStepMs: summary.medianStepMs,
+      ranks: summary.workers,
+      ...(plan.prediction?.oneWorker?.timed ? { oneWorkerMs: plan.prediction.oneWorker.stepMs } : {}),
+    });
     return {
       label: `data${plan.shard ? `, ZeRO-${zeroStage(plan.shard)}` : ""}, ${run.workers.length} worker(s)`,
       lines: [
-        ...(worst ? [`rank ${worst.rank} finished computing last in ${worst.steps} of ${worst.of} steps (median lead ${summary.stragglers.medianLeadMs.toFixed(1)} ms): the one the others waited for`] : []),
+        ...(worst
+          ? [
+              `rank ${worst.rank} finished computing last in ${worst.steps} of ${worst.of} steps (median lead ${summary.stragglers.medianLeadMs.toFixed(1)} ms): the one the others waited for`,
+            ]
+          : []),
         ...(run.workers.length > 1 ? [runOverlapLine(plan.overlap, run.dataPlane, run.replicaStep)] : []),
         ...(slower ? [slower] : []),
       ],

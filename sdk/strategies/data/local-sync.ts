@@ -19,9 +19,23 @@ export function syncsAfter(plan: DataParallelPlan, perEpoch: number, step: numbe
  * A fit that stopped between syncs (asked to, or a callback's stopTraining) leaves replicas
  * that differ: one more sync, with no slice, gives them and the model the mean of their work.
  */
-export async function syncIfBetween(ctx: FitContext, plan: DataParallelPlan, perEpoch: number, members: readonly WorkerHandle[], history: readonly StepRecord[]): Promise<void> {
+export async function syncIfBetween(
+  ctx: FitContext,
+  plan: DataParallelPlan,
+  perEpoch: number,
+  members: readonly WorkerHandle[],
+  history: readonly StepRecord[],
+): Promise<void> {
   const last = history[history.length - 1];
   if (!plan.sync || !last || syncsAfter(plan, perEpoch, last.step).sync) return;
   const waiting = { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `the sync after step ${last.step}` };
-  await awaitAll(ctx)(members.map((w) => w.channel.request({ type: "step", step: last.step, epoch: last.epoch, weight: 0, sync: "only" }, "stepDone", waiting)));
+  await awaitAll(ctx)(
+    members.map((w) =>
+      w.channel.request(
+        { type: "step", step: last.step, epoch: last.epoch, weight: 0, sync: "only" },
+        "stepDone",
+        waiting,
+      ),
+    ),
+  );
 }

@@ -10,7 +10,10 @@ import { OPTIMIZER_NAMES, OptimizerSpecSchema } from "../../protocol/optimizer-s
 export const DILOCO_OUTER = { name: "momentum", learningRate: 0.7, momentum: 0.9, useNesterov: true } as const;
 
 /** An optimizer by name (its defaults) or by name and settings, as fit's optimizer option. */
-const OuterSchema = z.union([z.enum(OPTIMIZER_NAMES).transform((name) => OptimizerSpecSchema.parse({ name })), OptimizerSpecSchema]);
+const OuterSchema = z.union([
+  z.enum(OPTIMIZER_NAMES).transform((name) => OptimizerSpecSchema.parse({ name })),
+  OptimizerSpecSchema,
+]);
 
 /** strategy("data", options): synchronous data parallelism. */
 export const DataOptionsSchema = z.strictObject({
@@ -32,7 +35,12 @@ export const DataOptionsSchema = z.strictObject({
    * range of float32. `{ name: "powersgd", rank }`: each gradient of two or more dimensions as a
    * rank-r product P Q^T (PowerSGD, as DDP's powerSGD_hook), with error feedback. Default: float32.
    */
-  compression: z.union([z.enum(COMPRESSIONS), z.strictObject({ name: z.literal("powersgd"), rank: z.number().int().min(1).max(4096) })]).optional(),
+  compression: z
+    .union([
+      z.enum(COMPRESSIONS),
+      z.strictObject({ name: z.literal("powersgd"), rank: z.number().int().min(1).max(4096) }),
+    ])
+    .optional(),
   /**
    * All-reduce the gradient in buckets while the backward pass still computes earlier layers
    * (as DDP does; native data plane and native step only). "auto" (default): only where every
@@ -58,7 +66,16 @@ export const DataOptionsSchema = z.strictObject({
    * learning rate 0.7 (DiLoCo's); `{ name: "sgd", learningRate: 1 }` is plain local SGD (model
    * averaging), and with `every: 1` plain data parallelism under SGD.
    */
-  sync: z.strictObject({ every: z.number().int().min(1).max(1 << 20), outer: OuterSchema.default(DILOCO_OUTER) }).optional(),
+  sync: z
+    .strictObject({
+      every: z
+        .number()
+        .int()
+        .min(1)
+        .max(1 << 20),
+      outer: OuterSchema.default(DILOCO_OUTER),
+    })
+    .optional(),
   /**
    * Sharded data parallelism (ZeRO, Rajbhandari et al. 2020). "optimizer" (stage 1): each
    * replica keeps the optimizer's state for its shard of the parameters only (1/N of it); the
@@ -82,21 +99,35 @@ export const DataOptionsSchema = z.strictObject({
    * holds a bucket twice); left out under a memory cap that fits only 0, the plan takes 0 and
    * says why.
    */
-  bucketMB: z.number().min(0).max(1 << 20).optional(),
+  bucketMB: z
+    .number()
+    .min(0)
+    .max(1 << 20)
+    .optional(),
 });
 export type DataOptions = z.output<typeof DataOptionsSchema>;
 
 /** bucketMB groups the layers of ZeRO-2 and -3 only. */
 function checkBuckets(o: DataOptions): void {
   if (o.bucketMB !== undefined && o.shard !== "gradients" && o.shard !== "parameters") {
-    throw new ConfigError(`bucketMB ${o.bucketMB} groups the layers of shard "gradients" or "parameters" (ZeRO-2, -3) into collectives; ${o.shard ? `shard "${o.shard}" reduce-scatters the whole gradient at once` : "without shard it has nothing to group"}`, { hint: 'add shard: "gradients" or "parameters", or drop bucketMB' });
+    throw new ConfigError(
+      `bucketMB ${o.bucketMB} groups the layers of shard "gradients" or "parameters" (ZeRO-2, -3) into collectives; ${o.shard ? `shard "${o.shard}" reduce-scatters the whole gradient at once` : "without shard it has nothing to group"}`,
+      { hint: 'add shard: "gradients" or "parameters", or drop bucketMB' },
+    );
   }
 }
 
 /** The options as the pairs refused read them (protocol/data-option-pairs.ts); a fit adds its own. */
 export function dataChoices(o: DataOptions): DataChoices {
   const compression = typeof o.compression === "object" ? "powersgd" : (o.compression ?? "none");
-  return { compression, shard: o.shard ?? "none", syncEvery: o.sync?.every ?? 0, batchNorm: o.batchNorm, elastic: o.elastic !== undefined, feed: o.feed };
+  return {
+    compression,
+    shard: o.shard ?? "none",
+    syncEvery: o.sync?.every ?? 0,
+    batchNorm: o.batchNorm,
+    elastic: o.elastic !== undefined,
+    feed: o.feed,
+  };
 }
 
 /** Elastic training against the cluster it starts with. */
@@ -106,6 +137,9 @@ export function checkDataOptions(o: DataOptions, spec: ClusterSpec): void {
   const refused = refusedPair(dataChoices(o));
   if (refused) throw new ConfigError(refused.message, { hint: refused.hint });
   if (o.elastic && o.elastic.minWorkers > n) {
-    throw new ConfigError(`elastic: minWorkers ${o.elastic.minWorkers} is more than the ${n} worker(s) the cluster starts with`, { hint: `use minWorkers between 1 and ${n}` });
+    throw new ConfigError(
+      `elastic: minWorkers ${o.elastic.minWorkers} is more than the ${n} worker(s) the cluster starts with`,
+      { hint: `use minWorkers between 1 and ${n}` },
+    );
   }
 }

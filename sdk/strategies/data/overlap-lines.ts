@@ -11,9 +11,15 @@ export function overlapLine(o: OverlapChoice): string {
 }
 
 /** When the run's all-reduces ran: the plan's choice, unless the data plane or the replica step could not overlap. */
-export function runOverlapLine(o: OverlapChoice, plane: DataPlaneChoice | undefined, step: ReplicaStepChoice | undefined): string {
+export function runOverlapLine(
+  o: OverlapChoice,
+  plane: DataPlaneChoice | undefined,
+  step: ReplicaStepChoice | undefined,
+): string {
   if (!o.on || o.what) return overlapLine(o);
-  if (plane?.path !== "native") return "no overlap: the WebSocket data plane all-reduces the whole gradient after the backward pass";
-  if (step?.native !== true) return "no overlap: TF.js's autodiff hands over every gradient at once, after the backward pass";
+  if (plane?.path !== "native")
+    return "no overlap: the WebSocket data plane all-reduces the whole gradient after the backward pass";
+  if (step?.native !== true)
+    return "no overlap: TF.js's autodiff hands over every gradient at once, after the backward pass";
   return `overlap: the gradient was all-reduced in buckets that started during the backward pass (a gradient under 1 MB goes in one): ${o.why}`;
 }

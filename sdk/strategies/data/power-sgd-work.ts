@@ -9,10 +9,16 @@ import type { ReplicaWork, Speeds } from "../../plan/predict";
  * approximation), and the error added in and taken out (nm each). Measured on the 11.4M MLP at
  * rank 4 over loopback, leaving it out had predicted a 43.5 ms step that took 80.1.
  */
-export function powerSgdWork(model: ModelSummary, rank: number, profile: ModelProfile | undefined, speeds: Speeds): ReplicaWork {
+export function powerSgdWork(
+  model: ModelSummary,
+  rank: number,
+  profile: ModelProfile | undefined,
+  speeds: Speeds,
+): ReplicaWork {
   const what = `PowerSGD's work at rank ${rank}`;
   const timed = profile?.hook;
-  if (timed?.ms !== undefined && timed.spec.kind === "powersgd" && timed.spec.rank === rank) return { what, ms: timed.ms, timed: true };
+  if (timed?.ms !== undefined && timed.spec.kind === "powersgd" && timed.spec.rank === rank)
+    return { what, ms: timed.ms, timed: true };
   const flops = model.variables.reduce((a, v) => {
     if (v.shape.length < 2) return a;
     const size = v.shape.reduce((x, d) => x * d, 1);

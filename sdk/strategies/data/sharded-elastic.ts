@@ -28,11 +28,22 @@ export function shardedElastic(
   load: (w: WorkerHandle, weights: Tensorlike[]) => Promise<void>,
 ): ShardedElastic {
   // ZeRO-3 replicas gather the weights together: every one is asked.
-  const weightsOf = async (members: readonly WorkerHandle[], why: string): Promise<Tensorlike[]> => (await fetchWeightsOf(ctx, plan.shard === "parameters" ? members : [members[0]!], why))[0]!;
+  const weightsOf = async (members: readonly WorkerHandle[], why: string): Promise<Tensorlike[]> =>
+    (await fetchWeightsOf(ctx, plan.shard === "parameters" ? members : [members[0]!], why))[0]!;
   const dir = o.checkpoint.dir;
   return {
     every: o.checkpoint.every,
-    save: (members, stepsDone) => checkpointSaver(ctx, { dir, strategy: "data", summary: plan.model, dataset, options: o, holders: [], weights: () => weightsOf(members, "the weights to checkpoint"), sharded: members })(stepsDone),
+    save: (members, stepsDone) =>
+      checkpointSaver(ctx, {
+        dir,
+        strategy: "data",
+        summary: plan.model,
+        dataset,
+        options: o,
+        holders: [],
+        weights: () => weightsOf(members, "the weights to checkpoint"),
+        sharded: members,
+      })(stepsDone),
     async fromCheckpoint(members) {
       const ckpt = readCheckpoint(dir);
       const weights = ckpt.weights.map((data, i) => ({ data, shape: ckpt.body.weights[i]!.shape }));

@@ -10,7 +10,13 @@ import { splitBatch } from "../../plan/batches";
  * result is the mean over every validation sample, as model.fit's. Gives val_loss and val_ of
  * each compiled metric.
  */
-export function validateOnReplicas(ctx: FitContext, workers: readonly WorkerHandle[], validation: Dataset, batchSize: number, gathered = false): (epoch: number) => Promise<Record<string, number>> {
+export function validateOnReplicas(
+  ctx: FitContext,
+  workers: readonly WorkerHandle[],
+  validation: Dataset,
+  batchSize: number,
+  gathered = false,
+): (epoch: number) => Promise<Record<string, number>> {
   const shards = splitBatch(validation.size, workers.length).perReplica;
   // ZeRO-3 replicas gather each layer together: all run as many batches as the largest shard needs.
   const rounds = gathered ? { rounds: Math.ceil(Math.max(0, ...shards) / batchSize) } : {};
@@ -20,16 +26,28 @@ export function validateOnReplicas(ctx: FitContext, workers: readonly WorkerHand
       workers.map((w, i) => {
         const batch = validation.gather(null, from, from + shards[i]!);
         from += shards[i]!;
-        return w.channel.request({ type: "evaluate", batchSize, ...rounds }, "evaluated", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `epoch ${epoch}'s validation`, attachments: batchAttachments(batch) });
+        return w.channel.request({ type: "evaluate", batchSize, ...rounds }, "evaluated", {
+          timeoutMs: ctx.spec.timeouts.stepMs,
+          waitingFor: `epoch ${epoch}'s validation`,
+          attachments: batchAttachments(batch),
+        });
       }),
     );
-    return validationLogs(replies, replies.reduce((n, r) => n + r.msg.samples, 0));
+    return validationLogs(
+      replies,
+      replies.reduce((n, r) => n + r.msg.samples, 0),
+    );
   };
 }
 
 /** val_loss and val_ of each metric: every reply's sums added, over the validation's samples. */
-export function validationLogs(replies: ReadonlyArray<{ msg: { lossSum: number; metricSums: Record<string, number> } }>, samples: number): Record<string, number> {
+export function validationLogs(
+  replies: ReadonlyArray<{ msg: { lossSum: number; metricSums: Record<string, number> } }>,
+  samples: number,
+): Record<string, number> {
   const logs: Record<string, number> = { val_loss: replies.reduce((n, r) => n + r.msg.lossSum, 0) / samples };
-  for (const r of replies) for (const [name, v] of Object.entries(r.msg.metricSums)) logs[`val_${name}`] = (logs[`val_${name}`] ?? 0) + v / samples;
+  for (const r of replies)
+    for (const [name, v] of Object.entries(r.msg.metricSums))
+      logs[`val_${name}`] = (logs[`val_${name}`] ?? 0) + v / samples;
   return logs;
 }

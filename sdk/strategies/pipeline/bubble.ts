@@ -10,7 +10,9 @@ export function measuredBubble(recs: readonly WorkerStepRecord[], stages: number
   let sum = 0;
   for (let r = 0; r < replicas; r++) {
     const mine = recs.filter((w) => w.replica === r);
-    const spans = mine.flatMap((w) => (w.actions ?? []).map((a) => ({ start: w.startMs + a.start, end: w.startMs + a.end })));
+    const spans = mine.flatMap((w) =>
+      (w.actions ?? []).map((a) => ({ start: w.startMs + a.start, end: w.startMs + a.end })),
+    );
     if (spans.length === 0) continue;
     const first = Math.min(...spans.map((a) => a.start));
     const last = Math.max(...spans.map((a) => a.end));

@@ -29,14 +29,21 @@ export type PipelineOptionsGiven = z.output<typeof PipelineOptionsSchema>;
 export type HybridOptions = z.output<typeof HybridOptionsSchema>;
 
 /** Model and pipeline parallelism: one stage per worker, and at least two. */
-export function checkOneStagePerWorker(kind: "model" | "pipeline", o: { stages?: number | undefined }, spec: ClusterSpec): void {
+export function checkOneStagePerWorker(
+  kind: "model" | "pipeline",
+  o: { stages?: number | undefined },
+  spec: ClusterSpec,
+): void {
   const n = workerCount(spec);
   if (o.stages !== undefined && o.stages !== n) {
     throw new ConfigError(`${kind}: stages(${o.stages}) != workers(${n}): each stage runs on its own worker`, {
       hint: `use ${n} stages, or strategy("hybrid", { stages: ${o.stages}, replicas: ${Math.max(1, Math.floor(n / o.stages))} }) to replicate stages`,
     });
   }
-  if (n < 2) throw new ConfigError(`${kind} parallelism needs at least 2 workers (it has ${n})`, { hint: 'use .workers(2) or more, or strategy("data")' });
+  if (n < 2)
+    throw new ConfigError(`${kind} parallelism needs at least 2 workers (it has ${n})`, {
+      hint: 'use .workers(2) or more, or strategy("data")',
+    });
 }
 
 /** Hybrid: replicas x stages must be the workers. */
@@ -44,6 +51,9 @@ export function checkHybridOptions(o: HybridOptions, spec: ClusterSpec): void {
   const n = workerCount(spec);
   const replicas = o.replicas ?? Math.floor(n / o.stages);
   if (replicas * o.stages !== n) {
-    throw new ConfigError(`hybrid: replicas(${replicas}) x stages(${o.stages}) = ${replicas * o.stages} != workers(${n})`, { hint: `choose stages and replicas whose product is ${n}` });
+    throw new ConfigError(
+      `hybrid: replicas(${replicas}) x stages(${o.stages}) = ${replicas * o.stages} != workers(${n})`,
+      { hint: `choose stages and replicas whose product is ${n}` },
+    );
   }
 }

@@ -114,18 +114,34 @@ function crossing(model: ModelSummary, j: number): ReadonlyArray<number | null> 
 }
 
 /** The global batch split among replicas and cut into micro-batches, or null without a batch size. */
-function pipelineBatch(batchSize: number | undefined, datasetSize: number | undefined, R: number, M: number): PipelinePlan["batch"] {
+function pipelineBatch(
+  batchSize: number | undefined,
+  datasetSize: number | undefined,
+  R: number,
+  M: number,
+): PipelinePlan["batch"] {
   if (batchSize === undefined) return null;
   if (batchSize % R !== 0) {
-    throw new ConfigError(`batchSize ${batchSize} is not divisible by ${R} replicas (${batchSize} % ${R} = ${batchSize % R})`, { hint: `use a multiple of ${R}` });
+    throw new ConfigError(
+      `batchSize ${batchSize} is not divisible by ${R} replicas (${batchSize} % ${R} = ${batchSize % R})`,
+      { hint: `use a multiple of ${R}` },
+    );
   }
   const per = batchSize / R;
   if (per < M) {
-    throw new ConfigError(`each replica's batch of ${per} cannot be cut into ${M} micro-batches (${batchSize} / ${R} replicas = ${per} < ${M})`, {
-      hint: `use a batch of at least ${M * R}, or fewer micro-batches`,
-    });
+    throw new ConfigError(
+      `each replica's batch of ${per} cannot be cut into ${M} micro-batches (${batchSize} / ${R} replicas = ${per} < ${M})`,
+      {
+        hint: `use a batch of at least ${M * R}, or fewer micro-batches`,
+      },
+    );
   }
-  return { globalBatch: batchSize, perReplica: replicaSlices(batchSize, R), microBatch: Math.ceil(per / M), splits: planSplits(batchSize, datasetSize, R, M) };
+  return {
+    globalBatch: batchSize,
+    perReplica: replicaSlices(batchSize, R),
+    microBatch: Math.ceil(per / M),
+    splits: planSplits(batchSize, datasetSize, R, M),
+  };
 }
 
 /** Every stage within the memory its worker may use (a placed stage can exceed it). */
@@ -142,7 +158,12 @@ function checkStageMemory(stagePlans: readonly StagePlan[], memoryBytes: (stage:
 }
 
 /** Step time and throughput from the cost model, when the workers' speeds and the batch are known. */
-function predictStages(model: ModelSummary, stagePlans: readonly StagePlan[], p: { schedule: Schedule; micro: number; batch: PipelinePlan["batch"]; R: number }, o: Pick<PipelineOptions, "devices" | "profile">): Prediction | null {
+function predictStages(
+  model: ModelSummary,
+  stagePlans: readonly StagePlan[],
+  p: { schedule: Schedule; micro: number; batch: PipelinePlan["batch"]; R: number },
+  o: Pick<PipelineOptions, "devices" | "profile">,
+): Prediction | null {
   const speeds = speedsOf(o.devices);
   if (!speeds || !p.batch) return null;
   const stages = stagePlans.map((st) => ({
@@ -154,23 +175,48 @@ function predictStages(model: ModelSummary, stagePlans: readonly StagePlan[], p:
     outputElementsPerSample: st.outputShape.reduce((a, d) => a * d, 1),
   }));
   const feedBytes = p.batch.globalBatch * sampleBytes(model);
-  return predictPipeline({ stages, schedule: p.schedule, microBatchSize: p.micro, globalBatch: p.batch.globalBatch, replicas: p.R, feedBytes, ...(o.profile ? { profile: o.profile } : {}) }, speeds);
+  return predictPipeline(
+    {
+      stages,
+      schedule: p.schedule,
+      microBatchSize: p.micro,
+      globalBatch: p.batch.globalBatch,
+      replicas: p.R,
+      feedBytes,
+      ...(o.profile ? { profile: o.profile } : {}),
+    },
+    speeds,
+  );
 }
 
 /** What model, pipeline and hybrid clusters plan with, from their options. */
-export function stagedOptions(kind: PipelineKind, o: { stages?: number | undefined; replicas?: number | undefined; microBatches?: number; schedule?: ScheduleName }, spec: ClusterSpec): Omit<PipelineOptions, "batchSize" | "optimizer" | "devices"> {
+export function stagedOptions(
+  kind: PipelineKind,
+  o: { stages?: number | undefined; replicas?: number | undefined; microBatches?: number; schedule?: ScheduleName },
+  spec: ClusterSpec,
+): Omit<PipelineOptions, "batchSize" | "optimizer" | "devices"> {
   const n = workerCount(spec);
   const stages = o.stages ?? n;
   const memory = spec.memoryCapBytes !== undefined ? { memoryCapBytes: spec.memoryCapBytes } : {};
-  const replicas = kind === "hybrid" ? o.replicas ?? Math.floor(n / stages) : 1;
-  return { kind, stages, replicas, microBatches: kind === "model" ? 1 : o.microBatches ?? 4, schedule: kind === "model" ? "gpipe" : o.schedule ?? "1f1b", ...memory };
+  const replicas = kind === "hybrid" ? (o.replicas ?? Math.floor(n / stages)) : 1;
+  return {
+    kind,
+    stages,
+    replicas,
+    microBatches: kind === "model" ? 1 : (o.microBatches ?? 4),
+    schedule: kind === "model" ? "gpipe" : (o.schedule ?? "1f1b"),
+    ...memory,
+  };
 }
 
 export function formatPipelinePlan(plan: PipelinePlan): string {
   const lines = [
     `${plan.strategy} plan: ${plan.replicas} replica(s) x ${plan.stages} stage(s) on ${plan.worldSize} worker(s), ${plan.microBatches} micro-batch(es), schedule ${plan.schedule.name}`,
   ];
-  if (plan.batch) lines.push(`global batch ${plan.batch.globalBatch} = ${plan.replicas} x ${plan.batch.perReplica[0]} per replica, micro-batches of ${plan.batch.microBatch}`);
+  if (plan.batch)
+    lines.push(
+      `global batch ${plan.batch.globalBatch} = ${plan.replicas} x ${plan.batch.perReplica[0]} per replica, micro-batches of ${plan.batch.microBatch}`,
+    );
   lines.push("stage  layers       ranks       MFLOP/sample  state       activations  in flight");
   for (const st of plan.stagePlans) {
     const ranks = plan.ranks.map((row) => row[st.stage]).join(",");
@@ -178,7 +224,10 @@ export function formatPipelinePlan(plan: PipelinePlan): string {
       `${String(st.stage).padEnd(7)}${`[${st.from}, ${st.to})`.padEnd(13)}${ranks.padEnd(12)}${(st.flopsPerSample / 1e6).toFixed(2).padStart(12)}  ${formatBytes(st.stateBytes).padEnd(12)}${formatBytes(st.activationBytes).padEnd(13)}${st.inFlight}`,
     );
   }
-  if (plan.prediction) lines.push(`predicted: ${plan.prediction.stepMs.toFixed(1)} ms per step, ${plan.prediction.samplesPerSecond.toFixed(0)} samples/s, bubble ${(plan.prediction.bubble * 100).toFixed(0)}%`);
+  if (plan.prediction)
+    lines.push(
+      `predicted: ${plan.prediction.stepMs.toFixed(1)} ms per step, ${plan.prediction.samplesPerSecond.toFixed(0)} samples/s, bubble ${(plan.prediction.bubble * 100).toFixed(0)}%`,
+    );
   lines.push(formatSchedule(plan.schedule));
   return lines.join("\n");
 }
@@ -186,22 +235,30 @@ export function formatPipelinePlan(plan: PipelinePlan): string {
 /** Where a graph could be cut, when that is not everywhere. */
 function cutNote(model: ModelSummary): string {
   const points = model.cuts.slice(1, -1).filter((c) => c.ok).length;
-  return points < model.layers.length - 1 ? `, at the ${points} of ${model.layers.length - 1} points between layers where one tensor crosses (residual blocks stay whole)` : "";
+  return points < model.layers.length - 1
+    ? `, at the ${points} of ${model.layers.length - 1} points between layers where one tensor crosses (residual blocks stay whole)`
+    : "";
 }
 
 export function explainPipelinePlan(plan: PipelinePlan): string {
   const lines = [...plan.reasons];
   const S = plan.stages;
-  if (plan.placed.length > 0) lines.push(`placed by hand: ${plan.placed.map(([s, [a, b]]) => `stage ${s} = layers [${a}, ${b})`).join(", ")}`);
+  if (plan.placed.length > 0)
+    lines.push(`placed by hand: ${plan.placed.map(([s, [a, b]]) => `stage ${s} = layers [${a}, ${b})`).join(", ")}`);
   if (plan.placed.length < S) {
     lines.push(
       `split ${plan.model.layers.length} layers into ${S} contiguous stages minimising the slowest stage${plan.placed.length > 0 ? " (around the placed ones)" : ""}${cutNote(plan.model)}: ${plan.stagePlans
-        .map((c) => `stage ${c.stage} = layers [${c.from}, ${c.to}) with ${(c.flopsPerSample / 1e6).toFixed(2)} MFLOP/sample`)
+        .map(
+          (c) =>
+            `stage ${c.stage} = layers [${c.from}, ${c.to}) with ${(c.flopsPerSample / 1e6).toFixed(2)} MFLOP/sample`,
+        )
         .join(", ")}`,
     );
   }
   if (plan.prediction) {
-    lines.push(`predicted step ${plan.prediction.stepMs.toFixed(1)} ms (${plan.prediction.computeMs.toFixed(1)} ms through the pipeline, ${plan.prediction.commMs.toFixed(1)} ms all-reduce), ${plan.prediction.samplesPerSecond.toFixed(0)} samples/s, from ${plan.prediction.basis}`);
+    lines.push(
+      `predicted step ${plan.prediction.stepMs.toFixed(1)} ms (${plan.prediction.computeMs.toFixed(1)} ms through the pipeline, ${plan.prediction.commMs.toFixed(1)} ms all-reduce), ${plan.prediction.samplesPerSecond.toFixed(0)} samples/s, from ${plan.prediction.basis}`,
+    );
   }
   return lines.join("\n");
 }

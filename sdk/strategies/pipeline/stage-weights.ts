@@ -17,7 +17,11 @@ export function stageVariables(model: tf.LayersModel, st: Pick<StagePlan, "from"
 }
 
 /** The stages' weights (each in its stage's order) put back in the whole model's order. */
-export function modelOrder(model: tf.LayersModel, stages: ReadonlyArray<Pick<StagePlan, "from" | "to">>, perStage: readonly Tensorlike[][]): Tensorlike[] {
+export function modelOrder(
+  model: tf.LayersModel,
+  stages: ReadonlyArray<Pick<StagePlan, "from" | "to">>,
+  perStage: readonly Tensorlike[][],
+): Tensorlike[] {
   const index = new Map(model.weights.map((w, i) => [w, i]));
   const out: Tensorlike[] = new Array<Tensorlike>(model.weights.length);
   stages.forEach((st, s) => stageVariables(model, st).forEach((v, k) => (out[index.get(v)!] = perStage[s]![k]!)));

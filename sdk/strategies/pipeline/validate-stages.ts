@@ -15,7 +15,12 @@ const VALIDATION_SEQ = 2 ** 31;
  * makes; the driver adds every stage's sums and divides by the samples, so the result is the
  * mean over every validation sample, as model.fit's val_loss and val_ metrics.
  */
-export function validateThroughStages(ctx: FitContext, plan: PipelinePlan, validation: Dataset, batchSize: number): (epoch: number) => Promise<Record<string, number>> {
+export function validateThroughStages(
+  ctx: FitContext,
+  plan: PipelinePlan,
+  validation: Dataset,
+  batchSize: number,
+): (epoch: number) => Promise<Record<string, number>> {
   const shards = splitBatch(validation.size, plan.replicas).perReplica;
   return async (epoch) => {
     let from = 0;
@@ -27,7 +32,11 @@ export function validateThroughStages(ctx: FitContext, plan: PipelinePlan, valid
         const st = plan.stagePlans[s]!;
         const attachments = [...st.feeds.map((k) => b.xs[k]!), ...st.heads.map((k) => b.ys[k]!)];
         const stage = { samples: n, seq: VALIDATION_SEQ + (epoch % 2 ** 30) };
-        return ctx.workers[rank]!.channel.request({ type: "evaluate", batchSize, stage }, "evaluated", { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `epoch ${epoch}'s validation on stage ${s}`, attachments });
+        return ctx.workers[rank]!.channel.request({ type: "evaluate", batchSize, stage }, "evaluated", {
+          timeoutMs: ctx.spec.timeouts.stepMs,
+          waitingFor: `epoch ${epoch}'s validation on stage ${s}`,
+          attachments,
+        });
       });
     });
     // Every stage of a replica reports its own outputs' sums over the same samples: count them once.

@@ -51,7 +51,14 @@ export type AsyncValidate = (workers: readonly WorkerHandle[], epoch: number) =>
 /** Steps handed to a worker before its last one finished, so it never waits for data. */
 const AHEAD = 2;
 
-type AsyncResult = { history: StepRecord[]; pushes: PushRecord[]; departures: Departure[]; live: WorkerHandle[]; stopped: FitAborted | undefined; validation: EpochValidation[] };
+type AsyncResult = {
+  history: StepRecord[];
+  pushes: PushRecord[];
+  departures: Departure[];
+  live: WorkerHandle[];
+  stopped: FitAborted | undefined;
+  validation: EpochValidation[];
+};
 
 /**
  * Asynchronous training: each free worker is handed the next slice of data (so a slow worker
@@ -60,7 +67,14 @@ type AsyncResult = { history: StepRecord[]; pushes: PushRecord[]; departures: De
  * steps ahead of the slowest live worker. A worker that leaves is recorded; the slices it was
  * working on go to the others unless the servers already applied them.
  */
-export function runAsync(ctx: FitContext, o: ResolvedFitOptions, dataset: Dataset, plan: PsPlan, t: { fitStart: number; fitStartWall: number }, validate?: AsyncValidate): Promise<AsyncResult> {
+export function runAsync(
+  ctx: FitContext,
+  o: ResolvedFitOptions,
+  dataset: Dataset,
+  plan: PsPlan,
+  t: { fitStart: number; fitStartWall: number },
+  validate?: AsyncValidate,
+): Promise<AsyncResult> {
   return new AsyncLoop(ctx, o, dataset, plan, t, validate).run();
 }
 
@@ -137,8 +151,16 @@ class AsyncLoop {
     this.closeRound();
     const live = this.states.filter((s) => !s.gone).map((s) => s.handle);
     // The last epoch's validation: every push applied, nothing else to wait for.
-    if (this.validate && !this.stopped && this.epoch >= 0 && this.validation.at(-1)?.epoch !== this.epoch) this.validated(this.epoch, await this.validate(live, this.epoch));
-    return { history: this.history, pushes: this.pushes, departures: this.departures, live, stopped: this.stopped, validation: this.validation };
+    if (this.validate && !this.stopped && this.epoch >= 0 && this.validation.at(-1)?.epoch !== this.epoch)
+      this.validated(this.epoch, await this.validate(live, this.epoch));
+    return {
+      history: this.history,
+      pushes: this.pushes,
+      departures: this.departures,
+      live,
+      stopped: this.stopped,
+      validation: this.validation,
+    };
   }
 
   private async handle(e: Event): Promise<void> {
@@ -148,10 +170,21 @@ class AsyncLoop {
         e.w.running.splice(e.w.running.indexOf(e.run), 1);
         e.w.finished++;
         const slice = e.run.slice;
-        this.record(pushRecord(e.reply, e.w.handle, this.t.fitStartWall, { clock: e.run.clock, epoch: slice.epoch, samples: slice.end - slice.start, lead: e.run.lead, endMs: performance.now() - this.t.fitStart }));
+        this.record(
+          pushRecord(e.reply, e.w.handle, this.t.fitStartWall, {
+            clock: e.run.clock,
+            epoch: slice.epoch,
+            samples: slice.end - slice.start,
+            lead: e.run.lead,
+            endMs: performance.now() - this.t.fitStart,
+          }),
+        );
         // The servers dropped a push from a non-finite slice: the fit stops (nonFinite "stop") or goes on, recorded.
         const found = e.reply.msg.nonFinite;
-        if (found && this.o.nonFinite === "stop") this.stopped ??= new FitAborted(nonFiniteError(e.run.clock, [{ rank: e.w.handle.rank, ...found }], this.o.optimizer.learningRate));
+        if (found && this.o.nonFinite === "stop")
+          this.stopped ??= new FitAborted(
+            nonFiniteError(e.run.clock, [{ rank: e.w.handle.rank, ...found }], this.o.optimizer.learningRate),
+          );
         return;
       }
       case "failed": {
@@ -182,7 +215,8 @@ class AsyncLoop {
       case "validationFailed":
         // A worker lost meanwhile: the others validate again; anything else ends the fit.
         if (survived(e.error)) this.stopped ??= new FitAborted(e.error);
-        else if (this.states.filter((s) => s.gone || s.handle.lost).length === e.gone) throw (await this.ctx.lossWithin(0)) ?? e.error;
+        else if (this.states.filter((s) => s.gone || s.handle.lost).length === e.gone)
+          throw (await this.ctx.lossWithin(0)) ?? e.error;
         this.validating = false;
         return;
     }
@@ -216,7 +250,13 @@ class AsyncLoop {
     // Asked at every push, not only when a round closes: a round is n pushes long.
     this.stopped ??= stopRequest(this.ctx);
     for (const w of this.states) {
-      while (!w.gone && !this.stopped && this.queue.length > 0 && w.running.length < AHEAD && mayStart(w.next, this.finishedOf(), this.plan.staleness)) {
+      while (
+        !w.gone &&
+        !this.stopped &&
+        this.queue.length > 0 &&
+        w.running.length < AHEAD &&
+        mayStart(w.next, this.finishedOf(), this.plan.staleness)
+      ) {
         if (this.atEpochEnd()) return;
         const slice = this.queue.pop()!;
         this.epoch = slice.epoch;
@@ -224,11 +264,15 @@ class AsyncLoop {
         w.running.push(run);
         const batch = this.dataset.gather(slice.order, slice.start, slice.end);
         w.handle.channel
-          .request({ type: "step", step: run.clock, epoch: slice.epoch, weight: 1, ps: { clock: run.clock } }, "stepDone", {
-            timeoutMs: this.stepMs,
-            waitingFor: `its step ${run.clock} (pull, compute, push)`,
-            attachments: batchAttachments(batch),
-          })
+          .request(
+            { type: "step", step: run.clock, epoch: slice.epoch, weight: 1, ps: { clock: run.clock } },
+            "stepDone",
+            {
+              timeoutMs: this.stepMs,
+              waitingFor: `its step ${run.clock} (pull, compute, push)`,
+              attachments: batchAttachments(batch),
+            },
+          )
           .then(
             (reply) => this.emit({ kind: "done", w, run, reply }),
             (error: unknown) => this.emit({ kind: "failed", w, run, error }),
@@ -259,7 +303,18 @@ class AsyncLoop {
     w.gone = true;
     const lost = w.running.splice(0);
     // Which of its pushes did the servers apply before it left? Those are done; the rest go back.
-    const answers = lost.length === 0 ? [] : await awaitAll(this.ctx)(this.ctx.servers.map((s) => s.channel.request({ type: "applied", pushes: lost.map((r) => ({ rank: w.handle.rank, clock: r.clock })) }, "appliedReply", { timeoutMs: this.stepMs, waitingFor: "which pushes it applied" })));
+    const answers =
+      lost.length === 0
+        ? []
+        : await awaitAll(this.ctx)(
+            this.ctx.servers.map((s) =>
+              s.channel.request(
+                { type: "applied", pushes: lost.map((r) => ({ rank: w.handle.rank, clock: r.clock })) },
+                "appliedReply",
+                { timeoutMs: this.stepMs, waitingFor: "which pushes it applied" },
+              ),
+            ),
+          );
     let requeued = 0;
     let alreadyApplied = 0;
     let partial = 0;
@@ -273,7 +328,16 @@ class AsyncLoop {
         if (applied < answers.length) partial++;
       }
     });
-    this.departures.push({ rank: w.handle.rank, address: w.handle.address, atMs: performance.now() - this.t.fitStart, step: this.history.length, cause: error.summary, requeued, alreadyApplied, partial });
+    this.departures.push({
+      rank: w.handle.rank,
+      address: w.handle.address,
+      atMs: performance.now() - this.t.fitStart,
+      step: this.history.length,
+      cause: error.summary,
+      requeued,
+      alreadyApplied,
+      partial,
+    });
     if (this.states.every((s) => s.gone)) {
       throw new WorkerLostError(`every worker left: the last, worker rank ${w.handle.rank}, because ${error.summary}`, {
         details: { rank: w.handle.rank, address: w.handle.address, step: this.history.length },

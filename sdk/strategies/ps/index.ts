@@ -20,7 +20,17 @@ export const psStrategy: Strategy<PsOptions, PsPlan> & { options: typeof PsOptio
   probesRing: () => false,
   plan: planParameterServers,
   owns: (plan): plan is PsPlan => plan.strategy === "ps",
-  replan: (o, spec, model, plan, po) => planParameterServers(o ?? { mode: plan.mode, ...(plan.staleness !== null ? { staleness: plan.staleness } : {}), ...(plan.compression ? { compression: plan.compression } : {}) }, spec, model, { ...po, reasons: plan.reasons }),
+  replan: (o, spec, model, plan, po) =>
+    planParameterServers(
+      o ?? {
+        mode: plan.mode,
+        ...(plan.staleness !== null ? { staleness: plan.staleness } : {}),
+        ...(plan.compression ? { compression: plan.compression } : {}),
+      },
+      spec,
+      model,
+      { ...po, reasons: plan.reasons },
+    ),
   place: () => refusePlacement("parameter servers"),
   format: formatPsPlan,
   explain: explainPsPlan,
@@ -32,7 +42,10 @@ export const psStrategy: Strategy<PsOptions, PsPlan> & { options: typeof PsOptio
     return {
       label,
       lines: psLines(run),
-      figures: () => (pushes.length > 0 && plan.mode === "async" ? [{ title: "Staleness", figure: stalenessFigure([{ name: label, pushes }]) }] : []),
+      figures: () =>
+        pushes.length > 0 && plan.mode === "async"
+          ? [{ title: "Staleness", figure: stalenessFigure([{ name: label, pushes }]) }]
+          : [],
     };
   },
   roles: ["ps-worker", "ps-server"],
@@ -47,10 +60,15 @@ function psLines(run: RunRecord): string[] {
   for (const x of p) perRank.set(x.rank, (perRank.get(x.rank) ?? 0) + 1);
   const lines = [
     `${p.length} pushes; staleness (updates missed between pull and push): median ${median(st)}, max ${Math.max(...st)}; most steps ahead of the slowest: ${Math.max(...p.map((x) => x.lead))}`,
-    `pushes per rank: ${[...perRank.entries()].sort((a, b) => a[0] - b[0]).map(([r, c]) => `rank ${r} ${c}`).join(", ")}; servers applied ${(run.ps?.serverVersions ?? []).join(" / ")} update(s)`,
+    `pushes per rank: ${[...perRank.entries()]
+      .sort((a, b) => a[0] - b[0])
+      .map(([r, c]) => `rank ${r} ${c}`)
+      .join(", ")}; servers applied ${(run.ps?.serverVersions ?? []).join(" / ")} update(s)`,
   ];
   for (const d of run.ps?.departures ?? []) {
-    lines.push(`rank ${d.rank} left at ${(d.atMs / 1000).toFixed(1)} s (step ${d.step}): ${d.cause}; ${d.requeued} slice(s) handed to the others, ${d.alreadyApplied} already applied${d.partial ? `, ${d.partial} applied by only some servers` : ""}`);
+    lines.push(
+      `rank ${d.rank} left at ${(d.atMs / 1000).toFixed(1)} s (step ${d.step}): ${d.cause}; ${d.requeued} slice(s) handed to the others, ${d.alreadyApplied} already applied${d.partial ? `, ${d.partial} applied by only some servers` : ""}`,
+    );
   }
   return lines;
 }

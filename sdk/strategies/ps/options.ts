@@ -26,6 +26,9 @@ export type PsOptions = z.output<typeof PsOptionsSchema>;
 
 export function checkPsOptions(o: PsOptions): void {
   if (o.mode === "sync" && o.staleness !== undefined) {
-    throw new ConfigError(`strategy("ps", { mode: "sync", staleness: ${o.staleness} }): a staleness bound is for mode "async"; sync workers are never ahead of each other`, { hint: 'use mode "async" with staleness k (stale-synchronous parallel), or drop staleness' });
+    throw new ConfigError(
+      `strategy("ps", { mode: "sync", staleness: ${o.staleness} }): a staleness bound is for mode "async"; sync workers are never ahead of each other`,
+      { hint: 'use mode "async" with staleness k (stale-synchronous parallel), or drop staleness' },
+    );
   }
 }

@@ -13,7 +13,16 @@ export function roundRecord(step: number, pushes: readonly PushRecord[], startOf
   const learned = applied.reduce((a, p) => a + p.samples, 0);
   const byRank = new Map<number, WorkerStepRecord & { n: number }>();
   for (const p of pushes) {
-    const w = byRank.get(p.rank) ?? { rank: p.rank, computeMs: 0, commMs: 0, waitMs: 0, applyMs: 0, startMs: p.startMs, slowdownMs: 0, n: 0 };
+    const w = byRank.get(p.rank) ?? {
+      rank: p.rank,
+      computeMs: 0,
+      commMs: 0,
+      waitMs: 0,
+      applyMs: 0,
+      startMs: p.startMs,
+      slowdownMs: 0,
+      n: 0,
+    };
     w.computeMs += p.computeMs;
     w.commMs += p.pullMs + p.pushMs - p.waitMs;
     w.waitMs += p.waitMs;
@@ -25,15 +34,28 @@ export function roundRecord(step: number, pushes: readonly PushRecord[], startOf
     byRank.set(p.rank, w);
   }
   const workers = [...byRank.values()].sort((a, b) => a.rank - b.rank);
-  const slowest = workers.reduce((a, w) => ((w.computeMs + w.commMs) / w.n > (a.computeMs + a.commMs) / a.n ? w : a), workers[0]!);
+  const slowest = workers.reduce(
+    (a, w) => ((w.computeMs + w.commMs) / w.n > (a.computeMs + a.commMs) / a.n ? w : a),
+    workers[0]!,
+  );
   const endMs = Math.max(...pushes.map((p) => p.endMs));
   return {
     step,
     epoch: pushes[pushes.length - 1]!.epoch,
-    loss: learned > 0 ? applied.reduce((a, p) => a + p.samples * p.loss, 0) / learned : applied.length < pushes.length ? NaN : 0,
+    loss:
+      learned > 0
+        ? applied.reduce((a, p) => a + p.samples * p.loss, 0) / learned
+        : applied.length < pushes.length
+          ? NaN
+          : 0,
     samples,
     ...metricsOf(applied, learned),
-    ...(applied.length < pushes.length ? { nonFinite: pushes.flatMap((p) => (p.nonFinite ? [p.nonFinite] : [])), ...(applied.length === 0 ? { skipped: true } : {}) } : {}),
+    ...(applied.length < pushes.length
+      ? {
+          nonFinite: pushes.flatMap((p) => (p.nonFinite ? [p.nonFinite] : [])),
+          ...(applied.length === 0 ? { skipped: true } : {}),
+        }
+      : {}),
     ms: endMs - startOfRoundMs,
     endMs,
     workers: workers.map(({ n: _n, ...w }) => w),
@@ -45,12 +67,18 @@ export function roundRecord(step: number, pushes: readonly PushRecord[], startOf
 function metricsOf(pushes: readonly PushRecord[], samples: number): { metrics?: Record<string, number> } {
   if (samples === 0 || !pushes.some((p) => p.metrics)) return {};
   const metrics: Record<string, number> = {};
-  for (const p of pushes) for (const [k, v] of Object.entries(p.metrics ?? {})) metrics[k] = (metrics[k] ?? 0) + (p.samples * v) / samples;
+  for (const p of pushes)
+    for (const [k, v] of Object.entries(p.metrics ?? {})) metrics[k] = (metrics[k] ?? 0) + (p.samples * v) / samples;
   return { metrics };
 }
 
 /** The driver's view of one finished push, from the worker's stepDone. */
-export function pushRecord(r: StepDone, w: WorkerHandle, fitStartWall: number, at: { clock: number; epoch: number; samples: number; lead: number; endMs: number }): PushRecord {
+export function pushRecord(
+  r: StepDone,
+  w: WorkerHandle,
+  fitStartWall: number,
+  at: { clock: number; epoch: number; samples: number; lead: number; endMs: number },
+): PushRecord {
   const m = r.msg;
   const ps = m.ps ?? { pulled: [0], staleness: 0, pullMs: 0, pushMs: 0 };
   return {
@@ -74,4 +102,3 @@ export function pushRecord(r: StepDone, w: WorkerHandle, fitStartWall: number, a
     ...(m.nonFinite ? { nonFinite: { rank: w.rank, ...m.nonFinite } } : {}),
   };
 }
-

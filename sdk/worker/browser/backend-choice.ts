@@ -56,7 +56,18 @@ async function tryWebgpu(): Promise<Tried> {
   const description = i.description || [i.vendor, i.architecture].filter(Boolean).join(" ") || "unnamed adapter";
   const software = i.isFallbackAdapter === true || SOFTWARE.test(`${i.vendor} ${i.architecture} ${i.description}`);
   if (!(await start("webgpu"))) return { ok: false, why: "TF.js's webgpu backend did not start" };
-  return { ok: true, gpu: { kind: "webgpu", name: description, vendor: i.vendor ?? "", architecture: i.architecture ?? "", description, software, maxBufferBytes: adapter.limits.maxBufferSize } };
+  return {
+    ok: true,
+    gpu: {
+      kind: "webgpu",
+      name: description,
+      vendor: i.vendor ?? "",
+      architecture: i.architecture ?? "",
+      description,
+      software,
+      maxBufferBytes: adapter.limits.maxBufferSize,
+    },
+  };
 }
 
 async function tryWebgl(): Promise<Tried> {
@@ -65,7 +76,18 @@ async function tryWebgl(): Promise<Tried> {
   const debug = gl.getExtension("WEBGL_debug_renderer_info");
   const renderer = String(debug ? gl.getParameter(debug.UNMASKED_RENDERER_WEBGL) : gl.getParameter(gl.RENDERER));
   const vendor = String(debug ? gl.getParameter(debug.UNMASKED_VENDOR_WEBGL) : gl.getParameter(gl.VENDOR));
-  return { ok: true, gpu: { kind: "webgl", name: renderer, vendor, architecture: `WebGL ${tf.env().getNumber("WEBGL_VERSION")}`, description: renderer, software: SOFTWARE.test(renderer), maxBufferBytes: gl.getParameter(gl.MAX_TEXTURE_SIZE) ** 2 * 16 } };
+  return {
+    ok: true,
+    gpu: {
+      kind: "webgl",
+      name: renderer,
+      vendor,
+      architecture: `WebGL ${tf.env().getNumber("WEBGL_VERSION")}`,
+      description: renderer,
+      software: SOFTWARE.test(renderer),
+      maxBufferBytes: gl.getParameter(gl.MAX_TEXTURE_SIZE) ** 2 * 16,
+    },
+  };
 }
 
 async function tryCpu(name: "wasm" | "cpu"): Promise<Tried> {
@@ -96,13 +118,21 @@ export async function chooseTabBackend(choice: TabBackend | "auto"): Promise<Bac
       skipped.push(`${name}: "${tried.gpu.name}" is a software GPU (a CPU rasteriser), slower than wasm`);
       continue;
     }
-    const notes = [`this tab computes on "${name}"${skipped.length > 0 ? ` (${skipped.join("; ")})` : choice === "auto" ? " (the best this browser offers)" : " (asked for)"}`];
-    if (tried.gpu?.software) notes.push(`software GPU: "${tried.gpu.name}" is a CPU rasteriser: for tests and lessons, never for speed`);
-    const device = tried.gpu ? `${name}: ${tried.gpu.name}${tried.gpu.software ? " (software GPU, a CPU rasteriser)" : ""}` : `${name} (this tab's CPU)`;
+    const notes = [
+      `this tab computes on "${name}"${skipped.length > 0 ? ` (${skipped.join("; ")})` : choice === "auto" ? " (the best this browser offers)" : " (asked for)"}`,
+    ];
+    if (tried.gpu?.software)
+      notes.push(`software GPU: "${tried.gpu.name}" is a CPU rasteriser: for tests and lessons, never for speed`);
+    const device = tried.gpu
+      ? `${name}: ${tried.gpu.name}${tried.gpu.software ? " (software GPU, a CPU rasteriser)" : ""}`
+      : `${name} (this tab's CPU)`;
     chosen = { backend: name, device, memoryBytes: tabMemoryBytes(), notes, ...(tried.gpu ? { gpu: tried.gpu } : {}) };
     return chosen;
   }
-  throw new BackendError(`this tab could not start ${choice === "auto" ? "any TF.js backend" : `"${choice}"`}: ${skipped.join("; ")}`, { hint: "open the link in a current Chrome, Edge or Firefox" });
+  throw new BackendError(
+    `this tab could not start ${choice === "auto" ? "any TF.js backend" : `"${choice}"`}: ${skipped.join("; ")}`,
+    { hint: "open the link in a current Chrome, Edge or Firefox" },
+  );
 }
 
 /** The memory the browser says the device has (navigator.deviceMemory, rounded by the browser), or 0 where it does not say. */

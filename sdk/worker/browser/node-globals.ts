@@ -21,7 +21,8 @@ function timer(id: number): BrowserTimer {
   return t;
 }
 
-const idOf = (t: BrowserTimer | number | undefined): number | undefined => (typeof t === "object" && t !== null ? t.id : t);
+const idOf = (t: BrowserTimer | number | undefined): number | undefined =>
+  typeof t === "object" && t !== null ? t.id : t;
 
 function setTimeoutShim(fn: (...args: unknown[]) => void, ms?: number, ...args: unknown[]): BrowserTimer {
   return timer(globalThis.setTimeout(fn, ms, ...args) as unknown as number);
@@ -39,7 +40,14 @@ function setImmediateShim(fn: (...args: unknown[]) => void, ...args: unknown[]):
   return timer(globalThis.setTimeout(fn, 0, ...args) as unknown as number);
 }
 
-export { setTimeoutShim as setTimeout, setIntervalShim as setInterval, clearTimeoutShim as clearTimeout, clearIntervalShim as clearInterval, setImmediateShim as setImmediate, clearTimeoutShim as clearImmediate };
+export {
+  setTimeoutShim as setTimeout,
+  setIntervalShim as setInterval,
+  clearTimeoutShim as clearTimeout,
+  clearIntervalShim as clearInterval,
+  setImmediateShim as setImmediate,
+  clearTimeoutShim as clearImmediate,
+};
 
 const write = (log: (s: string) => void) => ({ write: (s: string): boolean => (log(s.replace(/\n$/, "")), true) });
 
@@ -53,9 +61,12 @@ export const process = {
   stdout: write((s) => console.log(s)),
   stderr: write((s) => console.warn(s)),
   nextTick: (fn: (...args: unknown[]) => void, ...args: unknown[]): void => queueMicrotask(() => fn(...args)),
-  hrtime: Object.assign((prev?: [number, number]): [number, number] => {
-    const ns = BigInt(Math.round(performance.now() * 1e6));
-    const now: [number, number] = [Number(ns / 1_000_000_000n), Number(ns % 1_000_000_000n)];
-    return prev ? [now[0] - prev[0], now[1] - prev[1]] : now;
-  }, { bigint: (): bigint => BigInt(Math.round(performance.now() * 1e6)) }),
+  hrtime: Object.assign(
+    (prev?: [number, number]): [number, number] => {
+      const ns = BigInt(Math.round(performance.now() * 1e6));
+      const now: [number, number] = [Number(ns / 1_000_000_000n), Number(ns % 1_000_000_000n)];
+      return prev ? [now[0] - prev[0], now[1] - prev[1]] : now;
+    },
+    { bigint: (): bigint => BigInt(Math.round(performance.now() * 1e6)) },
+  ),
 };

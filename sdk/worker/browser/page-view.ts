@@ -24,7 +24,8 @@ export class PageView {
     const h = doc.createElement("h1");
     h.textContent = "meshtrain worker";
     const about = doc.createElement("p");
-    about.textContent = "This tab trains part of a model for the notebook that sent you this link, on this device's GPU where the browser offers one. It reads no files and asks for nothing; close it or press Leave at any moment.";
+    about.textContent =
+      "This tab trains part of a model for the notebook that sent you this link, on this device's GPU where the browser offers one. It reads no files and asks for nothing; close it or press Leave at any moment.";
     this.statusEl = this.line(main, "status", "starting");
     this.rankEl = this.line(main, "rank", "not yet assigned");
     this.backendEl = this.line(main, "backend", "chosen when the driver starts the cluster");
@@ -75,7 +76,8 @@ export class PageView {
     this.stepTimes.push(now);
     while (this.stepTimes.length > 20) this.stepTimes.shift();
     const span = (now - this.stepTimes[0]!) / 1000;
-    const rate = this.stepTimes.length > 1 && span > 0 ? `, ${((this.stepTimes.length - 1) / span).toFixed(1)} steps/s` : "";
+    const rate =
+      this.stepTimes.length > 1 && span > 0 ? `, ${((this.stepTimes.length - 1) / span).toFixed(1)} steps/s` : "";
     this.stepsEl.textContent = `${this.steps}${rate}`;
     this.status("training");
   }

@@ -4,7 +4,12 @@ import type { Link } from "../../transport/link";
 import { config, log, MAX_ATTACHMENT_BYTES } from "./thread";
 
 /** A control channel to the driver or a peer, with this worker's limits; refused frames are logged. */
-export function channelTo(link: Link, peerName: string, details: ErrorDetails, on: Pick<ChannelOptions, "onMessage" | "onClose">): Channel {
+export function channelTo(
+  link: Link,
+  peerName: string,
+  details: ErrorDetails,
+  on: Pick<ChannelOptions, "onMessage" | "onClose">,
+): Channel {
   return new Channel(link, {
     peerName,
     details,

@@ -23,7 +23,9 @@ export class ComputeSideRing implements AllReducer {
   }
 
   run(): Promise<never> {
-    return Promise.reject(new ProtocolError("an all-reduce reached the communication thread, but this ring's runs on the compute thread"));
+    return Promise.reject(
+      new ProtocolError("an all-reduce reached the communication thread, but this ring's runs on the compute thread"),
+    );
   }
 
   fail(err: MeshtrainError): void {

@@ -51,6 +51,12 @@ export class ProgressReporter {
     if (key === this.lastSent) return;
     this.lastSent = key;
     this.lastSentAt = performance.now();
-    channel.send({ type: "progress", action: this.action, state: this.state, ...(detail ? { detail } : {}), forMs: performance.now() - this.since });
+    channel.send({
+      type: "progress",
+      action: this.action,
+      state: this.state,
+      ...(detail ? { detail } : {}),
+      forMs: performance.now() - this.since,
+    });
   }
 }

@@ -25,12 +25,23 @@ export class PsLinks {
   private readonly pulls = new PullQueue();
 
   /** The session's rank, step timeout and heartbeat, read when a link is made or used. */
-  constructor(private readonly session: { readonly rank: number; readonly stepTimeoutMs: number; readonly heartbeat: { intervalMs: number; timeoutMs: number } }) {}
+  constructor(
+    private readonly session: {
+      readonly rank: number;
+      readonly stepTimeoutMs: number;
+      readonly heartbeat: { intervalMs: number; timeoutMs: number };
+    },
+  ) {}
 
   /** A worker's link to parameter server `index`: requests with timeouts, and a heartbeat. */
   serverChannel(link: Link, index: number): Channel {
     const name = `parameter server ${index} (${link.address})`;
-    const ch = channelTo(link, name, { address: link.address }, { onMessage: () => undefined, onClose: () => undefined });
+    const ch = channelTo(
+      link,
+      name,
+      { address: link.address },
+      { onMessage: () => undefined, onClose: () => undefined },
+    );
     ch.startHeartbeat(this.session.heartbeat.intervalMs, this.session.heartbeat.timeoutMs, (ms) =>
       ch.fail(new WorkerLostError(`${name} was silent for ${ms} ms`, { details: { address: link.address } })),
     );
@@ -40,14 +51,23 @@ export class PsLinks {
   /** A worker reached this parameter server: its pulls and pushes go to the compute thread. */
   addClient(rank: number, link: Link): void {
     const via = this.nextClient++;
-    const ch = channelTo(link, `worker rank ${rank}`, { rank, address: link.address }, {
-      onMessage: (incoming) => {
-        const t = incoming.msg.type;
-        if (t !== "pull" && t !== "push") throw new ProtocolError(`a worker's link to a parameter server carries pulls and pushes, not "${t}"`);
-        toCompute({ kind: "request", msg: incoming.msg, attachments: incoming.attachments, via }, transferList(incoming.attachments));
+    const ch = channelTo(
+      link,
+      `worker rank ${rank}`,
+      { rank, address: link.address },
+      {
+        onMessage: (incoming) => {
+          const t = incoming.msg.type;
+          if (t !== "pull" && t !== "push")
+            throw new ProtocolError(`a worker's link to a parameter server carries pulls and pushes, not "${t}"`);
+          toCompute(
+            { kind: "request", msg: incoming.msg, attachments: incoming.attachments, via },
+            transferList(incoming.attachments),
+          );
+        },
+        onClose: () => this.clients.delete(via),
       },
-      onClose: () => this.clients.delete(via),
-    });
+    );
     this.clients.set(via, ch);
   }
 
@@ -65,39 +85,87 @@ export class PsLinks {
     const waitingFor = minVersion === undefined ? "the parameters" : `the parameters of step ${minVersion}`;
     this.onServers(
       seq,
-      this.servers.map((ch) => ch.request({ type: "pull", rank: this.session.rank, ...(minVersion !== undefined ? { minVersion } : {}) }, "pulled", { timeoutMs: this.session.stepTimeoutMs, waitingFor })),
+      this.servers.map((ch) =>
+        ch.request(
+          { type: "pull", rank: this.session.rank, ...(minVersion !== undefined ? { minVersion } : {}) },
+          "pulled",
+          { timeoutMs: this.session.stepTimeoutMs, waitingFor },
+        ),
+      ),
       (replies) => {
         const shards = replies.map((r) => r.attachments[0]!.data as Float32Array);
-        toCompute({ kind: "psPulled", seq, shards, versions: replies.map((r) => r.msg.version), waitedMs: replies.map((r) => r.msg.waitedMs) }, shards.map((d) => d.buffer as ArrayBuffer));
+        toCompute(
+          {
+            kind: "psPulled",
+            seq,
+            shards,
+            versions: replies.map((r) => r.msg.version),
+            waitedMs: replies.map((r) => r.msg.waitedMs),
+          },
+          shards.map((d) => d.buffer as ArrayBuffer),
+        );
       },
     );
   }
 
   /** With `wires`, each shard's leading values go as 16-bit floats (see half-pack). */
-  psPush(seq: number, clock: number, pulled: number[], shards: Float32Array[], wires?: WireFormat[], learningRate?: number): void {
+  psPush(
+    seq: number,
+    clock: number,
+    pulled: number[],
+    shards: Float32Array[],
+    wires?: WireFormat[],
+    learningRate?: number,
+  ): void {
     this.onServers(
       seq,
       this.servers.map((ch, i) => {
         const wire = wires?.[i];
-        return ch.request({ type: "push", rank: this.session.rank, clock, pulled: pulled[i] ?? 0, ...(wire ? { compression: wire.compression } : {}), ...(learningRate !== undefined ? { learningRate } : {}) }, "pushed", {
-          timeoutMs: this.session.stepTimeoutMs,
-          waitingFor: `the acknowledgement of step ${clock}'s push`,
-          attachments: wire ? packValues(shards[i]!, wire) : [{ data: shards[i]!, shape: [shards[i]!.length] }],
-          owned: true,
-        });
+        return ch.request(
+          {
+            type: "push",
+            rank: this.session.rank,
+            clock,
+            pulled: pulled[i] ?? 0,
+            ...(wire ? { compression: wire.compression } : {}),
+            ...(learningRate !== undefined ? { learningRate } : {}),
+          },
+          "pushed",
+          {
+            timeoutMs: this.session.stepTimeoutMs,
+            waitingFor: `the acknowledgement of step ${clock}'s push`,
+            attachments: wire ? packValues(shards[i]!, wire) : [{ data: shards[i]!, shape: [shards[i]!.length] }],
+            owned: true,
+          },
+        );
       }),
-      (replies) => toCompute({ kind: "psPushed", seq, versions: replies.map((r) => r.msg.version), staleness: replies.map((r) => r.msg.staleness) }),
+      (replies) =>
+        toCompute({
+          kind: "psPushed",
+          seq,
+          versions: replies.map((r) => r.msg.version),
+          staleness: replies.map((r) => r.msg.staleness),
+        }),
     );
   }
 
   private onServers<T>(seq: number, requests: Array<Promise<T>>, done: (replies: T[]) => void): void {
     if (this.servers.length === 0) {
-      toCompute({ kind: "psFailed", seq, error: toWireError(new ProtocolError("a pull or push before the parameter-server links were configured")) });
+      toCompute({
+        kind: "psFailed",
+        seq,
+        error: toWireError(new ProtocolError("a pull or push before the parameter-server links were configured")),
+      });
       return;
     }
     const unanswered = new Set(requests.map((_, i) => i));
     this.unanswered = unanswered;
-    requests.forEach((r, i) => r.then(() => unanswered.delete(i), () => undefined));
+    requests.forEach((r, i) =>
+      r.then(
+        () => unanswered.delete(i),
+        () => undefined,
+      ),
+    );
     Promise.all(requests).then(done, (err: unknown) => toCompute({ kind: "psFailed", seq, error: toWireError(err) }));
   }
 

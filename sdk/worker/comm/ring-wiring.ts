@@ -12,14 +12,21 @@ import { config } from "./thread";
  * links, or (dataPlane "native") on native data links connected beside them, which the compute
  * thread drives itself, the WebSocket links then carrying heartbeats only.
  */
-export async function wireRing(msg: MessageOf<"configure">, links: RingLinks, ranks: { rank: number; prev: number; next: number }): Promise<{ ring: AllReducer; close(): void }> {
+export async function wireRing(
+  msg: MessageOf<"configure">,
+  links: RingLinks,
+  ranks: { rank: number; prev: number; next: number },
+): Promise<{ ring: AllReducer; close(): void }> {
   if (msg.dataPlane !== "native") return ringOverLinks(links);
   const plane = nativeDataPlane();
   if (!plane.ok) {
-    throw new ConfigError(`rank ${ranks.rank} cannot carry the all-reduce over the native data plane: ${plane.reason}`, {
-      details: { rank: ranks.rank },
-      hint: 'run npm install on that worker (it builds the addon), or use .dataPlane("websocket")',
-    });
+    throw new ConfigError(
+      `rank ${ranks.rank} cannot carry the all-reduce over the native data plane: ${plane.reason}`,
+      {
+        details: { rank: ranks.rank },
+        hint: 'run npm install on that worker (it builds the addon), or use .dataPlane("websocket")',
+      },
+    );
   }
   const native = await connectDataRing({
     addon: plane.addon,

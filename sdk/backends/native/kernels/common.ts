@@ -29,5 +29,10 @@ export function allFloat32(...ts: Array<tf.TensorInfo | undefined>): boolean {
 
 /** The activations fused ops accept, as native unary op codes. prelu needs weights: not native. */
 export const ACTIVATION: Readonly<Record<string, number>> = {
-  linear: 20, relu: 0, relu6: 1, elu: 14, sigmoid: 9, leakyrelu: 15,
+  linear: 20,
+  relu: 0,
+  relu6: 1,
+  elu: 14,
+  sigmoid: 9,
+  leakyrelu: 15,
 };

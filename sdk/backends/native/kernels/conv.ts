@@ -9,9 +9,21 @@ type Info = tf.backend_util.Conv2DInfo;
 /** The geometry the C kernels take: see P_* in native/src/kernels.h. */
 export function convParams(c: Info): Int32Array {
   return Int32Array.from([
-    c.batchSize, c.inHeight, c.inWidth, c.inChannels, c.outHeight, c.outWidth, c.outChannels,
-    c.filterHeight, c.filterWidth, c.strideHeight, c.strideWidth, c.dilationHeight, c.dilationWidth,
-    c.padInfo.top, c.padInfo.left,
+    c.batchSize,
+    c.inHeight,
+    c.inWidth,
+    c.inChannels,
+    c.outHeight,
+    c.outWidth,
+    c.outChannels,
+    c.filterHeight,
+    c.filterWidth,
+    c.strideHeight,
+    c.strideWidth,
+    c.dilationHeight,
+    c.dilationWidth,
+    c.padInfo.top,
+    c.padInfo.left,
   ]);
 }
 
@@ -26,7 +38,12 @@ export function scratchFor(backend: { scratch(length: number): Float32Array }, c
   return backend.scratch(Math.max(1, Math.min(perImage * c.batchSize, cap)));
 }
 
-function conv2d(backend: NativeBackend, x: tf.TensorInfo, filter: tf.TensorInfo, attrs: Attrs): { info: tf.TensorInfo; values: Float32Array; c: Info } {
+function conv2d(
+  backend: NativeBackend,
+  x: tf.TensorInfo,
+  filter: tf.TensorInfo,
+  attrs: Attrs,
+): { info: tf.TensorInfo; values: Float32Array; c: Info } {
   const c = convInfo(x.shape, filter.shape, attrs);
   const out = backend.output([c.batchSize, c.outHeight, c.outWidth, c.outChannels]);
   backend.addon.conv2d(backend.values(x), backend.values(filter), out.values, convParams(c), scratchFor(backend, c));
@@ -42,12 +59,27 @@ export const convKernels: tf.KernelConfig[] = [
   kernel("FusedConv2D", ({ inputs, backend, attrs }) => {
     const { x, filter, bias, preluActivationWeights } = inputs as Record<string, tf.TensorInfo | undefined>;
     const act = ACTIVATION[(attrs.activation as string | undefined) ?? "linear"];
-    if (!x || !filter || preluActivationWeights || act === undefined || !allFloat32(x, filter, bias) || !channelsLast(attrs)) return null;
+    if (
+      !x ||
+      !filter ||
+      preluActivationWeights ||
+      act === undefined ||
+      !allFloat32(x, filter, bias) ||
+      !channelsLast(attrs)
+    )
+      return null;
     const outChannels = filter.shape[3]!;
     if (bias && tf.util.sizeFromShape(bias.shape) !== outChannels) return null;
     const r = conv2d(backend, x, filter, attrs);
     const rows = r.c.batchSize * r.c.outHeight * r.c.outWidth;
-    backend.addon.biasActivation(r.values, bias ? backend.values(bias) : null, rows, outChannels, act, Number(attrs.leakyreluAlpha ?? 0.2));
+    backend.addon.biasActivation(
+      r.values,
+      bias ? backend.values(bias) : null,
+      rows,
+      outChannels,
+      act,
+      Number(attrs.leakyreluAlpha ?? 0.2),
+    );
     return r.info;
   }),
   kernel("Conv2DBackpropInput", ({ inputs, backend, attrs }) => {
@@ -55,7 +87,13 @@ export const convKernels: tf.KernelConfig[] = [
     if (!allFloat32(dy, filter) || !channelsLast(attrs)) return null;
     const c = convInfo(attrs.inputShape as number[], filter.shape, { ...attrs, dilations: 1 });
     const out = backend.output([...(attrs.inputShape as number[])]);
-    backend.addon.conv2dBackpropInput(backend.values(dy), backend.values(filter), out.values, convParams(c), scratchFor(backend, c));
+    backend.addon.conv2dBackpropInput(
+      backend.values(dy),
+      backend.values(filter),
+      out.values,
+      convParams(c),
+      scratchFor(backend, c),
+    );
     return out.info;
   }),
   kernel("Conv2DBackpropFilter", ({ inputs, backend, attrs }) => {
@@ -63,7 +101,13 @@ export const convKernels: tf.KernelConfig[] = [
     if (!allFloat32(x, dy) || !channelsLast(attrs)) return null;
     const c = convInfo(x.shape, attrs.filterShape as number[], { ...attrs, dilations: 1 });
     const out = backend.output([...(attrs.filterShape as number[])]);
-    backend.addon.conv2dBackpropFilter(backend.values(x), backend.values(dy), out.values, convParams(c), scratchFor(backend, c));
+    backend.addon.conv2dBackpropFilter(
+      backend.values(x),
+      backend.values(dy),
+      out.values,
+      convParams(c),
+      scratchFor(backend, c),
+    );
     return out.info;
   }),
   kernel("DepthwiseConv2dNative", ({ inputs, backend, attrs }) => {
@@ -71,7 +115,13 @@ export const convKernels: tf.KernelConfig[] = [
     if (!allFloat32(x, filter) || !channelsLast(attrs)) return null;
     const c = convInfo(x.shape, filter.shape, attrs, true);
     const out = backend.output([c.batchSize, c.outHeight, c.outWidth, c.outChannels]);
-    backend.addon.depthwiseConv2d(backend.values(x), backend.values(filter), out.values, convParams(c), filter.shape[3]!);
+    backend.addon.depthwiseConv2d(
+      backend.values(x),
+      backend.values(filter),
+      out.values,
+      convParams(c),
+      filter.shape[3]!,
+    );
     return out.info;
   }),
   kernel("DepthwiseConv2dNativeBackpropInput", ({ inputs, backend, attrs }) => {
@@ -79,7 +129,13 @@ export const convKernels: tf.KernelConfig[] = [
     if (!allFloat32(dy, filter)) return null;
     const c = convInfo(attrs.inputShape as number[], filter.shape, attrs, true);
     const out = backend.output([...(attrs.inputShape as number[])]);
-    backend.addon.depthwiseBackpropInput(backend.values(dy), backend.values(filter), out.values, convParams(c), filter.shape[3]!);
+    backend.addon.depthwiseBackpropInput(
+      backend.values(dy),
+      backend.values(filter),
+      out.values,
+      convParams(c),
+      filter.shape[3]!,
+    );
     return out.info;
   }),
   kernel("DepthwiseConv2dNativeBackpropFilter", ({ inputs, backend, attrs }) => {

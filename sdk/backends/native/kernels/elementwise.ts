@@ -98,19 +98,48 @@ function unaryKernel(name: keyof typeof UNARY, params: (attrs: tf.NamedAttrMap) 
 }
 
 export const elementwiseKernels: tf.KernelConfig[] = [
-  ...(["Add", "Sub", "Multiply", "RealDiv", "Maximum", "Minimum", "SquaredDifference", "Pow"] as const).map(binaryKernel),
-  ...(["Relu", "Relu6", "Exp", "Log", "Neg", "Sqrt", "Rsqrt", "Square", "Sigmoid", "Tanh", "Abs", "Reciprocal", "Elu", "Softplus", "Log1p", "Expm1", "Sign", "Erf", "Floor"] as const).map(
-    (n) => unaryKernel(n),
+  ...(["Add", "Sub", "Multiply", "RealDiv", "Maximum", "Minimum", "SquaredDifference", "Pow"] as const).map(
+    binaryKernel,
   ),
+  ...(
+    [
+      "Relu",
+      "Relu6",
+      "Exp",
+      "Log",
+      "Neg",
+      "Sqrt",
+      "Rsqrt",
+      "Square",
+      "Sigmoid",
+      "Tanh",
+      "Abs",
+      "Reciprocal",
+      "Elu",
+      "Softplus",
+      "Log1p",
+      "Expm1",
+      "Sign",
+      "Erf",
+      "Floor",
+    ] as const
+  ).map((n) => unaryKernel(n)),
   unaryKernel("Step", (attrs) => [Number(attrs.alpha ?? 0), 0]),
   unaryKernel("LeakyRelu", (attrs) => [Number(attrs.alpha ?? 0.2), 0]),
   unaryKernel("ClipByValue", (attrs) => [Number(attrs.clipValueMin), Number(attrs.clipValueMax)]),
   kernel("AddN", ({ inputs, backend }) => {
     const list = Object.values(inputs) as tf.TensorInfo[];
     const shape = list[0]!.shape;
-    if (!allFloat32(...list) || list.some((t) => t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i]))) return null;
+    if (
+      !allFloat32(...list) ||
+      list.some((t) => t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i]))
+    )
+      return null;
     const out = backend.output([...shape]);
-    backend.addon.addN(list.map((t) => backend.values(t)), out.values);
+    backend.addon.addN(
+      list.map((t) => backend.values(t)),
+      out.values,
+    );
     return out.info;
   }),
 ];

@@ -7,7 +7,8 @@ import { kernel } from "./common";
  */
 const gatherRows = kernel("GatherV2", ({ inputs, backend, attrs }) => {
   const { x, indices } = inputs as { x: tf.TensorInfo; indices: tf.TensorInfo };
-  if (x.dtype !== "float32" || indices.dtype !== "int32" || x.shape.length === 0 || Number(attrs.batchDims ?? 0) !== 0) return null;
+  if (x.dtype !== "float32" || indices.dtype !== "int32" || x.shape.length === 0 || Number(attrs.batchDims ?? 0) !== 0)
+    return null;
   if (tf.util.parseAxisParam(attrs.axis as number, x.shape)[0] !== 0) return null;
   const ids = backend.intValues(indices);
   const rows = x.shape[0]!;
@@ -26,7 +27,14 @@ const gatherRows = kernel("GatherV2", ({ inputs, backend, attrs }) => {
 const segmentSum = kernel("UnsortedSegmentSum", ({ inputs, backend, attrs }) => {
   const { x, segmentIds } = inputs as { x: tf.TensorInfo; segmentIds: tf.TensorInfo };
   const segments = Number(attrs.numSegments);
-  if (x.dtype !== "float32" || segmentIds.dtype !== "int32" || x.shape.length === 0 || segmentIds.shape.length !== 1 || segmentIds.shape[0] !== x.shape[0]) return null;
+  if (
+    x.dtype !== "float32" ||
+    segmentIds.dtype !== "int32" ||
+    x.shape.length === 0 ||
+    segmentIds.shape.length !== 1 ||
+    segmentIds.shape[0] !== x.shape[0]
+  )
+    return null;
   const inner = tf.util.sizeFromShape(x.shape.slice(1));
   const out = backend.output([segments, ...x.shape.slice(1)]);
   backend.addon.segmentSum(backend.values(x), backend.intValues(segmentIds), out.values, x.shape[0]!, inner, segments);

@@ -26,8 +26,17 @@ function matmul(backend: NativeBackend, a: tf.TensorInfo, b: tf.TensorInfo, tran
   const batch = Math.max(batchA, batchB);
   const out = backend.output([...outer, M, N]);
   backend.addon.batchMatMul(
-    backend.values(a), backend.values(b), out.values, batch,
-    batchA === 1 ? 0 : M * K, batchB === 1 ? 0 : K * N, M, N, K, transposeA ? 1 : 0, transposeB ? 1 : 0,
+    backend.values(a),
+    backend.values(b),
+    out.values,
+    batch,
+    batchA === 1 ? 0 : M * K,
+    batchB === 1 ? 0 : K * N,
+    M,
+    N,
+    K,
+    transposeA ? 1 : 0,
+    transposeB ? 1 : 0,
   );
   return { ...out, M, N, rows: batch * M };
 }
@@ -43,9 +52,21 @@ export const fusedMatMulKernel = kernel("_FusedMatMul", ({ inputs, backend, attr
   const activation = (attrs.activation as string | undefined) ?? "linear";
   const act = ACTIVATION[activation];
   if (!a || !b || preluActivationWeights || act === undefined || !allFloat32(a, b, bias)) return null;
-  if (bias && bias.shape.reduce((x, y) => x * y, 1) !== (attrs.transposeB ? b.shape[b.shape.length - 2] : b.shape[b.shape.length - 1])) return null;
+  if (
+    bias &&
+    bias.shape.reduce((x, y) => x * y, 1) !==
+      (attrs.transposeB ? b.shape[b.shape.length - 2] : b.shape[b.shape.length - 1])
+  )
+    return null;
   const r = matmul(backend, a, b, Boolean(attrs.transposeA), Boolean(attrs.transposeB));
   if (!r) return null;
-  backend.addon.biasActivation(r.values, bias ? backend.values(bias) : null, r.rows, r.N, act, Number(attrs.leakyreluAlpha ?? 0.2));
+  backend.addon.biasActivation(
+    r.values,
+    bias ? backend.values(bias) : null,
+    r.rows,
+    r.N,
+    act,
+    Number(attrs.leakyreluAlpha ?? 0.2),
+  );
   return r.info;
 });

@@ -3,7 +3,10 @@ import { REDUCE } from "../addon";
 import { allFloat32, kernel } from "./common";
 
 /** [outer, reduce, inner] when the reduced axes are one contiguous block; else null (stock kernel). */
-export function reduceView(shape: readonly number[], axes: number[]): { outer: number; reduce: number; inner: number } | null {
+export function reduceView(
+  shape: readonly number[],
+  axes: number[],
+): { outer: number; reduce: number; inner: number } | null {
   const sorted = [...new Set(axes)].sort((x, y) => x - y);
   if (sorted.length === 0) return null;
   for (let i = 1; i < sorted.length; i++) if (sorted[i] !== sorted[i - 1]! + 1) return null;
@@ -22,7 +25,9 @@ function reduceKernel(name: "Sum" | "Max" | "Min" | "Mean", axisAttr: "axis" | "
     const view = reduceView(x.shape, axes);
     if (!view) return null;
     const keep = Boolean(attrs.keepDims);
-    const outShape = keep ? x.shape.map((d, i) => (axes.includes(i) ? 1 : d)) : x.shape.filter((_, i) => !axes.includes(i));
+    const outShape = keep
+      ? x.shape.map((d, i) => (axes.includes(i) ? 1 : d))
+      : x.shape.filter((_, i) => !axes.includes(i));
     const out = backend.output(outShape);
     backend.addon.reduce(op, backend.values(x), out.values, view.outer, view.reduce, view.inner);
     return out.info;

@@ -20,7 +20,8 @@ export const shapeKernels: tf.KernelConfig[] = [
   kernel("Tile", ({ inputs, backend, attrs }) => {
     const { x } = inputs as { x: tf.TensorInfo };
     const reps = attrs.reps as number[];
-    if (!allFloat32(x) || x.shape.length === 0 || x.shape.length > MAX_RANK || reps.length !== x.shape.length) return null;
+    if (!allFloat32(x) || x.shape.length === 0 || x.shape.length > MAX_RANK || reps.length !== x.shape.length)
+      return null;
     const out = backend.output(x.shape.map((d, i) => d * reps[i]!));
     backend.addon.tile(backend.values(x), out.values, Int32Array.from(x.shape), Int32Array.from(reps));
     return out.info;
@@ -32,11 +33,20 @@ export const splitKernel: tf.KernelConfig = {
   kernelName: "SplitV",
   backendName: "native",
   kernelFunc: (params) => {
-    const { inputs, backend, attrs } = params as unknown as { inputs: { x: tf.TensorInfo }; backend: import("../backend").NativeBackend; attrs: tf.NamedAttrMap };
+    const { inputs, backend, attrs } = params as unknown as {
+      inputs: { x: tf.TensorInfo };
+      backend: import("../backend").NativeBackend;
+      attrs: tf.NamedAttrMap;
+    };
     const { x } = inputs;
     const axis = tf.util.parseAxisParam(attrs.axis as number, x.shape)[0]!;
-    const sizes = tf.backend_util.prepareSplitSize(x as unknown as tf.Tensor, attrs.numOrSizeSplits as number | number[], axis);
-    if (x.dtype !== "float32") return (tf.getKernel("SplitV", "cpu")!.kernelFunc as (p: unknown) => tf.TensorInfo[])(params);
+    const sizes = tf.backend_util.prepareSplitSize(
+      x as unknown as tf.Tensor,
+      attrs.numOrSizeSplits as number | number[],
+      axis,
+    );
+    if (x.dtype !== "float32")
+      return (tf.getKernel("SplitV", "cpu")!.kernelFunc as (p: unknown) => tf.TensorInfo[])(params);
     const outer = tf.util.sizeFromShape(x.shape.slice(0, axis));
     const inner = tf.util.sizeFromShape(x.shape.slice(axis + 1));
     const row = x.shape[axis]! * inner;

@@ -35,7 +35,9 @@ export class StepArrays {
 
   /** Bytes held. */
   get bytes(): number {
-    const all = [...this.values, ...this.grads, ...this.saved.flat(), ...this.temps].filter((a): a is Float32Array => a !== undefined);
+    const all = [...this.values, ...this.grads, ...this.saved.flat(), ...this.temps].filter(
+      (a): a is Float32Array => a !== undefined,
+    );
     return 4 * all.reduce((n, a) => n + a.length, 0);
   }
 }
@@ -58,4 +60,3 @@ export function arrayBytes(s: Schedule, batch: number): number {
   n += temps.reduce((a, b) => a + b, 0);
   return 4 * n;
 }
-

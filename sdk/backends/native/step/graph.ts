@@ -57,7 +57,8 @@ function containerOf(model: tf.layers.Layer): Container {
     if (!m.model) throw new Error(`the Sequential model ${model.name} is not built`);
     return m.model;
   }
-  if (!m.nodesByDepth || !m.inputs || !m.outputs) throw new Error(`${model.name} (${model.getClassName()}) has no layer graph`);
+  if (!m.nodesByDepth || !m.inputs || !m.outputs)
+    throw new Error(`${model.name} (${model.getClassName()}) has no layer graph`);
   return m as Container;
 }
 
@@ -76,10 +77,18 @@ export function graphOf(model: tf.LayersModel): Graph | string {
 }
 
 /** Appends the container's calls to the graph, its inputs being `inputs`; returns its outputs' ids. */
-function walk(c: Container, inputs: readonly number[], scope: string, g: Graph, fresh: (shape: Array<number | null>) => number): number[] {
+function walk(
+  c: Container,
+  inputs: readonly number[],
+  scope: string,
+  g: Graph,
+  fresh: (shape: Array<number | null>) => number,
+): number[] {
   const ids = new Map<number, number>();
   c.inputs.forEach((t, i) => ids.set(t.id, inputs[i]!));
-  const depths = Object.keys(c.nodesByDepth).map(Number).sort((a, b) => b - a);
+  const depths = Object.keys(c.nodesByDepth)
+    .map(Number)
+    .sort((a, b) => b - a);
   for (const depth of depths) {
     for (const node of c.nodesByDepth[depth]!) {
       const layer = node.outboundLayer;
@@ -91,7 +100,10 @@ function walk(c: Container, inputs: readonly number[], scope: string, g: Graph, 
       });
       if (isContainer(layer)) {
         const inner = containerOf(layer);
-        if (inner.inputs.length !== ins.length) throw new Error(`the nested model ${layer.name} takes ${inner.inputs.length} inputs but is called with ${ins.length}`);
+        if (inner.inputs.length !== ins.length)
+          throw new Error(
+            `the nested model ${layer.name} takes ${inner.inputs.length} inputs but is called with ${ins.length}`,
+          );
         const outs = walk(inner, ins, scope ? `${scope}/${layer.name}` : layer.name, g, fresh);
         node.outputTensors.forEach((t, i) => ids.set(t.id, outs[i]!));
         continue;

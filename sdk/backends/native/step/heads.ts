@@ -14,7 +14,15 @@ export interface StepObjective {
  * written into the output's gradient array (added, for a second head on the same output); the
  * total is the heads' weighted sum, as model.fit minimises it.
  */
-export function headLosses(s: Schedule, a: StepArrays, o: StepObjective, ys: readonly Float32Array[], batch: number, weight: number, eps: number): { each: number[]; total: number } {
+export function headLosses(
+  s: Schedule,
+  a: StepArrays,
+  o: StepObjective,
+  ys: readonly Float32Array[],
+  batch: number,
+  weight: number,
+  eps: number,
+): { each: number[]; total: number } {
   const seeded = new Set<number>();
   const each = o.heads.map((h, k) => {
     const st = s.outputs[k]!;
@@ -27,7 +35,17 @@ export function headLosses(s: Schedule, a: StepArrays, o: StepObjective, ys: rea
     const add = seeded.has(st);
     seeded.add(st);
     const dp = add ? new Float32Array(out.length) : into;
-    const value = lossAndGradient(h.loss, out, t, dp, rows, cols, eps, weight * h.weight, rowWeights(o.classWeight ?? null, t, rows, cols, h.loss));
+    const value = lossAndGradient(
+      h.loss,
+      out,
+      t,
+      dp,
+      rows,
+      cols,
+      eps,
+      weight * h.weight,
+      rowWeights(o.classWeight ?? null, t, rows, cols, h.loss),
+    );
     if (add) for (let i = 0; i < into.length; i++) into[i] = into[i]! + dp[i]!;
     return value;
   });
@@ -35,7 +53,13 @@ export function headLosses(s: Schedule, a: StepArrays, o: StepObjective, ys: rea
 }
 
 /** Each row's class weight (classWeight): its class is its label, or its one-hot target's largest value (the first of ties). */
-function rowWeights(table: readonly number[] | null, t: Float32Array, rows: number, cols: number, loss: StepLoss): Float32Array | null {
+function rowWeights(
+  table: readonly number[] | null,
+  t: Float32Array,
+  rows: number,
+  cols: number,
+  loss: StepLoss,
+): Float32Array | null {
   if (!table) return null;
   const w = new Float32Array(rows);
   const perRow = labelsPerRow(loss, cols);

@@ -55,8 +55,16 @@ export const LAYER_TABLE: Readonly<Record<string, LayerEntry>> = {
   BatchNormalization: { build: batchNorm, mask: "pass" },
   LayerNormalization: { build: layerNorm, mask: "pass" },
   Embedding: { build: embedding, mask: "ids" },
-  Dropout: { build: dropout, mask: "pass", aliasIf: (cfg) => dropoutRate({ cfg } as Parameters<typeof dropoutRate>[0]) === null },
-  SpatialDropout1D: { build: dropout, mask: "pass", aliasIf: (cfg) => dropoutRate({ cfg } as Parameters<typeof dropoutRate>[0]) === null },
+  Dropout: {
+    build: dropout,
+    mask: "pass",
+    aliasIf: (cfg) => dropoutRate({ cfg } as Parameters<typeof dropoutRate>[0]) === null,
+  },
+  SpatialDropout1D: {
+    build: dropout,
+    mask: "pass",
+    aliasIf: (cfg) => dropoutRate({ cfg } as Parameters<typeof dropoutRate>[0]) === null,
+  },
   Add: MERGE,
   Average: MERGE,
   Multiply: MERGE,
@@ -87,4 +95,3 @@ export const LAYER_TABLE: Readonly<Record<string, LayerEntry>> = {
 export function layerClasses(): string {
   return Object.keys(LAYER_TABLE).join(", ");
 }
-

@@ -19,7 +19,17 @@ const sigmoid = (v: number): number => 1 / (1 + Math.exp(-v));
  * loss tfjs-layers' losses.ts computes, with the gradients autodiff takes through its clips
  * (zero where a clip bites) and its abs (-1 at zero), so a compiled step learns what model.fit would.
  */
-export function lossAndGradient(loss: StepLoss, p: Float32Array, t: Float32Array, dp: Float32Array, rows: number, cols: number, eps: number, scale: number, rowWeight: Float32Array | null = null): number {
+export function lossAndGradient(
+  loss: StepLoss,
+  p: Float32Array,
+  t: Float32Array,
+  dp: Float32Array,
+  rows: number,
+  cols: number,
+  eps: number,
+  scale: number,
+  rowWeight: Float32Array | null = null,
+): number {
   const row = ROWS[loss];
   let total = 0;
   for (let r = 0; r < rows; r++) {

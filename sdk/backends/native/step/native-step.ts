@@ -68,7 +68,13 @@ export class NativeStep {
   /** Per layer, the ms its forward and backward passes took, while timing is on (`timeOps`). */
   private timing: Map<string, { forward: number; backward: number }> | null = null;
 
-  private constructor(backend: NativeBackend, private readonly program: Program, private readonly first: Schedule, private readonly objective: StepObjective, private readonly eps: number) {
+  private constructor(
+    backend: NativeBackend,
+    private readonly program: Program,
+    private readonly first: Schedule,
+    private readonly objective: StepObjective,
+    private readonly eps: number,
+  ) {
     const self = this;
     this.ctx = {
       addon: backend.addon,
@@ -86,14 +92,23 @@ export class NativeStep {
   }
 
   /** The model's native step, or why it has none (it then trains by TF.js's autodiff). */
-  static compile(backend: NativeBackend, model: tf.LayersModel, objective: StepObjective | LossName, vars: readonly tf.Variable[]): StepChoice {
+  static compile(
+    backend: NativeBackend,
+    model: tf.LayersModel,
+    objective: StepObjective | LossName,
+    vars: readonly tf.Variable[],
+  ): StepChoice {
     const o: StepObjective = typeof objective === "string" ? { heads: [{ loss: objective, weight: 1 }] } : objective;
     const program = compileProgram(model, vars);
     if (typeof program === "string") return { native: null, why: program };
-    const first = program.schedule(program.graph.inputs.map((t) => program.graph.shapes[t]!.slice(1).map((d) => d ?? 2)));
+    const first = program.schedule(
+      program.graph.inputs.map((t) => program.graph.shapes[t]!.slice(1).map((d) => d ?? 2)),
+    );
     if (typeof first === "string") return { native: null, why: first };
-    if (o.heads.length !== first.outputs.length) return { native: null, why: `the model has ${first.outputs.length} outputs and ${o.heads.length} losses` };
-    if (o.classWeight && (o.heads.length !== 1 || first.outShapes[0]!.length !== 1)) return { native: null, why: "classWeight weighs the rows of one output of one axis" };
+    if (o.heads.length !== first.outputs.length)
+      return { native: null, why: `the model has ${first.outputs.length} outputs and ${o.heads.length} losses` };
+    if (o.classWeight && (o.heads.length !== 1 || first.outShapes[0]!.length !== 1))
+      return { native: null, why: "classWeight weighs the rows of one output of one axis" };
     return { native: new NativeStep(backend, program, first, o, Math.fround(backend.epsilon())) };
   }
 
@@ -154,7 +169,10 @@ export class NativeStep {
     const declared = this.program.graph.inputs.map((t) => this.program.graph.shapes[t]!.slice(1));
     shapes.forEach((s, i) => {
       const d = declared[i];
-      if (d && (s.length !== d.length || s.some((n, j) => d[j] !== null && d[j] !== n))) throw new Error(`the model takes samples of shape [${d.map((n) => n ?? "any").join(", ")}], not [${s.join(", ")}]`);
+      if (d && (s.length !== d.length || s.some((n, j) => d[j] !== null && d[j] !== n)))
+        throw new Error(
+          `the model takes samples of shape [${d.map((n) => n ?? "any").join(", ")}], not [${s.join(", ")}]`,
+        );
     });
     const s = this.program.schedule(shapes);
     if (typeof s === "string") throw new Error(s);
@@ -163,7 +181,8 @@ export class NativeStep {
 
   private check(s: Schedule, xs: readonly Tensorlike[], ys: readonly Tensorlike[], batch: number): void {
     if (xs.length !== s.inputs.length) throw new Error(`the model takes ${s.inputs.length} input(s), not ${xs.length}`);
-    if (ys.length !== s.outputs.length) throw new Error(`the model has ${s.outputs.length} output(s) and takes as many targets, not ${ys.length}`);
+    if (ys.length !== s.outputs.length)
+      throw new Error(`the model has ${s.outputs.length} output(s) and takes as many targets, not ${ys.length}`);
     xs.forEach((x, i) => {
       if (x.shape[0] !== batch) throw new Error(`input ${i} has ${x.shape[0]} samples, input 0 ${batch}`);
     });
@@ -173,7 +192,9 @@ export class NativeStep {
       const loss = this.objective.heads[k]!.loss;
       const want = batch * (sizeOf(shape) / cols) * labelsPerRow(loss, cols);
       if (y.shape[0] !== batch || sizeOf(y.shape) !== want) {
-        throw new Error(`the ${loss} loss takes targets of shape [${batch}, ${shape.join(", ")}]${loss === "sparseCategoricalCrossentropy" ? " (or one class index per row)" : ""}, not [${y.shape.join(", ")}]`);
+        throw new Error(
+          `the ${loss} loss takes targets of shape [${batch}, ${shape.join(", ")}]${loss === "sparseCategoricalCrossentropy" ? " (or one class index per row)" : ""}, not [${y.shape.join(", ")}]`,
+        );
       }
     });
   }
@@ -184,10 +205,22 @@ export class NativeStep {
     const view = (i: number): Float32Array => a.values[s.slots.value[i]!]!.subarray(0, batch * s.sizes[i]!);
     const saved = o.op.saved(batch).map((n, j) => a.saved[k]![j]!.subarray(0, n));
     const temp = o.op.temps(batch).map((n, j) => a.temps[j]!.subarray(0, n));
-    return { batch, x: o.inputs.map(view), y: o.outputs.map(view), mask: o.mask === null ? null : view(o.mask), saved, temp };
+    return {
+      batch,
+      x: o.inputs.map(view),
+      y: o.outputs.map(view),
+      mask: o.mask === null ? null : view(o.mask),
+      saved,
+      temp,
+    };
   }
 
-  private forward(s: Schedule, xs: readonly Tensorlike[], batch: number, before?: (k: number) => Promise<void>): Promise<OpIO[]> | OpIO[] {
+  private forward(
+    s: Schedule,
+    xs: readonly Tensorlike[],
+    batch: number,
+    before?: (k: number) => Promise<void>,
+  ): Promise<OpIO[]> | OpIO[] {
     this.arrays.fit(s, batch);
     s.inputs.forEach((st, i) => (this.arrays.values[s.slots.value[st]!] = floats(xs[i]!)));
     const ios: OpIO[] = [];
@@ -211,7 +244,12 @@ export class NativeStep {
   }
 
   /** Each head's loss, its gradient written into its output's gradient array. */
-  private losses(s: Schedule, ys: readonly Tensorlike[], batch: number, weight: number): { each: number[]; total: number } {
+  private losses(
+    s: Schedule,
+    ys: readonly Tensorlike[],
+    batch: number,
+    weight: number,
+  ): { each: number[]; total: number } {
     return headLosses(s, this.arrays, this.objective, ys.map(floats), batch, weight, this.eps);
   }
 
@@ -228,7 +266,13 @@ export class NativeStep {
       for (const p of o.penalties) penalty += applyPenalty(this.ctx, p, weight);
       done();
     };
-    const gio: GradIO = { ...io, dy: o.outputs.map((i) => (s.grads[i] ? grad(i) : new Float32Array(0))), dx: o.inputs.map((i, j) => (o.needDx[j] ? grad(i) : null)), addDx: o.addDx, paramsDone };
+    const gio: GradIO = {
+      ...io,
+      dy: o.outputs.map((i) => (s.grads[i] ? grad(i) : new Float32Array(0))),
+      dx: o.inputs.map((i, j) => (o.needDx[j] ? grad(i) : null)),
+      addDx: o.addDx,
+      paramsDone,
+    };
     if (batch > 0) this.timed(o.op.layer, "backward", () => o.op.backward(this.ctx, gio));
     paramsDone();
     return penalty;
@@ -281,7 +325,8 @@ export class NativeStep {
     const ios = await this.forward(s, xs, batch, async (k) => {
       if (trains(s.ops[k]!)) await hooks.gather(k, "forward");
     });
-    const { each, total } = batch > 0 ? this.losses(s, ys, batch, weight) : { each: this.objective.heads.map(() => 0), total: 0 };
+    const { each, total } =
+      batch > 0 ? this.losses(s, ys, batch, weight) : { each: this.objective.heads.map(() => 0), total: 0 };
     this.written.clear();
     let penalties = 0;
     for (let k = s.ops.length - 1; k >= 0; k--) {
@@ -302,4 +347,3 @@ export class NativeStep {
     return this.outcome(s, batch, total + penalties, each);
   }
 }
-

@@ -81,7 +81,13 @@ export function trained(slot: ParamSlot | null | undefined): slot is ParamSlot &
  * Writes or adds `compute`'s result into `target`: where it must add, computes into `scratch`
  * first. For kernels that can only write.
  */
-export function emit(addon: NativeAddon, target: Float32Array, add: boolean, scratch: Float32Array, compute: (into: Float32Array) => void): void {
+export function emit(
+  addon: NativeAddon,
+  target: Float32Array,
+  add: boolean,
+  scratch: Float32Array,
+  compute: (into: Float32Array) => void,
+): void {
   if (!add) return compute(target);
   const tmp = scratch.subarray(0, target.length);
   compute(tmp);

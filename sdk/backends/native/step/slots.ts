@@ -20,7 +20,14 @@ function valueSlots(s: Schedule): number[] {
     if (!o.op.inPlace || o.inputs.length !== 1 || o.outputs.length !== 1) continue;
     const src = o.inputs[0]!;
     const p = producer.get(src);
-    if (p === undefined || pinned.has(src) || pinned.has(o.outputs[0]!) || readers[src] !== 1 || !s.ops[p]!.op.outputUnused) continue;
+    if (
+      p === undefined ||
+      pinned.has(src) ||
+      pinned.has(o.outputs[0]!) ||
+      readers[src] !== 1 ||
+      !s.ops[p]!.op.outputUnused
+    )
+      continue;
     if (s.sizes[src] !== s.sizes[o.outputs[0]!]) continue;
     value[o.outputs[0]!] = value[src]!;
   }
@@ -66,7 +73,12 @@ function take(free: number[], sizes: number[], size: number): number {
   for (const [k, slot] of free.entries()) {
     const fits = sizes[slot]! >= size;
     const current = best < 0 ? null : sizes[free[best]!]!;
-    if (current === null || (fits && (current < size || sizes[slot]! < current)) || (!fits && current < size && sizes[slot]! > current)) best = k;
+    if (
+      current === null ||
+      (fits && (current < size || sizes[slot]! < current)) ||
+      (!fits && current < size && sizes[slot]! > current)
+    )
+      best = k;
   }
   if (best < 0) return sizes.push(size) - 1;
   const slot = free.splice(best, 1)[0]!;

@@ -7,7 +7,11 @@ import { aloneSum } from "../../profile-replica";
  * error M - P Q^T and the approximation. On the 11.4M MLP at rank 4 this took about as long as
  * the step's forward and backward, which plans that priced only PowerSGD's bytes left out.
  */
-export async function timePowerSgd(shapes: ReadonlyArray<readonly number[]>, rank: number, time: (run: () => Promise<void>) => Promise<number>): Promise<number> {
+export async function timePowerSgd(
+  shapes: ReadonlyArray<readonly number[]>,
+  rank: number,
+  time: (run: () => Promise<void>) => Promise<number>,
+): Promise<number> {
   const n = shapes.reduce((a, s) => a + s.reduce((x, d) => x * d, 1), 0);
   const power = new PowerSgd(shapes, rank);
   // Values of a gradient's size: the work does not depend on them.

@@ -10,11 +10,20 @@ import { aloneIO, profileReplica } from "../../profile-replica";
  * plans that priced only the sync's bytes left out: they predicted every-8 syncing 1.27x faster
  * than it ran over loopback.
  */
-export async function timeLocalSync(msg: MessageOf<"profile">, outer: OptimizerSpec, time: (run: () => Promise<void>) => Promise<number>): Promise<number> {
+export async function timeLocalSync(
+  msg: MessageOf<"profile">,
+  outer: OptimizerSpec,
+  time: (run: () => Promise<void>) => Promise<number>,
+): Promise<number> {
   const replica = await profileReplica(msg, { outer });
   try {
     // A sync with no slice before it ("only", as when a fit stops between syncs): the sync's work alone.
-    const sync = async (): Promise<void> => void (await replica.step({ type: "step", v: msg.v, id: msg.id, step: 0, epoch: 0, weight: 0, sync: "only", attachments: [] }, [], aloneIO));
+    const sync = async (): Promise<void> =>
+      void (await replica.step(
+        { type: "step", v: msg.v, id: msg.id, step: 0, epoch: 0, weight: 0, sync: "only", attachments: [] },
+        [],
+        aloneIO,
+      ));
     // Once first, whatever the profile's budget: the first sync allocates its buffers (the weights' size each), which a fit pays once.
     await sync();
     return await time(sync);

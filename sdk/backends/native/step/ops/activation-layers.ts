@@ -7,7 +7,14 @@ import { emit, sizeOf, type GradIO, type Op, type OpIO, type ParamSlot, type Ste
 export class ActivationOp implements Op {
   readonly params = [];
   readonly inPlace: boolean;
-  constructor(readonly layer: string, private readonly act: StepActivation, private readonly size: number, private readonly cols: number, private readonly alpha?: number, private readonly softmax?: { n: number; inner: number }) {
+  constructor(
+    readonly layer: string,
+    private readonly act: StepActivation,
+    private readonly size: number,
+    private readonly cols: number,
+    private readonly alpha?: number,
+    private readonly softmax?: { n: number; inner: number },
+  ) {
     this.inPlace = !needsInput(act);
   }
   saved(): number[] {
@@ -17,7 +24,14 @@ export class ActivationOp implements Op {
     return [batch * this.size];
   }
   forward(ctx: StepContext, io: OpIO): void {
-    if (this.softmax) return ctx.addon.softmaxAxis(io.x[0]!, io.y[0]!, io.y[0]!.length / (this.softmax.n * this.softmax.inner), this.softmax.n, this.softmax.inner);
+    if (this.softmax)
+      return ctx.addon.softmaxAxis(
+        io.x[0]!,
+        io.y[0]!,
+        io.y[0]!.length / (this.softmax.n * this.softmax.inner),
+        this.softmax.n,
+        this.softmax.inner,
+      );
     activate(ctx.addon, this.act, io.x[0]!, io.y[0]!, this.cols, this.alpha);
   }
   backward(ctx: StepContext, io: GradIO): void {
@@ -30,7 +44,17 @@ export class ActivationOp implements Op {
       const { n, inner } = this.softmax;
       return ctx.addon.softmaxAxisBackward(y, io.dy[0]!, dx, y.length / (n * inner), n, inner, add ? 1 : 0);
     }
-    activateBackward(ctx.addon, this.act, io.dy[0]!, needsInput(this.act) ? io.x[0]! : null, y, dx, this.cols, add, this.alpha);
+    activateBackward(
+      ctx.addon,
+      this.act,
+      io.dy[0]!,
+      needsInput(this.act) ? io.x[0]! : null,
+      y,
+      dx,
+      this.cols,
+      add,
+      this.alpha,
+    );
   }
 }
 
@@ -41,7 +65,9 @@ export const activationLayer: OpBuilder = (c: LayerCall) => {
   switch (c.cls) {
     case "Activation": {
       const act = stepActivation(c.cfg.activation);
-      return act ? new ActivationOp(c.name, act, size, cols) : `${c.name} uses the ${String(c.cfg.activation)} activation`;
+      return act
+        ? new ActivationOp(c.name, act, size, cols)
+        : `${c.name} uses the ${String(c.cfg.activation)} activation`;
     }
     case "ReLU":
       if (c.cfg.maxValue !== undefined && c.cfg.maxValue !== null) return `${c.name} clips at maxValue`;
@@ -50,7 +76,9 @@ export const activationLayer: OpBuilder = (c: LayerCall) => {
       return new ActivationOp(c.name, "leakyRelu", size, cols, Number(c.cfg.alpha ?? 0.3));
     case "ELU":
       // tfjs-layers' elu takes no alpha but 1.
-      return Number(c.cfg.alpha ?? 1) === 1 ? new ActivationOp(c.name, "elu", size, cols) : `${c.name} has alpha ${String(c.cfg.alpha)}`;
+      return Number(c.cfg.alpha ?? 1) === 1
+        ? new ActivationOp(c.name, "elu", size, cols)
+        : `${c.name} has alpha ${String(c.cfg.alpha)}`;
     case "ThresholdedReLU":
       return new ActivationOp(c.name, "thresholdedRelu", size, cols, Number(c.cfg.theta ?? 1));
     case "Softmax": {
@@ -61,7 +89,10 @@ export const activationLayer: OpBuilder = (c: LayerCall) => {
       const a = Number(Array.isArray(given) ? given[0] : given);
       const axis = a < 0 ? a + rank : a;
       if (axis < 1 || axis >= rank) return `${c.name} normalizes over axis ${a}`;
-      return new ActivationOp(c.name, "softmax", size, cols, 0, { n: shape[axis - 1]!, inner: sizeOf(shape.slice(axis)) });
+      return new ActivationOp(c.name, "softmax", size, cols, 0, {
+        n: shape[axis - 1]!,
+        inner: sizeOf(shape.slice(axis)),
+      });
     }
     default:
       return `${c.name} is not an activation`;
@@ -72,7 +103,13 @@ export const activationLayer: OpBuilder = (c: LayerCall) => {
 export class PReluOp implements Op {
   readonly outputUnused = true;
   readonly params: ParamSlot[];
-  constructor(readonly layer: string, private readonly alpha: ParamSlot, private readonly size: number, private readonly alphaStrides: number[], private readonly shape: number[]) {
+  constructor(
+    readonly layer: string,
+    private readonly alpha: ParamSlot,
+    private readonly size: number,
+    private readonly alphaStrides: number[],
+    private readonly shape: number[],
+  ) {
     this.params = [alpha];
   }
   saved(): number[] {
@@ -139,7 +176,11 @@ export const prelu: OpBuilder = (c: LayerCall) => {
 export class MaskingOp implements Op {
   readonly outputUnused = true;
   readonly params = [];
-  constructor(readonly layer: string, private readonly cols: number, private readonly value: number) {}
+  constructor(
+    readonly layer: string,
+    private readonly cols: number,
+    private readonly value: number,
+  ) {}
   saved(): number[] {
     return [];
   }
@@ -183,7 +224,11 @@ export const masking: OpBuilder = (c: LayerCall) => {
 export class RepeatOp implements Op {
   readonly outputUnused = true;
   readonly params = [];
-  constructor(readonly layer: string, private readonly n: number, private readonly d: number) {}
+  constructor(
+    readonly layer: string,
+    private readonly n: number,
+    private readonly d: number,
+  ) {}
   saved(): number[] {
     return [];
   }
@@ -193,13 +238,16 @@ export class RepeatOp implements Op {
   forward(_ctx: StepContext, io: OpIO): void {
     const x = io.x[0]!;
     const y = io.y[0]!;
-    for (let b = 0; b < io.batch; b++) for (let k = 0; k < this.n; k++) y.set(x.subarray(b * this.d, (b + 1) * this.d), (b * this.n + k) * this.d);
+    for (let b = 0; b < io.batch; b++)
+      for (let k = 0; k < this.n; k++) y.set(x.subarray(b * this.d, (b + 1) * this.d), (b * this.n + k) * this.d);
   }
   backward(ctx: StepContext, io: GradIO): void {
     io.paramsDone();
     const dx = io.dx[0];
     if (!dx) return;
-    emit(ctx.addon, dx, io.addDx[0]!, io.temp[0]!, (into) => ctx.addon.reduce(REDUCE.Sum, io.dy[0]!, into, io.batch, this.n, this.d));
+    emit(ctx.addon, dx, io.addDx[0]!, io.temp[0]!, (into) =>
+      ctx.addon.reduce(REDUCE.Sum, io.dy[0]!, into, io.batch, this.n, this.d),
+    );
   }
 }
 
@@ -212,7 +260,11 @@ export class PermuteOp implements Op {
   private readonly size: number;
   /** For each output element of a sample, the input element it copies. */
   private readonly from: Int32Array;
-  constructor(readonly layer: string, inShape: number[], dims: number[]) {
+  constructor(
+    readonly layer: string,
+    inShape: number[],
+    dims: number[],
+  ) {
     this.size = sizeOf(inShape);
     const outShape = dims.map((d) => inShape[d - 1]!);
     const inStrides = inShape.map((_, i) => sizeOf(inShape.slice(i + 1)));

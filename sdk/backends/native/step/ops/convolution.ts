@@ -40,7 +40,16 @@ export class ConvOp implements Op {
   private readonly outSize: number;
   private readonly channels: number;
 
-  constructor(readonly layer: string, private readonly window: Window, inShape4: readonly number[], outShape: readonly number[], private readonly filter: ParamSlot, private readonly bias: ParamSlot | null, private readonly act: StepActivation, private readonly mult: number | null) {
+  constructor(
+    readonly layer: string,
+    private readonly window: Window,
+    inShape4: readonly number[],
+    outShape: readonly number[],
+    private readonly filter: ParamSlot,
+    private readonly bias: ParamSlot | null,
+    private readonly act: StepActivation,
+    private readonly mult: number | null,
+  ) {
     this.params = bias ? [filter, bias] : [filter];
     this.outputUnused = act === "linear" || needsInput(act);
     this.inSize = sizeOf(inShape4);
@@ -62,7 +71,8 @@ export class ConvOp implements Op {
     const f = ctx.values(this.filter.variable);
     if (this.mult !== null) ctx.addon.depthwiseConv2d(io.x[0]!, f, pre, params, this.mult);
     else ctx.addon.conv2d(io.x[0]!, f, pre, params, ctx.columns(columnsFor(info, io.batch)));
-    if (this.bias) ctx.addon.biasActivation(pre, ctx.values(this.bias.variable), pre.length / this.channels, this.channels, 20, 0);
+    if (this.bias)
+      ctx.addon.biasActivation(pre, ctx.values(this.bias.variable), pre.length / this.channels, this.channels, 20, 0);
     if (this.act !== "linear") activate(ctx.addon, this.act, pre, io.y[0]!, this.channels);
   }
 
@@ -70,7 +80,16 @@ export class ConvOp implements Op {
     const { addon } = ctx;
     const { params, info } = this.window.of(io.batch);
     const dz = io.dy[0]!;
-    activateBackward(addon, this.act, dz, needsInput(this.act) ? io.saved[0]! : null, io.y[0]!, dz, this.channels, false);
+    activateBackward(
+      addon,
+      this.act,
+      dz,
+      needsInput(this.act) ? io.saved[0]! : null,
+      io.y[0]!,
+      dz,
+      this.channels,
+      false,
+    );
     const tmp = io.temp[0]!;
     const gf = ctx.grad(this.filter);
     if (gf) {
@@ -80,7 +99,10 @@ export class ConvOp implements Op {
       });
     }
     const gb = this.bias ? ctx.grad(this.bias) : null;
-    if (gb) emit(addon, gb.view, gb.add, tmp, (into) => addon.reduce(REDUCE.Sum, dz, into, 1, dz.length / this.channels, this.channels));
+    if (gb)
+      emit(addon, gb.view, gb.add, tmp, (into) =>
+        addon.reduce(REDUCE.Sum, dz, into, 1, dz.length / this.channels, this.channels),
+      );
     io.paramsDone();
     const dx = io.dx[0];
     if (!dx) return;
@@ -96,7 +118,7 @@ function padOf(c: LayerCall, kernel: number, dilation: number): { pad: Pad } | {
   const p = c.cfg.padding ?? "valid";
   if (p === "same" || p === "valid") return { pad: p };
   // tfjs-layers' conv1d throws on "causal" ("not implemented yet"): such a model trains nowhere.
-  void kernel, dilation;
+  (void kernel, dilation);
   return { why: `${c.name} pads by ${String(p)}` };
 }
 
@@ -126,13 +148,23 @@ export const conv: OpBuilder = (c: LayerCall) => {
   const padding = padOf(c, filter4[1]!, dilations[1]);
   if ("why" in padding) return padding.why;
   const pad = padding.pad;
-  if ((strides[0] > 1 || strides[1] > 1) && (dilations[0] > 1 || dilations[1] > 1)) return `${c.name} is both strided and dilated`;
+  if ((strides[0] > 1 || strides[1] > 1) && (dilations[0] > 1 || dilations[1] > 1))
+    return `${c.name} is both strided and dilated`;
   const window = new Window((batch) =>
-    tf.backend_util.computeConv2DInfo([batch, ...in4] as [number, number, number, number], filter4 as [number, number, number, number], strides, dilations, pad, undefined, depthwise),
+    tf.backend_util.computeConv2DInfo(
+      [batch, ...in4] as [number, number, number, number],
+      filter4 as [number, number, number, number],
+      strides,
+      dilations,
+      pad,
+      undefined,
+      depthwise,
+    ),
   );
   const out = c.outShapes[0]!;
   const probe = window.of(1).info;
-  if (probe.outHeight * probe.outWidth * probe.outChannels !== sizeOf(out)) return `${c.name}'s output [${out.join(", ")}] is not the convolution's`;
+  if (probe.outHeight * probe.outWidth * probe.outChannels !== sizeOf(out))
+    return `${c.name}'s output [${out.join(", ")}] is not the convolution's`;
   const bias = c.param("bias");
   return new ConvOp(c.name, window, in4, out, filter, bias, act, depthwise ? fshape[3]! : null);
 };

@@ -9,7 +9,15 @@ export class DenseOp implements Op {
   readonly outputUnused: boolean;
   private readonly rowsPerSample: number;
 
-  constructor(readonly layer: string, inShape: readonly number[], private readonly inUnits: number, private readonly units: number, private readonly kernel: ParamSlot, private readonly bias: ParamSlot | null, private readonly act: StepActivation) {
+  constructor(
+    readonly layer: string,
+    inShape: readonly number[],
+    private readonly inUnits: number,
+    private readonly units: number,
+    private readonly kernel: ParamSlot,
+    private readonly bias: ParamSlot | null,
+    private readonly act: StepActivation,
+  ) {
     this.rowsPerSample = sizeOf(inShape) / inUnits;
     this.params = bias ? [kernel, bias] : [kernel];
     this.outputUnused = act === "linear" || needsInput(act);
@@ -27,7 +35,21 @@ export class DenseOp implements Op {
   forward(ctx: StepContext, io: OpIO): void {
     const rows = io.batch * this.rowsPerSample;
     const pre = needsInput(this.act) ? io.saved[0]! : io.y[0]!;
-    ctx.addon.sgemm(0, 0, rows, this.units, this.inUnits, 1, io.x[0]!, this.inUnits, ctx.values(this.kernel.variable), this.units, 0, pre, this.units);
+    ctx.addon.sgemm(
+      0,
+      0,
+      rows,
+      this.units,
+      this.inUnits,
+      1,
+      io.x[0]!,
+      this.inUnits,
+      ctx.values(this.kernel.variable),
+      this.units,
+      0,
+      pre,
+      this.units,
+    );
     if (this.bias) ctx.addon.biasActivation(pre, ctx.values(this.bias.variable), rows, this.units, 20, 0);
     if (this.act !== "linear" || pre !== io.y[0]) activate(ctx.addon, this.act, pre, io.y[0]!, this.units);
   }
@@ -38,12 +60,43 @@ export class DenseOp implements Op {
     const dz = io.dy[0]!;
     activateBackward(addon, this.act, dz, needsInput(this.act) ? io.saved[0]! : null, io.y[0]!, dz, this.units, false);
     const gk = ctx.grad(this.kernel);
-    if (gk) addon.sgemm(1, 0, this.inUnits, this.units, rows, 1, io.x[0]!, this.inUnits, dz, this.units, gk.add ? 1 : 0, gk.view, this.units);
+    if (gk)
+      addon.sgemm(
+        1,
+        0,
+        this.inUnits,
+        this.units,
+        rows,
+        1,
+        io.x[0]!,
+        this.inUnits,
+        dz,
+        this.units,
+        gk.add ? 1 : 0,
+        gk.view,
+        this.units,
+      );
     const gb = this.bias ? ctx.grad(this.bias) : null;
-    if (gb) emit(addon, gb.view, gb.add, io.temp[0]!, (into) => addon.reduce(REDUCE.Sum, dz, into, 1, rows, this.units));
+    if (gb)
+      emit(addon, gb.view, gb.add, io.temp[0]!, (into) => addon.reduce(REDUCE.Sum, dz, into, 1, rows, this.units));
     io.paramsDone();
     const dx = io.dx[0];
-    if (dx) addon.sgemm(0, 1, rows, this.inUnits, this.units, 1, dz, this.units, ctx.values(this.kernel.variable), this.units, io.addDx[0] ? 1 : 0, dx, this.inUnits);
+    if (dx)
+      addon.sgemm(
+        0,
+        1,
+        rows,
+        this.inUnits,
+        this.units,
+        1,
+        dz,
+        this.units,
+        ctx.values(this.kernel.variable),
+        this.units,
+        io.addDx[0] ? 1 : 0,
+        dx,
+        this.inUnits,
+      );
   }
 }
 

@@ -14,7 +14,13 @@ export class DropoutOp implements Op {
   readonly params = [];
   private readonly noise: number;
   private readonly size: number;
-  constructor(readonly layer: string, private readonly shape: readonly number[], private readonly noiseShape: readonly number[], private readonly rate: number, private readonly seed: unknown) {
+  constructor(
+    readonly layer: string,
+    private readonly shape: readonly number[],
+    private readonly noiseShape: readonly number[],
+    private readonly rate: number,
+    private readonly seed: unknown,
+  ) {
     this.noise = sizeOf(noiseShape);
     this.size = sizeOf(shape);
   }
@@ -53,7 +59,9 @@ export class DropoutOp implements Op {
     io.paramsDone();
     const dx = io.dx[0];
     if (!dx) return;
-    emit(ctx.addon, dx, io.addDx[0]!, io.temp[0]!, (into) => this.multiply(ctx, io.dy[0]!, io.saved[0]!, into, io.batch));
+    emit(ctx.addon, dx, io.addDx[0]!, io.temp[0]!, (into) =>
+      this.multiply(ctx, io.dy[0]!, io.saved[0]!, into, io.batch),
+    );
   }
 }
 
@@ -71,10 +79,12 @@ export const dropout: OpBuilder = (c: LayerCall) => {
   if (c.cls === "SpatialDropout1D") noise = [1, shape[1]!];
   else if (Array.isArray(c.cfg.noiseShape)) {
     const given = c.cfg.noiseShape as Array<number | null>;
-    if (given.length !== shape.length + 1) return `${c.name}'s noise shape [${given.join(", ")}] does not fit its input`;
+    if (given.length !== shape.length + 1)
+      return `${c.name}'s noise shape [${given.join(", ")}] does not fit its input`;
     if (given[0] !== null && given[0] !== undefined) return `${c.name}'s noise shape fixes the batch size`;
     noise = given.slice(1).map((d, i) => (d === null || d === undefined ? shape[i]! : d));
-    if (noise.some((d, i) => d !== 1 && d !== shape[i])) return `${c.name}'s noise shape [${given.join(", ")}] does not broadcast over its input`;
+    if (noise.some((d, i) => d !== 1 && d !== shape[i]))
+      return `${c.name}'s noise shape [${given.join(", ")}] does not broadcast over its input`;
   }
   return new DropoutOp(c.name, shape, noise, rate, c.cfg.seed);
 };

@@ -11,7 +11,13 @@ export class EmbeddingOp implements Op {
   readonly outputUnused = true;
   readonly params: ParamSlot[];
   private readonly idsPerSample: number;
-  constructor(readonly layer: string, inShape: readonly number[], private readonly table: ParamSlot, private readonly rows: number, private readonly dim: number) {
+  constructor(
+    readonly layer: string,
+    inShape: readonly number[],
+    private readonly table: ParamSlot,
+    private readonly rows: number,
+    private readonly dim: number,
+  ) {
     this.params = [table];
     this.idsPerSample = sizeOf(inShape);
   }
@@ -31,7 +37,8 @@ export class EmbeddingOp implements Op {
     const x = io.x[0]!;
     for (let i = 0; i < ids.length; i++) ids[i] = x[i]! | 0;
     for (let i = 0; i < ids.length; i++) {
-      if (ids[i]! < 0 || ids[i]! >= this.rows) throw new RangeError(`${this.layer}: id ${ids[i]} is not in [0, ${this.rows - 1}]`);
+      if (ids[i]! < 0 || ids[i]! >= this.rows)
+        throw new RangeError(`${this.layer}: id ${ids[i]} is not in [0, ${this.rows - 1}]`);
     }
     ctx.addon.gatherRows(ctx.values(this.table.variable), ids, io.y[0]!, ids.length, this.dim, this.rows);
   }

@@ -8,7 +8,11 @@ import type { GradIO, Op, OpIO, StepContext } from "../op";
 export class MaskOp implements Op {
   readonly outputUnused = true;
   readonly params = [];
-  constructor(readonly layer: string, private readonly cols: number, private readonly value: number) {}
+  constructor(
+    readonly layer: string,
+    private readonly cols: number,
+    private readonly value: number,
+  ) {}
   saved(): number[] {
     return [];
   }

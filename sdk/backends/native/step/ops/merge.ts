@@ -12,7 +12,12 @@ type Kind = "Add" | "Average" | "Multiply" | "Maximum" | "Minimum";
 export class MergeOp implements Op {
   readonly outputUnused = true;
   readonly params = [];
-  constructor(readonly layer: string, private readonly kind: Kind, private readonly n: number, private readonly size: number) {}
+  constructor(
+    readonly layer: string,
+    private readonly kind: Kind,
+    private readonly n: number,
+    private readonly size: number,
+  ) {}
   saved(): number[] {
     return [];
   }
@@ -82,7 +87,8 @@ export class MergeOp implements Op {
 
 export const merge: OpBuilder = (c: LayerCall) => {
   const shape = c.inShapes[0]!;
-  if (c.inShapes.some((s) => s.length !== shape.length || s.some((d, i) => d !== shape[i]))) return `${c.name} merges inputs of different shapes (${c.inShapes.map((s) => `[${s.join(", ")}]`).join(", ")})`;
+  if (c.inShapes.some((s) => s.length !== shape.length || s.some((d, i) => d !== shape[i])))
+    return `${c.name} merges inputs of different shapes (${c.inShapes.map((s) => `[${s.join(", ")}]`).join(", ")})`;
   return new MergeOp(c.name, c.cls as Kind, c.inShapes.length, sizeOf(shape));
 };
 
@@ -93,7 +99,11 @@ export class ConcatOp implements Op {
   private readonly outer: number;
   private readonly blocks: number[];
   private readonly row: number;
-  constructor(readonly layer: string, shapes: readonly number[][], axis: number) {
+  constructor(
+    readonly layer: string,
+    shapes: readonly number[][],
+    axis: number,
+  ) {
     // axis counts the batch: rows of the outer dims (per sample), blocks from the axis on.
     this.outer = sizeOf(shapes[0]!.slice(0, axis - 1));
     this.blocks = shapes.map((s) => sizeOf(s.slice(axis - 1)));
@@ -140,6 +150,7 @@ export const concatenate: OpBuilder = (c: LayerCall) => {
   const axis = given < 0 ? given + rank : given;
   if (axis < 1 || axis >= rank) return `${c.name} concatenates along axis ${given}`;
   const others = (s: number[]): string => s.filter((_, i) => i !== axis - 1).join(",");
-  if (c.inShapes.some((s) => s.length !== rank - 1 || others(s) !== others(c.inShapes[0]!))) return `${c.name} concatenates inputs whose other axes differ`;
+  if (c.inShapes.some((s) => s.length !== rank - 1 || others(s) !== others(c.inShapes[0]!)))
+    return `${c.name} concatenates inputs whose other axes differ`;
   return new ConcatOp(c.name, c.inShapes, axis);
 };

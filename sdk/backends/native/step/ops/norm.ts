@@ -12,7 +12,17 @@ export class BatchNormOp implements Op {
   readonly params: ParamSlot[];
   private readonly decay: number;
 
-  constructor(readonly layer: string, private readonly channels: number, private readonly rowsPerSample: number, private readonly gamma: ParamSlot, private readonly beta: ParamSlot, private readonly movingMean: ParamSlot, private readonly movingVariance: ParamSlot, private readonly eps: number, momentum: number) {
+  constructor(
+    readonly layer: string,
+    private readonly channels: number,
+    private readonly rowsPerSample: number,
+    private readonly gamma: ParamSlot,
+    private readonly beta: ParamSlot,
+    private readonly movingMean: ParamSlot,
+    private readonly movingVariance: ParamSlot,
+    private readonly eps: number,
+    momentum: number,
+  ) {
     this.params = [gamma, beta, movingMean, movingVariance];
     this.decay = Math.fround(1 - momentum);
   }
@@ -29,7 +39,18 @@ export class BatchNormOp implements Op {
     const [mean, invstd] = io.saved as [Float32Array, Float32Array];
     const variance = io.temp[0]!;
     const rows = io.batch * this.rowsPerSample;
-    ctx.addon.bnForward(io.x[0]!, io.y[0]!, rows, this.channels, ctx.values(this.gamma.variable), ctx.values(this.beta.variable), this.eps, mean, variance, invstd);
+    ctx.addon.bnForward(
+      io.x[0]!,
+      io.y[0]!,
+      rows,
+      this.channels,
+      ctx.values(this.gamma.variable),
+      ctx.values(this.beta.variable),
+      this.eps,
+      mean,
+      variance,
+      invstd,
+    );
     this.moveAverage(ctx.values(this.movingMean.variable), mean);
     this.moveAverage(ctx.values(this.movingVariance.variable), variance);
   }
@@ -49,7 +70,20 @@ export class BatchNormOp implements Op {
     const dx = io.dx[0] ?? null;
     const dxAdd = io.addDx[0] ? 1 : 0;
     // Weight gradients first (their all-reduce may start), then dx: the kernel does both in its passes, so both come at once.
-    ctx.addon.bnBackward(io.dy[0]!, io.x[0]!, rows, this.channels, mean, invstd, ctx.values(this.gamma.variable), dx, dxAdd, gg?.view ?? null, gb?.view ?? null, gg?.add || gb?.add ? 1 : 0);
+    ctx.addon.bnBackward(
+      io.dy[0]!,
+      io.x[0]!,
+      rows,
+      this.channels,
+      mean,
+      invstd,
+      ctx.values(this.gamma.variable),
+      dx,
+      dxAdd,
+      gg?.view ?? null,
+      gb?.view ?? null,
+      gg?.add || gb?.add ? 1 : 0,
+    );
     io.paramsDone();
   }
 }
@@ -63,17 +97,35 @@ export const batchNorm: OpBuilder = (c: LayerCall) => {
   const mean = c.param("moving_mean");
   const variance = c.param("moving_variance");
   // tfjs-layers reads gamma and beta when it trains: a layer without either cannot train in model.fit.
-  if (!gamma || !beta || !mean || !variance) return `${c.name} has no gamma or beta (scale or center false), which tfjs-layers cannot train`;
+  if (!gamma || !beta || !mean || !variance)
+    return `${c.name} has no gamma or beta (scale or center false), which tfjs-layers cannot train`;
   if ((gamma.offset === null) !== (beta.offset === null)) return `${c.name} trains only one of gamma and beta`;
   const channels = inShape[inShape.length - 1]!;
-  return new BatchNormOp(c.name, channels, sizeOf(inShape) / channels, gamma, beta, mean, variance, Number(c.cfg.epsilon ?? 1e-3), Number(c.cfg.momentum ?? 0.99));
+  return new BatchNormOp(
+    c.name,
+    channels,
+    sizeOf(inShape) / channels,
+    gamma,
+    beta,
+    mean,
+    variance,
+    Number(c.cfg.epsilon ?? 1e-3),
+    Number(c.cfg.momentum ?? 0.99),
+  );
 };
 
 /** LayerNormalization over the trailing axes it names (the last by default). */
 export class LayerNormOp implements Op {
   readonly outputUnused = true;
   readonly params: ParamSlot[];
-  constructor(readonly layer: string, private readonly cols: number, private readonly rowsPerSample: number, private readonly gamma: ParamSlot | null, private readonly beta: ParamSlot | null, private readonly eps: number) {
+  constructor(
+    readonly layer: string,
+    private readonly cols: number,
+    private readonly rowsPerSample: number,
+    private readonly gamma: ParamSlot | null,
+    private readonly beta: ParamSlot | null,
+    private readonly eps: number,
+  ) {
     this.params = [gamma, beta].filter((p): p is ParamSlot => p !== null);
   }
 
@@ -98,7 +150,20 @@ export class LayerNormOp implements Op {
     const gg = this.gamma ? ctx.grad(this.gamma) : null;
     const gb = this.beta ? ctx.grad(this.beta) : null;
     const g = this.gamma ? ctx.values(this.gamma.variable) : null;
-    ctx.addon.lnBackward(io.dy[0]!, io.x[0]!, io.batch * this.rowsPerSample, this.cols, mean, invstd, g, io.dx[0] ?? null, io.addDx[0] ? 1 : 0, gg?.view ?? null, gb?.view ?? null, gg?.add || gb?.add ? 1 : 0);
+    ctx.addon.lnBackward(
+      io.dy[0]!,
+      io.x[0]!,
+      io.batch * this.rowsPerSample,
+      this.cols,
+      mean,
+      invstd,
+      g,
+      io.dx[0] ?? null,
+      io.addDx[0] ? 1 : 0,
+      gg?.view ?? null,
+      gb?.view ?? null,
+      gg?.add || gb?.add ? 1 : 0,
+    );
     io.paramsDone();
   }
 }
@@ -107,9 +172,19 @@ export const layerNorm: OpBuilder = (c: LayerCall) => {
   const inShape = c.inShapes[0]!;
   const rank = inShape.length + 1;
   const given = c.cfg.axis ?? -1;
-  const axes = (Array.isArray(given) ? given : [given]).map((a) => (Number(a) < 0 ? Number(a) + rank : Number(a))).sort((a, b) => a - b);
+  const axes = (Array.isArray(given) ? given : [given])
+    .map((a) => (Number(a) < 0 ? Number(a) + rank : Number(a)))
+    .sort((a, b) => a - b);
   const trailing = axes.every((a, i) => a === rank - axes.length + i);
-  if (!trailing || axes.some((a) => a < 1)) return `${c.name} normalizes axes [${axes.join(", ")}], not the trailing ones`;
+  if (!trailing || axes.some((a) => a < 1))
+    return `${c.name} normalizes axes [${axes.join(", ")}], not the trailing ones`;
   const cols = sizeOf(inShape.slice(inShape.length - axes.length));
-  return new LayerNormOp(c.name, cols, sizeOf(inShape) / cols, c.param("gamma"), c.param("beta"), Number(c.cfg.epsilon ?? 1e-3));
+  return new LayerNormOp(
+    c.name,
+    cols,
+    sizeOf(inShape) / cols,
+    c.param("gamma"),
+    c.param("beta"),
+    Number(c.cfg.epsilon ?? 1e-3),
+  );
 };

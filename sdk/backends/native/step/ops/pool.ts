@@ -9,7 +9,12 @@ export class PoolOp implements Op {
   readonly outputUnused = true;
   readonly params = [];
   private readonly inSize: number;
-  constructor(readonly layer: string, private readonly window: Window, inShape4: readonly number[], private readonly kind: "max" | "avg") {
+  constructor(
+    readonly layer: string,
+    private readonly window: Window,
+    inShape4: readonly number[],
+    private readonly kind: "max" | "avg",
+  ) {
     this.inSize = sizeOf(inShape4);
   }
   saved(): number[] {
@@ -46,10 +51,17 @@ export const pool: OpBuilder = (c: LayerCall) => {
   const in4 = oneD ? [inShape[0]!, 1, inShape[1]!] : inShape;
   if (in4.length !== 3) return `${c.name} takes input of shape [${inShape.join(", ")}]`;
   const size: [number, number] = oneD ? [single(c.cfg.poolSize, 2), 1] : pair(c.cfg.poolSize, 2);
-  const strides: [number, number] = oneD ? [single(c.cfg.strides, size[0]), 1] : c.cfg.strides == null ? size : pair(c.cfg.strides);
-  const window = new Window((batch) => tf.backend_util.computePool2DInfo([batch, ...in4] as [number, number, number, number], size, strides, 1, padding));
+  const strides: [number, number] = oneD
+    ? [single(c.cfg.strides, size[0]), 1]
+    : c.cfg.strides == null
+      ? size
+      : pair(c.cfg.strides);
+  const window = new Window((batch) =>
+    tf.backend_util.computePool2DInfo([batch, ...in4] as [number, number, number, number], size, strides, 1, padding),
+  );
   const probe = window.of(1).info;
-  if (probe.outHeight * probe.outWidth * probe.outChannels !== sizeOf(c.outShapes[0]!)) return `${c.name}'s output is not the pooling's`;
+  if (probe.outHeight * probe.outWidth * probe.outChannels !== sizeOf(c.outShapes[0]!))
+    return `${c.name}'s output is not the pooling's`;
   return new PoolOp(c.name, window, in4, c.cls.startsWith("Max") ? "max" : "avg");
 };
 
@@ -57,7 +69,12 @@ export const pool: OpBuilder = (c: LayerCall) => {
 export class GlobalPoolOp implements Op {
   readonly outputUnused: boolean;
   readonly params = [];
-  constructor(readonly layer: string, private readonly positions: number, private readonly channels: number, private readonly kind: "max" | "avg") {
+  constructor(
+    readonly layer: string,
+    private readonly positions: number,
+    private readonly channels: number,
+    private readonly kind: "max" | "avg",
+  ) {
     // The maximum's gradient finds the maximum again; the mean's needs nothing.
     this.outputUnused = kind === "avg";
   }
@@ -68,7 +85,14 @@ export class GlobalPoolOp implements Op {
     return [];
   }
   forward(ctx: StepContext, io: OpIO): void {
-    ctx.addon.reduce(this.kind === "avg" ? REDUCE.Mean : REDUCE.Max, io.x[0]!, io.y[0]!, io.batch, this.positions, this.channels);
+    ctx.addon.reduce(
+      this.kind === "avg" ? REDUCE.Mean : REDUCE.Max,
+      io.x[0]!,
+      io.y[0]!,
+      io.batch,
+      this.positions,
+      this.channels,
+    );
   }
   backward(ctx: StepContext, io: GradIO): void {
     io.paramsDone();
@@ -78,7 +102,15 @@ export class GlobalPoolOp implements Op {
     const { positions: n, channels: C } = this;
     if (this.kind === "avg" && !add) {
       // dx[b, p, c] = dy[b, c] / n, broadcast over the positions.
-      ctx.addon.binary(BINARY.Multiply, io.dy[0]!, Float32Array.of(1 / n), dx, Int32Array.of(io.batch, n, C), Int32Array.of(C, 0, 1), Int32Array.of(0, 0, 0));
+      ctx.addon.binary(
+        BINARY.Multiply,
+        io.dy[0]!,
+        Float32Array.of(1 / n),
+        dx,
+        Int32Array.of(io.batch, n, C),
+        Int32Array.of(C, 0, 1),
+        Int32Array.of(0, 0, 0),
+      );
       return;
     }
     const dy = io.dy[0]!;

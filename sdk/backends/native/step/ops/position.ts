@@ -5,7 +5,11 @@ import type { GradIO, Op, OpIO, ParamSlot, StepContext } from "../op";
 export class PositionOp implements Op {
   readonly outputUnused = true;
   readonly params: ParamSlot[];
-  constructor(readonly layer: string, private readonly table: ParamSlot, private readonly rows: number) {
+  constructor(
+    readonly layer: string,
+    private readonly table: ParamSlot,
+    private readonly rows: number,
+  ) {
     this.params = [table];
   }
   saved(): number[] {
@@ -36,6 +40,7 @@ export const position: OpBuilder = (c: LayerCall) => {
   const table = c.param("embeddings");
   if (!table) return `${c.name} is not built`;
   const [T, d] = c.inShapes[0]! as [number, number];
-  if (T > table.variable.shape[0]!) return `${c.name}: a sequence of ${T} is longer than its sequenceLength ${table.variable.shape[0]}`;
+  if (T > table.variable.shape[0]!)
+    return `${c.name}: a sequence of ${T} is longer than its sequenceLength ${table.variable.shape[0]}`;
   return new PositionOp(c.name, table, T * d);
 };
