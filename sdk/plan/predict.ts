@@ -1,6 +1,5 @@
 import { atBatch, layersMs, type ModelProfile } from "./profile";
-import type { Schedule, TimedAction } from "./schedules";
-import { simulateShared, type ActionCost } from "./shared-simulation";
+import type { TimedAction } from "./schedules";
 import type { DataPlanePath } from "../protocol/data-plane";
 import type { Seat } from "./core-load";
 import { dataCoreLoad, type RingCpu } from "./ring-cpu";
@@ -59,7 +58,8 @@ export interface RingSpeed {
  */
 export function stepRoundSeconds(ring: RingSpeed, bytes: number): number | undefined {
   if (ring.roundSeconds === undefined) return undefined;
-  const wireSeconds = allReduceMs(bytes, ring.members, { linkBytesPerSecond: ring.linkBytesPerSecond, latencySeconds: 0 }) / 1000;
+  const wireSeconds =
+    allReduceMs(bytes, ring.members, { linkBytesPerSecond: ring.linkBytesPerSecond, latencySeconds: 0 }) / 1000;
   return ring.roundSeconds + Math.max(0, (ring.burstSeconds ?? 0) - wireSeconds);
 }
 
@@ -82,21 +82,33 @@ export interface Prediction {
 }
 
 /** Bytes of one sample's input and label, which the driver sends when it feeds the data. */
-export function sampleBytes(model: { inputShape: ReadonlyArray<number | null>; outputShape: ReadonlyArray<number | null> }): number {
+export function sampleBytes(model: {
+  inputShape: ReadonlyArray<number | null>;
+  outputShape: ReadonlyArray<number | null>;
+}): number {
   const per = (shape: ReadonlyArray<number | null>): number => shape.slice(1).reduce<number>((a, d) => a * (d ?? 1), 1);
   return 4 * (per(model.inputShape) + per(model.outputShape));
 }
 
 /** Kernels TF.js runs per layer per sample pass, roughly: forward ~3, backward ~6. */
-const KERNELS_FWD = 3;
-const KERNELS_BWD = 6;
+export const KERNELS_FWD = 3;
+export const KERNELS_BWD = 6;
 
 /**
  * Ring all-reduce: 2(N-1) phases, each a message of bytes/N to the next rank, at the speeds of
  * `link`; `rounds` all-reduces of these bytes in all (each its own phases' latency).
  */
-export function allReduceMs(bytes: number, members: number, link: { linkBytesPerSecond: number; latencySeconds: number }, rounds = 1): number {
-  return members > 1 ? (((2 * (members - 1)) / members) * (bytes / link.linkBytesPerSecond) + rounds * 2 * (members - 1) * link.latencySeconds) * 1000 : 0;
+export function allReduceMs(
+  bytes: number,
+  members: number,
+  link: { linkBytesPerSecond: number; latencySeconds: number },
+  rounds = 1,
+): number {
+  return members > 1
+    ? (((2 * (members - 1)) / members) * (bytes / link.linkBytesPerSecond) +
+        rounds * 2 * (members - 1) * link.latencySeconds) *
+        1000
+    : 0;
 }
 
 /**
@@ -120,7 +132,21 @@ export function stepOverheadMs(s: Speeds, feedBytes: number, roundSeconds = 2 * 
  * its buffers run on the one core each worker has (counted by thread over a fit on loopback, that
  * plane's communication and V8 helper threads took 1.9-2.7x the compute thread's CPU time).
  */
-export function predictData(o: { flopsPerSample: number; layers: number; gradientBytes: number; globalBatch: number; replicas: number; feedBytes: number; profile?: ModelProfile; allReduces?: number; also?: ReplicaWork; seats?: { workers: readonly Seat[]; driver?: Seat } }, s: Speeds): Prediction {
+export function predictData(
+  o: {
+    flopsPerSample: number;
+    layers: number;
+    gradientBytes: number;
+    globalBatch: number;
+    replicas: number;
+    feedBytes: number;
+    profile?: ModelProfile;
+    allReduces?: number;
+    also?: ReplicaWork;
+    seats?: { workers: readonly Seat[]; driver?: Seat };
+  },
+  s: Speeds,
+): Prediction {
   const step = replicaComputeMs(o, o.globalBatch / o.replicas, s);
   // Work of the replica's own beside its step (PowerSGD's), slowed as the step is by shared cores.
   const computeMs = step.computeMs + (o.also ? o.also.ms * (o.replicas > 1 ? fullSharing(s, o.profile) : 1) : 0);
@@ -130,14 +156,58 @@ export function predictData(o: { flopsPerSample: number; layers: number; gradien
   const round = o.replicas > 1 && s.ring ? stepRoundSeconds(s.ring, o.gradientBytes) : undefined;
   const linksMs = computeMs + linksCommMs + stepOverheadMs(s, o.feedBytes, round);
   // A step's compute is priced as the workers run it together; k workers to a core each spend 1/k of that wall time on it.
-  const core = o.seats && o.replicas > 1 ? dataCoreLoad({ computeMs: computeMs / s.coreSharing, bytes: o.gradientBytes, allReduces: o.allReduces ?? 1, replicas: o.replicas, feedBytes: o.feedBytes }, s.ring?.cpu, o.seats) : undefined;
+  const core =
+    o.seats && o.replicas > 1
+      ? dataCoreLoad(
+          {
+            computeMs: computeMs / s.coreSharing,
+            bytes: o.gradientBytes,
+            allReduces: o.allReduces ?? 1,
+            replicas: o.replicas,
+            feedBytes: o.feedBytes,
+          },
+          s.ring?.cpu,
+          o.seats,
+        )
+      : undefined;
   const stepMs = Math.max(linksMs, core?.ms ?? 0);
-  const also = o.also ? `, ${o.also.what} ${o.also.ms.toFixed(1)} ms a step (${o.also.timed ? "timed on a worker" : "from its FLOPs"})` : "";
-  const cpu = core ? `, and each worker's CPU for its all-reduces as the ring probe timed it${core.ms >= linksMs ? `; the busiest core bounds it: ${namesOf(core.names)} on it spend ${core.ms.toFixed(1)} ms of CPU a step` : ""}` : "";
-  const unused = round !== undefined && s.ring?.roundSeconds !== undefined ? round - s.ring.roundSeconds : 0;
-  const burst = unused > 0 ? `, ${(unused * 1000).toFixed(2)} ms of it the burst the link let through after idle, which the rounds' all-reduce used and this step's, smaller, cannot` : "";
-  const rounds = round !== undefined ? `, ${(round * 1000).toFixed(2)} ms a step for its messages, the workers starting apart and a cold all-reduce (timed in rounds driven as steps${burst})` : "";
-  return { stepMs, computeMs, commMs: linksCommMs + stepMs - linksMs, bubble: 0, samplesPerSecond: (o.globalBatch / stepMs) * 1000, basis: basis(s, step.timed ? o.profile : undefined, o.replicas > 1) + rounds + also + cpu, timed: step.timed };
+  return {
+    stepMs,
+    computeMs,
+    commMs: linksCommMs + stepMs - linksMs,
+    bubble: 0,
+    samplesPerSecond: (o.globalBatch / stepMs) * 1000,
+    basis:
+      basis(s, step.timed ? o.profile : undefined, o.replicas > 1) +
+      dataBasisTail(o.also, s.ring, round, core, linksMs),
+    timed: step.timed,
+  };
+}
+
+/** What a data-parallel step's basis says beyond the speeds: the rounds, the replica's own work, the busiest core. */
+function dataBasisTail(
+  work: ReplicaWork | undefined,
+  ring: RingSpeed | undefined,
+  round: number | undefined,
+  core: { ms: number; names: readonly string[] } | undefined,
+  linksMs: number,
+): string {
+  const also = work
+    ? `, ${work.what} ${work.ms.toFixed(1)} ms a step (${work.timed ? "timed on a worker" : "from its FLOPs"})`
+    : "";
+  const cpu = core
+    ? `, and each worker's CPU for its all-reduces as the ring probe timed it${core.ms >= linksMs ? `; the busiest core bounds it: ${namesOf(core.names)} on it spend ${core.ms.toFixed(1)} ms of CPU a step` : ""}`
+    : "";
+  const unused = round !== undefined && ring?.roundSeconds !== undefined ? round - ring.roundSeconds : 0;
+  const burst =
+    unused > 0
+      ? `, ${(unused * 1000).toFixed(2)} ms of it the burst the link let through after idle, which the rounds' all-reduce used and this step's, smaller, cannot`
+      : "";
+  const rounds =
+    round !== undefined
+      ? `, ${(round * 1000).toFixed(2)} ms a step for its messages, the workers starting apart and a cold all-reduce (timed in rounds driven as steps${burst})`
+      : "";
+  return rounds + also + cpu;
 }
 
 /** "a", "a and b", "a, b and c". */
@@ -163,60 +233,24 @@ function wholeLayersMs(p: ModelProfile, b: number): number {
  * where the profile has it, else from FLOPs and kernel counts; longer as the machine's workers
  * share its cores.
  */
-export function replicaComputeMs(o: { flopsPerSample: number; layers: number; gradientBytes: number; replicas: number; profile?: ModelProfile }, perReplica: number, s: Speeds): { computeMs: number; timed: boolean } {
+export function replicaComputeMs(
+  o: { flopsPerSample: number; layers: number; gradientBytes: number; replicas: number; profile?: ModelProfile },
+  perReplica: number,
+  s: Speeds,
+): { computeMs: number; timed: boolean } {
   // NaN without a profile, or with one whose replica step was not timed at every batch.
   const stepMs = o.profile ? atBatch(o.profile.batches, o.profile.replicaStepMs, perReplica) : NaN;
   // A step too big to time on a capped worker: its layers' forward and backward, timed one by one.
   const timed = Number.isFinite(stepMs) || !o.profile?.layers.length ? stepMs : wholeLayersMs(o.profile, perReplica);
   // A timed step includes a GPU worker's readback and upload; an estimate adds them.
   const transfersMs = s.deviceBytesPerSecond ? ((2 * o.gradientBytes) / s.deviceBytesPerSecond) * 1000 : 0;
-  const alone = Number.isFinite(timed) ? timed : ((3 * o.flopsPerSample * perReplica) / s.flopsPerSecond + o.layers * (KERNELS_FWD + KERNELS_BWD) * s.kernelSeconds) * 1000 + transfersMs;
+  const alone = Number.isFinite(timed)
+    ? timed
+    : ((3 * o.flopsPerSample * perReplica) / s.flopsPerSecond +
+        o.layers * (KERNELS_FWD + KERNELS_BWD) * s.kernelSeconds) *
+        1000 +
+      transfersMs;
   return { computeMs: alone * (o.replicas > 1 ? fullSharing(s, o.profile) : 1), timed: Number.isFinite(timed) };
-}
-
-/**
- * A pipeline (or R of them): each stage's forward and backward per micro-batch (backward
- * recomputes the forward, as GPipe does) plus sending activations and gradients, laid out by the
- * schedule, then an all-reduce of each stage's gradients among its replicas.
- */
-export function predictPipeline(
-  o: {
-    stages: ReadonlyArray<{ from: number; to: number; flopsPerSample: number; layers: number; gradientBytes: number; outputElementsPerSample: number }>;
-    schedule: Schedule;
-    microBatchSize: number;
-    globalBatch: number;
-    replicas: number;
-    feedBytes: number;
-    profile?: ModelProfile;
-  },
-  s: Speeds,
-): Prediction {
-  const mb = o.microBatchSize;
-  const own = stageSeconds(o.stages, mb, s, o.profile);
-  const send = o.stages.map((st) => (st.outputElementsPerSample * 4 * mb) / s.linkBytesPerSecond + s.latencySeconds);
-  const last = o.stages.length - 1;
-  // The last stage's forward is done inside its backward; other stages recompute it there.
-  const cost = (stage: number, kind: "F" | "B"): ActionCost =>
-    kind === "F"
-      ? { computeMs: stage === last ? 0 : own[stage]!.forward * 1000, sendMs: stage === last ? 0 : send[stage]! * 1000 }
-      : { computeMs: (own[stage]!.forward + own[stage]!.backward) * 1000, sendMs: stage > 0 ? send[stage - 1]! * 1000 : 0 };
-  // One link alone is its two ends' threads on the machine: 2 x S/W of a pipeline's share of it.
-  const workers = o.profile?.sharing?.workers ?? o.stages.length;
-  const timed = simulateShared(o.schedule, (stage, a) => cost(stage, a.kind), stageSharing(s, o.profile, o.stages.length), { handOffLoad: 2, handOffAlone: (2 * o.stages.length) / workers });
-  const makespan = Math.max(...timed.flat().map((a) => a.end));
-  const busy = timed.flat().reduce((n, a) => n + a.end - a.start, 0);
-  const commMs = Math.max(...o.stages.map((st) => allReduceMs(st.gradientBytes, o.replicas, s)));
-  const stepMs = makespan + commMs + stepOverheadMs(s, o.feedBytes);
-  return {
-    stepMs,
-    computeMs: makespan,
-    commMs,
-    bubble: makespan > 0 ? 1 - busy / (o.stages.length * makespan) : 0,
-    samplesPerSecond: (o.globalBatch / stepMs) * 1000,
-    basis: basis(s, o.profile?.layers.length ? o.profile : undefined),
-    timed: (o.profile?.layers.length ?? 0) > 0,
-    actions: timed,
-  };
 }
 
 /**
@@ -224,37 +258,17 @@ export function predictPipeline(
  * once: as measured with the profile where it was, else workers per core. Never less than workers
  * per core: a measurement that says more workers than cores cost nothing caught them out of step.
  */
-function fullSharing(s: Speeds, profile: ModelProfile | undefined): number {
+export function fullSharing(s: Speeds, profile: ModelProfile | undefined): number {
   return Math.max(s.coreSharing, profile?.sharing?.slowdown ?? 1);
 }
 
-/**
- * How much longer each computing stage or hand-off takes while `busy` of them run per pipeline.
- * The most crowded machine's W workers are spread over the S stages, so busy x W/S of its
- * threads run: its cores are shared among them (processor sharing) with the whole machine's
- * slowdown at W threads, and never fewer than one core (one thread alone runs as timed).
- */
-function stageSharing(s: Speeds, profile: ModelProfile | undefined, stages: number): (busy: number) => number {
-  const full = fullSharing(s, profile);
-  const workers = profile?.sharing?.workers ?? Infinity;
-  return (busy) => Math.min((full * busy) / stages, (workers * busy) / stages);
-}
-
-/** Each stage's forward, and its backward alone, for one micro-batch, in seconds: timed on a worker, or from FLOPs and kernel counts. */
-function stageSeconds(stages: ReadonlyArray<{ from: number; to: number; flopsPerSample: number; layers: number }>, mb: number, s: Speeds, profile: ModelProfile | undefined): Array<{ forward: number; backward: number }> {
-  return stages.map((st) => {
-    const flops = (st.flopsPerSample * mb) / s.flopsPerSecond;
-    // A profile of the step alone (taken for data parallelism) has no layer times.
-    const t = profile && profile.layers.length > 0 ? layersMs(profile, st.from, st.to, mb) : undefined;
-    const forward = t ? t.forwardMs / 1000 : flops + st.layers * KERNELS_FWD * s.kernelSeconds;
-    const backward = t ? t.backwardMs / 1000 : 2 * flops + st.layers * KERNELS_BWD * s.kernelSeconds;
-    return { forward, backward };
-  });
-}
-
 export function basis(s: Speeds, profile: ModelProfile | undefined, dataRing = false): string {
-  const timedParts = profile?.replicaStepMs.length === 0 ? "layers" : profile?.layers.length ? "layers and step" : "step";
-  const untimedStep = profile?.replicaStepMs.length === 0 ? ` (its whole step was ${profile.replicaStep.why ?? "not timed"}: the step is its layers' forward and backward passes added up)` : "";
+  const timedParts =
+    profile?.replicaStepMs.length === 0 ? "layers" : profile?.layers.length ? "layers and step" : "step";
+  const untimedStep =
+    profile?.replicaStepMs.length === 0
+      ? ` (its whole step was ${profile.replicaStep.why ?? "not timed"}: the step is its layers' forward and backward passes added up)`
+      : "";
   const compute = profile
     ? `the model's ${timedParts} timed on ${profile.timedOn} at batches ${profile.batches.join(" and ")}${untimedStep}`
     : `${(s.flopsPerSecond / 1e9).toFixed(1)} GFLOP/s matrix speed and ${(s.kernelSeconds * 1e6).toFixed(1)} us per TF.js kernel (the model's FLOPs; no profile was taken)`;

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { predictData, predictPipeline, type Speeds } from "../../sdk/plan/predict";
+import { predictData, type Speeds } from "../../sdk/plan/predict";
+import { predictPipeline } from "../../sdk/plan/predict-pipeline";
 import { atBatch, layersMs, profileBatches, type ModelProfile } from "../../sdk/plan/profile";
 import { speedsOf } from "../../sdk/plan/speeds";
 import { gpipe } from "../../sdk/plan/schedules";
