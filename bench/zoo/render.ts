@@ -41,6 +41,8 @@ export interface ZooRun {
   allocatorKept: boolean;
   /** The OpenBLAS core type both sides ran (OPENBLAS_CORETYPE), and the one the CPU could take; null where unknown. */
   blas?: { core: string | null; best: string | null } | null;
+  /** Rows measured again after the run (`-- --rows`), when. */
+  remeasured?: ReadonlyArray<{ rows: readonly string[]; date: string }>;
   rows: readonly ZooRow[];
 }
 
@@ -89,6 +91,7 @@ export function renderZoo(run: ZooRun): string {
     `Peak memory: ${MEMORY_HOW[run.memory]}, above what the process held before the model arrived (the load message's buffers collected before the first step), against the plan's estimate (parameters, gradient, optimizer state, the native step's arrays) and PyTorch's process measured the same way from before it built the model. The estimate has no term for the JavaScript runtime's own growth in a first step (compiled code, heap), a few MiB that only the smallest models notice.`,
     ...dollars,
     "",
+    ...(run.remeasured ?? []).map((m) => `Measured again on ${m.date.slice(0, 10)}, both sides (\`-- --rows ${m.rows.join(",")}\`): ${m.rows.join(", ")}; their autodiff and webgpu columns are the run's.\n`),
     "Command: `npm run bench:zoo` (`-- --render` writes this page again from bench/results/zoo.json).",
   ].join("\n");
 }
@@ -110,6 +113,7 @@ export function zooRunOf(data: Json, fallback: Omit<ZooRun, "rows" | "memory" | 
     memory: typeof data.memory === "string" ? (data.memory as ZooRun["memory"]) : "sampled",
     allocatorKept: data.allocatorKept === true,
     blas: ((data.machine as Json | undefined)?.blas as ZooRun["blas"]) ?? null,
+    remeasured: (data.remeasured as ZooRun["remeasured"]) ?? [],
     rows,
   };
 }
