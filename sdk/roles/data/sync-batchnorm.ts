@@ -1,12 +1,20 @@
 import * as tf from "@tensorflow/tfjs";
-import { ModelError } from "../../errors/errors";
 import { labelTensor, inputNonFinite, nonFiniteIn } from "../../compute/step-health";
 import { tensorOf } from "../../model/model-io";
 import { seedDropout } from "../pipeline/stage-model";
 import { readConcat } from "../../compute/device-io";
-import { feedList, feedRows, objectiveLoss, outputList, reported, reportedNames, type Feed } from "../../compute/objective";
+import {
+  feedList,
+  feedRows,
+  objectiveLoss,
+  outputList,
+  reported,
+  reportedNames,
+  type Feed,
+} from "../../compute/objective";
 import type { SliceOutcome } from "../../compute/slice-gradient";
 import type { LoadedReplica } from "../../compute/loaded-replica";
+import { patchNorm, type Norm, type Pass } from "./sync-norm-layer";
 
 /** The data ring's all-reduce, as a replica's step has it (float32; its stats unused here). */
 type SumUp = (data: Float32Array) => Promise<{ data: Float32Array }>;
@@ -28,30 +36,6 @@ interface Run {
   means: tf.Tensor[];
   variances: tf.Tensor[];
   forward?: () => tf.Tensor[];
-}
-
-type LayerVariable = tf.LayersModel["weights"][number];
-
-/** One BatchNormalization layer as synchronized normalization drives it. */
-interface Norm {
-  layer: tf.layers.Layer;
-  channels: number;
-  axis: number;
-  epsilon: number;
-  momentum: number;
-  gamma: LayerVariable | null;
-  beta: LayerVariable | null;
-  movingMean: LayerVariable;
-  movingVariance: LayerVariable;
-}
-
-/** What a forward pass of the step uses and leaves: each layer's global mean and variance where known, and its local sums. */
-interface Pass {
-  mean: Array<tf.Tensor | null>;
-  variance: Array<tf.Tensor | null>;
-  sum: Array<tf.Tensor | null>;
-  squares: Array<tf.Tensor | null>;
-  count: number[];
 }
 
 /**
@@ -78,48 +62,10 @@ export class SyncNorm {
   private pass: Pass | null = null;
 
   constructor(model: tf.LayersModel) {
-    this.norms = model.layers.filter((l) => l.getClassName() === "BatchNormalization").map((l) => this.patch(l));
+    this.norms = model.layers
+      .filter((l) => l.getClassName() === "BatchNormalization")
+      .map((l, k) => patchNorm(l, k, () => this.pass));
   }
-
-  /** Replaces the layer's training-mode call with one that takes this step's statistics. */
-  private patch(layer: tf.layers.Layer): Norm {
-    const cfg = layer.getConfig() as { axis?: number; epsilon?: number; momentum?: number };
-    const weight = (name: string) => layer.weights.find((w) => w.originalName.endsWith(`/${name}`) || w.name.includes(name)) ?? null;
-    const movingMean = weight("moving_mean")!;
-    if ((cfg.axis ?? -1) !== -1 && cfg.axis !== (layer.inputSpec?.[0]?.ndim ?? 0) - 1) {
-      // TF.js's own layer yields NaN in training on another axis (its broadcast path); nothing to be equal to.
-      throw new ModelError(`batchNorm "sync" normalizes channels-last BatchNormalization layers (axis -1); "${layer.name}" normalizes axis ${cfg.axis}`, { hint: 'use axis -1 (TF.js\'s default), or batchNorm "replica"' });
-    }
-    const norm: Norm = { layer, channels: movingMean.shape[0]!, axis: cfg.axis ?? -1, epsilon: cfg.epsilon ?? 1e-3, momentum: cfg.momentum ?? 0.99, gamma: weight("gamma"), beta: weight("beta"), movingMean, movingVariance: weight("moving_variance")! };
-    const k = this.normsLength++;
-    const original = layer.call.bind(layer);
-    layer.call = (inputs: tf.Tensor | tf.Tensor[], kwargs: Record<string, unknown>): tf.Tensor | tf.Tensor[] => {
-      const pass = this.pass;
-      if (!pass || !kwargs?.training) return original(inputs, kwargs);
-      const x = Array.isArray(inputs) ? inputs[0]! : inputs;
-      const axis = norm.axis >= 0 ? norm.axis : norm.axis + x.rank;
-      const axes = Array.from({ length: x.rank }, (_, i) => i).filter((i) => i !== axis);
-      const shape = Array.from({ length: x.rank }, (_, i) => (i === axis ? norm.channels : 1));
-      const known = pass.mean[k] ?? null;
-      // Kept past the model's own scope (a model's call disposes what its layers made), disposed by within().
-      pass.sum[k] = tf.keep(tf.sum(x, axes));
-      pass.count[k] = x.size / norm.channels;
-      if (known) pass.squares[k] = tf.keep(tf.sum(tf.square(tf.sub(x, tf.reshape(known, shape))), axes));
-      let mean = known;
-      let variance = pass.variance[k] ?? null;
-      if (!mean || !variance) {
-        // A statistic not known yet: this pass is only for an earlier layer's sums, so the batch's own serve.
-        const m = tf.moments(x, axes);
-        mean ??= m.mean;
-        variance ??= m.variance;
-      }
-      // TF.js's own kernel on 1-D statistics, as the layer computes it for channels last (the only axis load admits).
-      return tf.batchNorm(x, mean, variance, norm.beta?.read(), norm.gamma?.read(), norm.epsilon);
-    };
-    return norm;
-  }
-
-  private normsLength = 0;
 
   /** Whether the model has any layer to synchronize. */
   get layers(): number {
@@ -127,12 +73,30 @@ export class SyncNorm {
   }
 
   /** One step's slice, as checkedSliceGradient computes it, with the whole batch's statistics. */
-  async slice(r: LoadedReplica, x: Feed, y: Feed, weight: number, flat: Float32Array, stateNow: Float32Array | undefined, allReduce: SumUp, step: number): Promise<SliceOutcome> {
+  async slice(
+    r: LoadedReplica,
+    x: Feed,
+    y: Feed,
+    weight: number,
+    flat: Float32Array,
+    stateNow: Float32Array | undefined,
+    allReduce: SumUp,
+    step: number,
+  ): Promise<SliceOutcome> {
     const input = inputNonFinite(...feedList(x), ...feedList(y));
     const xs = feedList(x).map(tensorOf);
     const ys = feedList(y).map(labelTensor);
     // An empty, non-finite or failed slice still takes part in every round, with zeros.
-    const run: Run = { r, ys, weight, allReduce, broken: input !== undefined || feedRows(x) === 0, failure: undefined, means: [], variances: [] };
+    const run: Run = {
+      r,
+      ys,
+      weight,
+      allReduce,
+      broken: input !== undefined || feedRows(x) === 0,
+      failure: undefined,
+      means: [],
+      variances: [],
+    };
     run.forward = () => {
       seedDropout(r.model, step, 0);
       return outputList(r.model.apply(xs.length === 1 ? xs[0]! : xs, { training: true }) as tf.Tensor | tf.Tensor[]);
@@ -143,7 +107,11 @@ export class SyncNorm {
       owed = await this.debts(run);
       if (run.broken) {
         flat.fill(0);
-        return run.failure !== undefined ? { loss: NaN, failure: run.failure } : input ? { loss: NaN, nonFinite: input } : { loss: 0 };
+        return run.failure !== undefined
+          ? { loss: NaN, failure: run.failure }
+          : input
+            ? { loss: NaN, nonFinite: input }
+            : { loss: 0 };
       }
       const out = this.weightGradient(run, owed, flat);
       this.moveAverages(run.means, run.variances);
@@ -175,10 +143,18 @@ export class SyncNorm {
   private async statistics(run: Run): Promise<void> {
     for (let l = 0; l < this.norms.length; l++) {
       const C = this.norms[l]!.channels;
-      const s = await this.sumUp(run, () => this.within(run, (p) => (run.forward!(), Float32Array.from([...p.sum[l]!.dataSync(), p.count[l]!]))), C + 1);
+      const s = await this.sumUp(
+        run,
+        () => this.within(run, (p) => (run.forward!(), Float32Array.from([...p.sum[l]!.dataSync(), p.count[l]!]))),
+        C + 1,
+      );
       const n = Math.max(1, s[C]!);
       run.means.push(tf.tensor1d(s.subarray(0, C).map((v) => v / n)));
-      const q = await this.sumUp(run, () => this.within(run, (p) => (run.forward!(), Float32Array.from(p.squares[l]!.dataSync()))), C);
+      const q = await this.sumUp(
+        run,
+        () => this.within(run, (p) => (run.forward!(), Float32Array.from(p.squares[l]!.dataSync()))),
+        C,
+      );
       run.variances.push(tf.tensor1d(q.map((v) => v / n)));
       this.counts[l] = n;
     }
@@ -193,7 +169,12 @@ export class SyncNorm {
       const g = await this.sumUp(
         run,
         () => {
-          const { grads } = tf.engine().gradients(() => this.within(run, (p) => this.objective(run, run.forward!(), p, owed, l + 1).total), [run.means[l]!, run.variances[l]!]);
+          const { grads } = tf
+            .engine()
+            .gradients(
+              () => this.within(run, (p) => this.objective(run, run.forward!(), p, owed, l + 1).total),
+              [run.means[l]!, run.variances[l]!],
+            );
           const out = Float32Array.from([...grads[0]!.dataSync(), ...grads[1]!.dataSync()]);
           tf.dispose(grads);
           return out;
@@ -206,7 +187,11 @@ export class SyncNorm {
   }
 
   /** The weights' gradient with every statistic's debt added, into `flat`; the slice's loss and metrics. */
-  private weightGradient(run: Run, owed: readonly Owed[], flat: Float32Array): { loss: number; metrics?: Record<string, number> } {
+  private weightGradient(
+    run: Run,
+    owed: readonly Owed[],
+    flat: Float32Array,
+  ): { loss: number; metrics?: Record<string, number> } {
     const r = run.r;
     let loss = NaN;
     let metrics: Record<string, number> | undefined;
@@ -216,7 +201,10 @@ export class SyncNorm {
           const o = this.objective(run, run.forward!(), p, owed, 0);
           loss = o.loss.dataSync()[0]!;
           const names = reportedNames(r.objective);
-          if (names.length > 0) metrics = Object.fromEntries(reported(r.objective, run.ys, o.outs, o.each).map((t, i) => [names[i]!, t.dataSync()[0]!]));
+          if (names.length > 0)
+            metrics = Object.fromEntries(
+              reported(r.objective, run.ys, o.outs, o.each).map((t, i) => [names[i]!, t.dataSync()[0]!]),
+            );
           return o.total;
         }),
       r.vars,
@@ -235,7 +223,13 @@ export class SyncNorm {
   /** Runs `run` with the layers taking these statistics; the pass's tensors live until `run`'s caller disposes them. */
   private within<T>(known: Pick<Run, "means" | "variances">, run: (p: Pass) => T): T {
     const K = this.norms.length;
-    const pass: Pass = { mean: Array.from({ length: K }, (_, i) => known.means[i] ?? null), variance: Array.from({ length: K }, (_, i) => known.variances[i] ?? null), sum: [], squares: [], count: [] };
+    const pass: Pass = {
+      mean: Array.from({ length: K }, (_, i) => known.means[i] ?? null),
+      variance: Array.from({ length: K }, (_, i) => known.variances[i] ?? null),
+      sum: [],
+      squares: [],
+      count: [],
+    };
     this.pass = pass;
     try {
       // Only a tensor result (a loss to differentiate) leaves the scope; the sums are read inside.
@@ -252,7 +246,13 @@ export class SyncNorm {
   }
 
   /** The weighted loss (with regularizers) plus what later layers' statistics owe, as linear terms in this replica's sums. */
-  private objective(run: Run, outs: tf.Tensor[], p: Pass, owed: ReadonlyArray<Owed | null>, from: number): { total: tf.Scalar; loss: tf.Scalar; outs: tf.Tensor[]; each: tf.Scalar[] } {
+  private objective(
+    run: Run,
+    outs: tf.Tensor[],
+    p: Pass,
+    owed: ReadonlyArray<Owed | null>,
+    from: number,
+  ): { total: tf.Scalar; loss: tf.Scalar; outs: tf.Tensor[]; each: tf.Scalar[] } {
     const l = objectiveLoss(run.r.objective, run.ys, outs);
     let loss = l.total;
     for (const reg of run.r.model.calculateLosses()) loss = tf.add(loss, reg);
@@ -260,7 +260,10 @@ export class SyncNorm {
     for (let m = from; m < owed.length; m++) {
       const o = owed[m]!;
       const n = this.counts[m]!;
-      total = tf.add(total, tf.add(tf.sum(tf.mul(o.mean, tf.div(p.sum[m]!, n))), tf.sum(tf.mul(o.variance, tf.div(p.squares[m]!, n))))) as tf.Scalar;
+      total = tf.add(
+        total,
+        tf.add(tf.sum(tf.mul(o.mean, tf.div(p.sum[m]!, n))), tf.sum(tf.mul(o.variance, tf.div(p.squares[m]!, n)))),
+      ) as tf.Scalar;
     }
     return { total, loss, outs, each: l.each };
   }
@@ -271,10 +274,10 @@ export class SyncNorm {
       tf.tidy(() => {
         const decay = 1 - n.momentum;
         n.movingMean.write(tf.sub(n.movingMean.read(), tf.mul(tf.sub(n.movingMean.read(), means[l]!), decay)));
-        n.movingVariance.write(tf.sub(n.movingVariance.read(), tf.mul(tf.sub(n.movingVariance.read(), variances[l]!), decay)));
+        n.movingVariance.write(
+          tf.sub(n.movingVariance.read(), tf.mul(tf.sub(n.movingVariance.read(), variances[l]!), decay)),
+        );
       });
     });
   }
-
-
 }
