@@ -70,15 +70,9 @@ export class PowerSgd {
     });
     const ps = this.matrices.map((x, k) => matMul(ms[k]!, x.q, x.n, x.m, x.r, false));
     // First: the whole gradients, the state and flag, and every P.
-    const wholeLength = this.whole.reduce((a, [, len]) => a + len, 0);
-    const first = new Float32Array(wholeLength + rest + ps.reduce((a, p) => a + p.length, 0));
-    let at = 0;
-    for (const [off, len] of this.whole) (first.set(flat.subarray(off, off + len), at), (at += len));
-    first.set(flat.subarray(n), at);
-    at += rest;
-    for (const p of ps) (first.set(p, at), (at += p.length));
+    const { first, wholeLength } = this.firstRound(flat, n, ps);
     const a = await sum(first);
-    at = wholeLength + rest;
+    let at = wholeLength + rest;
     const pHat = this.matrices.map((x) => {
       const p = a.data.slice(at, (at += x.n * x.r));
       orthonormalize(p, x.n, x.r);
@@ -100,13 +94,44 @@ export class PowerSgd {
       // This replica's share of what is left out: M - P (M^T P)^T, with its own Q before the sum.
       const error = (x.next ??= new Float32Array(x.n * x.m));
       error.set(ms[k]!);
-      addInPlace(error, outer(pHat[k]!.map((v) => -v), qs[k]!, x.n, x.m, x.r, scratch.subarray(0, x.n * x.m)));
+      addInPlace(
+        error,
+        outer(
+          pHat[k]!.map((v) => -v),
+          qs[k]!,
+          x.n,
+          x.m,
+          x.r,
+          scratch.subarray(0, x.n * x.m),
+        ),
+      );
       // Then M's place in flat takes the approximation of the sum.
       outer(pHat[k]!, q, x.n, x.m, x.r, ms[k]!);
       return { q, error };
     });
-    const stats = { waitMs: a.stats.waitMs + b.stats.waitMs, commMs: a.stats.commMs + b.stats.commMs, bytesSent: a.stats.bytesSent + b.stats.bytesSent };
+    const stats = {
+      waitMs: a.stats.waitMs + b.stats.waitMs,
+      commMs: a.stats.commMs + b.stats.commMs,
+      bytesSent: a.stats.bytesSent + b.stats.bytesSent,
+    };
     return { data: flat, stats };
+  }
+
+  /** The first all-reduce's buffer: the whole gradients, then the rest of flat (state and flag), then every P. */
+  private firstRound(
+    flat: Float32Array,
+    n: number,
+    ps: readonly Float32Array[],
+  ): { first: Float32Array; wholeLength: number } {
+    const rest = flat.length - n;
+    const wholeLength = this.whole.reduce((a, [, len]) => a + len, 0);
+    const first = new Float32Array(wholeLength + rest + ps.reduce((a, p) => a + p.length, 0));
+    let at = 0;
+    for (const [off, len] of this.whole) (first.set(flat.subarray(off, off + len), at), (at += len));
+    first.set(flat.subarray(n), at);
+    at += rest;
+    for (const p of ps) (first.set(p, at), (at += p.length));
+    return { first, wholeLength };
   }
 
   /** The step was applied: its error and Q carry to the next. */
@@ -144,7 +169,15 @@ function outer(P: Float32Array, Q: Float32Array, n: number, m: number, r: number
  * 3000 x 3000 product of inner size 4 on the native backend and 40 s a step of the 11.4M MLP;
  * the addon's takes 9 ms.
  */
-function gemm(A: Float32Array, B: Float32Array, rows: number, cols: number, inner: number, transposeA: boolean, into?: Float32Array): Float32Array {
+function gemm(
+  A: Float32Array,
+  B: Float32Array,
+  rows: number,
+  cols: number,
+  inner: number,
+  transposeA: boolean,
+  into?: Float32Array,
+): Float32Array {
   const out = into ?? new Float32Array(rows * cols);
   const load = loadAddon();
   if (load.ok) {
@@ -152,7 +185,16 @@ function gemm(A: Float32Array, B: Float32Array, rows: number, cols: number, inne
     return out;
   }
   return tf.tidy(() => {
-    out.set(tf.matMul(tf.tensor2d(A, transposeA ? [inner, rows] : [rows, inner]), tf.tensor2d(B, [inner, cols]), transposeA, false).dataSync() as Float32Array);
+    out.set(
+      tf
+        .matMul(
+          tf.tensor2d(A, transposeA ? [inner, rows] : [rows, inner]),
+          tf.tensor2d(B, [inner, cols]),
+          transposeA,
+          false,
+        )
+        .dataSync() as Float32Array,
+    );
     return out;
   });
 }
