@@ -59,7 +59,8 @@ export type Partition = { ok: true; stages: StageCost[] } | { ok: false; reason:
 export function partition(r: PartitionRequest): Partition {
   const L = r.layers.length;
   const S = r.stages;
-  if (S < 1 || S > L) return { ok: false, reason: `${S} stages cannot split ${L} layers (each stage needs at least one layer)` };
+  if (S < 1 || S > L)
+    return { ok: false, reason: `${S} stages cannot split ${L} layers (each stage needs at least one layer)` };
   const allowed = (j: number): boolean => !r.cuts || r.cuts[j]?.ok === true;
   const points = Array.from({ length: L - 1 }, (_, k) => k + 1).filter(allowed);
   if (points.length < S - 1) return { ok: false, reason: tooFewCuts(r, S, points) };
@@ -92,19 +93,7 @@ export function partition(r: PartitionRequest): Partition {
       }
     }
   }
-  if (!Number.isFinite(best[S - 1]![L]!)) {
-    if (r.pinned && r.pinned.size > 0) {
-      return { ok: false, reason: `no split of the layers left around the placed stages (${[...r.pinned].map(([s, [a, b]]) => `stage ${s} = [${a}, ${b})`).join(", ")}) fits the memory with at least one layer per stage` };
-    }
-    const biggest = r.layers
-      .map((_, i) => ({ i, c: stageCost(r, 0, i, i + 1) }))
-      .sort((a, b) => b.c.stateBytes + b.c.activationBytes - (a.c.stateBytes + a.c.activationBytes))[0]!;
-    const need = biggest.c.stateBytes + biggest.c.activationBytes;
-    return {
-      ok: false,
-      reason: `no split of ${L} layers into ${S} stages fits the memory (layer ${biggest.i} "${r.layers[biggest.i]!.name}" alone needs ${(need / 2 ** 20).toFixed(1)} MiB; stage 0 may use ${(r.memoryBytes(0) / 2 ** 20).toFixed(1)} MiB)`,
-    };
-  }
+  if (!Number.isFinite(best[S - 1]![L]!)) return noSplit(r, L, S);
   const bounds: number[] = [L];
   for (let s = S - 1, j = L; s > 0; s--) {
     j = cut[s]![j]!;
@@ -112,6 +101,24 @@ export function partition(r: PartitionRequest): Partition {
   }
   bounds.unshift(0);
   return { ok: true, stages: Array.from({ length: S }, (_, s) => stageCost(r, s, bounds[s]!, bounds[s + 1]!)) };
+}
+
+/** Why no split fits the memory: the placed stages, or the layer that alone needs the most. */
+function noSplit(r: PartitionRequest, L: number, S: number): Partition {
+  if (r.pinned && r.pinned.size > 0) {
+    return {
+      ok: false,
+      reason: `no split of the layers left around the placed stages (${[...r.pinned].map(([s, [a, b]]) => `stage ${s} = [${a}, ${b})`).join(", ")}) fits the memory with at least one layer per stage`,
+    };
+  }
+  const biggest = r.layers
+    .map((_, i) => ({ i, c: stageCost(r, 0, i, i + 1) }))
+    .sort((a, b) => b.c.stateBytes + b.c.activationBytes - (a.c.stateBytes + a.c.activationBytes))[0]!;
+  const need = biggest.c.stateBytes + biggest.c.activationBytes;
+  return {
+    ok: false,
+    reason: `no split of ${L} layers into ${S} stages fits the memory (layer ${biggest.i} "${r.layers[biggest.i]!.name}" alone needs ${(need / 2 ** 20).toFixed(1)} MiB; stage 0 may use ${(r.memoryBytes(0) / 2 ** 20).toFixed(1)} MiB)`,
+  };
 }
 
 /** Why the model's cut points cannot make S stages: how many there are, and the blocks between. */
