@@ -38,10 +38,16 @@ export interface LoadedReplica {
 }
 
 /** Builds the model and its step, refusing them when this worker's memory cap is below their estimate (the native step's: what its arrays take). */
-export async function loadReplica(msg: LoadOf<"replica" | "ps-worker">, weights: Tensorlike[] | "initial", memoryCapBytes: number | null): Promise<LoadedReplica> {
+export async function loadReplica(
+  msg: LoadOf<"replica" | "ps-worker">,
+  weights: Tensorlike[] | "initial",
+  memoryCapBytes: number | null,
+): Promise<LoadedReplica> {
   // ZeRO-3 loaded in parts: only the weights not trained came; the rest is built zeroed, costing no memory until its part arrives.
   const parts = "weights" in msg && msg.weights === "parts";
-  const model = parts ? await buildModel(zeroInitialized(msg.topology), weights, untrainedWeights) : await buildModel(msg.topology, weights);
+  const model = parts
+    ? await buildModel(zeroInitialized(msg.topology), weights, untrainedWeights)
+    : await buildModel(msg.topology, weights);
   const compileOptimizer = createOptimizer(msg.optimizer);
   const objective = objectiveOf(model, msg, compileOptimizer);
   const vars = model.trainableWeights.map((w) => w.read() as tf.Variable);
@@ -52,25 +58,55 @@ export async function loadReplica(msg: LoadOf<"replica" | "ps-worker">, weights:
     "batchNorm" in msg && msg.batchNorm === "sync"
       ? { native: null, why: 'batchNorm "sync" takes each step in all-reduced rounds, by autodiff' }
       : compileNativeStep(model, { heads, classWeight: msg.classWeight ?? null }, vars);
-  if (memoryCapBytes !== null) {
-    const summary = summarizeModel(model);
-    // Sharded, this replica keeps its share of the optimizer's state (ZeRO-1), of the gradient too (ZeRO-2), and of the weights (ZeRO-3).
-    const sum = "sum" in msg ? msg.sum : undefined;
-    const over = sum && "over" in sum ? sum.over : 1;
-    const buckets = sum && "bucketBytes" in sum ? (sum.bucketBytes ?? 0) : 0;
-    const native = step.native ? step.native.memory() : null;
-    const e = shardedMemory(estimateReplicaMemory(summary, { batchSize: msg.replicaBatch, optimizer: msg.optimizer, native }), shardedStateOf(sum), over, largestBucketBytes(summary, buckets), msg.optimizer, "overlap" in msg && msg.overlap === true);
-    const need = memoryTotal(e);
-    if (need > memoryCapBytes) {
-      model.dispose();
-      compileOptimizer.dispose();
-      throw new ModelError(
-        `the whole model needs ${formatBytes(need)} per replica (${formatBytes(e.paramsBytes)} parameters, ${formatBytes(e.gradientBytes)} gradients, ${formatBytes(e.optimizerBytes ?? 0)} optimizer state${over > 1 ? ` (its share of ${over})` : ""}, ${formatBytes(e.activationBytes ?? 0)} activations for ${msg.replicaBatch} samples), above this worker's memory cap of ${formatBytes(memoryCapBytes)}`,
-        { hint: 'on several workers, shard the training state among them, strategy("data", { shard: "optimizer" | "gradients" | "parameters" }) (ZeRO-1, -2, -3), or split the model over them: strategy("pipeline"), strategy("hybrid", { stages }) or strategy("auto")', details: { neededBytes: need, capBytes: memoryCapBytes } },
-      );
-    }
+  if (memoryCapBytes !== null)
+    refuseOverCap(msg, model, step, memoryCapBytes, () => (model.dispose(), compileOptimizer.dispose()));
+  return {
+    model,
+    compileOptimizer,
+    objective,
+    vars,
+    names,
+    sizes,
+    gradientLength: sizes.reduce((a, b) => a + b, 0),
+    state: new ModelState(model),
+    step,
+    insight: new StepInsight(model, step.native),
+  };
+}
+
+/** Refuses (after `release()`) a replica whose estimate, sharded as the load says, is above this worker's memory cap. */
+function refuseOverCap(
+  msg: LoadOf<"replica" | "ps-worker">,
+  model: tf.LayersModel,
+  step: StepChoice,
+  memoryCapBytes: number,
+  release: () => void,
+): void {
+  const summary = summarizeModel(model);
+  // Sharded, this replica keeps its share of the optimizer's state (ZeRO-1), of the gradient too (ZeRO-2), and of the weights (ZeRO-3).
+  const sum = "sum" in msg ? msg.sum : undefined;
+  const over = sum && "over" in sum ? sum.over : 1;
+  const buckets = sum && "bucketBytes" in sum ? (sum.bucketBytes ?? 0) : 0;
+  const native = step.native ? step.native.memory() : null;
+  const e = shardedMemory(
+    estimateReplicaMemory(summary, { batchSize: msg.replicaBatch, optimizer: msg.optimizer, native }),
+    shardedStateOf(sum),
+    over,
+    largestBucketBytes(summary, buckets),
+    msg.optimizer,
+    "overlap" in msg && msg.overlap === true,
+  );
+  const need = memoryTotal(e);
+  if (need > memoryCapBytes) {
+    release();
+    throw new ModelError(
+      `the whole model needs ${formatBytes(need)} per replica (${formatBytes(e.paramsBytes)} parameters, ${formatBytes(e.gradientBytes)} gradients, ${formatBytes(e.optimizerBytes ?? 0)} optimizer state${over > 1 ? ` (its share of ${over})` : ""}, ${formatBytes(e.activationBytes ?? 0)} activations for ${msg.replicaBatch} samples), above this worker's memory cap of ${formatBytes(memoryCapBytes)}`,
+      {
+        hint: 'on several workers, shard the training state among them, strategy("data", { shard: "optimizer" | "gradients" | "parameters" }) (ZeRO-1, -2, -3), or split the model over them: strategy("pipeline"), strategy("hybrid", { stages }) or strategy("auto")',
+        details: { neededBytes: need, capBytes: memoryCapBytes },
+      },
+    );
   }
-  return { model, compileOptimizer, objective, vars, names, sizes, gradientLength: sizes.reduce((a, b) => a + b, 0), state: new ModelState(model), step, insight: new StepInsight(model, step.native) };
 }
 
 /** The replica's report of a slow step, where it has one to send (once a fit), as a step report's field. */
@@ -87,8 +123,8 @@ export function replicaStepReport(r: LoadedReplica): ReplicaStepChoice {
 /** The native step where the worker runs the native backend and the model compiles to one. */
 function compileNativeStep(model: tf.LayersModel, objective: StepObjective, vars: tf.Variable[]): StepChoice {
   const backend = tf.backend();
-  if (!(backend instanceof NativeBackend)) return { native: null, why: `the ${tf.getBackend()} backend has no native step` };
+  if (!(backend instanceof NativeBackend))
+    return { native: null, why: `the ${tf.getBackend()} backend has no native step` };
   if (process.env.MESHTRAIN_NATIVE_STEP === "0") return { native: null, why: "MESHTRAIN_NATIVE_STEP=0 turned it off" };
   return NativeStep.compile(backend, model, objective, vars);
 }
-
