@@ -45,7 +45,8 @@ export function compileProgram(model: tf.LayersModel, vars: readonly tf.Variable
   }
   for (const node of graph.nodes) {
     const cls = node.layer.getClassName();
-    if (!LAYER_TABLE[cls]) return `${node.layer.name} (${cls}) is not one of the layers a native step computes (${layerClasses()})`;
+    if (!LAYER_TABLE[cls])
+      return `${node.layer.name} (${cls}) is not one of the layers a native step computes (${layerClasses()})`;
   }
   const cache = new Map<string, Schedule | string>();
   const program: Program = {
@@ -77,7 +78,8 @@ function outShapesOf(node: GraphNode, ins: number[][], graph: Graph): number[][]
   const declared = node.outputs.map((t) => graph.shapes[t]!.slice(1));
   if (declared.every((s) => s.every((d) => d !== null))) return declared as number[][];
   const given = ins.map((s) => [null, ...s]);
-  const out = node.layer.computeOutputShape(given.length === 1 ? given[0]! : given) as Array<number | null> | Array<Array<number | null>>;
+  const out = node.layer.computeOutputShape(given.length === 1 ? given[0]! : given) as
+    Array<number | null> | Array<Array<number | null>>;
   const list = Array.isArray(out[0]) ? (out as Array<Array<number | null>>) : [out as Array<number | null>];
   return list.map((s) => s.slice(1).map((d) => d ?? 1));
 }
@@ -107,9 +109,23 @@ function newStorage(b: Building, shape: number[]): number {
   return b.sizes.push(sizeOf(shape)) - 1;
 }
 
-function buildSchedule(graph: Graph, offsets: Map<tf.Variable, number>, inShapes: readonly number[][]): Schedule | string {
-  if (inShapes.length !== graph.inputs.length) return `the model takes ${graph.inputs.length} inputs, not ${inShapes.length}`;
-  const b: Building = { graph, offsets, storageOf: [], shapeOf: [], sizes: [], masks: new Map(), ops: [], penalties: new Map() };
+function buildSchedule(
+  graph: Graph,
+  offsets: Map<tf.Variable, number>,
+  inShapes: readonly number[][],
+): Schedule | string {
+  if (inShapes.length !== graph.inputs.length)
+    return `the model takes ${graph.inputs.length} inputs, not ${inShapes.length}`;
+  const b: Building = {
+    graph,
+    offsets,
+    storageOf: [],
+    shapeOf: [],
+    sizes: [],
+    masks: new Map(),
+    ops: [],
+    penalties: new Map(),
+  };
   graph.inputs.forEach((t, i) => {
     b.shapeOf[t] = [...inShapes[i]!];
     b.storageOf[t] = newStorage(b, b.shapeOf[t]!);
@@ -119,8 +135,17 @@ function buildSchedule(graph: Graph, offsets: Map<tf.Variable, number>, inShapes
     if (why) return why;
   }
   // A penalty is added once its weight's gradient is final: after the backward pass of the first op using it (the last to run).
-  for (const p of b.penalties.values()) b.ops.find((o) => o.op.params.some((q) => q.variable === p.slot.variable))?.penalties.push(p);
-  const s: Schedule = { ops: b.ops, sizes: b.sizes, grads: [], inputs: graph.inputs.map((t) => b.storageOf[t]!), outputs: graph.outputs.map((t) => b.storageOf[t]!), outShapes: graph.outputs.map((t) => b.shapeOf[t]!), slots: { value: [], grad: [], valueSizes: [], gradSizes: [], inputs: new Set() } };
+  for (const p of b.penalties.values())
+    b.ops.find((o) => o.op.params.some((q) => q.variable === p.slot.variable))?.penalties.push(p);
+  const s: Schedule = {
+    ops: b.ops,
+    sizes: b.sizes,
+    grads: [],
+    inputs: graph.inputs.map((t) => b.storageOf[t]!),
+    outputs: graph.outputs.map((t) => b.storageOf[t]!),
+    outShapes: graph.outputs.map((t) => b.shapeOf[t]!),
+    slots: { value: [], grad: [], valueSizes: [], gradSizes: [], inputs: new Set() },
+  };
   planGradients(s);
   s.slots = planSlots(s);
   return s;
@@ -139,27 +164,29 @@ function addNode(b: Building, node: GraphNode): string | null {
   const maskIn = inMasks.some((m) => m !== null) ? inMasks[0]! : null;
   const cfg = layer.getConfig() as Record<string, unknown>;
   const rule: MaskRule = layer.supportsMasking ? entry.mask : "none";
-  if (rule === "refuse" && maskIn !== null) return `a mask reaches ${name}, whose masks tfjs-layers reshapes (no later layer would read it as the same mask)`;
+  if (rule === "refuse" && maskIn !== null)
+    return `a mask reaches ${name}, whose masks tfjs-layers reshapes (no later layer would read it as the same mask)`;
   let outShapes: number[][];
   try {
     outShapes = outShapesOf(node, callShapes, b.graph);
   } catch (err) {
     return `${name}'s output shape for inputs ${callShapes.map((s) => `[${s.join(", ")}]`).join(", ")}: ${(err as Error).message}`;
   }
-  const call: LayerCall = { layer, name, cls, cfg, inShapes: callShapes, outShapes, masked: maskIn !== null, param: (weight) => slotFor(layer, b.offsets, weight) };
+  const call: LayerCall = {
+    layer,
+    name,
+    cls,
+    cfg,
+    inShapes: callShapes,
+    outShapes,
+    masked: maskIn !== null,
+    param: (weight) => slotFor(layer, b.offsets, weight),
+  };
   const found = penaltiesOf(call);
   if (typeof found === "string") return found;
   for (const p of found) if (!b.penalties.has(p.slot.variable)) b.penalties.set(p.slot.variable, p);
-  let outs: number[];
-  if (entry.build === "alias" || entry.aliasIf?.(cfg)) {
-    if (ins.length !== 1 || sizeOf(outShapes[0]!) !== b.sizes[ins[0]!]) return `${name} changes the number of values`;
-    outs = [ins[0]!];
-  } else {
-    const op = entry.build(call);
-    if (typeof op === "string") return op;
-    outs = outShapes.map((sh) => newStorage(b, sh));
-    b.ops.push({ op, inputs: ins, outputs: outs, mask: maskIn, backward: false, needDx: [], addDx: [], zeroFirst: [], penalties: [] });
-  }
+  const outs = opOutputs(b, entry, call, ins, maskIn);
+  if (typeof outs === "string") return outs;
   node.outputs.forEach((t, i) => {
     b.storageOf[t] = outs[i]!;
     b.shapeOf[t] = outShapes[i]!;
@@ -169,14 +196,62 @@ function addNode(b: Building, node: GraphNode): string | null {
   return null;
 }
 
+/** The call's outputs' storages: its input's where the layer only reshapes (an alias), else new ones its op writes. */
+function opOutputs(
+  b: Building,
+  entry: (typeof LAYER_TABLE)[string],
+  call: LayerCall,
+  ins: number[],
+  maskIn: number | null,
+): number[] | string {
+  if (entry.build === "alias" || entry.aliasIf?.(call.cfg)) {
+    if (ins.length !== 1 || sizeOf(call.outShapes[0]!) !== b.sizes[ins[0]!])
+      return `${call.name} changes the number of values`;
+    return [ins[0]!];
+  }
+  const op = entry.build(call);
+  if (typeof op === "string") return op;
+  const outs = call.outShapes.map((sh) => newStorage(b, sh));
+  b.ops.push({
+    op,
+    inputs: ins,
+    outputs: outs,
+    mask: maskIn,
+    backward: false,
+    needDx: [],
+    addDx: [],
+    zeroFirst: [],
+    penalties: [],
+  });
+  return outs;
+}
+
 /** The mask a call's outputs carry (tfjs-layers gives all outputs of a call the first one's); a new one is made by a MaskOp. */
-function maskAfter(b: Building, rule: MaskRule, cfg: Record<string, unknown>, maskIn: number | null, input: number, inShape: number[], name: string): number | null {
+function maskAfter(
+  b: Building,
+  rule: MaskRule,
+  cfg: Record<string, unknown>,
+  maskIn: number | null,
+  input: number,
+  inShape: number[],
+  name: string,
+): number | null {
   if (rule === "pass" || (rule === "sequence" && cfg.returnSequences === true)) return maskIn;
   if (!((rule === "ids" && cfg.maskZero === true) || rule === "values")) return null;
   const mask = newStorage(b, rule === "ids" ? inShape : inShape.slice(0, -1));
   const cols = rule === "ids" ? 1 : inShape[inShape.length - 1]!;
   const op = new MaskOp(`${name} mask`, cols, rule === "ids" ? 0 : Number(cfg.maskValue ?? 0));
-  b.ops.push({ op, inputs: [input], outputs: [mask], mask: null, backward: false, needDx: [false], addDx: [false], zeroFirst: [], penalties: [] });
+  b.ops.push({
+    op,
+    inputs: [input],
+    outputs: [mask],
+    mask: null,
+    backward: false,
+    needDx: [false],
+    addDx: [false],
+    zeroFirst: [],
+    penalties: [],
+  });
   return mask;
 }
 
@@ -208,7 +283,8 @@ function planGradients(s: Schedule): void {
     const o = s.ops[k]!;
     const trains = o.op.params.some((p) => p.offset !== null);
     o.needDx = o.inputs.map((i) => !(o.op instanceof MaskOp) && s.grads[i]! && o.outputs.some((out) => s.grads[out]));
-    o.backward = !(o.op instanceof MaskOp) && o.outputs.some((out) => s.grads[out]) && (trains || o.needDx.some(Boolean));
+    o.backward =
+      !(o.op instanceof MaskOp) && o.outputs.some((out) => s.grads[out]) && (trains || o.needDx.some(Boolean));
     if (!o.backward) {
       o.needDx = o.needDx.map(() => false);
       o.addDx = o.needDx.map(() => false);
@@ -230,8 +306,14 @@ function planGradients(s: Schedule): void {
  * its arrays take per sample and fixed (the memory estimate's activations), at the model's input
  * shapes (a length left open counted as 2). Compiling builds no arrays, so asking is cheap.
  */
-export function nativeStepOptions(model: tf.LayersModel): { nativeLayers: string | null; nativeMemory: NativeMemory | null } {
-  const r = compileProgram(model, model.trainableWeights.map((w) => w.read() as tf.Variable));
+export function nativeStepOptions(model: tf.LayersModel): {
+  nativeLayers: string | null;
+  nativeMemory: NativeMemory | null;
+} {
+  const r = compileProgram(
+    model,
+    model.trainableWeights.map((w) => w.read() as tf.Variable),
+  );
   if (typeof r === "string") return { nativeLayers: r, nativeMemory: null };
   const s = r.schedule(r.graph.inputs.map((t) => r.graph.shapes[t]!.slice(1).map((d) => d ?? 2)));
   if (typeof s === "string") return { nativeLayers: s, nativeMemory: null };
