@@ -5,7 +5,12 @@ import type * as tf from "@tensorflow/tfjs";
  * class, config and shapes. The backward pass costs about twice the forward (gradients of the
  * input and of the weights). An estimate for planning, not a measurement.
  */
-export function forwardFlops(layer: tf.layers.Layer, inShape: ReadonlyArray<number | null>, outShape: ReadonlyArray<number | null>): number {
+// long: one case per layer class, read as one table
+export function forwardFlops(
+  layer: tf.layers.Layer,
+  inShape: ReadonlyArray<number | null>,
+  outShape: ReadonlyArray<number | null>,
+): number {
   const size = (s: ReadonlyArray<number | null>): number => s.slice(1).reduce<number>((a, d) => a * (d ?? 1), 1);
   const out = size(outShape);
   const cfg = layer.getConfig() as Record<string, unknown>;
@@ -48,7 +53,9 @@ export function forwardFlops(layer: tf.layers.Layer, inShape: ReadonlyArray<numb
     case "MaxPooling1D":
     case "AveragePooling1D": {
       const p = cfg.poolSize as number | number[];
-      const [ph, pw] = Array.isArray(p) ? [p[0]!, p[1] ?? (layer.getClassName().endsWith("1D") ? 1 : p[0]!)] : [p, layer.getClassName().endsWith("1D") ? 1 : p];
+      const [ph, pw] = Array.isArray(p)
+        ? [p[0]!, p[1] ?? (layer.getClassName().endsWith("1D") ? 1 : p[0]!)]
+        : [p, layer.getClassName().endsWith("1D") ? 1 : p];
       return ph * pw * out;
     }
     case "BatchNormalization":
@@ -63,12 +70,21 @@ export function forwardFlops(layer: tf.layers.Layer, inShape: ReadonlyArray<numb
 }
 
 /** Recurrent layers and attention, whose cost grows with the sequence: per sample, forward. */
-function sequenceFlops(cls: string, cfg: Record<string, unknown>, inShape: ReadonlyArray<number | null>, outShape: ReadonlyArray<number | null>): number {
+function sequenceFlops(
+  cls: string,
+  cfg: Record<string, unknown>,
+  inShape: ReadonlyArray<number | null>,
+  outShape: ReadonlyArray<number | null>,
+): number {
   const T = inShape[1] ?? 1;
   const cin = inShape[inShape.length - 1] ?? 1;
   if (cls === "MultiHeadAttention") {
     // Self-attention's cost (the query's length for the keys' too): four projections, scores, softmax, context.
-    const [H, dk, dv] = [cfg.numHeads as number, cfg.keyDim as number, (cfg.valueDim as number | null) ?? (cfg.keyDim as number)];
+    const [H, dk, dv] = [
+      cfg.numHeads as number,
+      cfg.keyDim as number,
+      (cfg.valueDim as number | null) ?? (cfg.keyDim as number),
+    ];
     const outDim = outShape[outShape.length - 1] ?? cin;
     return 2 * T * cin * H * (2 * dk + dv) + 2 * T * H * dv * outDim + H * T * T * (2 * dk + 2 * dv + 5);
   }
