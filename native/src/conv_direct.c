@@ -27,7 +27,7 @@ static inline v16 splat(float x) { return (v16){x, x, x, x, x, x, x, x, x, x, x,
 
 /* Whether a direct kernel takes this pass (MT_PASS_FORWARD, _INPUT or _FILTER) of this geometry,
  * by what was measured against im2col + OpenBLAS's GEMM (its SkylakeX kernels) on one AVX-512
- * core, AMD EPYC (scratch/convmicro.js with OPENBLAS_CORETYPE set as the addon sets it). Multiples
+ * core, AMD EPYC (OPENBLAS_CORETYPE=SkylakeX node dist/bench/kernels/conv-rates.js ...). Multiples
  * of 16 output channels only. The forward pass and the input's gradient up to 128 channels on
  * rows of 8 or more pixels (a row's pixels share the filter's loads): 56 x 56 x 64 ran at 199
  * GFLOP/s against 92-111, 28 x 28 x 128 at 155 against 145; at 256 channels on 14 x 14 the GEMM
