@@ -57,21 +57,27 @@ export class CommServer implements SessionHost {
       },
       (err: MeshtrainError) => {
         log(`refused a connection from ${link.address}: ${err.summary}`);
-        if (this.limiter.failed(host)) log(`refusing every connection from ${host} for ${LIMITS.banMs / 1000} s: ${LIMITS.maxFailures} failed handshakes within ${LIMITS.windowMs / 1000} s`);
+        if (this.limiter.failed(host))
+          log(
+            `refusing every connection from ${host} for ${LIMITS.banMs / 1000} s: ${LIMITS.maxFailures} failed handshakes within ${LIMITS.windowMs / 1000} s`,
+          );
       },
     );
   }
 
   private onDriver(link: Link): void {
     // A driver that closed its cluster a moment ago: its session is over even if the close is still in flight.
-    if (this.session && !this.session.ended && this.session.channel.link.closed) this.session.end("the driver closed its connection");
+    if (this.session && !this.session.ended && this.session.channel.link.closed)
+      this.session.end("the driver closed its connection");
     if (this.session && !this.session.ended) {
       link.sendText(
         JSON.stringify({
           type: "error",
           v: PROTOCOL_VERSION,
           error: toWireError(
-            new ProtocolError("this worker is serving another driver", { hint: "wait for that driver to close its cluster, or start another worker" }),
+            new ProtocolError("this worker is serving another driver", {
+              hint: "wait for that driver to close its cluster, or start another worker",
+            }),
           ),
         }),
       );
@@ -140,11 +146,7 @@ export class CommServer implements SessionHost {
         exchange = new Float32Array(m.memory);
         return;
       case "allReduce":
-        // The exchange is given before the first all-reduce that needs it, on this same channel.
-        if (!m.data && exchange.length < (m.exchange ?? 0)) toCompute({ kind: "allReduceFailed", seq: m.seq, error: toWireError(new ProtocolError(`all-reduce ${m.seq} of ${m.exchange} values in shared memory of ${exchange.length}`)) });
-        else if (s && !s.ended) s.allReduce(m.seq, m.data ?? exchange.subarray(0, m.exchange ?? 0), m.generation, m.wire, m.phases);
-        else toCompute({ kind: "allReduceFailed", seq: m.seq, error: toWireError(new CollectiveError("no driver session")) });
-        return;
+        return this.allReduce(m);
       case "pipeSend":
         if (s && !s.ended) s.pipeSend(m.to, m.frameKind, m.step, m.micro, m.data);
         return;
@@ -165,6 +167,24 @@ export class CommServer implements SessionHost {
         void collectGarbage().then(() => toCompute({ kind: "garbageCollected" }));
         return;
     }
+  }
+
+  /** The compute thread's all-reduce, its values given or in the shared exchange; refused when neither can serve it. */
+  private allReduce(m: Extract<ComputeToComm, { kind: "allReduce" }>): void {
+    const s = this.session;
+    // The exchange is given before the first all-reduce that needs it, on this same channel.
+    if (!m.data && exchange.length < (m.exchange ?? 0))
+      toCompute({
+        kind: "allReduceFailed",
+        seq: m.seq,
+        error: toWireError(
+          new ProtocolError(`all-reduce ${m.seq} of ${m.exchange} values in shared memory of ${exchange.length}`),
+        ),
+      });
+    else if (s && !s.ended)
+      s.allReduce(m.seq, m.data ?? exchange.subarray(0, m.exchange ?? 0), m.generation, m.wire, m.phases);
+    else
+      toCompute({ kind: "allReduceFailed", seq: m.seq, error: toWireError(new CollectiveError("no driver session")) });
   }
 
   sessionEnded(session: Session, reason: string, said = false): void {
