@@ -66,15 +66,31 @@ export class PsReplica implements WorkerRole {
     this.stateAt = r.state.sizes.map((size) => ({ off: (at += size) - size, size }));
   }
 
-  static async load(msg: LoadOf<"ps-worker">, weights: Tensorlike[], env: Pick<RoleEnv, "memoryCapBytes">): Promise<PsReplica> {
+  static async load(
+    msg: LoadOf<"ps-worker">,
+    weights: Tensorlike[],
+    env: Pick<RoleEnv, "memoryCapBytes">,
+  ): Promise<PsReplica> {
     const r = await loadReplica(msg, weights, env.memoryCapBytes);
     const { shards, state } = msg;
-    const problem = coverage(shards, r.vars.length, "trainable variables") ?? coverage(state, r.state.sizes.length, "state tensors (float non-trainable weights)");
+    const problem =
+      coverage(shards, r.vars.length, "trainable variables") ??
+      coverage(state, r.state.sizes.length, "state tensors (float non-trainable weights)");
     if (problem !== null || state.length !== shards.length) {
       r.model.dispose();
-      throw new ProtocolError(problem ?? `the servers' state lists ${state.length} servers; their shards ${shards.length}`);
+      throw new ProtocolError(
+        problem ?? `the servers' state lists ${state.length} servers; their shards ${shards.length}`,
+      );
     }
-    return new PsReplica(r, shards.map((s) => [...s]), state.map((s) => [...s]), msg.slowdown ?? 1, msg.compression, msg.accumulate ?? 1, msg.mode);
+    return new PsReplica(
+      r,
+      shards.map((s) => [...s]),
+      state.map((s) => [...s]),
+      msg.slowdown ?? 1,
+      msg.compression,
+      msg.accumulate ?? 1,
+      msg.mode,
+    );
   }
 
   get paramCount(): number {
@@ -91,7 +107,10 @@ export class PsReplica implements WorkerRole {
 
   async step(msg: MessageOf<"step">, attachments: Tensorlike[], io: HostIO): Promise<PsStepResult> {
     const feed = splitFeed(this.r.model, attachments);
-    if (!feed) throw new ProtocolError(`"step" ${msg.step} carries ${attachments.length} tensors, expected ${this.r.model.inputs.length} input(s) and ${this.r.model.outputs.length} target(s)`);
+    if (!feed)
+      throw new ProtocolError(
+        `"step" ${msg.step} carries ${attachments.length} tensors, expected ${this.r.model.inputs.length} input(s) and ${this.r.model.outputs.length} target(s)`,
+      );
     const { x, y } = feed;
     const links = io.servers;
     const clock = msg.ps?.clock ?? msg.step;
@@ -107,7 +126,10 @@ export class PsReplica implements WorkerRole {
     // A flagged push of zeros for a non-finite or failed slice: a sync server waits for every worker.
     const stateNow = new Float32Array(this.r.state.length);
     const extra = stateNow.length > 0 ? { stateNow } : {};
-    const slice = this.accumulate > 1 ? await accumulatedSlice(this.r, this.accumulate, x, y, msg.weight, flat, extra) : await checkedSliceGradient(this.r, x, y, msg.weight, flat, extra);
+    const slice =
+      this.accumulate > 1
+        ? await accumulatedSlice(this.r, this.accumulate, x, y, msg.weight, flat, extra)
+        : await checkedSliceGradient(this.r, x, y, msg.weight, flat, extra);
     const overflow = slice.nonFinite === undefined && slice.failure === undefined ? this.compress(flat) : undefined;
     const nonFinite = slice.nonFinite ?? overflow;
     const flagged = nonFinite !== undefined || slice.failure !== undefined;
@@ -118,7 +140,7 @@ export class PsReplica implements WorkerRole {
     const t3 = performance.now();
     const shards = this.split(flat, change, flagged);
     const wires = this.wires;
-    const sentBytes = shards.reduce((n, s, i) => n + 4 * (wires ? Math.ceil(wires[i]!.packed / 2) + s.length - wires[i]!.packed : s.length), 0);
+    const sentBytes = pushedBytes(shards, wires);
     const pushed = await links.push(clock, pulled.versions, shards, wires, msg.learningRate);
     const t4 = performance.now();
     const waitMs = Math.max(0, ...pulled.waitedMs);
@@ -151,9 +173,15 @@ export class PsReplica implements WorkerRole {
   answer(msg: Message, attachments: Tensorlike[] = [], io?: HostIO): Promise<RoleReply> | undefined {
     if (msg.type !== "evaluate") return undefined;
     const feed = splitFeed(this.r.model, attachments);
-    if (!feed) return Promise.reject(new ProtocolError(`"evaluate" carries ${attachments.length} tensors, expected ${this.r.model.inputs.length} input(s) and ${this.r.model.outputs.length} target(s)`));
+    if (!feed)
+      return Promise.reject(
+        new ProtocolError(
+          `"evaluate" carries ${attachments.length} tensors, expected ${this.r.model.inputs.length} input(s) and ${this.r.model.outputs.length} target(s)`,
+        ),
+      );
     const servers = io?.servers ?? this.last?.links;
-    if (!servers || (this.mode === "sync" && !this.last)) return Promise.reject(new StateError("validation before any step: this worker has not reached its servers yet"));
+    if (!servers || (this.mode === "sync" && !this.last))
+      return Promise.reject(new StateError("validation before any step: this worker has not reached its servers yet"));
     return servers
       .pull(this.mode === "sync" ? this.last!.clock + 1 : undefined)
       .then((pulled) => this.assign(pulled.shards))
@@ -177,16 +205,23 @@ export class PsReplica implements WorkerRole {
       const data = shards[s]!;
       const vars = indices.map((i) => this.r.vars[i]!);
       let off = vars.reduce((n, v) => n + v.size, 0);
-      if (off > data.length) throw new ProtocolError(`parameter server ${s} sent ${data.length} values; its variables need more`);
+      if (off > data.length)
+        throw new ProtocolError(`parameter server ${s} sent ${data.length} values; its variables need more`);
       // Each server's variables in one upload.
       assignFlat(vars, data.subarray(0, off));
       for (const i of this.stateShards[s]!) {
         const { off: at, size } = this.stateAt[i]!;
-        if (off + size > data.length) throw new ProtocolError(`parameter server ${s} sent ${data.length} values; its variables and state need more`);
+        if (off + size > data.length)
+          throw new ProtocolError(
+            `parameter server ${s} sent ${data.length} values; its variables and state need more`,
+          );
         state.set(data.subarray(off, off + size), at);
         off += size;
       }
-      if (off !== data.length) throw new ProtocolError(`parameter server ${s} sent ${data.length} values; its variables and state hold ${off}`);
+      if (off !== data.length)
+        throw new ProtocolError(
+          `parameter server ${s} sent ${data.length} values; its variables and state hold ${off}`,
+        );
     });
     this.r.state.set(state);
     return state;
@@ -196,7 +231,10 @@ export class PsReplica implements WorkerRole {
   private split(flat: Float32Array, change: Float32Array, flagged: boolean): Float32Array[] {
     return this.shards.map((indices, s) => {
       const states = this.stateShards[s]!;
-      const out = this.pushBuffer(s, indices.reduce((a, i) => a + this.r.sizes[i]!, 0) + states.reduce((a, i) => a + this.stateAt[i]!.size, 0) + 1);
+      const out = this.pushBuffer(
+        s,
+        indices.reduce((a, i) => a + this.r.sizes[i]!, 0) + states.reduce((a, i) => a + this.stateAt[i]!.size, 0) + 1,
+      );
       let at = 0;
       for (const i of indices) {
         out.set(flat.subarray(this.offsets[i]!, this.offsets[i]! + this.r.sizes[i]!), at);
@@ -220,7 +258,11 @@ export class PsReplica implements WorkerRole {
    * is its own buffer, handed over.
    */
   private pushBuffer(s: number, length: number): Float32Array {
-    if (typeof SharedArrayBuffer === "undefined" || (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated === false) return new Float32Array(length);
+    if (
+      typeof SharedArrayBuffer === "undefined" ||
+      (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated === false
+    )
+      return new Float32Array(length);
     if (this.pushes[s]?.length !== length) this.pushes[s] = new Float32Array(new SharedArrayBuffer(4 * length));
     return this.pushes[s]!;
   }
@@ -251,5 +293,15 @@ function coverage(shards: number[][], count: number, what: string): string | nul
 }
 
 function noState(): StateError {
-  return new StateError("a parameter-server worker holds no optimizer state: the servers do", { hint: "checkpoint the servers" });
+  return new StateError("a parameter-server worker holds no optimizer state: the servers do", {
+    hint: "checkpoint the servers",
+  });
+}
+
+/** Bytes a push sends: each shard's float32 values, or its 16-bit part at 2 bytes a value and the rest at 4. */
+function pushedBytes(shards: readonly Float32Array[], wires: readonly WireFormat[] | undefined): number {
+  return shards.reduce(
+    (n, s, i) => n + 4 * (wires ? Math.ceil(wires[i]!.packed / 2) + s.length - wires[i]!.packed : s.length),
+    0,
+  );
 }
