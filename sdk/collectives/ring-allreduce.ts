@@ -87,16 +87,26 @@ export class RingAllReduce {
   ) {}
 
   /** Sums `data` in place across the ring (or runs one phase: see RingPhases). `seq` must grow by one per call (the step number works). */
-  run(data: Float32Array, seq: number, timeoutMs: number, wire?: WireFormat, phases: RingPhases = "both"): Promise<AllReduceStats> {
+  run(
+    data: Float32Array,
+    seq: number,
+    timeoutMs: number,
+    wire?: WireFormat,
+    phases: RingPhases = "both",
+  ): Promise<AllReduceStats> {
     if (this.failure) return Promise.reject(this.failure);
-    if (this.op) return Promise.reject(new CollectiveError(`all-reduce ${seq} started while ${this.op.seq} is still running`));
+    if (this.op)
+      return Promise.reject(new CollectiveError(`all-reduce ${seq} started while ${this.op.seq} is still running`));
     if (seq <= this.lastSeq) {
       return Promise.reject(new CollectiveError(`all-reduce sequence went backwards: ${seq} after ${this.lastSeq}`));
     }
     this.lastSeq = seq;
     const started = performance.now();
     if (this.size === 1 || data.length === 0) return Promise.resolve({ waitMs: 0, commMs: 0, bytesSent: 0 });
-    if (wire && phases === "allGather") return Promise.reject(new CollectiveError("an all-gather travels in float32: its owners' values are not rounded to a 16-bit format"));
+    if (wire && phases === "allGather")
+      return Promise.reject(
+        new CollectiveError("an all-gather travels in float32: its owners' values are not rounded to a 16-bit format"),
+      );
     const packed = wire ? Math.min(wire.packed, data.length) : 0;
     return new Promise((resolve, reject) => {
       const op: Op = {
@@ -114,21 +124,14 @@ export class RingAllReduce {
         bytesSent: 0,
         resolve,
         reject,
-        timer: setTimeout(() => {
-          const total = this.expectedChunks(data.length, packed, phases).size;
-          const got = total - op.expected.size;
-          this.abort(
-            new TimeoutError(
-              `all-reduce ${seq}: position ${this.position} waited ${timeoutMs} ms for data from ${this.links.prevName} (received ${got} of ${total} chunks)`,
-              { details: { step: seq, waitingFor: `all-reduce chunks from ${this.links.prevName}` }, hint: "a worker is stuck or much slower than the others; see the driver's error for which" },
-            ),
-          );
-        }, timeoutMs),
+        timer: setTimeout(() => this.timedOut(op, timeoutMs), timeoutMs),
       };
       this.op = op;
       // An all-gather alone starts where the reduce-scatter ended: each position sends its shard, segment p + 1.
       const gather = phases === "allGather";
-      const [s, e] = gather ? shardBounds(data.length, this.size, this.position) : segmentBounds(data.length, this.size, this.position);
+      const [s, e] = gather
+        ? shardBounds(data.length, this.size, this.position)
+        : segmentBounds(data.length, this.size, this.position);
       for (const [off, length] of this.pieces(s, e, packed)) this.send(op, gather ? AG : RS, 0, off, length);
       const early = this.early;
       this.early = [];
@@ -138,6 +141,21 @@ export class RingAllReduce {
       }
       this.maybeFinish(op);
     });
+  }
+
+  /** The running all-reduce waited `timeoutMs` for its previous neighbour: it fails, naming who and how far it got. */
+  private timedOut(op: Op, timeoutMs: number): void {
+    const total = this.expectedChunks(op.data.length, op.packed, op.phases).size;
+    const got = total - op.expected.size;
+    this.abort(
+      new TimeoutError(
+        `all-reduce ${op.seq}: position ${this.position} waited ${timeoutMs} ms for data from ${this.links.prevName} (received ${got} of ${total} chunks)`,
+        {
+          details: { step: op.seq, waitingFor: `all-reduce chunks from ${this.links.prevName}` },
+          hint: "a worker is stuck or much slower than the others; see the driver's error for which",
+        },
+      ),
+    );
   }
 
   /** What the running all-reduce waits for, for stall reports; undefined when none runs. */
@@ -158,7 +176,11 @@ export class RingAllReduce {
         this.early.push({ header: h, bytes: this.copies.copy(frame.bytes) });
         return;
       }
-      this.abort(new ProtocolError(`ring frame for all-reduce ${h.seq} from ${this.links.prevName} while at ${op ? op.seq : this.lastSeq}`));
+      this.abort(
+        new ProtocolError(
+          `ring frame for all-reduce ${h.seq} from ${this.links.prevName} while at ${op ? op.seq : this.lastSeq}`,
+        ),
+      );
       return;
     }
     if (op.firstFrameAt === undefined) op.firstFrameAt = performance.now();
@@ -166,7 +188,13 @@ export class RingAllReduce {
     const k = h.tensor & 0xffff;
     const key = `${phase}:${k}:${h.offset}`;
     const want = op.expected.get(key);
-    if (h.kind !== "ring" || h.dtype !== this.dtypeAt(op, h.offset) || h.total !== op.data.length || !want || want[3] !== h.length) {
+    if (
+      h.kind !== "ring" ||
+      h.dtype !== this.dtypeAt(op, h.offset) ||
+      h.total !== op.data.length ||
+      !want ||
+      want[3] !== h.length
+    ) {
       this.abort(
         new ProtocolError(
           `unexpected ring frame from ${this.links.prevName}: phase ${phase} step ${k} offset ${h.offset} length ${h.length} ${h.dtype} total ${h.total} (all-reduce ${op.seq} of ${op.data.length} elements, ${op.packed} of them 16-bit)`,
@@ -235,7 +263,15 @@ export class RingAllReduce {
   private send(op: Op, phase: number, k: number, offset: number, length: number): void {
     const header = Buffer.allocUnsafe(HEADER_BYTES);
     const dtype = this.dtypeAt(op, offset);
-    writeHeader(header, { kind: "ring", dtype, seq: op.seq, tensor: (phase << 16) | k, offset, length, total: op.data.length });
+    writeHeader(header, {
+      kind: "ring",
+      dtype,
+      seq: op.seq,
+      tensor: (phase << 16) | k,
+      offset,
+      length,
+      total: op.data.length,
+    });
     const half = dtype !== "float32";
     let body: Uint8Array;
     if (half) {
@@ -245,7 +281,11 @@ export class RingAllReduce {
     } else body = new Uint8Array(op.data.buffer, op.data.byteOffset + offset * ELEMENT_BYTES, length * ELEMENT_BYTES);
     op.bytesSent += HEADER_BYTES + body.byteLength;
     const sent = this.links.sendToNext(header, body).catch((e: unknown) => {
-      this.abort(new CollectiveError(`all-reduce ${op.seq}: sending to ${this.links.nextName} failed: ${(e as Error).message}`, { details: { step: op.seq } }));
+      this.abort(
+        new CollectiveError(`all-reduce ${op.seq}: sending to ${this.links.nextName} failed: ${(e as Error).message}`, {
+          details: { step: op.seq },
+        }),
+      );
     });
     if (phase === RS && !half) {
       op.inFlight.set(offset, sent);
@@ -276,7 +316,10 @@ export class RingAllReduce {
   /** Chunks of segment [s, e): at most chunkElements each, split where the 16-bit values end. */
   private pieces(s: number, e: number, packed: number): Array<[offset: number, length: number]> {
     const out: Array<[number, number]> = [];
-    for (const [a, b] of [[s, Math.min(e, Math.max(s, packed))], [Math.max(s, packed), e]] as const) {
+    for (const [a, b] of [
+      [s, Math.min(e, Math.max(s, packed))],
+      [Math.max(s, packed), e],
+    ] as const) {
       for (const off of chunkOffsets(a, b, this.chunkElements)) out.push([off, Math.min(this.chunkElements, b - off)]);
     }
     return out;
@@ -288,7 +331,10 @@ export class RingAllReduce {
     const p = this.position;
     const run = [...(phases !== "allGather" ? [RS] : []), ...(phases !== "reduceScatter" ? [AG] : [])];
     for (let k = 0; k <= n - 2; k++) {
-      for (const [phase, seg] of [[RS, mod(p - k - 1, n)], [AG, mod(p - k, n)]] as const) {
+      for (const [phase, seg] of [
+        [RS, mod(p - k - 1, n)],
+        [AG, mod(p - k, n)],
+      ] as const) {
         if (!run.includes(phase)) continue;
         const [s, e] = segmentBounds(length, n, seg);
         for (const [off, len] of this.pieces(s, e, packed)) m.set(`${phase}:${k}:${off}`, [phase, k, off, len]);
