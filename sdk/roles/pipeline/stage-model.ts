@@ -15,15 +15,32 @@ type Inbound = [string, number, number, unknown?];
  * its own taking the tensor the stage before passes (of shape `inputShape`). Built only from
  * TF.js's registered classes.
  */
-export function stageTopology(topology: Record<string, unknown>, from: number, to: number, inputShape: readonly number[], index: number): Record<string, unknown> {
+export function stageTopology(
+  topology: Record<string, unknown>,
+  from: number,
+  to: number,
+  inputShape: readonly number[],
+  index: number,
+): Record<string, unknown> {
   const cfg = topology.config as { name?: string; layers?: LayerJson[] } | undefined;
-  if (!cfg || !Array.isArray(cfg.layers)) throw new ModelError(`the model's topology (class ${String(topology.class_name)}) lists no layers to split into stages`);
+  if (!cfg || !Array.isArray(cfg.layers))
+    throw new ModelError(
+      `the model's topology (class ${String(topology.class_name)}) lists no layers to split into stages`,
+    );
   if (to <= from) throw new ModelError(`stage ${index} holds no layers ([${from}, ${to}))`);
-  if (topology.class_name === "Sequential") return sequentialStage(topology, cfg as { layers: LayerJson[] }, from, to, inputShape, index);
+  if (topology.class_name === "Sequential")
+    return sequentialStage(topology, cfg as { layers: LayerJson[] }, from, to, inputShape, index);
   return functionalStage(topology, cfg as { layers: LayerJson[] }, from, to, inputShape, index);
 }
 
-function sequentialStage(topology: Record<string, unknown>, cfg: { name?: string; layers: LayerJson[] }, from: number, to: number, inputShape: readonly number[], index: number): Record<string, unknown> {
+function sequentialStage(
+  topology: Record<string, unknown>,
+  cfg: { name?: string; layers: LayerJson[] },
+  from: number,
+  to: number,
+  inputShape: readonly number[],
+  index: number,
+): Record<string, unknown> {
   const layers = cfg.layers.slice(from, to).map((l) => ({ class_name: l.class_name, config: { ...l.config } }));
   for (const l of layers) {
     delete l.config.batch_input_shape;
@@ -33,6 +50,17 @@ function sequentialStage(topology: Record<string, unknown>, cfg: { name?: string
   return { ...topology, config: { ...cfg, name: `${cfg.name ?? "model"}_stage${index}`, layers } };
 }
 
+/** The InputLayer a stage after the first takes its one crossing activation through. */
+function stageInput(index: number, inputShape: readonly number[]): LayerJson {
+  const name = `stage${index}_input`;
+  return {
+    name,
+    class_name: "InputLayer",
+    config: { batch_input_shape: [null, ...inputShape], dtype: "float32", sparse: false, name },
+    inbound_nodes: [],
+  };
+}
+
 /**
  * A functional model's stage: its layers, with the model's own InputLayers for the model inputs
  * they read (the driver sends those) and, after stage 0, a new InputLayer for the one activation
@@ -40,7 +68,14 @@ function sequentialStage(topology: Record<string, unknown>, cfg: { name?: string
  * last), then the model outputs its layers make, in the model's order. The planner cuts only
  * where one activation crosses; anything else arriving here is refused.
  */
-function functionalStage(topology: Record<string, unknown>, cfg: { name?: string; layers: LayerJson[]; input_layers?: Inbound[]; output_layers?: Inbound[] }, from: number, to: number, inputShape: readonly number[], index: number): Record<string, unknown> {
+function functionalStage(
+  topology: Record<string, unknown>,
+  cfg: { name?: string; layers: LayerJson[]; input_layers?: Inbound[]; output_layers?: Inbound[] },
+  from: number,
+  to: number,
+  inputShape: readonly number[],
+  index: number,
+): Record<string, unknown> {
   const kept = cfg.layers.filter((l) => l.class_name !== "InputLayer");
   const slice = kept.slice(from, to);
   const inside = new Set(slice.map((l) => l.name));
@@ -60,17 +95,32 @@ function functionalStage(topology: Record<string, unknown>, cfg: { name?: string
   const receives = from > 0 ? 1 : 0;
   const passes = to < kept.length ? 1 : 0;
   if (incoming.size !== receives || outgoing.size !== passes) {
-    throw new ModelError(`stage ${index} (layers [${from}, ${to})) would take ${incoming.size} activation(s) and pass on ${outgoing.size}; a stage takes one from the stage before and passes one on`, {
-      hint: "cut the model only where one tensor crosses (the planner does); see plan().explain()",
-    });
+    throw new ModelError(
+      `stage ${index} (layers [${from}, ${to})) would take ${incoming.size} activation(s) and pass on ${outgoing.size}; a stage takes one from the stage before and passes one on`,
+      {
+        hint: "cut the model only where one tensor crosses (the planner does); see plan().explain()",
+      },
+    );
   }
   const [enter] = [...incoming.values()];
   const [leave] = [...outgoing.values()];
-  const entry: LayerJson | null = enter ? { name: `stage${index}_input`, class_name: "InputLayer", config: { batch_input_shape: [null, ...inputShape], dtype: "float32", sparse: false, name: `stage${index}_input` }, inbound_nodes: [] } : null;
-  const rewire = (ref: Inbound): Inbound => (enter && key(ref) === key(enter) ? [entry!.name!, 0, 0, ref[3] ?? {}] : ref);
+  const entry = enter ? stageInput(index, inputShape) : null;
+  const rewire = (ref: Inbound): Inbound =>
+    enter && key(ref) === key(enter) ? [entry!.name!, 0, 0, ref[3] ?? {}] : ref;
   const inputLayers = cfg.layers.filter((l) => l.class_name === "InputLayer" && read.has(l.name!));
-  const layers = [...(entry ? [entry] : []), ...inputLayers, ...slice.map((l) => ({ ...l, config: { ...l.config }, inbound_nodes: (l.inbound_nodes ?? []).map((node) => node.map(rewire)) }))];
-  const inputs = [...(entry ? [[entry.name, 0, 0]] : []), ...modelInputs.filter((n) => read.has(n)).map((n) => [n, 0, 0])];
+  const layers = [
+    ...(entry ? [entry] : []),
+    ...inputLayers,
+    ...slice.map((l) => ({
+      ...l,
+      config: { ...l.config },
+      inbound_nodes: (l.inbound_nodes ?? []).map((node) => node.map(rewire)),
+    })),
+  ];
+  const inputs = [
+    ...(entry ? [[entry.name, 0, 0]] : []),
+    ...modelInputs.filter((n) => read.has(n)).map((n) => [n, 0, 0]),
+  ];
   const outputs = [...(leave ? [[leave[0], leave[1], leave[2]]] : []), ...made.map((ref) => [ref[0], ref[1], ref[2]])];
   const name = `${cfg.name ?? "model"}_stage${index}`;
   return { ...topology, config: { ...cfg, name, layers, input_layers: inputs, output_layers: outputs } };
@@ -83,9 +133,20 @@ type LayerVariable = tf.LayersModel["weights"][number];
  * layers in the whole model's order, then their non-trainable ones. A functional stage orders
  * its own layers by depth in the stage, which need not be the whole model's order.
  */
-export function stageWeightOrder(stage: tf.LayersModel, topology: Record<string, unknown>, from: number, to: number): LayerVariable[] {
+export function stageWeightOrder(
+  stage: tf.LayersModel,
+  topology: Record<string, unknown>,
+  from: number,
+  to: number,
+): LayerVariable[] {
   const cfg = topology.config as { layers: LayerJson[] };
-  const names = topology.class_name === "Sequential" ? stage.layers.map((l) => l.name) : cfg.layers.filter((l) => l.class_name !== "InputLayer").slice(from, to).map((l) => l.name!);
+  const names =
+    topology.class_name === "Sequential"
+      ? stage.layers.map((l) => l.name)
+      : cfg.layers
+          .filter((l) => l.class_name !== "InputLayer")
+          .slice(from, to)
+          .map((l) => l.name!);
   const layers = names.map((n) => stage.getLayer(n));
   return [...layers.flatMap((l) => l.trainableWeights), ...layers.flatMap((l) => l.nonTrainableWeights)];
 }
