@@ -44,7 +44,10 @@ export interface ProfileRequest {
 export type ProfileProbes = Pick<ProfileRequest, "hook" | "sum">;
 
 /** What the profile was asked to probe, with the times the worker took (kept with the profile, so a fit asking the same finds it). */
-function probed(request: ProfileRequest, m: { hookMs?: number | undefined; sumMs?: number | undefined }): Pick<ModelProfile, "hook" | "sum"> {
+function probed(
+  request: ProfileRequest,
+  m: { hookMs?: number | undefined; sumMs?: number | undefined },
+): Pick<ModelProfile, "hook" | "sum"> {
   return {
     ...(request.hook ? { hook: { spec: request.hook, ...(m.hookMs !== undefined ? { ms: m.hookMs } : {}) } } : {}),
     ...(request.sum ? { sum: { spec: request.sum, ...(m.sumMs !== undefined ? { ms: m.sumMs } : {}) } } : {}),
@@ -52,7 +55,11 @@ function probed(request: ProfileRequest, m: { hookMs?: number | undefined; sumMs
 }
 
 /** A profile's budget: a tenth of one epoch as `plan` predicts it, or a second, whichever is more. */
-export function profileBudgetMs(plan: { prediction?: { stepMs: number } | null }, datasetSize: number, batchSize: number): number {
+export function profileBudgetMs(
+  plan: { prediction?: { stepMs: number } | null },
+  datasetSize: number,
+  batchSize: number,
+): number {
   const epochMs = (plan.prediction?.stepMs ?? 0) * Math.ceil(datasetSize / batchSize);
   return Math.round(Math.max(MIN_BUDGET_MS, epochMs / 10));
 }
@@ -79,12 +86,20 @@ export class ModelProfiles {
    * print, count its calls or fail) runs only when the user trains. A worker lost meanwhile
    * fails the fit as it would during a step, with the cause `lossWithin` reports.
    */
-  async forFit(handles: readonly WorkerHandle[], model: tf.LayersModel, o: { batchSize: number; loss: LossName; optimizer: OptimizerSpec }, request: ProfileRequest, lossWithin: (ms: number) => Promise<MeshtrainError | undefined>): Promise<ModelProfile | undefined> {
+  async forFit(
+    handles: readonly WorkerHandle[],
+    model: tf.LayersModel,
+    o: { batchSize: number; loss: LossName; optimizer: OptimizerSpec },
+    request: ProfileRequest,
+    lossWithin: (ms: number) => Promise<MeshtrainError | undefined>,
+  ): Promise<ModelProfile | undefined> {
     if (model.layers.some((l) => !BUILT_IN.has(l.getClassName()))) return undefined;
     // A software GPU computes a step in seconds and its speed says nothing of a real GPU's: timing it would cost more than the fit.
     const soft = handles.find((h) => h.info?.gpu?.software);
     if (soft) {
-      process.stderr.write(`meshtrain: the plan predicts from the model's FLOPs: rank ${soft.rank} runs on a software GPU (${soft.info!.gpu!.name}), not worth timing\n`);
+      process.stderr.write(
+        `meshtrain: the plan predicts from the model's FLOPs: rank ${soft.rank} runs on a software GPU (${soft.info!.gpu!.name}), not worth timing\n`,
+      );
       return undefined;
     }
     try {
@@ -93,7 +108,9 @@ export class ModelProfiles {
       const lost = await lossWithin(LOSS_WAIT_MS);
       if (lost) throw lost;
       if (err instanceof WorkerLostError) throw err;
-      process.stderr.write(`meshtrain: the plan predicts from the model's FLOPs: timing it on a worker failed: ${err instanceof MeshtrainError ? err.summary : String(err)}\n`);
+      process.stderr.write(
+        `meshtrain: the plan predicts from the model's FLOPs: timing it on a worker failed: ${err instanceof MeshtrainError ? err.summary : String(err)}\n`,
+      );
       return undefined;
     }
   }
@@ -103,30 +120,75 @@ export class ModelProfiles {
    * batch): its replica step, and its layers unless the request leaves them out; within the
    * request's budget where it has one (beyond it, timings run once and fewer sharing rounds run).
    */
-  async take(handles: readonly WorkerHandle[], model: tf.LayersModel, o: { batchSize: number; loss: LossName; heads?: Heads | undefined; optimizer: OptimizerSpec }, request: ProfileRequest = { layers: true }): Promise<ModelProfile> {
+  async take(
+    handles: readonly WorkerHandle[],
+    model: tf.LayersModel,
+    o: { batchSize: number; loss: LossName; heads?: Heads | undefined; optimizer: OptimizerSpec },
+    request: ProfileRequest = { layers: true },
+  ): Promise<ModelProfile> {
     const topology = topologyOf(model);
-    const had = this.kept.get(key(topology, o.batchSize, true)) ?? (request.layers ? undefined : this.kept.get(key(topology, o.batchSize, false)));
-    const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
-    if (had && (request.hook === undefined || same(had.hook?.spec, request.hook)) && (request.sum === undefined || same(had.sum?.spec, request.sum))) return had;
+    const had =
+      this.kept.get(key(topology, o.batchSize, true)) ??
+      (request.layers ? undefined : this.kept.get(key(topology, o.batchSize, false)));
+    if (had && probesMatch(had, request)) return had;
     const slowest = [...handles].sort((a, b) => (a.info?.gflops ?? 0) - (b.info?.gflops ?? 0))[0];
     if (!slowest) throw new StateError("the cluster has no worker to time the model on");
     const batches = profileBatches(o.batchSize);
     const started = performance.now();
-    const budget = request.budgetMs !== undefined ? { budgetMs: request.budgetMs } : {};
+    const base = {
+      type: "profile" as const,
+      topology,
+      optimizer: o.optimizer,
+      loss: o.loss,
+      ...(o.heads ? { heads: o.heads } : {}),
+      batches,
+    };
     const r = await slowest.channel.request(
-      { type: "profile", topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), batches, ...budget, ...(request.layers ? {} : { layers: false }), ...(request.hook ? { hook: request.hook } : {}), ...(request.sum ? { sum: request.sum } : {}) },
+      {
+        ...base,
+        ...(request.budgetMs !== undefined ? { budgetMs: request.budgetMs } : {}),
+        ...(request.layers ? {} : { layers: false }),
+        ...(request.hook ? { hook: request.hook } : {}),
+        ...(request.sum ? { sum: request.sum } : {}),
+      },
       "profiled",
-      { timeoutMs: PROFILE_TIMEOUT_MS, waitingFor: request.layers ? "the model's layer and step times" : "the model's step times" },
+      {
+        timeoutMs: PROFILE_TIMEOUT_MS,
+        waitingFor: request.layers ? "the model's layer and step times" : "the model's step times",
+      },
     );
     const m = r.msg;
     const left = request.budgetMs === undefined ? Infinity : request.budgetMs - (performance.now() - started);
     // A step too big for the worker was not timed (its layers were): nor can it be timed beside the others.
-    if (m.replicaStepMs.length === 0) process.stderr.write(`meshtrain: the plan predicts a replica's step from its layers' times: its whole step was ${m.replicaStep.why ?? "not timed"}\n`);
-    const sharing = m.replicaStepMs.length === 0 ? undefined : await sharedSlowdown(handles, { type: "profile", topology, optimizer: o.optimizer, loss: o.loss, ...(o.heads ? { heads: o.heads } : {}), batches }, roundsWithin(left, m.replicaStepMs[0]!));
-    const profile: ModelProfile = Object.freeze({ batches: m.batches, layers: m.layers, replicaStepMs: m.replicaStepMs, replicaStep: m.replicaStep, timedOn: `rank ${slowest.rank} (${slowest.info?.backend ?? "?"})`, ...(sharing ? { sharing } : {}), ...probed(request, m) });
+    if (m.replicaStepMs.length === 0)
+      process.stderr.write(
+        `meshtrain: the plan predicts a replica's step from its layers' times: its whole step was ${m.replicaStep.why ?? "not timed"}\n`,
+      );
+    const sharing =
+      m.replicaStepMs.length === 0
+        ? undefined
+        : await sharedSlowdown(handles, base, roundsWithin(left, m.replicaStepMs[0]!));
+    const profile: ModelProfile = Object.freeze({
+      batches: m.batches,
+      layers: m.layers,
+      replicaStepMs: m.replicaStepMs,
+      replicaStep: m.replicaStep,
+      timedOn: `rank ${slowest.rank} (${slowest.info?.backend ?? "?"})`,
+      ...(sharing ? { sharing } : {}),
+      ...probed(request, m),
+    });
     this.kept.set(key(topology, o.batchSize, request.layers), profile);
     return profile;
   }
+}
+
+/** Whether a kept profile timed the comm hook and summing scheme the request asks about, if any. */
+function probesMatch(had: ModelProfile, request: ProfileRequest): boolean {
+  const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+  return (
+    (request.hook === undefined || same(had.hook?.spec, request.hook)) &&
+    (request.sum === undefined || same(had.sum?.spec, request.sum))
+  );
 }
 
 /**
@@ -136,13 +198,22 @@ export class ModelProfiles {
  * median over SHARED_ROUNDS such pairs, each close enough in time to meet the machine alike.
  * Undefined where every worker has a machine of its own.
  */
-async function sharedSlowdown(handles: readonly WorkerHandle[], msg: Omit<MessageOf<"profile">, "v" | "id">, rounds: number): Promise<ModelProfile["sharing"]> {
+async function sharedSlowdown(
+  handles: readonly WorkerHandle[],
+  msg: Omit<MessageOf<"profile">, "v" | "id">,
+  rounds: number,
+): Promise<ModelProfile["sharing"]> {
   const byHost = new Map<string, WorkerHandle[]>();
   for (const h of handles) if (h.info) byHost.set(h.info.hostname, [...(byHost.get(h.info.hostname) ?? []), h]);
   const crowded = [...byHost.values()].sort((a, b) => b.length - a.length)[0] ?? [];
   if (crowded.length < 2) return undefined;
   const time = (h: WorkerHandle, beside: string): Promise<number> =>
-    h.channel.request({ ...msg, sharedForMs: SHARED_MS }, "profiled", { timeoutMs: PROFILE_TIMEOUT_MS, waitingFor: `rank ${h.rank}'s step ${beside}` }).then((r) => r.msg.replicaStepMs[0]!);
+    h.channel
+      .request({ ...msg, sharedForMs: SHARED_MS }, "profiled", {
+        timeoutMs: PROFILE_TIMEOUT_MS,
+        waitingFor: `rank ${h.rank}'s step ${beside}`,
+      })
+      .then((r) => r.msg.replicaStepMs[0]!);
   const ratios: number[] = [];
   for (let round = 0; round < rounds; round++) {
     // Timed alone the same way first: a mean against a mean, since a fastest-of is a different measure.
