@@ -14,23 +14,16 @@ export function pinStage(
 ): Map<number, readonly [number, number]> {
   const [from, to] = range;
   if (!Number.isInteger(rank) || rank < 0 || rank >= o.worldSize) {
-    throw new ConfigError(`place(..., ${rank}): rank ${rank} is not one of this plan's workers (0 to ${o.worldSize - 1})`);
+    throw new ConfigError(
+      `place(..., ${rank}): rank ${rank} is not one of this plan's workers (0 to ${o.worldSize - 1})`,
+    );
   }
   if (!Number.isInteger(from) || !Number.isInteger(to) || from < 0 || to > o.layers || to <= from) {
-    throw new ConfigError(`place([${from}, ${to}], ${rank}): a layer range is [from, to) with 0 <= from < to <= ${o.layers} (the model has ${o.layers} layers)`);
+    throw new ConfigError(
+      `place([${from}, ${to}], ${rank}): a layer range is [from, to) with 0 <= from < to <= ${o.layers} (the model has ${o.layers} layers)`,
+    );
   }
-  for (const j of [from, to]) {
-    const c = o.cuts?.[j];
-    if (c && !c.ok) {
-      const near = o.cuts!.map((x, k) => (x.ok ? k : -1)).filter((k) => k >= 0);
-      const below = near.filter((k) => k < j).pop();
-      const above = near.find((k) => k > j);
-      throw new ConfigError(`place([${from}, ${to}], ${rank}): a stage boundary before layer ${j} would fall ${describeCut(c)}; a stage passes one tensor to the next, so a block stays whole within a stage`, {
-        hint: `start or end the stage where one tensor crosses: before layer ${[below, above].filter((k) => k !== undefined).join(" or ")}`,
-        details: { block: c.block.first, blockEnd: c.block.last },
-      });
-    }
-  }
+  for (const j of [from, to]) refuseInsideBlock(j, o.cuts, `place([${from}, ${to}], ${rank})`);
   const stage = rank % o.stages;
   const next = new Map(pinned);
   next.set(stage, [from, to]);
@@ -51,10 +44,30 @@ export function pinStage(
     lastStage = s;
   }
   if (lastStage === o.stages - 1 && end !== o.layers) {
-    throw new ConfigError(`place([${from}, ${to}], ${rank}): the last stage (${lastStage}) ends at layer ${end}, leaving layers [${end}, ${o.layers}) on no stage`);
+    throw new ConfigError(
+      `place([${from}, ${to}], ${rank}): the last stage (${lastStage}) ends at layer ${end}, leaving layers [${end}, ${o.layers}) on no stage`,
+    );
   }
   if (o.layers - end < o.stages - 1 - lastStage) {
-    throw new ConfigError(`place([${from}, ${to}], ${rank}): stage ${lastStage} ends at layer ${end}, leaving ${o.layers - end} layer(s) for ${o.stages - 1 - lastStage} later stage(s)`);
+    throw new ConfigError(
+      `place([${from}, ${to}], ${rank}): stage ${lastStage} ends at layer ${end}, leaving ${o.layers - end} layer(s) for ${o.stages - 1 - lastStage} later stage(s)`,
+    );
   }
   return next;
+}
+
+/** Refuses a stage boundary before layer j that would fall inside a block (where more than one tensor crosses). */
+function refuseInsideBlock(j: number, cuts: readonly Cut[] | undefined, call: string): void {
+  const c = cuts?.[j];
+  if (!c || c.ok) return;
+  const near = cuts!.map((x, k) => (x.ok ? k : -1)).filter((k) => k >= 0);
+  const below = near.filter((k) => k < j).pop();
+  const above = near.find((k) => k > j);
+  throw new ConfigError(
+    `${call}: a stage boundary before layer ${j} would fall ${describeCut(c)}; a stage passes one tensor to the next, so a block stays whole within a stage`,
+    {
+      hint: `start or end the stage where one tensor crosses: before layer ${[below, above].filter((k) => k !== undefined).join(" or ")}`,
+      details: { block: c.block.first, blockEnd: c.block.last },
+    },
+  );
 }
