@@ -61,22 +61,68 @@ export function graphCuts(model: tf.LayersModel): GraphCuts {
   const layers = model.layers.filter((l) => l.getClassName() !== "InputLayer");
   const first = [...(model.inputs[0]?.shape ?? [])];
   if (model.getClassName() === "Sequential") {
-    const cuts: Cut[] = [{ ok: true, producer: "input", shape: first }, ...layers.map((l) => ({ ok: true as const, producer: l.name, shape: shapeOf(l) }))];
+    const cuts: Cut[] = [
+      { ok: true, producer: "input", shape: first },
+      ...layers.map((l) => ({ ok: true as const, producer: l.name, shape: shapeOf(l) })),
+    ];
     return { cuts, inputReaders: [[0]], outputMakers: [layers.length - 1], unsplittable: null };
   }
   const cfg = (model.toJSON(null, false) as unknown as Topology).config;
   const listed = cfg?.layers;
-  if (!listed || !cfg.input_layers || !cfg.output_layers) return { cuts: [], inputReaders: [], outputMakers: [], unsplittable: `its topology (class ${model.getClassName()}) lists no layers, inputs and outputs` };
+  if (!listed || !cfg.input_layers || !cfg.output_layers)
+    return {
+      cuts: [],
+      inputReaders: [],
+      outputMakers: [],
+      unsplittable: `its topology (class ${model.getClassName()}) lists no layers, inputs and outputs`,
+    };
   const kept = listed.filter((l) => l.class_name !== "InputLayer");
   const shared = kept.find((l) => (l.inbound_nodes?.length ?? 0) > 1);
-  if (shared) return { cuts: [], inputReaders: [], outputMakers: [], unsplittable: `layer "${shared.name}" (${shared.class_name}) is called ${shared.inbound_nodes!.length} times (a shared layer), and a stage holds each layer once` };
+  if (shared)
+    return {
+      cuts: [],
+      inputReaders: [],
+      outputMakers: [],
+      unsplittable: `layer "${shared.name}" (${shared.class_name}) is called ${shared.inbound_nodes!.length} times (a shared layer), and a stage holds each layer once`,
+    };
   const position = new Map(kept.map((l, i) => [l.name, i]));
   const inputs = cfg.input_layers.map(([name]) => name);
-  const inputReaders = inputs.map((name) => kept.flatMap((l, i) => ((l.inbound_nodes?.[0] ?? []).some(([from]) => from === name) ? [i] : [])));
+  const inputReaders = inputs.map((name) =>
+    kept.flatMap((l, i) => ((l.inbound_nodes?.[0] ?? []).some(([from]) => from === name) ? [i] : [])),
+  );
   const outputMakers = cfg.output_layers.map(([name]) => position.get(name) ?? -1);
   const unused = inputs.findIndex((_, k) => inputReaders[k]!.length === 0);
-  if (unused >= 0 || outputMakers.includes(-1)) return { cuts: [], inputReaders, outputMakers, unsplittable: unused >= 0 ? `input "${inputs[unused]}" is read by no layer` : "an output is an input passed through" };
-  // Each activation (by the layer, node and index that make it): where it is made and last read by a layer.
+  if (unused >= 0 || outputMakers.includes(-1))
+    return {
+      cuts: [],
+      inputReaders,
+      outputMakers,
+      unsplittable:
+        unused >= 0 ? `input "${inputs[unused]}" is read by no layer` : "an output is an input passed through",
+    };
+  const tensors = tensorLives(kept, position);
+  const cuts: Cut[] = [];
+  for (let j = 0; j <= kept.length; j++) {
+    const crossing = [...tensors.values()].filter((t) => t.made < j && t.lastUse >= j);
+    if (j === 0 || j === kept.length)
+      cuts.push({
+        ok: true,
+        producer: j === 0 ? "input" : "output",
+        shape: j === 0 ? first : [...(model.outputs[0]?.shape ?? [])],
+      });
+    else if (crossing.length === 1)
+      cuts.push({ ok: true, producer: crossing[0]!.producer, shape: shapeOf(model.getLayer(crossing[0]!.producer)) });
+    else cuts.push({ ok: false, crossing: crossing.map((t) => t.producer), block: { first: "", last: "" } });
+  }
+  markBlocks(cuts, kept);
+  return { cuts, inputReaders, outputMakers, unsplittable: null };
+}
+
+/** Each activation (by the layer, node and index that make it): where it is made and last read by a layer. */
+function tensorLives(
+  kept: readonly TopologyLayer[],
+  position: ReadonlyMap<string, number>,
+): Map<string, { producer: string; made: number; lastUse: number }> {
   const tensors = new Map<string, { producer: string; made: number; lastUse: number }>();
   kept.forEach((l, i) =>
     (l.inbound_nodes?.[0] ?? []).forEach(([producer, node, index]) => {
@@ -88,15 +134,15 @@ export function graphCuts(model: tf.LayersModel): GraphCuts {
       tensors.set(key, t);
     }),
   );
-  const cuts: Cut[] = [];
-  for (let j = 0; j <= kept.length; j++) {
-    const crossing = [...tensors.values()].filter((t) => t.made < j && t.lastUse >= j);
-    if (j === 0 || j === kept.length) cuts.push({ ok: true, producer: j === 0 ? "input" : "output", shape: j === 0 ? first : [...(model.outputs[0]?.shape ?? [])] });
-    else if (crossing.length === 1) cuts.push({ ok: true, producer: crossing[0]!.producer, shape: shapeOf(model.getLayer(crossing[0]!.producer)) });
-    else cuts.push({ ok: false, crossing: crossing.map((t) => t.producer), block: { first: "", last: "" } });
-  }
-  // A block is a run of points that are not cuts: from the layer after the cut before the run to the layer before the cut after it.
-  for (let j = 0; j < cuts.length; ) {
+  return tensors;
+}
+
+/**
+ * Marks each block: a run of points that are not cuts, from the layer after the cut before the
+ * run to the layer before the cut after it.
+ */
+function markBlocks(cuts: Cut[], kept: readonly TopologyLayer[]): void {
+  for (let j = 0; j < cuts.length;) {
     if (cuts[j]!.ok) {
       j++;
       continue;
@@ -107,11 +153,11 @@ export function graphCuts(model: tf.LayersModel): GraphCuts {
     for (let k = j; k <= end; k++) (cuts[k] as Extract<Cut, { ok: false }>).block = block;
     j = end + 1;
   }
-  return { cuts, inputReaders, outputMakers, unsplittable: null };
 }
 
 /** How a point that is not a cut reads in a message. */
 export function describeCut(c: Extract<Cut, { ok: false }>): string {
-  if (c.crossing.length === 0) return `between "${c.block.first}" and "${c.block.last}", where no tensor passes from one part of the model to the other`;
+  if (c.crossing.length === 0)
+    return `between "${c.block.first}" and "${c.block.last}", where no tensor passes from one part of the model to the other`;
   return `inside the block from "${c.block.first}" to "${c.block.last}" (${c.crossing.length} tensors cross there: the outputs of ${c.crossing.map((p) => `"${p}"`).join(", ")})`;
 }
