@@ -2,7 +2,7 @@ import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { blasCoreFor, chooseBlasCore } from "../sdk/backends/native/blas-core";
+import { bestBlasCore, blasCoreFor, chooseBlasCore } from "../sdk/backends/native/blas-core";
 
 /** Shared by every benchmark: child processes, the PyTorch peer, medians and result files. */
 
@@ -133,13 +133,7 @@ export function machine(): Json {
 
 /** The OpenBLAS core type the benches' children run (pinnedEnv's), and the one this CPU could take. */
 function blasCores(): { core: string | null; best: string | null } {
-  let cpuinfo = "";
-  try {
-    cpuinfo = fs.readFileSync("/proc/cpuinfo", "utf8");
-  } catch {
-    // Not Linux: OpenBLAS chooses for itself.
-  }
-  return { core: pinnedEnv().OPENBLAS_CORETYPE ?? null, best: blasCoreFor(cpuinfo) };
+  return { core: pinnedEnv().OPENBLAS_CORETYPE ?? null, best: bestBlasCore() };
 }
 
 /** Writes bench/results/<name>.json and <name>.md. */

@@ -141,6 +141,27 @@ export function mlpdrop(seed = 1, o: ZooSize = {}): tf.LayersModel {
   });
 }
 
+/**
+ * Not a zoo row: two Dense layers of a few weights. What a process holds above itself training
+ * it (`node --expose-gc dist/bench/zoo/tfjs-zoo.js runtime native 8 20 0`) is the runtime's own
+ * cost of building and stepping any model (compiled code, the replica's objects, the young
+ * generation), which the plan's estimate does not count.
+ */
+export const RUNTIME_PROBE: ZooEntry = {
+  build: (seed = 1) =>
+    tf.sequential({
+      layers: [
+        L.dense({ units: 1, inputShape: [4], activation: "relu", kernelInitializer: tf.initializers.glorotUniform({ seed }) }),
+        L.dense({ units: 2, activation: "softmax", kernelInitializer: tf.initializers.glorotUniform({ seed: seed + 1 }) }),
+      ],
+    }),
+  loss: "categoricalCrossentropy",
+  input: [4],
+  target: { kind: "class", classes: 2 },
+  batch: 8,
+  what: "two Dense layers of a few weights (the runtime's own memory)",
+};
+
 export const ZOO_MODELS: Readonly<Record<ZooModel, ZooEntry>> = {
   resnet20: { build: resnet20, loss: "sparseCategoricalCrossentropy", input: [32, 32, 3], target: { kind: "class", classes: 10 }, batch: 32, what: "ResNet-20 on CIFAR shapes (BatchNormalization, projection shortcuts)" },
   resnet50: { build: resnet50, loss: "sparseCategoricalCrossentropy", input: [224, 224, 3], target: { kind: "class", classes: 1000 }, batch: 16, what: "ResNet-50 (v1.5) at 224 x 224" },

@@ -11,7 +11,7 @@ import { replicaStepReport } from "../../sdk/compute/loaded-replica";
 import { nativeStepOptions } from "../../sdk/backends/native/step/compile";
 import { estimateReplicaMemory, memoryTotal } from "../../sdk/plan/memory";
 import { summarizeModel } from "../../sdk/plan/model-summary";
-import { ZOO_MODELS, type ZooEntry, type ZooModel } from "./models";
+import { RUNTIME_PROBE, ZOO_MODELS, type ZooEntry, type ZooModel } from "./models";
 
 /**
  * meshtrain's side of bench:zoo: one process, one backend, the worker's own replica (forward,
@@ -20,6 +20,7 @@ import { ZOO_MODELS, type ZooEntry, type ZooModel } from "./models";
  * step, and the worker's peak memory above what the process held before the model was built.
  *
  * usage: node tfjs-zoo.js <model> <backend> <batch> <steps> <warmup> [sgd|adam]
+ * (<model> "runtime": RUNTIME_PROBE in models.ts, the runtime's own memory)
  */
 
 /** A batch of the model's inputs and targets, fixed seeds (what is measured is the time, not the learning). */
@@ -66,7 +67,7 @@ async function main(): Promise<void> {
   const warmup = Number(warmupArg);
   tf.enableProdMode();
   const report = await selectBackend(backend, 1);
-  const entry = ZOO_MODELS[name];
+  const entry = (name as string) === "runtime" ? RUNTIME_PROBE : ZOO_MODELS[name];
   if (!entry) throw new Error(`unknown zoo model ${name}`);
   // The process's own memory, as a worker's is read before a model arrives: its backend warmed up
   // (BLAS's buffers, the first kernels' JavaScript), so what is measured above it is the model's.

@@ -7,8 +7,9 @@
  * Statistics accumulate in double (TF.js's moments are float32 ops; a double sum rounded once is
  * within float rounding of them); batch norm's forward sums blocks of rows in float first. Its
  * backward keeps double products: summed in float blocks, two-row batches' gradients (a
- * difference of near-equal terms) left TF.js's by more than 1e-4 (native-graph-property). The backward passes are the closed forms of the gradients
- * autodiff takes through tf.moments and tf.batchNorm:
+ * difference of near-equal terms) left TF.js's by more than 1e-4 (native-graph-property). The
+ * backward passes are the closed forms of the gradients autodiff takes through tf.moments and
+ * tf.batchNorm:
  *   dx = gamma invstd / N (N dy - sum(dy) - xhat sum(dy xhat)),  xhat = (x - mean) invstd. */
 
 /* Rows summed in float before each block's sums are added in double: float adds run twice the

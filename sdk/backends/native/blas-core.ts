@@ -55,6 +55,12 @@ export function blasCoreNote(env: NodeJS.ProcessEnv = process.env, cpuinfo = rea
   return `OPENBLAS_CORETYPE=${set} is set in this worker's environment, but every core has ${best}'s instructions: OpenBLAS's matrix multiplies run slower than they could (1.9x on an AVX-512 EPYC); unset it and meshtrain asks for ${best}`;
 }
 
+/** The fastest core type every core of this machine can take, or null where OpenBLAS should choose. */
+export function bestBlasCore(): string | null {
+  const cpuinfo = readCpuinfo();
+  return cpuinfo === null ? null : blasCoreFor(cpuinfo);
+}
+
 function readCpuinfo(): string | null {
   if (process.platform !== "linux" || process.arch !== "x64") return null;
   try {
