@@ -99,7 +99,7 @@ export function renderZoo(run: ZooRun): string {
 /** Which OpenBLAS kernels both sides' matrix multiplies ran, in words. */
 function blasWords(b: ZooRun["blas"]): string {
   if (!b?.core) return "";
-  const slower = b.best && b.best.toLowerCase() !== b.core.toLowerCase() ? `, as this machine's environment sets it; its CPU could take ${b.best}'s kernels, about 1.9x faster on both sides' matrix multiplies` : "";
+  const slower = b.best && b.best.toLowerCase() !== b.core.toLowerCase() ? `, as this machine's environment sets it; its CPU could take ${b.best}'s kernels, which ran a 2048 x 128 x 512 matrix product 1.6-2.1x faster` : "";
   return `: OPENBLAS_CORETYPE=${b.core}${slower}`;
 }
 

@@ -44,7 +44,7 @@ export function chooseBlasCore(env: NodeJS.ProcessEnv = process.env): string | n
  * What a worker is told when the environment asks OpenBLAS for an older core type than every
  * core supports (a machine image that sets OPENBLAS_CORETYPE=Haswell on an AVX-512 CPU): the
  * choice is kept, as any user's is, but it costs. On an AVX-512 AMD EPYC, a 2048 x 128 x 512
- * matrix multiply ran 1.9x faster with SkylakeX's kernels than with Haswell's.
+ * matrix multiply ran 1.6-2.1x faster with SkylakeX's kernels than with Haswell's.
  */
 export function blasCoreNote(env: NodeJS.ProcessEnv = process.env, cpuinfo = readCpuinfo()): string | null {
   const set = env.OPENBLAS_CORETYPE;
@@ -52,7 +52,7 @@ export function blasCoreNote(env: NodeJS.ProcessEnv = process.env, cpuinfo = rea
   if (!set || !best) return null;
   const rank = (core: string): number => CORES.findIndex((c) => c.core.toLowerCase() === core.toLowerCase());
   if (rank(set) <= rank(best)) return null;
-  return `OPENBLAS_CORETYPE=${set} is set in this worker's environment, but every core has ${best}'s instructions: OpenBLAS's matrix multiplies run slower than they could (1.9x on an AVX-512 EPYC); unset it and meshtrain asks for ${best}`;
+  return `OPENBLAS_CORETYPE=${set} is set in this worker's environment, but every core has ${best}'s instructions: OpenBLAS's matrix multiplies run slower than they could (1.6-2.1x on an AVX-512 EPYC); unset it and meshtrain asks for ${best}`;
 }
 
 /** The fastest core type every core of this machine can take, or null where OpenBLAS should choose. */
