@@ -5,6 +5,7 @@ import Module from "node:module";
 import { reportCellErrors } from "./cell-errors";
 import { honourStopOnError } from "./stop-on-error";
 import { trackCells } from "./cell-context";
+import { bindBeforeReading } from "./bind-first";
 
 /**
  * The Jupyter kernel `meshtrain kernel install` registers: tslab, started so that a notebook in
@@ -63,7 +64,13 @@ function main(): void {
   resolveTypes(path.dirname(tslabDist), dirs);
   const jupyter = require(path.join(tslabDist, "jupyter.js")) as Parameters<typeof reportCellErrors>[0] &
     Parameters<typeof honourStopOnError>[0] &
-    Parameters<typeof trackCells>[0];
+    Parameters<typeof trackCells>[0] &
+    Parameters<typeof bindBeforeReading>[0];
+  // tslab's zeromq, the copy its own init would load.
+  bindBeforeReading(
+    jupyter,
+    require(require.resolve("zeromq", { paths: [tslabDist] })) as Parameters<typeof bindBeforeReading>[1],
+  );
   trackCells(jupyter);
   honourStopOnError(jupyter);
   reportCellErrors(jupyter);

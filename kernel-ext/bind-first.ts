@@ -1,0 +1,78 @@
+import * as fs from "node:fs";
+
+/** The part of zeromq's sockets the kernel's loops use. */
+interface Socket extends AsyncIterable<Buffer[]> {
+  bind(address: string): Promise<void>;
+  send(frames: Buffer[]): Promise<void>;
+}
+
+interface Zmq {
+  Publisher: new () => Socket;
+  Router: new () => Socket;
+  Reply: new () => Socket;
+}
+
+interface ConnectionInfo {
+  transport: string;
+  ip: string;
+  iopub_port: number;
+  shell_port: number;
+  control_port: number;
+  stdin_port: number;
+  hb_port: number;
+}
+
+interface Server {
+  configPath: string;
+  connInfo: ConnectionInfo;
+  iopub: Socket;
+  shell: Socket;
+  control: Socket;
+  stdin: Socket;
+  hb: Socket;
+  handleShellMessage(sock: Socket, ...frames: Buffer[]): Promise<void>;
+}
+
+type ServerProto = { init(this: Server): Promise<void> };
+
+/** Hands every message `sock` receives to `each`, not waiting for it (as tslab), until the socket is closed. */
+async function serve(sock: Socket, each: (frames: Buffer[]) => unknown): Promise<void> {
+  for await (const frames of sock) each(frames);
+}
+
+/** The heartbeat: every message back as it came, each reply sent before the next is read. */
+async function echo(sock: Socket): Promise<void> {
+  for await (const frames of sock) await sock.send(frames);
+}
+
+/**
+ * tslab starts reading the shell, control and heartbeat sockets before it binds its five
+ * sockets, and zeromq 6 refuses to receive or send on a socket whose bind is still pending
+ * (EBUSY, "Socket is blocked by a bind or unbind operation"). When Jupyter's first
+ * kernel_info_request came in while a bind was pending, the shell's loop died and the kernel
+ * never answered anything again: the front end waited 60 s and said the kernel did not respond
+ * (it failed CI once, in a tutorial). This init binds all five first, then reads; zeromq keeps
+ * what arrives in between, so nothing is lost.
+ */
+export function bindBeforeReading(jupyterModule: { ZmqServer: { prototype: ServerProto } }, zmq: Zmq): void {
+  jupyterModule.ZmqServer.prototype.init = async function (this: Server): Promise<void> {
+    const info = JSON.parse(fs.readFileSync(this.configPath, "utf-8")) as ConnectionInfo;
+    this.connInfo = info;
+    this.iopub = new zmq.Publisher();
+    this.shell = new zmq.Router();
+    this.control = new zmq.Router();
+    this.stdin = new zmq.Router();
+    this.hb = new zmq.Reply();
+    const at = (port: number): string => `${info.transport}://${info.ip}:${port}`;
+    await Promise.all([
+      this.iopub.bind(at(info.iopub_port)),
+      this.shell.bind(at(info.shell_port)),
+      this.control.bind(at(info.control_port)),
+      this.stdin.bind(at(info.stdin_port)),
+      this.hb.bind(at(info.hb_port)),
+    ]);
+    void serve(this.shell, (frames) => this.handleShellMessage(this.shell, ...frames));
+    void serve(this.control, (frames) => this.handleShellMessage(this.control, ...frames));
+    void echo(this.hb);
+  };
+}
