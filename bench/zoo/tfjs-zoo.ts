@@ -6,7 +6,8 @@ import type { LoadOf } from "../../sdk/protocol/load-messages";
 import type { OptimizerSpec } from "../../sdk/protocol/optimizer-spec";
 import type { Tensorlike } from "../../sdk/protocol/tensor";
 import { DataReplica } from "../../sdk/roles/data/replica";
-import { resetKernelPeak, statusBytes } from "../../sdk/worker/memory-watch";
+import { MemoryWatch } from "../../sdk/worker/memory-watch";
+import { ownBytes } from "../../sdk/metrics/memory-lines";
 import { replicaStepReport } from "../../sdk/compute/loaded-replica";
 import { nativeStepOptions } from "../../sdk/backends/native/step/compile";
 import { estimateReplicaMemory, memoryTotal } from "../../sdk/plan/memory";
@@ -74,25 +75,26 @@ async function main(): Promise<void> {
   const warm = tf.matMul(tf.ones([256, 256]), tf.ones([256, 256]));
   await warm.data();
   warm.dispose();
-  const rssBefore = process.memoryUsage().rss;
   const optimizer = opt === "adam" ? { name: "adam" as const, learningRate: 0.001, beta1: 0.9, beta2: 0.999 } : { name: "sgd" as const, learningRate: 0.01 };
   const { load, weights, params, estimate } = loadMessage(entry, batch, optimizer, report.backend === "native");
+  // Measured as a worker measures a fit (MemoryWatch): the process settled with the load message
+  // arrived (its weights not counted as the process's own), the peak from the loaded model
+  // through the last step, and the fit's growth taken above ownBytes (the idle process with V8's
+  // young generation as the fit had it), so what is set beside the plan's estimate is the same
+  // figure the fit's memory lines show. The driver's model built for the message is garbage by then.
+  const watch = new MemoryWatch(() => Promise.resolve());
+  await watch.start(weights.reduce((bytes, w) => bytes + w.data.byteLength, 0));
   const replica = await DataReplica.load(load, weights.splice(0));
-  // What a worker holds for training: the model built here to make the load message is the
-  // driver's, and the message's buffers are garbage once loaded; they are collected before the
-  // first step (with --expose-gc, as bench:zoo runs this), so the peak is the training's.
-  (globalThis as { gc?: () => void }).gc?.();
+  await watch.loaded();
   const { x, y } = zooBatch(entry, batch);
   const alone = async (data: Float32Array) => ({ data, stats: { waitMs: 0, commMs: 0, bytesSent: 0 } });
-  // The kernel's high-water mark from here: every page a step touched, mid-step included (sampled between steps where there is none).
-  const kernelPeak = resetKernelPeak();
-  let peak = process.memoryUsage().rss;
   let start = 0;
   for (let i = 0; i < warmup + steps; i++) {
     if (i === warmup) start = performance.now();
     await replica.train(1, x, y, alone);
-    peak = Math.max(peak, (kernelPeak ? statusBytes("VmHWM") : null) ?? process.memoryUsage().rss);
+    watch.stepDone();
   }
+  const memory = watch.report();
   const seconds = (performance.now() - start) / 1000;
   // Kernels TF.js dispatches in one step (the native step dispatches none).
   const profile = await tf.profile(async () => {
@@ -112,7 +114,7 @@ async function main(): Promise<void> {
     `${JSON.stringify({
       peer: "meshtrain", backend: report.backend, device: report.device, model: name, batch, steps, optimizer: optimizer.name, params,
       samples_per_second: (steps * batch) / seconds, native: step.native, why: step.native ? null : step.why,
-      kernels_per_step: profile.kernels.length, peak_rss_above_mib: (peak - rssBefore) / 2 ** 20, estimate_mib: estimate / 2 ** 20,
+      kernels_per_step: profile.kernels.length, peak_rss_above_mib: (memory.peakRssBytes - ownBytes(memory)) / 2 ** 20, estimate_mib: estimate / 2 ** 20,
     })}\n`,
   );
 }
