@@ -111,6 +111,7 @@ export type { PlanRequest } from "./cluster/plan-request";
 export { epochOrder } from "./plan/batches";
 export { estimateMemory, type MemoryEstimateWithTotal } from "./plan/estimate-memory";
 export type { MemoryEstimate, ShardStage } from "./plan/memory";
+export { memoryTotal, RUNTIME_GROWTH_BYTES } from "./plan/memory";
 export type { Prediction } from "./plan/predict";
 export {
   makeSchedule,

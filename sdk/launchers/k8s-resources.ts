@@ -50,7 +50,7 @@ export function podMemory(
       reason: `memory ${given}, as given (--memory); the plan estimated ${mib(model)} of model state ${whose}`,
     };
   const request = quantity(RUNTIME_BYTES + ESTIMATE_HEADROOM * model);
-  const parts = `params ${mib(estimate.paramsBytes)}, gradients ${mib(estimate.gradientBytes)}, optimizer ${estimate.optimizerBytes === null ? "unknown" : mib(estimate.optimizerBytes)}, activations ${estimate.activationBytes === null ? "unknown" : mib(estimate.activationBytes)}`;
+  const parts = `params ${mib(estimate.paramsBytes)}, gradients ${mib(estimate.gradientBytes)}, optimizer ${estimate.optimizerBytes === null ? "unknown" : mib(estimate.optimizerBytes)}, activations ${estimate.activationBytes === null ? "unknown" : mib(estimate.activationBytes)}, the runtime's growth in a fit ${mib(estimate.runtimeGrowthBytes)}`;
   return {
     request: `${request}Mi`,
     limit: `${2 * request}Mi`,

@@ -1,6 +1,7 @@
 import type { MemberMemory } from "./records";
 import type { WorkerMemory } from "../protocol/worker-memory";
 import { formatBytes, memoryTotal } from "../plan/memory";
+import { stageNeedBytes } from "../plan/partition";
 import type { Plan } from "../plan/plans";
 
 /**
@@ -15,7 +16,7 @@ export function estimatedBytes(plan: Plan, m: Pick<MemberMemory, "rank" | "role"
   const stage = plan.ranks.map((row) => row.indexOf(m.rank)).find((s) => s >= 0);
   if (stage === undefined) return null;
   const st = plan.stagePlans[stage]!;
-  return st.stateBytes + st.activationBytes;
+  return stageNeedBytes(st);
 }
 
 /**

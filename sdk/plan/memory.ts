@@ -17,11 +17,23 @@ export interface MemoryEstimate {
   optimizerBytes: number | null;
   /** Layer outputs kept for the backward pass, for the batch given, and the convolutions' column buffer. */
   activationBytes: number | null;
+  /** What any fit grows the runtime by besides these arrays (RUNTIME_GROWTH_BYTES). */
+  runtimeGrowthBytes: number;
 }
+
+/**
+ * What a fit grows a worker by besides its training arrays, whatever the model: the code
+ * compiled for its step, the model's and the replica's objects, small buffers. Measured, not
+ * derived: a model of a few weights, trained as a worker trains and measured as a fit measures
+ * (above the idle process, V8's young generation as the fit had it), grew by 2.2-2.6 MiB
+ * on Node 20 (`node --expose-gc dist/bench/zoo/tfjs-zoo.js runtime native 8 20 0`). Without
+ * it the smallest models' peaks were 2-3x their estimates.
+ */
+export const RUNTIME_GROWTH_BYTES = Math.round(2.4 * 2 ** 20);
 
 /** Every category of the estimate together (unknown ones count as 0). */
 export function memoryTotal(e: MemoryEstimate): number {
-  return e.paramsBytes + e.gradientBytes + (e.optimizerBytes ?? 0) + (e.activationBytes ?? 0);
+  return e.paramsBytes + e.gradientBytes + (e.optimizerBytes ?? 0) + (e.activationBytes ?? 0) + e.runtimeGrowthBytes;
 }
 
 export function optimizerSlots(spec: OptimizerSpec): number {
@@ -161,6 +173,7 @@ export function estimateReplicaMemory(
     gradientBytes: model.trainableParamCount * 4,
     optimizerBytes: o.optimizer ? model.trainableParamCount * 4 * optimizerSlots(o.optimizer) : null,
     activationBytes: activations === null ? null : activations + convColumnsBytes(model, b!),
+    runtimeGrowthBytes: RUNTIME_GROWTH_BYTES,
   };
 }
 

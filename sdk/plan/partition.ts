@@ -1,4 +1,4 @@
-import { keptElementsPerSample } from "./memory";
+import { keptElementsPerSample, RUNTIME_GROWTH_BYTES } from "./memory";
 import type { LayerSummary } from "./model-summary";
 import { describeCut, type Cut } from "../model/cuts";
 
@@ -13,6 +13,11 @@ export interface StageCost {
   stateBytes: number;
   /** Peak activation memory: the inputs kept for micro-batches in flight plus one micro-batch's activations. */
   activationBytes: number;
+}
+
+/** What a stage's worker needs for it: its state, its activations and the runtime's own growth in a fit (RUNTIME_GROWTH_BYTES). */
+export function stageNeedBytes(c: Pick<StageCost, "stateBytes" | "activationBytes">): number {
+  return c.stateBytes + c.activationBytes + RUNTIME_GROWTH_BYTES;
 }
 
 export interface PartitionRequest {
@@ -73,7 +78,7 @@ export function partition(r: PartitionRequest): Partition {
     const c = stageCost(r, s, i, j);
     // A placed stage is the user's choice: its memory is checked, with its own message, by the planner.
     if (pin) return c;
-    return c.stateBytes + c.activationBytes <= r.memoryBytes(s) ? c : null;
+    return stageNeedBytes(c) <= r.memoryBytes(s) ? c : null;
   };
   for (let j = 1; j <= L; j++) {
     const c = fits(0, 0, j);
@@ -113,8 +118,8 @@ function noSplit(r: PartitionRequest, L: number, S: number): Partition {
   }
   const biggest = r.layers
     .map((_, i) => ({ i, c: stageCost(r, 0, i, i + 1) }))
-    .sort((a, b) => b.c.stateBytes + b.c.activationBytes - (a.c.stateBytes + a.c.activationBytes))[0]!;
-  const need = biggest.c.stateBytes + biggest.c.activationBytes;
+    .sort((a, b) => stageNeedBytes(b.c) - stageNeedBytes(a.c))[0]!;
+  const need = stageNeedBytes(biggest.c);
   return {
     ok: false,
     reason: `no split of ${L} layers into ${S} stages fits the memory (layer ${biggest.i} "${r.layers[biggest.i]!.name}" alone needs ${(need / 2 ** 20).toFixed(1)} MiB; stage 0 may use ${(r.memoryBytes(0) / 2 ** 20).toFixed(1)} MiB)`,

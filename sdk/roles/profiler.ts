@@ -207,7 +207,7 @@ function stepTooBig(model: tf.LayersModel, msg: MessageOf<"profile">, memoryCapB
   const need = memoryTotal(e);
   if (need <= cap) return null;
   const why = `the whole model needs ${formatBytes(need)} for a step of ${batch} samples, above the ${formatBytes(cap)} this worker may use`;
-  const layers = e.paramsBytes + largestLayerBytes(summary) + (e.activationBytes ?? 0);
+  const layers = e.paramsBytes + largestLayerBytes(summary) + (e.activationBytes ?? 0) + e.runtimeGrowthBytes;
   if (msg.layers === false || layers > cap) throw new ModelError(`${why}, so it was not timed here`);
   return why;
 }

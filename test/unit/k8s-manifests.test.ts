@@ -76,7 +76,7 @@ test("the objects refer to one another: the Service selects the driver pod alone
 });
 
 test("pods ask for the runtime's memory plus twice the plan's estimate, which grows with the per-worker batch; --memory replaces it", async () => {
-  const estimate = { paramsBytes: 2 ** 20, gradientBytes: 2 ** 20, optimizerBytes: 2 ** 21, activationBytes: 60 * 2 ** 20 };
+  const estimate = { paramsBytes: 2 ** 20, gradientBytes: 2 ** 20, optimizerBytes: 2 ** 21, activationBytes: 60 * 2 ** 20, runtimeGrowthBytes: 0 };
   const m = podMemory(estimate, undefined, "per worker");
   const need = (RUNTIME_BYTES + 2 * 64 * 2 ** 20) / 2 ** 20;
   assert.equal(m.request, `${Math.ceil(need / 64) * 64}Mi`);

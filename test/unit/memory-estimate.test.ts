@@ -6,7 +6,7 @@ import { compiledLoss } from "../../sdk/model/model-io";
 import { trackBackendMemory } from "../helpers/memory-tracker";
 import { deepClassifier, smallConvNet } from "../helpers/models";
 import { createOptimizer } from "../../sdk/model/optimizers";
-import { convColumnsBytes, shardedMemory } from "../../sdk/plan/memory";
+import { convColumnsBytes, RUNTIME_GROWTH_BYTES, shardedMemory } from "../../sdk/plan/memory";
 import { summarizeModel } from "../../sdk/plan/model-summary";
 import { OptimizerSpecSchema } from "../../sdk/protocol/optimizer-spec";
 
@@ -78,7 +78,7 @@ for (const [name, make, inputShape] of models) {
       // Adam's two slots per parameter (the gradients and the loss were freed meanwhile).
       const state = tracker.liveBytes - beforeUpdate + gradientBytes + 4;
       assert.equal(e.optimizerBytes, state, "optimizer state");
-      assert.equal(e.totalBytes, e.paramsBytes + e.gradientBytes + e.optimizerBytes! + e.activationBytes!);
+      assert.equal(e.totalBytes, e.paramsBytes + e.gradientBytes + e.optimizerBytes! + e.activationBytes! + RUNTIME_GROWTH_BYTES);
       tf.dispose([x, y]);
       optimizer.dispose();
       model.dispose();
@@ -96,12 +96,12 @@ test("estimateMemory refuses a bad batch or optimizer, saying which", () => {
 });
 
 test("sharded estimates: ZeRO-2 keeps no copy of its part where the optimizer updates the weights in place, one where it runs as TF.js's", () => {
-  const e = { paramsBytes: 4000, gradientBytes: 4000, optimizerBytes: 8000, activationBytes: 100 };
+  const e = { paramsBytes: 4000, gradientBytes: 4000, optimizerBytes: 8000, activationBytes: 100, runtimeGrowthBytes: 0 };
   const adam = OptimizerSpecSchema.parse({ name: "adam" });
   const adagrad = OptimizerSpecSchema.parse({ name: "adagrad" });
   // 4 replicas, the largest layer 1000 bytes: the gradient's share plus the layer's buffer, a quarter of the state.
-  assert.deepEqual(shardedMemory(e, "gradients", 4, 1000, adam), { paramsBytes: 4000, gradientBytes: 2000, optimizerBytes: 2000, activationBytes: 100 });
-  assert.deepEqual(shardedMemory(e, "gradients", 4, 1000, adagrad), { paramsBytes: 5000, gradientBytes: 2000, optimizerBytes: 2000, activationBytes: 100 });
-  assert.deepEqual(shardedMemory(e, "parameters", 4, 1000, adam), { paramsBytes: 2000, gradientBytes: 2000, optimizerBytes: 2000, activationBytes: 100 });
+  assert.deepEqual(shardedMemory(e, "gradients", 4, 1000, adam), { paramsBytes: 4000, gradientBytes: 2000, optimizerBytes: 2000, activationBytes: 100, runtimeGrowthBytes: 0 });
+  assert.deepEqual(shardedMemory(e, "gradients", 4, 1000, adagrad), { paramsBytes: 5000, gradientBytes: 2000, optimizerBytes: 2000, activationBytes: 100, runtimeGrowthBytes: 0 });
+  assert.deepEqual(shardedMemory(e, "parameters", 4, 1000, adam), { paramsBytes: 2000, gradientBytes: 2000, optimizerBytes: 2000, activationBytes: 100, runtimeGrowthBytes: 0 });
   assert.deepEqual(shardedMemory(e, "optimizer", 4, 1000, adam), { ...e, optimizerBytes: 2000 });
 });

@@ -49,9 +49,9 @@ test("memory lines set each replica's growth beside the plan's estimate", () => 
   const plan = makePlan(cluster().workers(2).strategy("data").spec(), summarizeModel(model), { batchSize: 32, optimizer: { name: "adam", learningRate: 1e-3, beta1: 0.9, beta2: 0.999 } });
   const lines = memoryLines(plan, [{ rank: 1, role: "worker", idleRssBytes: 100 * MiB, loadPeakRssBytes: 100 * MiB, peakRssBytes: 101 * MiB, tensorBytes: 406040, peakFrom: "kernel" }]);
   assert.equal(lines.length, 1);
-  assert.match(lines[0]!, /^rank 1 memory: peak resident set 101 MiB, 1\.0 MiB above the worker's without a model; the plan estimated 1\.\d+ MiB \(measured 0\.\d\dx; the peak 0\.99x the 102 MiB predicted with the process's own\); tensors held at the end 397 KiB$/);
+  assert.match(lines[0]!, /^rank 1 memory: peak resident set 101 MiB, 1\.0 MiB above the worker's without a model; the plan estimated 4\.\d MiB \(measured 0\.\d\dx; the peak 0\.97x the 104 MiB predicted with the process's own\); tensors held at the end 397 KiB$/);
   // A worker that loaded its own data (feed "workers") counts it in the prediction.
   const fed = memoryLines(plan, [{ rank: 0, role: "worker", idleRssBytes: 100 * MiB, loadPeakRssBytes: 100 * MiB, peakRssBytes: 104 * MiB, tensorBytes: 0, dataBytes: 2 * MiB, peakFrom: "kernel" }])[0]!;
-  assert.match(fed, /the plan estimated 1\.\d+ MiB \+ 2\.0 MiB of data it loaded \(measured 1\.\d\dx; the peak 1\.0\dx the 10\d(\.\d)? MiB predicted/);
+  assert.match(fed, /the plan estimated 4\.\d MiB \+ 2\.0 MiB of data it loaded \(measured 0\.\d\dx; the peak 0\.9\dx the 10\d(\.\d)? MiB predicted/);
   model.dispose();
 });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { LayerSummary } from "../../sdk/plan/model-summary";
-import { partition, stageCost, type PartitionRequest } from "../../sdk/plan/partition";
+import { partition, stageCost, stageNeedBytes, type PartitionRequest } from "../../sdk/plan/partition";
 
 function layers(flops: number[], params: number[] = flops.map(() => 10)): LayerSummary[] {
   return flops.map((f, i) => ({ name: `l${i}`, className: "Dense", params: params[i]!, trainableParams: params[i]!, inputShape: [null, 4], outputShape: [null, 4], flopsPerSample: f }));
@@ -45,17 +45,17 @@ test("the partitioner finds the split with the smallest slowest stage (checked a
 test("memory comes first: a cheaper split that overflows a stage is not taken", () => {
   // Equal FLOPs, but layer 0 is heavy in parameters: it must sit alone.
   const ls = layers([10, 10, 10, 10], [1000, 10, 10, 10]);
-  const r = request(ls, 2, stageCost(request(ls, 2), 0, 0, 1).stateBytes + stageCost(request(ls, 2), 0, 0, 1).activationBytes);
+  const r = request(ls, 2, stageNeedBytes(stageCost(request(ls, 2), 0, 0, 1)));
   const p = partition(r);
   assert.ok(p.ok);
   assert.deepEqual(p.stages.map((s) => [s.from, s.to]), [[0, 1], [1, 4]]);
-  for (const s of p.stages) assert.ok(s.stateBytes + s.activationBytes <= r.memoryBytes(0));
+  for (const s of p.stages) assert.ok(stageNeedBytes(s) <= r.memoryBytes(0));
 });
 
 test("when nothing fits, the reason says which layer is too big for how much memory", () => {
   const p = partition(request(layers([1, 1], [1e6, 10]), 2, 1024 * 1024));
   assert.equal(p.ok, false);
-  assert.match((p as { reason: string }).reason, /layer 0 "l0" alone needs 7\.6 MiB; stage 0 may use 1\.0 MiB/);
+  assert.match((p as { reason: string }).reason, /layer 0 "l0" alone needs 10\.0 MiB; stage 0 may use 1\.0 MiB/);
   const q = partition(request(layers([1, 1]), 3));
   assert.match((q as { reason: string }).reason, /3 stages cannot split 2 layers/);
 });

@@ -4,6 +4,8 @@ import * as tf from "@tensorflow/tfjs";
 import { cluster } from "../../sdk/cluster/builder";
 import { ConfigError } from "../../sdk/errors/errors";
 import { summarizeModel } from "../../sdk/plan/model-summary";
+import { RUNTIME_GROWTH_BYTES as RUNTIME } from "../../sdk/plan/memory";
+import { stageNeedBytes } from "../../sdk/plan/partition";
 import { makePlan } from "../../sdk/strategies/make-plan";
 import { theoreticalBubble } from "../../sdk/plan/schedules";
 import { deepClassifier } from "../helpers/models";
@@ -112,12 +114,12 @@ test("place() pins layers to a worker's stage; the rest are split around them; b
 test("memory caps decide whether a stage fits, and the refusal says how much was needed", () => {
   const model = deepClassifier(256, 10, { hidden: 4, width: 256 });
   const need = summarizeModel(model).paramCount * 4 * 2;
-  const spec = cluster().workers(2).strategy("pipeline").memory(Math.max(2 ** 20, Math.ceil(need * 0.4))).spec();
+  const spec = cluster().workers(2).strategy("pipeline").memory(RUNTIME + Math.max(2 ** 20, Math.ceil(need * 0.4))).spec();
   assert.throws(() => makePlan(spec, summarizeModel(model), { batchSize: 32 }), configError(/cannot split .* into 2 stages: no split of 5 layers into 2 stages fits the memory/));
-  const roomy = cluster().workers(2).strategy("pipeline").memory(Math.ceil(need * 0.8)).spec();
+  const roomy = cluster().workers(2).strategy("pipeline").memory(RUNTIME + Math.ceil(need * 0.8)).spec();
   const plan = makePlan(roomy, summarizeModel(model), { batchSize: 32 });
   if (plan.strategy === "data" || plan.strategy === "ps") throw new Error("pipeline plan expected");
-  for (const s of plan.stagePlans) assert.ok(s.stateBytes + s.activationBytes <= need * 0.8);
+  for (const s of plan.stagePlans) assert.ok(stageNeedBytes(s) <= RUNTIME + need * 0.8);
 });
 
 test("auto picks data parallelism when the model fits, else the fewest stages that fit, and says why", () => {
@@ -126,7 +128,7 @@ test("auto picks data parallelism when the model fits, else the fewest stages th
   const fits = cluster().workers(4).strategy("auto").plan(model, { batchSize: 32 });
   assert.equal(fits.strategy, "data");
   assert.match(fits.explain(), /auto chose data parallelism: the whole model needs .* per replica .* no worker reported a memory limit/);
-  const spec = cluster().workers(4).strategy("auto").memory(Math.ceil(whole * 0.7)).spec();
+  const spec = cluster().workers(4).strategy("auto").memory(RUNTIME + Math.ceil(whole * 0.7)).spec();
   const split = makePlan(spec, summarizeModel(model), { batchSize: 32, devices: devices(4, 2 ** 30) });
   if (split.strategy !== "hybrid") throw new Error(`hybrid plan expected, got ${split.strategy}`);
   assert.equal(split.stages, 2);
@@ -138,7 +140,7 @@ test("auto picks data parallelism when the model fits, else the fewest stages th
   assert.match(why, /ZeRO-2 and -3 .*: not weighed.*\n.*auto chose a hybrid of 2 replicas x 2 stages/);
   assert.match(why, /predicted step .* ms/);
   assert.ok(split.prediction && split.prediction.samplesPerSecond > 0);
-  const tight = cluster().workers(3).strategy("auto").memory(Math.ceil(whole * 0.45)).spec();
+  const tight = cluster().workers(3).strategy("auto").memory(RUNTIME + Math.ceil(whole * 0.45)).spec();
   const three = makePlan(tight, summarizeModel(model), { batchSize: 30 });
   assert.equal(three.strategy, "pipeline");
   assert.match(three.explain(), /2 stages: skipped, 3 workers do not form whole replicas of 2 stages/);
@@ -150,7 +152,7 @@ test("auto takes ZeRO-1 before splitting the model when a share of Adam's state 
   const model = deepClassifier(256, 10, { hidden: 4, width: 512 });
   const params = summarizeModel(model).paramCount * 4;
   // With Adam a replica holds 4 copies of the parameters (weights, gradient, two moments); ZeRO-1 over 4 workers 2.5.
-  const spec = cluster().workers(4).strategy("auto").memory(Math.ceil(params * 3.2)).spec();
+  const spec = cluster().workers(4).strategy("auto").memory(RUNTIME + Math.ceil(params * 3.2)).spec();
   const adam = { name: "adam" as const, learningRate: 0.001, beta1: 0.9, beta2: 0.999 };
   const zero = makePlan(spec, summarizeModel(model), { batchSize: 32, optimizer: adam, devices: devices(4, 2 ** 30) });
   if (zero.strategy !== "data") throw new Error(`data plan expected, got ${zero.strategy}`);
@@ -159,12 +161,12 @@ test("auto takes ZeRO-1 before splitting the model when a share of Adam's state 
   assert.match(why, /but worker 0 may use only/);
   assert.match(why, /auto chose sharded data parallelism, ZeRO-1 \(shard: "optimizer"\): each worker keeps 1\/4 of the optimizer's state and needs .* of /);
   // SGD keeps no state: ZeRO-1 saves nothing, and the model is split as before.
-  const sgdSpec = cluster().workers(4).strategy("auto").memory(Math.ceil(params * 1.5)).spec();
+  const sgdSpec = cluster().workers(4).strategy("auto").memory(RUNTIME + Math.ceil(params * 1.5)).spec();
   const sgd = makePlan(sgdSpec, summarizeModel(model), { batchSize: 32, optimizer: { name: "sgd", learningRate: 0.01 }, devices: devices(4, 2 ** 30) });
   assert.notEqual(sgd.strategy, "data");
   assert.match(sgd.explain(), /ZeRO-1 \(shard: "optimizer"\) saves nothing here: the optimizer keeps no state; ZeRO-2 would need .* and ZeRO-3 .* per worker/);
   // Tighter than ZeRO-1's need: split, saying what ZeRO-1 would have needed.
-  const tight = cluster().workers(4).strategy("auto").memory(Math.ceil(params * 2.2)).spec();
+  const tight = cluster().workers(4).strategy("auto").memory(RUNTIME + Math.ceil(params * 2.2)).spec();
   const split = makePlan(tight, summarizeModel(model), { batchSize: 32, optimizer: adam, devices: devices(4, 2 ** 30) });
   assert.notEqual(split.strategy, "data");
   assert.match(split.explain(), /ZeRO-1 \(shard: "optimizer", each worker 1\/4 of the optimizer's state\) would need .*, above .*; ZeRO-2 would need/);

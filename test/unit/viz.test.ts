@@ -8,7 +8,7 @@ import { cluster } from "../../sdk/cluster/builder";
 import { TrainingRun } from "../../sdk/cluster/training-run";
 import { cost } from "../../sdk/metrics/cost";
 import { stragglers } from "../../sdk/metrics/stragglers";
-import { activationElementsPerSample, estimateReplicaMemory } from "../../sdk/plan/memory";
+import { activationElementsPerSample, estimateReplicaMemory, RUNTIME_GROWTH_BYTES } from "../../sdk/plan/memory";
 import { summarizeModel } from "../../sdk/plan/model-summary";
 import { makeSchedule } from "../../sdk/plan/schedules";
 import { measuredScheduleFigure, scheduleFigure } from "../../sdk/viz/schedule-timeline";
@@ -104,7 +104,7 @@ test("memory estimate counts parameters, gradients, optimizer slots and activati
   // The relu layer keeps its product, biased sum and activation; the linear one its output.
   assert.equal(activationElementsPerSample(m), 3 * 8 + 3);
   const e = estimateReplicaMemory(m, { batchSize: 10, optimizer: { name: "adam", learningRate: 0.001, beta1: 0.9, beta2: 0.999 } });
-  assert.deepEqual(e, { paramsBytes: 67 * 4, gradientBytes: 67 * 4, optimizerBytes: 67 * 4 * 2, activationBytes: 27 * 4 * 10 });
+  assert.deepEqual(e, { paramsBytes: 67 * 4, gradientBytes: 67 * 4, optimizerBytes: 67 * 4 * 2, activationBytes: 27 * 4 * 10, runtimeGrowthBytes: RUNTIME_GROWTH_BYTES });
   assert.equal(estimateReplicaMemory(m, {}).activationBytes, null);
 });
 

@@ -1,5 +1,6 @@
 import { MeshtrainError } from "../../errors/errors";
 import { formatBytes } from "../../plan/memory";
+import { stageNeedBytes } from "../../plan/partition";
 import type { ModelSummary } from "../../plan/model-summary";
 import type { ClusterSpec } from "../../config/cluster-spec";
 import type { AutoOptions } from "./options";
@@ -47,7 +48,7 @@ export function fewestStages(
         ...(o.profile ? { profile: o.profile } : {}),
         ...(spec.memoryCapBytes !== undefined ? { memoryCapBytes: spec.memoryCapBytes } : {}),
       });
-      const biggest = Math.max(...plan.stagePlans.map((st) => st.stateBytes + st.activationBytes));
+      const biggest = Math.max(...plan.stagePlans.map(stageNeedBytes));
       const allReduce = replicas > 1 ? ` (each stage's ${replicas} replicas all-reduce their gradients)` : "";
       reasons.push(
         `${stages} stages fit: the largest stage needs ${formatBytes(biggest)} of ${formatBytes(minCap)}; ${stagedShape(plan)}${allReduce} is the fewest stages that fit, for the smallest bubble`,

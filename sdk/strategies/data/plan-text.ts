@@ -51,6 +51,7 @@ export function formatDataPlan(plan: DataParallelPlan): string {
   const parts = [`parameters ${formatBytes(m.paramsBytes)}`, `gradients ${formatBytes(m.gradientBytes)}${plan.hook ? ` (with ${plan.hook.kind === "powersgd" ? "PowerSGD's error and factors" : "their rounding error"}, carried between steps)` : ""}`];
   if (m.optimizerBytes !== null) parts.push(`optimizer state ${formatBytes(m.optimizerBytes)}`);
   if (m.activationBytes !== null) parts.push(`activations ${formatBytes(m.activationBytes)}`);
+  parts.push(`the runtime's own growth ${formatBytes(m.runtimeGrowthBytes)}`);
   lines.push(`memory per replica (estimate): ${parts.join(", ")}`);
   lines.push(...slowdownLines(plan.workers));
   if (plan.elastic) lines.push(plan.sync ? elasticSyncLine(plan.elastic.minWorkers) : plan.shard ? elasticShardLine(plan.elastic.minWorkers) : `elastic: a lost worker's slice goes to the others while at least ${plan.elastic.minWorkers} remain; workers added with cluster.add() join at a step boundary`);
@@ -95,7 +96,7 @@ function shardLine(plan: DataParallelPlan, n: number): string {
   // What ZeRO-1 would hold (the whole weights and gradient, the same share of the optimizer's state), and whether this stage holds less.
   const m = plan.memory;
   const sixteen = sixteenBits(plan);
-  const one = plan.model.paramCount * 4 + plan.gradientBytes * (sixteen ? 2 : 1) + (m.optimizerBytes ?? 0) + (m.activationBytes ?? 0);
+  const one = plan.model.paramCount * 4 + plan.gradientBytes * (sixteen ? 2 : 1) + (m.optimizerBytes ?? 0) + (m.activationBytes ?? 0) + m.runtimeGrowthBytes;
   const half = sixteen ? ` (the reduce-scatters in ${sixteen})` : "";
   const total = memoryTotal(m);
   const b = plan.buckets;
