@@ -52,6 +52,15 @@ const MEMORY_HOW: Readonly<Record<ZooRun["memory"], string>> = {
   sampled: "the worker process's resident set sampled after each step (what a step freed before it ended is missed, on both sides)",
 };
 
+/** Which rows' estimates lie within `within` of their measured peaks (issue 63's target: 15%). */
+function estimateWithin(rows: readonly ZooRow[], within: number): string {
+  const off = rows.filter((r) => r.estimateMiB !== null && Math.abs(r.estimateMiB - r.peakMiB) > within * r.peakMiB);
+  const pct = `${Math.round(within * 100)}%`;
+  if (off.length === 0) return `Every row's estimate is within ${pct} of its measured peak.`;
+  const rowsOff = off.map((r) => `${r.model} ${r.optimizer} (${fmt(r.estimateMiB!, 1)} against ${fmt(r.peakMiB, 1)})`);
+  return `Estimates more than ${pct} from the measured peak: ${rowsOff.join(", ")}.`;
+}
+
 const perDollar = (samplesPerSecond: number, dollarsPerHour: number): string => fmt((samplesPerSecond * 3600) / dollarsPerHour / 1000, 0) + "k";
 
 /** bench/results/zoo.md from a run's rows. */
@@ -88,7 +97,7 @@ export function renderZoo(run: ZooRun): string {
     "",
     "step: how meshtrain's worker computed the step (native: the native step, no autodiff tape). before: the same model by TF.js's autodiff on the same native kernels (MESHTRAIN_NATIVE_STEP=0), one round, and the kernels TF.js dispatched in one step (the native step dispatches none). webgpu: the same by autodiff on the webgpu backend, one round;",
     run.adapter?.software ? `here the software adapter "${run.adapter.name}" (a CPU rasteriser): its figures compare only with each other; no real GPU has run this code.` : run.adapter ? `on "${run.adapter.name}".` : "no adapter here.",
-    `Peak memory: ${MEMORY_HOW[run.memory]}, above what the process held before the model arrived (the load message's buffers collected before the first step), against the plan's estimate (parameters, gradient, optimizer state, the native step's arrays) and PyTorch's process measured the same way from before it built the model. The estimate has no term for the JavaScript runtime's own growth in a first step (compiled code, heap), a few MiB that only the smallest models notice.`,
+    `Peak memory: ${MEMORY_HOW[run.memory]}, above the process's own as a worker's fit counts it (its resident set settled as the load message arrived, less the weights that came with it, with V8's young generation as the fit had it: \`ownBytes\`, read by the worker's own MemoryWatch), against the plan's estimate (parameters, gradient, optimizer state, the native step's arrays, and 2.4 MiB for what any fit grows the runtime by) and PyTorch's process measured from before it built the model. ${estimateWithin(run.rows, 0.15)}`,
     ...dollars,
     "",
     ...(run.remeasured ?? []).map((m) => `Measured again on ${m.date.slice(0, 10)}, both sides (\`-- --rows ${m.rows.join(",")}\`): ${m.rows.join(", ")}; their autodiff and webgpu columns are the run's.\n`),
