@@ -60,7 +60,10 @@ export class ReplicaSlice {
   ): Promise<SliceOutcome> {
     const n = this.r.gradientLength;
     const stateNow = new Float32Array(this.r.state.length);
-    const extra = { ...(buckets ? { ready: buckets.ready } : {}), ...(stateNow.length > 0 ? { stateNow } : {}) };
+    // Properties set one by one: a spread of per-step objects left them in V8's old generation (see native-step.ts).
+    const extra: SliceExtras = {};
+    if (buckets) extra.ready = buckets.ready;
+    if (stateNow.length > 0) extra.stateNow = stateNow;
     const out = await this.compute(x, y, weight, flat.subarray(0, n), extra, allReduce, step);
     if (out.nonFinite || out.failure !== undefined) flat[flat.length - 1] = 1;
     else if (feedRows(x) > 0)

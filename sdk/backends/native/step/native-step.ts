@@ -6,7 +6,7 @@ import type { NativeMemory } from "../../../plan/memory";
 import { arrayBytes, StepArrays } from "./arrays";
 import { compileProgram, type Program, type Schedule, type ScheduledOp } from "./compile";
 import { labelsPerRow } from "./loss";
-import { sizeOf, type GradIO, type OpIO, type ParamSlot, type StepContext } from "./op";
+import { gradIO, sizeOf, type OpIO, type ParamSlot, type StepContext } from "./op";
 import { applyPenalty } from "./regularizers";
 import { headLosses, type StepObjective } from "./heads";
 import { layerOrder, minOffset } from "./units";
@@ -266,13 +266,13 @@ export class NativeStep {
       for (const p of o.penalties) penalty += applyPenalty(this.ctx, p, weight);
       done();
     };
-    const gio: GradIO = {
-      ...io,
-      dy: o.outputs.map((i) => (s.grads[i] ? grad(i) : new Float32Array(0))),
-      dx: o.inputs.map((i, j) => (o.needDx[j] ? grad(i) : null)),
-      addDx: o.addDx,
+    const gio = gradIO(
+      io,
+      o.outputs.map((i) => (s.grads[i] ? grad(i) : new Float32Array(0))),
+      o.inputs.map((i, j) => (o.needDx[j] ? grad(i) : null)),
+      o.addDx,
       paramsDone,
-    };
+    );
     if (batch > 0) this.timed(o.op.layer, "backward", () => o.op.backward(this.ctx, gio));
     paramsDone();
     return penalty;

@@ -35,7 +35,7 @@ export class AllReduceSum extends SummedStep {
     const summed = buckets
       ? { data: flat, stats: await finishBuckets(buckets, slice, flat) }
       : await this.p.hook.sum(flat, n, (d, w) => io.allReduce(d, w));
-    return { ...summed, overflow: this.p.hook.overflowed(summed.data, n, this.p.r) };
+    return { data: summed.data, stats: summed.stats, overflow: this.p.hook.overflowed(summed.data, n, this.p.r) };
   }
 
   protected async applySum(gradient: Float32Array, learningRate: number | undefined): Promise<number> {

@@ -99,7 +99,7 @@ export abstract class SummedStep extends WholeModelSum {
     const t3 = performance.now();
     if (slice.failure !== undefined) throw survivedStepError(slice.failure, s.step);
     const nonFinite = slice.nonFinite ?? summed.overflow;
-    return {
+    const report: StepResult = {
       loss: slice.loss,
       startedAt,
       computeMs: t1 - t0,
@@ -108,12 +108,14 @@ export abstract class SummedStep extends WholeModelSum {
       applyMs: t3 - t2 - gatherMs,
       slowdownMs,
       sentBytes: summed.stats.bytesSent,
-      ...(onDevice() ? { readbackMs: transfers.readbackMs, uploadMs: transfers.uploadMs } : {}),
-      ...(slice.metrics ? { metrics: slice.metrics } : {}),
-      ...slowReport(r),
-      ...(nonFinite ? { nonFinite } : {}),
-      ...(skipped ? { skipped } : {}),
     };
+    // Set one by one, not spread: spreads of per-step objects left them in V8's old generation (see native-step.ts).
+    if (onDevice()) Object.assign(report, { readbackMs: transfers.readbackMs, uploadMs: transfers.uploadMs });
+    if (slice.metrics) report.metrics = slice.metrics;
+    Object.assign(report, slowReport(r));
+    if (nonFinite) report.nonFinite = nonFinite;
+    if (skipped) report.skipped = skipped;
+    return report;
   }
 
   /** Goes back to `to` steps taken (see StepBack); the hook's carried error belongs to the update stepped back from. */
