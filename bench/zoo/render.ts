@@ -48,7 +48,7 @@ export interface ZooRun {
 
 const MEMORY_HOW: Readonly<Record<ZooRun["memory"], string>> = {
   kernel: "the kernel's high-water mark of the worker process's resident set through the timed steps (every page a step touched, mid-step included; with the allocator keeping what it frees, so memory freed and held counts too)",
-  "kernel, own pass": "the kernel's high-water mark of the worker process's resident set through the steps (every page a step touched, mid-step included), measured in a pass of its own (`-- --memory`: one warm-up step and one measured, on each side, with glibc's allocator at its defaults as a worker runs)",
+  "kernel, own pass": "the kernel's high-water mark of the worker process's resident set through the steps (every page a step touched, mid-step included), measured in a pass of its own (`-- --memory`: a round's warm-up and timed steps, 2 to 330 by model, on each side, with glibc's allocator at its defaults as a worker runs)",
   sampled: "the worker process's resident set sampled after each step (what a step freed before it ended is missed, on both sides)",
 };
 

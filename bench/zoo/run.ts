@@ -157,7 +157,7 @@ async function render(): Promise<void> {
 }
 
 /**
- * `--memory`: each case's peak memory measured again, one warm-up step and one measured on each
+ * `--memory`: each case's peak memory measured again, over a round's warm-up and timed steps on each
  * side with glibc's allocator at its defaults, into bench/results/zoo.json's rows (the speeds stay). For a page whose speeds were
  * measured before peaks were read as the kernel's high-water mark; memory does not vary as
  * speed does from one run to the next.
@@ -169,7 +169,10 @@ async function memory(): Promise<void> {
   // At glibc's defaults, as a worker runs: kept, the allocator's held frees would count as the model's.
   const sides = [meshtrain("meshtrain native", "native", {}, false), torch(false)];
   for (const r of data.rows as Array<ZooRow & Json>) {
-    const c: Case = { model: r.model as ZooModel, batch: r.batch, optimizer: r.optimizer as Case["optimizer"], steps: 1, warmup: 1 };
+    // A round's steps after its warm-up ones: a fit's memory grows over its first hundreds of steps (compiled code, touched embedding rows).
+    const model = r.model as ZooModel;
+    const [steps, warmup] = r.batch === 128 ? [1, 1] : [STEPS[model], WARMUP[model]];
+    const c: Case = { model, batch: r.batch, optimizer: r.optimizer as Case["optimizer"], steps, warmup };
     const [ours, peer] = [await sides[0]!.run(c), await sides[1]!.run(c)];
     r.peakMiB = ours.peak_rss_above_mib as number;
     r.estimateMiB = ours.estimate_mib as number;
