@@ -5,7 +5,7 @@ import { ModelError } from "../errors/errors";
 import { buildModel } from "../model/model-io";
 import { createOptimizer } from "../model/optimizers";
 import { untrainedWeights, zeroInitialized } from "../model/shard-load";
-import { estimateReplicaMemory, formatBytes, memoryTotal, shardedMemory } from "../plan/memory";
+import { estimateParts, estimateReplicaMemory, formatBytes, memoryTotal, shardedMemory } from "../plan/memory";
 import { summarizeModel } from "../plan/model-summary";
 import { largestBucketBytes } from "../plan/shard-buckets";
 import { shardedStateOf } from "../protocol/gradient-sum-spec";
@@ -100,7 +100,7 @@ function refuseOverCap(
   if (need > memoryCapBytes) {
     release();
     throw new ModelError(
-      `the whole model needs ${formatBytes(need)} per replica (${formatBytes(e.paramsBytes)} parameters, ${formatBytes(e.gradientBytes)} gradients, ${formatBytes(e.optimizerBytes ?? 0)} optimizer state${over > 1 ? ` (its share of ${over})` : ""}, ${formatBytes(e.activationBytes ?? 0)} activations for ${msg.replicaBatch} samples, ${formatBytes(e.runtimeGrowthBytes)} the runtime's own growth), above this worker's memory cap of ${formatBytes(memoryCapBytes)}`,
+      `the whole model needs ${formatBytes(need)} per replica (${estimateParts(e, msg.replicaBatch, over > 1 ? ` (its share of ${over})` : "")}), above this worker's memory cap of ${formatBytes(memoryCapBytes)}`,
       {
         hint: 'on several workers, shard the training state among them, strategy("data", { shard: "optimizer" | "gradients" | "parameters" }) (ZeRO-1, -2, -3), or split the model over them: strategy("pipeline"), strategy("hybrid", { stages }) or strategy("auto")',
         details: { neededBytes: need, capBytes: memoryCapBytes },

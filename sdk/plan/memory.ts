@@ -187,3 +187,15 @@ export function formatBytes(bytes: number): string {
   }
   return `${v.toFixed(v >= 100 || u === 0 ? 0 : 1)} ${units[u]}`;
 }
+
+/** The estimate by category, as messages give it: "3.0 MiB parameters, ..., 2.4 MiB the runtime's own growth". */
+export function estimateParts(e: MemoryEstimate, samples: number, optimizerNote = ""): string {
+  const parts = [
+    `${formatBytes(e.paramsBytes)} parameters`,
+    `${formatBytes(e.gradientBytes)} gradients`,
+    `${formatBytes(e.optimizerBytes ?? 0)} optimizer state${optimizerNote}`,
+    `${formatBytes(e.activationBytes ?? 0)} activations for ${samples} samples`,
+    `${formatBytes(e.runtimeGrowthBytes)} the runtime's own growth`,
+  ];
+  return parts.join(", ");
+}

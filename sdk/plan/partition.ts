@@ -1,4 +1,4 @@
-import { keptElementsPerSample, RUNTIME_GROWTH_BYTES } from "./memory";
+import { formatBytes, keptElementsPerSample, RUNTIME_GROWTH_BYTES } from "./memory";
 import type { LayerSummary } from "./model-summary";
 import { describeCut, type Cut } from "../model/cuts";
 
@@ -18,6 +18,13 @@ export interface StageCost {
 /** What a stage's worker needs for it: its state, its activations and the runtime's own growth in a fit (RUNTIME_GROWTH_BYTES). */
 export function stageNeedBytes(c: Pick<StageCost, "stateBytes" | "activationBytes">): number {
   return c.stateBytes + c.activationBytes + RUNTIME_GROWTH_BYTES;
+}
+
+/** A stage's need as messages give it: "6.1 MiB (... optimizer state; 580 KiB activations<note>; 2.4 MiB the runtime's own growth)". */
+export function stageNeedText(c: Pick<StageCost, "stateBytes" | "activationBytes">, activationsNote = ""): string {
+  const state = `${formatBytes(c.stateBytes)} parameters, gradients and optimizer state`;
+  const activations = `${formatBytes(c.activationBytes)} activations${activationsNote}`;
+  return `${formatBytes(stageNeedBytes(c))} (${state}; ${activations}; ${formatBytes(RUNTIME_GROWTH_BYTES)} the runtime's own growth)`;
 }
 
 export interface PartitionRequest {

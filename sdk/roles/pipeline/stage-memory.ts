@@ -1,9 +1,9 @@
 import type * as tf from "@tensorflow/tfjs";
 import type { LoadOf } from "../../protocol/messages";
 import { ModelError } from "../../errors/errors";
-import { formatBytes, optimizerSlots, RUNTIME_GROWTH_BYTES } from "../../plan/memory";
+import { formatBytes, optimizerSlots } from "../../plan/memory";
 import { summarizeModel } from "../../plan/model-summary";
-import { stageCost, stageNeedBytes } from "../../plan/partition";
+import { stageCost, stageNeedBytes, stageNeedText } from "../../plan/partition";
 import { actionsInFlight } from "../../plan/schedules";
 
 /** Refuses a stage whose estimate is above this worker's memory cap (disposing the model built for it). */
@@ -28,7 +28,7 @@ export function checkStageMemory(model: tf.LayersModel, msg: LoadOf<"stage">, me
   if (need <= memoryCapBytes) return;
   model.dispose();
   throw new ModelError(
-    `stage ${stage.index} (layers [${stage.from}, ${stage.to})) needs ${formatBytes(need)} (${formatBytes(c.stateBytes)} parameters, gradients and optimizer state; ${formatBytes(c.activationBytes)} activations for micro-batches of ${stage.microBatchSize}; ${formatBytes(RUNTIME_GROWTH_BYTES)} the runtime's own growth), above this worker's memory cap of ${formatBytes(memoryCapBytes)}`,
+    `stage ${stage.index} (layers [${stage.from}, ${stage.to})) needs ${stageNeedText(c, ` for micro-batches of ${stage.microBatchSize}`)}, above this worker's memory cap of ${formatBytes(memoryCapBytes)}`,
     {
       hint: "split the model over more stages or workers, use smaller micro-batches, or raise .memory()",
       details: { neededBytes: need, capBytes: memoryCapBytes },

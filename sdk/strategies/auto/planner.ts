@@ -1,5 +1,5 @@
 import { ConfigError } from "../../errors/errors";
-import { estimateReplicaMemory, formatBytes, memoryTotal, zeroStage } from "../../plan/memory";
+import { estimateParts, estimateReplicaMemory, formatBytes, memoryTotal, zeroStage } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
 import { workerCount, type ClusterSpec } from "../../config/cluster-spec";
 import { planDataParallel } from "../data/planner";
@@ -30,7 +30,7 @@ export function planAuto(given: AutoOptions, spec: ClusterSpec, model: ModelSumm
   const tightest = caps.indexOf(minCap);
   const e = estimateReplicaMemory(model, { batchSize: Math.ceil(batch / n), optimizer: o.optimizer, native: o.nativeMemory });
   const whole = memoryTotal(e);
-  const wholeText = `the whole model needs ${formatBytes(whole)} per replica (${formatBytes(e.paramsBytes)} parameters, ${formatBytes(e.gradientBytes)} gradients, ${formatBytes(e.optimizerBytes ?? 0)} optimizer state, ${formatBytes(e.activationBytes ?? 0)} activations for ${Math.ceil(batch / n)} samples, ${formatBytes(e.runtimeGrowthBytes)} the runtime's own growth)${batchNote}`;
+  const wholeText = `the whole model needs ${formatBytes(whole)} per replica (${estimateParts(e, Math.ceil(batch / n))})${batchNote}`;
   if (whole <= minCap) {
     const room = Number.isFinite(minCap) ? `every worker may use at least ${formatBytes(minCap)}` : "no worker reported a memory limit";
     return planDataParallel(DataOptionsSchema.parse({}), spec, model, {

@@ -1,8 +1,8 @@
 import { ConfigError, ModelError } from "../../errors/errors";
 import { planSplits, replicaSlices } from "../../plan/batches";
-import { formatBytes, optimizerSlots, RUNTIME_GROWTH_BYTES } from "../../plan/memory";
+import { formatBytes, optimizerSlots } from "../../plan/memory";
 import type { ModelSummary } from "../../plan/model-summary";
-import { partition, stageNeedBytes, type PartitionRequest, type StageCost } from "../../plan/partition";
+import { partition, stageNeedBytes, stageNeedText, type PartitionRequest, type StageCost } from "../../plan/partition";
 import { sampleBytes, type Prediction } from "../../plan/predict";
 import { predictPipeline } from "../../plan/predict-pipeline";
 import type { ModelProfile } from "../../plan/profile";
@@ -151,7 +151,7 @@ function checkStageMemory(stagePlans: readonly StagePlan[], memoryBytes: (stage:
     const cap = memoryBytes(st.stage);
     if (stageNeedBytes(st) > cap) {
       throw new ConfigError(
-        `stage ${st.stage} (layers [${st.from}, ${st.to})) needs ${formatBytes(stageNeedBytes(st))} (${formatBytes(st.stateBytes)} parameters, gradients and optimizer state; ${formatBytes(st.activationBytes)} activations; ${formatBytes(RUNTIME_GROWTH_BYTES)} the runtime's own growth) but its worker may use ${formatBytes(cap)}`,
+        `stage ${st.stage} (layers [${st.from}, ${st.to})) needs ${stageNeedText(st)} but its worker may use ${formatBytes(cap)}`,
         { hint: "place fewer layers on that stage, or use more stages" },
       );
     }
