@@ -35,6 +35,32 @@ interface Server {
 
 type ServerProto = { init(this: Server): Promise<void> };
 
+/**
+ * Where a socket binds, as Jupyter writes it: `tcp://ip:port`, or for the ipc transport a file
+ * named `ip-port` (tslab wrote `ipc://ip:port`, a path no client connects to).
+ */
+export function socketAddress(info: Pick<ConnectionInfo, "transport" | "ip">, port: number): string {
+  return info.transport === "ipc" ? `ipc://${info.ip}-${port}` : `${info.transport}://${info.ip}:${port}`;
+}
+
+/**
+ * A port in the connection file was taken before the kernel bound it: Jupyter picks free ports
+ * by binding and closing them, and any process may take one in between. The kernel cannot pick
+ * others (the front end already knows these), so it says so and exits; Jupyter's restarter
+ * starts it again on new ports when a kernel dies before it ever answered.
+ */
+export class KernelBindError extends Error {
+  constructor(info: ConnectionInfo, cause: unknown) {
+    const ports = [info.shell_port, info.iopub_port, info.stdin_port, info.control_port, info.hb_port].join(", ");
+    super(
+      `meshtrain kernel: could not bind its sockets on ${info.transport} ${info.ip} (ports ${ports}): ` +
+        `${cause instanceof Error ? cause.message : String(cause)}. Another process took a port Jupyter chose; ` +
+        `restart the kernel so that Jupyter picks new ones.`,
+    );
+    this.name = "KernelBindError";
+  }
+}
+
 /** Hands every message `sock` receives to `each`, not waiting for it (as tslab), until the socket is closed. */
 async function serve(sock: Socket, each: (frames: Buffer[]) => unknown): Promise<void> {
   for await (const frames of sock) each(frames);
@@ -63,14 +89,16 @@ export function bindBeforeReading(jupyterModule: { ZmqServer: { prototype: Serve
     this.control = new zmq.Router();
     this.stdin = new zmq.Router();
     this.hb = new zmq.Reply();
-    const at = (port: number): string => `${info.transport}://${info.ip}:${port}`;
+    const at = (port: number): string => socketAddress(info, port);
     await Promise.all([
       this.iopub.bind(at(info.iopub_port)),
       this.shell.bind(at(info.shell_port)),
       this.control.bind(at(info.control_port)),
       this.stdin.bind(at(info.stdin_port)),
       this.hb.bind(at(info.hb_port)),
-    ]);
+    ]).catch((err: unknown) => {
+      throw new KernelBindError(info, err);
+    });
     void serve(this.shell, (frames) => this.handleShellMessage(this.shell, ...frames));
     void serve(this.control, (frames) => this.handleShellMessage(this.control, ...frames));
     void echo(this.hb);

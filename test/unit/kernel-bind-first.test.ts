@@ -4,7 +4,7 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
-import { bindBeforeReading } from "../../kernel-ext/bind-first";
+import { bindBeforeReading, KernelBindError, socketAddress } from "../../kernel-ext/bind-first";
 
 /**
  * The kernel's sockets, real zeromq ones (tslab's copy): none is read until all five are bound,
@@ -80,5 +80,60 @@ test("the kernel binds its five sockets before it reads any, and loses nothing s
   } finally {
     shell.close();
     for (const name of ["iopub", "shell", "control", "stdin", "hb"]) (server[name] as unknown as { close?(): void }).close?.();
+  }
+});
+
+function serverFor(configPath: string): { init(): Promise<void> } & Record<string, Socket> {
+  const proto = { init: async (): Promise<void> => assert.fail("tslab's own init ran") };
+  bindBeforeReading({ ZmqServer: { prototype: proto } }, zmq);
+  return Object.assign(Object.create(proto) as { init(): Promise<void> } & Record<string, Socket>, {
+    configPath,
+    handleShellMessage: async (sock: Socket, ...frames: Buffer[]): Promise<void> => void (await sock.send(frames)),
+  });
+}
+
+function closeAll(server: Record<string, Socket>): void {
+  for (const name of ["iopub", "shell", "control", "stdin", "hb"]) (server[name] as unknown as { close?(): void }).close?.();
+}
+
+test("over Jupyter's ipc transport the kernel binds the files ip-port, where Jupyter's clients connect", { timeout: 30_000 }, async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "mt-kernel-"));
+  const ip = path.join(dir, "kernel-ipc");
+  const configPath = path.join(dir, "connection.json");
+  const ports = { iopub_port: 1, shell_port: 2, control_port: 3, stdin_port: 4, hb_port: 5 };
+  fs.writeFileSync(configPath, JSON.stringify({ ...ports, transport: "ipc", ip, key: "k" }));
+  assert.equal(socketAddress({ transport: "ipc", ip }, 2), `ipc://${ip}-2`);
+  const server = serverFor(configPath);
+  const shell = new zmq.Dealer();
+  try {
+    await server.init();
+    assert.ok(fs.existsSync(`${ip}-2`), "the shell socket's file exists");
+    shell.connect(`ipc://${ip}-2`);
+    await shell.send(["over ipc"]);
+    assert.equal((await shell.receive())[0].toString(), "over ipc");
+  } finally {
+    shell.close();
+    closeAll(server);
+  }
+});
+
+test("a port taken before the kernel bound it: a KernelBindError naming the ports and what to do", { timeout: 30_000 }, async () => {
+  const taken = net.createServer();
+  await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+  const takenPort = (taken.address() as net.AddressInfo).port;
+  const ports = { iopub_port: await freePort(), shell_port: takenPort, control_port: await freePort(), stdin_port: await freePort(), hb_port: await freePort() };
+  const configPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "mt-kernel-")), "connection.json");
+  fs.writeFileSync(configPath, JSON.stringify({ ...ports, transport: "tcp", ip: "127.0.0.1", key: "k" }));
+  const server = serverFor(configPath);
+  try {
+    await assert.rejects(server.init(), (err: Error) => {
+      assert.ok(err instanceof KernelBindError, String(err));
+      assert.match(err.message, new RegExp(`ports .*${takenPort}`));
+      assert.match(err.message, /restart the kernel/);
+      return true;
+    });
+  } finally {
+    taken.close();
+    closeAll(server);
   }
 });
