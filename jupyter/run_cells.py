@@ -10,6 +10,8 @@ and gets an error output saying so (an exported page shows it). A cell tagged
 import os
 
 import nbclient
+from ipc_kernel import manager_class
+from jupyter_client.manager import AsyncKernelManager
 from nbclient.exceptions import CellExecutionError
 from nbformat.v4 import new_output
 
@@ -38,7 +40,11 @@ def client(nb, notebook_path, kernel, timeout):
     return nbclient.NotebookClient(
         nb,
         timeout=timeout,
+        # Two test lanes and their workers share two cores: a kernel's start (tslab compiles its
+        # prelude) has taken most of nbclient's default 60 s there.
+        startup_timeout=180,
         kernel_name=kernel,
+        kernel_manager_class=manager_class(AsyncKernelManager, kernel),
         resources={"metadata": {"path": os.path.dirname(os.path.abspath(notebook_path))}},
         on_cell_executed=_refuse_aborted,
     )

@@ -14,6 +14,9 @@ import time
 
 from jupyter_client.manager import KernelManager
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "jupyter"))
+from ipc_kernel import over_ipc  # noqa: E402
+
 KERNEL = "meshtrain-tslab"
 
 
@@ -32,7 +35,7 @@ def emit(phase, **fields):
 
 class Kernel:
     def __init__(self, cwd):
-        self.km = KernelManager(kernel_name=KERNEL)
+        self.km = over_ipc(KernelManager)(kernel_name=KERNEL)
         self.km.start_kernel(cwd=cwd)
         self.connect()
 
