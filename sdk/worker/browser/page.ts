@@ -20,15 +20,58 @@ function tokenFromFragment(): string | null {
   return m ? decodeURIComponent(m[1]!) : null;
 }
 
+/** Joins the driver once the communication thread listens at `ownUrl`; the driver closing the lifeline ends the page. */
+function joinTheDriver(
+  view: PageView,
+  comm: Worker,
+  token: string,
+  ownUrl: string,
+  held: (lifeline: Link) => void,
+): void {
+  const joinUrl = `${self.location.protocol === "https:" ? "wss" : "ws"}://${self.location.host}/`;
+  view.status("joining the driver");
+  joinDriver({ url: joinUrl, claim: null, timeoutMs: 600_000 }, { token, ownUrl, maxFrameBytes: 64 * 1024 }).then(
+    (joined) => {
+      held(joined.lifeline);
+      view.joined(joined.assigned.rank, joined.assigned.worldSize);
+      joined.lifeline.setHandlers({
+        text: () => undefined,
+        binary: () => undefined,
+        pong: () => undefined,
+        close: (code, reason) => {
+          comm.terminate();
+          view.ended(
+            code === 1000
+              ? "the driver closed the cluster"
+              : `the driver went away (code ${code}${reason ? `, ${reason}` : ""})`,
+          );
+        },
+      });
+    },
+    (err: unknown) => {
+      comm.terminate();
+      view.failed(`could not join: ${isMeshtrainError(err) ? err.message : String(err)}`);
+    },
+  );
+}
+
 function start(view: PageView): void {
   const token = tokenFromFragment();
   if (!token) {
     view.failed("this link has no token: open the invite link the driver printed (it ends in #token=...)");
     return;
   }
-  const joinUrl = `${self.location.protocol === "https:" ? "wss" : "ws"}://${self.location.host}/`;
   const comm = new Worker(new URL("comm.js", self.location.href).href);
-  const config: CommConfig = { host: self.location.hostname, port: Number(self.location.port || (self.location.protocol === "https:" ? 443 : 80)), token, maxFrameBytes: MAX_FRAME_BYTES, maxConnections: 64, handshakeTimeoutMs: 10_000, exitWithDriver: true, version: VERSION };
+  const config: CommConfig = {
+    host: self.location.hostname,
+    port: Number(self.location.port || (self.location.protocol === "https:" ? 443 : 80)),
+    token,
+    maxFrameBytes: MAX_FRAME_BYTES,
+    maxConnections: 64,
+    handshakeTimeoutMs: 10_000,
+    exitWithDriver: true,
+    version: VERSION,
+  };
   comm.postMessage({ kind: "config", config });
   // A Web Worker takes postMessage(message, transfer) as a Node worker thread does: the host runs unchanged.
   const host = new ComputeHost(comm as unknown as NodeWorker, ROLES);
@@ -42,21 +85,7 @@ function start(view: PageView): void {
   comm.onmessage = (e: MessageEvent) => {
     const m = e.data as CommToCompute;
     if (m.kind === "listening") {
-      view.status("joining the driver");
-      joinDriver({ url: joinUrl, claim: null, timeoutMs: 600_000 }, { token, ownUrl: m.url, maxFrameBytes: 64 * 1024 }).then(
-        (joined) => {
-          lifeline = joined.lifeline;
-          view.joined(joined.assigned.rank, joined.assigned.worldSize);
-          joined.lifeline.setHandlers({ text: () => undefined, binary: () => undefined, pong: () => undefined, close: (code, reason) => {
-            comm.terminate();
-            view.ended(code === 1000 ? "the driver closed the cluster" : `the driver went away (code ${code}${reason ? `, ${reason}` : ""})`);
-          } });
-        },
-        (err: unknown) => {
-          comm.terminate();
-          view.failed(`could not join: ${isMeshtrainError(err) ? err.message : String(err)}`);
-        },
-      );
+      joinTheDriver(view, comm, token, m.url, (l) => (lifeline = l));
     } else if (m.kind === "exit") {
       comm.terminate();
       if (m.code === 0) view.ended(m.reason);
