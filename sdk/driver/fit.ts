@@ -48,7 +48,13 @@ export interface FitStrategy {
   plan(model: ModelSummary, options: PlanOptions, given: PlanData | undefined): Plan;
   /** What its plan's options time on a worker beside the replica step. */
   probes(plan: PlanData): ProfileProbes;
-  fit(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, options: ResolvedFitOptions, plan: Plan): Promise<RunRecord>;
+  fit(
+    ctx: FitContext,
+    model: tf.LayersModel,
+    dataset: Dataset,
+    options: ResolvedFitOptions,
+    plan: Plan,
+  ): Promise<RunRecord>;
 }
 
 /**
@@ -57,40 +63,28 @@ export interface FitStrategy {
  * in the user's model. Failures that leave every worker in a known state reject with
  * FitAborted (the cluster stays usable); any other failure is the cluster's.
  */
-export async function runFit(host: FitHost, strategy: FitStrategy, model: tf.LayersModel, given: Dataset, options: FitOptions, stop: FitStop): Promise<RunRecord> {
-  // Options that cannot work are refused before anything is sent: the cluster stays as it was.
-  let resolved: ResolvedFitOptions;
-  let dataset: Dataset;
-  try {
-    const parsed = resolveFitOptions(options, model);
-    const split = splitValidation(arrangeColumns(model, given), parsed, (d) => arrangeColumns(model, d));
-    dataset = split.train;
-    resolved = { ...parsed, ...(split.validation ? { validation: split.validation } : {}), ...(parsed.classWeight ? { classTable: classWeightTable(dataset, parsed.classWeight) } : {}) };
-    checkSchedule(resolved, dataset.size);
-    // Callbacks read and set model.stopTraining, which an uncompiled Sequential model refuses: compiled as fit will leave it.
-    if (resolved.callbacks) compileIfNot(model, resolved);
-  } catch (err) {
-    throw new FitAborted(err);
-  }
-  const watch = new FitWatchers(host.spec, resolved, dataset, { size: host.workers.length, output: host.output, members: () => host.members(), step: () => host.step() });
+export async function runFit(
+  host: FitHost,
+  strategy: FitStrategy,
+  model: tf.LayersModel,
+  given: Dataset,
+  options: FitOptions,
+  stop: FitStop,
+): Promise<RunRecord> {
+  const { resolved, dataset } = resolveFit(model, given, options);
+  const watch = watchFit(host, resolved, dataset);
   const seen: StepRecord[] = [];
-  const o = { ...resolved, onStep: (r: StepRecord) => (seen.push(r), watch.step(r), resolved.onStep?.(r)), onValidated: (epoch: number, logs: Record<string, number>) => watch.validated(epoch, logs) };
+  const o = {
+    ...resolved,
+    onStep: (r: StepRecord) => (seen.push(r), watch.step(r), resolved.onStep?.(r)),
+    onValidated: (epoch: number, logs: Record<string, number>) => watch.validated(epoch, logs),
+  };
   const started = performance.now();
   let chain: tf.LayersModel | undefined;
   let plan: Plan | undefined;
   try {
     try {
-      checkShapes(model, dataset, o);
-      const summary = summarizeModel(model);
-      const base: PlanOptions = { batchSize: o.batchSize, datasetSize: dataset.size, optimizer: o.optimizer, loss: o.loss, ...nativeStepOptions(model), devices: host.workers.map((h) => devicesOf(h)), serverDevices: host.members().filter((h) => h.role === "ps").map((h) => devicesOf(h)), ...withDriver() };
-      // Bounded by what it can save: a tenth of the epoch the plan predicts from FLOPs, or a second.
-      const request = (): ProfileRequest => {
-        const draft = strategy.plan(summary, base, undefined);
-        return { layers: strategy.profiled === "layers", budgetMs: profileBudgetMs(draft, dataset.size, o.batchSize), ...strategy.probes(draft) };
-      };
-      const profile = o.plan || !strategy.profiled ? undefined : await host.profileFor(model, o, request());
-      const ring = o.plan ? undefined : await host.ring();
-      plan = strategy.plan(summary, { ...base, ...(profile ? { profile } : {}), ...(ring ? { ring } : {}) }, o.plan);
+      plan = await planFit(host, strategy, model, dataset, o);
       chain = await asSequential(model);
     } catch (err) {
       throw new FitAborted(err);
@@ -101,15 +95,99 @@ export async function runFit(host: FitHost, strategy: FitStrategy, model: tf.Lay
     watch.end();
     compileIfNot(model, o);
     const dataPlane = host.dataPlane();
-    return { ...record, ...(dataPlane ? { dataPlane } : {}), logs: watch.logs(), training: { optimizer: o.optimizer, loss: o.loss, metrics: o.metrics.map((m) => m.name), origins: o.origins } };
+    return {
+      ...record,
+      ...(dataPlane ? { dataPlane } : {}),
+      logs: watch.logs(),
+      training: { optimizer: o.optimizer, loss: o.loss, metrics: o.metrics.map((m) => m.name), origins: o.origins },
+    };
   } catch (caught) {
     const err = watch.end(caught);
     // A stop asked for keeps what was recorded up to there: the run so far rides on the AbortError.
     if (err instanceof FitAborted && err.error instanceof AbortError && plan) {
-      err.partial = { history: seen, plan, workers: host.workers.map((h) => h.snapshot()), seed: o.seed, epochs: o.epochs, wallMs: performance.now() - started, logs: watch.logs() };
+      err.partial = {
+        history: seen,
+        plan,
+        workers: host.workers.map((h) => h.snapshot()),
+        seed: o.seed,
+        epochs: o.epochs,
+        wallMs: performance.now() - started,
+        logs: watch.logs(),
+      };
     }
     throw err;
   } finally {
     if (chain !== undefined && chain !== model) chain.dispose();
   }
+}
+
+/** What watches the fit from the driver over the cluster's members: its progress display, the stall watch, the workers' output lines. */
+function watchFit(host: FitHost, resolved: ResolvedFitOptions, dataset: Dataset): FitWatchers {
+  return new FitWatchers(host.spec, resolved, dataset, {
+    size: host.workers.length,
+    output: host.output,
+    members: () => host.members(),
+    step: () => host.step(),
+  });
+}
+
+/** The fit's options resolved and its data arranged, or FitAborted: options that cannot work are refused before anything is sent, so the cluster stays as it was. */
+function resolveFit(
+  model: tf.LayersModel,
+  given: Dataset,
+  options: FitOptions,
+): { resolved: ResolvedFitOptions; dataset: Dataset } {
+  try {
+    const parsed = resolveFitOptions(options, model);
+    const split = splitValidation(arrangeColumns(model, given), parsed, (d) => arrangeColumns(model, d));
+    const dataset = split.train;
+    const resolved = {
+      ...parsed,
+      ...(split.validation ? { validation: split.validation } : {}),
+      ...(parsed.classWeight ? { classTable: classWeightTable(dataset, parsed.classWeight) } : {}),
+    };
+    checkSchedule(resolved, dataset.size);
+    // Callbacks read and set model.stopTraining, which an uncompiled Sequential model refuses: compiled as fit will leave it.
+    if (resolved.callbacks) compileIfNot(model, resolved);
+    return { resolved, dataset };
+  } catch (err) {
+    throw new FitAborted(err);
+  }
+}
+
+/** The fit's plan: the shapes checked, the model timed on a worker where the strategy prices by a profile, and the data ring timed where it prices by the ring. */
+async function planFit(
+  host: FitHost,
+  strategy: FitStrategy,
+  model: tf.LayersModel,
+  dataset: Dataset,
+  o: ResolvedFitOptions,
+): Promise<Plan> {
+  checkShapes(model, dataset, o);
+  const summary = summarizeModel(model);
+  const base: PlanOptions = {
+    batchSize: o.batchSize,
+    datasetSize: dataset.size,
+    optimizer: o.optimizer,
+    loss: o.loss,
+    ...nativeStepOptions(model),
+    devices: host.workers.map((h) => devicesOf(h)),
+    serverDevices: host
+      .members()
+      .filter((h) => h.role === "ps")
+      .map((h) => devicesOf(h)),
+    ...withDriver(),
+  };
+  // Bounded by what it can save: a tenth of the epoch the plan predicts from FLOPs, or a second.
+  const request = (): ProfileRequest => {
+    const draft = strategy.plan(summary, base, undefined);
+    return {
+      layers: strategy.profiled === "layers",
+      budgetMs: profileBudgetMs(draft, dataset.size, o.batchSize),
+      ...strategy.probes(draft),
+    };
+  };
+  const profile = o.plan || !strategy.profiled ? undefined : await host.profileFor(model, o, request());
+  const ring = o.plan ? undefined : await host.ring();
+  return strategy.plan(summary, { ...base, ...(profile ? { profile } : {}), ...(ring ? { ring } : {}) }, o.plan);
 }
