@@ -1,13 +1,9 @@
-import type * as tf from "@tensorflow/tfjs";
 import type { ClusterSpec } from "../config/cluster-spec";
-import type { Dataset } from "../data/dataset";
-import type { FitContext } from "../driver/fit-context";
-import type { ProfileProbes } from "../driver/model-profiles";
-import type { ResolvedFitOptions } from "../driver/fit-options";
+import type { FitStrategy } from "../driver/fit";
 import type { RunRecord } from "../metrics/records";
 import type { RunSummary } from "../metrics/summary";
 import type { ModelSummary } from "../plan/model-summary";
-import type { Plan, PlanData, PlanOptions } from "../plan/plans";
+import type { PlanData, PlanOptions } from "../plan/plans";
 import type { RunNotes, StrategyPlanner } from "./strategy";
 
 /**
@@ -29,7 +25,7 @@ export interface StrategyEntry extends Pick<
 }
 
 /** A strategy's runner as the table holds it: any plan goes in, and is refused unless it is the runner's. */
-export interface StrategyRunnerEntry {
+export interface StrategyRunnerEntry extends Pick<FitStrategy, "fit" | "probes"> {
   replan(
     spec: ClusterSpec,
     model: ModelSummary,
@@ -41,14 +37,5 @@ export interface StrategyRunnerEntry {
   format(plan: PlanData): string;
   explain(plan: PlanData): string;
   draw(plan: PlanData): string;
-  fit(
-    ctx: FitContext,
-    model: tf.LayersModel,
-    dataset: Dataset,
-    options: ResolvedFitOptions,
-    plan: Plan,
-  ): Promise<RunRecord>;
   describe(run: RunRecord, summary: RunSummary): RunNotes;
-  /** What the plan's options time on a worker beside the replica step (none: {}). */
-  probes(plan: PlanData): ProfileProbes;
 }
