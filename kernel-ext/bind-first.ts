@@ -47,15 +47,17 @@ export function socketAddress(info: Pick<ConnectionInfo, "transport" | "ip">, po
  * A port in the connection file was taken before the kernel bound it: Jupyter picks free ports
  * by binding and closing them, and any process may take one in between. The kernel cannot pick
  * others (the front end already knows these), so it says so and exits; Jupyter's restarter
- * starts it again on new ports when a kernel dies before it ever answered.
+ * starts a kernel that died before it ever answered again on new ports (jupyter_client's
+ * random_ports_until_alive), while a restart asked for by hand keeps the ports it had.
  */
 export class KernelBindError extends Error {
   constructor(info: ConnectionInfo, cause: unknown) {
     const ports = [info.shell_port, info.iopub_port, info.stdin_port, info.control_port, info.hb_port].join(", ");
     super(
       `meshtrain kernel: could not bind its sockets on ${info.transport} ${info.ip} (ports ${ports}): ` +
-        `${cause instanceof Error ? cause.message : String(cause)}. Another process took a port Jupyter chose; ` +
-        `restart the kernel so that Jupyter picks new ones.`,
+        `${cause instanceof Error ? cause.message : String(cause)}. Another process took a port Jupyter chose. ` +
+        `Jupyter's server starts a kernel that dies on start-up again on new ports; elsewhere shut this kernel ` +
+        `down and start a new one (a restart keeps the same ports).`,
     );
     this.name = "KernelBindError";
   }

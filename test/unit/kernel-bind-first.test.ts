@@ -129,7 +129,7 @@ test("a port taken before the kernel bound it: a KernelBindError naming the port
     await assert.rejects(server.init(), (err: Error) => {
       assert.ok(err instanceof KernelBindError, String(err));
       assert.match(err.message, new RegExp(`ports .*${takenPort}`));
-      assert.match(err.message, /restart the kernel/);
+      assert.match(err.message, /start a new one \(a restart keeps the same ports\)/);
       return true;
     });
   } finally {
