@@ -121,7 +121,7 @@ export async function runFit(
   }
 }
 
-/** What watches the fit from the driver over the cluster's members: its progress display, the stall watch, the workers' output lines. */
+/** What watches the fit from the driver: its progress display, the stall watch, the workers' output lines. */
 function watchFit(host: FitHost, resolved: ResolvedFitOptions, dataset: Dataset): FitWatchers {
   return new FitWatchers(host.spec, resolved, dataset, {
     size: host.workers.length,
@@ -131,7 +131,10 @@ function watchFit(host: FitHost, resolved: ResolvedFitOptions, dataset: Dataset)
   });
 }
 
-/** The fit's options resolved and its data arranged, or FitAborted: options that cannot work are refused before anything is sent, so the cluster stays as it was. */
+/**
+ * The fit's options resolved and its data arranged, or FitAborted: options that cannot work are
+ * refused before anything is sent, so the cluster stays as it was.
+ */
 function resolveFit(
   model: tf.LayersModel,
   given: Dataset,
@@ -155,7 +158,10 @@ function resolveFit(
   }
 }
 
-/** The fit's plan: the shapes checked, the model timed on a worker where the strategy prices by a profile, and the data ring timed where it prices by the ring. */
+/**
+ * The fit's plan: the shapes checked, the model timed on a worker where the strategy prices by a
+ * profile, and the data ring timed where it prices by the ring.
+ */
 async function planFit(
   host: FitHost,
   strategy: FitStrategy,
