@@ -93,6 +93,8 @@ export interface WorkerRole {
     shardRanges?: Array<[number, number]>;
   };
   step(msg: MessageOf<"step">, attachments: Tensorlike[], io: HostIO): Promise<StepReport>;
+  /** True: once a step has resolved, nothing of the role holds its attachments, and the host may hand their memory on. */
+  readonly freesStepInputs?: boolean;
   /** What it does between steps, for a stall report (default: waiting for a step). */
   readonly waiting?: string;
   /** The weights it holds (a parameter server: its shard, and the updates it applied). */

@@ -3,7 +3,7 @@ import { fromWireJson, toWireJson } from "../protocol/json";
 import { decodeFrame, encodeFrame, frameParts, type FrameHeader } from "../protocol/frame";
 import { CARRIES_TENSORS } from "../protocol/message-traits";
 import { MessageSchema, type Message, type MessageOf, type MessageType } from "../protocol/messages";
-import { allocate, dtypeOf, elementCount, type TensorData, type Tensorlike, type TensorSpec } from "../protocol/tensor";
+import { allocate, dtypeOf, elementCount, type DType, type TensorData, type Tensorlike, type TensorSpec } from "../protocol/tensor";
 import { PROTOCOL_VERSION } from "../protocol/version";
 import { fromWireError, toWireError } from "../protocol/wire-error";
 import { CLOSE, type Link } from "./link";
@@ -37,6 +37,8 @@ export interface ChannelOptions {
   onClose(error: MeshtrainError): void;
   /** A frame that was refused (already answered with an error reply); for logs. */
   onInvalid?(error: MeshtrainError): void;
+  /** Where attachments are received (default: new arrays): a worker's reuses the batches its compute thread is done with. */
+  allocate?(dtype: DType, length: number): TensorData;
 }
 
 interface PendingRequest {
@@ -272,7 +274,7 @@ export class Channel {
       msg,
       seq,
       specs,
-      data: specs.map((s) => allocate(s.dtype, elementCount(s.shape))),
+      data: specs.map((s) => (this.o.allocate ?? allocate)(s.dtype, elementCount(s.shape))),
       remaining: specs.map((s) => elementCount(s.shape)),
     };
     this.maybeComplete();

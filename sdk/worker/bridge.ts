@@ -89,7 +89,9 @@ export type ComputeToComm =
   /** Send the output lines now, and answer with outputFlushed (the process is about to exit). */
   | { kind: "flushOutput" }
   /** Collect this thread's garbage and answer with garbageCollected: the compute thread is about to read the process's memory. */
-  | { kind: "collectGarbage" };
+  | { kind: "collectGarbage" }
+  /** A step's batch the compute thread is done with (transferred): the next ones are received into it. */
+  | { kind: "recycle"; buffers: ArrayBuffer[] };
 
 export type ActivityState = "busy" | "waiting" | "idle" | "failed";
 

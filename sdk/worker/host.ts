@@ -151,6 +151,8 @@ export class ComputeHost {
     ).finally(() => (this.links.step = undefined));
     this.memory.stepDone();
     this.reply({ type: "stepDone", re: msg.id, step: msg.step, ...r });
+    // Transferred, so every view of it here is detached: a role that did keep one would read nothing, not the next batch.
+    if (role.freesStepInputs) this.post({ kind: "recycle", buffers: transferList(attachments) }, transferList(attachments));
   }
 
   /** What plans predict from: the driver's link, the data ring's all-reduce, the model's layers and step. */

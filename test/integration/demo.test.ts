@@ -12,4 +12,9 @@ test("the main job: `npm run demo`, as the README has it, trains MNIST on local 
   assert.ok(Number(m[1]) >= 90, out);
   assert.ok(Number(m[2]) > 1500);
   assert.match(r.stdout, /throughput \d+ samples\/s/);
+  // The plan's memory estimate holds for a real fit fed by the driver: 1.05-1.31x on this machine,
+  // 3.5-4x while each step's batch came in new arrays (docs/native-step.md).
+  const measured = [...r.stdout.matchAll(/rank \d memory: .* the plan estimated [\d.]+ MiB \(measured ([\d.]+)x/g)].map((x) => Number(x[1]));
+  assert.equal(measured.length, 2, out);
+  for (const ratio of measured) assert.ok(ratio <= 1.5, `a worker held ${ratio}x the plan's estimate\n${out}`);
 });

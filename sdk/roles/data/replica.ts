@@ -22,6 +22,9 @@ import { gradientSumOf } from "./sums/sum-table";
  * hooks/); nothing here asks again which they are.
  */
 export class DataReplica implements WorkerRole {
+  /** The native step copies a batch in; TF.js's tensors of it are disposed with the step. */
+  readonly freesStepInputs = true;
+
   private constructor(
     private readonly r: LoadedReplica,
     private readonly sum: GradientSum,

@@ -1,3 +1,4 @@
+import { recycledArrays } from "./recycled-arrays";
 import { PROTOCOL_VERSION } from "../../protocol/version";
 import { CollectiveError, ProtocolError, type MeshtrainError } from "../../errors/errors";
 import { fromWireError, toWireError } from "../../protocol/wire-error";
@@ -165,6 +166,9 @@ export class CommServer implements SessionHost {
         return;
       case "collectGarbage":
         void collectGarbage().then(() => toCompute({ kind: "garbageCollected" }));
+        return;
+      case "recycle":
+        recycledArrays.give(m.buffers);
         return;
     }
   }
