@@ -228,8 +228,37 @@ function topologyOf(model: tf.LayersModel): Record<string, unknown> {
   return model.toJSON(null, false) as unknown as Record<string, unknown>;
 }
 
+/**
+ * A kept profile's key: the batch, what was timed, and the topology with its names numbered.
+ * Names say nothing of speed, and TF.js names every new layer anew (dense_Dense1, dense_Dense3):
+ * a notebook cell that builds the model again and fits it would otherwise be timed again, a
+ * second or a tenth of an epoch each time.
+ */
 function key(topology: Record<string, unknown>, batchSize: number, layers: boolean): string {
-  return `${batchSize}/${layers ? "layers" : "step"}/${JSON.stringify(topology)}`;
+  return `${batchSize}/${layers ? "layers" : "step"}/${JSON.stringify(withoutNames(topology))}`;
+}
+
+/** `topology` with each layer's and model's name (and every reference to it) replaced by its number in order of first appearance. */
+export function withoutNames(topology: Record<string, unknown>): unknown {
+  const numbers = new Map<string, string>();
+  const collect = (v: unknown): void => {
+    if (Array.isArray(v)) v.forEach(collect);
+    else if (v !== null && typeof v === "object")
+      for (const [k, x] of Object.entries(v)) {
+        if (k === "name" && typeof x === "string" && !numbers.has(x)) numbers.set(x, `#${numbers.size}`);
+        collect(x);
+      }
+  };
+  const rename = (v: unknown): unknown =>
+    typeof v === "string"
+      ? (numbers.get(v) ?? v)
+      : Array.isArray(v)
+        ? v.map(rename)
+        : v !== null && typeof v === "object"
+          ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, rename(x)]))
+          : v;
+  collect(topology);
+  return rename(topology);
 }
 
 /**
