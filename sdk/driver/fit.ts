@@ -184,12 +184,12 @@ async function planFit(
       .map((h) => devicesOf(h)),
     ...withDriver(),
   };
-  // Bounded by what it can save: a tenth of the epoch the plan predicts from FLOPs, or a second.
+  // Bounded by what it can save: a tenth of the epoch the plan predicts from FLOPs, or a second, at most the fit.
   const request = (): ProfileRequest => {
     const draft = strategy.plan(summary, base, undefined);
     return {
       layers: strategy.profiled === "layers",
-      budgetMs: profileBudgetMs(draft, dataset.size, o.batchSize),
+      budgetMs: profileBudgetMs(draft, dataset.size, o.batchSize, o.epochs),
       ...strategy.probes(draft),
     };
   };

@@ -27,7 +27,7 @@ const SHARED_ROUNDS = 3;
 /** Timing a model is a few of its steps; a model that takes longer than this is planned from FLOPs. */
 const PROFILE_TIMEOUT_MS = 60_000;
 
-/** A fit's profile may take this long at least, or a tenth of the epoch the plan predicts from FLOPs. */
+/** A fit's profile may take this long, or a tenth of the epoch the plan predicts from FLOPs if more (bounded by the whole fit). */
 const MIN_BUDGET_MS = 1000;
 
 /** What a fit's profile times (every layer as well as the replica step, or the step alone), and for how long. */
@@ -54,14 +54,22 @@ function probed(
   };
 }
 
-/** A profile's budget: a tenth of one epoch as `plan` predicts it, or a second, whichever is more. */
+/**
+ * A profile's budget: a tenth of one epoch as `plan` predicts it, or a second, whichever is more;
+ * but never more than the whole fit is predicted to take, which is all a profile could save. A
+ * fit of a few small steps (a quick try in a notebook) was timed for a second before steps
+ * that took a tenth of it; planned from FLOPs alone (no prediction), a second.
+ */
 export function profileBudgetMs(
   plan: { prediction?: { stepMs: number } | null },
   datasetSize: number,
   batchSize: number,
+  epochs: number,
 ): number {
-  const epochMs = (plan.prediction?.stepMs ?? 0) * Math.ceil(datasetSize / batchSize);
-  return Math.round(Math.max(MIN_BUDGET_MS, epochMs / 10));
+  const stepMs = plan.prediction?.stepMs;
+  if (stepMs === undefined || !(stepMs > 0)) return MIN_BUDGET_MS;
+  const epochMs = stepMs * Math.ceil(datasetSize / batchSize);
+  return Math.round(Math.min(Math.max(MIN_BUDGET_MS, epochMs / 10), epochMs * epochs));
 }
 
 /**

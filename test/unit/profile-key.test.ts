@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
-import { withoutNames } from "../../sdk/driver/model-profiles";
+import { profileBudgetMs, withoutNames } from "../../sdk/driver/model-profiles";
 
 const keyOf = (m: tf.LayersModel): string => JSON.stringify(withoutNames(m.toJSON(null, false) as unknown as Record<string, unknown>));
 
@@ -31,4 +31,14 @@ test("a model built again (TF.js names its layers anew) has the kept profile's k
   // Names stay out of the key, the rest of the config in it.
   assert.doesNotMatch(keyOf(first), new RegExp(first.layers[1]!.name));
   assert.match(keyOf(first), /"activation":"tanh"/);
+});
+
+test("a fit's profile budget: a second, or a tenth of an epoch if more, never more than the whole fit; a second with no prediction", () => {
+  const plan = (stepMs: number | undefined) => ({ prediction: stepMs === undefined ? null : { stepMs } });
+  // 100 steps an epoch.
+  assert.equal(profileBudgetMs(plan(20), 6400, 64, 3), 1000, "a 6 s fit: a second");
+  assert.equal(profileBudgetMs(plan(200), 6400, 64, 3), 2000, "a 60 s fit: a tenth of its 20 s epoch");
+  assert.equal(profileBudgetMs(plan(2), 6400, 64, 2), 400, "a 0.4 s fit: no more than the fit");
+  assert.equal(profileBudgetMs(plan(undefined), 6400, 64, 1), 1000);
+  assert.equal(profileBudgetMs(plan(0), 6400, 64, 1), 1000);
 });
