@@ -48,44 +48,109 @@ export interface ServerLink {
  * alone priced five of the six server rows 1.30-1.62x too fast; with the busiest core all six
  * were within 0.98-1.14x, and the core was the bound on every one.
  */
-export function predictPs(
-  o: { mode: "sync" | "async"; flopsPerSample: number; layers: number; pullBytes: number; pushBytes: number; globalBatch: number; replicas: number; feedBytes: number; profile?: ModelProfile },
-  s: Speeds,
-  servers: readonly ServerLink[],
-  seats?: Seats,
-): Prediction {
+export function predictPs(o: PsInputs, s: Speeds, servers: readonly ServerLink[], seats?: Seats): Prediction {
   const n = o.replicas;
-  const perReplica = o.globalBatch / n;
-  const { computeMs, timed } = replicaComputeMs({ ...o, gradientBytes: o.pushBytes }, perReplica, s);
+  const { computeMs, timed } = replicaComputeMs({ ...o, gradientBytes: o.pushBytes }, o.globalBatch / n, s);
   const own = (bytes: number): number => (bytes / s.linkBytesPerSecond) * 1000;
-  const latencyMs = Math.max(s.latencySeconds, ...servers.map((v) => v.latencySeconds)) * 1000;
   const links = servers.map((v) => `${(v.linkBytesPerSecond / 1e6).toFixed(0)} MB/s`).join(", ");
   // A step's compute is priced as the workers run it together; k workers to a core each spend 1/k of that wall time on it.
   const core = seats ? coreLoad(o, computeMs / s.coreSharing, servers, seats) : undefined;
-  const cpu = core ? ", and each member's CPU for its messages at what the link probes cost it (a server's update not counted)" : " (the work of moving the shards through each process, its frames and copies, not counted: a member did not say what its messages cost it)";
-  const why = `${basis(s, timed ? o.profile : undefined)}; the servers' links ${links}${cpu}`;
-  const bound = (ms: number): string => (core && core.ms >= ms ? `; the busiest core bounds it: ${namesOf(core.names)} on it spend ${core.ms.toFixed(1)} ms of CPU a step` : "");
-  // `k` workers' transfers of `bytes` each, through every server's link and each worker's own.
-  const through = (bytes: number, k: number): number => Math.max(own(bytes), ...servers.map((v) => ((k * v.share * bytes) / v.linkBytesPerSecond) * 1000));
-  if (o.mode === "sync") {
-    const commMs = Math.max(through(o.pullBytes, n) + through(o.pushBytes, 1), through(o.pullBytes, 1) + through(o.pushBytes, n)) + 4 * latencyMs;
-    const linksMs = computeMs + commMs + stepOverheadMs(s, o.feedBytes);
-    const stepMs = Math.max(linksMs, core?.ms ?? 0);
-    return { stepMs, computeMs, commMs: commMs + stepMs - linksMs, bubble: 0, samplesPerSecond: (o.globalBatch / stepMs) * 1000, basis: why + bound(linksMs), timed };
-  }
-  const alone = computeMs + through(o.pullBytes, 1) + through(o.pushBytes, 1) + 4 * latencyMs + stepOverheadMs(s, o.feedBytes / n);
+  const cpu = core
+    ? ", and each member's CPU for its messages at what the link probes cost it (a server's update not counted)"
+    : " (the work of moving the shards through each process, its frames and copies, not counted: a member did not say what its messages cost it)";
+  const step: PsStep = {
+    computeMs,
+    timed,
+    core,
+    latencyMs: Math.max(s.latencySeconds, ...servers.map((v) => v.latencySeconds)) * 1000,
+    why: `${basis(s, timed ? o.profile : undefined)}; the servers' links ${links}${cpu}`,
+    // `k` workers' transfers of `bytes` each, through every server's link and each worker's own.
+    through: (bytes, k) =>
+      Math.max(own(bytes), ...servers.map((v) => ((k * v.share * bytes) / v.linkBytesPerSecond) * 1000)),
+    bound: (ms) =>
+      core && core.ms >= ms
+        ? `; the busiest core bounds it: ${namesOf(core.names)} on it spend ${core.ms.toFixed(1)} ms of CPU a step`
+        : "",
+  };
+  return o.mode === "sync" ? syncStep(o, s, step) : asyncStep(o, s, servers, step);
+}
+
+interface PsInputs {
+  mode: "sync" | "async";
+  flopsPerSample: number;
+  layers: number;
+  pullBytes: number;
+  pushBytes: number;
+  globalBatch: number;
+  replicas: number;
+  feedBytes: number;
+  profile?: ModelProfile;
+}
+
+/** What both modes' predictions start from. */
+interface PsStep {
+  computeMs: number;
+  timed: boolean;
+  core: CoreLoad | undefined;
+  latencyMs: number;
+  why: string;
+  through(bytes: number, k: number): number;
+  bound(ms: number): string;
+}
+
+/** Sync servers: every worker's pull, then every push, summed once per step. */
+function syncStep(o: PsInputs, s: Speeds, p: PsStep): Prediction {
+  const n = o.replicas;
+  const commMs =
+    Math.max(
+      p.through(o.pullBytes, n) + p.through(o.pushBytes, 1),
+      p.through(o.pullBytes, 1) + p.through(o.pushBytes, n),
+    ) +
+    4 * p.latencyMs;
+  const linksMs = p.computeMs + commMs + stepOverheadMs(s, o.feedBytes);
+  const stepMs = Math.max(linksMs, p.core?.ms ?? 0);
+  return {
+    stepMs,
+    computeMs: p.computeMs,
+    commMs: commMs + stepMs - linksMs,
+    bubble: 0,
+    samplesPerSecond: (o.globalBatch / stepMs) * 1000,
+    basis: p.why + p.bound(linksMs),
+    timed: p.timed,
+  };
+}
+
+/** Async servers: each worker cycles alone, waiting behind the others' transfers. */
+function asyncStep(o: PsInputs, s: Speeds, servers: readonly ServerLink[], p: PsStep): Prediction {
+  const n = o.replicas;
+  const alone =
+    p.computeMs +
+    p.through(o.pullBytes, 1) +
+    p.through(o.pushBytes, 1) +
+    4 * p.latencyMs +
+    stepOverheadMs(s, o.feedBytes / n);
   // The waits behind the others' transfers: C = alone + k / C, k = (n - 1) (t_pull^2 + t_push^2) / 2.
-  const serverMs = (bytes: number): number => Math.max(...servers.map((v) => ((v.share * bytes) / v.linkBytesPerSecond) * 1000));
+  const serverMs = (bytes: number): number =>
+    Math.max(...servers.map((v) => ((v.share * bytes) / v.linkBytesPerSecond) * 1000));
   const k = ((n - 1) * (serverMs(o.pullBytes) ** 2 + serverMs(o.pushBytes) ** 2)) / 2;
   const cycleMs = (alone + Math.sqrt(alone * alone + 4 * k)) / 2;
   const most = Math.max(o.pullBytes, o.pushBytes);
   const serverSteps = Math.min(...servers.map((v) => v.linkBytesPerSecond / Math.max(1e-9, v.share * most)));
   const linksPerSecond = Math.min(n / (cycleMs / 1000), serverSteps);
   // A round of the busiest core's work is one step of every worker.
-  const stepsPerSecond = Math.min(linksPerSecond, core ? n / (core.ms / 1000) : Infinity);
+  const stepsPerSecond = Math.min(linksPerSecond, p.core ? n / (p.core.ms / 1000) : Infinity);
   const stepMs = (n / stepsPerSecond) * 1000;
-  const eachAlone = `each worker steps alone, ${serverSteps < n / (cycleMs / 1000) ? "the servers' links the bound" : "its own cycle the bound"} (${(cycleMs - alone).toFixed(1)} ms of it behind the others' transfers)`;
-  return { stepMs, computeMs, commMs: stepMs - computeMs, bubble: 0, samplesPerSecond: stepsPerSecond * perReplica, basis: `${why}; ${eachAlone}${bound((n / linksPerSecond) * 1000)}`, timed };
+  const limit = serverSteps < n / (cycleMs / 1000) ? "the servers' links the bound" : "its own cycle the bound";
+  const eachAlone = `each worker steps alone, ${limit} (${(cycleMs - alone).toFixed(1)} ms of it behind the others' transfers)`;
+  return {
+    stepMs,
+    computeMs: p.computeMs,
+    commMs: stepMs - p.computeMs,
+    bubble: 0,
+    samplesPerSecond: stepsPerSecond * (o.globalBatch / n),
+    basis: `${p.why}; ${eachAlone}${p.bound((n / linksPerSecond) * 1000)}`,
+    timed: p.timed,
+  };
 }
 
 /**
@@ -95,14 +160,29 @@ export function predictPs(
  * measured receiving; the driver, sending). Undefined where a member did not say what its
  * messages cost it: nothing is priced from a guess.
  */
-function coreLoad(o: { pullBytes: number; pushBytes: number; feedBytes: number; replicas: number }, computeMs: number, servers: readonly ServerLink[], seats: Seats): CoreLoad | undefined {
+function coreLoad(
+  o: { pullBytes: number; pushBytes: number; feedBytes: number; replicas: number },
+  computeMs: number,
+  servers: readonly ServerLink[],
+  seats: Seats,
+): CoreLoad | undefined {
   const all = [...seats.workers, ...seats.servers, ...(seats.driver ? [seats.driver] : [])];
   if (all.length === 0 || all.some((x) => !x.handling)) return undefined;
   const cost = (x: Seat, messages: number, bytes: number): number => handlingMs(x.handling!, messages, bytes);
   const n = o.replicas;
-  const workers = seats.workers.map((w, r) => ({ ...w, name: `worker ${r}`, busyMs: computeMs + cost(w, 1 + 2 * servers.length, o.feedBytes / n + o.pullBytes + o.pushBytes) }));
-  const onServers = seats.servers.map((v, j) => ({ ...v, name: `server ${j}`, busyMs: cost(v, 2 * n, n * (servers[j]?.share ?? 0) * (o.pullBytes + o.pushBytes)) }));
+  const workers = seats.workers.map((w, r) => ({
+    ...w,
+    name: `worker ${r}`,
+    busyMs: computeMs + cost(w, 1 + 2 * servers.length, o.feedBytes / n + o.pullBytes + o.pushBytes),
+  }));
+  const onServers = seats.servers.map((v, j) => ({
+    ...v,
+    name: `server ${j}`,
+    busyMs: cost(v, 2 * n, n * (servers[j]?.share ?? 0) * (o.pullBytes + o.pushBytes)),
+  }));
   // The driver sends each worker its batch and takes its answer; one that did not measure itself is left out.
-  const driver = seats.driver ? [{ ...seats.driver, name: "the driver", busyMs: cost(seats.driver, n, o.feedBytes) }] : [];
+  const driver = seats.driver
+    ? [{ ...seats.driver, name: "the driver", busyMs: cost(seats.driver, n, o.feedBytes) }]
+    : [];
   return busiestCore([...workers, ...onServers, ...driver]);
 }
