@@ -41,9 +41,21 @@ const NAME = /^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$/;
 /** What Kubernetes would reject in the run's names. */
 export function runProblems(r: Pick<K8sRun, "name" | "namespace" | "image">): OptionProblem[] {
   const problems: OptionProblem[] = [];
-  if (!NAME.test(r.name)) problems.push({ summary: `--name ${JSON.stringify(r.name)} is not a usable Kubernetes name`, hint: "use up to 40 lowercase letters, digits and '-', starting with a letter, e.g. mnist-run" });
-  if (r.namespace !== undefined && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(r.namespace)) problems.push({ summary: `--namespace ${JSON.stringify(r.namespace)} is not a namespace name`, hint: "lowercase letters, digits and '-', e.g. ml-team" });
-  if (r.image.trim() === "" || /\s/.test(r.image)) problems.push({ summary: `--image ${JSON.stringify(r.image)} is not an image reference`, hint: "name an image with meshtrain installed, e.g. registry.example.com/team/meshtrain:0.1.0" });
+  if (!NAME.test(r.name))
+    problems.push({
+      summary: `--name ${JSON.stringify(r.name)} is not a usable Kubernetes name`,
+      hint: "use up to 40 lowercase letters, digits and '-', starting with a letter, e.g. mnist-run",
+    });
+  if (r.namespace !== undefined && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(r.namespace))
+    problems.push({
+      summary: `--namespace ${JSON.stringify(r.namespace)} is not a namespace name`,
+      hint: "lowercase letters, digits and '-', e.g. ml-team",
+    });
+  if (r.image.trim() === "" || /\s/.test(r.image))
+    problems.push({
+      summary: `--image ${JSON.stringify(r.image)} is not an image reference`,
+      hint: "name an image with meshtrain installed, e.g. registry.example.com/team/meshtrain:0.1.0",
+    });
   return problems;
 }
 
@@ -54,43 +66,23 @@ export function runProblems(r: Pick<K8sRun, "name" | "namespace" | "image">): Op
  */
 export function k8sManifests(r: K8sRun): KubeObject[] {
   throwProblems(runProblems(r));
-  const labels = (role?: "driver" | "worker"): Record<string, string> => ({ "app.kubernetes.io/name": "meshtrain", "app.kubernetes.io/instance": r.name, "app.kubernetes.io/version": VERSION, ...(role !== undefined ? { "meshtrain/role": role } : {}) });
-  const meta = (name: string, role?: "driver" | "worker", annotations?: Record<string, string>): KubeObject["metadata"] => ({
-    name,
-    ...(r.namespace !== undefined ? { namespace: r.namespace } : {}),
-    labels: labels(role),
-    ...(annotations !== undefined ? { annotations } : {}),
-  });
   const secret = `${r.name}-token`;
   const driver = `${r.name}-driver`;
-  const tokenVolume = { name: "token", secret: { secretName: secret } };
   const tokenMount = { name: "token", mountPath: TOKEN_DIR, readOnly: true };
-  const resources = (m: PodMemory, cpu: string): Record<string, unknown> => ({ requests: { cpu, memory: m.request }, limits: { memory: m.limit } });
-  const job = (name: string, role: "driver" | "worker", spec: Record<string, unknown>, container: Record<string, unknown>, m: PodMemory): KubeObject => ({
-    apiVersion: "batch/v1",
-    kind: "Job",
-    metadata: meta(name, role, { "meshtrain/memory": m.reason }),
-    spec: {
-      ...spec,
-      // A lost pod fails the run rather than rejoining a run that has moved on.
-      backoffLimit: 0,
-      template: {
-        metadata: { labels: labels(role) },
-        spec: { restartPolicy: "Never", containers: [{ name: role, image: r.image, ...container }], volumes: [tokenVolume] },
-      },
-    },
+  const resources = (m: PodMemory): Record<string, unknown> => ({
+    requests: { cpu: r.cpu, memory: m.request },
+    limits: { memory: m.limit },
   });
   return [
-    { apiVersion: "v1", kind: "Secret", metadata: meta(secret), type: "Opaque", stringData: { [TOKEN_KEY]: r.token } },
     {
       apiVersion: "v1",
-      kind: "Service",
-      metadata: meta(driver, "driver"),
-      // Headless: the name resolves to the driver pod itself, before it is ready, so workers that
-      // start first find it as soon as it runs (they retry dialing until their join timeout).
-      spec: { clusterIP: "None", publishNotReadyAddresses: true, selector: { "app.kubernetes.io/instance": r.name, "meshtrain/role": "driver" }, ports: [{ name: "join", port: r.port, targetPort: r.port, protocol: "TCP" }] },
+      kind: "Secret",
+      metadata: meta(r, secret),
+      type: "Opaque",
+      stringData: { [TOKEN_KEY]: r.token },
     },
-    job(driver, "driver", { completions: 1, parallelism: 1 }, {
+    driverService(r, driver),
+    job(r, driver, "driver", { completions: 1, parallelism: 1 }, r.driverMemory, {
       command: [...r.driverCommand],
       env: [
         { name: "MESHTRAIN_WORKERS", value: String(r.workers) },
@@ -98,13 +90,91 @@ export function k8sManifests(r: K8sRun): KubeObject[] {
         { name: "MESHTRAIN_TOKEN", valueFrom: { secretKeyRef: { name: secret, key: TOKEN_KEY } } },
       ],
       ports: [{ name: "join", containerPort: r.port, protocol: "TCP" }],
-      resources: resources(r.driverMemory, r.cpu),
+      resources: resources(r.driverMemory),
       volumeMounts: [tokenMount],
-    }, r.driverMemory),
-    job(`${r.name}-workers`, "worker", { completionMode: "Indexed", completions: r.workers, parallelism: r.workers }, {
-      command: [...r.meshtrain, "worker", "--join", `ws://${driver}:${r.port}`, "--token-file", `${TOKEN_DIR}/${TOKEN_KEY}`],
-      resources: resources(r.memory, r.cpu),
-      volumeMounts: [tokenMount],
-    }, r.memory),
+    }),
+    job(
+      r,
+      `${r.name}-workers`,
+      "worker",
+      { completionMode: "Indexed", completions: r.workers, parallelism: r.workers },
+      r.memory,
+      {
+        command: [
+          ...r.meshtrain,
+          "worker",
+          "--join",
+          `ws://${driver}:${r.port}`,
+          "--token-file",
+          `${TOKEN_DIR}/${TOKEN_KEY}`,
+        ],
+        resources: resources(r.memory),
+        volumeMounts: [tokenMount],
+      },
+    ),
   ];
+}
+
+type Role = "driver" | "worker";
+
+function driverService(r: K8sRun, driver: string): KubeObject {
+  return {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: meta(r, driver, "driver"),
+    // Headless: the name resolves to the driver pod itself, before it is ready, so workers that
+    // start first find it as soon as it runs (they retry dialing until their join timeout).
+    spec: {
+      clusterIP: "None",
+      publishNotReadyAddresses: true,
+      selector: { "app.kubernetes.io/instance": r.name, "meshtrain/role": "driver" },
+      ports: [{ name: "join", port: r.port, targetPort: r.port, protocol: "TCP" }],
+    },
+  };
+}
+
+function labels(r: K8sRun, role?: Role): Record<string, string> {
+  return {
+    "app.kubernetes.io/name": "meshtrain",
+    "app.kubernetes.io/instance": r.name,
+    "app.kubernetes.io/version": VERSION,
+    ...(role !== undefined ? { "meshtrain/role": role } : {}),
+  };
+}
+
+function meta(r: K8sRun, name: string, role?: Role, annotations?: Record<string, string>): KubeObject["metadata"] {
+  return {
+    name,
+    ...(r.namespace !== undefined ? { namespace: r.namespace } : {}),
+    labels: labels(r, role),
+    ...(annotations !== undefined ? { annotations } : {}),
+  };
+}
+
+/** A Job of pods that run once: a lost pod fails the run rather than rejoining a run that has moved on. */
+function job(
+  r: K8sRun,
+  name: string,
+  role: Role,
+  spec: Record<string, unknown>,
+  m: PodMemory,
+  container: Record<string, unknown>,
+): KubeObject {
+  return {
+    apiVersion: "batch/v1",
+    kind: "Job",
+    metadata: meta(r, name, role, { "meshtrain/memory": m.reason }),
+    spec: {
+      ...spec,
+      backoffLimit: 0,
+      template: {
+        metadata: { labels: labels(r, role) },
+        spec: {
+          restartPolicy: "Never",
+          containers: [{ name: role, image: r.image, ...container }],
+          volumes: [{ name: "token", secret: { secretName: `${r.name}-token` } }],
+        },
+      },
+    },
+  };
 }
