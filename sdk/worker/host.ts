@@ -14,6 +14,7 @@ import { weightsDigest } from "../model/weights-digest";
 import { makeRole, type RoleReply, type RoleTable, type WorkerRole } from "../roles/role";
 import { MemoryWatch } from "./memory-watch";
 import { processCpuMs } from "../util/cpu-time";
+import { setStateOf, stateOf } from "./host-state";
 
 /**
  * The compute side of a worker (the process's main thread, where TF.js runs). Requests from the
@@ -38,7 +39,10 @@ export class ComputeHost {
   /** This process's CPU time when it last answered a probe: the next answer says what the probe between cost it. */
   private probedAtCpuMs = 0;
 
-  constructor(private readonly comm: Worker, private readonly roles: RoleTable) {
+  constructor(
+    private readonly comm: Worker,
+    private readonly roles: RoleTable,
+  ) {
     this.links = new HostLinks((m, transfer) => this.post(m, transfer));
   }
 
@@ -72,7 +76,10 @@ export class ComputeHost {
     const fail = (err: unknown): void => this.post({ kind: "replyError", re: id, error: toWireError(err), via });
     try {
       const answer = this.role?.answer?.(msg, attachments);
-      if (!answer) throw new StateError(`"${msg.type}" arrived from a peer but this worker's role does not answer it`, { hint: "the driver loads the parameter servers before the workers start" });
+      if (!answer)
+        throw new StateError(`"${msg.type}" arrived from a peer but this worker's role does not answer it`, {
+          hint: "the driver loads the parameter servers before the workers start",
+        });
       answer.then((r) => this.replyVia(r, via), fail);
     } catch (err) {
       fail(err);
@@ -114,7 +121,10 @@ export class ComputeHost {
   }
 
   private need(what: string): WorkerRole {
-    if (!this.role) throw new StateError(`"${what}" arrived but no model is loaded on this worker`, { hint: "the driver sends load first" });
+    if (!this.role)
+      throw new StateError(`"${what}" arrived but no model is loaded on this worker`, {
+        hint: "the driver sends load first",
+      });
     return this.role;
   }
 
@@ -124,7 +134,11 @@ export class ComputeHost {
     this.links.stepTimeoutMs = msg.stepTimeoutMs;
     this.links.doing("loading the model");
     await this.memory.start(attachments.reduce((sum, a) => sum + a.data.byteLength, 0));
-    this.role = await makeRole(this.roles, msg.role, msg, attachments, { memoryCapBytes: this.memoryCapBytes, stepTimeoutMs: this.links.stepTimeoutMs, io: () => this.links.io(this.links.generation) });
+    this.role = await makeRole(this.roles, msg.role, msg, attachments, {
+      memoryCapBytes: this.memoryCapBytes,
+      stepTimeoutMs: this.links.stepTimeoutMs,
+      io: () => this.links.io(this.links.generation),
+    });
     this.post({ kind: "holding", model: true });
     // The weights sent are the model's now, or (ZeRO-3) let go: this list must not keep them past the load's settling.
     attachments.length = 0;
@@ -136,23 +150,32 @@ export class ComputeHost {
   private async step(msg: MessageOf<"step">, attachments: Tensorlike[]): Promise<void> {
     const generation = this.links.generation;
     if (msg.generation !== undefined && msg.generation !== generation) {
-      throw new CollectiveError(`step ${msg.step} was sent for membership ${msg.generation}; the workers have been re-formed as membership ${generation}, so it was dropped unrun`);
+      throw new CollectiveError(
+        `step ${msg.step} was sent for membership ${msg.generation}; the workers have been re-formed as membership ${generation}, so it was dropped unrun`,
+      );
     }
     const role = this.need("step");
     this.links.step = msg.step;
     this.links.doing(`computing step ${msg.step}`);
-    const r = await role.step(msg, attachments, this.links.io(msg.generation ?? generation)).then(
-      (done) => (this.links.doing(`step ${msg.step} done, waiting for the next`, "idle"), done),
-      (err: unknown) => {
-        // The stall report shows it: a replica whose step failed while the others wait in a collective is why they wait.
-        this.links.doing(`step ${msg.step} failed: ${(err instanceof Error ? err.message : String(err)).split("\n")[0]}`, "failed");
-        throw err;
-      },
-    ).finally(() => (this.links.step = undefined));
+    const r = await role
+      .step(msg, attachments, this.links.io(msg.generation ?? generation))
+      .then(
+        (done) => (this.links.doing(`step ${msg.step} done, waiting for the next`, "idle"), done),
+        (err: unknown) => {
+          // The stall report shows it: a replica whose step failed while the others wait in a collective is why they wait.
+          this.links.doing(
+            `step ${msg.step} failed: ${(err instanceof Error ? err.message : String(err)).split("\n")[0]}`,
+            "failed",
+          );
+          throw err;
+        },
+      )
+      .finally(() => (this.links.step = undefined));
     this.memory.stepDone();
     this.reply({ type: "stepDone", re: msg.id, step: msg.step, ...r });
     // Transferred, so every view of it here is detached: a role that did keep one would read nothing, not the next batch.
-    if (role.freesStepInputs) this.post({ kind: "recycle", buffers: transferList(attachments) }, transferList(attachments));
+    if (role.freesStepInputs)
+      this.post({ kind: "recycle", buffers: transferList(attachments) }, transferList(attachments));
   }
 
   /** What plans predict from: the driver's link, the data ring's all-reduce, the model's layers and step. */
@@ -162,74 +185,97 @@ export class ComputeHost {
         const cpuMs = processCpuMs();
         const since = cpuMs === undefined ? undefined : cpuMs - this.probedAtCpuMs;
         this.probedAtCpuMs = cpuMs ?? 0;
-        return this.reply({ type: "probed", re: msg.id, clock: wallClock(), ...(since !== undefined ? { cpuMs: since } : {}) });
+        return this.reply({
+          type: "probed",
+          re: msg.id,
+          clock: wallClock(),
+          ...(since !== undefined ? { cpuMs: since } : {}),
+        });
       }
       case "ringProbe":
         this.links.doing("timing the data ring's all-reduce for the plan");
         this.reply({ type: "ringProbed", re: msg.id, ...(await this.links.probeRing(msg.elements, msg.repeats)) });
         return this.links.doing("timed the data ring, waiting", "idle");
       case "profile":
-        this.links.doing(msg.sharedForMs !== undefined ? "timing its step beside the other workers on this machine" : "timing the model's layers for the plan");
+        this.links.doing(
+          msg.sharedForMs !== undefined
+            ? "timing its step beside the other workers on this machine"
+            : "timing the model's layers for the plan",
+        );
         this.reply({ type: "profiled", re: msg.id, ...(await profileModel(msg, this.memoryCapBytes)) });
         return this.links.doing("profiled the model, waiting", "idle");
     }
   }
 
   private async serve(msg: Message, attachments: Tensorlike[]): Promise<void> {
-    const id = (msg as { id?: number }).id;
     try {
-      switch (msg.type) {
-        case "join": {
-          const j = await joinWorker(msg);
-          this.backend = j.backend;
-          this.memoryCapBytes = msg.memoryCapBytes ?? null;
-          this.reply({ type: "joined", re: msg.id, info: j.info, clock: wallClock() });
-          return;
-        }
-        case "load":
-          return await this.load(msg, attachments);
-        case "step":
-          return await this.step(msg, attachments);
-        case "fetchWeights": {
-          const w = await this.need("fetchWeights").weights();
-          this.reply({ type: "weights", re: msg.id, digest: weightsDigest(w.tensors), ...(w.version !== undefined ? { version: w.version } : {}) }, w.tensors);
-          return;
-        }
-        case "digest":
-          this.reply({ type: "digestReply", re: msg.id, digest: weightsDigest((await this.need("digest").weights()).tensors) });
-          return;
-        case "probe":
-        case "ringProbe":
-        case "profile":
-          return await this.measure(msg);
-        case "fetchState":
-          return await this.fetchState(msg);
-        case "setState":
-          await this.need("setState").importState({ format: msg.format, tensors: stateTensors(msg, attachments), scalars: msg.scalars, ...(msg.ranges ? { ranges: msg.ranges } : {}) });
-          this.reply({ type: "stateSet", re: msg.id });
-          return;
-        case "setShard":
-          return await this.setShard(msg, attachments);
-        case "release": {
-          const dataBytes = this.role?.loaded.dataBytes;
-          const memory = this.role ? { ...this.memory.report(), ...(dataBytes !== undefined ? { dataBytes } : {}) } : undefined;
-          this.drop("released");
-          this.links.doing("the fit is over", "idle");
-          this.reply({ type: "released", re: msg.id, ...(memory ? { memory } : {}) });
-          // After the reply (the driver need not wait for it), before whatever the driver asks next.
-          this.memory.released();
-          return;
-        }
-        default: {
-          const answer = this.role?.answer?.(msg, attachments, this.links.io(this.links.generation));
-          if (!answer) throw new ProtocolError(`the compute thread does not serve "${msg.type}"${this.role ? " for this worker's role" : " without a loaded model"}`);
-          const r = await answer;
-          this.reply(r.draft, r.attachments ?? []);
-        }
-      }
+      await this.dispatch(msg, attachments);
     } catch (err) {
-      this.post({ kind: "replyError", re: id, error: toWireError(err) });
+      this.post({ kind: "replyError", re: (msg as { id?: number }).id, error: toWireError(err) });
     }
+  }
+
+  private async dispatch(msg: Message, attachments: Tensorlike[]): Promise<void> {
+    switch (msg.type) {
+      case "join":
+        return this.join(msg);
+      case "load":
+        return this.load(msg, attachments);
+      case "step":
+        return this.step(msg, attachments);
+      case "fetchWeights": {
+        const w = await this.need("fetchWeights").weights();
+        const version = w.version !== undefined ? { version: w.version } : {};
+        return this.reply({ type: "weights", re: msg.id, digest: weightsDigest(w.tensors), ...version }, w.tensors);
+      }
+      case "digest": {
+        const digest = weightsDigest((await this.need("digest").weights()).tensors);
+        return this.reply({ type: "digestReply", re: msg.id, digest });
+      }
+      case "probe":
+      case "ringProbe":
+      case "profile":
+        return this.measure(msg);
+      case "fetchState": {
+        const s = await stateOf(this.need("fetchState"), msg);
+        return this.reply(s.draft, s.tensors);
+      }
+      case "setState":
+        await setStateOf(this.need("setState"), msg, attachments);
+        return this.reply({ type: "stateSet", re: msg.id });
+      case "setShard":
+        return this.setShard(msg, attachments);
+      case "release":
+        return this.release(msg);
+      default: {
+        const answer = this.role?.answer?.(msg, attachments, this.links.io(this.links.generation));
+        if (!answer)
+          throw new ProtocolError(
+            `the compute thread does not serve "${msg.type}"${this.role ? " for this worker's role" : " without a loaded model"}`,
+          );
+        const r = await answer;
+        this.reply(r.draft, r.attachments ?? []);
+      }
+    }
+  }
+
+  private async join(msg: MessageOf<"join">): Promise<void> {
+    const j = await joinWorker(msg);
+    this.backend = j.backend;
+    this.memoryCapBytes = msg.memoryCapBytes ?? null;
+    this.reply({ type: "joined", re: msg.id, info: j.info, clock: wallClock() });
+  }
+
+  private release(msg: MessageOf<"release">): void {
+    const dataBytes = this.role?.loaded.dataBytes;
+    const memory = this.role
+      ? { ...this.memory.report(), ...(dataBytes !== undefined ? { dataBytes } : {}) }
+      : undefined;
+    this.drop("released");
+    this.links.doing("the fit is over", "idle");
+    this.reply({ type: "released", re: msg.id, ...(memory ? { memory } : {}) });
+    // After the reply (the driver need not wait for it), before whatever the driver asks next.
+    this.memory.released();
   }
 
   /** A ZeRO-3 replica loaded in parts takes its part of the weights: that finishes its load, so the fit's peak starts after it. */
@@ -241,26 +287,4 @@ export class ComputeHost {
     await this.memory.loaded();
     this.reply(r.draft);
   }
-
-  /** The role's optimizer state (a sharded replica's laid flat over its ranges), or only the ranges it holds state for. */
-  private async fetchState(msg: MessageOf<"fetchState">): Promise<void> {
-    const role = this.need("fetchState");
-    if (msg.only === "ranges") {
-      if (!role.stateRanges) throw new StateError("this worker's role holds no optimizer state of ranges of the flat parameters");
-      this.reply({ type: "state", re: msg.id, format: "native", names: [], scalars: {}, ranges: await role.stateRanges() });
-      return;
-    }
-    const state = await role.exportState();
-    const tensors = state.tensors.map((t) => ({ data: t.data, shape: t.shape }));
-    this.reply({ type: "state", re: msg.id, format: state.format, names: state.tensors.map((t) => t.name), scalars: state.scalars, ...(state.ranges ? { ranges: state.ranges } : {}) }, tensors);
-  }
-}
-
-/** The optimizer state a setState carries, checked against the names it announces. */
-function stateTensors(msg: MessageOf<"setState">, attachments: Tensorlike[]): Array<{ name: string; data: Float32Array; shape: number[] }> {
-  if (attachments.length !== msg.names.length) throw new ProtocolError(`"setState" names ${msg.names.length} tensors and carries ${attachments.length}`);
-  return attachments.map((a, i) => {
-    if (!(a.data instanceof Float32Array)) throw new ProtocolError(`optimizer state tensor ${msg.names[i]} is not float32`);
-    return { name: msg.names[i]!, data: a.data, shape: [...a.shape] };
-  });
 }
