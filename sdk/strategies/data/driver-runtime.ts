@@ -30,9 +30,14 @@ import { askedToStop, FitAborted } from "../../driver/fit-stop";
 import { stepsPerEpoch } from "../../plan/batches";
 import { syncIfBetween, syncsAfter } from "./local-sync";
 
-
 /** Synchronous data parallelism, driven from here: every worker a replica, one ring. */
-export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, given: ResolvedFitOptions, plan: DataParallelPlan & PlanMethods): Promise<RunRecord> {
+export async function fitDataParallel(
+  ctx: FitContext,
+  model: tf.LayersModel,
+  dataset: Dataset,
+  given: ResolvedFitOptions,
+  plan: DataParallelPlan & PlanMethods,
+): Promise<RunRecord> {
   const started = performance.now();
   const { resumed, options: o } = resumeIfAsked(given, "data", model, plan.model, dataset);
   refuseWhatCannotWork(o, dataset, plan);
@@ -47,46 +52,126 @@ export async function fitDataParallel(ctx: FitContext, model: tf.LayersModel, da
   const replicaStep = replicaStepOf(loaded.map((l) => l.msg.replicaStep));
   // Sharded, each replica holds a part of the optimizer state: a checkpoint has a part per replica.
   const holders = plan.shard ? [] : [{ name: "replica", from: workers[0]!, to: workers }];
-  if (resumed) await (plan.shard ? restoreShards(ctx, resumed.ckpt, model, workers) : restoreOptimizers(ctx, wholeOf(resumed.ckpt, model), holders));
-  const fitStartWall = wallClock();
-  if (plan.elastic) {
-    const load = async (w: WorkerHandle, attachments: Tensorlike[]): Promise<void> => void (await awaitAll(ctx)([loadOn(w, attachments)]));
-    // The plan split each batch among its replicas; a membership the plan did not make shares it evenly.
-    const split = (count: number, members: number): readonly number[] => (members === plan.replicas ? splitOf(plan.batch, count) : splitBatch(count, members)).perReplica;
-    const validation = o.validation;
-    const validate = validation ? { validate: (members: readonly WorkerHandle[], epoch: number) => validateOnReplicas(ctx, members, validation, o.batchSize, plan.shard === "parameters")(epoch) } : {};
-    const perEpoch = stepsPerEpoch(dataset.size, o.batchSize);
-    const local = plan.sync ? { syncAfter: (step: number) => syncsAfter(plan, perEpoch, step).sync !== undefined } : {};
-    const sharded = plan.shard && o.checkpoint ? { sharded: shardedElastic(ctx, model, dataset, { ...o, checkpoint: o.checkpoint }, plan, load) } : {};
-    const r = await runElastic(ctx, o, dataset, plan.elastic.minWorkers, { fitStart: performance.now(), fitStartWall, startStep: resumed?.ckpt.body.step ?? 0 }, { load, split, ...validate, ...local, ...sharded });
-    if (!r.stopped || askedToStop(r.stopped)) await syncIfBetween(ctx, plan, perEpoch, r.members, r.history);
-    return { ...(await finish(ctx, model, o, plan, r.history, r.members, r.stopped, started, r.membership)), ...(replicaStep ? { replicaStep } : {}), ...(r.validation.length > 0 ? { validation: r.validation } : {}) };
-  }
+  if (resumed)
+    await (plan.shard
+      ? restoreShards(ctx, resumed.ckpt, model, workers)
+      : restoreOptimizers(ctx, wholeOf(resumed.ckpt, model), holders));
+  const run: DataRun = { ctx, model, dataset, o, plan, started, fitStartWall: wallClock(), resumed };
+  const r = plan.elastic ? await elasticFit(run, plan.elastic.minWorkers, loadOn) : await fixedFit(run, holders);
+  return {
+    ...r.record,
+    ...(replicaStep ? { replicaStep } : {}),
+    ...(r.validation.length > 0 ? { validation: r.validation } : {}),
+  };
+}
+
+/** A loop's run and the validation it made, each epoch's. */
+interface DataFitEnd {
+  record: RunRecord;
+  validation: NonNullable<RunRecord["validation"]>;
+}
+
+/** What a data-parallel fit's two loops share. */
+interface DataRun {
+  ctx: FitContext;
+  model: tf.LayersModel;
+  dataset: Dataset;
+  o: ResolvedFitOptions;
+  plan: DataParallelPlan & PlanMethods;
+  started: number;
+  fitStartWall: number;
+  resumed: ReturnType<typeof resumeIfAsked>["resumed"];
+}
+
+/** The fit over the workers it started with: one step loop, checkpoints of the one replica (or every shard). */
+async function fixedFit(r: DataRun, holders: Parameters<typeof checkpointing>[3]["holders"]): Promise<DataFitEnd> {
+  const { ctx, model, dataset, o, plan } = r;
+  const workers = ctx.workers;
   // ZeRO-3 replicas gather the weights together: every one is asked.
   const weightsFrom = plan.shard === "parameters" ? workers : [workers[0]!];
-  const more = checkpointing(ctx, o, resumed, { strategy: "data", summary: plan.model, dataset, holders, weights: async () => (await fetchWeightsOf(ctx, weightsFrom, "the weights to checkpoint"))[0]!, ...(plan.shard ? { sharded: workers } : {}) });
-  const validate = o.validation ? { validate: validateOnReplicas(ctx, workers, o.validation, o.batchSize, plan.shard === "parameters") } : {};
+  const more = checkpointing(ctx, o, r.resumed, {
+    strategy: "data",
+    summary: plan.model,
+    dataset,
+    holders,
+    weights: async () => (await fetchWeightsOf(ctx, weightsFrom, "the weights to checkpoint"))[0]!,
+    ...(plan.shard ? { sharded: workers } : {}),
+  });
+  const validate = o.validation
+    ? { validate: validateOnReplicas(ctx, workers, o.validation, o.batchSize, plan.shard === "parameters") }
+    : {};
   const perEpoch = stepsPerEpoch(dataset.size, o.batchSize);
-  const { history, stopped, validation } = await runSteps(ctx, o, dataset, (batch) => issueStep(ctx, dataset, plan, fitStartWall, batch, syncsAfter(plan, perEpoch, batch.step)), { ...more, ...validate });
+  const issue = (batch: BatchAt): IssuedStep =>
+    issueStep(ctx, dataset, plan, r.fitStartWall, batch, syncsAfter(plan, perEpoch, batch.step));
+  const { history, stopped, validation } = await runSteps(ctx, o, dataset, issue, { ...more, ...validate });
   if (!stopped || askedToStop(stopped)) await syncIfBetween(ctx, plan, perEpoch, workers, history);
-  return { ...(await finish(ctx, model, o, plan, history, workers, stopped, started)), ...(replicaStep ? { replicaStep } : {}), ...(validation.length > 0 ? { validation } : {}) };
+  return { record: await finish(ctx, model, o, plan, history, workers, stopped, r.started), validation };
+}
+
+/** An elastic fit: members lost and added at step boundaries, each batch split over the members of its step. */
+async function elasticFit(
+  r: DataRun,
+  minWorkers: number,
+  loadOn: (w: WorkerHandle, attachments: Tensorlike[]) => Promise<unknown>,
+): Promise<DataFitEnd> {
+  const { ctx, model, dataset, o, plan } = r;
+  const load = async (w: WorkerHandle, attachments: Tensorlike[]): Promise<void> =>
+    void (await awaitAll(ctx)([loadOn(w, attachments)]));
+  // The plan split each batch among its replicas; a membership the plan did not make shares it evenly.
+  const split = (count: number, members: number): readonly number[] =>
+    (members === plan.replicas ? splitOf(plan.batch, count) : splitBatch(count, members)).perReplica;
+  const validation = o.validation;
+  const validate = validation
+    ? {
+        validate: (members: readonly WorkerHandle[], epoch: number) =>
+          validateOnReplicas(ctx, members, validation, o.batchSize, plan.shard === "parameters")(epoch),
+      }
+    : {};
+  const perEpoch = stepsPerEpoch(dataset.size, o.batchSize);
+  const local = plan.sync ? { syncAfter: (step: number) => syncsAfter(plan, perEpoch, step).sync !== undefined } : {};
+  const sharded =
+    plan.shard && o.checkpoint
+      ? { sharded: shardedElastic(ctx, model, dataset, { ...o, checkpoint: o.checkpoint }, plan, load) }
+      : {};
+  const times = {
+    fitStart: performance.now(),
+    fitStartWall: r.fitStartWall,
+    startStep: r.resumed?.ckpt.body.step ?? 0,
+  };
+  const e = await runElastic(ctx, o, dataset, minWorkers, times, { load, split, ...validate, ...local, ...sharded });
+  if (!e.stopped || askedToStop(e.stopped)) await syncIfBetween(ctx, plan, perEpoch, e.members, e.history);
+  const record = await finish(ctx, model, o, plan, e.history, e.members, e.stopped, r.started, e.membership);
+  return { record, validation: e.validation };
 }
 
 /** Options that cannot work together are refused before anything is sent. */
 function refuseWhatCannotWork(o: ResolvedFitOptions, dataset: Dataset, plan: DataParallelPlan): void {
-  const refused = refusedPair({ ...choicesOfPlan(plan), checkpoint: o.checkpoint !== undefined, accumulate: o.accumulate });
+  const refused = refusedPair({
+    ...choicesOfPlan(plan),
+    checkpoint: o.checkpoint !== undefined,
+    accumulate: o.accumulate,
+  });
   if (refused) throw new FitAborted(new ConfigError(refused.message, { hint: refused.hint }));
   if (plan.feed === "workers" && !dataset.source) {
     throw new FitAborted(
-      new ConfigError(`feed "workers" needs a dataset the workers can load themselves; "${dataset.name}" exists only in the driver`, {
-        hint: 'use datasets.mnist(...), datasets.synthetic(...) or datasets.linear(...), or strategy("data", { feed: "driver" }) to send the data from the driver',
-      }),
+      new ConfigError(
+        `feed "workers" needs a dataset the workers can load themselves; "${dataset.name}" exists only in the driver`,
+        {
+          hint: 'use datasets.mnist(...), datasets.synthetic(...) or datasets.linear(...), or strategy("data", { feed: "driver" }) to send the data from the driver',
+        },
+      ),
     );
   }
 }
 
 /** Loads the model on a worker as a replica (the first workers, and any that join an elastic fit). */
-function replicaLoader(ctx: FitContext, model: tf.LayersModel, dataset: Dataset, o: ResolvedFitOptions, plan: DataParallelPlan) {
+function replicaLoader(
+  ctx: FitContext,
+  model: tf.LayersModel,
+  dataset: Dataset,
+  o: ResolvedFitOptions,
+  plan: DataParallelPlan,
+) {
   const stepMs = ctx.spec.timeouts.stepMs;
   const loadFor = replicaLoadOf(model, dataset, o, plan, ctx.workers.length, stepMs);
   return (w: WorkerHandle, attachments: Tensorlike[]) => {
@@ -98,23 +183,39 @@ function replicaLoader(ctx: FitContext, model: tf.LayersModel, dataset: Dataset,
 }
 
 /** Every replica built what the driver has: the same gradient length and, fed by workers, the same dataset. */
-function checkLoaded(loaded: ReadonlyArray<{ msg: { gradientLength: number; datasetSize?: number | undefined } }>, dataset: Dataset, plan: DataParallelPlan): void {
+function checkLoaded(
+  loaded: ReadonlyArray<{ msg: { gradientLength: number; datasetSize?: number | undefined } }>,
+  dataset: Dataset,
+  plan: DataParallelPlan,
+): void {
   if (plan.feed === "workers") {
     const sizes = loaded.map((l) => l.msg.datasetSize);
     if (sizes.some((s) => s !== dataset.size)) {
-      throw new DataError(`workers loaded datasets of ${sizes.join(", ")} samples; the driver's "${dataset.name}" has ${dataset.size}`, {
-        hint: "install the same meshtrain and mnist versions on every worker",
-      });
+      throw new DataError(
+        `workers loaded datasets of ${sizes.join(", ")} samples; the driver's "${dataset.name}" has ${dataset.size}`,
+        {
+          hint: "install the same meshtrain and mnist versions on every worker",
+        },
+      );
     }
   }
   const lengths = new Set(loaded.map((l) => l.msg.gradientLength));
   if (lengths.size !== 1 || !lengths.has(plan.model.trainableParamCount)) {
-    throw new ModelError(`workers built gradients of ${[...lengths].join(", ")} elements; the driver's model has ${plan.model.trainableParamCount} trainable parameters`);
+    throw new ModelError(
+      `workers built gradients of ${[...lengths].join(", ")} elements; the driver's model has ${plan.model.trainableParamCount} trainable parameters`,
+    );
   }
 }
 
 /** One step: each replica's slice of the global batch, sent by the driver (in-graph) or read by the worker (between-graph). */
-function issueStep(ctx: FitContext, dataset: Dataset, plan: DataParallelPlan, fitStartWall: number, at: BatchAt, sync: { sync?: "after" }): IssuedStep {
+function issueStep(
+  ctx: FitContext,
+  dataset: Dataset,
+  plan: DataParallelPlan,
+  fitStartWall: number,
+  at: BatchAt,
+  sync: { sync?: "after" },
+): IssuedStep {
   const { step, epoch, order, start, end } = at;
   const rate = { ...(at.learningRate !== undefined ? { learningRate: at.learningRate } : {}), ...sync };
   const workers = ctx.workers;
@@ -126,9 +227,13 @@ function issueStep(ctx: FitContext, dataset: Dataset, plan: DataParallelPlan, fi
     const range = { start: from, end: from + slices[r]! };
     from = range.end;
     const waiting = { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `step ${step}` };
-    if (plan.feed === "workers") return w.channel.request({ type: "step", step, epoch, weight: shares[r]!, range, ...rate }, "stepDone", waiting);
+    if (plan.feed === "workers")
+      return w.channel.request({ type: "step", step, epoch, weight: shares[r]!, range, ...rate }, "stepDone", waiting);
     const batch = dataset.gather(order, range.start, range.end);
-    return w.channel.request({ type: "step", step, epoch, weight: shares[r]!, ...rate }, "stepDone", { ...waiting, attachments: batchAttachments(batch) });
+    return w.channel.request({ type: "step", step, epoch, weight: shares[r]!, ...rate }, "stepDone", {
+      ...waiting,
+      attachments: batchAttachments(batch),
+    });
   });
   return {
     samples: count,
@@ -137,7 +242,11 @@ function issueStep(ctx: FitContext, dataset: Dataset, plan: DataParallelPlan, fi
       loss: replies.reduce((a, r, i) => a + shares[i]! * r.msg.loss, 0),
       workers: replies.map((r, rank) => workerStep(r, workers[rank]!, fitStartWall)),
       straggler: straggler(replies.map((r, rank) => computeEnd(r, workers[rank]!))),
-      ...stepOutcome(replies, workers.map((w) => w.rank), shares),
+      ...stepOutcome(
+        replies,
+        workers.map((w) => w.rank),
+        shares,
+      ),
     }),
   };
 }
@@ -161,7 +270,11 @@ async function finish(
   }
   await checkIdentical(ctx, members, "the model", history.length);
   // ZeRO-3 replicas gather the weights together, a bucket at a time: every one is asked.
-  const [weights] = await fetchWeightsOf(ctx, plan.shard === "parameters" ? members : [members[0]!], "the trained weights");
+  const [weights] = await fetchWeightsOf(
+    ctx,
+    plan.shard === "parameters" ? members : [members[0]!],
+    "the trained weights",
+  );
   setModelWeights(model, weights!);
   const memory = await release(ctx, members);
   if (stopped) throw stopped;
