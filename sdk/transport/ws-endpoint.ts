@@ -87,8 +87,10 @@ class WsLink extends SocketLink implements Link {
         this.maxFrameBytes,
         (payload) => this.slot.emitBorrowed(payload),
         (why, code) => {
-          if (!this.closeSeen) this.closedBy(code, `${this.address} sent ${why}`);
+          // The close frame first: the owner, told of the close, closes the link itself (normally, 1000),
+          // and the peer would hear that code instead of why its frame was refused.
           this.close(code, why);
+          if (!this.closeSeen) this.closedBy(code, `${this.address} sent ${why}`);
         },
       );
       this.lending = how === "lent";

@@ -90,3 +90,24 @@ test("a lending link that reads a frame meshtrain's peers never send closes with
     await close();
   }
 });
+
+test("a lending link that reads a frame over its limit closes with 1009, though its owner closes it normally when told", async () => {
+  let accepted!: (l: Link) => void;
+  const server = new Promise<Link>((resolve) => (accepted = resolve));
+  const listener = await listen({ host: "127.0.0.1", port: 0, maxFrameBytes: 65_536, maxConnections: 4, onLink: (l) => accepted(l) });
+  const client = await dial(listener.url, { maxFrameBytes: 16 * 1024 * 1024, timeoutMs: 5000 });
+  const accept = await server;
+  try {
+    // As a worker's channel does: told the link closed, it closes it (1000).
+    accept.setHandlers({ text: () => undefined, binary: () => undefined, pong: () => undefined, close: () => accept.close() });
+    assert.equal(accept.lendBinary!(), true);
+    const far = hear(client);
+    void client.sendBinary(Buffer.alloc(100_000));
+    await until("the close", () => far.length > 0);
+    assert.equal(far[0]![0], "close");
+    assert.equal(far[0]![1], 1009, "the sender hears why its frame was refused");
+  } finally {
+    client.terminate();
+    await listener.close();
+  }
+});
