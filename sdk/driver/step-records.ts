@@ -54,3 +54,26 @@ export function stepOutcome(
   });
   return out;
 }
+
+/**
+ * A whole-model step's summary from every replica's reply (data parallelism, sync parameter
+ * servers): the loss and metrics weighted by each replica's share of the batch, each worker's
+ * part, and who the others waited for.
+ */
+export function replicasStep(
+  replies: readonly StepDone[],
+  workers: readonly WorkerHandle[],
+  shares: readonly number[],
+  fitStartWall: number,
+): Pick<StepRecord, "loss" | "workers" | "straggler" | "metrics" | "nonFinite" | "skipped"> {
+  return {
+    loss: replies.reduce((a, r, i) => a + shares[i]! * r.msg.loss, 0),
+    workers: replies.map((r, rank) => workerStep(r, workers[rank]!, fitStartWall)),
+    straggler: straggler(replies.map((r, rank) => computeEnd(r, workers[rank]!))),
+    ...stepOutcome(
+      replies,
+      workers.map((w) => w.rank),
+      shares,
+    ),
+  };
+}

@@ -77,3 +77,18 @@ export function splitOf(batch: { readonly splits: readonly BatchSplit[] } | null
   }
   return found;
 }
+
+/** Each replica's rows [start, end) of a step's batch (rows `start` to `end` of the epoch's order) and its share, by the plan's split. */
+export function replicaRanges(
+  batch: { readonly splits: readonly BatchSplit[] } | null,
+  start: number,
+  end: number,
+): Array<{ start: number; end: number; share: number }> {
+  const count = end - start;
+  let from = start;
+  return splitOf(batch, count).perReplica.map((n) => {
+    const range = { start: from, end: from + n, share: n / count };
+    from += n;
+    return range;
+  });
+}

@@ -1,7 +1,7 @@
 import type * as tf from "@tensorflow/tfjs";
 import { batchAttachments, type Dataset } from "../../data/dataset";
 import { ConfigError, DataError, ModelError } from "../../errors/errors";
-import { splitBatch, splitOf } from "../../plan/batches";
+import { replicaRanges, splitBatch, splitOf, stepsPerEpoch } from "../../plan/batches";
 import type { BatchAt } from "../../driver/epoch-walk";
 import { wallClock } from "../../util/clock";
 import type { WorkerHandle } from "../../members/worker-handle";
@@ -15,7 +15,7 @@ import { checkIdentical } from "../../driver/replicas";
 import { type FitContext } from "../../driver/fit-context";
 import { fetchWeightsOf, hostCopies, setModelWeights } from "../../driver/model-transfer";
 import { runSteps, type IssuedStep } from "../../driver/step-loop";
-import { straggler, computeEnd, stepOutcome, workerStep } from "../../driver/step-records";
+import { replicasStep } from "../../driver/step-records";
 import { dataWiring } from "../../plan/wiring";
 import { checkpointing, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
 import { restoreShards, wholeOf } from "../../driver/checkpoint/sharded";
@@ -27,7 +27,6 @@ import { runElastic } from "../../driver/elastic-loop";
 import { ringOf } from "../../driver/elastic-record";
 import { validateOnReplicas } from "./validate-replicas";
 import { askedToStop, FitAborted } from "../../driver/fit-stop";
-import { stepsPerEpoch } from "../../plan/batches";
 import { syncIfBetween, syncsAfter } from "./local-sync";
 
 /** Synchronous data parallelism, driven from here: every worker a replica, one ring. */
@@ -218,14 +217,10 @@ function issueStep(
 ): IssuedStep {
   const { step, epoch, order, start, end } = at;
   const rate = { ...(at.learningRate !== undefined ? { learningRate: at.learningRate } : {}), ...sync };
-  const workers = ctx.workers;
-  const count = end - start;
-  const slices = splitOf(plan.batch, count).perReplica;
-  const shares = slices.map((s) => s / count);
-  let from = start;
-  const requests = workers.map((w, r) => {
-    const range = { start: from, end: from + slices[r]! };
-    from = range.end;
+  const ranges = replicaRanges(plan.batch, start, end);
+  const shares = ranges.map((r) => r.share);
+  const requests = ctx.workers.map((w, r) => {
+    const range = { start: ranges[r]!.start, end: ranges[r]!.end };
     const waiting = { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `step ${step}` };
     if (plan.feed === "workers")
       return w.channel.request({ type: "step", step, epoch, weight: shares[r]!, range, ...rate }, "stepDone", waiting);
@@ -236,18 +231,9 @@ function issueStep(
     });
   });
   return {
-    samples: count,
+    samples: end - start,
     done: Promise.all(requests),
-    summarize: (replies) => ({
-      loss: replies.reduce((a, r, i) => a + shares[i]! * r.msg.loss, 0),
-      workers: replies.map((r, rank) => workerStep(r, workers[rank]!, fitStartWall)),
-      straggler: straggler(replies.map((r, rank) => computeEnd(r, workers[rank]!))),
-      ...stepOutcome(
-        replies,
-        workers.map((w) => w.rank),
-        shares,
-      ),
-    }),
+    summarize: (replies) => replicasStep(replies, ctx.workers, shares, fitStartWall),
   };
 }
 

@@ -4,7 +4,7 @@ import { scheduleRates } from "../../driver/learning-rates";
 import type { WorkerHandle } from "../../members/worker-handle";
 import { batchAttachments, type Dataset } from "../../data/dataset";
 import { ConfigError, ModelError } from "../../errors/errors";
-import { splitOf } from "../../plan/batches";
+import { replicaRanges } from "../../plan/batches";
 import type { ResolvedFitOptions } from "../../driver/fit-options";
 import { wallClock } from "../../util/clock";
 import { runAsync } from "./async-loop";
@@ -22,7 +22,7 @@ import type {
 import type { PlanMethods, PsPlan } from "../../plan/plans";
 import { checkpointing, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
 import { release } from "../../driver/await";
-import { computeEnd, stepOutcome, straggler, workerStep } from "../../driver/step-records";
+import { replicasStep } from "../../driver/step-records";
 import { type FitContext } from "../../driver/fit-context";
 import { runSteps, type IssuedStep } from "../../driver/step-loop";
 import type { BatchAt } from "../../driver/epoch-walk";
@@ -188,39 +188,29 @@ function syncStep(
   pushes: PushRecord[],
 ): IssuedStep {
   const workers = ctx.workers;
-  const count = end - start;
-  const slices = splitOf(plan.batch, count).perReplica;
-  const shares = slices.map((s) => s / count);
-  let from = start;
-  const requests = workers.map((w, r) => {
-    const batch = dataset.gather(order, from, from + slices[r]!);
-    from += slices[r]!;
-    const rate = learningRate !== undefined ? { learningRate } : {};
-    return w.channel.request(
+  const ranges = replicaRanges(plan.batch, start, end);
+  const shares = ranges.map((r) => r.share);
+  const rate = learningRate !== undefined ? { learningRate } : {};
+  const requests = workers.map((w, r) =>
+    w.channel.request(
       { type: "step", step, epoch, weight: shares[r]!, ps: { clock: step, minVersion: step }, ...rate },
       "stepDone",
-      { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: `step ${step}`, attachments: batchAttachments(batch) },
-    );
-  });
+      {
+        timeoutMs: ctx.spec.timeouts.stepMs,
+        waitingFor: `step ${step}`,
+        attachments: batchAttachments(dataset.gather(order, ranges[r]!.start, ranges[r]!.end)),
+      },
+    ),
+  );
   const summarize: IssuedStep["summarize"] = (replies) => {
     const endMs = performance.now() - t.fitStart;
-    replies.forEach((r, rank) =>
-      pushes.push(
-        pushRecord(r, workers[rank]!, t.fitStartWall, { clock: step, epoch, samples: slices[rank]!, lead: 0, endMs }),
-      ),
-    );
-    return {
-      loss: replies.reduce((a, r, i) => a + shares[i]! * r.msg.loss, 0),
-      workers: replies.map((r, rank) => workerStep(r, workers[rank]!, t.fitStartWall)),
-      straggler: straggler(replies.map((r, rank) => computeEnd(r, workers[rank]!))),
-      ...stepOutcome(
-        replies,
-        workers.map((w) => w.rank),
-        shares,
-      ),
-    };
+    replies.forEach((r, rank) => {
+      const samples = ranges[rank]!.end - ranges[rank]!.start;
+      pushes.push(pushRecord(r, workers[rank]!, t.fitStartWall, { clock: step, epoch, samples, lead: 0, endMs }));
+    });
+    return replicasStep(replies, workers, shares, t.fitStartWall);
   };
-  return { samples: count, done: Promise.all(requests), summarize };
+  return { samples: end - start, done: Promise.all(requests), summarize };
 }
 
 /** Tells the servers and the workers still there that the fit is over. */
