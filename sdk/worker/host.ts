@@ -174,8 +174,10 @@ export class ComputeHost {
     this.memory.stepDone();
     this.reply({ type: "stepDone", re: msg.id, step: msg.step, ...r });
     // Transferred, so every view of it here is detached: a role that did keep one would read nothing, not the next batch.
-    if (role.freesStepInputs)
-      this.post({ kind: "recycle", buffers: transferList(attachments) }, transferList(attachments));
+    if (role.freesStepInputs) {
+      const buffers = transferList(attachments);
+      this.post({ kind: "recycle", buffers }, buffers);
+    }
   }
 
   /** What plans predict from: the driver's link, the data ring's all-reduce, the model's layers and step. */

@@ -8,9 +8,9 @@ import { config, log, MAX_ATTACHMENT_BYTES } from "./thread";
  * A control channel to the driver or a peer, with this worker's limits; refused frames are
  * logged. Its binary frames are read into one kept buffer (Link.lendBinary) and its
  * attachments into arrays the compute thread gave back: a step's batch allocates nothing.
- * Read the usual way, a 2-worker demo's workers each held 33-44 MiB above their idle
- * process, not 77-80 (ws's frames and the socket's reads, a step's worth each, left to V8's
- * external-memory limit).
+ * Read the usual way (ws's frames, the socket's reads and new arrays, a step's worth each,
+ * left to V8's collections), a 2-worker demo's workers each held 77-80 MiB above their idle
+ * process against an estimate of 20.5; read this way, 21.6-25.7 (docs/native-step.md).
  */
 export function channelTo(
   link: Link,

@@ -1,4 +1,3 @@
-import { recycledArrays } from "./recycled-arrays";
 import { PROTOCOL_VERSION } from "../../protocol/version";
 import { CollectiveError, ProtocolError, type MeshtrainError } from "../../errors/errors";
 import { fromWireError, toWireError } from "../../protocol/wire-error";
@@ -7,6 +6,7 @@ import { HandshakeLimiter } from "../../transport/handshake-limiter";
 import { CLOSE, type Link } from "../../transport/link";
 import { listen } from "../../transport/ws-endpoint";
 import type { ComputeToComm } from "../bridge";
+import { recycledArrays } from "./recycled-arrays";
 import { Session, type SessionHost } from "./session";
 import { config, log, toCompute } from "./thread";
 import { collectGarbage } from "../collect-garbage";
