@@ -1,6 +1,7 @@
 import { COLORS } from "./figure";
 import { layerLines, memoryBars } from "./worker-box";
 import { esc } from "./escape";
+import { arrowMarker, placementDocument } from "./svg-parts";
 import type { DataParallelPlan } from "../plan/plans";
 
 const BOX_W = 150;
@@ -29,7 +30,7 @@ export function dataPlacementSvg(plan: DataParallelPlan): string {
     ...(n > 1 ? ringArrows(plan, pos) : []),
     ...legend(plan, height - 14),
   ];
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif"><rect width="${width}" height="${height}" fill="white"/>${out.join("")}</svg>`;
+  return placementDocument(width, height, out);
 }
 
 /** What every worker holds, in words (the sharding, if any). */
@@ -81,9 +82,7 @@ function workerBox(plan: DataParallelPlan, w: DataParallelPlan["workers"][number
 /** The ring: rank i sends to rank i+1, the last back to the first. */
 function ringArrows(plan: DataParallelPlan, pos: Pos): string[] {
   const n = plan.worldSize;
-  const out = [
-    `<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="${COLORS.comm}"/></marker></defs>`,
-  ];
+  const out = [`<defs>${arrowMarker("arrow", COLORS.comm, 7)}</defs>`];
   plan.ring.forEach((rank, i) => {
     const next = plan.ring[(i + 1) % n]!;
     const [ax, ay] = pos(plan.workers.findIndex((w) => w.rank === rank));

@@ -1,5 +1,6 @@
 import { formatBytes } from "../plan/memory";
 import { esc } from "./escape";
+import { arrowMarker, placementDocument } from "./svg-parts";
 import { COLORS } from "./figure";
 import { layerLines, memoryBars } from "./worker-box";
 import type { PsPlan } from "../plan/plans";
@@ -37,7 +38,7 @@ export function psPlacementSvg(plan: PsPlan): string {
     ...plan.workers.flatMap((w, i) => workerBox(plan, w, rowX(n, i))),
     ...legend(height - 14),
   ];
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif"><rect width="${width}" height="${height}" fill="white"/>${out.join("")}</svg>`;
+  return placementDocument(width, height, out);
 }
 
 /** The title, the mode in words, and the arrows' markers. */
@@ -48,13 +49,11 @@ function heading(plan: PsPlan): string[] {
       ? "one summed update per step, from every worker's push"
       : `each push applied on arrival${staleness}`;
   const holds = `the servers hold the ${plan.model.variables.length} trainable variables, split by bytes; every worker holds the whole model`;
-  const marker = (id: string, color: string): string =>
-    `<marker id="${id}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="${color}"/></marker>`;
   return [
     `<text x="16" y="24" font-size="15" font-weight="bold">Parameter servers: ${plan.worldSize} worker(s), ${plan.servers.length} server(s), ${plan.mode}</text>`,
     `<text x="16" y="40" font-size="11" fill="#555">${esc(`${plan.mode}: ${mode}`)}</text>`,
     `<text x="16" y="54" font-size="11" fill="#555">${esc(holds)}</text>`,
-    `<defs>${marker("ps-arrow-pull", COLORS.compute)}${marker("ps-arrow-push", COLORS.comm)}</defs>`,
+    `<defs>${arrowMarker("ps-arrow-pull", COLORS.compute, 6)}${arrowMarker("ps-arrow-push", COLORS.comm, 6)}</defs>`,
   ];
 }
 

@@ -2,6 +2,7 @@ import { formatBytes } from "../plan/memory";
 import { COLORS } from "./figure";
 import { layerLines, memoryBars } from "./worker-box";
 import { esc } from "./escape";
+import { arrowMarker, placementDocument } from "./svg-parts";
 import type { PipelinePlan } from "../plan/plans";
 
 const BOX_W = 170;
@@ -33,7 +34,7 @@ export function stagePlacementSvg(plan: PipelinePlan): string {
     }
   }
   out.push(...legend(R, height - 14));
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif"><rect width="${width}" height="${height}" fill="white"/>${out.join("")}</svg>`;
+  return placementDocument(width, height, out);
 }
 
 /** The title, how the model was split, the prediction, and the arrows' markers. */
@@ -42,8 +43,6 @@ function heading(plan: PipelinePlan): string[] {
   const placed = plan.placed.length > 0 ? ` (${plan.placed.length} placed by hand)` : "";
   const split = `"${esc(plan.model.name)}": ${plan.model.layers.length} layers split into ${plan.stages} contiguous stages${placed}${micro ? `; micro-batches of ${micro} samples` : ""}`;
   const p = plan.prediction;
-  const marker = (id: string, c: string): string =>
-    `<marker id="${id}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="${c}"/></marker>`;
   return [
     `<text x="16" y="24" font-size="15" font-weight="bold">${TITLES[plan.strategy]}: ${plan.replicas} replica(s) x ${plan.stages} stage(s), ${plan.microBatches} micro-batch(es), ${plan.schedule.name.toUpperCase()}</text>`,
     `<text x="16" y="42" font-size="11" fill="#555">${split}</text>`,
@@ -52,7 +51,7 @@ function heading(plan: PipelinePlan): string[] {
           `<text x="16" y="58" font-size="11" fill="#555">predicted: ${p.stepMs.toFixed(1)} ms per step, ${p.samplesPerSecond.toFixed(0)} samples/s, bubble ${(p.bubble * 100).toFixed(0)}%</text>`,
         ]
       : []),
-    `<defs>${marker("act", COLORS.compute)}${marker("grad", COLORS.comm)}</defs>`,
+    `<defs>${arrowMarker("act", COLORS.compute, 7)}${arrowMarker("grad", COLORS.comm, 7)}</defs>`,
   ];
 }
 
