@@ -13,7 +13,7 @@ const MAX_CELL = 400;
 const MAX_LINE = 200;
 
 /** Each place in `text` (a Markdown page) over the limits, outside fenced code. */
-export function overLimits(text: string): string[] {
+function overLimits(text: string): string[] {
   const out: string[] = [];
   let fenced = false;
   text.split("\n").forEach((line, i) => {
