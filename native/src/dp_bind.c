@@ -15,7 +15,7 @@ enum { JOB_ACCEPT, JOB_DIAL, JOB_ALLREDUCE };
 typedef struct {
   napi_async_work work;
   napi_deferred deferred;
-  napi_ref data_ref;
+  napi_ref data_ref, scratch_ref;
   int kind;
   char *host, *token, *who, *who2;
   int fd_a, fd_b, port, rank, timeout_ms, position, size;
@@ -23,6 +23,8 @@ typedef struct {
   int format, phases;
   uint64_t seq;
   float *data;
+  unsigned char *scratch;
+  size_t scratch_len;
   int result_fd;
   dp_stats st;
   dp_error err;
@@ -65,7 +67,7 @@ static void execute(napi_env env, void *p) {
   if (j->kind == JOB_ACCEPT) j->result_fd = dp_accept(j->fd_a, j->token, j->rank, j->timeout_ms, j->who, &j->err);
   else if (j->kind == JOB_DIAL) j->result_fd = dp_dial(j->host, j->port, j->token, j->rank, j->timeout_ms, j->who, &j->err);
   else {
-    dp_ring r = {j->fd_a, j->fd_b, j->position, j->size, j->chunk, j->seq, j->timeout_ms, j->who, j->who2, j->format, j->packed, j->phases};
+    dp_ring r = {j->fd_a, j->fd_b, j->position, j->size, j->chunk, j->seq, j->timeout_ms, j->who, j->who2, j->format, j->packed, j->phases, j->scratch, j->scratch_len};
     dp_allreduce(&r, j->data, j->n, &j->st, &j->err);
   }
 }
@@ -76,9 +78,10 @@ static void put_number(napi_env env, napi_value obj, const char *name, double v)
   napi_set_named_property(env, obj, name, x);
 }
 
-/* A job's strings, its hold on the array, and itself. */
+/* A job's strings, its hold on the arrays, and itself. */
 static void free_job(napi_env env, job *j) {
   if (j->data_ref) napi_delete_reference(env, j->data_ref);
+  if (j->scratch_ref) napi_delete_reference(env, j->scratch_ref);
   free(j->host);
   free(j->token);
   free(j->who);
@@ -175,10 +178,11 @@ static napi_value dial(napi_env env, napi_callback_info info) {
 }
 
 /* dataAllReduce(prevFd, nextFd, data, position, size, chunk, seq, timeoutMs, prevName, nextName,
- * format, packed, phases) -> Promise<stats>: data[0..packed) travels as format (0 none, 1 fp16,
- * 2 bf16); phases 0 both, 1 the reduce-scatter alone, 2 the all-gather alone. */
+ * format, packed, phases, scratch) -> Promise<stats>: data[0..packed) travels as format (0 none,
+ * 1 fp16, 2 bf16); phases 0 both, 1 the reduce-scatter alone, 2 the all-gather alone; scratch a
+ * Uint8Array the caller keeps for the next operation (dataScratchBytes says how much it can use). */
 static napi_value all_reduce(napi_env env, napi_callback_info info) {
-  call c = begin(env, info, 13);
+  call c = begin(env, info, 14);
   job *j = calloc(1, sizeof *j);
   j->kind = JOB_ALLREDUCE;
   j->fd_a = (int)num(&c, 0);
@@ -197,8 +201,21 @@ static napi_value all_reduce(napi_env env, napi_callback_info info) {
   if (!c.failed && (j->phases < DP_BOTH || j->phases > DP_ALL_GATHER)) fail(&c, "meshtrain native: phases must be 0 (both), 1 (reduce-scatter) or 2 (all-gather)");
   if (!c.failed && (j->position < 0 || j->position >= j->size)) fail(&c, "meshtrain native: ring position outside the ring");
   if (!c.failed && (j->format < 0 || j->format > 2 || j->packed > j->n)) fail(&c, "meshtrain native: 16-bit format or count outside the data");
+  j->scratch = (unsigned char *)typed(&c, 13, napi_uint8_array, DP_SCRATCH_MIN, &j->scratch_len);
   if (!c.failed) napi_create_reference(env, c.argv[2], 1, &j->data_ref);
+  if (!c.failed) napi_create_reference(env, c.argv[13], 1, &j->scratch_ref);
   return start(&c, j);
+}
+
+/* dataScratchBytes(n, size, chunk, format): the scratch an all-reduce of n elements can use. */
+static napi_value scratch_bytes(napi_env env, napi_callback_info info) {
+  call c = begin(env, info, 4);
+  size_t n = (size_t)num(&c, 0), chunk = (size_t)num(&c, 2);
+  int size = (int)num(&c, 1), format = (int)num(&c, 3);
+  if (c.failed) return undef(env);
+  napi_value v;
+  napi_create_double(env, (double)dp_scratch_bytes(n, size, chunk, format), &v);
+  return v;
 }
 
 /* dataShutdown(fd): wakes whatever blocks on the socket (it fails as "closed"); the fd stays open. */
@@ -222,7 +239,7 @@ void mt_register_data_plane(napi_env env, napi_value exports) {
     const char *name;
     napi_callback fn;
   } fns[] = {{"dataPlaneProblem", problem}, {"dataListen", listen_on}, {"dataAccept", accept_one}, {"dataDial", dial},
-             {"dataAllReduce", all_reduce}, {"dataShutdown", shut}, {"dataClose", close_fd}};
+             {"dataAllReduce", all_reduce}, {"dataScratchBytes", scratch_bytes}, {"dataShutdown", shut}, {"dataClose", close_fd}};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     napi_value f;
     napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].fn, NULL, &f);

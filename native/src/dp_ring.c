@@ -18,7 +18,6 @@
  * every position the same bits. */
 #include <errno.h>
 #include <poll.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include "dataplane.h"
@@ -35,6 +34,12 @@ static span segment(size_t n, int parts, int idx) {
   size_t base = n / (size_t)parts, extra = n % (size_t)parts, i = (size_t)idx;
   span s = {i * base + (i < extra ? i : extra), base + (i < extra ? 1 : 0)};
   return s;
+}
+
+size_t dp_scratch_bytes(size_t n, int size, size_t chunk, int format) {
+  size_t seg = size > 0 ? (n + (size_t)size - 1) / (size_t)size : n, el = chunk && chunk < seg ? chunk : seg;
+  size_t bytes = 4 * el + (format ? 2 * el : 0);
+  return bytes < DP_SCRATCH_MIN ? DP_SCRATCH_MIN : bytes;
 }
 
 static int mod(int a, int n) { return ((a % n) + n) % n; }
@@ -271,14 +276,12 @@ int dp_allreduce(const dp_ring *r, float *data, size_t n, dp_stats *st, dp_error
   o.steps = r->phases == DP_REDUCE_SCATTER ? r->size - 1 : 2 * (r->size - 1);
   o.sg = o.rg = o.first;
   o.chunk_bytes = (r->chunk ? r->chunk : 262144) * 4;
-  o.tmp_cap = o.chunk_bytes;
-  o.tmp = malloc(o.tmp_cap);
-  o.stage_cap = r->format ? o.chunk_bytes / 2 : 0;
-  o.stage = r->format ? malloc(o.stage_cap) : NULL;
-  if (!o.tmp || (r->format && !o.stage)) {
-    free(o.tmp);
-    return dp_fail(e, DP_SYSTEM, "out of memory for a %zu-byte receive buffer", o.tmp_cap), -1;
-  }
+  if (!r->scratch || r->scratch_len < DP_SCRATCH_MIN) return dp_fail(e, DP_SYSTEM, "a scratch buffer of %zu bytes is below the %d an all-reduce needs", r->scratch_len, DP_SCRATCH_MIN), -1;
+  /* 16-bit values take a third of the scratch for staging (half as much as receiving needs) */
+  o.stage_cap = r->format ? (r->scratch_len / 3) & ~(size_t)3 : 0;
+  o.stage = r->format ? r->scratch : NULL;
+  o.tmp = r->scratch + o.stage_cap;
+  o.tmp_cap = r->scratch_len - o.stage_cap;
   header(o.hout, r, n);
   int rc = 0;
   for (;;) {
@@ -320,8 +323,6 @@ int dp_allreduce(const dp_ring *r, float *data, size_t n, dp_stats *st, dp_error
       break;
     }
   }
-  free(o.tmp);
-  free(o.stage);
   double end = dp_now_ms();
   double first = o.first_byte ? o.first_byte : end;
   st->wait_ms = first - start;

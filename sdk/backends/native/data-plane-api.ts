@@ -7,7 +7,10 @@ export interface DataPlaneKernels {
   dataListen(host: string): { fd: number; port: number };
   dataAccept(listenFd: number, token: string, expectRank: number, timeoutMs: number, who: string): Promise<number>;
   dataDial(host: string, port: number, token: string, myRank: number, timeoutMs: number, who: string): Promise<number>;
-  /** format: 0 none, 1 fp16, 2 bf16, for data[0..packed). */
+  /**
+   * format: 0 none, 1 fp16, 2 bf16, for data[0..packed). scratch holds received bytes and
+   * staged 16-bit values; the caller keeps it for the next operation (native/src/dataplane.h).
+   */
   dataAllReduce(
     prevFd: number,
     nextFd: number,
@@ -22,7 +25,10 @@ export interface DataPlaneKernels {
     format: number,
     packed: number,
     phases: number,
+    scratch: Uint8Array,
   ): Promise<{ waitMs: number; commMs: number; bytesSent: number }>;
+  /** The scratch bytes an all-reduce of n elements over size positions can use. */
+  dataScratchBytes(n: number, size: number, chunkElements: number, format: number): number;
   dataShutdown(fd: number): void;
   dataClose(fd: number): void;
   /** The 16-bit codec. */
