@@ -3,6 +3,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { bestBlasCore, blasCoreFor, chooseBlasCore } from "../sdk/backends/native/blas-core";
+import { regressions, type Watch } from "./regressions";
 
 /** Shared by every benchmark: child processes, the PyTorch peer, medians and result files. */
 
@@ -136,9 +137,18 @@ function blasCores(): { core: string | null; best: string | null } {
   return { core: pinnedEnv().OPENBLAS_CORETYPE ?? null, best: bestBlasCore() };
 }
 
-/** Writes bench/results/<name>.json and <name>.md. */
-export function writeResults(name: string, data: Json, markdown: string): void {
+/**
+ * Writes bench/results/<name>.json and <name>.md. With `watch`, first holds data.rows against the
+ * rows recorded there by the last full run on the same kind of CPU, and says (on stderr and in
+ * the markdown) which measures fell more than 15%.
+ */
+export function writeResults(name: string, data: Json, markdown: string, watch?: Watch): void {
   fs.mkdirSync(RESULTS, { recursive: true });
+  if (watch && !QUICK) {
+    const said = regressions(path.join(RESULTS, `${name}.json`), { machine: data.machine as Json, rows: (data.rows as Json[] | undefined) ?? [] }, watch);
+    for (const line of said) process.stderr.write(`bench ${name}: ${line}\n`);
+    if (said.length > 0) markdown = `${markdown.trim()}\n\n${said.join("\n")}`;
+  }
   fs.writeFileSync(path.join(RESULTS, `${name}.json`), `${JSON.stringify(data, null, 2)}\n`);
   fs.writeFileSync(path.join(RESULTS, `${name}.md`), `${markdown.trim()}\n`);
   process.stdout.write(`\n${markdown.trim()}\n\nwrote ${path.relative(ROOT, path.join(RESULTS, name))}.json and .md\n`);

@@ -85,7 +85,7 @@ async function main(): Promise<void> {
     "raw Node TCP: the bytes of a ring all-reduce over plain Node sockets, no framing and no reduction: the ceiling for a transport written in JavaScript.",
     "Command: `npm run bench:allreduce`. One thread per rank; all ranks on this machine over loopback.",
   ].join("\n");
-  writeResults("allreduce", { machine: machine(), quick: QUICK, rows }, md);
+  writeResults("allreduce", { machine: machine(), quick: QUICK, rows }, md, { key: (r) => `${String(r.ranks)} ranks, ${Number(r.bytes) / MiB} MiB`, measures: ["meshtrainBusbw", "websocketBusbw"] });
 }
 
 main().catch((err: unknown) => {

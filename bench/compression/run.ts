@@ -131,7 +131,7 @@ async function main(): Promise<void> {
     "",
     "Command: `npm run bench:compression`.",
   ].join("\n");
-  writeResults("compression", { machine: machine(), quick: QUICK, rows: [...s.rows.map((r) => ({ table: "speed", ...r })), ...a.rows.map((r) => ({ table: "accuracy", ...r }))] }, md);
+  writeResults("compression", { machine: machine(), quick: QUICK, rows: [...s.rows.map((r) => ({ table: "speed", ...r })), ...a.rows.map((r) => ({ table: "accuracy", ...r }))] }, md, { key: (r) => `${String(r.model)}, ${String(r.plane)}, ${String(r.compression)}`, measures: ["samplesPerSecond"], include: (r) => r.table === "speed" });
 }
 
 main().catch((err: unknown) => {

@@ -216,7 +216,7 @@ function report(heading: string, rows: Row[], accuracy: Awaited<ReturnType<typeo
     "",
     "Command: `npm run bench:network` (`-- --links 1gbit,100mbit --models mlp10m --variants fp16,ps-sync --rounds 3 --accuracy none` picks parts, which replace those rows of the last results and keep the rest; `-- --links 100mbit --models none` runs the accuracy table alone).",
   ].join("\n");
-  writeResults(NAME, { machine: machine(), quick: QUICK, delay: delay ?? "netem", rows, accuracy: accuracy?.rows ?? [], ...(partial ? { partial } : {}) }, md);
+  writeResults(NAME, { machine: machine(), quick: QUICK, delay: delay ?? "netem", rows, accuracy: accuracy?.rows ?? [], ...(partial ? { partial } : {}) }, md, { key: (r) => `${String(r.link)}, ${String(r.model)}, ${String(r.variant)}`, measures: ["samplesPerSecond"], include: (r) => r.peer === "meshtrain" });
 }
 
 main().catch((err: unknown) => {

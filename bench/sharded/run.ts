@@ -141,7 +141,7 @@ async function main(): Promise<void> {
     "All workers share this machine's cores, unpinned; the torch ranks use one thread each, on the same OpenBLAS core type as meshtrain's kernels. Each meshtrain row's PyTorch peer: DDP for data, DDP with ZeroRedundancyOptimizer for ZeRO-1, FSDP for ZeRO-3 (ZeRO-2 has none on gloo but FSDP's SHARD_GRAD_OP, which does not import either).",
     "Command: `npm run bench:sharded`.",
   ].join("\n");
-  writeResults("sharded", { machine: machine(), quick: QUICK, rows }, md);
+  writeResults("sharded", { machine: machine(), quick: QUICK, rows }, md, { key: (r) => `${String(r.model)}, ${String(r.workers)} workers, ${String(r.variant)}`, measures: ["samplesPerSecond"], include: (r) => String(r.variant).startsWith("meshtrain") });
 }
 
 main().catch((err: unknown) => {

@@ -111,7 +111,7 @@ async function main(): Promise<void> {
     "The stock cpu backend is not run on the CNN: one step takes tens of seconds.",
     "Command: `npm run bench:train`.",
   ].join("\n");
-  writeResults("train", { machine: machine(), quick: QUICK, batch: BATCH, rows }, md);
+  writeResults("train", { machine: machine(), quick: QUICK, batch: BATCH, rows }, md, { key: (r) => `${String(r.model)}, ${String(r.runtime)}`, measures: ["samplesPerSecond"], include: (r) => String(r.runtime).startsWith("meshtrain") });
 }
 
 main().catch((err: unknown) => {

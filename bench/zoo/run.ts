@@ -127,8 +127,11 @@ async function main(): Promise<void> {
   }
   if (ONLY) return mergeRows(rows);
   const run: ZooRun = { rounds: ROUNDS, cpu: cpuName(), adapter: adapter ? { name: adapter.name, software: adapter.software } : null, memory: resetKernelPeak() ? "kernel" : "sampled", allocatorKept: true, blas: machine().blas as ZooRun["blas"], rows };
-  writeResults("zoo", { machine: machine(), quick: QUICK, ...run }, renderZoo(run));
+  writeResults("zoo", { machine: machine(), quick: QUICK, ...run }, renderZoo(run), ZOO_WATCH);
 }
+
+/** Each case's samples/s, held against the last full run's on the same kind of CPU. */
+const ZOO_WATCH = { key: (r: Json) => `${String(r.model)}, batch ${String(r.batch)}, ${String(r.optimizer)}`, measures: ["meshtrain"] };
 
 /** `--rows`: the rows measured again replace their speeds, runs and peaks in zoo.json; the autodiff and webgpu columns stay. */
 async function mergeRows(rows: ZooRow[]): Promise<void> {
