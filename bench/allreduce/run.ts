@@ -1,6 +1,6 @@
 import * as path from "node:path";
 import { nativeDataPlane } from "../../sdk/collectives/native-plane";
-import { fmt, machine, median, PEERS, pinnedEnv, ports, PYTHON, QUICK, runRanks, torchMissing, writeResults, type Json } from "../common";
+import { cpuName, fmt, machine, median, PEERS, pinnedEnv, ports, PYTHON, QUICK, runRanks, torchMissing, writeResults, type Json } from "../common";
 
 /**
  * All-reduce bus bandwidth: meshtrain's ring over its native data plane and over its WebSocket
@@ -79,6 +79,7 @@ async function main(): Promise<void> {
     "",
     ...lines,
     "",
+    `Machine: ${cpuName()}.`,
     ...(missing ? [`gloo: not measured: ${missing}.`] : []),
     ...(plane.ok ? [] : [`native data plane: not measured: ${plane.reason}.`]),
     "native: the data plane workers use by default (TCP sockets driven by the native addon on a thread of its own, reducing in place); WebSocket: the path under TLS or without the addon.",

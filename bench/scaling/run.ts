@@ -1,6 +1,6 @@
 import * as path from "node:path";
 import { nativeDataPlane } from "../../sdk/collectives/native-plane";
-import { BLAS, fmt, machine, median, PEERS, pinnedEnv, ports, PYTHON, QUICK, runJson, runRanks, torchMissing, writeResults, type Json } from "../common";
+import { cpuName, BLAS, fmt, machine, median, PEERS, pinnedEnv, ports, PYTHON, QUICK, runJson, runRanks, torchMissing, writeResults, type Json } from "../common";
 
 /**
  * Data-parallel scaling on this machine: meshtrain with 1 and 2 local workers (all-reduce over
@@ -85,6 +85,7 @@ async function main(): Promise<void> {
     "",
     ...table,
     "",
+    `Machine: ${cpuName()}.`,
     ...(torchGone ? [`DDP: not measured: ${torchGone}.`] : []),
     ...(NATIVE.ok ? [] : [`native data plane: not available (${NATIVE.reason}); the meshtrain column ran over WebSockets too.`]),
     "speed-up(N) = throughput(N) / throughput(1 worker); efficiency = speed-up / N. Every worker has one core; with 2 cores, 2 workers is all this machine can show.",
