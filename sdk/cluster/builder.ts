@@ -267,9 +267,10 @@ export class ClusterBuilder {
 
   /**
    * Where the all-reduce's bytes travel. "auto" (the default): the native data plane (plain TCP
-   * sockets driven by the native addon, reducing in C) when every worker has it and TLS is off,
-   * else the WebSocket links. "native" insists (a ConfigError says which worker cannot);
-   * "websocket" keeps every byte on the control plane's links. Runs say which path ran.
+   * sockets driven by the native addon, reducing in C) when every worker has it and TLS is off, unless
+   * strategy "data" times both planes on its ring and the WebSocket links are 1.2x faster; else the
+   * WebSocket links. "native" insists (a ConfigError says which worker cannot); "websocket" keeps
+   * every byte on the control plane's links. Runs and plans say which path ran and why.
    */
   dataPlane(path: "auto" | "native" | "websocket"): ClusterBuilder {
     const p = parseOrThrow(ClusterSpecSchema.shape.dataPlane.unwrap(), path, "dataPlane(path)", 'pass "auto", "native" or "websocket"');

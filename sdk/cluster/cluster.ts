@@ -33,8 +33,9 @@ import { stopMembers } from "./stop-members";
 import type { ModelProfile } from "../plan/profile";
 import type { RingSpeed } from "../plan/predict";
 import { MeasuredRings, probeRing } from "../driver/ring-probe";
+import { timeRingPlanes } from "../driver/ring-planes";
 import type { LogLine } from "../metrics/records";
-import type { DataPlaneChoice } from "../protocol/data-plane";
+import type { DataPlaneChoice, DataPlanePath } from "../protocol/data-plane";
 
 /**
  * A running cluster: workers joined in one session with their ring connected. Made by
@@ -70,6 +71,8 @@ export class Cluster implements LiveCluster {
   /** How the workers are connected now (wiringKey), to reconnect only when a fit needs otherwise. */
   private wired: string | null = null;
   private readonly rings = new MeasuredRings();
+  /** The plane timing chose for a wiring (its key): kept when that wiring is connected again. */
+  private timedPlane: { key: string; choice: DataPlaneChoice } | null = null;
   /** Where the current wiring's all-reduces travel, if it has any. */
   private dataPlane: DataPlaneChoice | undefined;
 
@@ -146,11 +149,15 @@ export class Cluster implements LiveCluster {
     return this.profiles.take(this.handles, model, { batchSize: options.batchSize, loss: o.loss, heads: o.heads, optimizer: o.optimizer }).then(async (p) => (await this.measuredRing(), p));
   }
 
-  /** Strategy "data": the ring wired as its fits use it, and its all-reduce timed (once per wiring). */
+  /** Strategy "data": the ring wired as its fits use it, its all-reduce timed on both planes where the choice is ours, and left on the faster (once per wiring). */
   private measuredRing(): Promise<RingSpeed | undefined> {
     return this.rings.measure(strategyOfSpec(this.spec).probesRing(this.spec), async () => {
-      await this.connect(dataWiring(hostRing(this.handles.map((h) => h.info?.hostname)).order));
-      return { key: this.wired!, time: () => this.losses.guard(probeRing(this.handles, this.dataPlane!.path, this.spec.timeouts.stepMs)) };
+      const wiring = dataWiring(hostRing(this.handles.map((h) => h.info?.hostname)).order);
+      await this.connect(wiring);
+      const key = this.wired!;
+      const probe = (path: DataPlanePath): Promise<RingSpeed> => this.losses.guard(probeRing(this.handles, path, this.spec.timeouts.stepMs));
+      const rewire = (plane: DataPlaneChoice): Promise<void> => ((this.timedPlane = { key, choice: plane }), this.connect(wiring));
+      return { key, time: async () => (await timeRingPlanes({ current: this.dataPlane!, asked: this.spec.dataPlane ?? "auto", probe, rewire })).ring };
     });
   }
 
@@ -307,9 +314,10 @@ export class Cluster implements LiveCluster {
   private async connect(wiring: Wiring, o: { members?: readonly WorkerHandle[]; generation?: number } = {}): Promise<void> {
     const members = o.members ?? this.handles;
     const key = `${wiringKey(wiring)}/${members.map((h) => h.rank).join(",")}/${o.generation ?? ""}`;
-    if (this.wired === key) return;
+    const timed = this.timedPlane?.key === key ? this.timedPlane.choice : undefined;
+    if (this.wired === key && (!timed || timed.path === this.dataPlane?.path)) return void (timed && (this.dataPlane = timed));
     this.wired = null;
-    this.dataPlane = await this.losses.guard(configureLinks(this.spec, this.handles, this.servers, wiring, members, o.generation));
+    this.dataPlane = await this.losses.guard(configureLinks(this.spec, this.handles, this.servers, wiring, members, o.generation, timed));
     this.wired = key;
   }
 

@@ -7,7 +7,8 @@ import type { DataPlaneChoice } from "../protocol/data-plane";
 /**
  * Sends every member its links (all-reduce group, pipeline neighbours, parameter servers) and
  * waits until all are up. `generation` marks an elastic membership. Returns where the
- * all-reduces travel (undefined when no group has two members).
+ * all-reduces travel (undefined when no group has two members): `timed`, the plane the ring's
+ * timing chose (driver/ring-planes.ts), or else the rule's.
  */
 export async function configureLinks(
   spec: ClusterSpec,
@@ -16,11 +17,12 @@ export async function configureLinks(
   wiring: Wiring,
   members: readonly WorkerHandle[],
   generation: number | undefined,
+  timed?: DataPlaneChoice,
 ): Promise<DataPlaneChoice | undefined> {
   const addresses = workers.map((h) => h.address);
   const rings = wiring.groups.filter((g) => g.length > 1 && g.some((r) => members.some((h) => h.rank === r)));
   const inRings = members.filter((h) => rings.some((g) => g.includes(h.rank)));
-  const plane = rings.length > 0 ? chooseDataPlane(spec, inRings) : undefined;
+  const plane = rings.length > 0 ? (timed ?? chooseDataPlane(spec, inRings)) : undefined;
   const timeoutMs = spec.timeouts.connectMs;
   await Promise.all(
     members.map((h) =>

@@ -46,6 +46,8 @@ export interface RingSpeed {
    * smaller one saves at most its own time on the wire (stepRoundSeconds).
    */
   readonly burstSeconds?: number;
+  /** Why the ring's all-reduces travel on `path`, where both planes were timed to choose it (driver/ring-planes.ts). */
+  readonly chosen?: string;
 }
 
 /**
@@ -282,7 +284,7 @@ export function basis(s: Speeds, profile: ModelProfile | undefined, dataRing = f
   const ring = !dataRing
     ? ""
     : s.ring
-      ? `, the all-reduce priced by the data ring itself (${s.ring.path}, measured on its ${s.ring.members} members: ${(s.ring.linkBytesPerSecond / 1e6).toFixed(0)} MB/s a hop, ${(s.ring.latencySeconds * 1e3).toFixed(2)} ms a phase)`
+      ? `, the all-reduce priced by the data ring itself (${s.ring.path}, measured on its ${s.ring.members} members: ${(s.ring.linkBytesPerSecond / 1e6).toFixed(0)} MB/s a hop, ${(s.ring.latencySeconds * 1e3).toFixed(2)} ms a phase${s.ring.chosen ? `; ${s.ring.path} because ${s.ring.chosen}` : ""})`
       : ", the all-reduce priced at those links' speed (the data ring was not measured)";
   return `${compute}, ${links}${ring}${sharing}`;
 }

@@ -97,7 +97,10 @@ export class HostLinks {
         this.native = null;
         return true;
       case "ringPlace":
+        // A ring formed again (the links configured anew, as timing both data planes does) counts
+        // its all-reduces from 0 on every member: its new links know no earlier number.
         this.place = { position: m.position, size: m.size };
+        this.reduceSeq = 0;
         return true;
       case "generation":
         // A new membership is a new ring, counting its all-reduces from 0 on every member
@@ -131,8 +134,8 @@ export class HostLinks {
 
   /**
    * A new model, or the end of a session: nothing in flight belongs to what comes next. The
-   * all-reduce count goes back to 0 only with the session: a ring kept from one fit to the next
-   * expects it to go on growing.
+   * all-reduce count goes back to 0 only with the session or a ring formed again: a ring kept
+   * from one fit to the next expects it to go on growing.
    */
   reset(reason: string, o: { sessionEnded: boolean }): void {
     this.failPipe(new CollectiveError(reason));

@@ -3,6 +3,8 @@ import { test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { cluster, datasets } from "../../sdk/index";
 import { summarizeModel } from "../../sdk/plan/model-summary";
+import { maxRelativeDifference, smallClassifier } from "../helpers/models";
+import { modelFitReference } from "../helpers/reference";
 
 function model(): tf.LayersModel {
   return tf.sequential({
@@ -64,6 +66,31 @@ test("a worker times the model's layers and replica step, and plan() and fit() p
       process.stderr.write = write;
     }
     assert.doesNotMatch(said.join(""), /timing it on a worker failed/);
+  } finally {
+    await c.close();
+  }
+});
+
+test("under dataPlane auto a fit times the ring on both planes, keeps the faster, says why in its plan and notes, and still equals model.fit", { timeout: 180_000 }, async () => {
+  const c = await cluster().workers(2).strategy("data").launch();
+  try {
+    const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 48, seed: 3 });
+    const [distributed, single] = [smallClassifier(6, 3), smallClassifier(6, 3)];
+    const o = { epochs: 2, batchSize: 16, optimizer: { name: "sgd", learningRate: 0.05 } as const, shuffle: false, seed: 1 };
+    const run = await c.fit(distributed, ds, { ...o, loss: "categoricalCrossentropy" });
+    const timed = /both planes timed on this ring[^)]*\(1 MiB ([\d.]+) ms native, ([\d.]+) ms over WebSockets; 16 MiB ([\d.]+) ms native, ([\d.]+) ms over WebSockets\)/;
+    const said = timed.exec(run.dataPlane?.why ?? "");
+    assert.ok(said, `the run's data plane: ${run.dataPlane?.path}, ${run.dataPlane?.why}`);
+    const [n1, w1, n16, w16] = said.slice(1).map(Number) as [number, number, number, number];
+    // The plane kept is the one the times say: the WebSocket links only when 1.2x faster at both sizes.
+    assert.equal(run.dataPlane?.path, w1 * 1.2 <= n1 && w16 * 1.2 <= n16 ? "websocket" : "native");
+    assert.match(run.plan.prediction!.basis, new RegExp(`priced by the data ring itself \\(${run.dataPlane!.path}, measured on its 2 members: .*; ${run.dataPlane!.path} because both planes timed on this ring`));
+    // Re-wired twice for the timing, the ring trains as model.fit does.
+    await modelFitReference(single, ds, o);
+    assert.ok(maxRelativeDifference(distributed, single) < 1e-4, `relative difference ${maxRelativeDifference(distributed, single)}`);
+    // A second fit on the same wiring keeps the choice without timing again.
+    const again = await c.fit(smallClassifier(6, 3), ds, { ...o, epochs: 1, loss: "categoricalCrossentropy" });
+    assert.deepEqual(again.dataPlane, run.dataPlane);
   } finally {
     await c.close();
   }
