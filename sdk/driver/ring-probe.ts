@@ -73,7 +73,7 @@ async function stepRoundMs(
     const t0 = performance.now();
     const replies = await Promise.all(
       members.map((h) =>
-        h.channel.request({ type: "ringProbe", elements: [ROUND_ELEMENTS], repeats: 1 }, "ringProbed", {
+        h.channel.request({ type: "ringProbe", elements: [ROUND_ELEMENTS], repeats: 1, keep: true }, "ringProbed", {
           timeoutMs,
           waitingFor: "a round of the data ring's all-reduce driven as a step",
         }),

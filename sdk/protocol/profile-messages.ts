@@ -108,6 +108,12 @@ export const RingProbeSchema = z.strictObject({
     .min(1)
     .max(8),
   repeats: z.number().int().min(1).max(32),
+  /**
+   * Keep each size's array for the next probe that keeps it, as a step keeps its gradient's: the
+   * step-shaped rounds (driver/ring-probe.ts). A fresh 1 MiB array each round had its pages
+   * faulted in during the all-reduce, which cost a native-plane round 2.5 ms on a 2-core VM.
+   */
+  keep: z.boolean().optional(),
 });
 export const RingProbedSchema = z.strictObject({
   type: z.literal("ringProbed"),

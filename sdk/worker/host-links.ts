@@ -34,6 +34,8 @@ export class HostLinks {
   private resets = 0;
   /** Elastic training: the current membership; all-reduces of steps sent for an earlier one are refused unrun. */
   generation = 0;
+  /** The ring probe's kept arrays, by size (ringProbe keep), until the next model or session. */
+  private readonly probeArrays = new Map<number, Float32Array>();
   /** Pipeline tensors from neighbouring stages, by "kind/step/micro": arrived, or awaited. */
   private readonly inbox = new Map<string, { data?: Float32Array; take?: (d: Float32Array) => void; fail?: (e: unknown) => void }>();
   private pipeFailure: unknown = null;
@@ -140,6 +142,7 @@ export class HostLinks {
   reset(reason: string, o: { sessionEnded: boolean }): void {
     this.failPipe(new CollectiveError(reason));
     this.inbox.clear();
+    this.probeArrays.clear();
     this.pipeFailure = null;
     if (o.sessionEnded) this.reduceSeq = 0;
     this.resets++;
@@ -156,13 +159,13 @@ export class HostLinks {
    * member runs the same ones in the same order (the driver asks all of them). With each one's
    * time, what it cost this process's CPU, where it can read that.
    */
-  async probeRing(sizes: readonly number[], repeats: number): Promise<{ ms: number[][]; cpuMs?: number[][] }> {
+  async probeRing(sizes: readonly number[], repeats: number, keep = false): Promise<{ ms: number[][]; cpuMs?: number[][] }> {
     const ms: number[][] = [];
     const cpuMs: number[][] = [];
     for (const n of sizes) {
       const times: number[] = [];
       const cpu: number[] = [];
-      let buffer: Float32Array = new Float32Array(n);
+      let buffer: Float32Array = (keep ? this.probeArrays.get(n) : undefined) ?? new Float32Array(n);
       for (let i = 0; i < repeats; i++) {
         const [t0, c0] = [performance.now(), processCpuMs()];
         buffer = (await this.allReduce(buffer, this.generation)).data;
@@ -171,6 +174,7 @@ export class HostLinks {
         if (c0 !== undefined && c1 !== undefined) cpu.push(c1 - c0);
         buffer.fill(0);
       }
+      if (keep) this.probeArrays.set(n, buffer);
       ms.push(times);
       cpuMs.push(cpu);
     }

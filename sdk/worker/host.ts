@@ -196,7 +196,11 @@ export class ComputeHost {
       }
       case "ringProbe":
         this.links.doing("timing the data ring's all-reduce for the plan");
-        this.reply({ type: "ringProbed", re: msg.id, ...(await this.links.probeRing(msg.elements, msg.repeats)) });
+        this.reply({
+          type: "ringProbed",
+          re: msg.id,
+          ...(await this.links.probeRing(msg.elements, msg.repeats, msg.keep === true)),
+        });
         return this.links.doing("timed the data ring, waiting", "idle");
       case "profile":
         this.links.doing(
