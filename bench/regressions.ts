@@ -20,7 +20,8 @@ interface Recorded {
   rows?: Json[];
 }
 
-const kindOf = (m: Recorded["machine"]): string => `${m?.cpu ?? "?"} (${m?.isa ?? "vector instructions not recorded"}), ${m?.cores ?? "?"} cores`;
+/** A result's kind of CPU as both sides of a comparison must share it: model, vector instructions, cores. */
+export const kindOf = (m: Recorded["machine"]): string => `${m?.cpu ?? "?"} (${m?.isa ?? "vector instructions not recorded"}), ${m?.cores ?? "?"} cores`;
 
 /**
  * Sentences on what this run measured more than 15% below the last run recorded in `file`, when

@@ -7,6 +7,7 @@ import { LINKS, NamespaceHosts, type Link } from "./netns";
 import { joined } from "./joined";
 import { accuracyTable, measureAccuracy, type AccuracyRow } from "./accuracy";
 import { computeOver, predictedOver, type Model, type Row } from "./rows";
+import { kindOf } from "../regressions";
 
 /**
  * Data parallelism between machines, made on one: namespace hosts on shaped links (see netns.ts),
@@ -191,14 +192,22 @@ async function main(): Promise<void> {
   report(heading, rowsNow(), accuracy, torchGone, delay, null);
 }
 
-/** The last full-size run's results, where there are some. */
+/**
+ * The last full-size run's results, where there are some. A partial run keeps their other rows
+ * under its own machine, so they must come from the same kind of CPU: else it stops before
+ * measuring, rather than make one table of two machines.
+ */
 function lastResults(): { rows: Row[]; accuracy: AccuracyRow[] } | null {
+  let r: { rows: Row[]; accuracy: AccuracyRow[]; quick?: boolean; machine?: Json };
   try {
-    const r = JSON.parse(fs.readFileSync(path.join(RESULTS, `${NAME}.json`), "utf8")) as { rows: Row[]; accuracy: AccuracyRow[]; quick?: boolean };
-    return r.quick ? null : r;
+    r = JSON.parse(fs.readFileSync(path.join(RESULTS, `${NAME}.json`), "utf8")) as typeof r;
   } catch {
     return null;
   }
+  if (r.quick) return null;
+  const [there, here] = [kindOf(r.machine as Parameters<typeof kindOf>[0]), kindOf(machine() as Parameters<typeof kindOf>[0])];
+  if (there !== here) throw new Error(`--links/--models/--variants keep the other rows of bench/results/${NAME}.json, which ran on ${there}; this machine is ${here}. Run the whole bench:network here, or move that file away first.`);
+  return r;
 }
 
 function report(heading: string, rows: Row[], accuracy: Awaited<ReturnType<typeof measureAccuracy>> | null, torchGone: string | null, delay: string | null, partial: string | null): void {
