@@ -33,7 +33,7 @@ import { stopMembers } from "./stop-members";
 import type { ModelProfile } from "../plan/profile";
 import type { RingSpeed } from "../plan/predict";
 import { MeasuredRings, probeRing } from "../driver/ring-probe";
-import { timeRingPlanes } from "../driver/ring-planes";
+import { timedPlane, timeRingPlanes } from "../driver/ring-planes";
 import type { LogLine } from "../metrics/records";
 import type { DataPlaneChoice, DataPlanePath } from "../protocol/data-plane";
 
@@ -71,8 +71,6 @@ export class Cluster implements LiveCluster {
   /** How the workers are connected now (wiringKey), to reconnect only when a fit needs otherwise. */
   private wired: string | null = null;
   private readonly rings = new MeasuredRings();
-  /** The plane timing chose for a wiring (its key): kept when that wiring is connected again. */
-  private timedPlane: { key: string; choice: DataPlaneChoice } | null = null;
   /** Where the current wiring's all-reduces travel, if it has any. */
   private dataPlane: DataPlaneChoice | undefined;
 
@@ -156,7 +154,7 @@ export class Cluster implements LiveCluster {
       await this.connect(wiring);
       const key = this.wired!;
       const probe = (path: DataPlanePath): Promise<RingSpeed> => this.losses.guard(probeRing(this.handles, path, this.spec.timeouts.stepMs));
-      const rewire = (plane: DataPlaneChoice): Promise<void> => ((this.timedPlane = { key, choice: plane }), this.connect(wiring));
+      const rewire = (plane: DataPlaneChoice): Promise<void> => this.connect(wiring, { plane });
       return { key, time: async () => (await timeRingPlanes({ current: this.dataPlane!, asked: this.spec.dataPlane ?? "auto", probe, rewire })).ring };
     });
   }
@@ -310,15 +308,16 @@ export class Cluster implements LiveCluster {
     return true;
   }
 
-  /** Connects the workers as `wiring` says, unless they already are. */
-  private async connect(wiring: Wiring, o: { members?: readonly WorkerHandle[]; generation?: number } = {}): Promise<void> {
+  /** Connects the workers as `wiring` says, unless they already are; on `plane`, or the one timing chose for this wiring, else the rule's. */
+  private async connect(wiring: Wiring, o: { members?: readonly WorkerHandle[]; generation?: number; plane?: DataPlaneChoice } = {}): Promise<void> {
     const members = o.members ?? this.handles;
     const key = `${wiringKey(wiring)}/${members.map((h) => h.rank).join(",")}/${o.generation ?? ""}`;
-    const timed = this.timedPlane?.key === key ? this.timedPlane.choice : undefined;
-    if (this.wired === key && (!timed || timed.path === this.dataPlane?.path)) return void (timed && (this.dataPlane = timed));
-    this.wired = null;
-    this.dataPlane = await this.losses.guard(configureLinks(this.spec, this.handles, this.servers, wiring, members, o.generation, timed));
-    this.wired = key;
+    const plane = o.plane ?? timedPlane(this.rings.find(key));
+    if (this.wired !== key || (plane && plane.path !== this.dataPlane?.path)) {
+      this.wired = null;
+      this.dataPlane = await this.losses.guard(configureLinks(this.spec, this.handles, this.servers, wiring, members, o.generation, plane));
+      this.wired = key;
+    } else if (plane) this.dataPlane = plane;
   }
 
   private usable(what: string): void {

@@ -36,6 +36,11 @@ export function fasterPlane(native: RingSpeed, websocket: RingSpeed): { choice: 
   return { choice: { path: ring.path, why }, ring: Object.freeze({ ...ring, chosen: why }) };
 }
 
+/** The plane timing chose for a ring measured on both (its `chosen`), to wire it on again; undefined where the rule chose. */
+export function timedPlane(ring: RingSpeed | undefined): DataPlaneChoice | undefined {
+  return ring?.chosen ? { path: ring.path, why: ring.chosen } : undefined;
+}
+
 /**
  * Times the ring on the plane it is wired on and, where the plane was the rule's choice of the
  * native one (dataPlane "auto"), on the WebSocket links too, then leaves the ring wired on the
