@@ -3,6 +3,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { bestBlasCore, blasCoreFor, chooseBlasCore } from "../sdk/backends/native/blas-core";
+import type { Json } from "./json";
 import { regressions, type Watch } from "./regressions";
 
 /** Shared by every benchmark: child processes, the PyTorch peer, medians and result files. */
@@ -64,9 +65,7 @@ export function blasMissing(which: keyof typeof BLAS): string | null {
   return fs.existsSync(path.join(BLAS[which], "libblas.so.3")) ? null : `${BLAS[which]}/libblas.so.3 is missing (apt-get install ${which === "openblas" ? "libopenblas0-pthread" : "libblas3"})`;
 }
 
-export interface Json {
-  [key: string]: unknown;
-}
+export type { Json } from "./json";
 
 /** Runs one program and returns every JSON line it printed; rejects with its output on failure. */
 export function runJson(cmd: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs = 600_000): Promise<Json[]> {

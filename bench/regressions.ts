@@ -1,8 +1,5 @@
 import * as fs from "node:fs";
-/** A result row, as the benches write them. */
-export interface Json {
-  [key: string]: unknown;
-}
+import type { Json } from "./json";
 
 /** How far a measure may fall below its last recorded row before the run says so. */
 export const REGRESSION = 0.15;
