@@ -8,6 +8,7 @@ import { MeshtrainError, StateError, WorkerLostError } from "../errors/errors";
 import type { MessageOf } from "../protocol/messages";
 import type { WorkerHandle } from "../members/worker-handle";
 import { median } from "../util/median";
+import { topologyOf } from "../model/topology";
 
 /** A worker's connection closing during the profile is its exit's echo: how long to wait for the exit itself. */
 const LOSS_WAIT_MS = 1000;
@@ -230,10 +231,6 @@ async function sharedSlowdown(
     if (alone > 0) ratios.push(shared.reduce((n, t) => n + t, 0) / shared.length / alone);
   }
   return ratios.length > 0 ? { workers: crowded.length, slowdown: Math.max(1, median(ratios)) } : undefined;
-}
-
-function topologyOf(model: tf.LayersModel): Record<string, unknown> {
-  return model.toJSON(null, false) as unknown as Record<string, unknown>;
 }
 
 /**

@@ -46,8 +46,10 @@ export async function fitDataParallel(
   else if (plan.shard) await ctx.connect(ringOf(workers, workers.length));
   const loadOn = replicaLoader(ctx, model, dataset, o, plan);
   const weights = hostCopies(model.getWeights());
-  const loaded = await loadEverywhere(() => awaitAll(ctx)(workers.map((w) => loadOn(w, weights))));
-  checkLoaded(loaded, dataset, plan);
+  // A replica that built something else is refused as a load that failed: every worker is loaded, and the next load replaces it.
+  const loaded = await loadEverywhere(async () =>
+    checkLoaded(await awaitAll(ctx)(workers.map((w) => loadOn(w, weights))), dataset, plan),
+  );
   const replicaStep = replicaStepOf(loaded.map((l) => l.msg.replicaStep));
   // Sharded, each replica holds a part of the optimizer state: a checkpoint has a part per replica.
   const holders = plan.shard ? [] : [{ name: "replica", from: workers[0]!, to: workers }];
@@ -182,11 +184,11 @@ function replicaLoader(
 }
 
 /** Every replica built what the driver has: the same gradient length and, fed by workers, the same dataset. */
-function checkLoaded(
-  loaded: ReadonlyArray<{ msg: { gradientLength: number; datasetSize?: number | undefined } }>,
+function checkLoaded<L extends { msg: { gradientLength: number; datasetSize?: number | undefined } }>(
+  loaded: readonly L[],
   dataset: Dataset,
   plan: DataParallelPlan,
-): void {
+): readonly L[] {
   if (plan.feed === "workers") {
     const sizes = loaded.map((l) => l.msg.datasetSize);
     if (sizes.some((s) => s !== dataset.size)) {
@@ -204,6 +206,7 @@ function checkLoaded(
       `workers built gradients of ${[...lengths].join(", ")} elements; the driver's model has ${plan.model.trainableParamCount} trainable parameters`,
     );
   }
+  return loaded;
 }
 
 /** One step: each replica's slice of the global batch, sent by the driver (in-graph) or read by the worker (between-graph). */

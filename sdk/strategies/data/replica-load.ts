@@ -5,6 +5,7 @@ import type { DataParallelPlan } from "../../plan/plans";
 import type { GradientSumSpec } from "../../protocol/gradient-sum-spec";
 import type { LoadOf } from "../../protocol/messages";
 import type { DataChoices } from "../../protocol/data-option-pairs";
+import { topologyOf } from "../../model/topology";
 
 /** A replica's load as the driver sends it (the channel adds version, id and attachments). */
 export type ReplicaLoad = Omit<LoadOf<"replica">, "v" | "id" | "attachments">;
@@ -41,7 +42,7 @@ export function replicaLoadOf(
   workers: number,
   stepTimeoutMs: number,
 ): (rank: number) => ReplicaLoad {
-  const topology = model.toJSON(null, false) as unknown as Record<string, unknown>;
+  const topology = topologyOf(model);
   const hook = plan.hook;
   const sum = sumOf(plan);
   const fields: ReplicaLoad = {

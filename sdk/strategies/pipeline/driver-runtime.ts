@@ -20,6 +20,7 @@ import type { FitContext, StepDone } from "../../driver/fit-context";
 import { checkpointing, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
 import { gridWiring } from "../../plan/wiring";
 import { modelOrder, stageVariables } from "./stage-weights";
+import { topologyOf } from "../../model/topology";
 
 /**
  * Model, pipeline and hybrid parallelism, driven from here. Each step the global batch is split
@@ -129,7 +130,7 @@ async function loadStages(
 ): Promise<void> {
   const S = plan.stages;
   const stepMs = ctx.spec.timeouts.stepMs;
-  const topology = model.toJSON(null, false) as unknown as Record<string, unknown>;
+  const topology = topologyOf(model);
   const stageWeights = plan.stagePlans.map((st) => hostCopies(stageVariables(model, st).map((v) => v.read())));
   const loaded = await loadEverywhere(() =>
     awaitAll(ctx)(

@@ -9,6 +9,7 @@ import type { PsPlan, ShardVariable } from "../../plan/plans";
 import type { ReplicaStepChoice } from "../../protocol/profile-messages";
 import type { RequestDraft } from "../../transport/channel";
 import { slowdown } from "../data/replica-load";
+import { topologyOf } from "../../model/topology";
 
 /** Each server gets its shard of the trainable variables; each worker the whole model. */
 export async function loadAll(
@@ -23,8 +24,9 @@ export async function loadAll(
   const trainable = hostCopies(model.trainableWeights.map((w) => w.read()));
   const state = hostCopies(model.nonTrainableWeights.map((w) => w.read()));
   const loading = { timeoutMs: stepMs, waitingFor: "the model to load" };
-  const loaded = await loadEverywhere(() =>
-    awaitAll(ctx)([
+  // A worker that built something else is refused as a load that failed: the next load replaces every one.
+  const loaded = await loadEverywhere(async () => {
+    const replies = await awaitAll(ctx)([
       ...ctx.servers.map((s, i) => {
         const shard = plan.servers[i]!;
         const attachments = [
@@ -40,14 +42,15 @@ export async function loadAll(
       ...ctx.workers.map((w) =>
         w.channel.request(workerLoad(ctx, model, o, plan, w.rank), "loaded", { ...loading, attachments: weights }),
       ),
-    ]),
-  );
-  const lengths = new Set(loaded.slice(ctx.servers.length).map((l) => l.msg.gradientLength));
-  if (lengths.size !== 1 || !lengths.has(plan.model.trainableParamCount)) {
-    throw new ModelError(
-      `workers built gradients of ${[...lengths].join(", ")} elements; the driver's model has ${plan.model.trainableParamCount} trainable parameters`,
-    );
-  }
+    ]);
+    const lengths = new Set(replies.slice(ctx.servers.length).map((l) => l.msg.gradientLength));
+    if (lengths.size !== 1 || !lengths.has(plan.model.trainableParamCount)) {
+      throw new ModelError(
+        `workers built gradients of ${[...lengths].join(", ")} elements; the driver's model has ${plan.model.trainableParamCount} trainable parameters`,
+      );
+    }
+    return replies;
+  });
   return replicaStepOf(loaded.slice(ctx.servers.length).map((l) => l.msg.replicaStep));
 }
 
@@ -88,7 +91,7 @@ function workerLoad(
   return {
     type: "load",
     role: "ps-worker",
-    topology: model.toJSON(null, false) as unknown as Record<string, unknown>,
+    topology: topologyOf(model),
     optimizer: o.optimizer,
     loss: o.loss,
     ...(o.heads ? { heads: o.heads } : {}),
