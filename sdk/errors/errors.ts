@@ -20,6 +20,7 @@ export type ErrorCode =
   | "MT_ERR_TIMEOUT"
   | "MT_ERR_COLLECTIVE"
   | "MT_ERR_MODEL"
+  | "MT_ERR_PLAN"
   | "MT_ERR_DATA"
   | "MT_ERR_BACKEND"
   | "MT_ERR_STATE"
@@ -168,6 +169,15 @@ export class ModelError extends MeshtrainError {
   }
 }
 
+/** A plan that cannot be priced: a layer's cost, timed or from its FLOPs, is not a finite number of milliseconds. */
+export class PlanError extends MeshtrainError {
+  static override readonly code = "MT_ERR_PLAN" as const;
+  /** `summary`: what went wrong; `o.hint`: what to do next; `o.details`: who and where; `o.cause`: the error behind it. */
+  constructor(summary: string, o?: Opts) {
+    super("MT_ERR_PLAN", summary, o);
+  }
+}
+
 /** A dataset whose shapes or sizes do not fit the model or the batch. */
 export class DataError extends MeshtrainError {
   static override readonly code = "MT_ERR_DATA" as const;
@@ -259,6 +269,7 @@ export const ERROR_CLASSES: Readonly<Record<ErrorCode, ErrorClass>> = Object.fre
   MT_ERR_TIMEOUT: TimeoutError,
   MT_ERR_COLLECTIVE: CollectiveError,
   MT_ERR_MODEL: ModelError,
+  MT_ERR_PLAN: PlanError,
   MT_ERR_DATA: DataError,
   MT_ERR_BACKEND: BackendError,
   MT_ERR_STATE: StateError,

@@ -1,4 +1,6 @@
 import type * as tf from "@tensorflow/tfjs";
+import { outputShapeIn } from "./layer-nodes";
+import { maskedOutputs } from "./masks";
 
 /**
  * A point between two layers (in the order the model lists them) where it could be split into
@@ -21,6 +23,8 @@ export type Cut =
       crossing: string[];
       /** The block the point falls inside: from its first layer to the one that merges it. */
       block: { first: string; last: string };
+      /** The layer whose mask the crossing activation carries (Embedding's maskZero, Masking): a stage would pass the activation without it. */
+      mask?: string;
     };
 
 /** Where a model may be split: cuts[j] is the point before layer j (cuts[0] the input, cuts[L] the output). */
@@ -47,11 +51,6 @@ interface Topology {
   config?: { layers?: TopologyLayer[]; input_layers?: Inbound[]; output_layers?: Inbound[] };
 }
 
-function shapeOf(layer: tf.layers.Layer): Array<number | null> {
-  const s = layer.outputShape;
-  return Array.isArray(s[0]) ? [...(s[0] as Array<number | null>)] : [...(s as Array<number | null>)];
-}
-
 /**
  * The model's cut points. A Sequential model is a chain: every point is a cut. A functional
  * model is walked as its topology lists it (an order in which every layer comes after its
@@ -63,9 +62,14 @@ export function graphCuts(model: tf.LayersModel): GraphCuts {
   if (model.getClassName() === "Sequential") {
     const cuts: Cut[] = [
       { ok: true, producer: "input", shape: first },
-      ...layers.map((l) => ({ ok: true as const, producer: l.name, shape: shapeOf(l) })),
+      ...layers.map((l) => ({ ok: true as const, producer: l.name, shape: outputShapeIn(model, l) })),
     ];
-    return { cuts, inputReaders: [[0]], outputMakers: [layers.length - 1], unsplittable: null };
+    return {
+      cuts: withoutMasks(model, cuts),
+      inputReaders: [[0]],
+      outputMakers: [layers.length - 1],
+      unsplittable: null,
+    };
   }
   const cfg = (model.toJSON(null, false) as unknown as Topology).config;
   const listed = cfg?.layers;
@@ -100,7 +104,18 @@ export function graphCuts(model: tf.LayersModel): GraphCuts {
       unsplittable:
         unused >= 0 ? `input "${inputs[unused]}" is read by no layer` : "an output is an input passed through",
     };
-  const tensors = tensorLives(kept, position);
+  const cuts = pointsOf(model, kept, tensorLives(kept, position), first);
+  markBlocks(cuts, kept);
+  return { cuts: withoutMasks(model, cuts), inputReaders, outputMakers, unsplittable: null };
+}
+
+/** Each point between the listed layers: a cut where one tensor crosses it, else a point inside a block (marked after). */
+function pointsOf(
+  model: tf.LayersModel,
+  kept: readonly TopologyLayer[],
+  tensors: ReadonlyMap<string, { producer: string; made: number; lastUse: number }>,
+  first: Array<number | null>,
+): Cut[] {
   const cuts: Cut[] = [];
   for (let j = 0; j <= kept.length; j++) {
     const crossing = [...tensors.values()].filter((t) => t.made < j && t.lastUse >= j);
@@ -111,11 +126,30 @@ export function graphCuts(model: tf.LayersModel): GraphCuts {
         shape: j === 0 ? first : [...(model.outputs[0]?.shape ?? [])],
       });
     else if (crossing.length === 1)
-      cuts.push({ ok: true, producer: crossing[0]!.producer, shape: shapeOf(model.getLayer(crossing[0]!.producer)) });
+      cuts.push({
+        ok: true,
+        producer: crossing[0]!.producer,
+        shape: outputShapeIn(model, model.getLayer(crossing[0]!.producer)),
+      });
     else cuts.push({ ok: false, crossing: crossing.map((t) => t.producer), block: { first: "", last: "" } });
   }
-  markBlocks(cuts, kept);
-  return { cuts, inputReaders, outputMakers, unsplittable: null };
+  return cuts;
+}
+
+/** The points an activation carrying a mask crosses are not cuts. */
+function withoutMasks(model: tf.LayersModel, cuts: Cut[]): Cut[] {
+  const masked = maskedOutputs(model);
+  if (masked.size === 0) return cuts;
+  return cuts.map((c, j) =>
+    c.ok && j > 0 && j < cuts.length - 1 && masked.has(c.producer)
+      ? {
+          ok: false,
+          crossing: [c.producer],
+          block: { first: c.producer, last: c.producer },
+          mask: masked.get(c.producer)!,
+        }
+      : c,
+  );
 }
 
 /** Each activation (by the layer, node and index that make it): where it is made and last read by a layer. */
@@ -157,6 +191,8 @@ function markBlocks(cuts: Cut[], kept: readonly TopologyLayer[]): void {
 
 /** How a point that is not a cut reads in a message. */
 export function describeCut(c: Extract<Cut, { ok: false }>): string {
+  if (c.mask)
+    return `after "${c.crossing[0]}", whose output carries the mask "${c.mask}" makes, which a stage would not pass on with the activation`;
   if (c.crossing.length === 0)
     return `between "${c.block.first}" and "${c.block.last}", where no tensor passes from one part of the model to the other`;
   return `inside the block from "${c.block.first}" to "${c.block.last}" (${c.crossing.length} tensors cross there: the outputs of ${c.crossing.map((p) => `"${p}"`).join(", ")})`;

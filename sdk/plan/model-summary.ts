@@ -1,6 +1,8 @@
 import type * as tf from "@tensorflow/tfjs";
 import { graphCuts, type Cut } from "../model/cuts";
+import { PlanError } from "../errors/errors";
 import { forwardFlops } from "./flops";
+import { inputShapeIn, outputShapeIn } from "../model/layer-nodes";
 
 /** One layer as plans see it: class, output shape, parameters, FLOPs per sample. */
 export interface LayerSummary {
@@ -41,22 +43,6 @@ export interface ModelSummary {
   unsplittable: string | null;
 }
 
-function firstShape(shape: tf.Shape | tf.Shape[]): Array<number | null> {
-  // Layers with several outputs report a list of shapes; planning uses the first.
-  if (shape.length > 0 && Array.isArray(shape[0])) return [...(shape as tf.Shape[])[0]!];
-  return [...(shape as tf.Shape)];
-}
-
-/** The (first) input shape of a layer called once, or null where TF.js cannot say. */
-function inputOf(l: tf.layers.Layer): Array<number | null> | null {
-  try {
-    const input = l.getInputAt(0);
-    return [...(Array.isArray(input) ? input[0]! : input).shape];
-  } catch {
-    return null;
-  }
-}
-
 /**
  * The layers are numbered as a Sequential model numbers them: a functional model's InputLayer
  * holds nothing and is left out, so a chain built either way has the same plan.
@@ -70,12 +56,12 @@ export function summarizeModel(model: tf.LayersModel): ModelSummary {
     const trainable = l.trainableWeights.reduce((n, w) => n + w.shape.reduce<number>((a, d) => a * (d ?? 1), 1), 0);
     let out: Array<number | null> = [];
     try {
-      out = firstShape(l.outputShape);
+      out = outputShapeIn(model, l);
     } catch {
       out = [];
     }
     // A functional model's layer says what it takes; in a Sequential model it is the predecessor's output.
-    const input = inputOf(l) ?? previous;
+    const input = inputShapeIn(model, l) ?? previous;
     previous = out;
     const activation = (l.getConfig() as { activation?: unknown }).activation;
     return {
@@ -86,9 +72,19 @@ export function summarizeModel(model: tf.LayersModel): ModelSummary {
       trainableParams: trainable,
       inputShape: input,
       outputShape: out,
-      flopsPerSample: forwardFlops(l, input, out),
+      flopsPerSample: isNested(l) ? nestedFlops(l, out) : forwardFlops(l, input, out),
     };
   });
+  const unpriced = layers.find((l) => !Number.isFinite(l.flopsPerSample) || l.flopsPerSample < 0);
+  if (unpriced) {
+    throw new PlanError(
+      `layer ${unpriced.name} (${unpriced.className}) has no finite cost: ${unpriced.flopsPerSample} FLOPs per sample`,
+      {
+        hint: "report the model: each layer should have a cost",
+        details: { layer: unpriced.name },
+      },
+    );
+  }
   return {
     name: model.name,
     inputShape: [...(model.inputs[0]?.shape ?? [])],
@@ -108,4 +104,19 @@ export function summarizeModel(model: tf.LayersModel): ModelSummary {
     outputMakers,
     unsplittable,
   };
+}
+
+function isNested(l: tf.layers.Layer): l is tf.LayersModel {
+  return Array.isArray((l as Partial<tf.LayersModel>).layers);
+}
+
+/**
+ * A nested model's FLOPs: its own layers', scaled where the outer model calls it on more
+ * positions than it was built for (a Sequential built for [4] applied to [7, 4] runs 7 times).
+ */
+function nestedFlops(inner: tf.LayersModel, out: ReadonlyArray<number | null>): number {
+  const own = summarizeModel(inner);
+  const per = (s: ReadonlyArray<number | null>): number => s.slice(1).reduce<number>((a, d) => a * (d ?? 1), 1);
+  const ratio = per(own.outputShape) > 0 && out.length > 0 ? per(out) / per(own.outputShape) : 1;
+  return own.flopsPerSample * ratio;
 }

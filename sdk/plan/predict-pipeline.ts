@@ -94,7 +94,9 @@ function stageSeconds(
   return stages.map((st) => {
     const flops = (st.flopsPerSample * mb) / s.flopsPerSecond;
     // A profile of the step alone (taken for data parallelism) has no layer times.
-    const t = profile && profile.layers.length > 0 ? layersMs(profile, st.from, st.to, mb) : undefined;
+    const timed = profile && profile.layers.length > 0 ? layersMs(profile, st.from, st.to, mb) : undefined;
+    // A layer the profile could not time leaves its stage to FLOPs, not to NaN.
+    const t = timed && Number.isFinite(timed.forwardMs) && Number.isFinite(timed.backwardMs) ? timed : undefined;
     const forward = t ? t.forwardMs / 1000 : flops + st.layers * KERNELS_FWD * s.kernelSeconds;
     const backward = t ? t.backwardMs / 1000 : 2 * flops + st.layers * KERNELS_BWD * s.kernelSeconds;
     return { forward, backward };

@@ -1,3 +1,4 @@
+import { PlanError } from "../errors/errors";
 import { actionKey, actionLabel, dependencyOf, type Action, type Schedule, type TimedAction } from "./schedules";
 
 /** An action's time alone: computing on its stage, then handing its result to the neighbour that waits for it. */
@@ -39,7 +40,10 @@ export function simulateShared(
   const S = schedule.stages;
   const st = { done: new Set<string>(), next: new Array<number>(S).fill(0), running: [] as Activity[], now: 0 };
   const out: TimedAction[][] = Array.from({ length: S }, () => []);
-  for (;;) {
+  // Each round ends at least one action or hand-off: more rounds than that is a bug, not a long schedule.
+  const rounds = 2 * schedule.actions.reduce((n, acts) => n + acts.length, 0) + 1;
+  for (let round = 0; ; round++) {
+    if (round > rounds) throw new PlanError(`schedule ${schedule.name} did not finish in ${rounds} rounds`);
     startReady(schedule, st, cost);
     if (st.running.length === 0) break;
     const load = st.running.reduce((n, r) => n + (r.stage < 0 ? handOffLoad : 1), 0);
@@ -81,6 +85,17 @@ function startReady(
     const dep = dependencyOf(schedule.stages, s, a);
     if (dep !== null && !st.done.has(dep)) continue;
     const c = cost(s, a);
+    for (const [what, ms] of [
+      ["computing", c.computeMs],
+      ["handing on", c.sendMs],
+    ] as const) {
+      if (!Number.isFinite(ms) || ms < 0) {
+        throw new PlanError(`stage ${s}'s ${actionLabel(a)} costs ${ms} ms ${what}: no plan can be priced with it`, {
+          hint: 'strategy("data") prices the whole step and trains the model; report the model, since each layer should have a cost',
+          details: { stage: s },
+        });
+      }
+    }
     st.running.push({ stage: s, a, start: st.now, left: c.computeMs, key: actionKey(s, a), sendMs: c.sendMs });
     st.next[s]!++;
   }

@@ -153,11 +153,14 @@ async function layerTimes(
     );
     try {
       for (const [i, l] of layers.entries()) {
-        for (const [k, node] of l.inboundNodes.entries()) {
+        // A layer's first node in this model is timed: a nested model's first node is its own graph's, whose inputs are not here.
+        let timed = false;
+        for (const node of l.inboundNodes) {
           const inputs = node.inputTensors.map((t) => values.get(t.id));
           if (inputs.some((t) => t === undefined)) continue;
           const xs = inputs as tf.Tensor[];
-          if (k === 0) {
+          if (!timed) {
+            timed = true;
             const forwardMs = await typical(() => settle(tf.tidy(() => outputsOf(l, xs))), clock);
             const both = await typical(
               () =>

@@ -235,9 +235,14 @@ export function formatPipelinePlan(plan: PipelinePlan): string {
 
 /** Where a graph could be cut, when that is not everywhere. */
 function cutNote(model: ModelSummary): string {
-  const points = model.cuts.slice(1, -1).filter((c) => c.ok).length;
+  const inner = model.cuts.slice(1, -1);
+  const points = inner.filter((c) => c.ok).length;
+  const masked = inner.flatMap((c) => (!c.ok && c.mask ? [c.crossing[0]!] : []));
+  const why = masked.length
+    ? `residual blocks stay whole; not after ${masked.map((p) => `"${p}"`).join(", ")}, whose output carries a mask a stage would not pass on`
+    : "residual blocks stay whole";
   return points < model.layers.length - 1
-    ? `, at the ${points} of ${model.layers.length - 1} points between layers where one tensor crosses (residual blocks stay whole)`
+    ? `, at the ${points} of ${model.layers.length - 1} points between layers where one tensor crosses (${why})`
     : "";
 }
 
