@@ -11,6 +11,7 @@ import type { RingSpeed } from "../plan/predict";
 import type { ModelProfile } from "../plan/profile";
 import { profileBudgetMs, type ProfileProbes, type ProfileRequest } from "./model-profiles";
 import { asSequential, copyLayerWeights } from "./chain-model";
+import { withSampleShapes } from "./sample-shapes";
 import { devicesOf, withDriver } from "./devices";
 import type { FitContext } from "./fit-context";
 import { resolveFitOptions, type FitOptions, type ResolvedFitOptions } from "./fit-options";
@@ -81,11 +82,13 @@ export async function runFit(
   };
   const started = performance.now();
   let chain: tf.LayersModel | undefined;
+  let sized: tf.LayersModel | undefined;
   let plan: Plan | undefined;
   try {
     try {
-      plan = await planFit(host, strategy, model, dataset, o);
-      chain = await asSequential(model);
+      sized = await withSampleShapes(model, dataset);
+      plan = await planFit(host, strategy, sized, dataset, o);
+      chain = await asSequential(sized);
     } catch (err) {
       throw new FitAborted(err);
     }
@@ -118,6 +121,7 @@ export async function runFit(
     throw err;
   } finally {
     if (chain !== undefined && chain !== model) chain.dispose();
+    if (sized !== undefined && sized !== model && sized !== chain) sized.dispose();
   }
 }
 
