@@ -82,7 +82,14 @@ export function keptCopies(l: Pick<LayerSummary, "className" | "activation">): n
 
 /** Elements autograd keeps per sample for layers `ls` (their outputs, times the copies each keeps). */
 export function keptElementsPerSample(ls: readonly LayerSummary[]): number {
-  return ls.reduce((n, l) => n + keptCopies(l) * l.outputShape.slice(1).reduce<number>((a, d) => a * (d ?? 1), 1), 0);
+  return ls.reduce(
+    (n, l) =>
+      n +
+      (l.nested
+        ? keptElementsPerSample(l.nested.layers) * l.nested.positions
+        : keptCopies(l) * l.outputShape.slice(1).reduce<number>((a, d) => a * (d ?? 1), 1)),
+    0,
+  );
 }
 
 /** Elements autograd keeps per sample for the whole model. */

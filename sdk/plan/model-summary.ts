@@ -17,6 +17,8 @@ export interface LayerSummary {
   flopsPerSample: number;
   /** The layer's activation function, when it has one ("relu", "softmax", "linear", ...). */
   activation?: string;
+  /** A nested model's own layers, run `positions` times a sample: its FLOPs and kept activations are theirs. */
+  nested?: { layers: LayerSummary[]; positions: number };
 }
 
 /** What planning needs to know of a model: read from it, never changing it. */
@@ -64,27 +66,22 @@ export function summarizeModel(model: tf.LayersModel): ModelSummary {
     const input = inputShapeIn(model, l) ?? previous;
     previous = out;
     const activation = (l.getConfig() as { activation?: unknown }).activation;
+    const nested = isNested(l) ? nestedOf(l, out) : null;
     return {
       ...(typeof activation === "string" ? { activation } : {}),
+      ...(nested ? { nested } : {}),
       name: l.name,
       className: l.getClassName(),
       params: l.countParams(),
       trainableParams: trainable,
       inputShape: input,
       outputShape: out,
-      flopsPerSample: isNested(l) ? nestedFlops(l, out) : forwardFlops(l, input, out),
+      flopsPerSample: nested
+        ? nested.layers.reduce((n, x) => n + x.flopsPerSample, 0) * nested.positions
+        : forwardFlops(l, input, out),
     };
   });
-  const unpriced = layers.find((l) => !Number.isFinite(l.flopsPerSample) || l.flopsPerSample < 0);
-  if (unpriced) {
-    throw new PlanError(
-      `layer ${unpriced.name} (${unpriced.className}) has no finite cost: ${unpriced.flopsPerSample} FLOPs per sample`,
-      {
-        hint: "report the model: each layer should have a cost",
-        details: { layer: unpriced.name },
-      },
-    );
-  }
+  refuseUnpriced(layers);
   return {
     name: model.name,
     inputShape: [...(model.inputs[0]?.shape ?? [])],
@@ -111,12 +108,27 @@ function isNested(l: tf.layers.Layer): l is tf.LayersModel {
 }
 
 /**
- * A nested model's FLOPs: its own layers', scaled where the outer model calls it on more
- * positions than it was built for (a Sequential built for [4] applied to [7, 4] runs 7 times).
+ * A nested model's own layers, and how many times the outer model runs them a sample: more than
+ * once where it calls them on more positions than they were built for (a Sequential built for
+ * [4] applied to [7, 4] runs 7 times).
  */
-function nestedFlops(inner: tf.LayersModel, out: ReadonlyArray<number | null>): number {
+function nestedOf(inner: tf.LayersModel, out: ReadonlyArray<number | null>): NonNullable<LayerSummary["nested"]> {
   const own = summarizeModel(inner);
   const per = (s: ReadonlyArray<number | null>): number => s.slice(1).reduce<number>((a, d) => a * (d ?? 1), 1);
-  const ratio = per(own.outputShape) > 0 && out.length > 0 ? per(out) / per(own.outputShape) : 1;
-  return own.flopsPerSample * ratio;
+  const positions = per(own.outputShape) > 0 && out.length > 0 ? per(out) / per(own.outputShape) : 1;
+  return { layers: own.layers, positions };
+}
+
+/** A layer whose FLOPs are not a finite count cannot be priced: refused naming it, before any plan is simulated with it. */
+function refuseUnpriced(layers: readonly LayerSummary[]): void {
+  const unpriced = layers.find((l) => !Number.isFinite(l.flopsPerSample) || l.flopsPerSample < 0);
+  if (unpriced) {
+    throw new PlanError(
+      `layer ${unpriced.name} (${unpriced.className}) has no finite cost: ${unpriced.flopsPerSample} FLOPs per sample`,
+      {
+        hint: "report the model: each layer should have a cost",
+        details: { layer: unpriced.name },
+      },
+    );
+  }
 }

@@ -6,6 +6,7 @@ import { maskedOutputs } from "../../sdk/model/masks";
 import { outputShapeIn } from "../../sdk/model/layer-nodes";
 import { topologyOf } from "../../sdk/model/topology";
 import { summarizeModel } from "../../sdk/plan/model-summary";
+import { keptElementsPerSample } from "../../sdk/plan/memory";
 import { gpipe } from "../../sdk/plan/schedules";
 import { simulateShared } from "../../sdk/plan/shared-simulation";
 import { frozenNested, maskedLstm, nestedOnSequences } from "../helpers/nested-models";
@@ -34,6 +35,8 @@ test("a layer called on other shapes than it was built for is read at its call i
   // Its own layers' FLOPs (4 -> 5 -> 2) at each of the 7 positions.
   assert.equal(nested.flopsPerSample, 7 * (2 * 4 * 5 + 5 + 2 * 5 * 2 + 2));
   assert.deepEqual(nested.inputShape, [null, 7, 4]);
+  // What autograd keeps: the inner layers' outputs (5 after relu: 3 copies; 2 linear: 1) at each position.
+  assert.equal(keptElementsPerSample([nested]), 7 * (3 * 5 + 1 * 2));
 });
 
 test("an Embedding's mask marks its output, and what carries it on, until a layer consumes it", () => {
