@@ -87,9 +87,34 @@ export function keptElementsPerSample(ls: readonly LayerSummary[]): number {
       n +
       (l.nested
         ? keptElementsPerSample(l.nested.layers) * l.nested.positions
-        : keptCopies(l) * l.outputShape.slice(1).reduce<number>((a, d) => a * (d ?? 1), 1)),
+        : (recurrentKept(l) ?? keptCopies(l) * l.outputShape.slice(1).reduce<number>((a, d) => a * (d ?? 1), 1))),
     0,
   );
+}
+
+/**
+ * What TF.js's autograd keeps per sample for a recurrent layer, which runs its cell once a time
+ * step: each step's gates, their activations and slices of the weights. Counted on TF.js's CPU
+ * backend for u units over T steps of f features (test/unit/memory-estimate.test.ts checks
+ * them): LSTM 30.6u + 2f a step, 3u more where it returns the sequence; GRU 28u + 2f (and slices of
+ * its recurrent kernel, 2.9u^2 a step for the whole batch, left out: 7% at u 20 and batch 32);
+ * SimpleRNN 4.7u + f. Null for other layers.
+ */
+function recurrentKept(l: LayerSummary): number | null {
+  const steps = l.inputShape[1] ?? 1;
+  const f = l.inputShape[l.inputShape.length - 1] ?? 1;
+  const u = l.outputShape[l.outputShape.length - 1] ?? 1;
+  const sequence = l.outputShape.length === 3 ? 3 * u : 0;
+  switch (l.className) {
+    case "LSTM":
+      return Math.round(steps * (30.6 * u + 2 * f + sequence));
+    case "GRU":
+      return Math.round(steps * (28 * u + 2 * f + sequence));
+    case "SimpleRNN":
+      return Math.round(steps * (4.7 * u + f + sequence));
+    default:
+      return null;
+  }
 }
 
 /** Elements autograd keeps per sample for the whole model. */

@@ -37,8 +37,24 @@ function mnistCnn(): tf.LayersModel {
   });
 }
 
+/** A recurrent layer over 24 steps of 5 features, then a softmax over 10 classes. */
+function recurrent(kind: "lstm" | "gru" | "simpleRNN", units: number, returnSequences = false): () => tf.LayersModel {
+  return () =>
+    tf.sequential({
+      layers: [
+        tf.layers[kind]({ units, inputShape: [24, 5], returnSequences }),
+        ...(returnSequences ? [tf.layers.flatten()] : []),
+        tf.layers.dense({ units: 10, activation: "softmax" }),
+      ],
+    });
+}
+
 const models: Array<[string, () => tf.LayersModel, number[]]> = [
   ["MLP", () => deepClassifier(64, 10, { hidden: 3, width: 128 }), [64]],
+  ["LSTM", recurrent("lstm", 12), [24, 5]],
+  ["LSTM returning its sequence", recurrent("lstm", 12, true), [24, 5]],
+  ["GRU", recurrent("gru", 20), [24, 5]],
+  ["SimpleRNN", recurrent("simpleRNN", 12), [24, 5]],
   ["small CNN", () => smallConvNet(3), [8, 8, 1]],
   ["MNIST CNN with dropout", mnistCnn, [28, 28, 1]],
 ];
