@@ -19,6 +19,13 @@ export function fromTensors(x: TensorsInput, y: TensorsInput, name = "tensors"):
   });
 }
 
+/** Whether `v` is x or y as model.fit takes it: a tensor, a list of tensors, or a map from name to tensor. */
+export function isTensorsInput(v: unknown): v is TensorsInput {
+  if (isTensor(v)) return true;
+  if (Array.isArray(v)) return v.length > 0 && v.every(isTensor);
+  return typeof v === "object" && v !== null && Object.values(v).length > 0 && Object.values(v).every(isTensor);
+}
+
 function isTensor(t: unknown): t is tf.Tensor {
   return (
     typeof t === "object" &&

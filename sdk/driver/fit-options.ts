@@ -1,5 +1,6 @@
 import * as tf from "@tensorflow/tfjs";
 import { Dataset } from "../data/dataset";
+import { isTensorsInput } from "../data/from-tensors";
 import type { ValidationData } from "./validation-data";
 import type { ClassWeight } from "./class-weight";
 import { CallbackRun, type FitCallbacks } from "./fit-callbacks";
@@ -174,8 +175,8 @@ const FitOptionsSchema = z.strictObject({
   resumeFrom: z.string().min(1).optional(),
   validationData: z
     .custom<ValidationData>(
-      (v) => v instanceof Dataset || (Array.isArray(v) && v.length === 2 && v.every((t) => t instanceof tf.Tensor)),
-      "must be a Dataset or [x, y] tensors",
+      (v) => v instanceof Dataset || (Array.isArray(v) && v.length === 2 && v.every(isTensorsInput)),
+      "must be a Dataset or [x, y] as model.fit takes them: x and y each a tensor, a list of tensors in the model's order, or a map by input (output) name",
     )
     .optional(),
   validationSplit: z.number().gt(0).lt(1).optional(),

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
-import { cluster, ConfigError, DataError, datasets, type ClusterBuilder } from "../../sdk/index";
+import { cluster, ConfigError, DataError, datasets, type ClusterBuilder, type ValidationData } from "../../sdk/index";
 import { maxRelativeDifference } from "../helpers/models";
 import { lateContext, twoHeaded, twoHeadedData, twoHeadedTensors } from "../helpers/two-headed";
 import type { PipelinePlan } from "../../sdk/plan/plans";
@@ -80,6 +80,25 @@ for (const setup of setups) {
     }
   });
 }
+
+test("validationData as model.fit takes it for two inputs and two outputs: lists in the model's order, and maps by name", async () => {
+  const c = await cluster().workers(2).strategy("data").backend("cpu").launch();
+  try {
+    const v = twoHeadedTensors(12, 70);
+    const forms: Array<[string, ValidationData]> = [
+      ["lists", [[v.features, v.context], [v.label, v.score]]],
+      ["maps", [{ context: v.context, features: v.features }, { score: v.score, label: v.label }]],
+    ];
+    const want = await modelFit(true);
+    for (const [form, validationData] of forms) {
+      const run = await c.fit(compiled(), ds, { ...o, validationData });
+      assert.ok("val_loss" in run.byEpoch.history, `${form}: validated`);
+      sameValidation(run.byEpoch.history, want.model);
+    }
+  } finally {
+    await c.close();
+  }
+});
 
 const staged: Array<{ name: string; build: () => ClusterBuilder; ends?: number[][][] }> = [
   // The only cut points are after "trunk" and before "score": stage 1 reads "context" and makes "label".
