@@ -8,8 +8,13 @@ export function configErrorFrom(what: string, error: z.ZodError, hint?: string):
     return `${path}: ${issue.message}`;
   });
   return new ConfigError(`invalid ${what}: ${lines.join("; ")}`, {
-    hint: hint ?? "fix the fields named above; see the README's API section for each option's meaning and default",
+    hint: hint ?? `fix the fields named above; each option's meaning and default: ${pageFor(what)}`,
   });
+}
+
+/** The page and section that describe the options named `what` (test/unit/doc-links.test.ts holds every such link to a heading). */
+function pageFor(what: string): string {
+  return what.startsWith("fit options") ? "docs/strategies.md#fit-options" : "docs/strategies.md#the-builder";
 }
 
 export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, what: string, hint?: string): z.output<S> {

@@ -148,7 +148,7 @@ function planning<O>(name: string, s: StrategyPlanner<O>): Omit<StrategyEntry, "
         s.options,
         options ?? {},
         `strategy("${name}") options`,
-        "see docs/strategies.md for each strategy's options",
+        `each option's meaning and default: ${name === "data" ? "docs/data-parallel.md" : "docs/strategies.md#the-builder"}`,
       ) as Readonly<Record<string, unknown>>,
     check: (spec) => s.check(own(spec), spec),
     probesRing: (spec) => s.probesRing(own(spec), workerCount(spec)),

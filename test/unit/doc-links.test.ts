@@ -68,3 +68,42 @@ test("slugs are GitHub's", () => {
   assert.equal(slug("Adding a comm hook or a summing scheme"), "adding-a-comm-hook-or-a-summing-scheme");
   assert.equal(slug("`compression`: 16-bit"), "compression-16-bit");
 });
+
+/** Every "docs/page.md#section" the SDK's own code names, in its messages or comments. */
+function sdkDocLinks(dir = path.join(ROOT, "sdk")): Array<{ target: string; where: string }> {
+  const out: Array<{ target: string; where: string }> = [];
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const abs = path.join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...sdkDocLinks(abs));
+    else if (entry.name.endsWith(".ts")) {
+      fs.readFileSync(abs, "utf8")
+        .split("\n")
+        .forEach((l, i) => {
+          for (const m of l.matchAll(/docs\/[\w-]+\.md(?:#[\w-]+)?/g)) out.push({ target: m[0], where: `${path.relative(ROOT, abs)}:${i + 1}` });
+        });
+    }
+  }
+  return out;
+}
+
+test("every page and section the SDK's errors and hints point to exists, and none points to a README section that is gone", () => {
+  const found = sdkDocLinks();
+  assert.ok(found.some((f) => f.target === "docs/strategies.md#fit-options"), "the fit options' hint names its section");
+  const broken = found.flatMap(({ target, where }) => {
+    const [file, anchor] = target.split("#") as [string, string | undefined];
+    const abs = path.join(ROOT, file);
+    if (!fs.existsSync(abs)) return [`${where}: ${target} (no such file)`];
+    return anchor && !anchors(abs).has(anchor) ? [`${where}: ${target} (no such heading)`] : [];
+  });
+  assert.deepEqual(broken, []);
+  const stale = grepSdk(/README's API/);
+  assert.deepEqual(stale, [], "the README has no API section");
+});
+
+function grepSdk(pattern: RegExp, dir = path.join(ROOT, "sdk")): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const abs = path.join(dir, entry.name);
+    if (entry.isDirectory()) return grepSdk(pattern, abs);
+    return entry.name.endsWith(".ts") && pattern.test(fs.readFileSync(abs, "utf8")) ? [path.relative(ROOT, abs)] : [];
+  });
+}
