@@ -3,7 +3,7 @@ import { defaultWarmup, throughput } from "../sdk/metrics/throughput";
 import { figureBundle } from "../sdk/viz/bundles";
 import { throughputFigure } from "../sdk/viz/throughput-figure";
 import { newDisplayId, sendBundle } from "./tslab-bridge";
-import type { StepRecord } from "../sdk/metrics/records";
+import { describeEnd, type FitEnd, type StepRecord } from "../sdk/metrics/records";
 
 /** Redraws at most this often: each update sends the whole figure. */
 const INTERVAL_MS = 750;
@@ -14,11 +14,7 @@ const RECENT_STEPS = 10;
  * The live plot's title, which says what its rate is: while training, the last steps' rate;
  * at the end, the whole run's after warm-up, the figure the run's summary shows.
  */
-export function liveTitle(
-  info: FitStart,
-  history: readonly StepRecord[],
-  end: "training" | "done" | "stopped by an error",
-): string {
+export function liveTitle(info: FitStart, history: readonly StepRecord[], end: "training" | FitEnd): string {
   const done = history.length;
   const loss = history[done - 1]?.loss.toFixed(4) ?? "-";
   if (end === "training") {
@@ -26,7 +22,7 @@ export function liveTitle(
     return `training: step ${done}/${info.totalSteps} on ${info.workers} worker(s), ${throughput(history.slice(-recent), 0).toFixed(0)} samples/s over the last ${recent} step(s), loss ${loss}`;
   }
   const warm = defaultWarmup(done);
-  return `${end}: ${done}/${info.totalSteps} steps on ${info.workers} worker(s), ${throughput(history, warm).toFixed(0)} samples/s over the run after ${warm} warm-up step(s), loss ${loss}`;
+  return `${describeEnd(end)}: ${done}/${info.totalSteps} steps on ${info.workers} worker(s), ${throughput(history, warm).toFixed(0)} samples/s over the run after ${warm} warm-up step(s), loss ${loss}`;
 }
 
 /** A live throughput plot under the cell while a fit runs: one output, updated in place. */
@@ -49,8 +45,8 @@ export const liveFitObserver: FitObserver = {
         history.push(record);
         if (Date.now() - last >= INTERVAL_MS) draw("training");
       },
-      end(error) {
-        if (history.length > 0 || shown) draw(error ? "stopped by an error" : "done");
+      end(how) {
+        if (history.length > 0 || shown) draw(how);
       },
     };
   },

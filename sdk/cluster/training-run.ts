@@ -15,6 +15,7 @@ import type {
   StepRecord,
   TrainingSetup,
 } from "../metrics/records";
+import { describeEnd } from "../metrics/records";
 import { memoryLines } from "../metrics/memory-lines";
 import { summarize, type RunSummary } from "../metrics/summary";
 import type { Plan } from "../plan/plans";
@@ -225,12 +226,21 @@ export class TrainingRun {
       .map((l) => `<p>${esc(l)}</p>`)
       .join("");
     return (
-      `<p><b>${s.steps} steps</b> over ${s.epochs} epoch(s), ${s.samples} samples in ${(s.wallMs / 1000).toFixed(1)} s on ${this.workers.length} worker(s). ` +
+      `<p><b>${s.steps} steps</b> over ${esc(this.extent(s))}. ` +
       `Throughput <b>${s.samplesPerSecond.toFixed(0)} samples/s</b> after ${s.warmupSteps} warm-up steps; median step ${s.medianStepMs.toFixed(1)} ms; loss ${s.firstLoss.toFixed(4)} &#8594; ${s.finalLoss.toFixed(4)}.</p>` +
       `<table><tr><th>rank</th><th>backend</th><th>device</th><th>compute ms</th><th>comm ms</th><th>wait ms</th><th>steps last</th></tr>${rows}</table>` +
       paragraphs +
       this.predictedHtml(s)
     );
+  }
+
+  /** "7 of 10 epoch(s), 28000 samples in 9.1 s on 2 worker(s); ended by a callback (model.stopTraining)": how far it went, and what ended it short. */
+  private extent(s: RunSummary): string {
+    const first = this.history[0]?.epoch ?? 0;
+    const ran = this.history.length > 0 ? this.history[this.history.length - 1]!.epoch - first + 1 : 0;
+    const epochs = ran < s.epochs - first ? `${ran} of ${s.epochs - first}` : `${s.epochs - first}`;
+    const end = this.record.ended && this.record.ended.by !== "done" ? `; ${describeEnd(this.record.ended)}` : "";
+    return `${epochs} epoch(s), ${s.samples} samples in ${(s.wallMs / 1000).toFixed(1)} s on ${this.workers.length} worker(s)${end}`;
   }
 
   /** What it trained with and from where; each epoch's loss and metrics; steps skipped. */
@@ -315,7 +325,7 @@ export class TrainingRun {
 
   private text(s: RunSummary): string {
     const lines = [
-      `${s.steps} steps over ${s.epochs} epoch(s), ${s.samples} samples in ${(s.wallMs / 1000).toFixed(1)} s on ${this.workers.length} worker(s)`,
+      `${s.steps} steps over ${this.extent(s)}`,
       `throughput ${s.samplesPerSecond.toFixed(0)} samples/s (after ${s.warmupSteps} warm-up steps), median step ${s.medianStepMs.toFixed(1)} ms`,
       `loss ${s.firstLoss.toFixed(4)} -> ${s.finalLoss.toFixed(4)}`,
       "rank  backend  device  compute ms  comm ms  wait ms  (medians per step)",

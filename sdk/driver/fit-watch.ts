@@ -2,10 +2,11 @@ import type { ResolvedFitOptions } from "./fit-options";
 import type { ClusterSpec } from "../config/cluster-spec";
 import type { Dataset } from "../data/dataset";
 import { StallWatch } from "./stall-watch";
-import { TimeoutError } from "../errors/errors";
+import { AbortError, MeshtrainError, TimeoutError } from "../errors/errors";
 import { EpochWalk } from "./epoch-walk";
 import { installedFitObserver, type FitWatch } from "../metrics/observer";
-import type { LogLine, StepRecord } from "../metrics/records";
+import type { FitEnd, LogLine, StepRecord } from "../metrics/records";
+import { FitAborted } from "./fit-stop";
 import { terminalWatch } from "../viz/terminal-progress";
 import { EpochLines } from "../viz/epoch-lines";
 import type { WorkerHandle } from "../members/worker-handle";
@@ -63,11 +64,14 @@ export class FitWatchers {
     if (this.display instanceof EpochLines) this.display.validated(epoch, logs);
   }
 
-  /** The fit ended (`error` when it failed); returns the error to report, a timeout with the stall report added. */
-  end(error?: unknown): unknown {
+  /**
+   * The fit ended: with `error` when it failed or was stopped, else as `ended` says (its last
+   * step, or a callback). Returns the error to report, a timeout with the stall report added.
+   */
+  end(error?: unknown, ended: FitEnd = { by: "done" }): unknown {
     this.stall.stop();
     this.parts.output.flush();
-    this.display.end(error);
+    this.display.end(error === undefined ? ended : endOf(error));
     if (!(error instanceof TimeoutError)) return error;
     return new TimeoutError(`${error.summary}\n${this.stall.reportForTimeout()}`, {
       details: error.details,
@@ -91,4 +95,13 @@ function display(spec: ClusterSpec, o: ResolvedFitOptions, dataset: Dataset, wor
   if (o.progress !== false && observer) return observer.start({ totalSteps, workers, strategy: spec.strategy.name });
   if (o.progress ?? Boolean(process.stderr.isTTY)) return terminalWatch(totalSteps);
   return { step: () => undefined, end: () => undefined };
+}
+
+/** What a failed or stopped fit's error says of its end: a stop asked for, or an error (its first line). */
+export function endOf(caught: unknown): FitEnd {
+  const error = caught instanceof FitAborted ? caught.error : caught;
+  if (error instanceof AbortError) return { by: "stop", reason: error.summary };
+  const message =
+    error instanceof MeshtrainError ? error.summary : error instanceof Error ? error.message : String(error);
+  return { by: "error", error: message.split("\n")[0]! };
 }

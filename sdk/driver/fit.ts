@@ -4,7 +4,7 @@ import type { Dataset } from "../data/dataset";
 import { AbortError } from "../errors/errors";
 import type { WorkerHandle } from "../members/worker-handle";
 import type { WorkerOutput } from "../members/worker-output";
-import type { RunRecord, StepRecord } from "../metrics/records";
+import type { FitEnd, RunRecord, StepRecord } from "../metrics/records";
 import { summarizeModel, type ModelSummary } from "../plan/model-summary";
 import type { Plan, PlanData, PlanOptions } from "../plan/plans";
 import type { RingSpeed } from "../plan/predict";
@@ -17,7 +17,8 @@ import type { FitContext } from "./fit-context";
 import { resolveFitOptions, type FitOptions, type ResolvedFitOptions } from "./fit-options";
 import type { DataPlaneChoice } from "../protocol/data-plane";
 import { FitAborted, type FitStop } from "./fit-stop";
-import { FitWatchers } from "./fit-watch";
+import { endOf, FitWatchers } from "./fit-watch";
+import { EpochWalk } from "./epoch-walk";
 import { arrangeColumns, checkShapes } from "./input-checks";
 import { checkSchedule } from "./learning-rates";
 import { splitValidation } from "./validation-data";
@@ -94,16 +95,7 @@ export async function runFit(
     }
     watch.stepsBegin();
     const record = await strategy.fit(host.context(stop), chain, dataset, o, plan);
-    if (chain !== model) copyLayerWeights(chain, model);
-    watch.end();
-    compileIfNot(model, o);
-    const dataPlane = host.dataPlane();
-    return {
-      ...record,
-      ...(dataPlane ? { dataPlane } : {}),
-      logs: watch.logs(),
-      training: { optimizer: o.optimizer, loss: o.loss, metrics: o.metrics.map((m) => m.name), origins: o.origins },
-    };
+    return finished(host, watch, { record, model, chain, dataset, o });
   } catch (caught) {
     const err = watch.end(caught);
     // A stop asked for keeps what was recorded up to there: the run so far rides on the AbortError.
@@ -116,6 +108,7 @@ export async function runFit(
         epochs: o.epochs,
         wallMs: performance.now() - started,
         logs: watch.logs(),
+        ended: endOf(err),
       };
     }
     throw err;
@@ -200,4 +193,33 @@ async function planFit(
   const profile = o.plan || !strategy.profiled ? undefined : await host.profileFor(model, o, request());
   const ring = o.plan ? undefined : await host.ring();
   return strategy.plan(summary, { ...base, ...(profile ? { profile } : {}), ...(ring ? { ring } : {}) }, o.plan);
+}
+
+/** A callback that set model.stopTraining (early stopping) ended the fit before its last step, or its last step did. */
+function howItEnded(record: RunRecord, dataset: Dataset, o: ResolvedFitOptions): FitEnd {
+  const last = record.history.at(-1)?.step ?? -1;
+  return o.callbacks?.stopTraining && last < new EpochWalk(dataset.size, o).total - 1
+    ? { by: "callback" }
+    : { by: "done" };
+}
+
+/** A fit that trained: the weights back in the user's model, what ended it said, and its record with what the driver knows. */
+function finished(
+  host: FitHost,
+  watch: FitWatchers,
+  f: { record: RunRecord; model: tf.LayersModel; chain: tf.LayersModel; dataset: Dataset; o: ResolvedFitOptions },
+): RunRecord {
+  const { record, model, chain, o } = f;
+  if (chain !== model) copyLayerWeights(chain, model);
+  const ended = howItEnded(record, f.dataset, o);
+  watch.end(undefined, ended);
+  compileIfNot(model, o);
+  const dataPlane = host.dataPlane();
+  return {
+    ...record,
+    ended,
+    ...(dataPlane ? { dataPlane } : {}),
+    logs: watch.logs(),
+    training: { optimizer: o.optimizer, loss: o.loss, metrics: o.metrics.map((m) => m.name), origins: o.origins },
+  };
 }

@@ -1,4 +1,4 @@
-import type { StepRecord } from "./records";
+import type { FitEnd, StepRecord } from "./records";
 
 /**
  * Who watches a fit while it runs: the notebook integration (a live plot) when it is loaded,
@@ -15,8 +15,8 @@ export interface FitStart {
 
 export interface FitWatch {
   step(record: StepRecord): void;
-  /** The fit ended; `error` when it failed. The run's own display comes after. */
-  end(error?: unknown): void;
+  /** The fit ended, as `how` says (done, a callback, a stop asked for, an error). The run's own display comes after. */
+  end(how: FitEnd): void;
 }
 
 export interface FitObserver {

@@ -170,8 +170,31 @@ export interface MembershipChange {
 }
 
 /** What a strategy's runtime returns for one fit: plain data. */
+/**
+ * What ended a fit: its last step ("done"), a callback that set model.stopTraining (early
+ * stopping), a stop asked for (its AbortSignal, an interrupt, cluster.close()), or an error.
+ */
+export type FitEnd =
+  { by: "done" } | { by: "callback" } | { by: "stop"; reason: string } | { by: "error"; error: string };
+
+/** A fit's end in words, as titles and summaries give it. */
+export function describeEnd(e: FitEnd): string {
+  switch (e.by) {
+    case "done":
+      return "done";
+    case "callback":
+      return "ended by a callback (model.stopTraining)";
+    case "stop":
+      return `stopped: ${e.reason}`;
+    case "error":
+      return `stopped by an error: ${e.error}`;
+  }
+}
+
 export interface RunRecord {
   history: readonly StepRecord[];
+  /** What ended the fit (absent in records made before it was kept: done). */
+  ended?: FitEnd;
   plan: Plan;
   workers: readonly WorkerSnapshot[];
   seed: number;

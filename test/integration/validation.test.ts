@@ -98,6 +98,10 @@ describe("validation under data parallelism, 3 workers", () => {
     assert.equal(run.byEpoch.epoch.length, h.epoch.length);
     assert.equal(run.byEpoch.epoch.length, 2);
     assert.ok(maxRelativeDifference(model, ref) < 1e-4);
+    // The summary says how far it went and what ended it.
+    assert.match(String(run), /steps over 2 of 6 epoch\(s\), .*; ended by a callback \(model\.stopTraining\)/);
+    const full = await c.fit(compiled(), ds, { ...o, epochs: 2 });
+    assert.match(String(full), /steps over 2 epoch\(s\), [^\n;]*\n/);
   });
 });
 

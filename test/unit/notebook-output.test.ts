@@ -2,7 +2,9 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { errorOutput } from "../../kernel-ext/error-output";
 import { liveTitle } from "../../kernel-ext/live-fit";
-import { ConfigError, WorkerLostError } from "../../sdk/errors/errors";
+import { AbortError, ConfigError, WorkerLostError } from "../../sdk/errors/errors";
+import { endOf } from "../../sdk/driver/fit-watch";
+import { FitAborted } from "../../sdk/driver/fit-stop";
 import { summarize } from "../../sdk/metrics/summary";
 import type { StepRecord } from "../../sdk/metrics/records";
 
@@ -14,10 +16,14 @@ test("the live plot's title says which rate it shows, and at the end shows the r
   const info = { totalSteps: 12, workers: 2, strategy: "data" };
   const history = steps([400, 300, 200, 100, 100, 100, 100, 100, 100, 100, 50, 50]);
   assert.match(liveTitle(info, history.slice(0, 5), "training"), /^training: step 5\/12 on 2 worker\(s\), 291 samples\/s over the last 5 step\(s\), loss 0\.2000$/);
-  const final = liveTitle(info, history, "done");
+  const final = liveTitle(info, history, { by: "done" });
   const summary = summarize({ history, workers: [], epochs: 1, wallMs: 1800, plan: { prediction: null } } as unknown as Parameters<typeof summarize>[0]);
   assert.equal(/, (\d+) samples\/s over the run after 3 warm-up step\(s\)/.exec(final)?.[1], summary.samplesPerSecond.toFixed(0));
   assert.match(final, /^done: 12\/12 steps on 2 worker\(s\)/);
+  // What ended it, in words: never "an error" for a stop asked for or a callback.
+  assert.match(liveTitle(info, history.slice(0, 7), { by: "callback" }), /^ended by a callback \(model\.stopTraining\): 7\/12 steps/);
+  assert.match(liveTitle(info, history.slice(0, 7), endOf(new AbortError("interrupted (the notebook's stop button)"))), /^stopped: interrupted \(the notebook's stop button\): 7\/12 steps/);
+  assert.match(liveTitle(info, history.slice(0, 7), endOf(new FitAborted(new WorkerLostError("worker rank 1 exited")))), /^stopped by an error: worker rank 1 exited: 7\/12/);
 });
 
 test("a failed cell's error output: a meshtrain error is its type, code, statement, hint and causes, with no stack", () => {
