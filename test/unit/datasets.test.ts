@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import * as tf from "@tensorflow/tfjs";
 import { datasets } from "../../sdk/data/index";
 import { DataError } from "../../sdk/errors/errors";
@@ -68,4 +70,17 @@ test("fromTensors copies, and gather follows the given order", () => {
   assert.deepEqual(Array.from(g.y.data), [30, 10]);
   assert.throws(() => datasets.fromTensors(tf.tensor2d([[1], [2]]), tf.tensor1d([1])), (e: unknown) => e instanceof DataError && /2 inputs but 1 targets/.test(e.message));
   assert.throws(() => datasets.fromTensors(tf.tensor1d([1], "bool"), tf.tensor1d([1])), (e: unknown) => e instanceof DataError && /dtype bool/.test(e.message));
+});
+
+test("the guides give the MNIST splits' sizes as the datasets have them", () => {
+  const train = datasets.mnist({ split: "train" }).size;
+  const held = datasets.mnist({ split: "test" }).size;
+  const say = (n: number) => n.toLocaleString("en-US");
+  const root = path.join(__dirname, "..", "..", "..");
+  for (const page of ["README.md", "docs/strategies.md", "notebooks/00-quickstart.ipynb"]) {
+    const text = fs.readFileSync(path.join(root, page), "utf8");
+    assert.ok(text.includes(say(train)), `${page} gives the training split as ${say(train)} digits`);
+    assert.ok(!/8,000[- ](digit|training)|8,000 in/.test(text), `${page} says 8,000 training digits; the split has ${say(train)}`);
+  }
+  assert.ok(fs.readFileSync(path.join(root, "README.md"), "utf8").includes(`${say(held)} held-out digits`));
 });
