@@ -4,8 +4,9 @@ Plain `jupyter nbconvert --to html` drops both (Debian's nbconvert 6.5 strips SV
 Plotly outputs need plotly.js). This uses the template beside this file, which writes SVG as it
 is and inlines plotly.js once. Run by `meshtrain export`; scripts/notebooks.py uses export().
 
-usage: python3 export_html.py NOTEBOOK --plotly PLOTLY_JS --out HTML [--execute --kernel NAME --timeout S]
-Exit status 3 when a cell not tagged `raises-exception` failed or did not run (run_cells.py);
+usage: python3 export_html.py NOTEBOOK --plotly PLOTLY_JS --out HTML [--execute --kernel NAME --timeout S --executed IPYNB]
+With --execute the executed notebook is written too (--executed; `jupyter nbconvert --execute`
+names it NAME.nbconvert.ipynb, and so does `meshtrain export`). Exit status 3 when a cell not tagged `raises-exception` failed or did not run (run_cells.py);
 the page is written all the same.
 """
 import argparse
@@ -33,6 +34,7 @@ def main():
     p.add_argument("--execute", action="store_true")
     p.add_argument("--kernel", default="meshtrain-tslab")
     p.add_argument("--timeout", type=int, default=600)
+    p.add_argument("--executed", help="where the executed notebook goes (with --execute)")
     a = p.parse_args()
     nb = nbformat.read(a.notebook, as_version=4)
     failed = None
@@ -46,6 +48,10 @@ def main():
             client(nb, a.notebook, a.kernel, a.timeout).execute()
         except CellExecutionError as err:
             failed = err
+        if a.executed:
+            # Every output up to a failing cell, as the page shows them.
+            nbformat.write(nb, a.executed)
+            print(a.executed)
     with open(a.plotly, encoding="utf8") as f:
         plotly_js = f.read()
     with open(a.out, "w", encoding="utf8") as f:

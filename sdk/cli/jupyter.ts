@@ -75,14 +75,20 @@ export interface ExportOptions {
 
 /**
  * Writes the notebook as HTML with its SVG diagrams and Plotly figures drawn
- * (jupyter/export_html.py). Returns the file, and with `execute` whether a cell not tagged
+ * (jupyter/export_html.py); with `execute`, the executed notebook beside it (NAME.nbconvert.ipynb,
+ * as `jupyter nbconvert --execute` names it). Returns the files, and with `execute` whether a cell not tagged
  * `raises-exception` failed or did not run (its error is on stderr; the page shows every output
  * up to it).
  */
-export function exportNotebook(notebook: string, o: ExportOptions): { file: string; cellFailed: boolean } {
+export function exportNotebook(
+  notebook: string,
+  o: ExportOptions,
+): { file: string; executed: string | null; cellFailed: boolean } {
   if (!fs.existsSync(notebook))
     throw new ConfigError(`${notebook} does not exist`, { hint: "give the path of an .ipynb file" });
   const out = o.out ?? notebook.replace(/\.ipynb$/i, "") + ".html";
+  // Beside the page, named as `jupyter nbconvert --execute` names it: never over the notebook itself.
+  const executed = o.execute ? out.replace(/\.html?$/i, "") + ".nbconvert.ipynb" : null;
   const args = [
     path.join(PACKAGE_ROOT, "jupyter", "export_html.py"),
     notebook,
@@ -94,17 +100,17 @@ export function exportNotebook(notebook: string, o: ExportOptions): { file: stri
     o.kernel,
     "--timeout",
     String(o.timeoutSeconds),
-    ...(o.execute ? ["--execute"] : []),
+    ...(executed ? ["--execute", "--executed", executed] : []),
   ];
   const r = spawnSync(python(), args, { stdio: ["ignore", "ignore", "inherit"] });
   if (r.error)
     throw new ConfigError(`could not run ${python()}: ${r.error.message}`, {
       hint: "install Python 3 with Jupyter's nbconvert (Debian: apt-get install jupyter-nbconvert python3-nbclient)",
     });
-  if (r.status === 3) return { file: out, cellFailed: true };
+  if (r.status === 3) return { file: out, executed, cellFailed: true };
   if (r.status !== 0)
     throw new ConfigError(`exporting ${notebook} failed (exit code ${r.status}); its error is above`, {
       hint: "nbconvert and nbformat must be importable by python3 (Debian: apt-get install jupyter-nbconvert python3-nbclient)",
     });
-  return { file: out, cellFailed: false };
+  return { file: out, executed, cellFailed: false };
 }

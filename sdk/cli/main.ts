@@ -317,12 +317,16 @@ program
   .description("write a notebook as one HTML file, with its placement diagrams and Plotly figures drawn")
   .argument("<notebook>", "the .ipynb file")
   .option("--out <file>", "the HTML file (default: the notebook's name with .html)")
-  .option("--execute", "run the notebook first, on the meshtrain kernel", false)
+  .option(
+    "--execute",
+    "run the notebook first, on the meshtrain kernel, and write the executed notebook beside the page (NAME.nbconvert.ipynb)",
+    false,
+  )
   .option("--kernel <name>", "the kernel to run it on", KERNEL_NAME)
   .option("--timeout <seconds>", "the longest a cell may run (with --execute)", int(1), 600)
   .action((notebook: string, o: { out?: string; execute: boolean; kernel: string; timeout: number }) => {
     const done = jupyter().exportNotebook(notebook, { ...o, timeoutSeconds: o.timeout });
-    process.stdout.write(`${done.file}\n`);
+    process.stdout.write(`${done.file}\n${done.executed ? `${done.executed}\n` : ""}`);
     if (done.cellFailed) {
       process.stderr.write(
         `meshtrain: a cell of ${notebook} failed or did not run (its error is above; tag a cell raises-exception when failing is what it shows); ${done.file} shows every output up to it\n`,

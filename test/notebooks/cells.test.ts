@@ -166,6 +166,11 @@ test("the notebook runner and the export fail on a cell that errs untagged or wa
     assert.equal(exported.status, 1, exported.stderr);
     assert.match(exported.stderr, /a cell of .*fails\.ipynb failed or did not run/);
     assert.match(fs.readFileSync(path.join(tmp, "fails.html"), "utf8"), /not expected/);
+    // The executed notebook beside the page, with the outputs the page shows, the source untouched.
+    assert.match(exported.stdout, /fails\.nbconvert\.ipynb/);
+    const outputs = (file: string) => (JSON.parse(fs.readFileSync(path.join(tmp, file), "utf8")) as { cells: Array<{ outputs?: unknown[] }> }).cells.map((c) => JSON.stringify(c.outputs ?? []));
+    assert.match(outputs("fails.nbconvert.ipynb")[1]!, /not expected/);
+    assert.ok(outputs("fails.ipynb").every((o) => o === "[]"), "the notebook itself is left as it was");
     const abortedExport = spawnSync(process.execPath, [CLI, "export", path.join(tmp, "raises.ipynb"), "--execute", "--kernel", "stock-tslab", "--timeout", "120"], { encoding: "utf8", env, timeout: 150_000 });
     assert.equal(abortedExport.status, 1, `an aborted cell fails the export:\n${abortedExport.stderr}`);
     assert.match(fs.readFileSync(path.join(tmp, "raises.html"), "utf8"), /did not run: the kernel answered its request with status/);
