@@ -1,9 +1,12 @@
 import type { z } from "zod";
 import { ConfigError } from "../errors/errors";
+import { unknownKeysLine } from "./unknown-keys";
 
 /** Turns zod's issues into one ConfigError that names each bad field and what was given. */
-export function configErrorFrom(what: string, error: z.ZodError, hint?: string): ConfigError {
+export function configErrorFrom(what: string, error: z.ZodError, hint?: string, schema?: z.ZodType): ConfigError {
   const lines = error.issues.map((issue) => {
+    const unknown = schema ? unknownKeysLine(schema, issue) : null;
+    if (unknown) return unknown;
     const path = issue.path.length > 0 ? issue.path.join(".") : "(value)";
     return `${path}: ${issue.message}`;
   });
@@ -19,6 +22,6 @@ function pageFor(what: string): string {
 
 export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, what: string, hint?: string): z.output<S> {
   const result = schema.safeParse(value);
-  if (!result.success) throw configErrorFrom(what, result.error, hint);
+  if (!result.success) throw configErrorFrom(what, result.error, hint, schema);
   return result.data;
 }

@@ -1,0 +1,33 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { cluster, ConfigError } from "../../sdk/index";
+import { resolveFitOptions } from "../../sdk/driver/fit-options";
+import { closestKey } from "../../sdk/config/unknown-keys";
+import { smallClassifier } from "../helpers/models";
+
+/** A mistyped option, as a user passes it through `any` or plain JavaScript: named, with the nearest valid key and the list. */
+function refused(run: () => unknown, message: RegExp): void {
+  assert.throws(run, (e: unknown) => e instanceof ConfigError && message.test(e.message), String(message));
+}
+
+test("a mistyped strategy option names the key, the strategy, the nearest valid key and every valid one", () => {
+  refused(
+    () => cluster().workers(2).strategy("data", { compresion: "fp16" } as never),
+    /strategy\("data"\) options: "compresion" is not an option \(did you mean "compression"\?\); the options are feed, .*compression/,
+  );
+  refused(() => cluster().workers(2).strategy("pipeline", { microbatches: 4 } as never), /"microbatches" is not an option \(did you mean "microBatches"\?\)/);
+  // Nested: the place is named too.
+  refused(() => cluster().workers(2).strategy("data", { sync: { evry: 4 } } as never), /sync: "evry" is not an option \(did you mean "every"\?\); the options are every, outer/);
+});
+
+test("a mistyped fit option is named with the nearest valid one; a key like none has no guess", () => {
+  const model = smallClassifier();
+  refused(() => resolveFitOptions({ epoch: 3 } as never, model), /"epoch" is not an option \(did you mean "epochs"\?\)/);
+  refused(() => resolveFitOptions({ zzzzzzzz: 1 } as never, model), /"zzzzzzzz" is not an option; the options are /);
+});
+
+test("closestKey takes a typo, not any word", () => {
+  assert.equal(closestKey("compresion", ["compression", "feed"]), "compression");
+  assert.equal(closestKey("batchsize", ["batchSize", "epochs"]), "batchSize");
+  assert.equal(closestKey("learning", ["batchSize", "epochs"]), null);
+});
