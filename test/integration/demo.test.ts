@@ -17,4 +17,7 @@ test("the main job: `npm run demo`, as the README has it, trains MNIST on local 
   const measured = [...r.stdout.matchAll(/rank \d memory: .* the plan estimated [\d.]+ MiB \(measured ([\d.]+)x/g)].map((x) => Number(x[1]));
   assert.equal(measured.length, 2, out);
   for (const ratio of measured) assert.ok(ratio <= 1.5, `a worker held ${ratio}x the plan's estimate\n${out}`);
+  // One run, one prediction: the plan shown first is the one the fit ran (timed before it was shown).
+  const predictions = new Set([...r.stdout.matchAll(/predicted:? ([\d.]+ ms per step, \d+|\d+) samples\/s/g)].map((x) => /(\d+)$/.exec(x[1]!)![1]));
+  assert.equal(predictions.size, 1, `predictions ${[...predictions].join(", ")}\n${out}`);
 });
