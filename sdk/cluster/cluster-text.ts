@@ -9,13 +9,27 @@ export interface ClusterParts {
   workers: readonly WorkerSnapshot[];
   servers: readonly WorkerHandle[];
   notes: readonly string[];
+  /** Ranks that left during a fit, with why: listed, marked, and not counted. */
+  departed?: ReadonlyMap<number, { summary: string }>;
+}
+
+/** A worker's row's mark when it left during a fit. */
+function leftMark(c: ClusterParts, rank: number): string {
+  const why = c.departed?.get(rank);
+  return why === undefined ? "" : `  left during a fit: ${why.summary}`;
+}
+
+/** "3 worker(s)", and how many of those listed left ("2 worker(s), 1 more left during a fit"). */
+function countLine(c: ClusterParts): string {
+  const left = c.departed?.size ?? 0;
+  return `${c.workers.length - left} worker(s)${left > 0 ? ` (${left} more left during a fit)` : ""}`;
 }
 
 export function clusterHtml(c: ClusterParts): string {
   const rows = c.workers
     .map(
       (w) =>
-        `<tr><td>${w.rank}</td><td>${w.address}</td><td>${w.info.backend}</td><td>${w.info.device}</td><td>${(w.info.memoryBytes / 2 ** 30).toFixed(1)} GiB</td><td>${processOf(w)}</td></tr>`,
+        `<tr><td>${w.rank}</td><td>${w.address}</td><td>${w.info.backend}</td><td>${w.info.device}</td><td>${(w.info.memoryBytes / 2 ** 30).toFixed(1)} GiB</td><td>${processOf(w)}${leftMark(c, w.rank).replace(/</g, "&lt;")}</td></tr>`,
     )
     .join("");
   const notes = c.notes.map((n) => `<li>${n.replace(/</g, "&lt;")}</li>`).join("");
@@ -25,13 +39,15 @@ export function clusterHtml(c: ClusterParts): string {
         `<tr><td>server ${s.rank}</td><td>${s.address}</td><td>${s.info?.backend ?? "?"}</td><td>${s.info?.device ?? "?"}</td><td></td><td>${s.info?.pid ?? "?"}${s.process ? " (local)" : ""}</td></tr>`,
     )
     .join("");
-  return `<p><b>meshtrain cluster</b>: ${c.size} worker(s)${c.servers.length ? ` and ${c.servers.length} parameter server(s)` : ""}, strategy "${c.strategy}", ${c.state}</p><table><tr><th>rank</th><th>address</th><th>backend</th><th>device</th><th>memory</th><th>pid</th></tr>${rows}${servers}</table>${notes ? `<ul>${notes}</ul>` : ""}`;
+  return `<p><b>meshtrain cluster</b>: ${countLine(c)}${c.servers.length ? ` and ${c.servers.length} parameter server(s)` : ""}, strategy "${c.strategy}", ${c.state}</p><table><tr><th>rank</th><th>address</th><th>backend</th><th>device</th><th>memory</th><th>pid</th></tr>${rows}${servers}</table>${notes ? `<ul>${notes}</ul>` : ""}`;
 }
 
 export function clusterText(c: ClusterParts): string {
-  const lines = [`meshtrain cluster: ${c.size} worker(s), strategy "${c.strategy}", ${c.state}`];
+  const lines = [`meshtrain cluster: ${countLine(c)}, strategy "${c.strategy}", ${c.state}`];
   for (const w of c.workers) {
-    lines.push(`  rank ${w.rank}  ${w.address}  ${w.info.backend} on ${w.info.device}  ${processOf(w, "pid ")}`);
+    lines.push(
+      `  rank ${w.rank}  ${w.address}  ${w.info.backend} on ${w.info.device}  ${processOf(w, "pid ")}${leftMark(c, w.rank)}`,
+    );
   }
   for (const s of c.servers)
     lines.push(`  parameter server ${s.rank}  ${s.address}  pid ${s.info?.pid ?? "?"}${s.process ? " (local)" : ""}`);

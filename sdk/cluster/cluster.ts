@@ -10,7 +10,7 @@ import { runFit, type FitHost } from "../driver/fit";
 import { fitStrategyOf } from "./fit-strategy";
 import type { WorkerSnapshot } from "../config/worker-snapshot";
 import { strategyOfSpec } from "../strategies/strategy-table";
-import { addWorker, startWorkers, type LaunchHooks } from "./launch";
+import { addWorker, lateJoiner, startWorkers, type LaunchHooks } from "./launch";
 import type { JoinListener } from "./join-listener";
 import { LossWatch } from "../driver/loss-watch";
 import { planOptions, type PlanRequest } from "./plan-request";
@@ -257,15 +257,10 @@ export class Cluster implements LiveCluster {
     const added = this.adding.then(async () => {
       const rank = this.handles.length;
       const h = await addWorker(this.spec, { session: this.session, token: this.token, rank, url, hooks: this.hooks(), joins: this.joins });
+      if (!this.onJoin) throw await lateJoiner(h, rank);
       this.handles.push(h);
       this.joined++;
-      if (this.onJoin) this.onJoin(h);
-      else {
-        // The fit ended while the worker was starting: it is not part of any fit.
-        h.expectClose();
-        h.channel.close();
-        await h.process?.stop(3000);
-      }
+      this.onJoin(h);
       return rank;
     });
     this.adding = added.then(() => undefined, () => undefined);
@@ -298,7 +293,7 @@ export class Cluster implements LiveCluster {
   }
 
   private describeParts(): ClusterParts {
-    return { size: this.size, strategy: this.spec.strategy.name, state: this.state_, workers: this.workers, servers: this.servers, notes: this.notes_ };
+    return { size: this.size, strategy: this.spec.strategy.name, state: this.state_, workers: this.workers, servers: this.servers, notes: this.notes_, departed: this.departed };
   }
 
   /** Asks the running fit, if any, to stop at its next step boundary. */

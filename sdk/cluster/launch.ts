@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import * as os from "node:os";
-import { LaunchError, type MeshtrainError } from "../errors/errors";
+import { LaunchError, StateError, type MeshtrainError } from "../errors/errors";
 import type { ClusterSpec } from "../config/cluster-spec";
 import { newToken } from "../transport/auth";
 import { offerHandshake } from "../transport/handshake";
@@ -293,4 +293,14 @@ function refuseWithoutItsGpu(spec: ClusterSpec, h: WorkerHandle, device: LocalDe
 /** The worker arguments that make it import the builder's modules() at start. */
 function moduleArgs(spec: ClusterSpec): string[] {
   return (spec.modules ?? []).flatMap((m) => ["--module", m]);
+}
+
+/** A worker added while a fit ran, ready only once the fit had ended: it is part of no fit, nor of the cluster. Stopped; the error add() rejects with. */
+export async function lateJoiner(h: WorkerHandle, rank: number): Promise<StateError> {
+  h.expectClose();
+  h.channel.close();
+  await h.process?.stop(3000);
+  return new StateError(`add(): the fit ended before the new worker (rank ${rank}) was ready; it was stopped`, {
+    hint: "add it earlier in the fit, or from a callback that awaits add(): the fit waits there until the worker is in",
+  });
 }

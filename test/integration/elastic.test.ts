@@ -125,6 +125,22 @@ describe("elastic data parallelism", () => {
     }
   });
 
+  test("a worker added as the fit ends is stopped and add() says so; the cluster lists the lost worker as gone", async () => {
+    const c = await cluster().workers(2).strategy("data", { elastic: { minWorkers: 1 } }).timeouts({ stepMs: 30_000 }).heartbeat(TEST_HEARTBEAT).backend("cpu").launch();
+    try {
+      let late: Promise<number> | undefined;
+      const run = await c.fit(smallClassifier(6, 3), ds, { ...options, onStep: (s) => void (s.step === 2 && c.kill(1), s.step === 19 && !late && (late = c.add())) });
+      assert.equal(run.membership.length, 1);
+      await assert.rejects(late!, (e: unknown) => e instanceof StateError && /the fit ended before the new worker \(rank 2\) was ready; it was stopped/.test(e.message));
+      const table = String(c);
+      assert.match(table, /^meshtrain cluster: 1 worker\(s\) \(1 more left during a fit\)/);
+      assert.match(table, /rank 1 .* left during a fit: worker rank 1 .*exited \(killed by SIGKILL\)/);
+      assert.doesNotMatch(table, /rank 2/, "the worker that came too late is not the cluster's");
+    } finally {
+      await c.close();
+    }
+  });
+
   test("add() outside an elastic fit says so", async () => {
     const c = await cluster().workers(1).backend("cpu").launch();
     try {
