@@ -40,6 +40,7 @@ export {
   type PositionEmbeddingArgs,
 } from "./model/layers/index";
 export type {
+  FitEnd,
   LogLine,
   RunRecord,
   StepRecord,

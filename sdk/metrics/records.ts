@@ -191,6 +191,7 @@ export function describeEnd(e: FitEnd): string {
   }
 }
 
+/** Everything a fit recorded: each step, the plan, the workers, what ended it; a TrainingRun is made from it. */
 export interface RunRecord {
   history: readonly StepRecord[];
   /** What ended the fit (absent in records made before it was kept: done). */
