@@ -65,10 +65,26 @@ export function figureToSvg(fig: Figure): string {
       `<rect x="${lx}" y="${H - 22}" width="12" height="12" fill="${color(t, i)}"/><text x="${lx + 16}" y="${H - 12}" font-size="11">${esc(t.name!)}</text>`,
     );
   });
-  const title = fig.layout.title?.text
-    ? `<text x="${W / 2}" y="20" text-anchor="middle" font-size="14" font-weight="bold">${esc(fig.layout.title.text)}</text>`
-    : "";
+  const title = fig.layout.title?.text ? titleSvg(fig.layout.title.text) : "";
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif"><rect width="${W}" height="${H}" fill="white"/>${title}${parts.join("")}</svg>`;
+}
+
+/** About how wide a bold 14 px sans-serif character is: a title wider than the drawing is wrapped. */
+const TITLE_CHAR_PX = 7.8;
+
+/** The title in lines that fit the drawing's width (a live plot's says its rate, steps, workers and loss: 100 characters and more). */
+function titleSvg(text: string): string {
+  const perLine = Math.floor((W - 16) / TITLE_CHAR_PX);
+  const lines: string[] = [];
+  for (const word of text.split(" ")) {
+    const last = lines[lines.length - 1];
+    if (last !== undefined && last.length + 1 + word.length <= perLine) lines[lines.length - 1] = `${last} ${word}`;
+    else lines.push(word);
+  }
+  // Two lines fit above the plot (its top margin); the font shrinks for more.
+  const size = lines.length <= 2 ? 14 : 11;
+  const spans = lines.map((l, i) => `<tspan x="${W / 2}" dy="${i === 0 ? 0 : size + 2}">${esc(l)}</tspan>`).join("");
+  return `<text x="${W / 2}" y="${lines.length === 1 ? 20 : 14}" text-anchor="middle" font-size="${size}" font-weight="bold">${spans}</text>`;
 }
 
 /** Timelines: categories down the side, time along the bottom. */
@@ -77,7 +93,8 @@ function timelineBars(fig: Figure, bars: Trace[], inner: Box): string[] {
   const cats = [...new Set(bars.flatMap((t) => t.y as string[]))];
   const starts = bars.flatMap((t) => t.base ?? []);
   const ends = bars.flatMap((t) => num(t.x).map((d, i) => (t.base?.[i] ?? 0) + d));
-  const lo = Math.min(0, ...starts);
+  // The window drawn: timeline({ from, to }) of a late window starts where its first span does, not at 0.
+  const lo = starts.length > 0 ? Math.min(...starts) : 0;
   const hi = Math.max(1, ...ends);
   const x = linear([lo, hi], [inner.x0, inner.x1]);
   const band = (inner.y1 - inner.y0) / Math.max(1, cats.length);

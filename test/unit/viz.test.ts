@@ -176,3 +176,19 @@ test("pipeline plans draw their stages, links and rings; schedules draw as timel
   assert.match(measured.layout.title!.text, /Step 0 as measured, bubble 40%/);
   assert.deepEqual(measured.data[0]!.base, [0, 1], "times are shifted to the step's first action");
 });
+
+test("static drawings: a long title is wrapped within the drawing, and a late timeline window starts its axis there", () => {
+  const long = "done: 375/375 steps on 2 worker(s), 4919 samples/s over the run after 3 warm-up step(s), loss 0.1134";
+  const svg = figureToSvg(throughputFigure(history(), long));
+  const width = Number(/width="(\d+)"/.exec(svg)![1]);
+  const lines = [...svg.matchAll(/<tspan [^>]*>([^<]*)<\/tspan>/g)].map((m) => m[1]!);
+  assert.equal(lines.join(" "), long);
+  assert.ok(lines.length === 2, `wrapped into ${lines.length} line(s)`);
+  // About 7.8 px a bold 14 px character: each line within the drawing.
+  for (const l of lines) assert.ok(l.length * 7.8 <= width - 16, `"${l}" is wider than the drawing`);
+  // Steps 50-53 of a long run: the axis starts near the window, not at 0.
+  const late = Array.from({ length: 60 }, (_, step) => ({ ...history()[0]!, step, endMs: 20 * (step + 1), workers: history()[0]!.workers.map((w) => ({ ...w, startMs: 20 * step })) }));
+  const window = figureToSvg(timelineFigure(late, { from: 50, to: 54 }));
+  const ticks = [...window.matchAll(/<text [^>]*text-anchor="middle"[^>]*>([\d.]+)<\/text>/g)].map((m) => Number(m[1]));
+  assert.ok(ticks.length > 0 && Math.min(...ticks) >= 900, `ticks ${ticks.join(", ")}`);
+});
