@@ -11,6 +11,7 @@ import { fitStrategyOf } from "./fit-strategy";
 import type { WorkerSnapshot } from "../config/worker-snapshot";
 import { strategyOfSpec } from "../strategies/strategy-table";
 import { addWorker, lateJoiner, startWorkers, type LaunchHooks } from "./launch";
+import { RUN_MEMBERS, withAwaitHint } from "./await-hint";
 import type { JoinListener } from "./join-listener";
 import { LossWatch } from "../driver/loss-watch";
 import { planOptions, type PlanRequest } from "./plan-request";
@@ -166,7 +167,7 @@ export class Cluster implements LiveCluster {
   fit(model: tf.LayersModel, dataset: Dataset, options: FitOptions = {}): Promise<TrainingRun> {
     const running = this.fitOnce(model, dataset, options);
     this.running = running.catch(() => undefined);
-    return running;
+    return withAwaitHint(running, "cluster.fit(...)", RUN_MEMBERS);
   }
 
   private async fitOnce(model: tf.LayersModel, dataset: Dataset, options: FitOptions): Promise<TrainingRun> {
