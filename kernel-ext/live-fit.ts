@@ -4,6 +4,7 @@ import { figureBundle } from "../sdk/viz/bundles";
 import { throughputFigure } from "../sdk/viz/throughput-figure";
 import { newDisplayId, sendBundle } from "./tslab-bridge";
 import { describeEnd, type FitEnd, type StepRecord } from "../sdk/metrics/records";
+import { esc } from "../sdk/viz/escape";
 
 /** Redraws at most this often: each update sends the whole figure. */
 const INTERVAL_MS = 750;
@@ -40,13 +41,21 @@ export const liveFitObserver: FitObserver = {
       shown = true;
       last = Date.now();
     };
+    // Shown now, while the cell that called fit() is the one running: every later drawing updates
+    // this display by its id, so it stays under that cell even when another cell runs meanwhile.
+    const line = (text: string): void => {
+      sendBundle({ "text/plain": text, "text/html": `<p>${esc(text)}</p>` }, { displayId: id, update: shown });
+      shown = true;
+    };
+    line(`meshtrain: fit starting, ${info.totalSteps} steps on ${info.workers} worker(s)`);
     return {
       step(record) {
         history.push(record);
         if (Date.now() - last >= INTERVAL_MS) draw("training");
       },
       end(how) {
-        if (history.length > 0 || shown) draw(how);
+        if (history.length > 0) draw(how);
+        else line(`meshtrain: fit ${describeEnd(how)} before its first step`);
       },
     };
   },

@@ -31,6 +31,8 @@ interface Cell {
   stderr: string;
   errors: ErrorContent[];
   displays: string[][];
+  /** Each display message's kind and display id. */
+  shown: Array<[string, string | null]>;
   reply: { status: string; ename?: string; evalue?: string; traceback?: string[] };
 }
 type Phase =
@@ -41,7 +43,8 @@ type Phase =
   | { phase: "late failure"; cell: Cell }
   | { phase: "re-run three times"; live: number[]; stderr: string[]; alive: boolean[][] }
   | { phase: "kept and named"; live: number[]; again: Cell; listed: Cell; alive: boolean[] }
-  | { phase: "interrupted"; cell: Cell; read: Cell };
+  | { phase: "interrupted"; cell: Cell; read: Cell }
+  | { phase: "a second fit meanwhile"; started: Cell; second: Cell };
 
 /** No Node or tslab stack, and no raw dump of an error's fields, anywhere in what a cell showed. */
 function clean(cell: Cell, what: string): void {
@@ -109,6 +112,19 @@ test("in meshtrain's kernel: cells after a failure run, plans draw unimported, r
   assert.match(listed?.first ?? "", /\S/, "a cluster prints as something readable");
   assert.equal(closed?.live, 0, "close() on each listed cluster closed it");
   assert.ok(kept.alive.every((a) => !a), "every worker exited");
+
+  // A fit's live plot is shown by the cell that called fit(); later drawings only update it by
+  // its id, so a cell running meanwhile (here a second fit, refused) shows no plot of its own.
+  const meanwhile = get("a second fit meanwhile");
+  const plots = meanwhile.started.shown.filter(([kind]) => kind === "display_data");
+  assert.equal(plots.length, 1, `the cell that called fit() shows its plot: ${JSON.stringify(meanwhile.started.shown)}`);
+  const id = plots[0]![1];
+  assert.ok(id, "with a display id");
+  assert.equal(meanwhile.second.stdout.trim(), "StateError");
+  assert.ok(
+    meanwhile.second.shown.every(([kind, shownId]) => kind === "update_display_data" && shownId === id),
+    `the cell running meanwhile only updates the first cell's plot: ${JSON.stringify(meanwhile.second.shown)}`,
+  );
 
   const interrupted = get("interrupted");
   assert.equal(interrupted.cell.reply.status, "error");

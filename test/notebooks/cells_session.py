@@ -1,6 +1,6 @@
 """Drives meshtrain's kernel the way Jupyter front ends do, for cells.test.ts: what a cell shows
 when it fails or is interrupted, whether the cells after a failure run, re-runs of a launch
-cell, and drawing without an import. Prints one JSON object per line, {"phase": ..., ...}.
+cell, drawing without an import, and where a running fit's plot is shown. Prints one JSON object per line, {"phase": ..., ...}.
 
 usage: python3 cells_session.py CWD
 """
@@ -17,7 +17,7 @@ _early = {}
 def collect(k, msg_id, timeout=120):
     """Every iopub message of one request until idle, then its reply. Messages of other
     requests read on the way are kept for them (two cells sent at once interleave)."""
-    out = {"stdout": "", "stderr": "", "errors": [], "displays": []}
+    out = {"stdout": "", "stderr": "", "errors": [], "displays": [], "shown": []}
     pending = _early.pop(msg_id, [])
     start = time.time()
     while True:
@@ -41,6 +41,7 @@ def collect(k, msg_id, timeout=120):
             out["errors"].append(content)
         elif kind in ("display_data", "update_display_data", "execute_result"):
             out["displays"].append(sorted(content["data"].keys()))
+            out["shown"].append([kind, content.get("transient", {}).get("display_id")])
         elif kind == "status" and content["execution_state"] == "idle":
             break
     reply = _replies.pop(msg_id, None)
@@ -122,7 +123,11 @@ def main():
         emit("kept and named", live=[r[0]["live"] for r in kept] + [named[0]["live"]], again=again, listed=listed, alive=[alive(p) for p in everyone])
         # An interrupt while a fit runs; the fit started in one cell is read in the next.
         launch(k)
-        collect(k, k.kc.execute("const p = c.fit(model, ds, { epochs: 100, batchSize: 32 });"))
+        started = collect(k, k.kc.execute("const p = c.fit(model, ds, { epochs: 100, batchSize: 32 });"))
+        time.sleep(2)
+        # Another fit while that one runs: refused, and the running fit's plot stays under its own cell.
+        second = collect(k, k.kc.execute('await c.fit(model, ds, { epochs: 1, batchSize: 32 }).catch((e) => console.log(e.name));'))
+        emit("a second fit meanwhile", started=started, second=second)
         waited = k.kc.execute("const run = await p;")
         time.sleep(4)
         k.km.interrupt_kernel()
