@@ -1,6 +1,7 @@
 import * as tf from "@tensorflow/tfjs";
 import { branchOf } from "../model/chain";
 import { topologyOf } from "../model/topology";
+import { isNestedModel } from "../model/layer-nodes";
 
 interface LayerJson {
   class_name: string;
@@ -16,7 +17,7 @@ interface LayerJson {
 export async function asSequential(model: tf.LayersModel): Promise<tf.LayersModel> {
   if (model.getClassName() === "Sequential" || branchOf(model) !== null) return model;
   // A Sequential takes a nested model first in its list as that model's own graph, not called on the input: kept as it is.
-  if (model.layers.some((l) => Array.isArray((l as Partial<tf.LayersModel>).layers))) return model;
+  if (model.layers.some(isNestedModel)) return model;
   const cfg = (topologyOf(model) as unknown as { config: { name: string; layers: LayerJson[] } }).config;
   const input = cfg.layers.find((l) => l.class_name === "InputLayer");
   const layers = cfg.layers

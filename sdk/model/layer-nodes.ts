@@ -34,6 +34,11 @@ export function inputShapeIn(model: tf.LayersModel, layer: tf.layers.Layer): Sha
   return node ? firstShape(node.inputShapes) : null;
 }
 
+/** Whether `layer` is a model nested in another (a tf.model or tf.sequential called as a layer). */
+export function isNestedModel(layer: tf.layers.Layer): layer is tf.LayersModel {
+  return Array.isArray((layer as Partial<tf.LayersModel>).layers);
+}
+
 /** Layers with several inputs or outputs report a list of shapes; planning uses the first. */
 export function firstShape(shape: tf.Shape | tf.Shape[]): Shape {
   if (shape.length > 0 && Array.isArray(shape[0])) return [...(shape as tf.Shape[])[0]!];

@@ -1,4 +1,5 @@
 import type * as tf from "@tensorflow/tfjs";
+import { isNestedModel } from "./layer-nodes";
 
 /** A layer's entry in a topology: its class and config (a nested model's config lists its own layers). */
 interface LayerEntry {
@@ -24,21 +25,14 @@ export function topologyOf(model: tf.LayersModel): Record<string, unknown> {
 function markFrozen(container: tf.LayersModel, entries: LayerEntry[]): void {
   const byName = new Map(entries.map((e) => [e.name ?? e.config.name, e]));
   for (const layer of container.layers) {
-    const inner = nestedLayers(layer);
     const entry = byName.get(layer.name);
-    if (!inner || !entry) continue;
+    if (!isNestedModel(layer) || !entry) continue;
     if (!layer.trainable) freeze(entry);
-    else markFrozen(layer as tf.LayersModel, entry.config.layers ?? []);
+    else markFrozen(layer, entry.config.layers ?? []);
   }
 }
 
 function freeze(entry: LayerEntry): void {
   entry.config.trainable = false;
   for (const e of entry.config.layers ?? []) freeze(e);
-}
-
-/** A nested model's layers, or null for a plain layer. */
-function nestedLayers(layer: tf.layers.Layer): tf.layers.Layer[] | null {
-  const layers = (layer as Partial<tf.LayersModel>).layers;
-  return Array.isArray(layers) ? layers : null;
 }

@@ -1,4 +1,5 @@
 import type * as tf from "@tensorflow/tfjs";
+import { perSample } from "./per-sample";
 
 /**
  * Forward floating-point operations per sample of one layer (a multiply-add counts 2), from its
@@ -11,8 +12,7 @@ export function forwardFlops(
   inShape: ReadonlyArray<number | null>,
   outShape: ReadonlyArray<number | null>,
 ): number {
-  const size = (s: ReadonlyArray<number | null>): number => s.slice(1).reduce<number>((a, d) => a * (d ?? 1), 1);
-  const out = size(outShape);
+  const out = perSample(outShape);
   const cfg = layer.getConfig() as Record<string, unknown>;
   const kernel = (): [number, number] => {
     const k = cfg.kernelSize as number | number[];

@@ -1,5 +1,6 @@
 import { updatesInPlace, type OptimizerSpec } from "../protocol/optimizer-spec";
 import type { LayerSummary, ModelSummary } from "./model-summary";
+import { perSample } from "./per-sample";
 
 /** What sharded data parallelism divides among the replicas: ZeRO stage 1, 2 or 3. */
 export type ShardStage = "optimizer" | "gradients" | "parameters";
@@ -87,7 +88,7 @@ export function keptElementsPerSample(ls: readonly LayerSummary[]): number {
       n +
       (l.nested
         ? keptElementsPerSample(l.nested.layers) * l.nested.positions
-        : (recurrentKept(l) ?? keptCopies(l) * l.outputShape.slice(1).reduce<number>((a, d) => a * (d ?? 1), 1))),
+        : (recurrentKept(l) ?? keptCopies(l) * perSample(l.outputShape))),
     0,
   );
 }
@@ -135,7 +136,7 @@ export function convColumnsBytes(model: Pick<ModelSummary, "layers">, batchSize:
   const per = model.layers
     .filter((l) => l.className === "Conv2D")
     .map((l) => {
-      const out = l.outputShape.slice(1).reduce<number>((a, d) => a * (d ?? 1), 1);
+      const out = perSample(l.outputShape);
       const channels = l.outputShape[l.outputShape.length - 1] ?? 1;
       return Math.max(0, Math.round((l.flopsPerSample - out) / (2 * channels)));
     });

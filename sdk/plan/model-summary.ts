@@ -2,7 +2,8 @@ import type * as tf from "@tensorflow/tfjs";
 import { graphCuts, type Cut } from "../model/cuts";
 import { PlanError } from "../errors/errors";
 import { forwardFlops } from "./flops";
-import { inputShapeIn, outputShapeIn } from "../model/layer-nodes";
+import { inputShapeIn, isNestedModel, outputShapeIn } from "../model/layer-nodes";
+import { perSample } from "./per-sample";
 
 /** One layer as plans see it: class, output shape, parameters, FLOPs per sample. */
 export interface LayerSummary {
@@ -66,7 +67,7 @@ export function summarizeModel(model: tf.LayersModel): ModelSummary {
     const input = inputShapeIn(model, l) ?? previous;
     previous = out;
     const activation = (l.getConfig() as { activation?: unknown }).activation;
-    const nested = isNested(l) ? nestedOf(l, out) : null;
+    const nested = isNestedModel(l) ? nestedOf(l, out) : null;
     return {
       ...(typeof activation === "string" ? { activation } : {}),
       ...(nested ? { nested } : {}),
@@ -103,10 +104,6 @@ export function summarizeModel(model: tf.LayersModel): ModelSummary {
   };
 }
 
-function isNested(l: tf.layers.Layer): l is tf.LayersModel {
-  return Array.isArray((l as Partial<tf.LayersModel>).layers);
-}
-
 /**
  * A nested model's own layers, and how many times the outer model runs them a sample: more than
  * once where it calls them on more positions than they were built for (a Sequential built for
@@ -114,8 +111,7 @@ function isNested(l: tf.layers.Layer): l is tf.LayersModel {
  */
 function nestedOf(inner: tf.LayersModel, out: ReadonlyArray<number | null>): NonNullable<LayerSummary["nested"]> {
   const own = summarizeModel(inner);
-  const per = (s: ReadonlyArray<number | null>): number => s.slice(1).reduce<number>((a, d) => a * (d ?? 1), 1);
-  const positions = per(own.outputShape) > 0 && out.length > 0 ? per(out) / per(own.outputShape) : 1;
+  const positions = perSample(own.outputShape) > 0 && out.length > 0 ? perSample(out) / perSample(own.outputShape) : 1;
   return { layers: own.layers, positions };
 }
 

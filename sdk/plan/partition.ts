@@ -1,6 +1,7 @@
 import { formatBytes, keptElementsPerSample, RUNTIME_GROWTH_BYTES } from "./memory";
 import type { LayerSummary } from "./model-summary";
 import { describeCut, type Cut } from "../model/cuts";
+import { perSample } from "./per-sample";
 
 /** What one contiguous range of layers costs on one stage. */
 export interface StageCost {
@@ -43,14 +44,12 @@ export interface PartitionRequest {
   cuts?: readonly Cut[];
 }
 
-const elems = (shape: ReadonlyArray<number | null>): number => shape.slice(1).reduce<number>((a, d) => a * (d ?? 1), 1);
-
 export function stageCost(r: PartitionRequest, stage: number, from: number, to: number): StageCost {
   const ls = r.layers.slice(from, to);
   const params = ls.reduce((n, l) => n + l.params, 0);
   const trainable = ls.reduce((n, l) => n + l.trainableParams, 0);
   const cut = r.cuts?.[from];
-  const inputBytes = elems(cut?.ok ? cut.shape : r.layers[from]!.inputShape) * 4 * r.microBatchSize;
+  const inputBytes = perSample(cut?.ok ? cut.shape : r.layers[from]!.inputShape) * 4 * r.microBatchSize;
   const actBytes = keptElementsPerSample(ls) * 4 * r.microBatchSize;
   return {
     from,

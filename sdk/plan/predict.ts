@@ -3,6 +3,7 @@ import type { TimedAction } from "./schedules";
 import type { DataPlanePath } from "../protocol/data-plane";
 import type { Seat } from "./core-load";
 import { dataCoreLoad, type RingCpu } from "./ring-cpu";
+import { perSample } from "./per-sample";
 
 /** What a plan's step time is predicted from: measured on the workers and links. */
 export interface Speeds {
@@ -88,8 +89,7 @@ export function sampleBytes(model: {
   inputShape: ReadonlyArray<number | null>;
   outputShape: ReadonlyArray<number | null>;
 }): number {
-  const per = (shape: ReadonlyArray<number | null>): number => shape.slice(1).reduce<number>((a, d) => a * (d ?? 1), 1);
-  return 4 * (per(model.inputShape) + per(model.outputShape));
+  return 4 * (perSample(model.inputShape) + perSample(model.outputShape));
 }
 
 /** Kernels TF.js runs per layer per sample pass, roughly: forward ~3, backward ~6. */
