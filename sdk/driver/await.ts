@@ -1,4 +1,4 @@
-import { WorkerLostError } from "../errors/errors";
+import { ModelError, WorkerLostError } from "../errors/errors";
 import type { WorkerHandle } from "../members/worker-handle";
 import type { MemberMemory } from "../metrics/records";
 import { type FitContext } from "./fit-context";
@@ -26,6 +26,20 @@ export async function loadEverywhere<T>(load: () => Promise<T>): Promise<T> {
   } catch (err) {
     if (err instanceof WorkerLostError) throw err;
     throw new FitAborted(err);
+  }
+}
+
+/**
+ * Refuses a load where some worker built other gradients than the driver's model has trainable
+ * parameters (a model rebuilt differently: a frozen part training): a ModelError, thrown inside
+ * loadEverywhere, so the fit is refused and the cluster stays ready.
+ */
+export function refuseOtherGradients(gradientLengths: readonly number[], trainableParamCount: number): void {
+  const lengths = new Set(gradientLengths);
+  if (lengths.size !== 1 || !lengths.has(trainableParamCount)) {
+    throw new ModelError(
+      `workers built gradients of ${[...lengths].join(", ")} elements; the driver's model has ${trainableParamCount} trainable parameters`,
+    );
   }
 }
 

@@ -1,6 +1,6 @@
 import type * as tf from "@tensorflow/tfjs";
 import { batchAttachments, type Dataset } from "../../data/dataset";
-import { ConfigError, DataError, ModelError } from "../../errors/errors";
+import { ConfigError, DataError } from "../../errors/errors";
 import { replicaRanges, splitBatch, splitOf, stepsPerEpoch } from "../../plan/batches";
 import type { BatchAt } from "../../driver/epoch-walk";
 import { wallClock } from "../../util/clock";
@@ -9,7 +9,7 @@ import type { ResolvedFitOptions } from "../../driver/fit-options";
 import type { Tensorlike } from "../../protocol/tensor";
 import type { RunRecord, StepRecord, MembershipChange } from "../../metrics/records";
 import type { PlanMethods, DataParallelPlan } from "../../plan/plans";
-import { awaitAll, loadEverywhere, release } from "../../driver/await";
+import { awaitAll, loadEverywhere, refuseOtherGradients, release } from "../../driver/await";
 import { replicaStepOf } from "../../metrics/replica-step";
 import { checkIdentical } from "../../driver/replicas";
 import { type FitContext } from "../../driver/fit-context";
@@ -200,12 +200,10 @@ function checkLoaded<L extends { msg: { gradientLength: number; datasetSize?: nu
       );
     }
   }
-  const lengths = new Set(loaded.map((l) => l.msg.gradientLength));
-  if (lengths.size !== 1 || !lengths.has(plan.model.trainableParamCount)) {
-    throw new ModelError(
-      `workers built gradients of ${[...lengths].join(", ")} elements; the driver's model has ${plan.model.trainableParamCount} trainable parameters`,
-    );
-  }
+  refuseOtherGradients(
+    loaded.map((l) => l.msg.gradientLength),
+    plan.model.trainableParamCount,
+  );
   return loaded;
 }
 

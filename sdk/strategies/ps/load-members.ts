@@ -1,8 +1,7 @@
 import type * as tf from "@tensorflow/tfjs";
-import { ModelError } from "../../errors/errors";
 import type { ResolvedFitOptions } from "../../driver/fit-options";
 import type { FitContext } from "../../driver/fit-context";
-import { awaitAll, loadEverywhere } from "../../driver/await";
+import { awaitAll, loadEverywhere, refuseOtherGradients } from "../../driver/await";
 import { hostCopies } from "../../driver/model-transfer";
 import { replicaStepOf } from "../../metrics/replica-step";
 import type { PsPlan, ShardVariable } from "../../plan/plans";
@@ -43,12 +42,10 @@ export async function loadAll(
         w.channel.request(workerLoad(ctx, model, o, plan, w.rank), "loaded", { ...loading, attachments: weights }),
       ),
     ]);
-    const lengths = new Set(replies.slice(ctx.servers.length).map((l) => l.msg.gradientLength));
-    if (lengths.size !== 1 || !lengths.has(plan.model.trainableParamCount)) {
-      throw new ModelError(
-        `workers built gradients of ${[...lengths].join(", ")} elements; the driver's model has ${plan.model.trainableParamCount} trainable parameters`,
-      );
-    }
+    refuseOtherGradients(
+      replies.slice(ctx.servers.length).map((l) => l.msg.gradientLength),
+      plan.model.trainableParamCount,
+    );
     return replies;
   });
   return replicaStepOf(loaded.slice(ctx.servers.length).map((l) => l.msg.replicaStep));
