@@ -1,5 +1,6 @@
 import type { WorkerSnapshot } from "../config/worker-snapshot";
 import type { WorkerHandle } from "../members/worker-handle";
+import { esc } from "../viz/escape";
 
 /** What a cluster shows of itself in a notebook and on a terminal. */
 export interface ClusterParts {
@@ -29,7 +30,7 @@ export function clusterHtml(c: ClusterParts): string {
   const rows = c.workers
     .map(
       (w) =>
-        `<tr><td>${w.rank}</td><td>${w.address}</td><td>${w.info.backend}</td><td>${w.info.device}</td><td>${(w.info.memoryBytes / 2 ** 30).toFixed(1)} GiB</td><td>${processOf(w)}${leftMark(c, w.rank).replace(/</g, "&lt;")}</td></tr>`,
+        `<tr><td>${w.rank}</td><td>${w.address}</td><td>${w.info.backend}</td><td>${w.info.device}</td><td>${(w.info.memoryBytes / 2 ** 30).toFixed(1)} GiB</td><td>${processOf(w)}${esc(leftMark(c, w.rank))}</td></tr>`,
     )
     .join("");
   const notes = c.notes.map((n) => `<li>${n.replace(/</g, "&lt;")}</li>`).join("");

@@ -69,21 +69,20 @@ test("slugs are GitHub's", () => {
   assert.equal(slug("`compression`: 16-bit"), "compression-16-bit");
 });
 
-/** Every "docs/page.md#section" the SDK's own code names, in its messages or comments. */
-function sdkDocLinks(dir = path.join(ROOT, "sdk")): Array<{ target: string; where: string }> {
-  const out: Array<{ target: string; where: string }> = [];
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+/** Every TypeScript file of the SDK: its path from the project's root and its text. */
+function sdkSources(dir = path.join(ROOT, "sdk")): Array<{ file: string; text: string }> {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const abs = path.join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...sdkDocLinks(abs));
-    else if (entry.name.endsWith(".ts")) {
-      fs.readFileSync(abs, "utf8")
-        .split("\n")
-        .forEach((l, i) => {
-          for (const m of l.matchAll(/docs\/[\w-]+\.md(?:#[\w-]+)?/g)) out.push({ target: m[0], where: `${path.relative(ROOT, abs)}:${i + 1}` });
-        });
-    }
-  }
-  return out;
+    if (entry.isDirectory()) return sdkSources(abs);
+    return entry.name.endsWith(".ts") ? [{ file: path.relative(ROOT, abs), text: fs.readFileSync(abs, "utf8") }] : [];
+  });
+}
+
+/** Every "docs/page.md#section" the SDK's own code names, in its messages or comments. */
+function sdkDocLinks(): Array<{ target: string; where: string }> {
+  return sdkSources().flatMap(({ file, text }) =>
+    text.split("\n").flatMap((l, i) => [...l.matchAll(/docs\/[\w-]+\.md(?:#[\w-]+)?/g)].map((m) => ({ target: m[0], where: `${file}:${i + 1}` }))),
+  );
 }
 
 test("every page and section the SDK's errors and hints point to exists, and none points to a README section that is gone", () => {
@@ -96,14 +95,6 @@ test("every page and section the SDK's errors and hints point to exists, and non
     return anchor && !anchors(abs).has(anchor) ? [`${where}: ${target} (no such heading)`] : [];
   });
   assert.deepEqual(broken, []);
-  const stale = grepSdk(/README's API/);
+  const stale = sdkSources().filter(({ text }) => /README's API/.test(text)).map(({ file }) => file);
   assert.deepEqual(stale, [], "the README has no API section");
 });
-
-function grepSdk(pattern: RegExp, dir = path.join(ROOT, "sdk")): string[] {
-  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const abs = path.join(dir, entry.name);
-    if (entry.isDirectory()) return grepSdk(pattern, abs);
-    return entry.name.endsWith(".ts") && pattern.test(fs.readFileSync(abs, "utf8")) ? [path.relative(ROOT, abs)] : [];
-  });
-}
