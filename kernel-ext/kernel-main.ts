@@ -6,6 +6,7 @@ import { reportCellErrors } from "./cell-errors";
 import { honourStopOnError } from "./stop-on-error";
 import { trackCells } from "./cell-context";
 import { bindBeforeReading } from "./bind-first";
+import { drawValuesWithoutNewline } from "./quiet-values";
 
 /**
  * The Jupyter kernel `meshtrain kernel install` registers: tslab, started so that a notebook in
@@ -77,6 +78,7 @@ function main(): void {
   // meshtrain's own kernel draws plans, runs and figures that end a cell without an import: the
   // notebook hooks are installed here (importing "meshtrain/notebook" in a cell changes nothing).
   require("./index");
+  drawValuesWithoutNewline();
   // As `tslab kernel --config-path <file>` does, but always this tslab: the one patched above,
   // not one found in the notebook's folder.
   const argv = process.argv.slice(2);

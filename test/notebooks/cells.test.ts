@@ -79,6 +79,8 @@ test("in meshtrain's kernel: cells after a failure run, plans draw unimported, r
   const drawn = get("drawn without an import").cell;
   assert.equal(drawn.reply.status, "ok");
   assert.ok(drawn.displays.some((types) => types.includes("image/svg+xml")), `the plan drew itself: ${JSON.stringify(drawn.displays)}`);
+  // tslab prints a cell's value with console.log: a drawn value left an empty stdout output under it.
+  assert.equal(drawn.stdout, "", "nothing printed under the drawn plan");
 
   const failed = get("meshtrain error").cell;
   assert.equal(failed.errors.length, 1, "one error output");
