@@ -1,4 +1,5 @@
 import { COLORS, type Figure } from "./figure";
+import { legendUnderAxis } from "./legend";
 
 /** Bars of named series over categories: for the comparison tables of the tutorials. */
 export function barFigure(
@@ -15,13 +16,12 @@ export function barFigure(
       y: [...values],
       marker: { color: COLORS.series[i % COLORS.series.length]! },
     })),
-    layout: {
+    layout: legendUnderAxis({
       title: { text: title },
       barmode: "group",
       xaxis: { type: "category" },
       yaxis: { title: { text: yTitle }, rangemode: "tozero" },
       height: 320,
-      legend: { orientation: "h" },
-    },
+    }),
   };
 }

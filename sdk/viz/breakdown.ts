@@ -2,6 +2,7 @@ import { defaultWarmup } from "../metrics/throughput";
 import { COLORS, type Figure } from "./figure";
 import type { StepRecord } from "../metrics/records";
 import { median } from "../util/median";
+import { legendUnderAxis } from "./legend";
 
 /**
  * Median time per step on each rank, split into compute, communication and waiting, stacked. A
@@ -53,13 +54,12 @@ export function breakdownFigure(
       },
       { type: "bar", name: "waiting", x, y: ranks.map((r) => of(r, (w) => w.waitMs)), marker: { color: COLORS.wait } },
     ],
-    layout: {
+    layout: legendUnderAxis({
       title: { text: title },
       barmode: "stack",
       xaxis: { type: "category" },
       yaxis: { title: { text: "ms per step" }, rangemode: "tozero" },
       height: 320,
-      legend: { orientation: "h" },
-    },
+    }),
   };
 }

@@ -41,7 +41,14 @@ export interface Layout {
   height?: number;
   width?: number;
   margin?: { l: number; r: number; t: number; b: number };
-  legend?: { orientation?: "h" | "v" };
+  /** x and y are fractions of the plot area (legend.ts places it). */
+  legend?: {
+    orientation?: "h" | "v";
+    x?: number;
+    xanchor?: "left" | "center" | "right";
+    y?: number;
+    yanchor?: "top" | "middle" | "bottom";
+  };
 }
 
 /** A Plotly figure (data and layout): draws itself in a notebook, and as SVG with figureToSvg. */

@@ -1,5 +1,6 @@
 import { COLORS, type Figure, type Trace } from "./figure";
 import type { StepRecord, Departure, PushRecord } from "../metrics/records";
+import { legendUnderAxis } from "./legend";
 
 /**
  * How many pushes had each staleness (updates other pushes made between a push's pull and its
@@ -25,14 +26,13 @@ export function stalenessFigure(
         hovertemplate: "staleness %{x}: %{y:.1f}% of pushes",
       };
     }),
-    layout: {
+    layout: legendUnderAxis({
       title: { text: title },
       barmode: "group",
       xaxis: { type: "category", title: { text: "staleness (updates missed between pull and push)" } },
       yaxis: { title: { text: "% of pushes" }, rangemode: "tozero" },
       height: 320,
-      legend: { orientation: "h" },
-    },
+    }),
   };
 }
 
@@ -66,12 +66,11 @@ export function lossFigure(
   });
   return {
     data,
-    layout: {
+    layout: legendUnderAxis({
       title: { text: title },
       xaxis: { title: { text: "seconds since the fit started" } },
       yaxis: { title: { text: "training loss (per step or round)" }, rangemode: "tozero" },
       height: 340,
-      legend: { orientation: "h" },
-    },
+    }),
   };
 }

@@ -1,4 +1,5 @@
 import { COLORS, type Figure } from "./figure";
+import { legendUnderAxis } from "./legend";
 
 /** One measured cluster size for scalingFigure: workers and their samples/s. */
 export interface ScalingPoint {
@@ -52,13 +53,12 @@ export function scalingFigure(
   });
   return {
     data,
-    layout: {
+    layout: legendUnderAxis({
       title: { text: title },
       xaxis: { title: { text: "workers" } },
       yaxis: { title: { text: "speed-up" }, rangemode: "tozero" },
       yaxis2: { title: { text: "efficiency" }, overlaying: "y", side: "right", rangemode: "tozero" },
       height: 340,
-      legend: { orientation: "h" },
-    },
+    }),
   };
 }

@@ -1,6 +1,7 @@
 import { actionLabel, simulate, type Schedule } from "../plan/schedules";
 import { COLORS, type Figure, type Trace } from "./figure";
 import type { StepRecord } from "../metrics/records";
+import { legendUnderAxis } from "./legend";
 
 interface Bar {
   row: string;
@@ -31,15 +32,14 @@ function figure(bars: readonly Bar[], title: string, xTitle: string, rows: numbe
   });
   return {
     data,
-    layout: {
+    layout: legendUnderAxis({
       title: { text: title },
       barmode: "overlay",
       xaxis: { title: { text: xTitle } },
       yaxis: { type: "category", autorange: "reversed" },
       height: 170 + 34 * rows,
       margin: { l: 110, r: 20, t: 50, b: 70 },
-      legend: { orientation: "h" },
-    },
+    }),
   };
 }
 

@@ -1,6 +1,7 @@
 import { defaultWarmup } from "../metrics/throughput";
 import { COLORS, type Figure } from "./figure";
 import type { StepRecord } from "../metrics/records";
+import { legendUnderAxis } from "./legend";
 
 /** Samples per second of each step, with a rolling median and the warm-up marked. */
 export function throughputFigure(
@@ -41,13 +42,12 @@ export function throughputFigure(
         line: { color: COLORS.series[(i + 3) % COLORS.series.length]!, dash: "dash" as const, width: 2 },
       })),
     ],
-    layout: {
+    layout: legendUnderAxis({
       title: { text: title },
       xaxis: { title: { text: "step" } },
       yaxis: { title: { text: "samples / s" }, rangemode: "tozero" },
       height: 320,
-      legend: { orientation: "h" },
-    },
+    }),
   };
 }
 

@@ -1,5 +1,6 @@
 import { COLORS, type Figure } from "./figure";
 import type { StepRecord } from "../metrics/records";
+import { legendUnderAxis } from "./legend";
 
 export interface TimelineSpan {
   rank: number;
@@ -105,14 +106,13 @@ export function timelineFigure(history: readonly StepRecord[], options: { from?:
             : "%{base:.1f} ms + %{x:.1f} ms",
       };
     }),
-    layout: {
+    layout: legendUnderAxis({
       title: { text: `Timeline of steps ${from}-${to - 1}` },
       barmode: "overlay",
       xaxis: { title: { text: "ms since the fit started (driver clock)" } },
       yaxis: { type: "category", autorange: "reversed" },
       height: 170 + 36 * new Set(spans.map((s) => s.rank)).size,
       margin: { l: 70, r: 20, t: 50, b: 70 },
-      legend: { orientation: "h" },
-    },
+    }),
   };
 }

@@ -4,6 +4,7 @@ import { before, test } from "node:test";
 import { inkCoverage } from "../helpers/png";
 import { needJupyterAndChromium, OUT, runTutorials, tutorials } from "../helpers/tutorials";
 import { withPage } from "../helpers/exported-page";
+import { legendOverlaps } from "../helpers/legend-overlaps";
 
 /**
  * The first half of the tutorial notebooks (the rest in notebooks-rest.test.ts), executed
@@ -33,6 +34,14 @@ test("the exported quickstart draws its placement diagram and its plots", { time
     assert.ok(lines > 0, "the throughput plot has drawn lines");
     const p = inkCoverage(await plot.screenshot());
     assert.ok(p.ink > 0.01 && p.colours > 3, `the throughput plot is drawn (ink ${p.ink.toFixed(3)}, ${p.colours} colours)`);
+  });
+});
+
+test("the exported data-parallel tutorial's figures keep their legends off their axes' labels", { timeout: 120_000 }, async () => {
+  // Plotly's horizontal legend sat over a short figure's tick labels (the timeline's) and axis titles.
+  await withPage(path.join(OUT, "01-data-parallel.html"), async (page) => {
+    assert.ok((await page.locator(".js-plotly-plot", { hasText: "Timeline of steps" }).count()) > 0, "the timeline is drawn");
+    assert.deepEqual(await legendOverlaps(page), []);
   });
 });
 
