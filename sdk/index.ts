@@ -83,6 +83,15 @@ export { PROTOCOL_VERSION } from "./protocol/version";
 export type { BackendChoice, BackendName } from "./protocol/backend-names";
 export type { ClusterSpec } from "./config/cluster-spec";
 export type { StrategyName, StrategyInput } from "./strategies/strategy-table";
+export type {
+  AutoStrategyOptions,
+  DataStrategyOptions,
+  HybridStrategyOptions,
+  ModelStrategyOptions,
+  PipelineStrategyOptions,
+  PsStrategyOptions,
+  StrategyOptionsByName,
+} from "./strategies/strategy-options";
 export type { FitOptions } from "./driver/fit-options";
 export type { FitCallbacks } from "./driver/fit-callbacks";
 export { learningRates, type LearningRateSchedule } from "./driver/learning-rates";

@@ -9,6 +9,7 @@ import { hybridStrategy, modelStrategy, pipelineStrategy } from "./pipeline/inde
 import { psStrategy } from "./ps/index";
 import type { Strategy, StrategyPlanner } from "./strategy";
 import type { StrategyEntry, StrategyRunnerEntry } from "./strategy-entry";
+import type { StrategyOptionsByName } from "./strategy-options";
 
 export type { StrategyEntry, StrategyRunnerEntry } from "./strategy-entry";
 
@@ -50,8 +51,19 @@ const BUILT_IN = {
 export type StrategyName = keyof typeof BUILT_IN;
 /** The strategy a cluster uses when strategy() is not called. */
 export const DEFAULT_STRATEGY: StrategyName = "data";
-/** What strategy(name, options) accepts for each built-in strategy. */
-export type StrategyInput<N extends StrategyName> = NonNullable<(typeof BUILT_IN)[N]["input"]>;
+/** What strategy(name, options) accepts for each built-in strategy: its schema's input, under a name of its own. */
+export type StrategyInput<N extends StrategyName> = StrategyOptionsByName[N];
+/** A compile-time check that the named option types are exactly the table's schemas' inputs. */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const NAMED_AS_TABLE: { [N in StrategyName]: Same<StrategyInput<N>, NonNullable<(typeof BUILT_IN)[N]["input"]>> } = {
+  data: true,
+  ps: true,
+  model: true,
+  pipeline: true,
+  hybrid: true,
+  auto: true,
+};
+void NAMED_AS_TABLE;
 
 const table = new Map<string, StrategyEntry>(Object.entries(BUILT_IN).map(([name, line]) => [name, line.make(name)]));
 

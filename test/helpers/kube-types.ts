@@ -1,5 +1,5 @@
 import * as path from "node:path";
-import ts from "typescript";
+import { typeErrors } from "./type-errors";
 
 /** The repository's root (this file runs from dist/test/helpers), where kubernetes-models resolves. */
 const ROOT = path.join(__dirname, "..", "..", "..");
@@ -27,15 +27,5 @@ export function kubeTypeErrors(objects: ReadonlyArray<{ kind: string }>): string
     }),
     ...objects.map((o, i) => `export const object${i}: ${TYPES[o.kind]!.type} = ${JSON.stringify(o, null, 2)};`),
   ].join("\n");
-  const options: ts.CompilerOptions = { strict: true, noEmit: true, skipLibCheck: true, types: [], module: ts.ModuleKind.CommonJS, moduleResolution: ts.ModuleResolutionKind.Node10, target: ts.ScriptTarget.ES2022 };
-  const host = ts.createCompilerHost(options);
-  const original = { getSourceFile: host.getSourceFile, fileExists: host.fileExists, readFile: host.readFile };
-  host.getSourceFile = (name, lang, ...rest) => (name === file ? ts.createSourceFile(name, source, lang) : original.getSourceFile(name, lang, ...rest));
-  host.fileExists = (name) => name === file || original.fileExists(name);
-  host.readFile = (name) => (name === file ? source : original.readFile(name));
-  const program = ts.createProgram([file], options, host);
-  return ts.getPreEmitDiagnostics(program).map((d) => {
-    const where = d.file && d.start !== undefined ? `${d.file.getLineAndCharacterOfPosition(d.start).line + 1}: ` : "";
-    return `${where}${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`;
-  });
+  return typeErrors(file, source);
 }

@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
+import * as path from "node:path";
 import { test } from "node:test";
 import { cluster, ConfigError } from "../../sdk/index";
 import { resolveFitOptions } from "../../sdk/driver/fit-options";
 import { closestKey } from "../../sdk/config/unknown-keys";
 import { smallClassifier } from "../helpers/models";
+import { typeErrors } from "../helpers/type-errors";
 
 /** A mistyped option, as a user passes it through `any` or plain JavaScript: named, with the nearest valid key and the list. */
 function refused(run: () => unknown, message: RegExp): void {
@@ -30,4 +32,23 @@ test("closestKey takes a typo, not any word", () => {
   assert.equal(closestKey("compresion", ["compression", "feed"]), "compression");
   assert.equal(closestKey("batchsize", ["batchSize", "epochs"]), "batchSize");
   assert.equal(closestKey("learning", ["batchSize", "epochs"]), null);
+});
+
+test("a mistyped option in TypeScript names the strategy's options type and the nearest key, and no zod internals", () => {
+  // The built declarations, as a notebook cell or a user's project compiles against them.
+  const sdk = path.join(__dirname, "..", "..", "sdk", "index");
+  const errors = typeErrors(path.join(__dirname, "options.check.ts"), [
+    `import { cluster } from ${JSON.stringify(sdk)};`,
+    'cluster().workers(2).strategy("data", { compresion: "fp16" });',
+    'cluster().workers(2).strategy("pipeline", { microbatchs: 4 });',
+    'cluster().workers(2).strategy("ps", { mode: "eventually" });',
+    'cluster().workers(2).strategy("hybrid", { stages: 2, replica: 2 });',
+  ].join("\n"));
+  const at = (line: number): string => errors.filter((e) => e.startsWith(`${line}: `)).join("\n");
+  assert.match(at(2), /'compresion' does not exist in type 'DataStrategyOptions'\. Did you mean to write 'compression'\?/);
+  assert.match(at(3), /'microbatchs' does not exist in type 'PipelineStrategyOptions'\. Did you mean to write 'microBatches'\?/);
+  assert.match(at(4), /Type '"eventually"' is not assignable to type '("sync" \| "async"|"async" \| "sync") \| undefined'/);
+  assert.match(at(5), /'replica' does not exist in type 'HybridStrategyOptions'\. Did you mean to write 'replicas'\?/);
+  assert.equal(errors.length, 4, errors.join("\n"));
+  assert.doesNotMatch(errors.join("\n"), /\$Infer|Zod|z\.input/, "zod's own types in an error");
 });
