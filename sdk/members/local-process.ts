@@ -52,7 +52,7 @@ export class LocalWorkerProcess {
     onLine?: OnLine,
     o: { host?: string; joins?: string[] } = {},
   ): LocalWorkerProcess {
-    const entry = path.join(__dirname, "..", "worker", "main.js");
+    const entry = path.join(__dirname, "..", "worker", "local-main.js");
     const how = o.joins ? o.joins : ["--exit-with-driver"];
     const child = fork(entry, ["--host", o.host ?? "127.0.0.1", "--port", "0", ...how, ...extraArgs], {
       env,

@@ -1,6 +1,6 @@
 import * as path from "node:path";
 import { isMeshtrainError } from "../errors/errors";
-import { checkWorkerOptions, DEFAULT_WORKER_OPTIONS, type WorkerOptions } from "./options";
+import { checkWorkerOptions, type WorkerOptions } from "./options";
 export { checkWorkerOptions, DEFAULT_WORKER_OPTIONS, type WorkerOptions } from "./options";
 import { VERSION } from "../protocol/sdk-version";
 import type { CommConfig, CommToCompute } from "./bridge";
@@ -100,45 +100,6 @@ function joinThenWatch(o: WorkerOptions, target: JoinTarget, ownUrl: string, fin
         `meshtrain worker: could not join ${target.url}: ${isMeshtrainError(err) ? `${err.message} [${err.code}]` : err instanceof Error ? err.message : String(err)}\n`,
       );
       finish(3);
-    },
-  );
-}
-
-function flag(argv: string[], name: string): string | undefined {
-  const i = argv.indexOf(name);
-  return i >= 0 ? argv[i + 1] : undefined;
-}
-
-function flags(argv: string[], name: string): string[] {
-  return argv.flatMap((a, i) => (a === name && argv[i + 1] !== undefined ? [argv[i + 1]!] : []));
-}
-
-/** `--join <url> --rank <r> --rank-source <why>`: a local worker that joins (fromEnv()'s rank 0). */
-function joinFlags(argv: string[]): { join?: JoinTarget } {
-  const url = flag(argv, "--join");
-  if (url === undefined) return {};
-  const rank = flag(argv, "--rank");
-  const claim = rank === undefined ? null : { rank: Number(rank), source: flag(argv, "--rank-source") ?? "--rank" };
-  return { join: { url, claim, timeoutMs: Number(flag(argv, "--join-timeout") ?? 600) * 1000 } };
-}
-
-/** Entry point for local workers, which the launcher forks with an IPC channel. */
-if (require.main === module) {
-  const argv = process.argv.slice(2);
-  const options: WorkerOptions = {
-    host: flag(argv, "--host") ?? "127.0.0.1",
-    port: Number(flag(argv, "--port") ?? 0),
-    token: process.env.MESHTRAIN_TOKEN,
-    maxFrameBytes: Number(flag(argv, "--max-frame-bytes") ?? DEFAULT_WORKER_OPTIONS.maxFrameBytes),
-    exitWithDriver: argv.includes("--exit-with-driver"),
-    modules: flags(argv, "--module"),
-    ...joinFlags(argv),
-  };
-  runWorker(options).then(
-    (code) => process.exit(code),
-    (err: unknown) => {
-      process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
-      process.exit(2);
     },
   );
 }

@@ -47,7 +47,7 @@ test("worker processes load no driver code, whatever role they play", async () =
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), `meshtrain-modules-${name}-`));
       process.env.MESHTRAIN_MODULE_REPORT = dir;
       const reports = await reportsOf(builder, dir);
-      const workers = reports.filter((r) => r.argv.some((a) => a.endsWith(path.join("worker", "main.js"))));
+      const workers = reports.filter((r) => r.argv.some((a) => a.endsWith(path.join("worker", "local-main.js"))));
       assert.equal(workers.length, name === "ps" ? 3 : 2, `${name}: one report per worker process (${reports.length} reports)`);
       for (const r of workers) {
         const ours = r.modules.filter((m) => m.startsWith(SDK)).map((m) => path.relative(SDK, m));
