@@ -2,6 +2,7 @@ import { AuthError, ProtocolError, TimeoutError } from "../errors/errors";
 import { toWireJson } from "../protocol/json";
 import { MessageSchema, type MessageOf } from "../protocol/messages";
 import { PROTOCOL_VERSION } from "../protocol/version";
+import { VERSION } from "../protocol/sdk-version";
 import { mac, macEquals, newNonce } from "./auth";
 import { CLOSE, type Link } from "./link";
 import { nextFrame, parseSmallJson } from "./next-frame";
@@ -125,6 +126,18 @@ export interface ClientHandshakeOptions {
 /** Driver or peer side. Resolves with the worker's challenge once both sides proved the token. */
 export async function offerHandshake(link: Link, o: ClientHandshakeOptions): Promise<MessageOf<"challenge">> {
   const challenge = await handshakeFrame(link, "challenge", o.timeoutMs, o.who);
+  // The same protocol is not enough: a worker of another version runs other code for the same
+  // messages (a worker bundle made by an older install, a host not upgraded with the others).
+  if (o.role === "driver" && challenge.server.version !== VERSION) {
+    link.close(CLOSE.protocolError, "another meshtrain version");
+    throw new ProtocolError(
+      `${o.who} at ${link.address} runs meshtrain ${challenge.server.version}, this driver runs ${VERSION}`,
+      {
+        details: { address: link.address, worker: challenge.server.version, driver: VERSION },
+        hint: `give every host meshtrain ${VERSION}: npm install meshtrain@${VERSION} there, or a worker bundle this driver's installation made (meshtrain bundle)`,
+      },
+    );
+  }
   const nonce = newNonce();
   send(link, {
     type: "auth",
