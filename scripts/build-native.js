@@ -8,16 +8,22 @@ const { spawnSync } = require("node:child_process");
 const fs = require("node:fs");
 const path = require("node:path");
 
+//
+// `--portable`: for any x86-64 CPU, not only this one's instructions (the worker bundle's
+// prebuilt addon, built on one machine for others). `--out-dir DIR`: build there instead of
+// native/build (the bundle's own copy, or a worker rebuilding it on its host).
 const root = path.join(__dirname, "..");
 const src = path.join(root, "native", "src");
-const out = path.join(root, "native", "build");
+const flag = (name) => process.argv.indexOf(name);
+const portable = flag("--portable") >= 0;
+const out = flag("--out-dir") >= 0 ? path.resolve(process.argv[flag("--out-dir") + 1]) : path.join(root, "native", "build");
 const target = path.join(out, "meshtrain_native.node");
 fs.mkdirSync(out, { recursive: true });
 
 function report(status) {
   fs.writeFileSync(path.join(out, "status.json"), `${JSON.stringify({ ...status, node: process.version, builtAt: new Date().toISOString() }, null, 2)}\n`);
   const line = status.ok
-    ? `meshtrain: built native CPU kernels (${status.compiler}, OpenBLAS) -> ${path.relative(root, target)}`
+    ? `meshtrain: built native CPU kernels (${status.compiler}, OpenBLAS${portable ? ", portable" : ""}) -> ${path.relative(root, target)}`
     : `meshtrain: native CPU kernels not built: ${status.reason}\nmeshtrain: workers will use the wasm backend with meshtrain's kernels instead (slower).`;
   console.log(line);
 }
@@ -47,7 +53,7 @@ function main() {
   const sources = fs.readdirSync(src).filter((f) => f.endsWith(".c")).map((f) => path.join(src, f));
   const common = ["-O3", "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math", "-fPIC", "-shared", "-Wall", "-DNODE_GYP_MODULE_NAME=meshtrain_native", `-I${headers}`, ...sources, "-o", target, "-lopenblas", "-lm"];
   // The addon is built on the machine that runs it, so it may use all of that CPU's instructions.
-  let r = run(cc, ["-march=native", ...common]);
+  let r = portable ? { ok: false } : run(cc, ["-march=native", ...common]);
   if (!r.ok) r = run(cc, common);
   if (!r.ok) {
     const noBlas = /lopenblas|cannot find -l/.test(r.out);
