@@ -1,58 +1,23 @@
 #!/usr/bin/env node
 import { OPTIMIZER_NAMES } from "../protocol/optimizer-spec";
-import * as fs from "node:fs";
-import { Command, InvalidArgumentError, Option } from "commander";
+import { Command, Option } from "commander";
+import { int, positive } from "./arg-parsers";
+import { workerCommand } from "./worker-command";
 import { ConfigError, isMeshtrainError } from "../errors/errors";
 import { BACKEND_CHOICES } from "../protocol/backend-names";
 import { VERSION } from "../protocol/sdk-version";
-import { DEFAULT_WORKER_OPTIONS } from "../worker/options";
 import type { DemoOptions } from "./demo";
-import { joinTarget, readToken } from "./join-options";
-import { exitWhenStdinCloses, tokenFromStdin } from "./stdin-token";
+import { readToken } from "./join-options";
 import type { K8sCliOptions } from "./k8s";
 import { quietCpuBanner } from "../backends/quiet-banner";
 import { DEMO_MODELS, KERNEL_NAME, type DemoModel } from "./names";
 
 // Each command loads its own code when it runs: `meshtrain worker` loads the worker's, never the driver's.
-const worker = (): typeof import("../worker/main") => require("../worker/main");
 const driver = (): typeof import("../cluster/builder") => require("../cluster/builder");
 const demo = (): typeof import("./demo") => require("./demo");
 const models = (): typeof import("./models") => require("./models");
 const k8s = (): typeof import("./k8s") => require("./k8s");
 const jupyter = (): typeof import("./jupyter") => require("./jupyter");
-
-interface WorkerCliOptions {
-  host: string;
-  port: number;
-  token?: string;
-  tokenFile?: string;
-  maxFrameBytes: number;
-  tlsCert?: string;
-  tlsKey?: string;
-  module: string[];
-  join?: string;
-  rank?: number;
-  joinTimeout: number;
-  tokenStdin?: boolean;
-  gpu?: number;
-  software?: boolean;
-  backend?: string;
-}
-
-function int(min: number): (v: string) => number {
-  return (v) => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < min)
-      throw new InvalidArgumentError(`expected a whole number >= ${min}, got "${v}"`);
-    return n;
-  };
-}
-
-function positive(v: string): number {
-  const n = Number(v);
-  if (!(n > 0) || !Number.isFinite(n)) throw new InvalidArgumentError(`expected a positive number, got "${v}"`);
-  return n;
-}
 
 quietCpuBanner();
 
@@ -61,114 +26,19 @@ const program = new Command()
   .description("Train TensorFlow.js models on many workers at once.")
   .version(VERSION);
 
-/** The certificate and key files, read now so that a wrong path fails before anything listens. */
-function readTls(cert: string | undefined, key: string | undefined): { tls?: { cert: Buffer; key: Buffer } } {
-  if (cert === undefined && key === undefined) return {};
-  if (cert === undefined || key === undefined) {
-    throw new ConfigError(
-      `--tls-cert and --tls-key go together (got only ${cert === undefined ? "--tls-key" : "--tls-cert"})`,
-      { hint: "pass both, e.g. --tls-cert cert.pem --tls-key key.pem" },
-    );
-  }
-  const read = (file: string, what: string): Buffer => {
-    try {
-      return fs.readFileSync(file);
-    } catch (err) {
-      throw new ConfigError(
-        `cannot read the TLS ${what} ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
-        { hint: "give the path of a PEM file this user can read" },
-      );
-    }
-  };
-  return { tls: { cert: read(cert, "certificate"), key: read(key, "key") } };
-}
+workerCommand(program.command("worker"));
 
 program
-  .command("worker")
-  .description("serve as a worker for drivers that know the token")
-  .option(
-    "--host <address>",
-    "interface to bind (use 0.0.0.0 for other machines; needs a token)",
-    DEFAULT_WORKER_OPTIONS.host,
+  .command("bundle")
+  .description(
+    "the worker side alone as one .tar.gz, for hosts that have only Node: extract it anywhere and run node meshtrain-worker-VERSION/meshtrain-worker.js with meshtrain worker's flags",
   )
-  .option("--port <port>", "port to listen on (0 picks a free one)", int(0), DEFAULT_WORKER_OPTIONS.port)
-  .option("--token <secret>", "cluster token (or set MESHTRAIN_TOKEN, which keeps it out of `ps`)")
-  .option(
-    "--max-frame-bytes <bytes>",
-    "largest WebSocket message accepted",
-    int(65536),
-    DEFAULT_WORKER_OPTIONS.maxFrameBytes,
-  )
-  .option("--tls-cert <file>", "serve wss:// with this PEM certificate (with --tls-key)")
-  .option("--tls-key <file>", "the PEM private key of --tls-cert")
-  .option(
-    "--module <file>",
-    "import this JavaScript file at start, e.g. one registering custom layers (repeatable)",
-    (v: string, prev: string[]) => [...prev, v],
-    [] as string[],
-  )
-  .option("--token-file <file>", "read the cluster token from this file")
-  .option(
-    "--token-stdin",
-    "read the cluster token from the first line of stdin, and exit when stdin closes (how launchers start workers over ssh)",
-  )
-  .option(
-    "--join <address>",
-    "join the driver listening there (cluster().join()) and exit when it is gone; listens on the interface that reaches it, on a free port, unless --host/--port say otherwise",
-  )
-  .option(
-    "--rank <n>",
-    "with --join: this worker's rank (default: from TF_CONFIG, RANK, SLURM_PROCID, JOB_COMPLETION_INDEX or OMPI_COMM_WORLD_RANK, else the order of arrival)",
-    int(0),
-  )
-  .option(
-    "--join-timeout <seconds>",
-    "with --join: how long to wait for the driver to answer and give a rank",
-    int(1),
-    600,
-  )
-  .option(
-    "--gpu <k>",
-    "compute on this machine's k-th GPU, as `meshtrain devices` numbers them (a CUDA GPU, else a WebGPU adapter)",
-    int(0),
-  )
-  .option("--software", "with --gpu: count software adapters (CPU rasterisers) as GPUs")
-  .addOption(
-    new Option("--backend <name>", 'this worker\'s backend when the driver asks for "auto"').choices(BACKEND_CHOICES),
-  )
-  .action(async (o: WorkerCliOptions, cmd: Command) => {
-    if (await (require("./worker-device") as typeof import("./worker-device")).restartedWithDevice(o)) return;
-    const given = (name: string): boolean => cmd.getOptionValueSource(name) === "cli";
-    if (o.join !== undefined && (o.tlsCert || o.tlsKey))
-      throw new ConfigError(
-        "--join with --tls-cert: joined workers talk plain ws:// (authenticated by the token) for now",
-        {
-          hint: 'drop --tls-cert/--tls-key, or start the worker without --join and reach it with connect(["wss://..."]).tls({ ca })',
-        },
-      );
-    const joining =
-      o.join === undefined
-        ? undefined
-        : await joinTarget({
-            join: o.join,
-            rank: o.rank,
-            joinTimeout: o.joinTimeout,
-            host: o.host,
-            hostGiven: given("host"),
-          });
-    const token = o.tokenStdin ? await tokenFromStdin(30_000) : readToken(o);
-    if (o.tokenStdin) exitWhenStdinCloses();
-    const code = await worker().runWorker({
-      modules: o.module,
-      host: joining?.host ?? o.host,
-      port: joining && !given("port") ? 0 : o.port,
-      token,
-      maxFrameBytes: o.maxFrameBytes,
-      exitWithDriver: false,
-      ...readTls(o.tlsCert, o.tlsKey),
-      ...(joining ? { join: joining.target } : {}),
-    });
-    process.exit(code);
+  .option("--out <file>", "the .tar.gz to write (default: meshtrain-worker-VERSION-PLATFORM.tar.gz here)")
+  .option("--platform <name>", "the platform its native addon is built for: this machine's (e.g. linux-x64)")
+  .option("--list", "list what is inside and why", false)
+  .action((o: { out?: string; platform?: string; list: boolean }) => {
+    const b = (require("./bundle") as typeof import("./bundle")).makeBundle(o);
+    process.stdout.write(`${(require("./bundle") as typeof import("./bundle")).bundleReport(b, o.list)}\n`);
   });
 
 program

@@ -58,10 +58,12 @@ export interface CliWorker {
 
 /** Starts `meshtrain worker` as a separate program, the way a remote host would. */
 export function startCliWorker(token: string, args: string[] = []): Promise<CliWorker> {
-  const child = spawn(process.execPath, [CLI, "worker", "--port", "0", ...args], {
-    env: { ...process.env, MESHTRAIN_TOKEN: token },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  return startWorkerProgram([CLI, "worker", "--port", "0", ...args], { env: { ...process.env, MESHTRAIN_TOKEN: token } });
+}
+
+/** Starts a worker program (`node ...argv`) and resolves once it says where it listens. */
+export function startWorkerProgram(argv: string[], o: { env: NodeJS.ProcessEnv; cwd?: string }): Promise<CliWorker> {
+  const child = spawn(process.execPath, argv, { env: o.env, cwd: o.cwd, stdio: ["ignore", "pipe", "pipe"] });
   const watched = watchOutput(child);
   return watched.match(/listening on (wss?:\/\/[^\s]+)/, 30_000, "a meshtrain worker starting").then((m) => ({
     url: m[1]!,

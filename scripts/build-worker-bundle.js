@@ -1,0 +1,50 @@
+#!/usr/bin/env node
+// Builds the worker bundle's JavaScript (what `meshtrain bundle` packs for hosts that have only
+// Node): the worker program and its communication thread, each one file holding the SDK's
+// worker side and the parts of TF.js it runs, into dist/worker-bundle/. Where a module has a
+// bundle counterpart beside it (name.bundle.ts), the bundle takes that one: it finds its native
+// addon beside itself, not in the package. Packages with binaries of their own (tfjs-node,
+// Dawn's webgpu) stay out: a bundled worker says they are not installed, as a worker without
+// them does. Not minified: a worker's stack trace should read as the source does.
+"use strict";
+const path = require("node:path");
+const fs = require("node:fs");
+const esbuild = require("esbuild");
+
+const root = path.join(__dirname, "..");
+const out = path.join(root, "dist", "worker-bundle");
+
+/** name.ts -> name.bundle.ts where one exists (relative imports inside sdk/ only). */
+const bundleVariants = {
+  name: "bundle-variants",
+  setup(build) {
+    build.onResolve({ filter: /^\.\.?\// }, (args) => {
+      if (!args.importer.startsWith(path.join(root, "sdk"))) return undefined;
+      const variant = `${path.resolve(args.resolveDir, args.path)}.bundle.ts`;
+      return fs.existsSync(variant) ? { path: variant } : undefined;
+    });
+  },
+};
+
+async function main() {
+  fs.rmSync(out, { recursive: true, force: true });
+  const common = {
+    bundle: true,
+    platform: "node",
+    format: "cjs",
+    target: ["node20"],
+    sourcemap: false,
+    legalComments: "none",
+    logLevel: "warning",
+    plugins: [bundleVariants],
+    external: ["@tensorflow/tfjs-node", "@tensorflow/tfjs-node-gpu", "@tensorflow/tfjs-backend-webgpu", "webgpu", "bufferutil", "utf-8-validate"],
+    define: { "process.env.NODE_ENV": '"production"' },
+  };
+  await esbuild.build({ ...common, entryPoints: [path.join(root, "sdk", "cli", "worker-bundle-main.ts")], outfile: path.join(out, "meshtrain-worker.js") });
+  await esbuild.build({ ...common, entryPoints: [path.join(root, "sdk", "worker", "comm", "entry.ts")], outfile: path.join(out, "comm", "entry.js") });
+}
+
+main().catch((err) => {
+  console.error(err.message ?? err);
+  process.exit(1);
+});

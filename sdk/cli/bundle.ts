@@ -1,0 +1,149 @@
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { ConfigError } from "../errors/errors";
+import { VERSION } from "../protocol/sdk-version";
+
+const PACKAGE_ROOT = path.join(__dirname, "..", "..", "..");
+
+/** One thing in the bundle, and why it is there (`meshtrain bundle --list`, and manifest.json). */
+export interface BundlePart {
+  path: string;
+  bytes: number;
+  why: string;
+}
+
+export interface BundleResult {
+  file: string;
+  /** The folder it extracts to. */
+  dir: string;
+  bytes: number;
+  parts: BundlePart[];
+  /** Why the bundle has no prebuilt native addon (null: it has one). */
+  noPrebuilt: string | null;
+}
+
+/** The platform the bundle's prebuilt addon is built for: this machine's (nothing cross-compiles it). */
+export function thisPlatform(): string {
+  return `${process.platform}-${process.arch}`;
+}
+
+function copy(from: string, to: string): void {
+  fs.mkdirSync(path.dirname(to), { recursive: true });
+  fs.copyFileSync(from, to);
+}
+
+/** The files, relative to `dir`, under it. */
+function filesUnder(dir: string, prefix = ""): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const rel = path.join(prefix, e.name);
+    return e.isDirectory() ? filesUnder(path.join(dir, e.name), rel) : [rel];
+  });
+}
+
+const WHY: ReadonlyArray<[RegExp, string]> = [
+  [/^meshtrain-worker\.js$/, "the worker program: the SDK's worker side and the parts of TF.js it runs, one file"],
+  [/^comm\/entry\.js$/, "the worker's communication thread (sockets, heartbeats, the all-reduce)"],
+  [/\.wasm$/, "TF.js's wasm backend, for a host where the native addon neither loads nor builds"],
+  [
+    /^native\/build\/meshtrain_native\.node$/,
+    "meshtrain's native CPU kernels, prebuilt for any x86-64 CPU of this platform (needs OpenBLAS on the host)",
+  ],
+  [/^native\/build\/status\.json$/, "how the prebuilt addon was built"],
+  [
+    /^native\/src\//,
+    "the addon's C sources: rebuilt on a host where the prebuilt one does not load, if it has a compiler and OpenBLAS",
+  ],
+  [/^scripts\/build-native\.js$/, "the addon's build script"],
+  [/^manifest\.json$/, "what this list says, with the version and platform"],
+];
+
+/** Stages the bundle's files in `dir`; returns why it has no prebuilt addon, or null. */
+function stage(dir: string): string | null {
+  const built = path.join(PACKAGE_ROOT, "dist", "worker-bundle");
+  if (!fs.existsSync(path.join(built, "meshtrain-worker.js"))) {
+    throw new ConfigError(`the worker bundle's JavaScript is not built (${built})`, {
+      hint: "run npm run build in the meshtrain package (scripts/build-worker-bundle.js)",
+    });
+  }
+  for (const f of filesUnder(built)) copy(path.join(built, f), path.join(dir, f));
+  const wasm = path.join(path.dirname(require.resolve("@tensorflow/tfjs-backend-wasm/package.json")), "dist");
+  for (const f of fs.readdirSync(wasm).filter((n) => n.endsWith(".wasm"))) copy(path.join(wasm, f), path.join(dir, f));
+  const src = path.join(PACKAGE_ROOT, "native", "src");
+  for (const f of fs.readdirSync(src)) copy(path.join(src, f), path.join(dir, "native", "src", f));
+  const script = path.join(PACKAGE_ROOT, "scripts", "build-native.js");
+  copy(script, path.join(dir, "scripts", "build-native.js"));
+  // Built now, for CPUs other than this one: the package's own addon uses every instruction this CPU has.
+  const r = spawnSync(process.execPath, [script, "--portable", "--out-dir", path.join(dir, "native", "build")], {
+    encoding: "utf8",
+    timeout: 300_000,
+  });
+  const status = JSON.parse(fs.readFileSync(path.join(dir, "native", "build", "status.json"), "utf8")) as {
+    ok: boolean;
+    reason?: string;
+  };
+  if (r.status !== 0 || !status.ok) return status.reason ?? `the build script failed: ${r.stderr}`;
+  return null;
+}
+
+function describe(dir: string): BundlePart[] {
+  return filesUnder(dir)
+    .sort()
+    .map((f) => {
+      const rel = f.split(path.sep).join("/");
+      return {
+        path: rel,
+        bytes: fs.statSync(path.join(dir, f)).size,
+        why: WHY.find(([re]) => re.test(rel))?.[1] ?? "",
+      };
+    });
+}
+
+/**
+ * `meshtrain bundle`: the worker side alone as one .tar.gz, for hosts that have Node and nothing
+ * else (no npm, no registry): extracted anywhere, `node meshtrain-worker-VERSION/meshtrain-worker.js`
+ * takes `meshtrain worker`'s flags. Its prebuilt addon is this platform's.
+ */
+export function makeBundle(o: { out?: string; platform?: string }): BundleResult {
+  if (o.platform !== undefined && o.platform !== thisPlatform()) {
+    throw new ConfigError(`bundle --platform ${o.platform}: this machine builds bundles for ${thisPlatform()} only`, {
+      hint: `make the bundle on a ${o.platform} machine with meshtrain installed (its addon is compiled there)`,
+    });
+  }
+  const name = `meshtrain-worker-${VERSION}`;
+  const file = path.resolve(o.out ?? `${name}-${thisPlatform()}.tar.gz`);
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "meshtrain-bundle-"));
+  try {
+    const dir = path.join(tmp, name);
+    const noPrebuilt = stage(dir);
+    const manifest = {
+      version: VERSION,
+      platform: thisPlatform(),
+      node: process.version,
+      prebuiltAddon: noPrebuilt === null,
+      parts: describe(dir),
+    };
+    fs.writeFileSync(path.join(dir, "manifest.json"), `${JSON.stringify(manifest, null, 2)}\n`);
+    const tar = spawnSync("tar", ["-czf", file, "-C", tmp, name], { encoding: "utf8" });
+    if (tar.status !== 0)
+      throw new ConfigError(`tar could not write ${file}: ${tar.stderr || tar.error?.message}`, {
+        hint: "check that the folder exists and can be written, and that tar is installed",
+      });
+    return { file, dir: name, bytes: fs.statSync(file).size, parts: describe(dir), noPrebuilt };
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+/** What `meshtrain bundle` prints: the file and its size, and with `list` each part and why. */
+export function bundleReport(b: BundleResult, list: boolean): string {
+  const mib = (n: number): string => `${(n / 2 ** 20).toFixed(1)} MiB`;
+  const lines = [`${b.file}: ${mib(b.bytes)} (${mib(b.parts.reduce((s, p) => s + p.bytes, 0))} extracted)`];
+  if (b.noPrebuilt) lines.push(`no prebuilt native addon (${b.noPrebuilt}): each host builds it, or uses wasm`);
+  if (list) for (const p of b.parts) lines.push(`  ${p.path.padEnd(44)} ${mib(p.bytes).padStart(9)}  ${p.why}`);
+  lines.push(
+    `on a host with Node 20 or later: tar -xzf ${path.basename(b.file)} && node ${b.dir}/meshtrain-worker.js --join ws://DRIVER:7071 (the token in MESHTRAIN_TOKEN)`,
+  );
+  return lines.join("\n");
+}

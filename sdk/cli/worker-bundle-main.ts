@@ -1,0 +1,23 @@
+#!/usr/bin/env node
+import { Command } from "commander";
+import { quietCpuBanner } from "../backends/quiet-banner";
+import { isMeshtrainError } from "../errors/errors";
+import { VERSION } from "../protocol/sdk-version";
+import { workerCommand } from "./worker-command";
+
+/**
+ * The worker bundle's program (`node meshtrain-worker.js`, made by `meshtrain bundle`): the
+ * worker side alone, for hosts with Node and nothing else. Its flags are `meshtrain worker`'s.
+ */
+quietCpuBanner();
+
+const program = workerCommand(new Command().name("meshtrain-worker").version(VERSION)).description(
+  `meshtrain ${VERSION}'s worker, from a bundle: serve drivers that know the token`,
+);
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  process.stderr.write(
+    `meshtrain-worker: ${isMeshtrainError(err) ? `${err.message} [${err.code}]` : err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
+  process.exit(isMeshtrainError(err) ? 2 : 1);
+});

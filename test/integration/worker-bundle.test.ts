@@ -1,0 +1,115 @@
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { after, before, describe, test } from "node:test";
+import * as tf from "@tensorflow/tfjs";
+import { cluster, datasets, ProtocolError } from "../../sdk/index";
+import { maxRelativeDifference, smallClassifier } from "../helpers/models";
+import { CLI, startWorkerProgram, type CliWorker } from "../helpers/processes";
+import { modelFitReference } from "../helpers/reference";
+
+/**
+ * The worker bundle (`meshtrain bundle`) as a host with only Node meets it: extracted into an
+ * empty folder with no node_modules above it, its workers train with a driver to model.fit's
+ * result, on the prebuilt native addon and on wasm; a host where the prebuilt addon does not
+ * load builds it from the bundle's sources; a bundle of another version is refused.
+ */
+
+tf.enableProdMode();
+const TOKEN = "bundle-test-token-0123456789abcdef";
+
+describe("the worker bundle, on a host with Node alone", () => {
+  let tmp: string;
+  let tarball: string;
+  let made: string;
+  const workers: CliWorker[] = [];
+
+  /** Extracts the bundle into a folder of its own; returns the worker program's path. */
+  function extract(name: string): string {
+    const host = path.join(tmp, name);
+    fs.mkdirSync(host);
+    const r = spawnSync("tar", ["-xzf", tarball, "-C", host], { encoding: "utf8" });
+    assert.equal(r.status, 0, r.stderr);
+    const [dir] = fs.readdirSync(host);
+    return path.join(host, dir!, "meshtrain-worker.js");
+  }
+
+  /** Starts a bundled worker from an empty folder, as a host without npm runs it: no NODE_PATH, nothing installed. */
+  async function start(program: string, args: string[] = []): Promise<CliWorker> {
+    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: tmp, MESHTRAIN_TOKEN: TOKEN };
+    const w = await startWorkerProgram([program, "--port", "0", ...args], { env, cwd: tmp });
+    workers.push(w);
+    return w;
+  }
+
+  before(() => {
+    // os.tmpdir() has no node_modules above it: what the bundled worker finds is its own.
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), "meshtrain-bundle-test-"));
+    tarball = path.join(tmp, "worker.tar.gz");
+    const r = spawnSync(process.execPath, [CLI, "bundle", "--out", tarball, "--list"], { encoding: "utf8", cwd: tmp, timeout: 600_000 });
+    assert.equal(r.status, 0, `meshtrain bundle failed:\n${r.stdout}\n${r.stderr}`);
+    made = r.stdout;
+  });
+
+  after(async () => {
+    await Promise.all(workers.map((w) => w.stop()));
+    fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  test("meshtrain bundle writes one .tar.gz under 20 MiB holding the worker, its thread, the prebuilt addon and its sources, and the wasm binaries", () => {
+    const mib = fs.statSync(tarball).size / 2 ** 20;
+    assert.ok(mib < 20, `${mib.toFixed(1)} MiB`);
+    assert.match(made, new RegExp(`worker\\.tar\\.gz: ${mib.toFixed(1)} MiB`), "the size printed is the file's");
+    const listed = spawnSync("tar", ["-tzf", tarball], { encoding: "utf8" }).stdout;
+    for (const part of ["meshtrain-worker.js", "comm/entry.js", "native/build/meshtrain_native.node", "native/src/gemm.c", "scripts/build-native.js", "tfjs-backend-wasm-simd.wasm", "manifest.json"]) {
+      assert.match(listed, new RegExp(`/${part.replace(/\./g, "\\.")}$`, "m"), part);
+    }
+    assert.match(made, /native\/build\/meshtrain_native\.node .* prebuilt for any x86-64 CPU/);
+  });
+
+  test("two bundled workers, one on the native addon and one on wasm, train to model.fit's result", async () => {
+    const program = extract("host-a");
+    const ws = [await start(program), await start(program, ["--backend", "wasm"])];
+    const c = await cluster().connect(ws.map((w) => w.url)).token(TOKEN).launch();
+    try {
+      assert.deepEqual(c.workers.map((w) => w.info.backend), ["native", "wasm"]);
+      const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 96, seed: 5 });
+      const distributed = smallClassifier(6, 3);
+      const single = smallClassifier(6, 3);
+      await c.fit(distributed, ds, { epochs: 2, batchSize: 16, optimizer: "sgd", shuffle: false, seed: 3 });
+      await modelFitReference(single, ds, { epochs: 2, batchSize: 16, optimizer: { name: "sgd", learningRate: 0.01 }, shuffle: false, seed: 3 });
+      const diff = maxRelativeDifference(distributed, single);
+      assert.ok(diff < 1e-4, `relative difference ${diff}`);
+    } finally {
+      await c.close();
+    }
+  });
+
+  test("where the prebuilt addon does not load, the worker builds it from the bundle's sources and says so", async () => {
+    const program = extract("host-b");
+    fs.writeFileSync(path.join(path.dirname(program), "native", "build", "meshtrain_native.node"), "not a shared object");
+    const w = await start(program);
+    const c = await cluster().connect([w.url]).token(TOKEN).launch();
+    try {
+      assert.equal(c.workers[0]!.info.backend, "native");
+      assert.match(w.output(), /prebuilt native addon does not load on this host; building it here[\s\S]*built the native addon on this host/);
+    } finally {
+      await c.close();
+    }
+  });
+
+  test("a bundle of another meshtrain version is refused at the handshake, naming both versions", async () => {
+    const program = extract("host-c");
+    const text = fs.readFileSync(program, "utf8");
+    assert.match(text, /VERSION = "\d+\.\d+\.\d+"/);
+    fs.writeFileSync(program, text.replace(/VERSION = "\d+\.\d+\.\d+"/, 'VERSION = "0.0.9"'));
+    const w = await start(program);
+    await assert.rejects(cluster().connect([w.url]).token(TOKEN).timeouts({ connectMs: 10_000 }).launch(), (e: unknown) => {
+      assert.ok(e instanceof ProtocolError, String(e));
+      assert.match((e as Error).message, /worker rank 0 at ws:\/\/127\.0\.0\.1:\d+ runs meshtrain 0\.0\.9, this driver runs \d+\.\d+\.\d+/);
+      return true;
+    });
+  });
+});
