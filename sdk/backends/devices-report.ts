@@ -1,6 +1,7 @@
 import { discoverAdapters } from "./webgpu/discover";
 import { icdManifests, loaderDir } from "./webgpu/vulkan";
 import { probeGpus } from "./cuda-gpus";
+import { tryBackend } from "./try-backend";
 
 /** `meshtrain devices`: what this machine offers workers, as nvidia-smi -L and vulkaninfo would say it, and why not more. */
 export async function describeDevices(): Promise<string> {
@@ -31,5 +32,18 @@ export async function describeDevices(): Promise<string> {
     );
   });
   for (const p of survey.problems) lines.push(`  ${p}`);
+  return lines.join("\n");
+}
+
+/**
+ * The CPU backends a worker here can start, each tried in this process (`meshtrain devices`
+ * prints them after the GPUs): tfjs-node, meshtrain's native kernels, wasm; with why not.
+ */
+export async function describeCpuBackends(): Promise<string> {
+  const lines = ["CPU backends:"];
+  for (const name of ["node", "native", "wasm"] as const) {
+    const r = await tryBackend(name, 1, null, false);
+    lines.push(`  ${name}: ${r.ok ? "available" : `not available: ${r.why}`}`);
+  }
   return lines.join("\n");
 }

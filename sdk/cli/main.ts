@@ -47,9 +47,8 @@ program
     "the GPUs and backends this machine offers workers: CUDA devices, the Vulkan loader and drivers, and the WebGPU adapters Dawn finds",
   )
   .action(async () => {
-    process.stdout.write(
-      `${await (require("../backends/devices-report") as typeof import("../backends/devices-report")).describeDevices()}\n`,
-    );
+    const report = require("../backends/devices-report") as typeof import("../backends/devices-report");
+    process.stdout.write(`${await report.describeDevices()}\n${await report.describeCpuBackends()}\n`);
   });
 
 program

@@ -15,6 +15,14 @@ const program = workerCommand(new Command().name("meshtrain-worker").version(VER
   `meshtrain ${VERSION}'s worker, from a bundle: serve drivers that know the token`,
 );
 
+program
+  .command("devices")
+  .description("the GPUs and backends a worker from this bundle finds on this host, and why not more")
+  .action(async () => {
+    const report = require("../backends/devices-report") as typeof import("../backends/devices-report");
+    process.stdout.write(`${await report.describeDevices()}\n${await report.describeCpuBackends()}\n`);
+  });
+
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(
     `meshtrain-worker: ${isMeshtrainError(err) ? `${err.message} [${err.code}]` : err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,

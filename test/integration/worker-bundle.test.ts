@@ -87,6 +87,14 @@ describe("the worker bundle, on a host with Node alone", () => {
     }
   });
 
+  test("`node meshtrain-worker.js devices` runs from the bundle alone: the CPU backends it has, and why no WebGPU", () => {
+    const program = extract("host-d");
+    const r = spawnSync(process.execPath, [program, "devices"], { encoding: "utf8", cwd: tmp, env: { PATH: process.env.PATH, HOME: tmp }, timeout: 120_000 });
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /CPU backends:\n {2}node: not available: @tensorflow\/tfjs-node is not installed[^\n]*\n {2}native: available\n {2}wasm: available/);
+    assert.match(r.stdout, /WebGPU adapters \(Dawn\): none\n {2}Dawn's WebGPU bindings \(the webgpu package\) are not in the worker bundle/);
+  });
+
   test("where the prebuilt addon does not load, the worker builds it from the bundle's sources and says so", async () => {
     const program = extract("host-b");
     fs.writeFileSync(path.join(path.dirname(program), "native", "build", "meshtrain_native.node"), "not a shared object");
