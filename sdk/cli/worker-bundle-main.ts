@@ -3,7 +3,7 @@ import { Command } from "commander";
 import { quietCpuBanner } from "../backends/quiet-banner";
 import { isMeshtrainError } from "../errors/errors";
 import { VERSION } from "../protocol/sdk-version";
-import { workerCommand } from "./worker-command";
+import { hostCommands, workerCommand } from "./worker-command";
 
 /**
  * The worker bundle's program (`node meshtrain-worker.js`, made by `meshtrain bundle`): the
@@ -11,17 +11,13 @@ import { workerCommand } from "./worker-command";
  */
 quietCpuBanner();
 
-const program = workerCommand(new Command().name("meshtrain-worker").version(VERSION)).description(
-  `meshtrain ${VERSION}'s worker, from a bundle: serve drivers that know the token`,
-);
+const program = workerCommand(
+  new Command().name("meshtrain-worker").version(VERSION).enablePositionalOptions(),
+).description(`meshtrain ${VERSION}'s worker, from a bundle: serve drivers that know the token`);
 
-program
-  .command("devices")
-  .description("the GPUs and backends a worker from this bundle finds on this host, and why not more")
-  .action(async () => {
-    const report = require("../backends/devices-report") as typeof import("../backends/devices-report");
-    process.stdout.write(`${await report.describeDevices()}\n${await report.describeCpuBackends()}\n`);
-  });
+// `worker` too, so that a launcher's command lines (`CMD preflight ...`, `CMD worker --join ...`) run on either program.
+workerCommand(program.command("worker"));
+hostCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(

@@ -143,3 +143,30 @@ export function workerCommand(command: Command): Command {
       process.exit(code);
     });
 }
+
+/**
+ * The commands a worker host answers besides `worker`, on `program`: `preflight` (what the ssh
+ * launcher checks there) and `devices`. One definition for `meshtrain` and the worker bundle's
+ * program, so that a launcher runs the same command lines with either.
+ */
+export function hostCommands(program: Command): void {
+  program
+    .command("preflight")
+    .description(
+      "what a launcher checks on a host before starting workers there: this meshtrain's and node's versions, and whether the driver's address is reachable (one JSON line)",
+    )
+    .requiredOption("--reach <address>", "the driver's join address, ws://host:port")
+    .action(async (o: { reach: string }) => {
+      const report = await (require("./preflight") as typeof import("./preflight")).runPreflight(o.reach);
+      process.stdout.write(`${JSON.stringify(report)}\n`);
+    });
+  program
+    .command("devices")
+    .description(
+      "the GPUs and backends this machine offers workers: CUDA devices, the Vulkan loader and drivers, the WebGPU adapters Dawn finds, and the CPU backends",
+    )
+    .action(async () => {
+      const report = require("../backends/devices-report") as typeof import("../backends/devices-report");
+      process.stdout.write(`${await report.describeDevices()}\n${await report.describeCpuBackends()}\n`);
+    });
+}
