@@ -2,7 +2,7 @@
 import { OPTIMIZER_NAMES } from "../protocol/optimizer-spec";
 import { Command, Option } from "commander";
 import { int, positive } from "./arg-parsers";
-import { workerCommand } from "./worker-command";
+import { hostCommands, workerCommand } from "./worker-command";
 import { ConfigError, isMeshtrainError } from "../errors/errors";
 import { BACKEND_CHOICES } from "../protocol/backend-names";
 import { VERSION } from "../protocol/sdk-version";
@@ -27,6 +27,7 @@ const program = new Command()
   .version(VERSION);
 
 workerCommand(program.command("worker"));
+hostCommands(program);
 
 program
   .command("bundle")
@@ -37,30 +38,8 @@ program
   .option("--platform <name>", "the platform its native addon is built for: this machine's (e.g. linux-x64)")
   .option("--list", "list what is inside and why", false)
   .action((o: { out?: string; platform?: string; list: boolean }) => {
-    const b = (require("./bundle") as typeof import("./bundle")).makeBundle(o);
+    const b = (require("../launchers/worker-bundle") as typeof import("../launchers/worker-bundle")).makeBundle(o);
     process.stdout.write(`${(require("./bundle") as typeof import("./bundle")).bundleReport(b, o.list)}\n`);
-  });
-
-program
-  .command("devices")
-  .description(
-    "the GPUs and backends this machine offers workers: CUDA devices, the Vulkan loader and drivers, and the WebGPU adapters Dawn finds",
-  )
-  .action(async () => {
-    const report = require("../backends/devices-report") as typeof import("../backends/devices-report");
-    process.stdout.write(`${await report.describeDevices()}\n${await report.describeCpuBackends()}\n`);
-  });
-
-program
-  .command("preflight")
-  .description(
-    "what a launcher checks on a host before starting workers there: this meshtrain's and node's versions, and whether the driver's address is reachable (one JSON line)",
-  )
-  .requiredOption("--reach <address>", "the driver's join address, ws://host:port")
-  .action(async (o: { reach: string }) => {
-    process.stdout.write(
-      `${JSON.stringify(await (require("./preflight") as typeof import("./preflight")).runPreflight(o.reach))}\n`,
-    );
   });
 
 program

@@ -1,4 +1,5 @@
 import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -59,21 +60,43 @@ const WHY: ReadonlyArray<[RegExp, string]> = [
   [/^manifest\.json$/, "what this list says, with the version and platform"],
 ];
 
-/** Stages the bundle's files in `dir`; returns why it has no prebuilt addon, or null. */
-function stage(dir: string): string | null {
+/** The files the bundle is made of, source path -> path in the bundle (its addon is built from them). */
+function inputs(): Array<[string, string]> {
   const built = path.join(PACKAGE_ROOT, "dist", "worker-bundle");
   if (!fs.existsSync(path.join(built, "meshtrain-worker.js"))) {
     throw new ConfigError(`the worker bundle's JavaScript is not built (${built})`, {
       hint: "run npm run build in the meshtrain package (scripts/build-worker-bundle.js)",
     });
   }
-  for (const f of filesUnder(built)) copy(path.join(built, f), path.join(dir, f));
   const wasm = path.join(path.dirname(require.resolve("@tensorflow/tfjs-backend-wasm/package.json")), "dist");
-  for (const f of fs.readdirSync(wasm).filter((n) => n.endsWith(".wasm"))) copy(path.join(wasm, f), path.join(dir, f));
   const src = path.join(PACKAGE_ROOT, "native", "src");
-  for (const f of fs.readdirSync(src)) copy(path.join(src, f), path.join(dir, "native", "src", f));
+  return [
+    ...filesUnder(built).map((f): [string, string] => [path.join(built, f), f]),
+    ...fs
+      .readdirSync(wasm)
+      .filter((n) => n.endsWith(".wasm"))
+      .map((f): [string, string] => [path.join(wasm, f), f]),
+    ...fs.readdirSync(src).map((f): [string, string] => [path.join(src, f), path.join("native", "src", f)]),
+    [path.join(PACKAGE_ROOT, "scripts", "build-native.js"), path.join("scripts", "build-native.js")],
+  ];
+}
+
+/**
+ * What identifies a bundle's contents: a hash of its files (not of the .tar.gz, whose times
+ * and compiled addon differ from one making to the next), the version and the platform. The
+ * launchers cache a bundle under it, here and on the hosts.
+ */
+export function bundleKey(): string {
+  const h = createHash("sha256").update(`${VERSION} ${thisPlatform()}\n`);
+  for (const [from, to] of inputs().sort((a, b) => a[1].localeCompare(b[1])))
+    h.update(`${to}\n`).update(fs.readFileSync(from));
+  return h.digest("hex").slice(0, 24);
+}
+
+/** Stages the bundle's files in `dir`; returns why it has no prebuilt addon, or null. */
+function stage(dir: string): string | null {
+  for (const [from, to] of inputs()) copy(from, path.join(dir, to));
   const script = path.join(PACKAGE_ROOT, "scripts", "build-native.js");
-  copy(script, path.join(dir, "scripts", "build-native.js"));
   // Built now, for CPUs other than this one: the package's own addon uses every instruction this CPU has.
   const r = spawnSync(process.execPath, [script, "--portable", "--out-dir", path.join(dir, "native", "build")], {
     encoding: "utf8",
@@ -134,16 +157,4 @@ export function makeBundle(o: { out?: string; platform?: string }): BundleResult
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
-}
-
-/** What `meshtrain bundle` prints: the file and its size, and with `list` each part and why. */
-export function bundleReport(b: BundleResult, list: boolean): string {
-  const mib = (n: number): string => `${(n / 2 ** 20).toFixed(1)} MiB`;
-  const lines = [`${b.file}: ${mib(b.bytes)} (${mib(b.parts.reduce((s, p) => s + p.bytes, 0))} extracted)`];
-  if (b.noPrebuilt) lines.push(`no prebuilt native addon (${b.noPrebuilt}): each host builds it, or uses wasm`);
-  if (list) for (const p of b.parts) lines.push(`  ${p.path.padEnd(44)} ${mib(p.bytes).padStart(9)}  ${p.why}`);
-  lines.push(
-    `on a host with Node 20 or later: tar -xzf ${path.basename(b.file)} && node ${b.dir}/meshtrain-worker.js --join ws://DRIVER:7071 (the token in MESHTRAIN_TOKEN)`,
-  );
-  return lines.join("\n");
 }
