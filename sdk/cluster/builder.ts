@@ -129,11 +129,13 @@ export class ClusterBuilder {
    * driver's version, the driver reachable back) and fails once naming each host that failed.
    * Each worker gets the token on its stdin and exits when that closes: on close(), when the
    * driver exits or dies. `command` runs meshtrain there (default: this node and meshtrain's
-   * paths); `sshArgs` go to every ssh; `driverHost` is where hosts reach this driver.
+   * paths); `sshArgs` go to every ssh; `driverHost` is where hosts reach this driver. `ship`
+   * ("auto") copies the worker bundle to a host where meshtrain is missing or of another
+   * version, run there by `node` ("node"); "always" to every host, "never" to none.
    */
   ssh(hosts: readonly string[], options: SshOptions = {}): ClusterBuilder {
     const list = parseOrThrow(SshHostsSchema, hosts, "ssh(hosts)", 'pass host names as ssh takes them, e.g. ["node1", "alice@node2:2222"]');
-    const { port, timeoutMs, ...o } = parseOrThrow(SshOptionsSchema, options, "ssh(hosts, options)", "options are workersPerHost, command, sshArgs, driverHost, port and timeoutMs, each optional");
+    const { port, timeoutMs, ...o } = parseOrThrow(SshOptionsSchema, options, "ssh(hosts, options)", "options are workersPerHost, command, sshArgs, driverHost, ship, node, port and timeoutMs, each optional");
     return this.with({ workers: { kind: "join", count: list.length * o.workersPerHost, host: o.driverHost ?? "127.0.0.1", port, timeoutMs, launcher: defined({ kind: "ssh" as const, hosts: list, ...o }) } });
   }
 

@@ -21,6 +21,8 @@ export const FromEnvOptionsSchema = z.strictObject({
 export const SshOptionsSchema = SshLauncherSpecSchema.omit({ kind: true, hosts: true }).extend({
   workersPerHost: SshLauncherSpecSchema.shape.workersPerHost.default(1),
   sshArgs: SshLauncherSpecSchema.shape.sshArgs.default([]),
+  ship: SshLauncherSpecSchema.shape.ship.default("auto"),
+  node: SshLauncherSpecSchema.shape.node.default("node"),
   port: listening.port,
   timeoutMs: listening.timeoutMs.default(120_000),
 });

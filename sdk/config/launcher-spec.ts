@@ -22,6 +22,14 @@ export const SshLauncherSpecSchema = z.strictObject({
   sshArgs: z.array(z.string().max(2000)).max(64),
   /** The address the hosts reach the driver at; default: the interface that routes to them. */
   driverHost,
+  /**
+   * The worker bundle (`meshtrain bundle`) copied to hosts over ssh and run there by their node:
+   * "auto" where meshtrain is missing, not runnable or of another version and no `command` was
+   * given; "always"; "never". Cached on each host by its contents, so a second launch copies nothing.
+   */
+  ship: z.enum(["auto", "always", "never"]),
+  /** The node program on the hosts that runs a shipped bundle; default "node", found on the host's PATH. */
+  node: z.string().min(1).max(1000),
 });
 
 /** slurm(): the workers as one batch job (sbatch, then srun inside it). */

@@ -6,7 +6,8 @@ import { followLines } from "../util/child-lines";
 import { killOnExit } from "../util/kill-on-exit";
 import { meshtrainCommand } from "./remote-command";
 import type { LaunchContext, Launcher } from "./launcher";
-import { judgePreflight, type PreflightRun } from "./preflight-report";
+import { preflightProblem, type PreflightProblem, type PreflightRun } from "./preflight-report";
+import { localBundle, shipBundle, type LocalBundle } from "./bundle-ship";
 import { parseSshTarget, resolvedHostName, shellQuote, sshArgv, type SshTarget } from "./ssh-target";
 import { localAddressTowards } from "../transport/routes";
 
@@ -30,6 +31,11 @@ export class SshLauncher implements Launcher {
   private towards: string[] = [];
   private readonly started: Started[] = [];
   private stopping = false;
+  /** What runs meshtrain on each host: the spec's command, or a shipped bundle. */
+  private commands: string[] = [];
+  /** The hosts the bundle went to, and whether it was copied or found in their cache. */
+  private readonly shipped: Array<{ label: string; copied: boolean }> = [];
+  private bundle: LocalBundle | null = null;
 
   constructor(private readonly spec: SshLauncherSpec) {
     this.targets = spec.hosts.map(parseSshTarget);
@@ -57,9 +63,21 @@ export class SshLauncher implements Launcher {
   }
 
   async start(ctx: LaunchContext): Promise<void> {
-    const problems = (
-      await Promise.all(this.targets.map((t, i) => this.preflight(t, this.urlFor(i, ctx.joinUrl))))
-    ).flatMap((p, i) => (p ? [`${this.targets[i]!.label}: ${p}`] : []));
+    this.commands = this.targets.map(() => this.command());
+    const all = this.targets.map((_, i) => i);
+    if (this.spec.ship === "always") await this.ship(all);
+    const check = (list: number[]): Promise<Array<PreflightProblem | null>> =>
+      Promise.all(list.map((i) => this.preflight(i, this.urlFor(i, ctx.joinUrl))));
+    const found = await check(all);
+    // "auto": where only meshtrain is wrong (missing, not runnable, another version), the bundle goes there and the host is asked again.
+    const fixable = all.filter(
+      (i) => found[i]?.bundleHelps && this.spec.ship === "auto" && this.spec.command === undefined,
+    );
+    if (fixable.length > 0) {
+      await this.ship(fixable);
+      (await check(fixable)).forEach((p, k) => (found[fixable[k]!] = p));
+    }
+    const problems = found.flatMap((p, i) => (p ? [`${this.targets[i]!.label}: ${p.why}`] : []));
     if (problems.length > 0) {
       throw new LaunchError(
         `ssh preflight failed on ${problems.length} of ${this.targets.length} host(s):\n  ${problems.join("\n  ")}`,
@@ -71,41 +89,49 @@ export class SshLauncher implements Launcher {
     }
     this.targets.forEach((t, i) => {
       for (let k = 0; k < this.spec.workersPerHost; k++)
-        this.startWorker(ctx, t, i * this.spec.workersPerHost + k, this.urlFor(i, ctx.joinUrl));
+        this.startWorker(ctx, t, i, i * this.spec.workersPerHost + k, this.urlFor(i, ctx.joinUrl));
     });
   }
 
-  private preflight(t: SshTarget, url: string): Promise<string | null> {
+  /** The worker bundle to hosts `list`: made (or found) here once, copied where their cache lacks it. */
+  private async ship(list: number[]): Promise<void> {
+    this.bundle ??= localBundle();
+    const b = this.bundle;
+    const done = await Promise.all(list.map((i) => shipBundle(this.targets[i]!, this.spec.sshArgs, b, this.spec.node)));
+    done.forEach((s, k) => {
+      this.commands[list[k]!] = s.command;
+      this.shipped.push({ label: this.targets[list[k]!]!.label, copied: s.copied });
+    });
+  }
+
+  private preflight(i: number, url: string): Promise<PreflightProblem | null> {
+    const t = this.targets[i]!;
+    const command = this.commands[i]!;
     return new Promise((resolve) => {
-      const child = spawn(
-        "ssh",
-        sshArgv(t, this.spec.sshArgs, `${this.command()} preflight --reach ${shellQuote(url)}`),
-        { stdio: ["ignore", "pipe", "pipe"] },
-      );
+      const child = spawn("ssh", sshArgv(t, this.spec.sshArgs, `${command} preflight --reach ${shellQuote(url)}`), {
+        stdio: ["ignore", "pipe", "pipe"],
+      });
       const run: PreflightRun = { code: null, stdout: "", stderr: "" };
       child.stdout.on("data", (c: Buffer) => (run.stdout += c.toString("utf8")));
       child.stderr.on("data", (c: Buffer) => (run.stderr += c.toString("utf8")));
       const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
       child.once("error", (err) => {
         clearTimeout(timer);
-        resolve(`cannot run ssh here (${err.message}): install an OpenSSH client`);
+        resolve({ why: `cannot run ssh here (${err.message}): install an OpenSSH client`, bundleHelps: false });
       });
       child.once("close", (code, signal) => {
         clearTimeout(timer);
         resolve(
           signal === "SIGKILL"
-            ? "no answer within 30 s"
-            : judgePreflight(
-                { ...run, code },
-                { command: this.command(), version: VERSION, nodeMajor: NODE_MAJOR, driverUrl: url },
-              ),
+            ? { why: "no answer within 30 s", bundleHelps: false }
+            : preflightProblem({ ...run, code }, { command, version: VERSION, nodeMajor: NODE_MAJOR, driverUrl: url }),
         );
       });
     });
   }
 
-  private startWorker(ctx: LaunchContext, t: SshTarget, rank: number, url: string): void {
-    const remote = `${this.command()} worker --join ${shellQuote(url)} --rank ${rank} --token-stdin --join-timeout ${ctx.joinTimeoutS}`;
+  private startWorker(ctx: LaunchContext, t: SshTarget, host: number, rank: number, url: string): void {
+    const remote = `${this.commands[host]!} worker --join ${shellQuote(url)} --rank ${rank} --token-stdin --join-timeout ${ctx.joinTimeoutS}`;
     // Its own process group: a notebook's interrupt (SIGINT to the kernel's group) must not end the workers.
     const child = spawn("ssh", sshArgv(t, this.spec.sshArgs, remote), {
       stdio: ["pipe", "pipe", "pipe"],
@@ -131,7 +157,15 @@ export class SshLauncher implements Launcher {
   }
 
   async notes(): Promise<string[]> {
-    return [`ssh: ${this.started.length} worker(s) on ${this.targets.map((t) => t.label).join(", ")}`];
+    const shipped = this.shipped.map((s) => `${s.label} (${s.copied ? "copied" : "already there"})`);
+    return [
+      `ssh: ${this.started.length} worker(s) on ${this.targets.map((t) => t.label).join(", ")}`,
+      ...(this.bundle && shipped.length > 0
+        ? [
+            `ssh: the worker bundle ${this.bundle.key} (${this.bundle.made ? "made for this launch" : "from this machine's cache"}) runs on ${shipped.join(", ")}`,
+          ]
+        : []),
+    ];
   }
 
   /** Closes every worker's stdin (it exits), then ends ssh clients still running after 5 s. */

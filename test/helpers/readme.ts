@@ -91,6 +91,7 @@ export const BLOCK_RUNS: ReadonlyArray<{ contains: string; run: BlockRun }> = [
   { contains: "FROM node:20-bookworm-slim", run: { notRun: "no Docker engine runs on these machines" } },
   { contains: 'meshtrain: --name "Mnist_Run"', run: "output" },
   { contains: "meshtrain worker: could not join ws://mnist-driver:7071", run: "output" },
+  { contains: "npx meshtrain bundle --list", run: { notRun: "copies the bundle to another host; worker-bundle.test.ts makes it with `meshtrain bundle --list`, extracts it in an empty folder and runs `node meshtrain-worker.js` there" } },
   { contains: "npx meshtrain devices", run: { notRun: "webgpu-workers.test.ts runs `meshtrain devices` and checks what it lists" } },
   { contains: "Vulkan loader: /usr/lib/chromium/libvulkan.so.1", run: "output" },
   { contains: 'cluster().gpus(2, { software: true }).strategy("data").launch()', run: "script" },

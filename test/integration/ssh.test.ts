@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
@@ -56,6 +57,40 @@ describe("workers started over ssh", () => {
       await waitFor(`remote workers ${pids.join(", ")} to exit after their driver died`, () => pids.every((p) => !isAlive(p)) && processesMatching("--token-stdin").length === 0, 20_000);
     } finally {
       driver.kill("SIGKILL");
+    }
+  });
+
+  test('ship: "always": the worker bundle goes to each host over ssh, runs there and trains to model.fit; a second launch copies nothing', async () => {
+    // The driver's cache in a folder of the test's; the hosts' is their user's (~/.cache), removed after.
+    const cache = fs.mkdtempSync(path.join(os.tmpdir(), "meshtrain-ship-cache-"));
+    const saved = process.env.XDG_CACHE_HOME;
+    process.env.XDG_CACHE_HOME = cache;
+    let key = "";
+    try {
+      const launch = (): ReturnType<ReturnType<typeof cluster>["launch"]> =>
+        cluster().ssh([a, b], { sshArgs: net.sshArgs, ship: "always" }).backend("cpu").launch();
+      const c = await launch();
+      try {
+        const note = c.notes.find((n) => n.startsWith("ssh: the worker bundle")) ?? c.notes.join("\n");
+        key = /the worker bundle (\w+)/.exec(note)?.[1] ?? "";
+        assert.equal(note, `ssh: the worker bundle ${key} (made for this launch) runs on ${a} (copied), ${b} (copied)`);
+        const command = fs.readFileSync(`/proc/${c.workers[0]!.info.pid}/cmdline`, "utf8").split("\0").join(" ");
+        assert.match(command, new RegExp(`/\\.cache/meshtrain/bundles/${key}/meshtrain-worker-[\\d.]+/meshtrain-worker\\.js worker --join`));
+        await fitsLikeModelFit(c, { size: 96, seed: 5 });
+      } finally {
+        await c.close();
+      }
+      const again = await launch();
+      try {
+        assert.ok(again.notes.includes(`ssh: the worker bundle ${key} (from this machine's cache) runs on ${a} (already there), ${b} (already there)`), again.notes.join("\n"));
+      } finally {
+        await again.close();
+      }
+    } finally {
+      if (saved === undefined) delete process.env.XDG_CACHE_HOME;
+      else process.env.XDG_CACHE_HOME = saved;
+      fs.rmSync(cache, { recursive: true, force: true });
+      if (key) fs.rmSync(path.join(os.homedir(), ".cache", "meshtrain", "bundles", key), { recursive: true, force: true });
     }
   });
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { judgePreflight } from "../../sdk/launchers/preflight-report";
+import { judgePreflight, preflightProblem } from "../../sdk/launchers/preflight-report";
 import { parseSshTarget, shellQuote, sshArgv } from "../../sdk/launchers/ssh-target";
 import { ConfigError } from "../../sdk/errors/errors";
 
@@ -16,6 +16,18 @@ test("judgePreflight: each way a host can fail, in words that say what to do", (
   assert.match(judgePreflight({ code: 0, stdout: answer({ meshtrain: "1.1.0" }), stderr: "" }, expect)!, /^meshtrain 1\.1\.0 there; the driver runs 1\.2\.0/);
   assert.match(judgePreflight({ code: 0, stdout: answer({ reach: "EHOSTUNREACH" }), stderr: "" }, expect)!, /ws:\/\/10\.0\.0\.1:7071 is not reachable from there \(EHOSTUNREACH\): pass ssh\(hosts, \{ driverHost \}\)/);
   assert.match(judgePreflight({ code: 1, stdout: "Usage: something else\n", stderr: "" }, expect)!, /did not answer as meshtrain does/);
+});
+
+test('preflightProblem: ship "auto" sends the bundle where only meshtrain is wrong, never where ssh, node or the network is', () => {
+  const helps = (run: { code: number; stdout: string; stderr: string }): boolean | undefined => preflightProblem(run, expect)?.bundleHelps;
+  assert.equal(helps({ code: 127, stdout: "", stderr: "sh: 1: /opt/node: not found\n" }), true);
+  assert.equal(helps({ code: 1, stdout: "", stderr: "Error: Cannot find module '/x/cli.js'\n" }), true);
+  assert.equal(helps({ code: 0, stdout: answer({ meshtrain: "1.1.0" }), stderr: "" }), true);
+  assert.equal(helps({ code: 1, stdout: "Usage: something else\n", stderr: "" }), true);
+  assert.equal(helps({ code: 255, stdout: "", stderr: "ssh: connect to host h port 22: Connection refused\n" }), false);
+  assert.equal(helps({ code: 0, stdout: answer({ node: "v18.19.0" }), stderr: "" }), false);
+  assert.equal(helps({ code: 0, stdout: answer({ reach: "ECONNREFUSED" }), stderr: "" }), false);
+  assert.equal(preflightProblem({ code: 0, stdout: answer({}), stderr: "" }, expect), null);
 });
 
 test("ssh targets: host, user@host, user@host:port; ssh never prompts; remote arguments quoted", () => {

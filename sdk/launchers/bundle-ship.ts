@@ -1,0 +1,127 @@
+import { spawn } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { LaunchError } from "../errors/errors";
+import { VERSION } from "../protocol/sdk-version";
+import { shellQuote, sshArgv, type SshTarget } from "./ssh-target";
+import { bundleKey, makeBundle } from "./worker-bundle";
+
+/** The bundle this driver ships: a .tar.gz in its user's cache, named by its contents' key. */
+export interface LocalBundle {
+  file: string;
+  key: string;
+  /** Made by this launch (false: found in the cache). */
+  made: boolean;
+}
+
+/** Where this user's caches go: $XDG_CACHE_HOME, else ~/.cache (the same rule the hosts' shell applies). */
+function cacheRoot(): string {
+  return process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache");
+}
+
+/** The bundle of this installation, made once and kept in ~/.cache/meshtrain/bundles by its key. */
+export function localBundle(): LocalBundle {
+  const key = bundleKey();
+  const dir = path.join(cacheRoot(), "meshtrain", "bundles");
+  const file = path.join(dir, `${key}.tar.gz`);
+  if (fs.existsSync(file)) return { file, key, made: false };
+  fs.mkdirSync(dir, { recursive: true });
+  // Made beside it and moved into place: two drivers making it at once never leave half a file.
+  const partial = `${file}.${process.pid}.partial`;
+  try {
+    makeBundle({ out: partial });
+    fs.renameSync(partial, file);
+  } finally {
+    fs.rmSync(partial, { force: true });
+  }
+  return { file, key, made: true };
+}
+
+/** Runs one command on a host over ssh, `input` (a file) on its stdin; resolves with its output and exit code. */
+function sshRun(
+  t: SshTarget,
+  sshArgs: readonly string[],
+  command: string,
+  input: string | null,
+  timeoutMs: number,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn("ssh", sshArgv(t, sshArgs, command), { stdio: [input ? "pipe" : "ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout?.on("data", (c: Buffer) => (stdout += c.toString("utf8")));
+    child.stderr?.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    if (input && child.stdin) {
+      child.stdin.on("error", () => undefined);
+      fs.createReadStream(input).pipe(child.stdin);
+    }
+    child.once("error", (err) => {
+      clearTimeout(timer);
+      resolve({ code: null, stdout, stderr: err.message });
+    });
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** What shipping to one host did: the command that runs the bundle there, and whether bytes were copied. */
+export interface Shipped {
+  command: string;
+  copied: boolean;
+}
+
+/**
+ * Makes the bundle present on host `t`, in its user's cache by key (copied over ssh, extracted
+ * in a folder of its own and moved into place, so a second launch copies nothing and two at once
+ * do not mix), and returns the command line that runs it with the host's `node`.
+ */
+export async function shipBundle(
+  t: SshTarget,
+  sshArgs: readonly string[],
+  b: LocalBundle,
+  node: string,
+): Promise<Shipped> {
+  const dir = `"\${XDG_CACHE_HOME:-$HOME/.cache}/meshtrain/bundles/${b.key}"`;
+  const look = await sshRun(
+    t,
+    sshArgs,
+    `d=${dir}; if [ -f "$d/ok" ]; then echo "cached $d"; else echo "missing $d"; fi`,
+    null,
+    30_000,
+  );
+  const seen = /^(cached|missing) (.+)$/m.exec(look.stdout);
+  if (look.code !== 0 || !seen) {
+    throw new LaunchError(
+      `could not look for the worker bundle on ${t.label} (ssh exit ${look.code}): ${look.stderr.trim() || look.stdout.trim()}`,
+      {
+        hint: "check that ssh reaches the host and that its user has a home folder",
+      },
+    );
+  }
+  const where = seen[2]!;
+  if (seen[1] === "missing") {
+    const put = await sshRun(
+      t,
+      sshArgs,
+      `d=${dir}; t="$d.partial.$$"; rm -rf "$t" && mkdir -p "$t" && tar -xzf - -C "$t" && touch "$t/ok" && { [ -f "$d/ok" ] && rm -rf "$t" || { rm -rf "$d"; mv "$t" "$d"; }; } && echo shipped`,
+      b.file,
+      300_000,
+    );
+    if (put.code !== 0 || !/shipped/.test(put.stdout)) {
+      throw new LaunchError(
+        `could not copy the worker bundle to ${t.label} (exit ${put.code}): ${put.stderr.trim().split("\n").pop() ?? ""}`,
+        {
+          hint: `the host needs tar, and room in ${where}`,
+        },
+      );
+    }
+  }
+  return {
+    command: `${shellQuote(node)} ${shellQuote(`${where}/meshtrain-worker-${VERSION}/meshtrain-worker.js`)}`,
+    copied: seen[1] === "missing",
+  };
+}
