@@ -44,12 +44,13 @@ test("a worker times the model's layers and replica step, and plan() and fit() p
     assert.deepEqual(p.replicaStep, { native: true });
     assert.match(c.plan(m, { batchSize: 32 }).prediction!.basis, /timed on rank \d \(native\) at batches 4 and 32/);
     // profile() also timed the data ring the fit will use: plans price the all-reduce by it, not by the driver's links.
-    assert.match(c.plan(m, { batchSize: 32 }).prediction!.basis, /the all-reduce priced by the data ring itself \(native, measured on its 2 members: \d+ MB\/s a hop/);
+    // Which plane that ring takes is timed too (a loaded machine once made the WebSocket links faster): either is right.
+    assert.match(c.plan(m, { batchSize: 32 }).prediction!.basis, /the all-reduce priced by the data ring itself \((native|websocket), measured on its 2 members: \d+ MB\/s a hop/);
     // Another batch was not timed: that plan says so rather than reuse a profile that does not fit it.
     assert.match(c.plan(m, { batchSize: 16 }).prediction!.basis, /no profile was taken/);
     const data = datasets.synthetic({ inputShape: [8, 8, 1], classes: 3, size: 64, seed: 3 });
     const run = await c.fit(m, data, { epochs: 1, batchSize: 16, loss: "categoricalCrossentropy", optimizer: { name: "sgd", learningRate: 0.01 } });
-    assert.match(run.plan.prediction!.basis, /timed on rank \d \(native\) at batches 2 and 16.*priced by the data ring itself \(native/);
+    assert.match(run.plan.prediction!.basis, new RegExp(`timed on rank \\d \\(native\\) at batches 2 and 16.*priced by the data ring itself \\(${run.dataPlane!.path}`));
     // Data parallelism plans from the replica step alone: its fit timed nothing else.
     assert.match(run.plan.prediction!.basis, /the model's step timed on rank/);
     assert.equal(run.history.length, 4);
