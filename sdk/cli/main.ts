@@ -36,8 +36,13 @@ program
   )
   .option("--out <file>", "the .tar.gz to write (default: meshtrain-worker-VERSION-PLATFORM.tar.gz here)")
   .option("--platform <name>", "the platform its native addon is built for: this machine's (e.g. linux-x64)")
+  .option(
+    "--with-node",
+    "put Node itself inside (from the npm registry), for hosts that have no Node: run ./meshtrain-worker there",
+    false,
+  )
   .option("--list", "list what is inside and why", false)
-  .action((o: { out?: string; platform?: string; list: boolean }) => {
+  .action((o: { out?: string; platform?: string; withNode: boolean; list: boolean }) => {
     const b = (require("../launchers/worker-bundle") as typeof import("../launchers/worker-bundle")).makeBundle(o);
     process.stdout.write(`${(require("./bundle") as typeof import("./bundle")).bundleReport(b, o.list)}\n`);
   });

@@ -5,6 +5,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { ConfigError } from "../errors/errors";
 import { VERSION } from "../protocol/sdk-version";
+import { addNodeRuntime, START_SCRIPT } from "./node-runtime";
 
 const PACKAGE_ROOT = path.join(__dirname, "..", "..", "..");
 
@@ -52,6 +53,8 @@ const WHY: ReadonlyArray<[RegExp, string]> = [
     "meshtrain's native CPU kernels, prebuilt for any x86-64 CPU of this platform (needs OpenBLAS on the host)",
   ],
   [/^native\/build\/status\.json$/, "how the prebuilt addon was built"],
+  [/^node\/bin\/node$/, "Node itself (--with-node), from the npm registry's platform package of this Node version"],
+  [/^meshtrain-worker$/, "starts the worker with the Node inside, else the host's: ./meshtrain-worker --join ..."],
   [
     /^native\/src\//,
     "the addon's C sources: rebuilt on a host where the prebuilt one does not load, if it has a compiler and OpenBLAS",
@@ -128,7 +131,7 @@ function describe(dir: string): BundlePart[] {
  * else (no npm, no registry): extracted anywhere, `node meshtrain-worker-VERSION/meshtrain-worker.js`
  * takes `meshtrain worker`'s flags. Its prebuilt addon is this platform's.
  */
-export function makeBundle(o: { out?: string; platform?: string }): BundleResult {
+export function makeBundle(o: { out?: string; platform?: string; withNode?: boolean }): BundleResult {
   if (o.platform !== undefined && o.platform !== thisPlatform()) {
     throw new ConfigError(`bundle --platform ${o.platform}: this machine builds bundles for ${thisPlatform()} only`, {
       hint: `make the bundle on a ${o.platform} machine with meshtrain installed (its addon is compiled there)`,
@@ -140,10 +143,13 @@ export function makeBundle(o: { out?: string; platform?: string }): BundleResult
   try {
     const dir = path.join(tmp, name);
     const noPrebuilt = stage(dir);
+    fs.writeFileSync(path.join(dir, "meshtrain-worker"), START_SCRIPT, { mode: 0o755 });
+    if (o.withNode) addNodeRuntime(dir);
     const manifest = {
       version: VERSION,
       platform: thisPlatform(),
       node: process.version,
+      nodeInside: o.withNode === true,
       prebuiltAddon: noPrebuilt === null,
       parts: describe(dir),
     };

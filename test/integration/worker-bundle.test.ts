@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -9,6 +9,7 @@ import { cluster, datasets, ProtocolError } from "../../sdk/index";
 import { maxRelativeDifference, smallClassifier } from "../helpers/models";
 import { CLI, startWorkerProgram, type CliWorker } from "../helpers/processes";
 import { modelFitReference } from "../helpers/reference";
+import { watchOutput } from "../helpers/watch-output";
 
 /**
  * The worker bundle (`meshtrain bundle`) as a host with only Node meets it: extracted into an
@@ -105,6 +106,27 @@ describe("the worker bundle, on a host with Node alone", () => {
       assert.match(w.output(), /prebuilt native addon does not load on this host; building it here[\s\S]*built the native addon on this host/);
     } finally {
       await c.close();
+    }
+  });
+
+  test("--with-node: Node itself inside (36 MiB, under 55), and ./meshtrain-worker runs the worker on it, not on the host's", async () => {
+    const withNode = path.join(tmp, "with-node.tar.gz");
+    const r = spawnSync(process.execPath, [CLI, "bundle", "--with-node", "--out", withNode], { encoding: "utf8", cwd: tmp, timeout: 600_000 });
+    assert.equal(r.status, 0, `meshtrain bundle --with-node failed:\n${r.stdout}\n${r.stderr}`);
+    assert.ok(fs.statSync(withNode).size < 55 * 2 ** 20, r.stdout);
+    assert.match(r.stdout, /on any host of this platform \(Node is inside\): tar -xzf with-node\.tar\.gz && meshtrain-worker-[\d.]+\/meshtrain-worker --join/);
+    const host = path.join(tmp, "host-e");
+    fs.mkdirSync(host);
+    assert.equal(spawnSync("tar", ["-xzf", withNode, "-C", host]).status, 0);
+    const start = path.join(host, fs.readdirSync(host)[0]!, "meshtrain-worker");
+    const child = spawn(start, ["--port", "0"], { cwd: tmp, env: { PATH: "/usr/bin:/bin", HOME: tmp, MESHTRAIN_TOKEN: TOKEN }, stdio: ["ignore", "pipe", "pipe"] });
+    try {
+      const m = await watchOutput(child).match(/listening on (ws:\/\/\S+) \(pid (\d+)\)/, 60_000, "the worker started by ./meshtrain-worker");
+      assert.equal(fs.readlinkSync(`/proc/${m[2]}/exe`), path.join(path.dirname(start), "node", "bin", "node"));
+      const c = await cluster().connect([m[1]!]).token(TOKEN).launch();
+      await c.close();
+    } finally {
+      child.kill("SIGKILL");
     }
   });
 
