@@ -30,6 +30,8 @@ export const SshOptionsSchema = SshLauncherSpecSchema.omit({ kind: true, hosts: 
 export const SlurmOptionsSchema = SlurmLauncherSpecSchema.omit({ kind: true }).extend({
   tasksPerNode: SlurmLauncherSpecSchema.shape.tasksPerNode.default(1),
   args: SlurmLauncherSpecSchema.shape.args.default([]),
+  ship: SlurmLauncherSpecSchema.shape.ship.default("never"),
+  node: SlurmLauncherSpecSchema.shape.node.default("node"),
   port: listening.port,
   timeoutMs: listening.timeoutMs.default(600_000),
 });

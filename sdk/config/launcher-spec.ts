@@ -47,6 +47,14 @@ export const SlurmLauncherSpecSchema = z.strictObject({
   driverHost,
   /** Where the job's output file goes (the current directory). */
   outputDir: z.string().min(1).max(4096).optional(),
+  /**
+   * "sbcast": the worker bundle goes with the job. It is put beside the job's output (a folder
+   * the batch host reads), sent by sbcast to every node of the allocation, extracted there,
+   * and run by `node`. "never" (default): `command`, or this driver's paths, runs on the nodes.
+   */
+  ship: z.enum(["never", "sbcast"]),
+  /** The node program on the nodes that runs a shipped bundle; default "node", found on their PATH. */
+  node: z.string().min(1).max(1000),
 });
 
 /**

@@ -13,7 +13,8 @@ import {
   type JobStatus,
 } from "./slurm-job";
 import { meshtrainCommand } from "./remote-command";
-import { shellQuote } from "./ssh-target";
+import { localBundle } from "./bundle-ship";
+import { slurmScript, type SlurmWorkers } from "./slurm-script";
 import { localAddressTowards } from "../transport/routes";
 
 /** Every job this process submitted and has not seen end: cancelled when it exits. */
@@ -32,6 +33,8 @@ export class SlurmLauncher implements Launcher {
   private poller: NodeJS.Timeout | undefined;
   private done = false;
   private readonly outputFile: string;
+  /** The bundle sent with the job (ship "sbcast"). */
+  private shipped: { key: string; file: string } | null = null;
 
   /** `timeoutMs`: how long the driver waits for the workers to join (for the message of a job still pending). */
   constructor(
@@ -62,8 +65,7 @@ export class SlurmLauncher implements Launcher {
   }
 
   async start(ctx: LaunchContext): Promise<void> {
-    // --kill-on-bad-exit: one worker failing ends the step, so the job does not sit half-dead.
-    const script = `#!/bin/sh\nexec srun --kill-on-bad-exit=1 ${meshtrainCommand(this.spec.command)} worker --join ${shellQuote(ctx.joinUrl)} --join-timeout ${ctx.joinTimeoutS}\n`;
+    const script = slurmScript(this.workers(), ctx.joinUrl, ctx.joinTimeoutS);
     this.id = await submitJob(script, this.sbatchArgs(), { ...process.env, MESHTRAIN_TOKEN: ctx.token });
     jobs.add(this.id);
     if (!hooked) {
@@ -88,6 +90,22 @@ export class SlurmLauncher implements Launcher {
       this.poller.unref();
     };
     await poll();
+  }
+
+  /**
+   * What the job's workers run. Shipped: this machine's bundle (made once, kept in its cache),
+   * copied beside the job's output, which the batch host reads, for sbcast to send from there.
+   */
+  private workers(): SlurmWorkers {
+    if (this.spec.ship === "never") return { command: meshtrainCommand(this.spec.command) };
+    const b = localBundle();
+    const beside = path.join(path.dirname(this.outputFile), `meshtrain-bundle-${b.key}.tar.gz`);
+    if (!fs.existsSync(beside)) {
+      fs.copyFileSync(b.file, `${beside}.${process.pid}.partial`);
+      fs.renameSync(`${beside}.${process.pid}.partial`, beside);
+    }
+    this.shipped = { key: b.key, file: beside };
+    return { bundle: beside, node: this.spec.node };
   }
 
   /** A job still pending when the join's time ran out: cancelled, and reported with Slurm's reason. */
@@ -120,7 +138,12 @@ export class SlurmLauncher implements Launcher {
   async notes(): Promise<string[]> {
     clearTimeout(this.poller);
     this.status = (await jobStatus(this.id!)) ?? this.status;
-    return [`Slurm job ${this.id} on ${this.status?.nodes || "(node list unknown)"}, output in ${this.outputPath()}`];
+    return [
+      `Slurm job ${this.id} on ${this.status?.nodes || "(node list unknown)"}, output in ${this.outputPath()}`,
+      ...(this.shipped
+        ? [`Slurm: the worker bundle ${this.shipped.key} sent to the job's nodes by sbcast from ${this.shipped.file}`]
+        : []),
+    ];
   }
 
   async stop(): Promise<void> {

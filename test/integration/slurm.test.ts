@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
@@ -45,6 +47,31 @@ describe("workers as a Slurm job", () => {
       await c.close();
     }
     await waitFor(`job ${id} to end and its workers with it`, () => !["RUNNING", "COMPLETING"].includes(slurm.job(id).state) && processesMatching("worker --join").length === 0, 20_000);
+  });
+
+  test('ship: "sbcast": the worker bundle goes with the job to its nodes, each runs it from a folder of its own, and they train to model.fit', async () => {
+    // This machine's bundle cache in a folder of the test's.
+    const cache = fs.mkdtempSync(path.join(os.tmpdir(), "meshtrain-slurm-cache-"));
+    const saved = process.env.XDG_CACHE_HOME;
+    process.env.XDG_CACHE_HOME = cache;
+    let id = "";
+    try {
+      const c = await cluster().slurm({ nodes: 2, outputDir: slurm.dir, ship: "sbcast" }).backend("cpu").launch();
+      try {
+        id = /Slurm job (\d+)/.exec(c.notes.join("\n"))?.[1] ?? "";
+        assert.ok(c.notes.some((n) => new RegExp(`^Slurm: the worker bundle \\w+ sent to the job's nodes by sbcast from ${slurm.dir}/meshtrain-bundle-\\w+\\.tar\\.gz$`).test(n)), c.notes.join("\n"));
+        const commands = c.workers.map((w) => fs.readFileSync(`/proc/${w.info.pid}/cmdline`, "utf8").split("\0").join(" "));
+        for (const node of ["mtn1", "mtn2"]) assert.ok(commands.some((cmd) => cmd.includes(`/meshtrain-${id}-${node}/meshtrain-worker-`)), commands.join("\n"));
+        await fitsLikeModelFit(c, { size: 96, seed: 3 });
+      } finally {
+        await c.close();
+      }
+    } finally {
+      if (saved === undefined) delete process.env.XDG_CACHE_HOME;
+      else process.env.XDG_CACHE_HOME = saved;
+      fs.rmSync(cache, { recursive: true, force: true });
+      for (const f of fs.readdirSync(os.tmpdir()).filter((n) => id !== "" && n.startsWith(`meshtrain-${id}`))) fs.rmSync(path.join(os.tmpdir(), f), { recursive: true, force: true });
+    }
   });
 
   test("srun -N2 of a script using fromEnv(): rank 0 on mtn1 (SLURM_STEP_NODELIST) drives, rank 1 joins; equals model.fit", async () => {
