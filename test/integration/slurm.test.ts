@@ -10,6 +10,7 @@ import { fitsLikeModelFit } from "../helpers/fit-check";
 import { processesMatching, waitFor } from "../helpers/processes";
 import { startSlurm, type TestSlurm } from "../helpers/slurm";
 import { watchOutput } from "../helpers/watch-output";
+import { withOwnBundleCache } from "../helpers/bundle-cache";
 
 /**
  * cluster().slurm() and fromEnv() under srun, against a real slurmctld and two slurmd nodes
@@ -50,26 +51,22 @@ describe("workers as a Slurm job", () => {
   });
 
   test('ship: "sbcast": the worker bundle goes with the job to its nodes, each runs it from a folder of its own, and they train to model.fit', async () => {
-    // This machine's bundle cache in a folder of the test's.
-    const cache = fs.mkdtempSync(path.join(os.tmpdir(), "meshtrain-slurm-cache-"));
-    const saved = process.env.XDG_CACHE_HOME;
-    process.env.XDG_CACHE_HOME = cache;
     let id = "";
     try {
-      const c = await cluster().slurm({ nodes: 2, outputDir: slurm.dir, ship: "sbcast" }).backend("cpu").launch();
-      try {
-        id = /Slurm job (\d+)/.exec(c.notes.join("\n"))?.[1] ?? "";
-        assert.ok(c.notes.some((n) => new RegExp(`^Slurm: the worker bundle \\w+ sent to the job's nodes by sbcast from ${slurm.dir}/meshtrain-bundle-\\w+\\.tar\\.gz$`).test(n)), c.notes.join("\n"));
-        const commands = c.workers.map((w) => fs.readFileSync(`/proc/${w.info.pid}/cmdline`, "utf8").split("\0").join(" "));
-        for (const node of ["mtn1", "mtn2"]) assert.ok(commands.some((cmd) => cmd.includes(`/meshtrain-${id}-${node}/meshtrain-worker-`)), commands.join("\n"));
-        await fitsLikeModelFit(c, { size: 96, seed: 3 });
-      } finally {
-        await c.close();
-      }
+      await withOwnBundleCache(async () => {
+        const c = await cluster().slurm({ nodes: 2, outputDir: slurm.dir, ship: "sbcast" }).backend("cpu").launch();
+        try {
+          id = /Slurm job (\d+)/.exec(c.notes.join("\n"))?.[1] ?? "";
+          assert.ok(c.notes.some((n) => new RegExp(`^Slurm: the worker bundle \\w+ sent to the job's nodes by sbcast from ${slurm.dir}/meshtrain-bundle-\\w+\\.tar\\.gz$`).test(n)), c.notes.join("\n"));
+          const commands = c.workers.map((w) => fs.readFileSync(`/proc/${w.info.pid}/cmdline`, "utf8").split("\0").join(" "));
+          for (const node of ["mtn1", "mtn2"]) assert.ok(commands.some((cmd) => cmd.includes(`/meshtrain-${id}-${node}/meshtrain-worker-`)), commands.join("\n"));
+          await fitsLikeModelFit(c, { size: 96, seed: 3 });
+        } finally {
+          await c.close();
+        }
+      });
     } finally {
-      if (saved === undefined) delete process.env.XDG_CACHE_HOME;
-      else process.env.XDG_CACHE_HOME = saved;
-      fs.rmSync(cache, { recursive: true, force: true });
+      // What the job extracted on its nodes (one /tmp here).
       for (const f of fs.readdirSync(os.tmpdir()).filter((n) => id !== "" && n.startsWith(`meshtrain-${id}`))) fs.rmSync(path.join(os.tmpdir(), f), { recursive: true, force: true });
     }
   });

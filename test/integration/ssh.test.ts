@@ -11,6 +11,7 @@ import { isAlive, processesMatching, waitFor } from "../helpers/processes";
 import { SSHD, startSshHosts, type SshHosts } from "../helpers/sshd";
 import { ensureDebianPackages } from "../helpers/system-deps";
 import { watchOutput } from "../helpers/watch-output";
+import { withOwnBundleCache } from "../helpers/bundle-cache";
 
 /**
  * cluster().ssh(hosts): workers started through the system's ssh client on hosts that are
@@ -62,37 +63,38 @@ describe("workers started over ssh", () => {
 
   test('ship: "always": the worker bundle goes to each host over ssh, runs there and trains to model.fit; a second launch copies nothing', async () => {
     // The driver's cache in a folder of the test's; the hosts' is their user's (~/.cache), removed after.
-    const cache = fs.mkdtempSync(path.join(os.tmpdir(), "meshtrain-ship-cache-"));
-    const saved = process.env.XDG_CACHE_HOME;
-    process.env.XDG_CACHE_HOME = cache;
     let key = "";
     try {
-      const launch = (): ReturnType<ReturnType<typeof cluster>["launch"]> =>
-        cluster().ssh([a, b], { sshArgs: net.sshArgs, ship: "always" }).backend("cpu").launch();
-      const c = await launch();
-      try {
-        const note = c.notes.find((n) => n.startsWith("ssh: the worker bundle")) ?? c.notes.join("\n");
-        key = /the worker bundle (\w+)/.exec(note)?.[1] ?? "";
-        assert.equal(note, `ssh: the worker bundle ${key} (made for this launch) runs on ${a} (copied), ${b} (copied)`);
-        const command = fs.readFileSync(`/proc/${c.workers[0]!.info.pid}/cmdline`, "utf8").split("\0").join(" ");
-        assert.match(command, new RegExp(`/\\.cache/meshtrain/bundles/${key}/meshtrain-worker-[\\d.]+/meshtrain-worker\\.js worker --join`));
-        await fitsLikeModelFit(c, { size: 96, seed: 5 });
-      } finally {
-        await c.close();
-      }
-      const again = await launch();
-      try {
-        assert.ok(again.notes.includes(`ssh: the worker bundle ${key} (from this machine's cache) runs on ${a} (already there), ${b} (already there)`), again.notes.join("\n"));
-      } finally {
-        await again.close();
-      }
+      await withOwnBundleCache(() => shipTwice((k) => (key = k)));
     } finally {
-      if (saved === undefined) delete process.env.XDG_CACHE_HOME;
-      else process.env.XDG_CACHE_HOME = saved;
-      fs.rmSync(cache, { recursive: true, force: true });
       if (key) fs.rmSync(path.join(os.homedir(), ".cache", "meshtrain", "bundles", key), { recursive: true, force: true });
     }
   });
+
+  /** Two launches shipping the bundle to both hosts: the first copies it, the second finds it there. */
+  async function shipTwice(keyed: (key: string) => void): Promise<void> {
+    const launch = (): ReturnType<ReturnType<typeof cluster>["launch"]> =>
+      cluster().ssh([a, b], { sshArgs: net.sshArgs, ship: "always" }).backend("cpu").launch();
+    const c = await launch();
+    let key = "";
+    try {
+      const note = c.notes.find((n) => n.startsWith("ssh: the worker bundle")) ?? c.notes.join("\n");
+      key = /the worker bundle (\w+)/.exec(note)?.[1] ?? "";
+      keyed(key);
+      assert.equal(note, `ssh: the worker bundle ${key} (made for this launch) runs on ${a} (copied), ${b} (copied)`);
+      const command = fs.readFileSync(`/proc/${c.workers[0]!.info.pid}/cmdline`, "utf8").split("\0").join(" ");
+      assert.match(command, new RegExp(`/\\.cache/meshtrain/bundles/${key}/meshtrain-worker-[\\d.]+/meshtrain-worker\\.js worker --join`));
+      await fitsLikeModelFit(c, { size: 96, seed: 5 });
+    } finally {
+      await c.close();
+    }
+    const again = await launch();
+    try {
+      assert.ok(again.notes.includes(`ssh: the worker bundle ${key} (from this machine's cache) runs on ${a} (already there), ${b} (already there)`), again.notes.join("\n"));
+    } finally {
+      await again.close();
+    }
+  }
 
   test("the preflight fails once, naming each failing host and why, and starts nothing", async () => {
     const launching = cluster().ssh([a, "10.232.0.9", `${b}:2222`], { sshArgs: [...net.sshArgs, "-o", "ConnectTimeout=3"] }).backend("cpu").launch();
