@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 import { OPTIMIZER_NAMES } from "../protocol/optimizer-spec";
+import { runProgram } from "./run-program";
 import { Command, Option } from "commander";
 import { int, positive } from "./arg-parsers";
 import { hostCommands, workerCommand } from "./worker-command";
-import { ConfigError, isMeshtrainError } from "../errors/errors";
+import { ConfigError } from "../errors/errors";
 import { BACKEND_CHOICES } from "../protocol/backend-names";
 import { VERSION } from "../protocol/sdk-version";
 import type { DemoOptions } from "./demo";
@@ -188,9 +189,4 @@ program
     }
   });
 
-program.parseAsync(process.argv).catch((err: unknown) => {
-  process.stderr.write(
-    `meshtrain: ${isMeshtrainError(err) ? `${err.message} [${err.code}]` : err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-  );
-  process.exit(isMeshtrainError(err) ? 2 : 1);
-});
+runProgram(program, "meshtrain");

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
+import { runProgram } from "./run-program";
 import { Command } from "commander";
 import { quietCpuBanner } from "../backends/quiet-banner";
-import { isMeshtrainError } from "../errors/errors";
 import { VERSION } from "../protocol/sdk-version";
 import { hostCommands, workerCommand } from "./worker-command";
 
@@ -19,9 +19,4 @@ const program = workerCommand(
 workerCommand(program.command("worker"));
 hostCommands(program);
 
-program.parseAsync(process.argv).catch((err: unknown) => {
-  process.stderr.write(
-    `meshtrain-worker: ${isMeshtrainError(err) ? `${err.message} [${err.code}]` : err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-  );
-  process.exit(isMeshtrainError(err) ? 2 : 1);
-});
+runProgram(program, "meshtrain-worker");
