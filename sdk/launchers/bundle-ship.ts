@@ -1,10 +1,10 @@
-import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { LaunchError } from "../errors/errors";
 import { VERSION } from "../protocol/sdk-version";
-import { shellQuote, sshArgv, type SshTarget } from "./ssh-target";
+import { sshRun } from "./ssh-run";
+import { shellQuote, type SshTarget } from "./ssh-target";
 import { bundleKey, makeBundle } from "./worker-bundle";
 
 /** The bundle this driver ships: a .tar.gz in its user's cache, named by its contents' key. */
@@ -38,36 +38,6 @@ export function localBundle(): LocalBundle {
   return { file, key, made: true };
 }
 
-/** Runs one command on a host over ssh, `input` (a file) on its stdin; resolves with its output and exit code. */
-function sshRun(
-  t: SshTarget,
-  sshArgs: readonly string[],
-  command: string,
-  input: string | null,
-  timeoutMs: number,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn("ssh", sshArgv(t, sshArgs, command), { stdio: [input ? "pipe" : "ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout?.on("data", (c: Buffer) => (stdout += c.toString("utf8")));
-    child.stderr?.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
-    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-    if (input && child.stdin) {
-      child.stdin.on("error", () => undefined);
-      fs.createReadStream(input).pipe(child.stdin);
-    }
-    child.once("error", (err) => {
-      clearTimeout(timer);
-      resolve({ code: null, stdout, stderr: err.message });
-    });
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
 /** What shipping to one host did: the command that runs the bundle there, and whether bytes were copied. */
 export interface Shipped {
   command: string;
@@ -90,13 +60,12 @@ export async function shipBundle(
     t,
     sshArgs,
     `d=${dir}; if [ -f "$d/ok" ]; then echo "cached $d"; else echo "missing $d"; fi`,
-    null,
-    30_000,
+    { timeoutMs: 30_000 },
   );
   const seen = /^(cached|missing) (.+)$/m.exec(look.stdout);
   if (look.code !== 0 || !seen) {
     throw new LaunchError(
-      `could not look for the worker bundle on ${t.label} (ssh exit ${look.code}): ${look.stderr.trim() || look.stdout.trim()}`,
+      `could not look for the worker bundle on ${t.label} (ssh exit ${look.code}): ${look.spawnError ?? (look.stderr.trim() || look.stdout.trim())}`,
       {
         hint: "check that ssh reaches the host and that its user has a home folder",
       },
@@ -107,13 +76,17 @@ export async function shipBundle(
     const put = await sshRun(
       t,
       sshArgs,
-      `d=${dir}; t="$d.partial.$$"; rm -rf "$t" && mkdir -p "$t" && tar -xzf - -C "$t" && touch "$t/ok" && { [ -f "$d/ok" ] && rm -rf "$t" || { rm -rf "$d"; mv "$t" "$d"; }; } && echo shipped`,
-      b.file,
-      300_000,
+      [
+        `d=${dir}; t="$d.partial.$$"`,
+        'rm -rf "$t" && mkdir -p "$t" && tar -xzf - -C "$t" && touch "$t/ok"',
+        // Another launch may have put it there meanwhile: keep theirs.
+        '{ [ -f "$d/ok" ] && rm -rf "$t" || { rm -rf "$d"; mv "$t" "$d"; }; } && echo shipped',
+      ].join(" && "),
+      { input: b.file, timeoutMs: 300_000 },
     );
     if (put.code !== 0 || !/shipped/.test(put.stdout)) {
       throw new LaunchError(
-        `could not copy the worker bundle to ${t.label} (exit ${put.code}): ${put.stderr.trim().split("\n").pop() ?? ""}`,
+        `could not copy the worker bundle to ${t.label} (${put.timedOut ? "no end within 300 s" : `exit ${put.code}`}): ${put.spawnError ?? put.stderr.trim().split("\n").pop() ?? ""}`,
         {
           hint: `the host needs tar, and room in ${where}`,
         },

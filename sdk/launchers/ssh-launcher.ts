@@ -6,7 +6,8 @@ import { followLines } from "../util/child-lines";
 import { killOnExit } from "../util/kill-on-exit";
 import { meshtrainCommand } from "./remote-command";
 import type { LaunchContext, Launcher } from "./launcher";
-import { preflightProblem, type PreflightProblem, type PreflightRun } from "./preflight-report";
+import { preflightProblem, type PreflightProblem } from "./preflight-report";
+import { sshRun } from "./ssh-run";
 import { localBundle, shipBundle, type LocalBundle } from "./bundle-ship";
 import { parseSshTarget, resolvedHostName, shellQuote, sshArgv, type SshTarget } from "./ssh-target";
 import { localAddressTowards } from "../transport/routes";
@@ -104,30 +105,15 @@ export class SshLauncher implements Launcher {
     });
   }
 
-  private preflight(i: number, url: string): Promise<PreflightProblem | null> {
-    const t = this.targets[i]!;
+  private async preflight(i: number, url: string): Promise<PreflightProblem | null> {
     const command = this.commands[i]!;
-    return new Promise((resolve) => {
-      const child = spawn("ssh", sshArgv(t, this.spec.sshArgs, `${command} preflight --reach ${shellQuote(url)}`), {
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      const run: PreflightRun = { code: null, stdout: "", stderr: "" };
-      child.stdout.on("data", (c: Buffer) => (run.stdout += c.toString("utf8")));
-      child.stderr.on("data", (c: Buffer) => (run.stderr += c.toString("utf8")));
-      const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
-      child.once("error", (err) => {
-        clearTimeout(timer);
-        resolve({ why: `cannot run ssh here (${err.message}): install an OpenSSH client`, bundleHelps: false });
-      });
-      child.once("close", (code, signal) => {
-        clearTimeout(timer);
-        resolve(
-          signal === "SIGKILL"
-            ? { why: "no answer within 30 s", bundleHelps: false }
-            : preflightProblem({ ...run, code }, { command, version: VERSION, nodeMajor: NODE_MAJOR, driverUrl: url }),
-        );
-      });
+    const run = await sshRun(this.targets[i]!, this.spec.sshArgs, `${command} preflight --reach ${shellQuote(url)}`, {
+      timeoutMs: 30_000,
     });
+    if (run.spawnError !== undefined)
+      return { why: `cannot run ssh here (${run.spawnError}): install an OpenSSH client`, bundleHelps: false };
+    if (run.timedOut) return { why: "no answer within 30 s", bundleHelps: false };
+    return preflightProblem(run, { command, version: VERSION, nodeMajor: NODE_MAJOR, driverUrl: url });
   }
 
   private startWorker(ctx: LaunchContext, t: SshTarget, host: number, rank: number, url: string): void {
