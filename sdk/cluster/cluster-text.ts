@@ -1,6 +1,6 @@
 import type { WorkerSnapshot } from "../config/worker-snapshot";
 import type { WorkerHandle } from "../members/worker-handle";
-import { esc } from "../viz/escape";
+import { esc, htmlRow } from "../viz/escape";
 
 /** What a cluster shows of itself in a notebook and on a terminal. */
 export interface ClusterParts {
@@ -28,19 +28,31 @@ function countLine(c: ClusterParts): string {
 
 export function clusterHtml(c: ClusterParts): string {
   const rows = c.workers
-    .map(
-      (w) =>
-        `<tr><td>${w.rank}</td><td>${w.address}</td><td>${w.info.backend}</td><td>${w.info.device}</td><td>${(w.info.memoryBytes / 2 ** 30).toFixed(1)} GiB</td><td>${processOf(w)}${esc(leftMark(c, w.rank))}</td></tr>`,
+    .map((w) =>
+      htmlRow([
+        w.rank,
+        w.address,
+        w.info.backend,
+        w.info.device,
+        `${(w.info.memoryBytes / 2 ** 30).toFixed(1)} GiB`,
+        `${processOf(w)}${esc(leftMark(c, w.rank))}`,
+      ]),
     )
     .join("");
   const notes = c.notes.map((n) => `<li>${n.replace(/</g, "&lt;")}</li>`).join("");
   const servers = c.servers
-    .map(
-      (s) =>
-        `<tr><td>server ${s.rank}</td><td>${s.address}</td><td>${s.info?.backend ?? "?"}</td><td>${s.info?.device ?? "?"}</td><td></td><td>${s.info?.pid ?? "?"}${s.process ? " (local)" : ""}</td></tr>`,
+    .map((s) =>
+      htmlRow([
+        `server ${s.rank}`,
+        s.address,
+        s.info?.backend ?? "?",
+        s.info?.device ?? "?",
+        "",
+        `${s.info?.pid ?? "?"}${s.process ? " (local)" : ""}`,
+      ]),
     )
     .join("");
-  return `<p><b>meshtrain cluster</b>: ${countLine(c)}${c.servers.length ? ` and ${c.servers.length} parameter server(s)` : ""}, strategy "${c.strategy}", ${c.state}</p><table><tr><th>rank</th><th>address</th><th>backend</th><th>device</th><th>memory</th><th>pid</th></tr>${rows}${servers}</table>${notes ? `<ul>${notes}</ul>` : ""}`;
+  return `<p><b>meshtrain cluster</b>: ${countLine(c)}${c.servers.length ? ` and ${c.servers.length} parameter server(s)` : ""}, strategy "${c.strategy}", ${c.state}</p><table>${htmlRow(["rank", "address", "backend", "device", "memory", "pid"], "th")}${rows}${servers}</table>${notes ? `<ul>${notes}</ul>` : ""}`;
 }
 
 export function clusterText(c: ClusterParts): string {

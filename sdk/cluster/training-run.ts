@@ -25,7 +25,7 @@ import { breakdownFigure } from "../viz/breakdown";
 import { memoryFigure } from "../viz/memory-figure";
 import { figureBundle, planBundle } from "../viz/bundles";
 import { displayableFigure, makeDisplayable, type MimeBundle } from "../viz/displayable";
-import { esc } from "../viz/escape";
+import { esc, htmlRow } from "../viz/escape";
 import type { Figure } from "../viz/figure";
 import { lossFigure, stalenessFigure } from "../viz/ps-figures";
 import { plotlyPath, reportHtml } from "../viz/report";
@@ -289,7 +289,7 @@ export class TrainingRun {
 
   private predictedHtml(s: RunSummary): string {
     if (!s.predicted && s.bubble === null) return "";
-    const row = (what: string, p: string, m: string): string => `<tr><td>${what}</td><td>${p}</td><td>${m}</td></tr>`;
+    const row = (what: string, p: string, m: string): string => htmlRow([what, p, m]);
     const pct = (v: number | null | undefined): string =>
       v === null || v === undefined ? "-" : `${(v * 100).toFixed(0)}%`;
     return (
