@@ -47,21 +47,29 @@ export function closestKey(key: string, valid: readonly string[]): string | null
   return best !== null && bestDistance <= Math.max(2, Math.floor(best.length / 3)) ? best : null;
 }
 
+/** How many unknown keys a message names before it counts the rest: a tensor or a model passed as options has hundreds. */
+const NAMED_KEYS = 5;
+
 /**
- * An unknown key in words: the key, the nearest valid one, and every valid one at that place
- * ('"compresion" is not an option (did you mean "compression"?); the options are ...'); null for
- * other issues.
+ * Unknown keys in words: each key with the nearest valid one, then every valid one at that
+ * place, once ('"compresion" is not an option (did you mean "compression"?); the options are
+ * ...'); null for other issues. Past NAMED_KEYS keys the rest are counted, not named.
  */
 export function unknownKeysLine(schema: z.ZodType, issue: z.core.$ZodIssue): string | null {
   if (issue.code !== "unrecognized_keys") return null;
   const shape = objectAt(schema as unknown as SchemaParts, issue.path);
   const valid = shape ? Object.keys(shape) : [];
   const where = issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
-  return issue.keys
-    .map((k) => {
-      const near = closestKey(k, valid);
-      const list = valid.length > 0 ? `; the options are ${valid.join(", ")}` : "";
-      return `${where}"${k}" is not an option${near ? ` (did you mean "${near}"?)` : ""}${list}`;
-    })
-    .join("; ");
+  const guess = (k: string): string => {
+    const near = closestKey(k, valid);
+    return near ? ` (did you mean "${near}"?)` : "";
+  };
+  const named = issue.keys.slice(0, NAMED_KEYS).map((k) => `"${k}"${guess(k)}`);
+  const rest = issue.keys.length - named.length;
+  const keys =
+    issue.keys.length === 1
+      ? `"${issue.keys[0]}" is not an option${guess(issue.keys[0]!)}`
+      : `${named.join(", ")}${rest > 0 ? ` and ${rest} more keys` : ""} are not options`;
+  const list = valid.length > 0 ? `; the options are ${valid.join(", ")}` : "";
+  return `${where}${keys}${list}`;
 }

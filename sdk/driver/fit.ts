@@ -20,6 +20,7 @@ import { FitAborted, type FitStop } from "./fit-stop";
 import { endOf, FitWatchers } from "./fit-watch";
 import { EpochWalk } from "./epoch-walk";
 import { arrangeColumns, checkShapes } from "./input-checks";
+import { checkFitArguments } from "./fit-arguments";
 import { checkSchedule } from "./learning-rates";
 import { splitValidation } from "./validation-data";
 import { classWeightTable } from "./class-weight";
@@ -138,6 +139,7 @@ function resolveFit(
   options: FitOptions,
 ): { resolved: ResolvedFitOptions; dataset: Dataset } {
   try {
+    checkFitArguments(model, given, options);
     const parsed = resolveFitOptions(options, model);
     const split = splitValidation(arrangeColumns(model, given), parsed, (d) => arrangeColumns(model, d));
     const dataset = split.train;

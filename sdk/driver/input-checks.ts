@@ -3,6 +3,7 @@ import type { ResolvedFitOptions } from "./fit-options";
 import { Dataset, type Column } from "../data/dataset";
 import { DataError } from "../errors/errors";
 import { hasNonFinite } from "../backends/native/finite";
+import { describeGiven } from "./fit-arguments";
 
 /**
  * The dataset's columns in the model's input and output order: as given when the dataset was
@@ -19,7 +20,7 @@ export function arrangeColumns(model: tf.LayersModel, dataset: Dataset): Dataset
     typeof (given as Partial<Dataset>).names !== "object"
   ) {
     throw new DataError(
-      `fit takes a meshtrain Dataset as its second argument, and was given ${given === null ? "null" : typeof given === "object" ? `an object with keys ${Object.keys(given).join(", ") || "(none)"}` : typeof given}`,
+      `fit takes a meshtrain Dataset as its second argument, and was given ${describeGiven(given)}`,
       {
         hint: "make one with datasets.fromTensors(x, y) (tensors, arrays, or maps keyed by the model's input and output names), or use datasets.mnist(), datasets.synthetic() or datasets.linear()",
       },

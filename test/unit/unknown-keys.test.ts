@@ -52,3 +52,17 @@ test("a mistyped option in TypeScript names the strategy's options type and the 
   assert.equal(errors.length, 4, errors.join("\n"));
   assert.doesNotMatch(errors.join("\n"), /\$Infer|Zod|z\.input/, "zod's own types in an error");
 });
+
+test("many unknown keys (an object that is not options) are counted past five, and the options listed once", () => {
+  const model = smallClassifier();
+  const wrong = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`k${i}`, i]));
+  assert.throws(
+    () => resolveFitOptions(wrong as never, model),
+    (e: unknown) => {
+      const m = (e as Error).message;
+      assert.match(m, /"k0", "k1", "k2", "k3", "k4" and 35 more keys are not options; the options are epochs, /);
+      assert.equal(m.split("the options are").length, 2, m);
+      return e instanceof ConfigError;
+    },
+  );
+});
