@@ -4,8 +4,10 @@
 // worker side and the parts of TF.js it runs, into dist/worker-bundle/. Where a module has a
 // bundle counterpart beside it (name.bundle.ts), the bundle takes that one: it finds its native
 // addon beside itself, not in the package. Packages with binaries of their own (tfjs-node,
-// Dawn's webgpu) stay out: a bundled worker says they are not installed, as a worker without
-// them does. Not minified: a worker's stack trace should read as the source does.
+// Dawn's webgpu) stay out of the JavaScript: `meshtrain bundle --backends ...,webgpu` puts Dawn's
+// package for this platform beside it, where the adapter probe (probe-main.js) and the worker
+// require it; TF.js's webgpu backend (JavaScript only) is inside, sharing the worker's TF.js.
+// Not minified: a worker's stack trace should read as the source does.
 "use strict";
 const path = require("node:path");
 const fs = require("node:fs");
@@ -37,11 +39,13 @@ async function main() {
     legalComments: "none",
     logLevel: "warning",
     plugins: [bundleVariants],
-    external: ["@tensorflow/tfjs-node", "@tensorflow/tfjs-node-gpu", "@tensorflow/tfjs-backend-webgpu", "webgpu", "bufferutil", "utf-8-validate"],
+    external: ["@tensorflow/tfjs-node", "@tensorflow/tfjs-node-gpu", "webgpu", "bufferutil", "utf-8-validate"],
     define: { "process.env.NODE_ENV": '"production"' },
   };
   await esbuild.build({ ...common, entryPoints: [path.join(root, "sdk", "cli", "worker-bundle-main.ts")], outfile: path.join(out, "meshtrain-worker.js") });
   await esbuild.build({ ...common, entryPoints: [path.join(root, "sdk", "worker", "comm", "entry.ts")], outfile: path.join(out, "comm", "entry.js") });
+  // Beside the worker program: discover.ts starts it from its own folder.
+  await esbuild.build({ ...common, entryPoints: [path.join(root, "sdk", "backends", "webgpu", "probe-main.ts")], outfile: path.join(out, "probe-main.js") });
 }
 
 main().catch((err) => {

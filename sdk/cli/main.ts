@@ -2,7 +2,8 @@
 import { OPTIMIZER_NAMES } from "../protocol/optimizer-spec";
 import { runProgram } from "./run-program";
 import { Command, Option } from "commander";
-import { int, positive } from "./arg-parsers";
+import { int, listOf, positive } from "./arg-parsers";
+import { BUNDLE_BACKENDS, DEFAULT_BUNDLE_BACKENDS, type BundleBackend } from "../launchers/bundle-backends";
 import { hostCommands, workerCommand } from "./worker-command";
 import { ConfigError } from "../errors/errors";
 import { BACKEND_CHOICES } from "../protocol/backend-names";
@@ -42,8 +43,14 @@ program
     "put Node itself inside (from the npm registry), for hosts that have no Node: run ./meshtrain-worker there",
     false,
   )
+  .option(
+    "--backends <list>",
+    "what its workers compute with, of native, wasm and webgpu (Dawn, 21 MiB: GPU workers)",
+    listOf(BUNDLE_BACKENDS),
+    [...DEFAULT_BUNDLE_BACKENDS],
+  )
   .option("--list", "list what is inside and why", false)
-  .action((o: { out?: string; platform?: string; withNode: boolean; list: boolean }) => {
+  .action((o: { out?: string; platform?: string; withNode: boolean; list: boolean; backends: BundleBackend[] }) => {
     const b = (require("../launchers/worker-bundle") as typeof import("../launchers/worker-bundle")).makeBundle(o);
     process.stdout.write(`${(require("./bundle") as typeof import("./bundle")).bundleReport(b, o.list)}\n`);
   });

@@ -19,12 +19,9 @@ export function arrangeColumns(model: tf.LayersModel, dataset: Dataset): Dataset
     !Array.isArray((given as Partial<Dataset>).inputs) ||
     typeof (given as Partial<Dataset>).names !== "object"
   ) {
-    throw new DataError(
-      `fit takes a meshtrain Dataset as its second argument, and was given ${describeGiven(given)}`,
-      {
-        hint: "make one with datasets.fromTensors(x, y) (tensors, arrays, or maps keyed by the model's input and output names), or use datasets.mnist(), datasets.synthetic() or datasets.linear()",
-      },
-    );
+    throw new DataError(`fit takes a meshtrain Dataset as its second argument, and was given ${describeGiven(given)}`, {
+      hint: "make one with datasets.fromTensors(x, y) (tensors, arrays, or maps keyed by the model's input and output names), or use datasets.mnist(), datasets.synthetic() or datasets.linear()",
+    });
   }
   const order = (
     given: readonly string[] | undefined,

@@ -6,6 +6,7 @@ import * as path from "node:path";
 import { ConfigError } from "../errors/errors";
 import { VERSION } from "../protocol/sdk-version";
 import { addNodeRuntime, START_SCRIPT } from "./node-runtime";
+import { DEFAULT_BUNDLE_BACKENDS, type BundleBackend } from "./bundle-backends";
 
 const PACKAGE_ROOT = path.join(__dirname, "..", "..", "..");
 
@@ -60,11 +61,39 @@ const WHY: ReadonlyArray<[RegExp, string]> = [
     "the addon's C sources: rebuilt on a host where the prebuilt one does not load, if it has a compiler and OpenBLAS",
   ],
   [/^scripts\/build-native\.js$/, "the addon's build script"],
+  [/^probe-main\.js$/, "lists the WebGPU adapters Dawn finds, in a process of its own (meshtrain devices)"],
+  [
+    /^node_modules\/webgpu\/dist\//,
+    "Dawn, Chromium's WebGPU, for this platform only (--backends ...,webgpu): GPU workers over Vulkan, Metal or D3D12",
+  ],
+  [/^node_modules\/webgpu\//, "Dawn's Node package around it (the webgpu package, its loader)"],
   [/^manifest\.json$/, "what this list says, with the version and platform"],
 ];
 
+/** Dawn's package for this platform: its loader, and the one binary (of five in the package) this platform runs. */
+function dawnFiles(): Array<[string, string]> {
+  let root: string;
+  try {
+    root = path.dirname(require.resolve("webgpu/package.json"));
+  } catch {
+    throw new ConfigError("bundle --backends webgpu: the webgpu package (Dawn for Node) is not installed here", {
+      hint: "npm install webgpu @tensorflow/tfjs-backend-webgpu beside meshtrain, or leave webgpu out of --backends",
+    });
+  }
+  // The package's own rule for its folders (index.js): macOS has one universal build.
+  const platform = `${process.platform}-${process.platform === "darwin" ? "universal" : process.arch}`;
+  const dist = path.join(root, "dist", platform);
+  if (!fs.existsSync(dist)) {
+    throw new ConfigError(`bundle --backends webgpu: the webgpu package has no build for ${platform}`, {
+      hint: "leave webgpu out of --backends: workers on this platform use the CPU backends",
+    });
+  }
+  const at = (f: string): [string, string] => [path.join(root, f), path.join("node_modules", "webgpu", f)];
+  return [at("package.json"), at("index.js"), ...filesUnder(dist).map((f) => at(path.join("dist", platform, f)))];
+}
+
 /** The files the bundle is made of, source path -> path in the bundle (its addon is built from them). */
-function inputs(): Array<[string, string]> {
+function inputs(backends: readonly BundleBackend[]): Array<[string, string]> {
   const built = path.join(PACKAGE_ROOT, "dist", "worker-bundle");
   if (!fs.existsSync(path.join(built, "meshtrain-worker.js"))) {
     throw new ConfigError(`the worker bundle's JavaScript is not built (${built})`, {
@@ -73,14 +102,25 @@ function inputs(): Array<[string, string]> {
   }
   const wasm = path.join(path.dirname(require.resolve("@tensorflow/tfjs-backend-wasm/package.json")), "dist");
   const src = path.join(PACKAGE_ROOT, "native", "src");
+  const has = (b: BundleBackend): boolean => backends.includes(b);
   return [
     ...filesUnder(built).map((f): [string, string] => [path.join(built, f), f]),
-    ...fs
-      .readdirSync(wasm)
-      .filter((n) => n.endsWith(".wasm"))
-      .map((f): [string, string] => [path.join(wasm, f), f]),
-    ...fs.readdirSync(src).map((f): [string, string] => [path.join(src, f), path.join("native", "src", f)]),
-    [path.join(PACKAGE_ROOT, "scripts", "build-native.js"), path.join("scripts", "build-native.js")],
+    ...(has("wasm")
+      ? fs
+          .readdirSync(wasm)
+          .filter((n) => n.endsWith(".wasm"))
+          .map((f): [string, string] => [path.join(wasm, f), f])
+      : []),
+    ...(has("native")
+      ? [
+          ...fs.readdirSync(src).map((f): [string, string] => [path.join(src, f), path.join("native", "src", f)]),
+          [path.join(PACKAGE_ROOT, "scripts", "build-native.js"), path.join("scripts", "build-native.js")] as [
+            string,
+            string,
+          ],
+        ]
+      : []),
+    ...(has("webgpu") ? dawnFiles() : []),
   ];
 }
 
@@ -89,16 +129,17 @@ function inputs(): Array<[string, string]> {
  * and compiled addon differ from one making to the next), the version and the platform. The
  * launchers cache a bundle under it, here and on the hosts.
  */
-export function bundleKey(): string {
+export function bundleKey(backends: readonly BundleBackend[] = DEFAULT_BUNDLE_BACKENDS): string {
   const h = createHash("sha256").update(`${VERSION} ${thisPlatform()}\n`);
-  for (const [from, to] of inputs().sort((a, b) => a[1].localeCompare(b[1])))
+  for (const [from, to] of inputs(backends).sort((a, b) => a[1].localeCompare(b[1])))
     h.update(`${to}\n`).update(fs.readFileSync(from));
   return h.digest("hex").slice(0, 24);
 }
 
 /** Stages the bundle's files in `dir`; returns why it has no prebuilt addon, or null. */
-function stage(dir: string): string | null {
-  for (const [from, to] of inputs()) copy(from, path.join(dir, to));
+function stage(dir: string, backends: readonly BundleBackend[]): string | null {
+  for (const [from, to] of inputs(backends)) copy(from, path.join(dir, to));
+  if (!backends.includes("native")) return "the bundle was made without the native backend (--backends)";
   const script = path.join(PACKAGE_ROOT, "scripts", "build-native.js");
   // Built now, for CPUs other than this one: the package's own addon uses every instruction this CPU has.
   const r = spawnSync(process.execPath, [script, "--portable", "--out-dir", path.join(dir, "native", "build")], {
@@ -131,7 +172,13 @@ function describe(dir: string): BundlePart[] {
  * else (no npm, no registry): extracted anywhere, `node meshtrain-worker-VERSION/meshtrain-worker.js`
  * takes `meshtrain worker`'s flags. Its prebuilt addon is this platform's.
  */
-export function makeBundle(o: { out?: string; platform?: string; withNode?: boolean }): BundleResult {
+export function makeBundle(o: {
+  out?: string;
+  platform?: string;
+  withNode?: boolean;
+  backends?: readonly BundleBackend[];
+}): BundleResult {
+  const backends = o.backends ?? DEFAULT_BUNDLE_BACKENDS;
   if (o.platform !== undefined && o.platform !== thisPlatform()) {
     throw new ConfigError(`bundle --platform ${o.platform}: this machine builds bundles for ${thisPlatform()} only`, {
       hint: `make the bundle on a ${o.platform} machine with meshtrain installed (its addon is compiled there)`,
@@ -142,7 +189,7 @@ export function makeBundle(o: { out?: string; platform?: string; withNode?: bool
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "meshtrain-bundle-"));
   try {
     const dir = path.join(tmp, name);
-    const noPrebuilt = stage(dir);
+    const noPrebuilt = stage(dir, backends);
     fs.writeFileSync(path.join(dir, "meshtrain-worker"), START_SCRIPT, { mode: 0o755 });
     if (o.withNode) addNodeRuntime(dir);
     const manifest = {
@@ -150,6 +197,7 @@ export function makeBundle(o: { out?: string; platform?: string; withNode?: bool
       platform: thisPlatform(),
       node: process.version,
       nodeInside: o.withNode === true,
+      backends,
       prebuiltAddon: noPrebuilt === null,
       parts: describe(dir),
     };

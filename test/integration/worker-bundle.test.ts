@@ -93,7 +93,7 @@ describe("the worker bundle, on a host with Node alone", () => {
     const r = spawnSync(process.execPath, [program, "devices"], { encoding: "utf8", cwd: tmp, env: { PATH: process.env.PATH, HOME: tmp }, timeout: 120_000 });
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /CPU backends:\n {2}node: not available: @tensorflow\/tfjs-node is not installed[^\n]*\n {2}native: available\n {2}wasm: available/);
-    assert.match(r.stdout, /WebGPU adapters \(Dawn\): none\n {2}Dawn's WebGPU bindings \(the webgpu package\) are not in the worker bundle/);
+    assert.match(r.stdout, /WebGPU adapters \(Dawn\): none\n[^\n]*Dawn's WebGPU bindings \(the webgpu package\) are not in this worker bundle: make it with meshtrain bundle --backends native,wasm,webgpu/);
   });
 
   test("where the prebuilt addon does not load, the worker builds it from the bundle's sources and says so", async () => {
@@ -127,6 +127,38 @@ describe("the worker bundle, on a host with Node alone", () => {
       await c.close();
     } finally {
       child.kill("SIGKILL");
+    }
+  });
+
+  test("--backends native,webgpu: Dawn for this platform inside, no wasm; its devices list the software adapter, and its GPU worker trains with a native one to model.fit's result", async () => {
+    const withDawn = path.join(tmp, "with-dawn.tar.gz");
+    const r = spawnSync(process.execPath, [CLI, "bundle", "--backends", "native,webgpu", "--out", withDawn], { encoding: "utf8", cwd: tmp, timeout: 600_000 });
+    assert.equal(r.status, 0, `meshtrain bundle --backends native,webgpu failed:\n${r.stdout}\n${r.stderr}`);
+    assert.ok(fs.statSync(withDawn).size < 55 * 2 ** 20, r.stdout);
+    const listed = spawnSync("tar", ["-tzf", withDawn], { encoding: "utf8" }).stdout;
+    assert.match(listed, /\/node_modules\/webgpu\/dist\/linux-x64\/dawn\.node$/m);
+    assert.doesNotMatch(listed, /dist\/(darwin|win32)|\.wasm$/m, "other platforms' Dawn, or wasm not asked for");
+    const host = path.join(tmp, "host-f");
+    fs.mkdirSync(host);
+    assert.equal(spawnSync("tar", ["-xzf", withDawn, "-C", host]).status, 0);
+    const program = path.join(host, fs.readdirSync(host)[0]!, "meshtrain-worker.js");
+    const devices = spawnSync(process.execPath, [program, "devices"], { encoding: "utf8", cwd: tmp, env: { PATH: process.env.PATH, HOME: tmp }, timeout: 120_000 });
+    assert.match(devices.stdout, /WebGPU adapters \(Dawn\): \n {2}0: SwiftShader Device \(Subzero\): software GPU/, devices.stdout + devices.stderr);
+    assert.match(devices.stdout, /wasm: not available/, "no wasm binaries in this bundle");
+    const gpu = await start(program, ["--backend", "webgpu"]);
+    const cpu = await start(program);
+    const c = await cluster().connect([gpu.url, cpu.url]).token(TOKEN).launch();
+    try {
+      assert.deepEqual(c.workers.map((w) => w.info.backend), ["webgpu", "native"]);
+      const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 64, seed: 5 });
+      const distributed = smallClassifier(6, 3);
+      const single = smallClassifier(6, 3);
+      await c.fit(distributed, ds, { epochs: 1, batchSize: 16, optimizer: "sgd", shuffle: false, seed: 3 });
+      await modelFitReference(single, ds, { epochs: 1, batchSize: 16, optimizer: { name: "sgd", learningRate: 0.01 }, shuffle: false, seed: 3 });
+      const diff = maxRelativeDifference(distributed, single);
+      assert.ok(diff < 1e-4, `relative difference ${diff}`);
+    } finally {
+      await c.close();
     }
   });
 

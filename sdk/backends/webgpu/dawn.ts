@@ -4,6 +4,7 @@
  * Adapters are chosen the way Dawn's Node bindings allow: by a substring of the adapter's device
  * name (the `adapter=` flag) and, across drivers, by which driver manifests the process sees.
  */
+import { DAWN_MISSING } from "./dawn-missing";
 
 /** The Dawn backend each platform's adapters run on. */
 const PLATFORM_BACKEND = process.platform === "darwin" ? "metal" : process.platform === "win32" ? "d3d12" : "vulkan";
@@ -44,10 +45,7 @@ export function loadDawn(): { ok: true; pkg: WebgpuPackage } | { ok: false; reas
   try {
     require.resolve("webgpu");
   } catch {
-    return {
-      ok: false,
-      reason: "the webgpu package (Dawn for Node) is not installed: npm install webgpu @tensorflow/tfjs-backend-webgpu",
-    };
+    return { ok: false, reason: DAWN_MISSING };
   }
   try {
     // An ES module: Node 20.19+ requires it synchronously.

@@ -20,20 +20,19 @@ export async function registerWebgpu(
   // The loader reads which drivers to use when Dawn starts it: the ones meshtrain found, unless the user chose.
   const drivers = vulkanEnv(null).VK_ICD_FILENAMES;
   if (!process.env.VK_ICD_FILENAMES && !process.env.VK_DRIVER_FILES && drivers) process.env.VK_ICD_FILENAMES = drivers;
-  try {
-    require.resolve("@tensorflow/tfjs-backend-webgpu");
-  } catch {
-    return {
-      problem: "@tensorflow/tfjs-backend-webgpu is not installed: npm install webgpu @tensorflow/tfjs-backend-webgpu",
-    };
-  }
   const chosen = await useAdapter(dawn.pkg, adapterName);
   if ("problem" in chosen) return chosen;
   try {
     // The package registers its backend when it loads, only where navigator.gpu exists: after useAdapter.
+    // A plain require (no require.resolve first): the worker bundle has the package inside itself.
     require("@tensorflow/tfjs-backend-webgpu");
   } catch (err) {
-    return { problem: `@tensorflow/tfjs-backend-webgpu did not load: ${(err as Error).message.split("\n")[0]}` };
+    const missing = (err as { code?: string }).code === "MODULE_NOT_FOUND";
+    return {
+      problem: missing
+        ? "@tensorflow/tfjs-backend-webgpu is not installed: npm install webgpu @tensorflow/tfjs-backend-webgpu"
+        : `@tensorflow/tfjs-backend-webgpu did not load: ${(err as Error).message.split("\n")[0]}`,
+    };
   }
   if (o.refuseSoftware && chosen.adapter.software) {
     return {
