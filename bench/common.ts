@@ -5,13 +5,14 @@ import * as path from "node:path";
 import { bestBlasCore, blasCoreFor, chooseBlasCore } from "../sdk/backends/native/blas-core";
 import type { Json } from "./json";
 import { regressions, type Watch } from "./regressions";
+import { RESULTS_ROOT } from "./results-root";
 
 /** Shared by every benchmark: child processes, the PyTorch peer, medians and result files. */
 
 export const ROOT = path.join(__dirname, "..", "..");
 export const QUICK = process.argv.includes("--quick");
 /** --quick (a smoke run, used by the tests) writes beside the real results, never over them. */
-export const RESULTS = path.join(ROOT, "bench", "results", ...(QUICK ? ["quick"] : []));
+export const RESULTS = path.join(RESULTS_ROOT, ...(QUICK ? ["quick"] : []));
 export const PEERS = path.join(ROOT, "bench", "peers");
 /** Debian's python: a different python3 may come first on PATH. */
 export const PYTHON = fs.existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
@@ -150,7 +151,7 @@ export function writeResults(name: string, data: Json, markdown: string, watch?:
   }
   fs.writeFileSync(path.join(RESULTS, `${name}.json`), `${JSON.stringify(data, null, 2)}\n`);
   fs.writeFileSync(path.join(RESULTS, `${name}.md`), `${markdown.trim()}\n`);
-  process.stdout.write(`\n${markdown.trim()}\n\nwrote ${path.relative(ROOT, path.join(RESULTS, name))}.json and .md\n`);
+  process.stdout.write(`\n${markdown.trim()}\n\nwrote ${path.relative(process.cwd(), path.join(RESULTS, name))}.json and .md\n`);
 }
 
 export function fmt(x: number, digits = 2): string {

@@ -16,12 +16,12 @@ const esbuild = require("esbuild");
 const root = path.join(__dirname, "..");
 const out = path.join(root, "dist", "worker-bundle");
 
-/** name.ts -> name.bundle.ts where one exists (relative imports inside sdk/ only). */
+/** name.ts -> name.bundle.ts where one exists (relative imports inside sdk/ and bench/ only). */
 const bundleVariants = {
   name: "bundle-variants",
   setup(build) {
     build.onResolve({ filter: /^\.\.?\// }, (args) => {
-      if (!args.importer.startsWith(path.join(root, "sdk"))) return undefined;
+      if (![path.join(root, "sdk"), path.join(root, "bench")].some((d) => args.importer.startsWith(d))) return undefined;
       const variant = `${path.resolve(args.resolveDir, args.path)}.bundle.ts`;
       return fs.existsSync(variant) ? { path: variant } : undefined;
     });
@@ -46,6 +46,14 @@ async function main() {
   await esbuild.build({ ...common, entryPoints: [path.join(root, "sdk", "worker", "comm", "entry.ts")], outfile: path.join(out, "comm", "entry.js") });
   // Beside the worker program: discover.ts starts it from its own folder.
   await esbuild.build({ ...common, entryPoints: [path.join(root, "sdk", "backends", "webgpu", "probe-main.ts")], outfile: path.join(out, "probe-main.js") });
+  // `node meshtrain-worker.js bench`: bench:gpu and the two programs it starts, in the folders it
+  // starts them from, and the local worker its 2-worker rows fork (local-entry.bundle.ts).
+  await esbuild.build({ ...common, entryPoints: [path.join(root, "sdk", "worker", "local-main.ts")], outfile: path.join(out, "local-main.js") });
+  for (const b of [["gpu", "run"], ["gpu", "cluster-fit"], ["train", "tfjs-train"]]) {
+    // The driver's SDK comes along; what it resolves only for notebooks and for making bundles stays out.
+    const external = [...common.external, "plotly.js-dist-min/*", "@tensorflow/tfjs-backend-wasm/package.json"];
+    await esbuild.build({ ...common, external, entryPoints: [path.join(root, "bench", ...b) + ".ts"], outfile: path.join(out, "bench", b[0], `${b[1]}.js`) });
+  }
 }
 
 main().catch((err) => {

@@ -1,6 +1,7 @@
 import * as path from "node:path";
 import { discoverAdapters } from "../../sdk/backends/webgpu/discover";
 import { vulkanEnv } from "../../sdk/backends/webgpu/vulkan";
+import { commandFor } from "../results-root";
 import { fmt, machine, median, pinnedEnv, QUICK, runJson, writeResults, type Json } from "../common";
 
 /**
@@ -66,6 +67,12 @@ async function main(): Promise<void> {
     table.push(`| ${r.label} | ${first.device} | ${fmt(med(r, "samples_per_second"), 0)} | ${fmt(transfer, 1)} | ${allreduce} |`);
   }
   const software = adapter?.software ?? true;
+  // What the GPU gave over the native CPU worker, each model's 1-process rows of this same run.
+  const over = (["mlp", "cnn"] as const).flatMap((m) => {
+    const row = (b: string): Row | undefined => rows.find((r) => r.label === `${m} ${b}, 1 process`);
+    const [gpu, cpu] = [row("webgpu"), row("native")];
+    return gpu && cpu ? [`${m.toUpperCase()} ${fmt(med(gpu, "samples_per_second") / med(cpu, "samples_per_second"), 3)}x`] : [];
+  });
   const md = [
     `### GPU workers beside CPU workers, batch ${BATCH}, SGD (medians of ${ROUNDS} interleaved rounds)`,
     "",
@@ -74,8 +81,9 @@ async function main(): Promise<void> {
     software
       ? `No GPU here: the webgpu rows ran on ${adapter ? `the software adapter "${adapter.name}" (${adapter.description})` : "no adapter"}, a CPU rasteriser. Those figures compare only with each other (how a step's time splits into compute and device transfers); they say nothing of a real GPU's speed. No real GPU has run this code yet.`
       : `The webgpu rows ran on "${adapter!.name}".`,
+    ...(over.length > 0 ? [`WebGPU over the native CPU worker, samples/s, 1 process each: ${over.join(", ")}${software ? " (a software adapter: not a GPU's figure)" : ""}.`] : []),
     "MLP 784-256-256-10; CNN conv3x3x32, max pool, conv3x3x64, max pool, dense 128, dense 10. \"1 process\": the worker's own replica step; \"2 workers\": data parallelism on local workers, each on its own device.",
-    "Command: `npm run bench:gpu`.",
+    `Command: ${commandFor("bench:gpu")}.`,
   ].join("\n");
   writeResults("gpu", { machine: machine(), quick: QUICK, batch: BATCH, adapter: adapter ?? null, rows: out }, md);
 }

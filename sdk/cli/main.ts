@@ -3,7 +3,7 @@ import { OPTIMIZER_NAMES } from "../protocol/optimizer-spec";
 import { runProgram } from "./run-program";
 import { Command, Option } from "commander";
 import { int, listOf, positive } from "./arg-parsers";
-import { BUNDLE_BACKENDS, DEFAULT_BUNDLE_BACKENDS, type BundleBackend } from "../launchers/bundle-backends";
+import { BUNDLE_BACKENDS, DEFAULT_BUNDLE_BACKENDS, type BundleBackend } from "../config/bundle-backends";
 import { hostCommands, workerCommand } from "./worker-command";
 import { ConfigError } from "../errors/errors";
 import { BACKEND_CHOICES } from "../protocol/backend-names";

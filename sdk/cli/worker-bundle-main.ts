@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+import { spawn } from "node:child_process";
+import * as path from "node:path";
 import { runProgram } from "./run-program";
 import { Command } from "commander";
 import { quietCpuBanner } from "../backends/quiet-banner";
@@ -18,5 +20,19 @@ const program = workerCommand(
 // `worker` too, so that a launcher's command lines (`CMD preflight ...`, `CMD worker --join ...`) run on either program.
 workerCommand(program.command("worker"));
 hostCommands(program);
+
+program
+  .command("bench")
+  .description(
+    "bench:gpu from the bundle alone: the MLP and the CNN on every backend here (native, wasm, each WebGPU adapter), one worker and two, samples/s and each step's readback and upload; results in ./meshtrain-bench-results",
+  )
+  .option("--quick", "a smoke run: one CPU row and the WebGPU rows, few steps", false)
+  .action(async (o: { quick: boolean }) => {
+    // The bench in the bundle's own bench/ folder (scripts/build-worker-bundle.js), in a process of its own as `npm run bench:gpu` runs it.
+    const script = path.join(__dirname, "bench", "gpu", "run.js");
+    const child = spawn(process.execPath, [script, ...(o.quick ? ["--quick"] : [])], { stdio: "inherit" });
+    const code = await new Promise<number>((resolve) => child.on("close", (c) => resolve(c ?? 1)));
+    process.exitCode = code;
+  });
 
 runProgram(program, "meshtrain-worker");

@@ -131,11 +131,12 @@ export class ClusterBuilder {
    * driver exits or dies. `command` runs meshtrain there (default: this node and meshtrain's
    * paths); `sshArgs` go to every ssh; `driverHost` is where hosts reach this driver. `ship`
    * ("auto") copies the worker bundle to a host where meshtrain is missing or of another
-   * version, run there by `node` ("node"); "always" to every host, "never" to none.
+   * version, run there by `node` ("node"); "always" to every host, "never" to none; with
+   * `bundleBackends` (["native", "wasm"]; add "webgpu" for Dawn on GPU hosts).
    */
   ssh(hosts: readonly string[], options: SshOptions = {}): ClusterBuilder {
     const list = parseOrThrow(SshHostsSchema, hosts, "ssh(hosts)", 'pass host names as ssh takes them, e.g. ["node1", "alice@node2:2222"]');
-    const { port, timeoutMs, ...o } = parseOrThrow(SshOptionsSchema, options, "ssh(hosts, options)", "options are workersPerHost, command, sshArgs, driverHost, ship, node, port and timeoutMs, each optional");
+    const { port, timeoutMs, ...o } = parseOrThrow(SshOptionsSchema, options, "ssh(hosts, options)", "options are workersPerHost, command, sshArgs, driverHost, ship, node, bundleBackends, port and timeoutMs, each optional");
     return this.with({ workers: { kind: "join", count: list.length * o.workersPerHost, host: o.driverHost ?? "127.0.0.1", port, timeoutMs, launcher: defined({ kind: "ssh" as const, hosts: list, ...o }) } });
   }
 
@@ -145,7 +146,7 @@ export class ClusterBuilder {
    * limit, account and any other sbatch `args` given. launch() waits for them (a job pending
    * past `timeoutMs`, 600 s, is cancelled and reported with Slurm's reason); cluster.notes show
    * the job id and its nodes. close(), the driver's exit and an interrupt cancel the job.
-   * `ship: "sbcast"` sends the worker bundle with the job, run on the nodes by `node`.
+   * `ship: "sbcast"` sends the worker bundle (of `bundleBackends`) with the job, run on the nodes by `node`.
    */
   slurm(options: SlurmOptions): ClusterBuilder {
     const { port, timeoutMs, ...o } = parseOrThrow(SlurmOptionsSchema, options, "slurm(options)", 'pass { nodes: 2 }, and partition, time, account, tasksPerNode, args as your cluster needs');

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { SlurmLauncherSpecSchema, SshLauncherSpecSchema } from "../config/launcher-spec";
+import { DEFAULT_BUNDLE_BACKENDS } from "../config/bundle-backends";
 
 /**
  * The options of the builder's launcher methods (fromEnv, ssh, slurm), checked as they are
@@ -23,6 +24,7 @@ export const SshOptionsSchema = SshLauncherSpecSchema.omit({ kind: true, hosts: 
   sshArgs: SshLauncherSpecSchema.shape.sshArgs.default([]),
   ship: SshLauncherSpecSchema.shape.ship.default("auto"),
   node: SshLauncherSpecSchema.shape.node.default("node"),
+  bundleBackends: SshLauncherSpecSchema.shape.bundleBackends.default([...DEFAULT_BUNDLE_BACKENDS]),
   port: listening.port,
   timeoutMs: listening.timeoutMs.default(120_000),
 });
@@ -32,6 +34,7 @@ export const SlurmOptionsSchema = SlurmLauncherSpecSchema.omit({ kind: true }).e
   args: SlurmLauncherSpecSchema.shape.args.default([]),
   ship: SlurmLauncherSpecSchema.shape.ship.default("never"),
   node: SlurmLauncherSpecSchema.shape.node.default("node"),
+  bundleBackends: SlurmLauncherSpecSchema.shape.bundleBackends.default([...DEFAULT_BUNDLE_BACKENDS]),
   port: listening.port,
   timeoutMs: listening.timeoutMs.default(600_000),
 });

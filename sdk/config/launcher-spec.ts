@@ -1,10 +1,13 @@
 import { z } from "zod";
+import { BUNDLE_BACKENDS } from "./bundle-backends";
 
 /** An ssh() host: "host", "user@host" or "user@host:port" (ssh's own config applies to the name). */
 export const SSH_HOST_PATTERN = /^(?:[A-Za-z0-9._-]+@)?(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 
 const command = z.string().min(1).max(2000).optional();
 const driverHost = z.string().min(1).max(256).optional();
+/** What a shipped bundle's workers compute with (`meshtrain bundle --backends`): "webgpu" adds Dawn, for GPU hosts. */
+const bundleBackends = z.array(z.enum(BUNDLE_BACKENDS)).min(1).max(BUNDLE_BACKENDS.length);
 
 export const SshHostsSchema = z
   .array(z.string().regex(SSH_HOST_PATTERN, "must be host, user@host or user@host:port"))
@@ -30,6 +33,7 @@ export const SshLauncherSpecSchema = z.strictObject({
   ship: z.enum(["auto", "always", "never"]),
   /** The node program on the hosts that runs a shipped bundle; default "node", found on the host's PATH. */
   node: z.string().min(1).max(1000),
+  bundleBackends,
 });
 
 /** slurm(): the workers as one batch job (sbatch, then srun inside it). */
@@ -55,6 +59,7 @@ export const SlurmLauncherSpecSchema = z.strictObject({
   ship: z.enum(["never", "sbcast"]),
   /** The node program on the nodes that runs a shipped bundle; default "node", found on their PATH. */
   node: z.string().min(1).max(1000),
+  bundleBackends,
 });
 
 /**

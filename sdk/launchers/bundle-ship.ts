@@ -6,6 +6,7 @@ import { VERSION } from "../protocol/sdk-version";
 import { sshRun } from "./ssh-run";
 import { shellQuote, type SshTarget } from "./ssh-target";
 import { bundleKey, makeBundle } from "./worker-bundle";
+import type { BundleBackend } from "../config/bundle-backends";
 
 /** The bundle this driver ships: a .tar.gz in its user's cache, named by its contents' key. */
 export interface LocalBundle {
@@ -20,9 +21,9 @@ function cacheRoot(): string {
   return process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache");
 }
 
-/** The bundle of this installation, made once and kept in ~/.cache/meshtrain/bundles by its key. */
-export function localBundle(): LocalBundle {
-  const key = bundleKey();
+/** The bundle of this installation with `backends`, made once and kept in ~/.cache/meshtrain/bundles by its key. */
+export function localBundle(backends: readonly BundleBackend[]): LocalBundle {
+  const key = bundleKey(backends);
   const dir = path.join(cacheRoot(), "meshtrain", "bundles");
   const file = path.join(dir, `${key}.tar.gz`);
   if (fs.existsSync(file)) return { file, key, made: false };
@@ -30,7 +31,7 @@ export function localBundle(): LocalBundle {
   // Made beside it and moved into place: two drivers making it at once never leave half a file.
   const partial = `${file}.${process.pid}.partial`;
   try {
-    makeBundle({ out: partial });
+    makeBundle({ out: partial, backends });
     fs.renameSync(partial, file);
   } finally {
     fs.rmSync(partial, { force: true });

@@ -98,7 +98,7 @@ export class SlurmLauncher implements Launcher {
    */
   private workers(): SlurmWorkers {
     if (this.spec.ship === "never") return { command: meshtrainCommand(this.spec.command) };
-    const b = localBundle();
+    const b = localBundle(this.spec.bundleBackends);
     const beside = path.join(path.dirname(this.outputFile), `meshtrain-bundle-${b.key}.tar.gz`);
     if (!fs.existsSync(beside)) {
       fs.copyFileSync(b.file, `${beside}.${process.pid}.partial`);

@@ -96,7 +96,7 @@ export class SshLauncher implements Launcher {
 
   /** The worker bundle to hosts `list`: made (or found) here once, copied where their cache lacks it. */
   private async ship(list: number[]): Promise<void> {
-    this.bundle ??= localBundle();
+    this.bundle ??= localBundle(this.spec.bundleBackends);
     const b = this.bundle;
     const done = await Promise.all(list.map((i) => shipBundle(this.targets[i]!, this.spec.sshArgs, b, this.spec.node)));
     done.forEach((s, k) => {

@@ -6,7 +6,7 @@ import * as path from "node:path";
 import { ConfigError } from "../errors/errors";
 import { VERSION } from "../protocol/sdk-version";
 import { addNodeRuntime, START_SCRIPT } from "./node-runtime";
-import { DEFAULT_BUNDLE_BACKENDS, type BundleBackend } from "./bundle-backends";
+import { DEFAULT_BUNDLE_BACKENDS, type BundleBackend } from "../config/bundle-backends";
 
 const PACKAGE_ROOT = path.join(__dirname, "..", "..", "..");
 
@@ -61,6 +61,11 @@ const WHY: ReadonlyArray<[RegExp, string]> = [
     "the addon's C sources: rebuilt on a host where the prebuilt one does not load, if it has a compiler and OpenBLAS",
   ],
   [/^scripts\/build-native\.js$/, "the addon's build script"],
+  [/^local-main\.js$/, "the worker its benchmark's 2-worker rows start on this host (node meshtrain-worker.js bench)"],
+  [
+    /^bench\//,
+    "bench:gpu (node meshtrain-worker.js bench): the MLP and the CNN on every backend here, with the driver's side it needs",
+  ],
   [/^probe-main\.js$/, "lists the WebGPU adapters Dawn finds, in a process of its own (meshtrain devices)"],
   [
     /^node_modules\/webgpu\/dist\//,

@@ -1,5 +1,5 @@
+import { localWorkerEntry } from "./local-entry";
 import { fork, type ChildProcess } from "node:child_process";
-import * as path from "node:path";
 import { LaunchError } from "../errors/errors";
 import { followLines, type OnLine } from "../util/child-lines";
 import { killOnExit } from "../util/kill-on-exit";
@@ -52,7 +52,7 @@ export class LocalWorkerProcess {
     onLine?: OnLine,
     o: { host?: string; joins?: string[] } = {},
   ): LocalWorkerProcess {
-    const entry = path.join(__dirname, "..", "worker", "local-main.js");
+    const entry = localWorkerEntry();
     const how = o.joins ? o.joins : ["--exit-with-driver"];
     const child = fork(entry, ["--host", o.host ?? "127.0.0.1", "--port", "0", ...how, ...extraArgs], {
       env,

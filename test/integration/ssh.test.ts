@@ -61,7 +61,7 @@ describe("workers started over ssh", () => {
     }
   });
 
-  test('ship: "always": the worker bundle goes to each host over ssh, runs there and trains to model.fit; a second launch copies nothing', async () => {
+  test('ship: "always": the worker bundle (of bundleBackends) goes to each host over ssh, runs there and trains to model.fit; a second launch copies nothing', async () => {
     // The driver's cache in a folder of the test's; the hosts' is their user's (~/.cache), removed after.
     let key = "";
     try {
@@ -74,7 +74,7 @@ describe("workers started over ssh", () => {
   /** Two launches shipping the bundle to both hosts: the first copies it, the second finds it there. */
   async function shipTwice(keyed: (key: string) => void): Promise<void> {
     const launch = (): ReturnType<ReturnType<typeof cluster>["launch"]> =>
-      cluster().ssh([a, b], { sshArgs: net.sshArgs, ship: "always" }).backend("cpu").launch();
+      cluster().ssh([a, b], { sshArgs: net.sshArgs, ship: "always", bundleBackends: ["native"] }).backend("cpu").launch();
     const c = await launch();
     let key = "";
     try {
@@ -84,6 +84,10 @@ describe("workers started over ssh", () => {
       assert.equal(note, `ssh: the worker bundle ${key} (made for this launch) runs on ${a} (copied), ${b} (copied)`);
       const command = fs.readFileSync(`/proc/${c.workers[0]!.info.pid}/cmdline`, "utf8").split("\0").join(" ");
       assert.match(command, new RegExp(`/\\.cache/meshtrain/bundles/${key}/meshtrain-worker-[\\d.]+/meshtrain-worker\\.js worker --join`));
+      // The hosts share this machine's files: the shipped bundle holds the native backend only, as asked.
+      const shipped = path.dirname(command.split(" ").find((w) => w.endsWith("/meshtrain-worker.js"))!);
+      assert.ok(fs.existsSync(path.join(shipped, "native", "build", "meshtrain_native.node")), shipped);
+      assert.deepEqual(fs.readdirSync(shipped).filter((f) => f.endsWith(".wasm")), [], "no wasm binaries: bundleBackends was native only");
       await fitsLikeModelFit(c, { size: 96, seed: 5 });
     } finally {
       await c.close();

@@ -109,7 +109,7 @@ describe("the worker bundle, on a host with Node alone", () => {
     }
   });
 
-  test("--with-node: Node itself inside (36 MiB, under 55), and ./meshtrain-worker runs the worker on it, not on the host's", async () => {
+  test("--with-node: Node itself inside (40 MiB, under 55), and ./meshtrain-worker runs the worker on it, not on the host's", async () => {
     const withNode = path.join(tmp, "with-node.tar.gz");
     const r = spawnSync(process.execPath, [CLI, "bundle", "--with-node", "--out", withNode], { encoding: "utf8", cwd: tmp, timeout: 600_000 });
     assert.equal(r.status, 0, `meshtrain bundle --with-node failed:\n${r.stdout}\n${r.stderr}`);
@@ -130,7 +130,7 @@ describe("the worker bundle, on a host with Node alone", () => {
     }
   });
 
-  test("--backends native,webgpu: Dawn for this platform inside, no wasm; its devices list the software adapter, and its GPU worker trains with a native one to model.fit's result", async () => {
+  test("--backends native,webgpu: Dawn for this platform inside, no wasm; its devices list the software adapter, its bench runs, and its GPU worker trains with a native one to model.fit's result", async () => {
     const withDawn = path.join(tmp, "with-dawn.tar.gz");
     const r = spawnSync(process.execPath, [CLI, "bundle", "--backends", "native,webgpu", "--out", withDawn], { encoding: "utf8", cwd: tmp, timeout: 600_000 });
     assert.equal(r.status, 0, `meshtrain bundle --backends native,webgpu failed:\n${r.stdout}\n${r.stderr}`);
@@ -145,6 +145,16 @@ describe("the worker bundle, on a host with Node alone", () => {
     const devices = spawnSync(process.execPath, [program, "devices"], { encoding: "utf8", cwd: tmp, env: { PATH: process.env.PATH, HOME: tmp }, timeout: 120_000 });
     assert.match(devices.stdout, /WebGPU adapters \(Dawn\): \n {2}0: SwiftShader Device \(Subzero\): software GPU/, devices.stdout + devices.stderr);
     assert.match(devices.stdout, /wasm: not available/, "no wasm binaries in this bundle");
+    // bench:gpu from the bundle alone, run from an empty folder: its rows, the GPU's ratio to the CPU worker, a results file there.
+    const runIn = path.join(tmp, "bench-here");
+    fs.mkdirSync(runIn);
+    const bench = spawnSync(process.execPath, [program, "bench", "--quick"], { encoding: "utf8", cwd: runIn, env: { PATH: process.env.PATH, HOME: tmp }, timeout: 300_000 });
+    assert.equal(bench.status, 0, bench.stdout + bench.stderr);
+    for (const row of [/\| mlp native, 1 process \| cpu \| \d+ \|/, /\| mlp webgpu, 1 process \| webgpu: SwiftShader Device \(Subzero\) \(software GPU[^|]*\| \d+ \| [\d.]+ \|/, /\| mlp webgpu, 2 workers \| webgpu: SwiftShader[^|]*\| \d+ \| [\d.]+ \| [\d.]+ \|/])
+      assert.match(bench.stdout, row);
+    assert.match(bench.stdout, /WebGPU over the native CPU worker, samples\/s, 1 process each: MLP [\d.]+x \(a software adapter: not a GPU's figure\)/);
+    assert.match(bench.stdout, /Command: `node meshtrain-worker\.js bench`/);
+    assert.ok(fs.existsSync(path.join(runIn, "meshtrain-bench-results", "quick", "gpu.json")), bench.stdout);
     const gpu = await start(program, ["--backend", "webgpu"]);
     const cpu = await start(program);
     const c = await cluster().connect([gpu.url, cpu.url]).token(TOKEN).launch();

@@ -2,9 +2,10 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { bundleRoot } from "../../util/bundle-root";
 
-/** In the worker bundle: native/build beside meshtrain-worker.js (this code's file, or, in the communication thread's comm/entry.js, its folder's parent). */
-export const ADDON_ROOT = path.basename(__dirname) === "comm" ? path.dirname(__dirname) : __dirname;
+/** In the worker bundle: native/build at its root, beside meshtrain-worker.js. */
+export const ADDON_ROOT = bundleRoot();
 
 /**
  * The bundle's prebuilt addon did not load on this host (another libc, no OpenBLAS of that
@@ -13,7 +14,7 @@ export const ADDON_ROOT = path.basename(__dirname) === "comm" ? path.dirname(__d
  * one extracted bundle never load a half-written file. Returns why not, or "" once built.
  */
 export function rebuildAddon(): string {
-  const script = path.join(__dirname, "scripts", "build-native.js");
+  const script = path.join(ADDON_ROOT, "scripts", "build-native.js");
   if (!fs.existsSync(script)) return "the bundle holds no build script";
   process.stderr.write(
     "meshtrain worker: the bundle's prebuilt native addon does not load on this host; building it here from its sources\n",

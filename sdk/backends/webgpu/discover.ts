@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
-import * as path from "node:path";
 import type { AdapterFacts } from "./dawn";
 import { icdManifests, vulkanEnv, vulkanProblem, type IcdManifest } from "./vulkan";
+import { PROBE } from "./probe-path";
 
 /** A WebGPU adapter a worker on this machine can be given: the driver it comes from, and its facts. */
 export interface LocalAdapter extends AdapterFacts {
@@ -16,8 +16,6 @@ export interface AdapterSurvey {
   adapters: LocalAdapter[];
   problems: string[];
 }
-
-const PROBE = path.join(__dirname, "probe-main.js");
 
 /** Runs the probe with `env` added; resolves with its report (never rejects: a failed probe is a problem said in words). */
 function probe(
