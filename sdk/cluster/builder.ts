@@ -146,7 +146,7 @@ export class ClusterBuilder {
    * limit, account and any other sbatch `args` given. launch() waits for them (a job pending
    * past `timeoutMs`, 600 s, is cancelled and reported with Slurm's reason); cluster.notes show
    * the job id and its nodes. close(), the driver's exit and an interrupt cancel the job.
-   * `ship: "sbcast"` sends the worker bundle (of `bundleBackends`) with the job, run on the nodes by `node`.
+   * `ship: "sbcast"` sends the worker bundle (of `bundleBackends`) with the job, "shared" extracts it once into `sharedDir`; the nodes run it by `node`.
    */
   slurm(options: SlurmOptions): ClusterBuilder {
     const { port, timeoutMs, ...o } = parseOrThrow(SlurmOptionsSchema, options, "slurm(options)", 'pass { nodes: 2 }, and partition, time, account, tasksPerNode, args as your cluster needs');

@@ -29,15 +29,21 @@ export const SshOptionsSchema = SshLauncherSpecSchema.omit({ kind: true, hosts: 
   timeoutMs: listening.timeoutMs.default(120_000),
 });
 
-export const SlurmOptionsSchema = SlurmLauncherSpecSchema.omit({ kind: true }).extend({
-  tasksPerNode: SlurmLauncherSpecSchema.shape.tasksPerNode.default(1),
-  args: SlurmLauncherSpecSchema.shape.args.default([]),
-  ship: SlurmLauncherSpecSchema.shape.ship.default("never"),
-  node: SlurmLauncherSpecSchema.shape.node.default("node"),
-  bundleBackends: SlurmLauncherSpecSchema.shape.bundleBackends.default([...DEFAULT_BUNDLE_BACKENDS]),
-  port: listening.port,
-  timeoutMs: listening.timeoutMs.default(600_000),
-});
+export const SlurmOptionsSchema = SlurmLauncherSpecSchema.omit({ kind: true })
+  .extend({
+    tasksPerNode: SlurmLauncherSpecSchema.shape.tasksPerNode.default(1),
+    args: SlurmLauncherSpecSchema.shape.args.default([]),
+    ship: SlurmLauncherSpecSchema.shape.ship.default("never"),
+    node: SlurmLauncherSpecSchema.shape.node.default("node"),
+    bundleBackends: SlurmLauncherSpecSchema.shape.bundleBackends.default([...DEFAULT_BUNDLE_BACKENDS]),
+    port: listening.port,
+    timeoutMs: listening.timeoutMs.default(600_000),
+  })
+  // A folder named without ship "shared" would be ignored, and "shared" without one has nowhere to go.
+  .refine((o) => (o.ship === "shared") === (o.sharedDir !== undefined), {
+    message: 'ship "shared" and sharedDir go together: name the folder the nodes share with ship: "shared"',
+    path: ["sharedDir"],
+  });
 
 export type SshOptions = z.input<typeof SshOptionsSchema>;
 export type SlurmOptions = z.input<typeof SlurmOptionsSchema>;

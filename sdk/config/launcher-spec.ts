@@ -54,9 +54,12 @@ export const SlurmLauncherSpecSchema = z.strictObject({
   /**
    * "sbcast": the worker bundle goes with the job. It is put beside the job's output (a folder
    * the batch host reads), sent by sbcast to every node of the allocation, extracted there,
-   * and run by `node`. "never" (default): `command`, or this driver's paths, runs on the nodes.
+   * and run by `node`. "shared": extracted once into `sharedDir`, a folder every node mounts at
+   * the same path, and run from there. "never" (default): `command`, or this driver's paths.
    */
-  ship: z.enum(["never", "sbcast"]),
+  ship: z.enum(["never", "sbcast", "shared"]),
+  /** With ship "shared": the folder (on a file system the nodes share) the bundle is extracted into, by its key. */
+  sharedDir: z.string().min(1).max(4096).optional(),
   /** The node program on the nodes that runs a shipped bundle; default "node", found on their PATH. */
   node: z.string().min(1).max(1000),
   bundleBackends,

@@ -14,6 +14,8 @@ import {
 } from "./slurm-job";
 import { meshtrainCommand } from "./remote-command";
 import { localBundle } from "./bundle-ship";
+import { extractShared } from "./bundle-shared";
+import { shellQuote } from "./ssh-target";
 import { slurmScript, type SlurmWorkers } from "./slurm-script";
 import { localAddressTowards } from "../transport/routes";
 
@@ -34,7 +36,7 @@ export class SlurmLauncher implements Launcher {
   private done = false;
   private readonly outputFile: string;
   /** The bundle sent with the job (ship "sbcast"). */
-  private shipped: { key: string; file: string } | null = null;
+  private shipped: { key: string; how: string } | null = null;
 
   /** `timeoutMs`: how long the driver waits for the workers to join (for the message of a job still pending). */
   constructor(
@@ -99,12 +101,20 @@ export class SlurmLauncher implements Launcher {
   private workers(): SlurmWorkers {
     if (this.spec.ship === "never") return { command: meshtrainCommand(this.spec.command) };
     const b = localBundle(this.spec.bundleBackends);
+    if (this.spec.ship === "shared") {
+      const shared = extractShared(b, path.resolve(this.spec.sharedDir!));
+      this.shipped = {
+        key: b.key,
+        how: `runs from ${path.dirname(path.dirname(shared.program))} (${shared.extracted ? "extracted now" : "already there"})`,
+      };
+      return { command: `${shellQuote(this.spec.node)} ${shellQuote(shared.program)}` };
+    }
     const beside = path.join(path.dirname(this.outputFile), `meshtrain-bundle-${b.key}.tar.gz`);
     if (!fs.existsSync(beside)) {
       fs.copyFileSync(b.file, `${beside}.${process.pid}.partial`);
       fs.renameSync(`${beside}.${process.pid}.partial`, beside);
     }
-    this.shipped = { key: b.key, file: beside };
+    this.shipped = { key: b.key, how: `sent to the job's nodes by sbcast from ${beside}` };
     return { bundle: beside, node: this.spec.node };
   }
 
@@ -140,9 +150,7 @@ export class SlurmLauncher implements Launcher {
     this.status = (await jobStatus(this.id!)) ?? this.status;
     return [
       `Slurm job ${this.id} on ${this.status?.nodes || "(node list unknown)"}, output in ${this.outputPath()}`,
-      ...(this.shipped
-        ? [`Slurm: the worker bundle ${this.shipped.key} sent to the job's nodes by sbcast from ${this.shipped.file}`]
-        : []),
+      ...(this.shipped ? [`Slurm: the worker bundle ${this.shipped.key} ${this.shipped.how}`] : []),
     ];
   }
 

@@ -5,7 +5,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
-import { cluster, LaunchError, TimeoutError } from "../../sdk/index";
+import { cluster, ConfigError, LaunchError, TimeoutError } from "../../sdk/index";
 import { fitsLikeModelFit } from "../helpers/fit-check";
 import { processesMatching, waitFor } from "../helpers/processes";
 import { startSlurm, type TestSlurm } from "../helpers/slurm";
@@ -69,6 +69,40 @@ describe("workers as a Slurm job", () => {
       // What the job extracted on its nodes (one /tmp here).
       for (const f of fs.readdirSync(os.tmpdir()).filter((n) => id !== "" && n.startsWith(`meshtrain-${id}`))) fs.rmSync(path.join(os.tmpdir(), f), { recursive: true, force: true });
     }
+  });
+
+  test('ship: "shared": the worker bundle is extracted once into sharedDir, the nodes run it from there and train to model.fit; a second launch finds it', async () => {
+    const shared = path.join(slurm.dir, "shared-bundles");
+    try {
+      await withOwnBundleCache(async () => {
+        const launch = (): ReturnType<ReturnType<typeof cluster>["launch"]> => cluster().slurm({ nodes: 2, outputDir: slurm.dir, ship: "shared", sharedDir: shared }).backend("cpu").launch();
+        const c = await launch();
+        let key = "";
+        try {
+          const note = c.notes.find((n) => n.startsWith("Slurm: the worker bundle")) ?? c.notes.join("\n");
+          key = /the worker bundle (\w+)/.exec(note)?.[1] ?? "";
+          assert.equal(note, `Slurm: the worker bundle ${key} runs from ${shared}/${key} (extracted now)`);
+          const commands = c.workers.map((w) => fs.readFileSync(`/proc/${w.info.pid}/cmdline`, "utf8").split("\0").join(" "));
+          for (const cmd of commands) assert.ok(cmd.includes(`${shared}/${key}/meshtrain-worker-`), cmd);
+          await fitsLikeModelFit(c, { size: 96, seed: 3 });
+        } finally {
+          await c.close();
+        }
+        const again = await launch();
+        try {
+          assert.ok(again.notes.includes(`Slurm: the worker bundle ${key} runs from ${shared}/${key} (already there)`), again.notes.join("\n"));
+        } finally {
+          await again.close();
+        }
+      });
+    } finally {
+      fs.rmSync(shared, { recursive: true, force: true });
+    }
+  });
+
+  test("sharedDir without ship \"shared\", and ship \"shared\" without sharedDir, are refused as the options are given", () => {
+    for (const o of [{ nodes: 1, sharedDir: "/shared" }, { nodes: 1, ship: "shared" as const }])
+      assert.throws(() => cluster().slurm(o), (e: unknown) => e instanceof ConfigError && /ship "shared" and sharedDir go together/.test((e as Error).message));
   });
 
   test("srun -N2 of a script using fromEnv(): rank 0 on mtn1 (SLURM_STEP_NODELIST) drives, rank 1 joins; equals model.fit", async () => {
