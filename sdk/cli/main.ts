@@ -49,11 +49,21 @@ program
     listOf(BUNDLE_BACKENDS),
     [...DEFAULT_BUNDLE_BACKENDS],
   )
+  .option("--no-bench", "leave out bench:gpu (node meshtrain-worker.js bench), 3.5 MiB of the .tar.gz")
   .option("--list", "list what is inside and why", false)
-  .action((o: { out?: string; platform?: string; withNode: boolean; list: boolean; backends: BundleBackend[] }) => {
-    const b = (require("../launchers/worker-bundle") as typeof import("../launchers/worker-bundle")).makeBundle(o);
-    process.stdout.write(`${(require("./bundle") as typeof import("./bundle")).bundleReport(b, o.list)}\n`);
-  });
+  .action(
+    (o: {
+      out?: string;
+      platform?: string;
+      withNode: boolean;
+      list: boolean;
+      backends: BundleBackend[];
+      bench: boolean;
+    }) => {
+      const b = (require("../launchers/worker-bundle") as typeof import("../launchers/worker-bundle")).makeBundle(o);
+      process.stdout.write(`${(require("./bundle") as typeof import("./bundle")).bundleReport(b, o.list)}\n`);
+    },
+  );
 
 program
   .command("env")

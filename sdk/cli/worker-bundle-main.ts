@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 import { spawn } from "node:child_process";
+import * as fs from "node:fs";
 import * as path from "node:path";
+import { ConfigError } from "../errors/errors";
 import { runProgram } from "./run-program";
 import { Command } from "commander";
 import { quietCpuBanner } from "../backends/quiet-banner";
@@ -30,6 +32,14 @@ program
   .action(async (o: { quick: boolean }) => {
     // The bench in the bundle's own bench/ folder (scripts/build-worker-bundle.js), in a process of its own as `npm run bench:gpu` runs it.
     const script = path.join(__dirname, "bench", "gpu", "run.js");
+    if (!fs.existsSync(script)) {
+      throw new ConfigError(
+        "this bundle was made without bench:gpu (meshtrain bundle --no-bench, or shipped by a launcher)",
+        {
+          hint: "make a bundle with it where meshtrain is installed: npx meshtrain bundle, then copy it here",
+        },
+      );
+    }
     const child = spawn(process.execPath, [script, ...(o.quick ? ["--quick"] : [])], { stdio: "inherit" });
     const code = await new Promise<number>((resolve) => child.on("close", (c) => resolve(c ?? 1)));
     process.exitCode = code;

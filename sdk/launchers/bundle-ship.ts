@@ -21,9 +21,13 @@ function cacheRoot(): string {
   return process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache");
 }
 
-/** The bundle of this installation with `backends`, made once and kept in ~/.cache/meshtrain/bundles by its key. */
+/**
+ * The bundle of this installation with `backends`, made once and kept in
+ * ~/.cache/meshtrain/bundles by its key. Without bench:gpu: a launch runs workers, and the
+ * bundle is a third of the size without it.
+ */
 export function localBundle(backends: readonly BundleBackend[]): LocalBundle {
-  const key = bundleKey(backends);
+  const key = bundleKey({ backends, bench: false });
   const dir = path.join(cacheRoot(), "meshtrain", "bundles");
   const file = path.join(dir, `${key}.tar.gz`);
   if (fs.existsSync(file)) return { file, key, made: false };
@@ -31,7 +35,7 @@ export function localBundle(backends: readonly BundleBackend[]): LocalBundle {
   // Made beside it and moved into place: two drivers making it at once never leave half a file.
   const partial = `${file}.${process.pid}.partial`;
   try {
-    makeBundle({ out: partial, backends });
+    makeBundle({ out: partial, backends, bench: false });
     fs.renameSync(partial, file);
   } finally {
     fs.rmSync(partial, { force: true });

@@ -6,7 +6,7 @@ import * as path from "node:path";
 import { ConfigError } from "../errors/errors";
 import { VERSION } from "../protocol/sdk-version";
 import { addNodeRuntime, START_SCRIPT } from "./node-runtime";
-import { DEFAULT_BUNDLE_BACKENDS, type BundleBackend } from "../config/bundle-backends";
+import { DEFAULT_BUNDLE_BACKENDS, type BundleBackend, type BundleContents } from "../config/bundle-backends";
 
 const PACKAGE_ROOT = path.join(__dirname, "..", "..", "..");
 
@@ -98,7 +98,7 @@ function dawnFiles(): Array<[string, string]> {
 }
 
 /** The files the bundle is made of, source path -> path in the bundle (its addon is built from them). */
-function inputs(backends: readonly BundleBackend[]): Array<[string, string]> {
+function inputs({ backends, bench }: BundleContents): Array<[string, string]> {
   const built = path.join(PACKAGE_ROOT, "dist", "worker-bundle");
   if (!fs.existsSync(path.join(built, "meshtrain-worker.js"))) {
     throw new ConfigError(`the worker bundle's JavaScript is not built (${built})`, {
@@ -109,7 +109,9 @@ function inputs(backends: readonly BundleBackend[]): Array<[string, string]> {
   const src = path.join(PACKAGE_ROOT, "native", "src");
   const has = (b: BundleBackend): boolean => backends.includes(b);
   return [
-    ...filesUnder(built).map((f): [string, string] => [path.join(built, f), f]),
+    ...filesUnder(built)
+      .filter((f) => bench || !(f.startsWith(`bench${path.sep}`) || f === "local-main.js"))
+      .map((f): [string, string] => [path.join(built, f), f]),
     ...(has("wasm")
       ? fs
           .readdirSync(wasm)
@@ -134,17 +136,17 @@ function inputs(backends: readonly BundleBackend[]): Array<[string, string]> {
  * and compiled addon differ from one making to the next), the version and the platform. The
  * launchers cache a bundle under it, here and on the hosts.
  */
-export function bundleKey(backends: readonly BundleBackend[] = DEFAULT_BUNDLE_BACKENDS): string {
+export function bundleKey(c: BundleContents = { backends: DEFAULT_BUNDLE_BACKENDS, bench: true }): string {
   const h = createHash("sha256").update(`${VERSION} ${thisPlatform()}\n`);
-  for (const [from, to] of inputs(backends).sort((a, b) => a[1].localeCompare(b[1])))
+  for (const [from, to] of inputs(c).sort((a, b) => a[1].localeCompare(b[1])))
     h.update(`${to}\n`).update(fs.readFileSync(from));
   return h.digest("hex").slice(0, 24);
 }
 
 /** Stages the bundle's files in `dir`; returns why it has no prebuilt addon, or null. */
-function stage(dir: string, backends: readonly BundleBackend[]): string | null {
-  for (const [from, to] of inputs(backends)) copy(from, path.join(dir, to));
-  if (!backends.includes("native")) return "the bundle was made without the native backend (--backends)";
+function stage(dir: string, c: BundleContents): string | null {
+  for (const [from, to] of inputs(c)) copy(from, path.join(dir, to));
+  if (!c.backends.includes("native")) return "the bundle was made without the native backend (--backends)";
   const script = path.join(PACKAGE_ROOT, "scripts", "build-native.js");
   // Built now, for CPUs other than this one: the package's own addon uses every instruction this CPU has.
   const r = spawnSync(process.execPath, [script, "--portable", "--out-dir", path.join(dir, "native", "build")], {
@@ -182,8 +184,11 @@ export function makeBundle(o: {
   platform?: string;
   withNode?: boolean;
   backends?: readonly BundleBackend[];
+  /** bench:gpu inside (`node meshtrain-worker.js bench`): true unless said otherwise. */
+  bench?: boolean;
 }): BundleResult {
   const backends = o.backends ?? DEFAULT_BUNDLE_BACKENDS;
+  const bench = o.bench ?? true;
   if (o.platform !== undefined && o.platform !== thisPlatform()) {
     throw new ConfigError(`bundle --platform ${o.platform}: this machine builds bundles for ${thisPlatform()} only`, {
       hint: `make the bundle on a ${o.platform} machine with meshtrain installed (its addon is compiled there)`,
@@ -194,7 +199,7 @@ export function makeBundle(o: {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "meshtrain-bundle-"));
   try {
     const dir = path.join(tmp, name);
-    const noPrebuilt = stage(dir, backends);
+    const noPrebuilt = stage(dir, { backends, bench });
     fs.writeFileSync(path.join(dir, "meshtrain-worker"), START_SCRIPT, { mode: 0o755 });
     if (o.withNode) addNodeRuntime(dir);
     const manifest = {
@@ -203,6 +208,7 @@ export function makeBundle(o: {
       node: process.version,
       nodeInside: o.withNode === true,
       backends,
+      bench,
       prebuiltAddon: noPrebuilt === null,
       parts: describe(dir),
     };

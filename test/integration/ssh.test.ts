@@ -88,6 +88,7 @@ describe("workers started over ssh", () => {
       const shipped = path.dirname(command.split(" ").find((w) => w.endsWith("/meshtrain-worker.js"))!);
       assert.ok(fs.existsSync(path.join(shipped, "native", "build", "meshtrain_native.node")), shipped);
       assert.deepEqual(fs.readdirSync(shipped).filter((f) => f.endsWith(".wasm")), [], "no wasm binaries: bundleBackends was native only");
+      assert.ok(!fs.existsSync(path.join(shipped, "bench")), "a launcher ships no bench:gpu");
       await fitsLikeModelFit(c, { size: 96, seed: 5 });
     } finally {
       await c.close();
