@@ -5,7 +5,15 @@ import { stringify } from "yaml";
 import { cluster } from "../cluster/builder";
 import { newToken } from "../transport/auth";
 import { VERSION } from "../protocol/sdk-version";
-import { k8sManifests, runProblems, type K8sRun, type KubeObject } from "../launchers/k8s-manifests";
+import {
+  k8sManifests,
+  runProblems,
+  type K8sRun,
+  type KubeObject,
+  type ShippedBundle,
+} from "../launchers/k8s-manifests";
+import { localBundle } from "../launchers/bundle-ship";
+import { DEFAULT_BUNDLE_BACKENDS, type BundleBackend } from "../config/bundle-backends";
 import { throwProblems, type OptionProblem } from "../launchers/option-problems";
 import { podMemory, quantityProblem } from "../launchers/k8s-resources";
 import { ConfigError } from "../errors/errors";
@@ -30,6 +38,25 @@ export interface K8sCliOptions {
   driverCommand?: string;
   tokenFile?: string;
   out?: string;
+  /** The worker bundle in ConfigMaps, unpacked by an init container: the workers' image needs only Node. */
+  ship?: boolean;
+  /** The workers' image (default: --image); with --ship any image with Node 20, sh and tar. */
+  workerImage?: string;
+  /** What the shipped bundle's workers compute with (default native, wasm). */
+  shipBackends?: BundleBackend[];
+}
+
+/** A ConfigMap holds at most 1 MiB; a part of 700 KiB is 933 KiB as base64, with room for its metadata. */
+const PART_BYTES = 700 * 1024;
+
+/** This installation's worker bundle (launchers' cache) as the parts the manifests carry. */
+function shippedBundle(backends: readonly BundleBackend[]): ShippedBundle {
+  const b = localBundle(backends);
+  const bytes = fs.readFileSync(b.file);
+  const parts: string[] = [];
+  for (let at = 0; at < bytes.length; at += PART_BYTES)
+    parts.push(bytes.subarray(at, at + PART_BYTES).toString("base64"));
+  return { key: b.key, parts };
 }
 
 function words(line: string): string[] {
@@ -102,6 +129,8 @@ export async function k8sRun(o: K8sCliOptions): Promise<K8sRun> {
     cpu: o.cpu,
     memory: podMemory(perWorker, o.memory, "per worker"),
     driverMemory: podMemory(driver, o.driverMemory, "for the driver"),
+    workerImage: o.workerImage ?? o.image,
+    ...(o.ship ? { bundle: shippedBundle(o.shipBackends ?? DEFAULT_BUNDLE_BACKENDS) } : {}),
   };
 }
 
@@ -109,6 +138,11 @@ export async function k8sRun(o: K8sCliOptions): Promise<K8sRun> {
 export function manifestsYaml(objects: readonly KubeObject[], r: K8sRun): string {
   const header = [
     `# meshtrain ${VERSION}: ${r.workers} worker(s) joining the driver ${r.name}-driver:${r.port}, image ${r.image}`,
+    ...(r.bundle
+      ? [
+          `# the worker bundle ${r.bundle.key} in ${r.bundle.parts.length} ConfigMap(s): worker pods (image ${r.workerImage}) need only Node 20, sh and tar`,
+        ]
+      : []),
     "# holds a fresh cluster token in a Secret: keep this file private.",
     "# apply: kubectl apply -f <this file>; follow: kubectl logs -f job/" + `${r.name}-driver`,
   ];
@@ -124,12 +158,12 @@ export async function writeK8s(o: K8sCliOptions): Promise<void> {
   const target = o.out ?? "-";
   process.stderr.write(
     [
-      `meshtrain k8s: a Secret, a headless Service, the driver Job and an Indexed Job of ${r.workers} worker(s)${o.out !== undefined ? ` in ${o.out}` : ""}`,
-      `  worker pods: ${r.memory.reason}; cpu ${r.cpu}`,
+      `meshtrain k8s: a Secret, a headless Service, the driver Job and an Indexed Job of ${r.workers} worker(s)${r.bundle ? `, and the worker bundle in ${r.bundle.parts.length} ConfigMap(s)` : ""}${o.out !== undefined ? ` in ${o.out}` : ""}`,
+      `  worker pods: ${r.memory.reason}; cpu ${r.cpu}${r.bundle ? `; image ${r.workerImage}, which needs only Node 20, sh and tar (an init container unpacks the bundle)` : ""}`,
       `  driver pod: ${r.driverMemory.reason}`,
       `  run:    kubectl apply -f ${target}`,
       `  watch:  kubectl logs -f job/${r.name}-driver`,
-      `  remove: kubectl delete job,service,secret -l app.kubernetes.io/instance=${r.name}`,
+      `  remove: kubectl delete job,service,secret${r.bundle ? ",configmap" : ""} -l app.kubernetes.io/instance=${r.name}`,
       "",
     ].join("\n"),
   );

@@ -161,6 +161,21 @@ program
   )
   .option("--token-file <file>", "put this token in the Secret instead of a fresh one")
   .option("--out <file>", "write the manifests here (mode 0600) instead of stdout")
+  .option(
+    "--ship",
+    "the worker bundle in ConfigMaps, unpacked by an init container: the workers' image needs only Node 20, sh and tar",
+    false,
+  )
+  .option(
+    "--worker-image <image>",
+    "the worker pods' image (default: --image); with --ship, e.g. node:20-bookworm-slim",
+  )
+  .option(
+    "--ship-backends <list>",
+    "with --ship: what the bundle's workers compute with, of native, wasm and webgpu",
+    listOf(BUNDLE_BACKENDS),
+    [...DEFAULT_BUNDLE_BACKENDS],
+  )
   .action(async (o: K8sCliOptions) => {
     await k8s().writeK8s(o);
   });

@@ -5,6 +5,18 @@ import type { PodMemory } from "./k8s-resources";
 /** Where the token Secret is mounted in every pod; workers read it with --token-file. */
 export const TOKEN_DIR = "/var/run/meshtrain";
 export const TOKEN_KEY = "token";
+/** With a shipped bundle: where the worker pod's init container unpacks it (an emptyDir), and where its parts are mounted. */
+export const BUNDLE_DIR = "/opt/meshtrain";
+const PARTS_DIR = "/var/run/meshtrain-bundle";
+
+/**
+ * The worker bundle shipped in the manifests (`meshtrain k8s --ship`): its .tar.gz in parts, in
+ * order, each base64 in a ConfigMap of its own (a ConfigMap holds at most 1 MiB).
+ */
+export interface ShippedBundle {
+  key: string;
+  parts: readonly string[];
+}
 
 /** What `meshtrain k8s` puts into the manifests. */
 export interface K8sRun {
@@ -25,6 +37,10 @@ export interface K8sRun {
   cpu: string;
   memory: PodMemory;
   driverMemory: PodMemory;
+  /** The workers' image: the same as the driver's, or, with a shipped bundle, any with Node 20, sh and tar. */
+  workerImage: string;
+  /** The worker bundle, when the workers' image has no meshtrain. */
+  bundle?: ShippedBundle;
 }
 
 /** One Kubernetes object as plain data, ready for YAML. */
@@ -93,6 +109,7 @@ export function k8sManifests(r: K8sRun): KubeObject[] {
       resources: resources(r.driverMemory),
       volumeMounts: [tokenMount],
     }),
+    ...(r.bundle ? r.bundle.parts.map((part, i) => bundlePart(r, i, part)) : []),
     job(
       r,
       `${r.name}-workers`,
@@ -101,7 +118,7 @@ export function k8sManifests(r: K8sRun): KubeObject[] {
       r.memory,
       {
         command: [
-          ...r.meshtrain,
+          ...workerProgram(r),
           "worker",
           "--join",
           `ws://${driver}:${r.port}`,
@@ -109,10 +126,50 @@ export function k8sManifests(r: K8sRun): KubeObject[] {
           `${TOKEN_DIR}/${TOKEN_KEY}`,
         ],
         resources: resources(r.memory),
-        volumeMounts: [tokenMount],
+        volumeMounts: [tokenMount, ...(r.bundle ? [{ name: "bundle", mountPath: BUNDLE_DIR }] : [])],
       },
     ),
   ];
+}
+
+/** How a worker pod runs meshtrain: the image's, or node on the bundle its init container unpacked. */
+function workerProgram(r: K8sRun): string[] {
+  return r.bundle ? ["node", `${BUNDLE_DIR}/meshtrain-worker-${VERSION}/meshtrain-worker.js`] : [...r.meshtrain];
+}
+
+function bundlePart(r: K8sRun, i: number, part: string): KubeObject {
+  return {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: meta(r, `${r.name}-bundle-${i}`, "worker", { "meshtrain/bundle": r.bundle!.key }),
+    binaryData: { part },
+  };
+}
+
+/**
+ * A worker pod's extra parts with a shipped bundle: each ConfigMap mounted, an emptyDir, and an
+ * init container (the workers' image: sh, cat and tar) that joins the parts and unpacks them there.
+ */
+function unpacking(r: K8sRun): { initContainers: unknown[]; volumes: unknown[] } {
+  const parts = r.bundle!.parts.map((_, i) => ({
+    name: `bundle-${i}`,
+    mountPath: `${PARTS_DIR}/${i}`,
+    readOnly: true,
+  }));
+  return {
+    initContainers: [
+      {
+        name: "unpack-bundle",
+        image: r.workerImage,
+        command: ["sh", "-c", `cat ${parts.map((p) => `${p.mountPath}/part`).join(" ")} | tar -xzf - -C ${BUNDLE_DIR}`],
+        volumeMounts: [...parts, { name: "bundle", mountPath: BUNDLE_DIR }],
+      },
+    ],
+    volumes: [
+      { name: "bundle", emptyDir: {} },
+      ...parts.map((p, i) => ({ name: p.name, configMap: { name: `${r.name}-bundle-${i}` } })),
+    ],
+  };
 }
 
 type Role = "driver" | "worker";
@@ -169,12 +226,18 @@ function job(
       backoffLimit: 0,
       template: {
         metadata: { labels: labels(r, role) },
-        spec: {
-          restartPolicy: "Never",
-          containers: [{ name: role, image: r.image, ...container }],
-          volumes: [{ name: "token", secret: { secretName: `${r.name}-token` } }],
-        },
+        spec: podSpec(r, role, container),
       },
     },
+  };
+}
+
+function podSpec(r: K8sRun, role: Role, container: Record<string, unknown>): Record<string, unknown> {
+  const shipped = role === "worker" && r.bundle ? unpacking(r) : null;
+  return {
+    restartPolicy: "Never",
+    ...(shipped ? { initContainers: shipped.initContainers } : {}),
+    containers: [{ name: role, image: role === "worker" ? r.workerImage : r.image, ...container }],
+    volumes: [{ name: "token", secret: { secretName: `${r.name}-token` } }, ...(shipped ? shipped.volumes : [])],
   };
 }

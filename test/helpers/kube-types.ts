@@ -8,6 +8,7 @@ const TYPES: Record<string, { type: string; from: string }> = {
   Secret: { type: "ISecret", from: "kubernetes-models/v1/Secret" },
   Service: { type: "IService", from: "kubernetes-models/v1/Service" },
   Job: { type: "IJob", from: "kubernetes-models/batch/v1/Job" },
+  ConfigMap: { type: "IConfigMap", from: "kubernetes-models/v1/ConfigMap" },
 };
 
 /**

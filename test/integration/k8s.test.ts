@@ -9,6 +9,7 @@ import { CLI, freePort, isAlive, processesMatching, waitFor } from "../helpers/p
 import { watchOutput, type WatchedOutput } from "../helpers/watch-output";
 import { localPods, parseManifests, type LocalPod } from "../helpers/k8s-pods";
 import { addHostsLine } from "../helpers/etc-hosts";
+import { withOwnBundleCache } from "../helpers/bundle-cache";
 
 const DRIVER_SCRIPT = path.join(__dirname, "..", "helpers", "k8s-driver-script.js");
 
@@ -81,6 +82,24 @@ test("meshtrain k8s's pods, run here as the kubelet would: the workers join the 
   }
   await waitFor("no process left", () => processesMatching(`${pods.service}:${port}`).filter(isAlive).length === 0, 10_000);
   t.diagnostic(`relative difference from model.fit: ${difference.toExponential(2)}`);
+});
+
+test("--ship: the worker pods' image needs only Node: an init container unpacks the bundle from its ConfigMaps, and its workers train as model.fit does", async (t) => {
+  const { pods } = await withOwnBundleCache(() => generate(["--driver-command", `${process.execPath} ${DRIVER_SCRIPT}`, "--ship", "--worker-image", "node:20-bookworm-slim"]));
+  for (const w of pods.workers) {
+    assert.equal(w.init.length, 1);
+    // The init container's command (sh -c "cat ... | tar ..."), run as the kubelet runs it, in the pod's own folders.
+    const unpack = spawnSync(w.init[0]![0]!, w.init[0]!.slice(1), { encoding: "utf8" });
+    assert.equal(unpack.status, 0, unpack.stderr);
+    assert.equal(path.basename(w.argv[1]!), "meshtrain-worker.js");
+    assert.ok(fs.existsSync(w.argv[1]!), `the unpacked worker program ${w.argv[1]}`);
+    assert.equal(w.argv[0], "node", "the image's node runs it: nothing of meshtrain's in the image");
+  }
+  const { driver, workers } = await startPods(t, pods);
+  assert.equal(await driver.exit, 0, driver.out.output());
+  const difference = Number(driver.out.output().match(/difference (\S+)/)?.[1]);
+  assert.ok(difference < 1e-4, `relative difference from model.fit ${difference}`);
+  for (const w of workers) assert.equal(await w.exit, 0, w.out.output());
 });
 
 test("the default driver pod trains the MNIST demo on the joined workers, and no pod grows past the memory it requested", async (t) => {

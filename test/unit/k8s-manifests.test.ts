@@ -3,9 +3,11 @@ import { test } from "node:test";
 import { Secret } from "kubernetes-models/v1/Secret";
 import { Service } from "kubernetes-models/v1/Service";
 import { Job } from "kubernetes-models/batch/v1/Job";
+import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
 import { ConfigError } from "../../sdk/errors/errors";
 import { k8sRun, manifestsYaml, type K8sCliOptions } from "../../sdk/cli/k8s";
-import { k8sManifests, type KubeObject } from "../../sdk/launchers/k8s-manifests";
+import { BUNDLE_DIR, k8sManifests, type KubeObject } from "../../sdk/launchers/k8s-manifests";
+import { VERSION } from "../../sdk/protocol/sdk-version";
 import { podMemory, quantityProblem, RUNTIME_BYTES } from "../../sdk/launchers/k8s-resources";
 import { kubeTypeErrors } from "../helpers/kube-types";
 import { parseManifests } from "../helpers/k8s-pods";
@@ -18,7 +20,7 @@ async function objects(o: Partial<K8sCliOptions> = {}): Promise<KubeObject[]> {
 
 /** kubernetes-models' validator for each kind (schemas generated from Kubernetes' OpenAPI). */
 function validate(o: KubeObject): void {
-  const model = o.kind === "Secret" ? new Secret(o as never) : o.kind === "Service" ? new Service(o as never) : o.kind === "Job" ? new Job(o as never) : undefined;
+  const model = o.kind === "Secret" ? new Secret(o as never) : o.kind === "Service" ? new Service(o as never) : o.kind === "Job" ? new Job(o as never) : o.kind === "ConfigMap" ? new ConfigMap(o as never) : undefined;
   assert.ok(model, `no validator for ${o.kind}`);
   model.validate();
 }
@@ -113,4 +115,29 @@ test("the YAML stream parses back into the same objects, after a header that say
   const text = manifestsYaml(objs, r);
   assert.match(text.split("\n")[2]!, /^# apply: kubectl apply -f/);
   assert.deepEqual(parseManifests(text), objs);
+});
+
+test("with a shipped bundle: its parts in ConfigMaps under 1 MiB each, an init container on the workers' image joins them in order and unpacks them, and the workers run node on it", async () => {
+  // A stand-in for the bundle's bytes (the real one is made and run in test/integration/k8s.test.ts).
+  const bytes = Buffer.from(Array.from({ length: 1_700_000 }, (_, i) => (i * 7919) % 251));
+  const parts = [0, 1, 2].map((i) => bytes.subarray(i * 700 * 1024, (i + 1) * 700 * 1024).toString("base64"));
+  const run = { ...(await k8sRun({ ...OPTIONS, workerImage: "node:20-bookworm-slim" })), bundle: { key: "k123", parts } };
+  const o = k8sManifests(run);
+  assert.deepEqual(o.map((x) => x.kind), ["Secret", "Service", "Job", "ConfigMap", "ConfigMap", "ConfigMap", "Job"]);
+  for (const x of o) validate(x);
+  assert.deepEqual(kubeTypeErrors(o), []);
+  const maps = o.filter((x) => x.kind === "ConfigMap") as Array<KubeObject & { binaryData: { part: string } }>;
+  for (const m of maps) assert.ok(JSON.stringify(m).length < 2 ** 20, `${m.metadata.name} is ${JSON.stringify(m).length} bytes`);
+  const workers = jobOf(o, "mnist-workers");
+  const pod = workers.pod.spec as { initContainers: Array<{ image: string; command: string[] }>; volumes: Array<{ name: string; configMap?: { name: string }; emptyDir?: object }> };
+  assert.equal(pod.initContainers[0]!.image, "node:20-bookworm-slim");
+  assert.equal(workers.container.image, "node:20-bookworm-slim");
+  assert.equal(jobOf(o, "mnist-driver").container.image, OPTIONS.image, "the driver keeps the image with meshtrain");
+  // The init container's cat reads the mounted parts in the order of the bundle's bytes.
+  const order = [...pod.initContainers[0]!.command[2]!.matchAll(/\/(\d+)\/part/g)].map((m) => Number(m[1]));
+  const mapOf = (i: number): string => pod.volumes.find((v) => v.name === `bundle-${i}`)!.configMap!.name;
+  const joined = Buffer.concat(order.map((i) => Buffer.from(maps.find((m) => m.metadata.name === mapOf(i))!.binaryData.part, "base64")));
+  assert.ok(joined.equals(bytes), "the parts joined are the bundle");
+  assert.match(pod.initContainers[0]!.command[2]!, new RegExp(`\\| tar -xzf - -C ${BUNDLE_DIR}$`));
+  assert.deepEqual((workers.container.command as string[]).slice(0, 3), ["node", `${BUNDLE_DIR}/meshtrain-worker-${VERSION}/meshtrain-worker.js`, "worker"]);
 });
