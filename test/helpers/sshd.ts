@@ -33,7 +33,11 @@ function keygen(file: string): void {
   if (r.status !== 0) throw new Error(`ssh-keygen: ${r.stderr}`);
 }
 
-export async function startSshHosts(n: number, subnet: string): Promise<SshHosts> {
+/**
+ * `hidden`: folders host `host`'s sshd (and so every session on it) sees empty, a tmpfs over
+ * each in a mount namespace of its own: a host without meshtrain's files, on this machine.
+ */
+export async function startSshHosts(n: number, subnet: string, hidden?: { host: number; paths: string[] }): Promise<SshHosts> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "mt-sshd-"));
   const net: Hosts = makeHosts(n, { subnet });
   const daemons = new Map<Host, ChildProcess>();
@@ -59,7 +63,11 @@ export async function startSshHosts(n: number, subnet: string): Promise<SshHosts
         conf,
         [`ListenAddress ${h.address}`, "Port 22", `HostKey ${dir}/host_key`, `PidFile ${dir}/sshd_${h.address}.pid`, `AuthorizedKeysFile ${dir}/authorized_keys`, "PermitRootLogin prohibit-password", "PasswordAuthentication no", "KbdInteractiveAuthentication no", "StrictModes no", "UsePAM no", ""].join("\n"),
       );
-      const d = net.spawnIn(h, SSHD, ["-D", "-e", "-f", conf], {});
+      const hide = hidden && net.hosts[hidden.host] === h ? hidden.paths : [];
+      const d =
+        hide.length === 0
+          ? net.spawnIn(h, SSHD, ["-D", "-e", "-f", conf], {})
+          : net.spawnIn(h, "unshare", ["-m", "--propagation", "private", "sh", "-c", `${hide.map((p) => `mount -t tmpfs none '${p}'`).join(" && ")} && exec ${SSHD} -D -e -f '${conf}'`], {});
       daemons.set(h, d);
       await watchOutput(d).match(/Server listening on/, 15_000, `sshd on ${h.address} starting`);
     }

@@ -26,10 +26,12 @@ describe("workers started over ssh", () => {
   let net: SshHosts;
   let a: string;
   let b: string;
+  /** A host whose sessions see this checkout's dist/ empty: Node there, meshtrain not. */
+  let bare: string;
   before(async () => {
     ensureDebianPackages("openssh-server", ["openssh-server"], () => fs.existsSync(SSHD));
-    net = await startSshHosts(2, "10.232.0");
-    [a, b] = net.hosts.map((h) => h.address) as [string, string];
+    net = await startSshHosts(3, "10.232.0", { host: 2, paths: [path.join(__dirname, "..", "..")] });
+    [a, b, bare] = net.hosts.map((h) => h.address) as [string, string, string];
   });
   after(() => net?.destroy());
 
@@ -100,6 +102,28 @@ describe("workers started over ssh", () => {
       await again.close();
     }
   }
+
+  test('ship: "auto" (the default): a host with Node but no meshtrain gets the bundle and trains beside a host with meshtrain, which gets nothing', async () => {
+    let key = "";
+    try {
+      await withOwnBundleCache(async () => {
+        const c = await cluster().ssh([a, bare], { sshArgs: net.sshArgs }).backend("cpu").launch();
+        try {
+          const note = c.notes.find((n) => n.startsWith("ssh: the worker bundle")) ?? c.notes.join("\n");
+          key = /the worker bundle (\w+)/.exec(note)?.[1] ?? "";
+          assert.equal(note, `ssh: the worker bundle ${key} (made for this launch) runs on ${bare} (copied)`);
+          const commands = c.workers.map((w) => fs.readFileSync(`/proc/${w.info.pid}/cmdline`, "utf8").split("\0").join(" "));
+          assert.match(commands[0]!, /dist\/sdk\/cli\/main\.js worker --join/, "the host with meshtrain runs its own");
+          assert.match(commands[1]!, new RegExp(`/\\.cache/meshtrain/bundles/${key}/meshtrain-worker-[\\d.]+/meshtrain-worker\\.js worker --join`));
+          await fitsLikeModelFit(c, { size: 96, seed: 5 });
+        } finally {
+          await c.close();
+        }
+      });
+    } finally {
+      if (key) fs.rmSync(path.join(os.homedir(), ".cache", "meshtrain", "bundles", key), { recursive: true, force: true });
+    }
+  });
 
   test("the preflight fails once, naming each failing host and why, and starts nothing", async () => {
     const launching = cluster().ssh([a, "10.232.0.9", `${b}:2222`], { sshArgs: [...net.sshArgs, "-o", "ConnectTimeout=3"] }).backend("cpu").launch();
