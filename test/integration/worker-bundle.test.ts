@@ -5,10 +5,9 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
-import { cluster, datasets, ProtocolError } from "../../sdk/index";
-import { maxRelativeDifference, smallClassifier } from "../helpers/models";
+import { cluster, ProtocolError } from "../../sdk/index";
+import { fitsLikeModelFit } from "../helpers/fit-check";
 import { CLI, startWorkerProgram, type CliWorker } from "../helpers/processes";
-import { modelFitReference } from "../helpers/reference";
 import { watchOutput } from "../helpers/watch-output";
 
 /**
@@ -76,13 +75,7 @@ describe("the worker bundle, on a host with Node alone", () => {
     const c = await cluster().connect(ws.map((w) => w.url)).token(TOKEN).launch();
     try {
       assert.deepEqual(c.workers.map((w) => w.info.backend), ["native", "wasm"]);
-      const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 96, seed: 5 });
-      const distributed = smallClassifier(6, 3);
-      const single = smallClassifier(6, 3);
-      await c.fit(distributed, ds, { epochs: 2, batchSize: 16, optimizer: "sgd", shuffle: false, seed: 3 });
-      await modelFitReference(single, ds, { epochs: 2, batchSize: 16, optimizer: { name: "sgd", learningRate: 0.01 }, shuffle: false, seed: 3 });
-      const diff = maxRelativeDifference(distributed, single);
-      assert.ok(diff < 1e-4, `relative difference ${diff}`);
+      await fitsLikeModelFit(c, { size: 96, seed: 5 });
     } finally {
       await c.close();
     }
@@ -160,13 +153,7 @@ describe("the worker bundle, on a host with Node alone", () => {
     const c = await cluster().connect([gpu.url, cpu.url]).token(TOKEN).launch();
     try {
       assert.deepEqual(c.workers.map((w) => w.info.backend), ["webgpu", "native"]);
-      const ds = datasets.synthetic({ inputShape: [6], classes: 3, size: 64, seed: 5 });
-      const distributed = smallClassifier(6, 3);
-      const single = smallClassifier(6, 3);
-      await c.fit(distributed, ds, { epochs: 1, batchSize: 16, optimizer: "sgd", shuffle: false, seed: 3 });
-      await modelFitReference(single, ds, { epochs: 1, batchSize: 16, optimizer: { name: "sgd", learningRate: 0.01 }, shuffle: false, seed: 3 });
-      const diff = maxRelativeDifference(distributed, single);
-      assert.ok(diff < 1e-4, `relative difference ${diff}`);
+      await fitsLikeModelFit(c, { size: 48, seed: 5 });
     } finally {
       await c.close();
     }
