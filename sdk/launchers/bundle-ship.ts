@@ -1,11 +1,11 @@
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { LaunchError } from "../errors/errors";
 import { VERSION } from "../protocol/sdk-version";
 import { sshRun } from "./ssh-run";
 import { shellQuote, type SshTarget } from "./ssh-target";
 import { bundleKey, makeBundle } from "./worker-bundle";
+import { userCache } from "./user-cache";
 import type { BundleBackend } from "../config/bundle-backends";
 
 /** The bundle this driver ships: a .tar.gz in its user's cache, named by its contents' key. */
@@ -16,11 +16,6 @@ export interface LocalBundle {
   made: boolean;
 }
 
-/** Where this user's caches go: $XDG_CACHE_HOME, else ~/.cache (the same rule the hosts' shell applies). */
-function cacheRoot(): string {
-  return process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache");
-}
-
 /**
  * The bundle of this installation with `backends`, made once and kept in
  * ~/.cache/meshtrain/bundles by its key. Without bench:gpu: a launch runs workers, and the
@@ -28,7 +23,7 @@ function cacheRoot(): string {
  */
 export function localBundle(backends: readonly BundleBackend[]): LocalBundle {
   const key = bundleKey({ backends, bench: false });
-  const dir = path.join(cacheRoot(), "meshtrain", "bundles");
+  const dir = userCache("bundles");
   const file = path.join(dir, `${key}.tar.gz`);
   if (fs.existsSync(file)) return { file, key, made: false };
   fs.mkdirSync(dir, { recursive: true });

@@ -6,6 +6,7 @@ import * as path from "node:path";
 import { ConfigError } from "../errors/errors";
 import { VERSION } from "../protocol/sdk-version";
 import { addNodeRuntime, START_SCRIPT } from "./node-runtime";
+import { portableAddon } from "./portable-addon";
 import { DEFAULT_BUNDLE_BACKENDS, type BundleBackend, type BundleContents } from "../config/bundle-backends";
 
 const PACKAGE_ROOT = path.join(__dirname, "..", "..", "..");
@@ -147,17 +148,11 @@ export function bundleKey(c: BundleContents = { backends: DEFAULT_BUNDLE_BACKEND
 function stage(dir: string, c: BundleContents): string | null {
   for (const [from, to] of inputs(c)) copy(from, path.join(dir, to));
   if (!c.backends.includes("native")) return "the bundle was made without the native backend (--backends)";
-  const script = path.join(PACKAGE_ROOT, "scripts", "build-native.js");
-  // Built now, for CPUs other than this one: the package's own addon uses every instruction this CPU has.
-  const r = spawnSync(process.execPath, [script, "--portable", "--out-dir", path.join(dir, "native", "build")], {
-    encoding: "utf8",
-    timeout: 300_000,
-  });
-  const status = JSON.parse(fs.readFileSync(path.join(dir, "native", "build", "status.json"), "utf8")) as {
-    ok: boolean;
-    reason?: string;
-  };
-  if (r.status !== 0 || !status.ok) return status.reason ?? `the build script failed: ${r.stderr}`;
+  // Built for CPUs other than this one (the package's own addon uses every instruction this CPU has), once per source.
+  const addon = portableAddon();
+  if ("reason" in addon) return addon.reason;
+  for (const f of ["meshtrain_native.node", "status.json"])
+    copy(path.join(addon.dir, f), path.join(dir, "native", "build", f));
   return null;
 }
 

@@ -44,11 +44,14 @@ describe("the worker bundle, on a host with Node alone", () => {
     return w;
   }
 
+  /** The bundle command's environment: this file's own cache, where the portable addon is kept between makes. */
+  const cliEnv = (): NodeJS.ProcessEnv => ({ ...process.env, XDG_CACHE_HOME: path.join(tmp, "cache") });
+
   before(() => {
     // os.tmpdir() has no node_modules above it: what the bundled worker finds is its own.
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), "meshtrain-bundle-test-"));
     tarball = path.join(tmp, "worker.tar.gz");
-    const r = spawnSync(process.execPath, [CLI, "bundle", "--out", tarball, "--list"], { encoding: "utf8", cwd: tmp, timeout: 600_000 });
+    const r = spawnSync(process.execPath, [CLI, "bundle", "--out", tarball, "--list"], { encoding: "utf8", cwd: tmp, env: cliEnv(), timeout: 600_000 });
     assert.equal(r.status, 0, `meshtrain bundle failed:\n${r.stdout}\n${r.stderr}`);
     made = r.stdout;
   });
@@ -67,6 +70,12 @@ describe("the worker bundle, on a host with Node alone", () => {
       assert.match(listed, new RegExp(`/${part.replace(/\./g, "\\.")}$`, "m"), part);
     }
     assert.match(made, /native\/build\/meshtrain_native\.node .* prebuilt for any x86-64 CPU/);
+    // The portable addon is kept in the cache by its sources: the next bundle copies it, compiling nothing.
+    const addons = path.join(tmp, "cache", "meshtrain", "addons");
+    const kept = fs.readdirSync(addons).filter((d) => !d.includes(".partial"));
+    assert.equal(kept.length, 1, kept.join(", "));
+    const inside = spawnSync("tar", ["-xzOf", tarball, `${listed.split("\n")[0]!.split("/")[0]}/native/build/meshtrain_native.node`]).stdout as Buffer;
+    assert.ok(inside.equals(fs.readFileSync(path.join(addons, kept[0]!, "meshtrain_native.node"))), "the bundle's addon is the one kept");
   });
 
   test("two bundled workers, one on the native addon and one on wasm, train to model.fit's result", async () => {
@@ -104,7 +113,7 @@ describe("the worker bundle, on a host with Node alone", () => {
 
   test("--with-node: Node itself inside (40 MiB, under 55), and ./meshtrain-worker runs the worker on it, not on the host's", async () => {
     const withNode = path.join(tmp, "with-node.tar.gz");
-    const r = spawnSync(process.execPath, [CLI, "bundle", "--with-node", "--out", withNode], { encoding: "utf8", cwd: tmp, timeout: 600_000 });
+    const r = spawnSync(process.execPath, [CLI, "bundle", "--with-node", "--out", withNode], { encoding: "utf8", cwd: tmp, env: cliEnv(), timeout: 600_000 });
     assert.equal(r.status, 0, `meshtrain bundle --with-node failed:\n${r.stdout}\n${r.stderr}`);
     assert.ok(fs.statSync(withNode).size < 55 * 2 ** 20, r.stdout);
     assert.match(r.stdout, /on any host of this platform \(Node is inside\): tar -xzf with-node\.tar\.gz && meshtrain-worker-[\d.]+\/meshtrain-worker --join/);
@@ -125,7 +134,7 @@ describe("the worker bundle, on a host with Node alone", () => {
 
   test("--backends native,webgpu: Dawn for this platform inside, no wasm; its devices list the software adapter, its bench runs, and its GPU worker trains with a native one to model.fit's result", async () => {
     const withDawn = path.join(tmp, "with-dawn.tar.gz");
-    const r = spawnSync(process.execPath, [CLI, "bundle", "--backends", "native,webgpu", "--out", withDawn], { encoding: "utf8", cwd: tmp, timeout: 600_000 });
+    const r = spawnSync(process.execPath, [CLI, "bundle", "--backends", "native,webgpu", "--out", withDawn], { encoding: "utf8", cwd: tmp, env: cliEnv(), timeout: 600_000 });
     assert.equal(r.status, 0, `meshtrain bundle --backends native,webgpu failed:\n${r.stdout}\n${r.stderr}`);
     assert.ok(fs.statSync(withDawn).size < 55 * 2 ** 20, r.stdout);
     const listed = spawnSync("tar", ["-tzf", withDawn], { encoding: "utf8" }).stdout;
