@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import { ConfigError } from "../errors/errors";
 import { unknownKeysLine } from "./unknown-keys";
+import { describeGiven, isTensor } from "../util/describe-value";
 
 /** Turns zod's issues into one ConfigError that names each bad field and what was given. */
 export function configErrorFrom(what: string, error: z.ZodError, hint?: string, schema?: z.ZodType): ConfigError {
@@ -21,6 +22,12 @@ function pageFor(what: string): string {
 }
 
 export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, what: string, hint?: string): z.output<S> {
+  // A tensor where options go (plan(model, x) as predict is called) would be named property by property.
+  if (isTensor(value)) {
+    throw new ConfigError(`invalid ${what}: ${describeGiven(value)}, not an object of options`, {
+      hint: `pass an object, e.g. { batchSize: 64 }; each option's meaning and default: ${pageFor(what)}`,
+    });
+  }
   const result = schema.safeParse(value);
   if (!result.success) throw configErrorFrom(what, result.error, hint, schema);
   return result.data;

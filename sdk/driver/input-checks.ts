@@ -3,7 +3,7 @@ import type { ResolvedFitOptions } from "./fit-options";
 import { Dataset, type Column } from "../data/dataset";
 import { DataError } from "../errors/errors";
 import { hasNonFinite } from "../backends/native/finite";
-import { describeGiven } from "./fit-arguments";
+import { describeGiven } from "../util/describe-value";
 
 /**
  * The dataset's columns in the model's input and output order: as given when the dataset was

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { ConfigError, DataError, ModelError } from "../../sdk/index";
-import { checkFitArguments, describeGiven } from "../../sdk/driver/fit-arguments";
+import { checkFitArguments } from "../../sdk/driver/fit-arguments";
+import { describeGiven } from "../../sdk/util/describe-value";
 import { smallClassifier } from "../helpers/models";
 
 test("fit(model, x, y) as model.fit is called says what fit takes, naming the tensor, not its properties", () => {

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import * as path from "node:path";
 import { test } from "node:test";
+import * as tf from "@tensorflow/tfjs";
 import { cluster, ConfigError } from "../../sdk/index";
 import { resolveFitOptions } from "../../sdk/driver/fit-options";
 import { closestKey } from "../../sdk/config/unknown-keys";
@@ -65,4 +66,10 @@ test("many unknown keys (an object that is not options) are counted past five, a
       return e instanceof ConfigError;
     },
   );
+});
+
+test("a tensor where options go is named as a tensor in one sentence, not property by property", () => {
+  const t = tf.zeros([4, 3]);
+  refused(() => cluster().workers(2).plan(smallClassifier(), t as never), /^invalid plan options: a tf\.Tensor of shape \[4,3\] \(float32\), not an object of options\n/);
+  t.dispose();
 });
