@@ -222,6 +222,7 @@ export class Cluster implements LiveCluster {
       servers: this.servers,
       connect: (w, o) => this.connect(w, o),
       survive: (handler) => void (this.onDeparture = handler),
+      replace: () => this.add(),
       admit: (handler) => {
         this.onJoin = handler;
         this.joins?.admitTabs(() => this.onJoin !== null, () => this.add());

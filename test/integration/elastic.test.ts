@@ -7,6 +7,7 @@ import { modelFitReference } from "../helpers/reference";
 import { slicedReference } from "../helpers/sliced-reference";
 import { batchNormClassifier } from "../helpers/stateful-models";
 import { TEST_HEARTBEAT } from "../helpers/heartbeat";
+import { waitFor } from "../helpers/processes";
 
 /**
  * Elastic data parallelism: a worker that dies mid-fit is left behind and the others carry on
@@ -112,6 +113,36 @@ describe("elastic data parallelism", () => {
     } finally {
       await c.close();
     }
+  });
+
+  test("replace: a worker killed mid-fit is replaced by a new local worker, which joins at a step boundary; equal to model.fit", async (t) => {
+    const c = await cluster().workers(2).strategy("data", { elastic: { minWorkers: 1, replace: true } }).timeouts({ stepMs: 60_000 }).heartbeat(TEST_HEARTBEAT).launch();
+    try {
+      assert.match(String(c.plan(smallClassifier(6, 3), { batchSize: 24 })), /replace: a lost worker is replaced by a new local worker/);
+      const model = smallClassifier(6, 3);
+      // After the kill, each batch's end waits (the loop awaits callbacks) until the cluster has the replacement, so it joins mid-fit however slowly it starts.
+      let killed = false;
+      const callbacks = {
+        onBatchEnd: async (b: number) => {
+          if (!killed && b === 3) return void ((killed = true), c.kill(1));
+          if (killed) await waitFor("the replacement worker to be started and handed to the fit", () => c.workers.length === 3, 60_000);
+        },
+      };
+      const run = await c.fit(model, ds, { ...options, callbacks });
+      const m = run.membership;
+      t.diagnostic(m.map((x) => `rank ${x.rank} ${x.change} at step ${x.step}`).join("; "));
+      assert.deepEqual(m.map((x) => [x.change, x.rank, x.workers]), [["left", 1, 1], ["joined", 2, 2]]);
+      assert.ok(m[1]!.step < run.history.length - 1, "it joined before the last step");
+      assert.ok(run.history.slice(m[1]!.step).every((s) => s.workers.length === 2), "after the replacement joined, every step ran on two");
+      const diff = maxRelativeDifference(model, await reference(ds));
+      assert.ok(diff < 1e-4, `relative difference ${diff}`);
+    } finally {
+      await c.close();
+    }
+  });
+
+  test("replace is refused for connect()'s workers, which the cluster cannot start", () => {
+    assert.throws(() => cluster().connect(["ws://127.0.0.1:7071", "ws://127.0.0.1:7072"]).token("t0123456789abcdef0123").strategy("data", { elastic: { minWorkers: 1, replace: true } }).spec(), /elastic: replace starts a local worker, or takes the next that joins, but connect\(\)'s workers run elsewhere/);
   });
 
   test("below minWorkers the fit fails with the loss that took it there", async () => {

@@ -28,6 +28,7 @@ import { ringOf } from "../../driver/elastic-record";
 import { validateOnReplicas } from "./validate-replicas";
 import { askedToStop, FitAborted } from "../../driver/fit-stop";
 import { syncIfBetween, syncsAfter } from "./local-sync";
+import { replacingLost } from "./replace-lost";
 
 /** Synchronous data parallelism, driven from here: every worker a replica, one ring. */
 export async function fitDataParallel(
@@ -58,7 +59,8 @@ export async function fitDataParallel(
       ? restoreShards(ctx, resumed.ckpt, model, workers)
       : restoreOptimizers(ctx, wholeOf(resumed.ckpt, model), holders));
   const run: DataRun = { ctx, model, dataset, o, plan, started, fitStartWall: wallClock(), resumed };
-  const r = plan.elastic ? await elasticFit(run, plan.elastic.minWorkers, loadOn) : await fixedFit(run, holders);
+  const elastic = plan.elastic?.replace ? { ...run, ctx: replacingLost(ctx) } : run;
+  const r = plan.elastic ? await elasticFit(elastic, plan.elastic.minWorkers, loadOn) : await fixedFit(run, holders);
   return {
     ...r.record,
     ...(replicaStep ? { replicaStep } : {}),

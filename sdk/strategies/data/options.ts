@@ -28,7 +28,13 @@ export const DataOptionsSchema = z.strictObject({
    * re-form the ring without the lost one, share its slice of the batch, and carry on while at
    * least minWorkers remain. Workers added during the fit (cluster.add) join at a step boundary.
    */
-  elastic: z.strictObject({ minWorkers: z.number().int().min(1).max(4096) }).optional(),
+  elastic: z
+    .strictObject({
+      minWorkers: z.number().int().min(1).max(4096),
+      /** A lost worker is replaced: a new local worker started, or (join()) the next worker that joins. */
+      replace: z.boolean().optional(),
+    })
+    .optional(),
   /**
    * Gradients travel as 16-bit floats (half the bytes), the rounding error carried to the next
    * step (error feedback). "fp16": 10 bits of mantissa, values up to 65504; "bf16": 7 bits, the
@@ -136,6 +142,14 @@ export function checkDataOptions(o: DataOptions, spec: ClusterSpec): void {
   checkBuckets(o);
   const refused = refusedPair(dataChoices(o));
   if (refused) throw new ConfigError(refused.message, { hint: refused.hint });
+  if (o.elastic?.replace && spec.workers.kind === "remote") {
+    throw new ConfigError(
+      "elastic: replace starts a local worker, or takes the next that joins, but connect()'s workers run elsewhere",
+      {
+        hint: 'start a new worker yourself and add it with cluster.add("ws://host:port") from onStep, or launch with workers(n) or join()',
+      },
+    );
+  }
   if (o.elastic && o.elastic.minWorkers > n) {
     throw new ConfigError(
       `elastic: minWorkers ${o.elastic.minWorkers} is more than the ${n} worker(s) the cluster starts with`,

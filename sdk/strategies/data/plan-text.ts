@@ -41,6 +41,11 @@ export function formatDataPlan(plan: DataParallelPlan): string {
     memoryLine(plan),
     ...slowdownLines(plan.workers),
     ...(plan.elastic ? [elasticLine(plan, plan.elastic.minWorkers)] : []),
+    ...(plan.elastic?.replace
+      ? [
+          "replace: a lost worker is replaced by a new local worker (after join(): the next that joins), which joins at a step boundary",
+        ]
+      : []),
     ...(plan.prediction ? [predictionLine(plan, plan.prediction)] : []),
   ];
   return lines.join("\n");

@@ -53,7 +53,9 @@ export function planDataParallel(
   return Object.freeze({
     strategy: "data" as const,
     feed: given.feed,
-    elastic: given.elastic ? Object.freeze({ minWorkers: given.elastic.minWorkers }) : null,
+    elastic: given.elastic
+      ? Object.freeze({ minWorkers: given.elastic.minWorkers, replace: given.elastic.replace === true })
+      : null,
     worldSize: n,
     replicas: n,
     ring: Object.freeze(ring),
