@@ -14,6 +14,12 @@ import { relayNote } from "../../plan/relay-hops";
 import { slowdownOf, workerCount, type ClusterSpec } from "../../config/cluster-spec";
 import type { DataOptions } from "./options";
 
+/** The plan's elastic part: how few workers it goes on with, and whether it replaces those lost. */
+function elasticOf(given: DataOptions): DataParallelPlan["elastic"] {
+  if (!given.elastic) return null;
+  return Object.freeze({ minWorkers: given.elastic.minWorkers, replace: given.elastic.replace === true });
+}
+
 /** Data parallelism as planned with `given` options (defaults: strategy("data") without any). */
 export function planDataParallel(
   given: DataOptions,
@@ -53,9 +59,7 @@ export function planDataParallel(
   return Object.freeze({
     strategy: "data" as const,
     feed: given.feed,
-    elastic: given.elastic
-      ? Object.freeze({ minWorkers: given.elastic.minWorkers, replace: given.elastic.replace === true })
-      : null,
+    elastic: elasticOf(given),
     worldSize: n,
     replicas: n,
     ring: Object.freeze(ring),
