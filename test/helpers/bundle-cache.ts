@@ -1,6 +1,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { userCache } from "../../sdk/launchers/user-cache";
 
 /**
  * Runs `use` with this process's worker-bundle cache ($XDG_CACHE_HOME, where the launchers keep
@@ -10,7 +11,7 @@ import * as path from "node:path";
  */
 export async function withOwnBundleCache<T>(use: () => Promise<T>): Promise<T> {
   const cache = fs.mkdtempSync(path.join(os.tmpdir(), "meshtrain-bundle-cache-"));
-  const addons = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "meshtrain", "addons");
+  const addons = userCache("addons");
   fs.mkdirSync(addons, { recursive: true });
   fs.mkdirSync(path.join(cache, "meshtrain"));
   fs.symlinkSync(addons, path.join(cache, "meshtrain", "addons"));
