@@ -20,6 +20,7 @@ import { spmdPlace, type FromEnvOptions } from "../launchers/spmd";
 import { serveAsMember } from "../launchers/spmd-member";
 import { defined, FromEnvOptionsSchema, SlurmOptionsSchema, SshOptionsSchema, type SlurmOptions, type SshOptions } from "./launcher-options";
 import { SshHostsSchema } from "../config/launcher-spec";
+import { deepFreeze } from "../util/deep-freeze";
 
 interface Draft extends Omit<ClusterSpec, "workers"> {
   readonly workers: WorkersSpec | undefined;
@@ -175,6 +176,11 @@ export class ClusterBuilder {
     const r = parseOrThrow(z.number().int().min(0).max(4095), rank, "slowdown(rank, factor): rank", "pass a worker's rank, from 0");
     const f = parseOrThrow(z.number().min(1).max(1000), factor, "slowdown(rank, factor): factor", "pass a factor of at least 1, e.g. 3 for three times slower");
     return this.with({ slowdown: { ...(this.draft.slowdown ?? {}), [String(r)]: f } });
+  }
+
+  /** `n` more local workers, idle until an elastic data-parallel fit loses one, whose place a spare takes with nothing to start. */
+  spares(n: number): ClusterBuilder {
+    return this.with({ spares: parseOrThrow(count, n, "spares(n)", `pass a whole number from 1 to ${MAX_LOCAL_WORKERS}`) });
   }
 
   /** The cluster token. Local clusters make a random one when this is not given. */
@@ -338,12 +344,4 @@ export class ClusterBuilder {
 /** Starts describing a cluster: `cluster().workers(3).strategy("data").launch()`. */
 export function cluster(): ClusterBuilder {
   return ClusterBuilder.empty();
-}
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const v of Object.values(value)) deepFreeze(v);
-  }
-  return value;
 }

@@ -2,6 +2,12 @@ import type { WorkerSnapshot } from "../config/worker-snapshot";
 import type { WorkerHandle } from "../members/worker-handle";
 import { esc, htmlRow } from "../viz/escape";
 
+/** The registry's line for a cluster: size, strategy, age, state. */
+export function describeLine(c: ClusterParts, launchedAt: number): string {
+  const age = Math.round((Date.now() - launchedAt) / 1000);
+  return `${c.size} worker(s)${c.servers.length ? ` and ${c.servers.length} server(s)` : ""}, strategy "${c.strategy}", launched ${age >= 60 ? `${Math.floor(age / 60)} min ${age % 60} s` : `${age} s`} ago, ${c.state}`;
+}
+
 /** What a cluster shows of itself in a notebook and on a terminal. */
 export interface ClusterParts {
   size: number;
@@ -12,6 +18,8 @@ export interface ClusterParts {
   notes: readonly string[];
   /** Ranks that left during a fit, with why: listed, marked, and not counted. */
   departed?: ReadonlyMap<number, { summary: string }>;
+  /** Spare workers still idle (`.spares(n)`). */
+  spares?: readonly WorkerSnapshot[];
 }
 
 /** A worker's row's mark when it left during a fit. */
@@ -52,7 +60,19 @@ export function clusterHtml(c: ClusterParts): string {
       ]),
     )
     .join("");
-  return `<p><b>meshtrain cluster</b>: ${countLine(c)}${c.servers.length ? ` and ${c.servers.length} parameter server(s)` : ""}, strategy "${c.strategy}", ${c.state}</p><table>${htmlRow(["rank", "address", "backend", "device", "memory", "pid"], "th")}${rows}${servers}</table>${notes ? `<ul>${notes}</ul>` : ""}`;
+  const spares = (c.spares ?? [])
+    .map((w) =>
+      htmlRow([
+        "spare",
+        w.address,
+        w.info.backend,
+        w.info.device,
+        `${(w.info.memoryBytes / 2 ** 30).toFixed(1)} GiB`,
+        `${processOf(w)}, idle`,
+      ]),
+    )
+    .join("");
+  return `<p><b>meshtrain cluster</b>: ${countLine(c)}${c.servers.length ? ` and ${c.servers.length} parameter server(s)` : ""}, strategy "${c.strategy}", ${c.state}</p><table>${htmlRow(["rank", "address", "backend", "device", "memory", "pid"], "th")}${rows}${spares}${servers}</table>${notes ? `<ul>${notes}</ul>` : ""}`;
 }
 
 export function clusterText(c: ClusterParts): string {
@@ -62,6 +82,8 @@ export function clusterText(c: ClusterParts): string {
       `  rank ${w.rank}  ${w.address}  ${w.info.backend} on ${w.info.device}  ${processOf(w, "pid ")}${leftMark(c, w.rank)}`,
     );
   }
+  for (const w of c.spares ?? [])
+    lines.push(`  spare  ${w.address}  ${w.info.backend} on ${w.info.device}  ${processOf(w, "pid ")}, idle`);
   for (const s of c.servers)
     lines.push(`  parameter server ${s.rank}  ${s.address}  pid ${s.info?.pid ?? "?"}${s.process ? " (local)" : ""}`);
   return lines.join("\n");

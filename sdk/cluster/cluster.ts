@@ -1,6 +1,6 @@
 import type * as tf from "@tensorflow/tfjs";
 import type { Dataset } from "../data/dataset";
-import { AbortError, ConfigError, StateError, type MeshtrainError } from "../errors/errors";
+import { AbortError, StateError, type MeshtrainError } from "../errors/errors";
 import { makeDisplayable } from "../viz/displayable";
 import { TrainingRun } from "./training-run";
 import { summarizeModel } from "../plan/model-summary";
@@ -9,7 +9,6 @@ import { resolveFitOptions, type FitOptions } from "../driver/fit-options";
 import { runFit, type FitHost } from "../driver/fit";
 import { fitStrategyOf } from "./fit-strategy";
 import type { WorkerSnapshot } from "../config/worker-snapshot";
-import { strategyOfSpec } from "../strategies/strategy-table";
 import { addWorker, lateJoiner, startWorkers, type LaunchHooks } from "./launch";
 import { RUN_MEMBERS, withAwaitHint } from "./await-hint";
 import type { JoinListener } from "./join-listener";
@@ -21,22 +20,23 @@ import { devicesOf, withDriver } from "../driver/devices";
 import { nativeStepOptions } from "../backends/native/step/compile";
 import { type FitContext } from "../driver/fit-context";
 import { makePlan } from "../strategies/make-plan";
-import { clusterHtml, clusterText, type ClusterParts } from "./cluster-text";
+import { clusterHtml, clusterText, describeLine, type ClusterParts } from "./cluster-text";
 import { FitAborted, FitStop } from "../driver/fit-stop";
 import { configureLinks } from "../driver/configure-links";
-import { refuseAdd, refuseUnusable, type ClusterState } from "./usable";
+import { localProcessOf, refuseAdd, refuseUnusable, type ClusterState } from "./usable";
 import { register, replaceEarlier, unregister, type LaunchOrigin, type LiveCluster } from "./live-clusters";
-import { dataWiring, wiringKey, type Wiring } from "../plan/wiring";
-import { hostRing } from "../plan/host-ring";
+import { wiringKey, type Wiring } from "../plan/wiring";
+import { measureDataRing } from "./data-ring";
 import { WorkerOutput } from "../members/worker-output";
 import { ModelProfiles } from "../driver/model-profiles";
 import { stopMembers } from "./stop-members";
+import { Spares } from "./spares";
 import type { ModelProfile } from "../plan/profile";
 import type { RingSpeed } from "../plan/predict";
-import { MeasuredRings, probeRing } from "../driver/ring-probe";
-import { timedPlane, timeRingPlanes } from "../driver/ring-planes";
+import { MeasuredRings } from "../driver/ring-probe";
+import { timedPlane } from "../driver/ring-planes";
 import type { LogLine } from "../metrics/records";
-import type { DataPlaneChoice, DataPlanePath } from "../protocol/data-plane";
+import type { DataPlaneChoice } from "../protocol/data-plane";
 
 /**
  * A running cluster: workers joined in one session with their ring connected. Made by
@@ -48,8 +48,7 @@ export class Cluster implements LiveCluster {
   /** The running fit's stop request, and the fit itself (close() waits for it to stop). */
   private fitStop: FitStop | undefined;
   private running: Promise<unknown> | undefined;
-  /** Parameter servers (strategy "ps"). */
-  private servers: WorkerHandle[] = [];
+  private servers: WorkerHandle[] = []; // strategy "ps"
   /** While a fit that survives departures runs: where a lost worker is reported instead of failing the cluster. */
   private onDeparture: ((h: WorkerHandle, err: MeshtrainError) => void) | null = null;
   /** While an elastic fit runs: where a worker added with add() is handed. */
@@ -58,6 +57,8 @@ export class Cluster implements LiveCluster {
   private adding: Promise<void> = Promise.resolve();
   private token = "";
   private joins: JoinListener | undefined;
+  /** `.spares(n)`: workers idle until an elastic fit loses one; add() takes them first. */
+  private spares = Spares.none();
   /** Ranks that joined during a fit (add()). */
   private joined = 0;
   /** Ranks that left during a fit that carried on without them. */
@@ -96,6 +97,7 @@ export class Cluster implements LiveCluster {
     c.token = launched.token;
     c.notes_ = launched.notes;
     c.joins = launched.joins;
+    c.spares = await Spares.start(spec, { session: c.session, token: c.token, firstRank: c.handles.length, hooks: c.hooks(), orStop: () => c.stopAll("a spare did not start") });
     for (const note of launched.notes) process.stderr.write(`meshtrain: ${note}\n`);
     register(c, origin);
     return c;
@@ -125,6 +127,11 @@ export class Cluster implements LiveCluster {
     return this.handles.map((h) => h.snapshot());
   }
 
+  /** Spare workers still idle (`.spares(n)`); one that takes a lost worker's place is in `workers` from then on. */
+  get idleSpares(): readonly WorkerSnapshot[] {
+    return this.spares.handles.map((h) => h.snapshot());
+  }
+
   /** Parameter servers (strategy "ps"), in server order; `rank` is the server's index. */
   get parameterServers(): readonly WorkerSnapshot[] {
     return this.servers.map((h) => h.snapshot());
@@ -148,16 +155,9 @@ export class Cluster implements LiveCluster {
     return this.profiles.take(this.handles, model, { batchSize: options.batchSize, loss: o.loss, heads: o.heads, optimizer: o.optimizer }).then(async (p) => (await this.measuredRing(), p));
   }
 
-  /** Strategy "data": the ring wired as its fits use it, its all-reduce timed on both planes where the choice is ours, and left on the faster (once per wiring). */
+  /** Strategy "data": the ring wired as its fits use it, timed on both planes where the choice is ours (ring-probe.ts). */
   private measuredRing(): Promise<RingSpeed | undefined> {
-    return this.rings.measure(strategyOfSpec(this.spec).probesRing(this.spec), async () => {
-      const wiring = dataWiring(hostRing(this.handles.map((h) => h.info?.hostname)).order);
-      await this.connect(wiring);
-      const key = this.wired!;
-      const probe = (path: DataPlanePath): Promise<RingSpeed> => this.losses.guard(probeRing(this.handles, path, this.spec.timeouts.stepMs));
-      const rewire = (plane: DataPlaneChoice): Promise<void> => this.connect(wiring, { plane });
-      return { key, time: async () => (await timeRingPlanes({ current: this.dataPlane!, asked: this.spec.dataPlane ?? "auto", probe, rewire })).ring };
-    });
+    return measureDataRing({ spec: this.spec, handles: this.handles, rings: this.rings, guard: (p) => this.losses.guard(p), connect: (w, o) => this.connect(w, o), wired: () => this.wired!, plane: () => this.dataPlane! });
   }
 
   /**
@@ -222,7 +222,7 @@ export class Cluster implements LiveCluster {
       servers: this.servers,
       connect: (w, o) => this.connect(w, o),
       survive: (handler) => void (this.onDeparture = handler),
-      replace: () => this.add(),
+      replace: (orNew) => this.enlist(undefined, orNew),
       admit: (handler) => {
         this.onJoin = handler;
         this.joins?.admitTabs(() => this.onJoin !== null, () => this.add());
@@ -235,30 +235,31 @@ export class Cluster implements LiveCluster {
   }
 
   /**
-   * Kills local worker `rank` at once (SIGKILL), as a crash would: for experiments with
-   * departures, e.g. from a fit's onStep. Under strategy("ps", { mode: "async" }) training goes on
-   * without it; elsewhere the fit fails with WorkerLostError naming it.
+   * Kills local worker `rank` at once (SIGKILL), as a crash would, for experiments with departures
+   * (e.g. from onStep): elastic fits and async parameter servers go on; other fits fail naming it.
    */
   kill(rank: number): void {
-    const h = this.handles[rank];
-    if (!h) throw new ConfigError(`kill(${rank}): the cluster has worker ranks 0 to ${this.handles.length - 1}`);
-    if (!h.process) throw new ConfigError(`kill(${rank}): worker rank ${rank} (${h.address}) runs elsewhere; kill() stops only workers this cluster started`, { hint: "stop the remote worker on its own host" });
-    h.process.kill("SIGKILL");
+    localProcessOf(this.handles, rank, "kill").kill("SIGKILL");
   }
 
   /**
    * Adds a worker to a running elastic fit (strategy("data", { elastic })): the worker at `url`
-   * (started with `meshtrain worker`), or a new local worker when no url is given. It is given
-   * the current weights and optimizer state and joins the ring at the next step boundary.
-   * Resolves with its rank once it has joined the session.
+   * (`meshtrain worker`), else an idle spare, else a new local worker. It gets the current weights
+   * and optimizer state and joins at the next step boundary; resolves with its rank once it has.
    */
   add(url?: string): Promise<number> {
+    return this.enlist(url, true) as Promise<number>;
+  }
+
+  /** add(), or with `orNew` false only a spare: null when none is idle. */
+  private enlist(url: string | undefined, orNew: boolean): Promise<number | null> {
     const refused = refuseAdd({ elasticFit: this.state_ === "fitting" && this.onJoin !== null, remote: this.spec.workers.kind === "remote" }, url);
     if (refused) return Promise.reject(refused);
     // One at a time, so that ranks follow the order of the calls.
     const added = this.adding.then(async () => {
       const rank = this.handles.length;
-      const h = await addWorker(this.spec, { session: this.session, token: this.token, rank, url, hooks: this.hooks(), joins: this.joins });
+      const h = (url === undefined ? this.spares.take(rank) : undefined) ?? (orNew ? await addWorker(this.spec, { session: this.session, token: this.token, rank, url, hooks: this.hooks(), joins: this.joins }) : undefined);
+      if (!h) return null;
       if (!this.onJoin) throw await lateJoiner(h, rank);
       this.handles.push(h);
       this.joined++;
@@ -290,12 +291,11 @@ export class Cluster implements LiveCluster {
 
   /** One line for the registry of live clusters: size, strategy, age, state. */
   describe(): string {
-    const age = Math.round((Date.now() - this.launchedAt) / 1000);
-    return `${this.size} worker(s)${this.servers.length ? ` and ${this.servers.length} server(s)` : ""}, strategy "${this.spec.strategy.name}", launched ${age >= 60 ? `${Math.floor(age / 60)} min ${age % 60} s` : `${age} s`} ago, ${this.state_}`;
+    return describeLine(this.describeParts(), this.launchedAt);
   }
 
   private describeParts(): ClusterParts {
-    return { size: this.size, strategy: this.spec.strategy.name, state: this.state_, workers: this.workers, servers: this.servers, notes: this.notes_, departed: this.departed };
+    return { size: this.size, strategy: this.spec.strategy.name, state: this.state_, workers: this.workers, servers: this.servers, notes: this.notes_, departed: this.departed, spares: this.idleSpares };
   }
 
   /** Asks the running fit, if any, to stop at its next step boundary. */
@@ -323,7 +323,9 @@ export class Cluster implements LiveCluster {
 
   private workerLost(h: WorkerHandle, err: MeshtrainError): void {
     if (this.state_ === "closed" || this.losses.failure) return;
+    if (this.spares.has(h)) return this.spares.drop(h, err);
     if (h.role === "worker" && this.onDeparture) {
+      h.fence();
       this.departed.set(h.rank, err);
       this.onDeparture(h, err);
       return;
@@ -340,6 +342,6 @@ export class Cluster implements LiveCluster {
   }
 
   private stopAll(reason: string): Promise<void> {
-    return stopMembers(this.joins, [...this.handles, ...this.servers], reason);
+    return stopMembers(this.joins, [...this.handles, ...this.servers, ...this.spares.handles], reason);
   }
 }

@@ -239,6 +239,8 @@ export async function addWorker(
     url: string | undefined;
     hooks: LaunchHooks;
     joins: JoinListener | undefined;
+    /** The prefix of its output lines, if not "rank <rank>" (a spare's changes when it takes a rank). */
+    label?: () => string;
   },
 ): Promise<WorkerHandle> {
   // A worker added to a GPU cluster shares the first worker's device; to a CPU cluster, it is a CPU worker.
@@ -247,10 +249,10 @@ export async function addWorker(
       ? (await gpuDevices(spec, 1)).devices[0]!
       : cpuDevice();
   const env = { ...process.env, ...device.env, MESHTRAIN_TOKEN: o.token };
-  const label = labelOf("worker", o.rank);
+  const label = o.label ?? (() => labelOf("worker", o.rank));
   const proc =
     o.url === undefined && !o.joins
-      ? LocalWorkerProcess.start(env, moduleArgs(spec), (stream, text) => o.hooks.output.line(label, stream, text))
+      ? LocalWorkerProcess.start(env, moduleArgs(spec), (stream, text) => o.hooks.output.line(label(), stream, text))
       : undefined;
   try {
     const joined = o.url === undefined && o.joins ? await o.joins.next(o.rank, spec.timeouts.connectMs) : undefined;

@@ -1,4 +1,6 @@
 import { ConfigError, StateError, type MeshtrainError } from "../errors/errors";
+import type { LocalWorkerProcess } from "../members/local-process";
+import type { WorkerHandle } from "../members/worker-handle";
 
 /** Where a cluster is in its life: ready, fitting, failed (lost a worker), closed. */
 export type ClusterState = "ready" | "fitting" | "failed" | "closed";
@@ -63,4 +65,19 @@ export function refuseAdd(c: { elasticFit: boolean; remote: boolean }, url: stri
     );
   }
   return null;
+}
+
+/** Worker `rank`'s local process, for a method (`what`) that acts on it; refused for a rank that does not exist or runs elsewhere. */
+export function localProcessOf(handles: readonly WorkerHandle[], rank: number, what: string): LocalWorkerProcess {
+  const h = handles[rank];
+  if (!h) throw new ConfigError(`${what}(${rank}): the cluster has worker ranks 0 to ${handles.length - 1}`);
+  if (!h.process) {
+    throw new ConfigError(
+      `${what}(${rank}): worker rank ${rank} (${h.address}) runs elsewhere; ${what}() stops only workers this cluster started`,
+      {
+        hint: "stop the remote worker on its own host",
+      },
+    );
+  }
+  return h.process;
 }

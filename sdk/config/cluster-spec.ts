@@ -145,6 +145,8 @@ export const ClusterSpecSchema = z.strictObject({
    * (factor - 1) x its measured compute time after computing every step.
    */
   slowdown: z.record(z.string().regex(/^\d+$/), z.number().min(1).max(1000)).optional(),
+  /** Local workers started idle beside the members, each to take a lost member's place in an elastic fit. */
+  spares: z.number().int().min(1).max(MAX_LOCAL_WORKERS).optional(),
 });
 
 export type WorkersSpec = z.infer<typeof WorkersSpecSchema>;
@@ -270,6 +272,14 @@ function checkExtras(spec: ClusterSpec): void {
         hint: `choose a rank below ${n}`,
       });
     }
+  }
+  if (spec.spares !== undefined && spec.workers.kind !== "local") {
+    throw new ConfigError(
+      `spares(${spec.spares}) starts local workers beside local ones; this cluster's workers run elsewhere`,
+      {
+        hint: "start spare workers on their hosts and add one with cluster.add(url) when a worker is lost, or, under join(), use elastic: { replace: true }, which takes the next worker that joins",
+      },
+    );
   }
   if (spec.modules?.length && spec.workers.kind !== "local") {
     throw new ConfigError(

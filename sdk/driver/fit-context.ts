@@ -17,8 +17,12 @@ export interface FitContext {
    * failing the cluster: for strategies that carry on without it.
    */
   survive(handler: (worker: WorkerHandle, err: MeshtrainError) => void): void;
-  /** cluster.add() with no address: a new local worker, or after join() the next that joins; resolves with its rank. */
-  replace(): Promise<number>;
+  /**
+   * A lost worker's place taken, as cluster.add() with no address does: by an idle spare, else
+   * (`orNew`) a new local worker or after join() the next that joins. Resolves with its rank, or
+   * null when no spare is idle and not `orNew`.
+   */
+  replace(orNew: boolean): Promise<number | null>;
   /** From now until the fit ends, workers added with cluster.add() are handed to `handler`. */
   admit(handler: (worker: WorkerHandle) => void): void;
   /** Connects the workers (or `members`) as `wiring` says (kept as is when it is already so). */

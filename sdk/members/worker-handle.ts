@@ -40,7 +40,8 @@ export interface HandleOptions {
  * error that says why it was lost, if it was.
  */
 export class WorkerHandle {
-  readonly rank: number;
+  /** Fixed once it is a member; a spare takes the rank it fills (renumber). */
+  rank: number;
   readonly role: "worker" | "ps";
   readonly address: string;
   readonly channel: Channel;
@@ -67,9 +68,15 @@ export class WorkerHandle {
     this.role = o.role;
     this.address = o.address;
     this.process = o.process;
+    const self = this;
     this.channel = new Channel(o.link, {
-      peerName: this.name,
-      details: { rank: o.rank, address: o.address },
+      // Read when an error is made: a spare's name changes when it takes a rank.
+      get peerName() {
+        return self.name;
+      },
+      get details() {
+        return { rank: self.rank, address: o.address };
+      },
       chunkElements: o.chunkElements,
       maxFrameBytes: o.maxFrameBytes,
       maxAttachmentBytes: 4 * 1024 * 1024 * 1024,
@@ -105,11 +112,34 @@ export class WorkerHandle {
 
   /** The prefix of its output lines: "rank 1" or "server 0". */
   get label(): string {
-    return labelOf(this.o.role, this.o.rank);
+    return this.spare !== undefined ? `spare ${this.spare}` : labelOf(this.o.role, this.rank);
   }
 
   get name(): string {
-    return this.o.role === "ps" ? `parameter server ${this.o.rank}` : `worker rank ${this.o.rank}`;
+    if (this.spare !== undefined) return `spare worker ${this.spare}`;
+    return this.o.role === "ps" ? `parameter server ${this.rank}` : `worker rank ${this.rank}`;
+  }
+
+  /** An idle spare (`.spares(n)`) is named by its place among the spares until it takes a rank. */
+  private spare: number | undefined;
+
+  markSpare(index: number): void {
+    this.spare = index;
+  }
+
+  /** A spare taking a member's place becomes the rank it fills. */
+  renumber(rank: number): void {
+    this.rank = rank;
+    this.spare = undefined;
+  }
+
+  /**
+   * A member the fit went on without: its process is killed and its connection dropped, so a
+   * frozen one that wakes cannot answer a step it no longer belongs to.
+   */
+  fence(): void {
+    this.process?.kill("SIGKILL");
+    this.channel.close();
   }
 
   snapshot(): WorkerSnapshot {

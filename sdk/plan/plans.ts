@@ -73,7 +73,8 @@ export interface DataParallelPlan {
   /** Step time and throughput predicted from the cost model and the workers' measured speeds. */
   readonly prediction: Prediction | null;
   /** Elastic training: carry on without lost workers while at least minWorkers remain (null: a lost worker ends the fit). */
-  readonly elastic: { readonly minWorkers: number; readonly replace: boolean } | null;
+  /** `replace`: new workers are started for lost ones (once the `spares` are taken). */
+  readonly elastic: { readonly minWorkers: number; readonly replace: boolean; readonly spares: number } | null;
   /** Why this strategy was chosen, when a planner chose it (strategy "auto"); explain() adds what follows from the plan. */
   readonly reasons: readonly string[];
 }

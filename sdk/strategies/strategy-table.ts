@@ -127,6 +127,14 @@ export function checkStrategy(spec: ClusterSpec): void {
       { hint: 'use strategy("ps", { mode: "async" | "sync" }), or drop .ps()' },
     );
   }
+  if (spec.spares !== undefined && name !== "data") {
+    throw new ConfigError(
+      `spares(${spec.spares}) take a lost worker's place in an elastic data-parallel fit; under strategy "${name}" a lost worker fails the fit`,
+      {
+        hint: 'use strategy("data", { elastic: { minWorkers } }) with spares, or drop .spares() and resume from a checkpoint (docs/faults.md)',
+      },
+    );
+  }
   const slowed = Object.keys(spec.slowdown ?? {});
   if (slowed.length > 0 && !s.slowdown) {
     throw new ConfigError(

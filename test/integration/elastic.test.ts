@@ -7,7 +7,7 @@ import { modelFitReference } from "../helpers/reference";
 import { slicedReference } from "../helpers/sliced-reference";
 import { batchNormClassifier } from "../helpers/stateful-models";
 import { TEST_HEARTBEAT } from "../helpers/heartbeat";
-import { waitFor } from "../helpers/processes";
+import { isAlive, waitFor } from "../helpers/processes";
 
 /**
  * Elastic data parallelism: a worker that dies mid-fit is left behind and the others carry on
@@ -118,7 +118,7 @@ describe("elastic data parallelism", () => {
   test("replace: a worker killed mid-fit is replaced by a new local worker, which joins at a step boundary; equal to model.fit", async (t) => {
     const c = await cluster().workers(2).strategy("data", { elastic: { minWorkers: 1, replace: true } }).timeouts({ stepMs: 60_000 }).heartbeat(TEST_HEARTBEAT).launch();
     try {
-      assert.match(String(c.plan(smallClassifier(6, 3), { batchSize: 24 })), /replace: a lost worker is replaced by a new local worker/);
+      assert.match(String(c.plan(smallClassifier(6, 3), { batchSize: 24 })), /replace: for each worker lost a new local worker \(after join\(\): the next that joins\) is started/);
       const model = smallClassifier(6, 3);
       // After the kill, each batch's end waits (the loop awaits callbacks) until the cluster has the replacement, so it joins mid-fit however slowly it starts.
       let killed = false;
@@ -139,6 +139,50 @@ describe("elastic data parallelism", () => {
     } finally {
       await c.close();
     }
+  });
+
+  test("spares: one lost while idle leaves the pool; a frozen worker is lost, fenced (killed) and its place taken by the other with no start-up; a second loss, no spare left, goes on with fewer; equal to model.fit", async (t) => {
+    const c = await cluster().workers(2).spares(2).strategy("data", { elastic: { minWorkers: 1 } }).timeouts({ stepMs: 60_000 }).heartbeat(TEST_HEARTBEAT).launch();
+    let frozen = 0;
+    try {
+      assert.match(String(c.plan(smallClassifier(6, 3), { batchSize: 24 })), /replace: 2 spare\(s\), started with the cluster and idle, take the places of the first 2 worker\(s\) lost, with no start-up; after them the fit goes on with fewer/);
+      assert.match(String(c), /\n {2}spare {2}ws:\/\/127\.0\.0\.1:\d+ .* pid \d+ \(local\), idle/);
+      process.kill(c.idleSpares[1]!.info.pid, "SIGKILL");
+      await waitFor("the driver to drop the spare killed while idle", () => c.idleSpares.length === 1, 30_000);
+      assert.equal(c.state, "ready", "a spare lost while idle is not the members' loss");
+      const spare = c.idleSpares[0]!.info.pid;
+      frozen = c.workers[1]!.info.pid;
+      const model = smallClassifier(6, 3);
+      let batches = 0;
+      const callbacks = {
+        onBatchEnd: async () => {
+          batches++;
+          if (batches === 3) process.kill(frozen, "SIGSTOP");
+          // Each batch's end waits (the loop awaits callbacks) until the spare is in, so it joins mid-fit however long the heartbeat takes to call the frozen worker lost.
+          if (batches > 3 && batches < 14) await waitFor("the spare to be handed to the fit", () => c.workers.length === 3, 60_000);
+          if (batches === 14) c.kill(0);
+        },
+      };
+      const run = await c.fit(model, ds, { ...options, callbacks });
+      const m = run.membership;
+      t.diagnostic(m.map((x) => `rank ${x.rank} ${x.change} at step ${x.step}`).join("; "));
+      assert.deepEqual(m.map((x) => [x.change, x.rank, x.workers]), [["left", 1, 1], ["joined", 2, 2], ["left", 0, 1]]);
+      assert.match(m[0]!.cause ?? "", new RegExp(`worker rank 1 .* was silent for \\d+ ms \\(heartbeat timeout ${TEST_HEARTBEAT.timeoutMs} ms\\)`));
+      assert.equal(c.workers[2]!.info.pid, spare, "the spare's own process took the place: none was started");
+      assert.equal(c.idleSpares.length, 0);
+      assert.ok(!isAlive(frozen), "the frozen worker was killed when the fit went on without it, so it cannot answer later");
+      const diff = maxRelativeDifference(model, await reference(ds));
+      assert.ok(diff < 1e-4, `relative difference ${diff}`);
+    } finally {
+      if (isAlive(frozen)) process.kill(frozen, "SIGKILL");
+      await c.close();
+    }
+  });
+
+  test("spares are refused without elastic, under another strategy, and for workers started elsewhere", () => {
+    assert.throws(() => cluster().workers(2).spares(1).strategy("data").spec(), /spares\(1\) wait for a lost worker, but without elastic a lost worker fails the fit/);
+    assert.throws(() => cluster().workers(2).spares(1).strategy("pipeline").spec(), /spares\(1\) take a lost worker's place in an elastic data-parallel fit; under strategy "pipeline" a lost worker fails the fit/);
+    assert.throws(() => cluster().connect(["ws://127.0.0.1:7071"]).token("t0123456789abcdef0123").spares(1).strategy("data", { elastic: { minWorkers: 1 } }).spec(), /spares\(1\) starts local workers beside local ones; this cluster's workers run elsewhere/);
   });
 
   test("replace is refused for connect()'s workers, which the cluster cannot start", () => {

@@ -59,7 +59,8 @@ export async function fitDataParallel(
       ? restoreShards(ctx, resumed.ckpt, model, workers)
       : restoreOptimizers(ctx, wholeOf(resumed.ckpt, model), holders));
   const run: DataRun = { ctx, model, dataset, o, plan, started, fitStartWall: wallClock(), resumed };
-  const elastic = plan.elastic?.replace ? { ...run, ctx: replacingLost(ctx) } : run;
+  const replacing = plan.elastic && (plan.elastic.replace || plan.elastic.spares > 0);
+  const elastic = replacing ? { ...run, ctx: replacingLost(ctx, plan.elastic!.replace) } : run;
   const r = plan.elastic ? await elasticFit(elastic, plan.elastic.minWorkers, loadOn) : await fixedFit(run, holders);
   return {
     ...r.record,

@@ -150,6 +150,14 @@ export function checkDataOptions(o: DataOptions, spec: ClusterSpec): void {
       },
     );
   }
+  if (spec.spares !== undefined && !o.elastic) {
+    throw new ConfigError(
+      `spares(${spec.spares}) wait for a lost worker, but without elastic a lost worker fails the fit`,
+      {
+        hint: `add elastic: { minWorkers: ${Math.max(1, n - 1)} } to strategy("data", ...)`,
+      },
+    );
+  }
   if (o.elastic && o.elastic.minWorkers > n) {
     throw new ConfigError(
       `elastic: minWorkers ${o.elastic.minWorkers} is more than the ${n} worker(s) the cluster starts with`,

@@ -10,6 +10,17 @@ function kib(bytes: number): string {
   return bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(2)} MiB` : `${(bytes / 1024).toFixed(1)} KiB`;
 }
 
+/** Who takes a lost worker's place: a spare, a new worker, or nobody (no line). */
+function replaceLines(e: NonNullable<DataParallelPlan["elastic"]>): string[] {
+  const spares = `${e.spares} spare(s), started with the cluster and idle, take the places of the first ${e.spares} worker(s) lost, with no start-up`;
+  const fresh = "a new local worker (after join(): the next that joins) is started";
+  if (e.spares > 0)
+    return [
+      `replace: ${spares}${e.replace ? `; after them, for each worker lost ${fresh}` : "; after them the fit goes on with fewer"}; each joins at a step boundary`,
+    ];
+  return e.replace ? [`replace: for each worker lost ${fresh}, which joins at a step boundary`] : [];
+}
+
 /** An elastic sharded fit's line: a loss costs the steps since the last checkpoint. */
 function elasticShardLine(minWorkers: number): string {
   return `elastic, sharded: a lost worker takes its part of the optimizer state with it, so the others (at least ${minWorkers}) go back to the fit's last checkpoint, re-sharded over them, and run the steps since again; workers added with cluster.add() join at a step boundary, every part re-sharded over all`;
@@ -41,11 +52,7 @@ export function formatDataPlan(plan: DataParallelPlan): string {
     memoryLine(plan),
     ...slowdownLines(plan.workers),
     ...(plan.elastic ? [elasticLine(plan, plan.elastic.minWorkers)] : []),
-    ...(plan.elastic?.replace
-      ? [
-          "replace: a lost worker is replaced by a new local worker (after join(): the next that joins), which joins at a step boundary",
-        ]
-      : []),
+    ...(plan.elastic ? replaceLines(plan.elastic) : []),
     ...(plan.prediction ? [predictionLine(plan, plan.prediction)] : []),
   ];
   return lines.join("\n");

@@ -14,10 +14,14 @@ import { relayNote } from "../../plan/relay-hops";
 import { slowdownOf, workerCount, type ClusterSpec } from "../../config/cluster-spec";
 import type { DataOptions } from "./options";
 
-/** The plan's elastic part: how few workers it goes on with, and whether it replaces those lost. */
-function elasticOf(given: DataOptions): DataParallelPlan["elastic"] {
+/** The plan's elastic part: how few workers it goes on with, the spares that wait, and whether it starts new workers for those lost. */
+function elasticOf(given: DataOptions, spec: ClusterSpec): DataParallelPlan["elastic"] {
   if (!given.elastic) return null;
-  return Object.freeze({ minWorkers: given.elastic.minWorkers, replace: given.elastic.replace === true });
+  return Object.freeze({
+    minWorkers: given.elastic.minWorkers,
+    replace: given.elastic.replace === true,
+    spares: spec.spares ?? 0,
+  });
 }
 
 /** Data parallelism as planned with `given` options (defaults: strategy("data") without any). */
@@ -59,7 +63,7 @@ export function planDataParallel(
   return Object.freeze({
     strategy: "data" as const,
     feed: given.feed,
-    elastic: elasticOf(given),
+    elastic: elasticOf(given, spec),
     worldSize: n,
     replicas: n,
     ring: Object.freeze(ring),
