@@ -74,7 +74,13 @@ export interface DataParallelPlan {
   readonly prediction: Prediction | null;
   /** Elastic training: carry on without lost workers while at least minWorkers remain (null: a lost worker ends the fit). */
   /** `replace`: new workers are started for lost ones (once the `spares` are taken). */
-  readonly elastic: { readonly minWorkers: number; readonly replace: boolean; readonly spares: number } | null;
+  readonly elastic: {
+    readonly minWorkers: number;
+    readonly replace: boolean;
+    readonly spares: number;
+    /** A worker slower than `slowerThan` x the others' median for `steps` steps in a row is let go. */
+    readonly evict: { readonly slowerThan: number; readonly steps: number } | null;
+  } | null;
   /** Why this strategy was chosen, when a planner chose it (strategy "auto"); explain() adds what follows from the plan. */
   readonly reasons: readonly string[];
 }

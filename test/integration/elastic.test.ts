@@ -179,6 +179,25 @@ describe("elastic data parallelism", () => {
     }
   });
 
+  test("evict: a worker slowed 200x is let go after 3 slow steps in a row and a spare takes its place; equal to model.fit", async (t) => {
+    const c = await cluster().workers(2).spares(1).slowdown(1, 200).strategy("data", { elastic: { minWorkers: 1, evict: { slowerThan: 4, steps: 3 } } }).timeouts({ stepMs: 60_000 }).heartbeat(TEST_HEARTBEAT).launch();
+    try {
+      assert.match(String(c.plan(smallClassifier(6, 3), { batchSize: 24 })), /evict: a worker whose compute takes more than 4x the others' median \(and 10 ms more\) for 3 steps in a row is let go as if lost/);
+      const model = smallClassifier(6, 3);
+      let batches = 0;
+      const callbacks = { onBatchEnd: async () => void (++batches >= 10 && (await waitFor("the slowed worker to be evicted and the spare to join", () => c.workers.length === 3, 60_000))) };
+      const run = await c.fit(model, ds, { ...options, callbacks });
+      const m = run.membership;
+      t.diagnostic(m.map((x) => `rank ${x.rank} ${x.change} at step ${x.step}: ${x.cause ?? ""}`).join("; "));
+      assert.deepEqual(m.map((x) => [x.change, x.rank, x.workers]), [["left", 1, 1], ["joined", 2, 2]]);
+      assert.match(m[0]!.cause ?? "", /worker rank 1 \(ws:.*\) was evicted at step \d+: its compute took more than 4x the others' median for 3 steps in a row/);
+      const diff = maxRelativeDifference(model, await reference(ds));
+      assert.ok(diff < 1e-4, `relative difference ${diff}`);
+    } finally {
+      await c.close();
+    }
+  });
+
   test("spares are refused without elastic, under another strategy, and for workers started elsewhere", () => {
     assert.throws(() => cluster().workers(2).spares(1).strategy("data").spec(), /spares\(1\) wait for a lost worker, but without elastic a lost worker fails the fit/);
     assert.throws(() => cluster().workers(2).spares(1).strategy("pipeline").spec(), /spares\(1\) take a lost worker's place in an elastic data-parallel fit; under strategy "pipeline" a lost worker fails the fit/);

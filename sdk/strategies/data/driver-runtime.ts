@@ -29,6 +29,7 @@ import { validateOnReplicas } from "./validate-replicas";
 import { askedToStop, FitAborted } from "../../driver/fit-stop";
 import { syncIfBetween, syncsAfter } from "./local-sync";
 import { replacingLost } from "./replace-lost";
+import { evictingSlow } from "./evict-slow";
 
 /** Synchronous data parallelism, driven from here: every worker a replica, one ring. */
 export async function fitDataParallel(
@@ -61,7 +62,11 @@ export async function fitDataParallel(
   const run: DataRun = { ctx, model, dataset, o, plan, started, fitStartWall: wallClock(), resumed };
   const replacing = plan.elastic && (plan.elastic.replace || plan.elastic.spares > 0);
   const elastic = replacing ? { ...run, ctx: replacingLost(ctx, plan.elastic!.replace) } : run;
-  const r = plan.elastic ? await elasticFit(elastic, plan.elastic.minWorkers, loadOn) : await fixedFit(run, holders);
+  const evict = plan.elastic?.evict;
+  const watched = evict
+    ? { ...elastic, o: { ...o, onStep: evictingSlow(ctx, evict, plan.elastic!.minWorkers, o.onStep) } }
+    : elastic;
+  const r = plan.elastic ? await elasticFit(watched, plan.elastic.minWorkers, loadOn) : await fixedFit(run, holders);
   return {
     ...r.record,
     ...(replicaStep ? { replicaStep } : {}),

@@ -33,6 +33,17 @@ export const DataOptionsSchema = z.strictObject({
       minWorkers: z.number().int().min(1).max(4096),
       /** A lost worker is replaced: a new local worker started, or (join()) the next worker that joins. */
       replace: z.boolean().optional(),
+      /**
+       * Let go a worker whose compute takes more than `slowerThan` times the others' median for
+       * `steps` recorded steps in a row (default 5), as if it were lost: worth it when the others
+       * wait on it longer than a replacement takes to join.
+       */
+      evict: z
+        .strictObject({
+          slowerThan: z.number().min(1.2).max(1000),
+          steps: z.number().int().min(1).max(100_000).default(5),
+        })
+        .optional(),
     })
     .optional(),
   /**

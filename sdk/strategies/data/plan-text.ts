@@ -1,3 +1,4 @@
+import { EVICT_FLOOR_MS, WARM_UP_STEPS } from "./evict-slow";
 import { formatBytes, largestLayerBytes, memoryTotal } from "../../plan/memory";
 import type { DataParallelPlan } from "../../plan/plans";
 import { predictedSlowerThanOne } from "../../plan/slower-than-one";
@@ -19,6 +20,18 @@ function replaceLines(e: NonNullable<DataParallelPlan["elastic"]>): string[] {
       `replace: ${spares}${e.replace ? `; after them, for each worker lost ${fresh}` : "; after them the fit goes on with fewer"}; each joins at a step boundary`,
     ];
   return e.replace ? [`replace: for each worker lost ${fresh}, which joins at a step boundary`] : [];
+}
+
+/**
+ * Eviction, and when it pays: with n replicas one k times slower holds every step to k x t / n;
+ * without it the others take t / (n - 1), faster once k > n / (n - 1), before the replacement's join.
+ */
+function evictLine(e: { slowerThan: number; steps: number }, n: number): string {
+  const pays =
+    n > 1
+      ? `; on ${n} workers going on without it is faster once it is more than ${(n / (n - 1)).toFixed(2)}x slower, a replacement faster still after its join (one copy of the weights)`
+      : "";
+  return `evict: a worker whose compute takes more than ${e.slowerThan}x the others' median (and ${EVICT_FLOOR_MS} ms more) for ${e.steps} steps in a row is let go as if lost, its first ${WARM_UP_STEPS} steps after joining not counted${pays}`;
 }
 
 /** An elastic sharded fit's line: a loss costs the steps since the last checkpoint. */
@@ -53,6 +66,7 @@ export function formatDataPlan(plan: DataParallelPlan): string {
     ...slowdownLines(plan.workers),
     ...(plan.elastic ? [elasticLine(plan, plan.elastic.minWorkers)] : []),
     ...(plan.elastic ? replaceLines(plan.elastic) : []),
+    ...(plan.elastic?.evict ? [evictLine(plan.elastic.evict, plan.replicas)] : []),
     ...(plan.prediction ? [predictionLine(plan, plan.prediction)] : []),
   ];
   return lines.join("\n");

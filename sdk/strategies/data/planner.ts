@@ -17,10 +17,12 @@ import type { DataOptions } from "./options";
 /** The plan's elastic part: how few workers it goes on with, the spares that wait, and whether it starts new workers for those lost. */
 function elasticOf(given: DataOptions, spec: ClusterSpec): DataParallelPlan["elastic"] {
   if (!given.elastic) return null;
+  const evict = given.elastic.evict ? Object.freeze({ ...given.elastic.evict }) : null;
   return Object.freeze({
     minWorkers: given.elastic.minWorkers,
     replace: given.elastic.replace === true,
     spares: spec.spares ?? 0,
+    evict,
   });
 }
 
