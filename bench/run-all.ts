@@ -9,7 +9,7 @@ import { RESULTS } from "./common";
  * `npm run bench -- --only allreduce,scaling` re-runs some, and re-makes the README from every
  * part's latest results, saying which were re-run (`--only none`: re-makes the README alone).
  */
-const parts = ["zoo", "train", "allreduce", "scaling", "compression", "overhead", "pipeline", "ps", "gpu", "network", "sharded", "relay"];
+const parts = ["zoo", "train", "allreduce", "scaling", "compression", "overhead", "pipeline", "ps", "gpu", "network", "sharded", "relay", "faults"];
 const onlyAt = process.argv.indexOf("--only");
 const only = onlyAt >= 0 ? (process.argv[onlyAt + 1] ?? "").split(",").filter((p) => parts.includes(p)) : null;
 const extra = process.argv.slice(2).filter((_, i) => onlyAt < 0 || (i !== onlyAt - 2 && i !== onlyAt - 1));

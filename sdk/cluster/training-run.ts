@@ -1,3 +1,4 @@
+import { membershipMarks } from "../viz/membership-marks";
 import * as fs from "node:fs";
 import type { WorkerSnapshot } from "../config/worker-snapshot";
 import { dataPlaneLine } from "../driver/data-plane-choice";
@@ -137,12 +138,7 @@ export class TrainingRun {
 
   /** Samples per second of every step (a Plotly figure; draws itself in a notebook). */
   throughput(): Figure {
-    return shown(throughputFigure(this.history, undefined, this.marks()));
-  }
-
-  /** Membership changes as marks for per-step plots. */
-  private marks(): Array<{ step: number; label: string }> {
-    return this.membership.map((m) => ({ step: m.step, label: `rank ${m.rank} ${m.change} (${m.workers} training)` }));
+    return shown(throughputFigure(this.history, undefined, membershipMarks(this.membership)));
   }
 
   /** Each worker's memory: the plan's estimate beside the peak it measured during the fit (a Plotly figure). */
@@ -157,7 +153,7 @@ export class TrainingRun {
 
   /** When each rank computed, waited and communicated, for steps [from, to) (8 steps by default). */
   timeline(options: { from?: number; to?: number } = {}): Figure {
-    return shown(timelineFigure(this.history, options));
+    return shown(timelineFigure(this.history, options, membershipMarks(this.membership)));
   }
 
   /**
@@ -185,7 +181,7 @@ export class TrainingRun {
 
   /** Writes the timeline as Chrome trace-event JSON, which Perfetto and chrome://tracing open. */
   saveTrace(path: string): void {
-    fs.writeFileSync(path, JSON.stringify(chromeTrace(this.history)));
+    fs.writeFileSync(path, JSON.stringify(chromeTrace(this.history, membershipMarks(this.membership))));
   }
 
   /** Samples per dollar, given the hourly price of everything the run used. */
@@ -304,7 +300,7 @@ export class TrainingRun {
   private bundles(): MimeBundle[] {
     const s = this.summary();
     const figures = [
-      throughputFigure(this.history, undefined, this.marks()),
+      throughputFigure(this.history, undefined, membershipMarks(this.membership)),
       breakdownFigure(this.history),
       ...this.strategyNotes(s)
         .figures()

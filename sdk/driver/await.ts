@@ -19,6 +19,21 @@ export function awaitAll(ctx: FitContext): <T>(requests: Array<Promise<T>>) => P
   };
 }
 
+/**
+ * Whether one of `members` is (or within `ms` becomes) lost: a failed request is usually the echo
+ * of a loss the cluster is about to report, with its exit code or its silence.
+ */
+export async function memberLostWithin(members: readonly WorkerHandle[], ms: number): Promise<boolean> {
+  const deadline = performance.now() + ms;
+  while (!members.some((h) => h.lost) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  return members.some((h) => h.lost);
+}
+
+/** How long a failed request waits for the loss it may echo: two heartbeats and a half, at least a second. */
+export function echoGraceMs(ctx: FitContext): number {
+  return Math.max(1000, 2 * ctx.spec.heartbeat.intervalMs + 500);
+}
+
 /** A model that fails to load on the workers leaves them idle and consistent: not fatal. */
 export async function loadEverywhere<T>(load: () => Promise<T>): Promise<T> {
   try {

@@ -6,7 +6,7 @@ import { rateField } from "./learning-rates";
 import type { ResolvedFitOptions } from "./fit-options";
 import type { Tensorlike } from "../protocol/tensor";
 import type { EpochValidation, MembershipChange, StepRecord } from "../metrics/records";
-import { awaitAll, survived } from "./await";
+import { awaitAll, echoGraceMs, memberLostWithin, survived } from "./await";
 import { nonFiniteStop } from "./non-finite";
 import type { FitContext } from "./fit-context";
 import { inFlightRecord, ringOf, type InFlight } from "./elastic-record";
@@ -209,10 +209,7 @@ class ElasticLoop {
 
   /** A failed step is usually the echo of a worker about to be declared lost; anything else ends the fit. */
   private async settleFailure(failed: PromiseRejectedResult): Promise<void> {
-    const grace = Math.max(1000, 2 * this.ctx.spec.heartbeat.intervalMs + 500);
-    const deadline = performance.now() + grace;
-    while (!this.members.some((h) => h.lost) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    if (!this.members.some((h) => h.lost)) throw (await this.ctx.lossWithin(0)) ?? (failed.reason as MeshtrainError);
+    if (!(await memberLostWithin(this.members, echoGraceMs(this.ctx)))) throw (await this.ctx.lossWithin(0)) ?? (failed.reason as MeshtrainError);
   }
 
   private issue(step: number): void {
@@ -309,7 +306,8 @@ class ElasticLoop {
   /** Sharded: a checkpoint of the members now (every step sent is recorded); false if the fit stopped meanwhile. */
   private async checkpoint(): Promise<boolean> {
     if (!this.hooks.sharded || this.done === this.saved) return true;
-    await this.hooks.sharded.save(this.members, this.done);
+    // False: a member was lost meanwhile; the next turn recovers from the last checkpoint, left whole.
+    if (!(await this.hooks.sharded.save(this.members, this.done))) return false;
     this.saved = this.done;
     return !this.stopped;
   }

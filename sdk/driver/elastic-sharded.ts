@@ -10,8 +10,8 @@ import type { WorkerHandle } from "../members/worker-handle";
 export interface ShardedElastic {
   /** Steps between checkpoints (fit option checkpoint.every): what a loss can cost. */
   every: number;
-  /** Writes a checkpoint of the members after `stepsDone` steps. */
-  save(members: readonly WorkerHandle[], stepsDone: number): Promise<void>;
+  /** Writes a checkpoint of the members after `stepsDone` steps; false when a member was lost meanwhile (nothing written). */
+  save(members: readonly WorkerHandle[], stepsDone: number): Promise<boolean>;
   /** Loads every member again from the last checkpoint, re-sharded over them; returns its step. */
   fromCheckpoint(members: readonly WorkerHandle[]): Promise<number>;
   /** Takes the members' weights and state, re-forms the ring (`rewire`), and loads all of `all` re-sharded over them. */

@@ -75,37 +75,58 @@ const PHASE_COLOR: Record<TimelineSpan["phase"], string> = {
   "reduce-scatter": COLORS.comm,
 };
 
-/** When each rank computed, waited and communicated, for steps [from, to). */
-export function timelineFigure(history: readonly StepRecord[], options: { from?: number; to?: number } = {}): Figure {
+/**
+ * When each rank computed, waited and communicated, for steps [from, to); `marks` (a worker lost,
+ * evicted or joined, when the driver learned of it) drawn where they fall in that time.
+ */
+export function timelineFigure(
+  history: readonly StepRecord[],
+  options: { from?: number; to?: number } = {},
+  marks: ReadonlyArray<{ atMs: number; label: string }> = [],
+): Figure {
   const from = options.from ?? 0;
   const to = options.to ?? Math.min(history.length, from + 8);
   const spans = timelineSpans(history.slice(from, to));
   const all = ["compute", "waiting", "communication", "update", "all-gather", "reduce-scatter"] as const;
   const phases = all.filter((p, i) => i < 4 || spans.some((s) => s.phase === p));
+  const rows = [...new Set(spans.map((s) => s.rank))].sort((a, b) => a - b).map((r) => `rank ${r}`);
+  const start = Math.min(...spans.map((s) => s.startMs));
+  const end = Math.max(...spans.map((s) => s.startMs + s.durationMs));
+  const shown = marks.filter((m) => m.atMs >= start && m.atMs <= end);
   return {
-    data: phases.map((phase) => {
-      const mine = spans.filter((s) => s.phase === phase);
-      return {
-        type: "bar" as const,
-        orientation: "h" as const,
-        name: phase,
-        y: mine.map((s) => `rank ${s.rank}`),
-        x: mine.map((s) => s.durationMs),
-        base: mine.map((s) => s.startMs),
-        marker: { color: PHASE_COLOR[phase] },
-        ...(phase === "all-gather" || phase === "reduce-scatter"
-          ? {
-              text: mine.map((s) =>
-                s.lastLayer !== undefined ? `layers ${s.layer}-${s.lastLayer}` : `layer ${s.layer}`,
-              ),
-            }
-          : {}),
-        hovertemplate:
-          phase === "all-gather" || phase === "reduce-scatter"
-            ? "%{text}: %{base:.1f} ms + %{x:.1f} ms"
-            : "%{base:.1f} ms + %{x:.1f} ms",
-      };
-    }),
+    data: [
+      ...phases.map((phase) => {
+        const mine = spans.filter((s) => s.phase === phase);
+        return {
+          type: "bar" as const,
+          orientation: "h" as const,
+          name: phase,
+          y: mine.map((s) => `rank ${s.rank}`),
+          x: mine.map((s) => s.durationMs),
+          base: mine.map((s) => s.startMs),
+          marker: { color: PHASE_COLOR[phase] },
+          ...(phase === "all-gather" || phase === "reduce-scatter"
+            ? {
+                text: mine.map((s) =>
+                  s.lastLayer !== undefined ? `layers ${s.layer}-${s.lastLayer}` : `layer ${s.layer}`,
+                ),
+              }
+            : {}),
+          hovertemplate:
+            phase === "all-gather" || phase === "reduce-scatter"
+              ? "%{text}: %{base:.1f} ms + %{x:.1f} ms"
+              : "%{base:.1f} ms + %{x:.1f} ms",
+        };
+      }),
+      ...shown.map((m, i) => ({
+        type: "scatter" as const,
+        mode: "lines" as const,
+        name: m.label,
+        x: [m.atMs, m.atMs],
+        y: [rows[0], rows[rows.length - 1]],
+        line: { color: COLORS.series[(i + 3) % COLORS.series.length]!, dash: "dash" as const, width: 2 },
+      })),
+    ],
     layout: legendUnderAxis({
       title: { text: `Timeline of steps ${from}-${to - 1}` },
       barmode: "overlay",

@@ -6,7 +6,9 @@ export interface ChromeTrace {
   traceEvents: Array<{
     name: string;
     cat: string;
-    ph: "X" | "M";
+    ph: "X" | "M" | "i";
+    /** Instant events: "g", across every rank. */
+    s?: "g";
     ts: number;
     dur?: number;
     pid: number;
@@ -16,8 +18,14 @@ export interface ChromeTrace {
   displayTimeUnit: "ms";
 }
 
-/** One process per rank, one complete event per phase of each step; times in microseconds. */
-export function chromeTrace(history: readonly StepRecord[]): ChromeTrace {
+/**
+ * One process per rank, one complete event per phase of each step, and an instant event across
+ * all of them for each of `marks` (a worker lost, evicted or joined); times in microseconds.
+ */
+export function chromeTrace(
+  history: readonly StepRecord[],
+  marks: ReadonlyArray<{ atMs: number; label: string }> = [],
+): ChromeTrace {
   const spans = timelineSpans(history);
   const ranks = [...new Set(spans.map((s) => s.rank))].sort((a, b) => a - b);
   return {
@@ -45,6 +53,15 @@ export function chromeTrace(history: readonly StepRecord[]): ChromeTrace {
           ...(s.layer !== undefined ? { layer: s.layer } : {}),
           ...(s.lastLayer !== undefined ? { lastLayer: s.lastLayer } : {}),
         },
+      })),
+      ...marks.map((m) => ({
+        name: m.label,
+        cat: "membership",
+        ph: "i" as const,
+        s: "g" as const,
+        ts: Math.round(m.atMs * 1000),
+        pid: ranks[0] ?? 0,
+        tid: 0,
       })),
     ],
   };

@@ -56,6 +56,11 @@ test("throughput, breakdown and timeline figures hold the numbers of the records
   const tl = timelineFigure(h, { from: 0, to: 2 });
   assert.equal(tl.data.length, 4);
   assert.equal(tl.data[0]!.orientation, "h");
+  // A worker lost within the steps shown is a line at the time the driver learned of it; one after them is not drawn.
+  const marked = timelineFigure(h, { from: 0, to: 2 }, [{ atMs: 30, label: "rank 1 left (1 training)" }, { atMs: 10_000, label: "rank 2 joined (2 training)" }]);
+  assert.deepEqual(marked.data.slice(4).map((d) => [d.name, d.x]), [["rank 1 left (1 training)", [30, 30]]]);
+  const instant = chromeTrace(h, [{ atMs: 30, label: "rank 1 left (1 training)" }]).traceEvents.filter((e) => e.ph === "i");
+  assert.deepEqual(instant.map((e) => [e.name, e.ts, e.s]), [["rank 1 left (1 training)", 30_000, "g"]]);
 });
 
 test("a ZeRO step's timeline shows each layer's all-gather and reduce-scatter where it ran, the computation between them", () => {

@@ -1,6 +1,6 @@
 import type * as tf from "@tensorflow/tfjs";
 import type { Dataset } from "../../data/dataset";
-import { awaitAll } from "../../driver/await";
+import { awaitAll, echoGraceMs, memberLostWithin, survived } from "../../driver/await";
 import { checkpointSaver } from "../../driver/checkpoint/fit-checkpoint";
 import { fetchPart, partsSource, restoreShards, restoreShardsFrom } from "../../driver/checkpoint/sharded";
 import { readCheckpoint } from "../../driver/checkpoint/store";
@@ -33,8 +33,8 @@ export function shardedElastic(
   const dir = o.checkpoint.dir;
   return {
     every: o.checkpoint.every,
-    save: (members, stepsDone) =>
-      checkpointSaver(ctx, {
+    save: async (members, stepsDone) => {
+      const save = checkpointSaver(ctx, {
         dir,
         strategy: "data",
         summary: plan.model,
@@ -43,7 +43,16 @@ export function shardedElastic(
         holders: [],
         weights: () => weightsOf(members, "the weights to checkpoint"),
         sharded: members,
-      })(stepsDone),
+      });
+      try {
+        await save(stepsDone);
+        return true;
+      } catch (err) {
+        // A member lost while its part was fetched: the checkpoint is written under a temporary name, so the last one is whole.
+        if (!survived(err) && (await memberLostWithin(members, echoGraceMs(ctx)))) return false;
+        throw err;
+      }
+    },
     async fromCheckpoint(members) {
       const ckpt = readCheckpoint(dir);
       const weights = ckpt.weights.map((data, i) => ({ data, shape: ckpt.body.weights[i]!.shape }));
