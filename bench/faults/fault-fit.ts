@@ -95,13 +95,17 @@ async function main(): Promise<void> {
     const noticed = run.membership[0]?.atMs ?? run.departures[0]?.atMs;
     out.noticedMs = noticed !== undefined ? noticed - f.fitMs : null;
     // Steps in flight may still be recorded with the victim's part (sent before the fault): recovery ends with the first step run without it.
-    const without = after.find((s) => victim < 0 || s.rec.workers.every((w) => w.rank !== victim));
+    // A stage's spare takes the victim's rank: then the first step recorded after the fault (replayed ones are not shown again).
+    const rejoined = run.membership.some((m) => m.change === "joined" && m.rank === victim);
+    const without = after.find((s) => victim < 0 || rejoined || s.rec.workers.every((w) => w.rank !== victim));
     out.recoveredMs = without ? without.t - f.t : null;
     // A spare or a new worker brings the fit back to its size: when the first step ran on as many workers as before.
     const size = Math.max(0, ...before.map((s) => s.rec.workers.length));
-    const full = after.find((s) => s.t > (without?.t ?? Infinity) - 1 && s.rec.workers.length >= size && (victim < 0 || s.rec.workers.every((w) => w.rank !== victim)));
+    const full = after.find((s) => s.t > (without?.t ?? Infinity) - 1 && s.rec.workers.length >= size && (victim < 0 || rejoined || s.rec.workers.every((w) => w.rank !== victim)));
     out.fullSizeMs = full ? full.t - f.t : null;
-    out.replayed = after.filter((s) => s.step <= lastBefore).length;
+    // Steps sent again: those recorded twice, or those after the step training went on from (in flight at the loss, or since a checkpoint).
+    const from = run.membership[0]?.step;
+    out.replayed = Math.max(after.filter((s) => s.step <= lastBefore).length, from !== undefined ? lastBefore + 1 - from : 0);
     out.stepMsAfter = median(after.slice(1).map((s) => s.rec.ms));
     out.membership = run.membership.map((m) => `${m.change} ${m.rank} at ${m.step}`);
   }

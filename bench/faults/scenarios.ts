@@ -28,6 +28,13 @@ const data = (o: Parameters<ClusterBuilder["strategy"]>[1] = {}): ClusterBuilder
   cluster().workers(WORKERS).heartbeat(HEARTBEAT).strategy("data", o as never);
 const elastic = { minWorkers: 1 };
 
+const model = (): ClusterBuilder => cluster().workers(WORKERS).heartbeat(HEARTBEAT).strategy("model");
+const pipeline = (): ClusterBuilder =>
+  cluster().workers(WORKERS).heartbeat(HEARTBEAT).strategy("pipeline", { microBatches: 4, schedule: "1f1b" });
+const hybrid = (): ClusterBuilder => cluster().workers(4).heartbeat(HEARTBEAT).strategy("hybrid", { stages: 2 });
+/** Stages recover from the fit's last checkpoint: a loss costs the steps since. */
+const every8 = (dir: string): { checkpoint: { dir: string; every: number } } => ({ checkpoint: { dir: path.join(dir, "ckpt"), every: 8 } });
+
 export const SCENARIOS: readonly Scenario[] = [
   { name: "data, elastic: the survivors go on", cluster: () => data({ elastic }), victims: ranks, signal: "SIGKILL" },
   { name: "data, elastic + spares(1)", cluster: () => data({ elastic }).spares(1), victims: ranks, signal: "SIGKILL", quick: true },
@@ -44,9 +51,13 @@ export const SCENARIOS: readonly Scenario[] = [
   { name: "parameter servers, async (a worker)", cluster: () => cluster().workers(WORKERS).ps(1).heartbeat(HEARTBEAT).strategy("ps", { mode: "async" }), victims: ranks, signal: "SIGKILL" },
   { name: "parameter servers, async (the server)", cluster: () => cluster().workers(WORKERS).ps(1).heartbeat(HEARTBEAT).strategy("ps", { mode: "async" }), victims: "server", signal: "SIGKILL" },
   { name: "parameter servers, sync (a worker)", cluster: () => cluster().workers(WORKERS).ps(1).heartbeat(HEARTBEAT).strategy("ps", { mode: "sync" }), victims: ranks, signal: "SIGKILL" },
-  { name: "model parallel (3 stages)", cluster: () => cluster().workers(WORKERS).heartbeat(HEARTBEAT).strategy("model"), victims: ranks, signal: "SIGKILL" },
-  { name: "pipeline (3 stages, 1F1B)", cluster: () => cluster().workers(WORKERS).heartbeat(HEARTBEAT).strategy("pipeline", { microBatches: 4, schedule: "1f1b" }), victims: ranks, signal: "SIGKILL", quick: true },
-  { name: "hybrid (2 replicas x 2 stages)", cluster: () => cluster().workers(4).heartbeat(HEARTBEAT).strategy("hybrid", { stages: 2 }), victims: [1, 2, 3], signal: "SIGKILL" },
+  { name: "model parallel (3 stages)", cluster: () => model(), victims: ranks, signal: "SIGKILL" },
+  { name: "model parallel + spares(1), checkpoint every 8", cluster: () => model().spares(1), fit: every8, victims: ranks, signal: "SIGKILL" },
+  { name: "pipeline (3 stages, 1F1B)", cluster: () => pipeline(), victims: ranks, signal: "SIGKILL" },
+  { name: "pipeline + spares(1), checkpoint every 8", cluster: () => pipeline().spares(1), fit: every8, victims: ranks, signal: "SIGKILL", quick: true },
+  { name: "pipeline + spares(1), checkpoint every 8, frozen (SIGSTOP)", cluster: () => pipeline().spares(1), fit: every8, victims: ranks, signal: "SIGSTOP" },
+  { name: "hybrid (2 replicas x 2 stages)", cluster: () => hybrid(), victims: [1, 2, 3], signal: "SIGKILL" },
+  { name: "hybrid + spares(1), checkpoint every 8", cluster: () => hybrid().spares(1), fit: every8, victims: [1, 2, 3], signal: "SIGKILL" },
 ];
 
 /** A trial's scratch folder. */

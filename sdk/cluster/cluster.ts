@@ -59,9 +59,7 @@ export class Cluster implements LiveCluster {
   private joins: JoinListener | undefined;
   /** `.spares(n)`: workers idle until an elastic fit loses one; add() takes them first. */
   private spares = Spares.none();
-  /** Ranks that joined during a fit (add()). */
-  private joined = 0;
-  /** Ranks that left during a fit that carried on without them. */
+  private joined = 0; // ranks that joined during a fit (add())
   private readonly departed = new Map<number, MeshtrainError>();
   private state_: ClusterState = "ready";
   /** The first loss that failed the cluster, and the waits that end with it. */
@@ -223,6 +221,8 @@ export class Cluster implements LiveCluster {
       connect: (w, o) => this.connect(w, o),
       survive: (handler) => void (this.onDeparture = handler),
       replace: (orNew) => this.enlist(undefined, orNew),
+      // The lost one's rank is the spare's from now on: wired anew, and the loss no longer the cluster's.
+      substitute: (lost) => (this.departed.delete(lost.rank), (this.wired = null), this.spares.substitute(lost, this.handles)),
       admit: (handler) => {
         this.onJoin = handler;
         this.joins?.admitTabs(() => this.onJoin !== null, () => this.add());

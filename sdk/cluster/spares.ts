@@ -60,6 +60,13 @@ export class Spares {
     return h;
   }
 
+  /** An idle spare in `lost`'s place among `handles`, as the same rank (strategies whose ranks are positions: stages); null when none is idle. */
+  substitute(lost: WorkerHandle, handles: WorkerHandle[]): WorkerHandle | null {
+    const h = this.take(lost.rank);
+    if (h) handles[lost.rank] = h;
+    return h ?? null;
+  }
+
   /** A spare lost while idle leaves the pool; the members never knew it, so the cluster goes on. */
   drop(h: WorkerHandle, err: MeshtrainError): void {
     this.idle = this.idle.filter((s) => s !== h);

@@ -23,6 +23,8 @@ export interface FitContext {
    * null when no spare is idle and not `orNew`.
    */
   replace(orNew: boolean): Promise<number | null>;
+  /** An idle spare in a lost worker's place, as the same rank (its stage); null when none is idle. */
+  substitute(lost: WorkerHandle): WorkerHandle | null;
   /** From now until the fit ends, workers added with cluster.add() are handed to `handler`. */
   admit(handler: (worker: WorkerHandle) => void): void;
   /** Connects the workers (or `members`) as `wiring` says (kept as is when it is already so). */

@@ -13,7 +13,7 @@ import type { RunNotes, StrategyPlanner } from "./strategy";
  */
 export interface StrategyEntry extends Pick<
   StrategyPlanner<unknown>,
-  "family" | "servers" | "slowdown" | "profiled" | "roles"
+  "family" | "servers" | "slowdown" | "spares" | "profiled" | "roles"
 > {
   /** strategy(name, options): the options validated, defaults filled in; ConfigError naming each bad field. */
   parse(options: unknown): Readonly<Record<string, unknown>>;

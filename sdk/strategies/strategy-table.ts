@@ -127,11 +127,14 @@ export function checkStrategy(spec: ClusterSpec): void {
       { hint: 'use strategy("ps", { mode: "async" | "sync" }), or drop .ps()' },
     );
   }
-  if (spec.spares !== undefined && name !== "data") {
+  if (spec.spares !== undefined && !s.spares) {
     throw new ConfigError(
-      `spares(${spec.spares}) take a lost worker's place in an elastic data-parallel fit; under strategy "${name}" a lost worker fails the fit`,
+      `spares(${spec.spares}) take a lost worker's place under strategies ${[...table]
+        .filter(([, e]) => e.spares)
+        .map(([n]) => `"${n}"`)
+        .join(", ")}; under strategy "${name}" a lost worker fails the fit`,
       {
-        hint: 'use strategy("data", { elastic: { minWorkers } }) with spares, or drop .spares() and resume from a checkpoint (docs/faults.md)',
+        hint: 'use strategy("data", { elastic: { minWorkers } }), or a model, pipeline or hybrid fit with a checkpoint; or drop .spares() and resume from a checkpoint (docs/faults.md)',
       },
     );
   }
@@ -161,6 +164,7 @@ function planning<O>(name: string, s: StrategyPlanner<O>): Omit<StrategyEntry, "
     family: s.family,
     servers: s.servers,
     slowdown: s.slowdown,
+    spares: s.spares,
     profiled: s.profiled,
     roles: s.roles,
     parse: (options) =>

@@ -50,6 +50,8 @@ export interface StrategyPlanner<O> {
   readonly servers: "required" | "refused";
   /** Whether .slowdown(rank, factor) applies: its workers compute whole steps. */
   readonly slowdown: boolean;
+  /** Whether .spares(n) serve it: a lost worker's place taken by a spare and the fit going on (default: no). */
+  readonly spares?: boolean;
   /**
    * What fit() times on a worker before planning, for predictions from measured times: the
    * replica step ("step"), or every layer as well ("layers", for plans that place layers); false: nothing.

@@ -2,7 +2,10 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import * as tf from "@tensorflow/tfjs";
 import { cluster, datasets, StateError, WorkerLostError, type Dataset, type FitOptions } from "../../sdk/index";
-import { maxRelativeDifference, smallClassifier } from "../helpers/models";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { deepClassifier, maxRelativeDifference, smallClassifier } from "../helpers/models";
 import { modelFitReference } from "../helpers/reference";
 import { slicedReference } from "../helpers/sliced-reference";
 import { batchNormClassifier } from "../helpers/stateful-models";
@@ -198,9 +201,53 @@ describe("elastic data parallelism", () => {
     }
   });
 
-  test("spares are refused without elastic, under another strategy, and for workers started elsewhere", () => {
+  for (const [name, make] of [
+    ["pipeline", () => cluster().workers(3).spares(1).strategy("pipeline", { microBatches: 2, schedule: "1f1b" })],
+    ["hybrid", () => cluster().workers(4).spares(1).strategy("hybrid", { stages: 2 })],
+  ] as const) {
+    test(`${name} with a spare: a killed stage's place is taken by the spare as the same rank, every stage loaded from the last checkpoint and the steps since run again; callbacks and onStep see each step once; equal to model.fit`, async (t) => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "meshtrain-stage-spare-"));
+      const c = await make().timeouts({ stepMs: 60_000 }).heartbeat(TEST_HEARTBEAT).launch();
+      try {
+        const model = deepClassifier(6, 3, { hidden: 3, width: 16 });
+        const spare = c.idleSpares[0]!.info.pid;
+        const seen: number[] = [];
+        const ended: number[] = [];
+        const callbacks = { onBatchEnd: (b: number) => void ended.push(b), onEpochEnd: (e: number) => void ended.push(-1 - e) };
+        const run = await c.fit(model, ds, { ...options, checkpoint: { dir, every: 4 }, callbacks, onStep: (s) => void (seen.push(s.step), s.step === 13 && c.kill(1)) });
+        const m = run.membership;
+        t.diagnostic(m.map((x) => `rank ${x.rank} ${x.change}, training went on from step ${x.step}`).join("; "));
+        assert.deepEqual(m.map((x) => [x.change, x.rank, x.step]), [["left", 1, 12], ["joined", 1, 12]]);
+        assert.match(m[0]!.cause!, /worker rank 1 .* exited \(killed by SIGKILL\)/);
+        assert.equal(c.workers[1]!.info.pid, spare, "the spare runs rank 1's stage now");
+        const steps = Array.from({ length: 20 }, (_, i) => i);
+        assert.deepEqual(seen, steps, "onStep saw each step once");
+        assert.deepEqual(run.history.map((h) => h.step), steps);
+        assert.deepEqual(ended, [...steps.slice(0, 10), -1, ...steps.slice(0, 10), -2], "each batch and epoch ended once, in order");
+        const ref = deepClassifier(6, 3, { hidden: 3, width: 16 });
+        await modelFitReference(ref, ds, { epochs: 2, batchSize: 24, optimizer: { name: "adam", learningRate: 0.01, beta1: 0.9, beta2: 0.999 }, seed: 5 });
+        const diff = maxRelativeDifference(model, ref);
+        assert.ok(diff < 1e-4, `relative difference ${diff}`);
+      } finally {
+        await c.close();
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  }
+
+  test("a pipeline with spares needs a checkpoint to recover from, and says so", async () => {
+    const c = await cluster().workers(2).spares(1).strategy("pipeline").launch();
+    try {
+      await assert.rejects(c.fit(deepClassifier(6, 3, { hidden: 3, width: 16 }), ds, options), /spares\(1\) take a lost stage's place from the fit's last checkpoint, and this fit writes none/);
+      assert.equal(c.state, "ready");
+    } finally {
+      await c.close();
+    }
+  });
+
+  test("spares are refused without elastic, under parameter servers, and for workers started elsewhere", () => {
     assert.throws(() => cluster().workers(2).spares(1).strategy("data").spec(), /spares\(1\) wait for a lost worker, but without elastic a lost worker fails the fit/);
-    assert.throws(() => cluster().workers(2).spares(1).strategy("pipeline").spec(), /spares\(1\) take a lost worker's place in an elastic data-parallel fit; under strategy "pipeline" a lost worker fails the fit/);
+    assert.throws(() => cluster().workers(2).ps(1).spares(1).strategy("ps", { mode: "sync" }).spec(), /spares\(1\) take a lost worker's place under strategies "data", "model", "pipeline", "hybrid"; under strategy "ps" a lost worker fails the fit/);
     assert.throws(() => cluster().connect(["ws://127.0.0.1:7071"]).token("t0123456789abcdef0123").spares(1).strategy("data", { elastic: { minWorkers: 1 } }).spec(), /spares\(1\) starts local workers beside local ones; this cluster's workers run elsewhere/);
   });
 

@@ -14,6 +14,7 @@ export const autoStrategy: StrategyPlanner<AutoOptions> & { options: typeof Auto
   family: "any",
   servers: "refused",
   slowdown: false,
+  spares: false,
   profiled: "layers",
   check: () => undefined,
   // Its plans may be data-parallel (ZeRO-2/3 ranked against stages by predicted speed, with a

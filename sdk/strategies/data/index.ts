@@ -16,6 +16,7 @@ export const dataStrategy: Strategy<DataOptions, DataParallelPlan> & { options: 
   family: "replicas",
   servers: "refused",
   slowdown: true,
+  spares: true,
   profiled: "step",
   check: checkDataOptions,
   // Its plans price the all-reduce by the ring the steps use; elastic rings change with membership.

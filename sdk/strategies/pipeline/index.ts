@@ -4,7 +4,7 @@ import type { PipelineKind, PipelinePlan, PlanData, PlanOptions } from "../../pl
 import { measuredScheduleFigure } from "../../viz/schedule-timeline";
 import { stagePlacementSvg } from "../../viz/stage-placement";
 import type { RunNotes, Strategy } from "../strategy";
-import { fitPipeline } from "./driver-runtime";
+import { fitStagesRecovering } from "./recovering";
 import { pinStage } from "./placement";
 import {
   explainPipelinePlan,
@@ -94,6 +94,7 @@ function staged<S extends z.ZodType<StagedOptionsGiven>>(
     family: "stages",
     servers: "refused",
     slowdown: false,
+    spares: true,
     profiled: "layers",
     check,
     probesRing: () => false,
@@ -110,7 +111,7 @@ function staged<S extends z.ZodType<StagedOptionsGiven>>(
     format: formatPipelinePlan,
     explain: explainPipelinePlan,
     draw: stagePlacementSvg,
-    fit: fitPipeline,
+    fit: fitStagesRecovering,
     describe,
     roles: ["stage"],
   };

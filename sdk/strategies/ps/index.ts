@@ -14,6 +14,7 @@ export const psStrategy: Strategy<PsOptions, PsPlan> & { options: typeof PsOptio
   family: "servers",
   servers: "required",
   slowdown: true,
+  spares: false,
   // Its plans predict from the replica's step timed alone (no layer times).
   profiled: "step",
   check: checkPsOptions,

@@ -150,6 +150,8 @@ export class Session {
         `configure: rank ${msg.rank} of ${n} with all-reduce group [${members.join(", ")}], pipeline ${JSON.stringify(msg.pipe ?? null)} and ${msg.addresses.length} addresses is inconsistent`,
       );
     }
+    // A step still waiting on the old pipeline links (a stage lost, the rest wired anew to go on) must end, not wait for its timeout.
+    if (this.pipe) toCompute({ kind: "pipeFailed", error: toWireError(new CollectiveError("the pipeline links were configured anew")) });
     this.closePeers();
     this.generation = msg.generation ?? 0;
     this.rank = msg.rank;
