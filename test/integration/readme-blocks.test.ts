@@ -51,7 +51,7 @@ test("the Cluster has the fields and methods the README documents, and workers[i
     const own = c as unknown as Record<string, unknown>;
     const top = paragraph.replace(/\([^()]*(\([^()]*\)[^()]*)*\)/g, "");
     const names = documentedNames(top).filter((n) => n !== "Cluster");
-    assert.deepEqual(names, ["fit", "profile", "plan", "close", "kill", "workers", "parameterServers", "notes", "logs", "name", "state"]);
+    assert.deepEqual(names, ["fit", "profile", "plan", "close", "kill", "workers", "parameterServers", "idleSpares", "notes", "logs", "name", "state"]);
     for (const n of names) assert.notEqual(own[n], undefined, `Cluster.${n}`);
 
     const shape = /`\{ ([\w, ]+) \}`/.exec(paragraph)![1]!.split(", ");
