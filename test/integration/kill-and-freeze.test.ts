@@ -70,8 +70,9 @@ test("async parameter servers record a frozen worker as departed and finish with
     assert.equal(run.departures.length, 1);
     assert.match(run.departures[0]!.cause, new RegExp(`worker rank 2 .* was silent for \\d+ ms \\(heartbeat timeout ${HEARTBEAT.timeoutMs} ms\\)`));
     assert.equal(run.pushes.reduce((a, p) => a + p.samples, 0) + 8 * run.departures[0]!.alreadyApplied, ds.size, "every slice trained once");
+    assert.ok(!isAlive(pids[2]!), "the frozen worker was fenced (killed) when the fit went on without it");
   } finally {
-    process.kill(pids[2]!, "SIGKILL");
+    if (isAlive(pids[2]!)) process.kill(pids[2]!, "SIGKILL");
     await c.close();
   }
 });
