@@ -178,7 +178,7 @@ export class ClusterBuilder {
     return this.with({ slowdown: { ...(this.draft.slowdown ?? {}), [String(r)]: f } });
   }
 
-  /** `n` more local workers, idle until an elastic data-parallel fit loses one, whose place a spare takes with nothing to start. */
+  /** `n` more local workers, idle until a fit loses one (elastic data parallelism; model, pipeline, hybrid with checkpoints): a spare takes its place. */
   spares(n: number): ClusterBuilder {
     return this.with({ spares: parseOrThrow(count, n, "spares(n)", `pass a whole number from 1 to ${MAX_LOCAL_WORKERS}`) });
   }

@@ -6,9 +6,9 @@ import { stopMembers } from "./stop-members";
 
 /**
  * `.spares(n)`: local workers started with the cluster, joined to its session with their
- * backend up and their heartbeat running, idle until an elastic fit loses a member. Taking one
- * costs no process start and no backend start-up: only the weights it is sent at the next step
- * boundary.
+ * backend up and their heartbeat running, idle until a fit loses a member (elastic data
+ * parallelism; model, pipeline and hybrid fits that write checkpoints). Taking one costs no
+ * process start and no backend start-up: only the state it is loaded with.
  */
 export class Spares {
   private constructor(private idle: WorkerHandle[]) {}
