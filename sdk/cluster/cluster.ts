@@ -258,7 +258,8 @@ export class Cluster implements LiveCluster {
     // One at a time, so that ranks follow the order of the calls.
     const added = this.adding.then(async () => {
       const rank = this.handles.length;
-      const h = (url === undefined ? this.spares.take(rank) : undefined) ?? (orNew ? await addWorker(this.spec, { session: this.session, token: this.token, rank, url, hooks: this.hooks(), joins: this.joins }) : undefined);
+      const spare = url === undefined ? this.spares.take(rank) : undefined;
+      const h = spare ?? (orNew ? await addWorker(this.spec, { session: this.session, token: this.token, rank, url, hooks: this.hooks(), joins: this.joins }) : undefined);
       if (!h) return null;
       if (!this.onJoin) throw await lateJoiner(h, rank);
       this.handles.push(h);

@@ -30,8 +30,16 @@ export async function memberLostWithin(members: readonly WorkerHandle[], ms: num
 }
 
 /** How long a failed request waits for the loss it may echo: two heartbeats and a half, at least a second. */
-export function echoGraceMs(ctx: FitContext): number {
+function echoGraceMs(ctx: FitContext): number {
   return Math.max(1000, 2 * ctx.spec.heartbeat.intervalMs + 500);
+}
+
+/**
+ * Whether `err`, in a fit that survives losses, echoes the loss of one of `members`: it is no
+ * stop, and one of them is lost or becomes so within the grace.
+ */
+export async function echoesLoss(ctx: FitContext, members: readonly WorkerHandle[], err: unknown): Promise<boolean> {
+  return !(err instanceof FitAborted) && !survived(err) && (await memberLostWithin(members, echoGraceMs(ctx)));
 }
 
 /** A model that fails to load on the workers leaves them idle and consistent: not fatal. */

@@ -6,7 +6,7 @@ import { rateField } from "./learning-rates";
 import type { ResolvedFitOptions } from "./fit-options";
 import type { Tensorlike } from "../protocol/tensor";
 import type { EpochValidation, MembershipChange, StepRecord } from "../metrics/records";
-import { awaitAll, echoGraceMs, memberLostWithin, survived } from "./await";
+import { awaitAll, echoesLoss, survived } from "./await";
 import { nonFiniteStop } from "./non-finite";
 import type { FitContext } from "./fit-context";
 import { inFlightRecord, ringOf, type InFlight } from "./elastic-record";
@@ -209,7 +209,7 @@ class ElasticLoop {
 
   /** A failed step is usually the echo of a worker about to be declared lost; anything else ends the fit. */
   private async settleFailure(failed: PromiseRejectedResult): Promise<void> {
-    if (!(await memberLostWithin(this.members, echoGraceMs(this.ctx)))) throw (await this.ctx.lossWithin(0)) ?? (failed.reason as MeshtrainError);
+    if (!(await echoesLoss(this.ctx, this.members, failed.reason))) throw (await this.ctx.lossWithin(0)) ?? (failed.reason as MeshtrainError);
   }
 
   private issue(step: number): void {

@@ -60,13 +60,8 @@ export async function fitDataParallel(
       ? restoreShards(ctx, resumed.ckpt, model, workers)
       : restoreOptimizers(ctx, wholeOf(resumed.ckpt, model), holders));
   const run: DataRun = { ctx, model, dataset, o, plan, started, fitStartWall: wallClock(), resumed };
-  const replacing = plan.elastic && (plan.elastic.replace || plan.elastic.spares > 0);
-  const elastic = replacing ? { ...run, ctx: replacingLost(ctx, plan.elastic!.replace) } : run;
-  const evict = plan.elastic?.evict;
-  const watched = evict
-    ? { ...elastic, o: { ...o, onStep: evictingSlow(ctx, evict, plan.elastic!.minWorkers, o.onStep) } }
-    : elastic;
-  const r = plan.elastic ? await elasticFit(watched, plan.elastic.minWorkers, loadOn) : await fixedFit(run, holders);
+  const e = plan.elastic;
+  const r = e ? await elasticFit(elasticRun(run, e), e.minWorkers, loadOn) : await fixedFit(run, holders);
   return {
     ...r.record,
     ...(replicaStep ? { replicaStep } : {}),
@@ -115,6 +110,13 @@ async function fixedFit(r: DataRun, holders: Parameters<typeof checkpointing>[3]
   const { history, stopped, validation } = await runSteps(ctx, o, dataset, issue, { ...more, ...validate });
   if (!stopped || askedToStop(stopped)) await syncIfBetween(ctx, plan, perEpoch, workers, history);
   return { record: await finish(ctx, model, o, plan, history, workers, stopped, r.started), validation };
+}
+
+/** An elastic run as its options ask: lost workers replaced (spares, `replace`), stragglers let go (`evict`). */
+function elasticRun(run: DataRun, e: NonNullable<DataParallelPlan["elastic"]>): DataRun {
+  const ctx = e.replace || e.spares > 0 ? replacingLost(run.ctx, e.replace) : run.ctx;
+  const o = e.evict ? { ...run.o, onStep: evictingSlow(run.ctx, e.evict, e.minWorkers, run.o.onStep) } : run.o;
+  return { ...run, ctx, o };
 }
 
 /** An elastic fit: members lost and added at step boundaries, each batch split over the members of its step. */

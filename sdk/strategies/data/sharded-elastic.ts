@@ -1,6 +1,6 @@
 import type * as tf from "@tensorflow/tfjs";
 import type { Dataset } from "../../data/dataset";
-import { awaitAll, echoGraceMs, memberLostWithin, survived } from "../../driver/await";
+import { awaitAll, echoesLoss } from "../../driver/await";
 import { checkpointSaver } from "../../driver/checkpoint/fit-checkpoint";
 import { fetchPart, partsSource, restoreShards, restoreShardsFrom } from "../../driver/checkpoint/sharded";
 import { readCheckpoint } from "../../driver/checkpoint/store";
@@ -49,7 +49,7 @@ export function shardedElastic(
         return true;
       } catch (err) {
         // A member lost while its part was fetched: the checkpoint is written under a temporary name, so the last one is whole.
-        if (!survived(err) && (await memberLostWithin(members, echoGraceMs(ctx)))) return false;
+        if (await echoesLoss(ctx, members, err)) return false;
         throw err;
       }
     },

@@ -1,7 +1,7 @@
 import * as fs from "node:fs";
 import type * as tf from "@tensorflow/tfjs";
 import type { Dataset } from "../../data/dataset";
-import { echoGraceMs, memberLostWithin, survived } from "../../driver/await";
+import { echoesLoss, memberLostWithin } from "../../driver/await";
 import { readCheckpoint } from "../../driver/checkpoint/store";
 import type { FitContext } from "../../driver/fit-context";
 import type { ResolvedFitOptions } from "../../driver/fit-options";
@@ -59,8 +59,7 @@ export async function fitStagesRecovering(
       const r = await fitPipeline(recovering, model, dataset, attempt, plan);
       return { ...r, history: history(), ...(membership.length > 0 ? { membership } : {}) };
     } catch (err) {
-      if (err instanceof FitAborted || survived(err) || !(await memberLostWithin(members(), echoGraceMs(ctx))))
-        throw err;
+      if (!(await echoesLoss(ctx, members(), err))) throw err;
       const from = ownCheckpoint(checkpoint.dir, started.wall);
       const at = { atMs: performance.now() - started.perf, step: from?.step ?? 0, workers: plan.worldSize };
       membership.push(...substituteLost(ctx, members(), at));
