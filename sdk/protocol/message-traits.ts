@@ -27,6 +27,7 @@ export const WORKER_SERVES: Readonly<Partial<Record<MessageType, "comm" | "compu
   load: "compute",
   step: "compute",
   applied: "compute",
+  regroup: "compute",
   fetchState: "compute",
   setState: "compute",
   setShard: "compute",

@@ -12,7 +12,16 @@ import {
   RingProbedSchema,
   RingProbeSchema,
 } from "./profile-messages";
-import { AppliedReplySchema, AppliedSchema, PulledSchema, PullSchema, PushedSchema, PushSchema } from "./ps-messages";
+import {
+  AppliedReplySchema,
+  AppliedSchema,
+  PulledSchema,
+  PullSchema,
+  PushedSchema,
+  PushSchema,
+  RegroupedSchema,
+  RegroupSchema,
+} from "./ps-messages";
 import {
   FetchStateSchema,
   SetShardSchema,
@@ -252,6 +261,8 @@ export const MessageSchema = z.discriminatedUnion("type", [
   PushedSchema,
   AppliedSchema,
   AppliedReplySchema,
+  RegroupSchema,
+  RegroupedSchema,
   ReleaseSchema,
   ReleasedSchema,
   ShutdownSchema,

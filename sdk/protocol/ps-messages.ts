@@ -36,6 +36,8 @@ export const PushSchema = z.strictObject({
   compression: z.enum(COMPRESSIONS).optional(),
   /** Sync mode under a learning-rate schedule: the rate of the step this push belongs to. */
   learningRate: z.number().positive().finite().optional(),
+  /** Made by another worker for lost worker `rank`: a server that has that rank's push of this clock already acknowledges it and adds nothing. */
+  standIn: z.literal(true).optional(),
   attachments,
 });
 export const PushedSchema = z.strictObject({
@@ -61,5 +63,21 @@ export const AppliedReplySchema = z.strictObject({
   v,
   re: id,
   applied: z.array(z.boolean()).max(4096),
+  version: z.number().int().nonnegative(),
+});
+/**
+ * Driver -> sync parameter server, at a step boundary: from the next step on, the pushes of a
+ * step are these workers' (ranks, summed in this order). Elastic sync servers after a loss.
+ */
+export const RegroupSchema = z.strictObject({
+  type: z.literal("regroup"),
+  v,
+  id,
+  members: z.array(z.number().int().nonnegative()).min(1).max(4096),
+});
+export const RegroupedSchema = z.strictObject({
+  type: z.literal("regrouped"),
+  v,
+  re: id,
   version: z.number().int().nonnegative(),
 });

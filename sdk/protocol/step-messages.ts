@@ -35,9 +35,17 @@ export const StepSchema = z.strictObject({
    * since the last sync; "only" that, with no slice (a fit that stopped between syncs).
    */
   sync: z.enum(["after", "only"]).optional(),
-  /** Strategy "ps": this worker's own step count, and (sync) the parameter version it must compute on. */
+  /**
+   * Strategy "ps": this worker's own step count, and (sync) the parameter version it must compute
+   * on. `standIn`: the slice is that lost rank's, computed on the parameters this worker pulled
+   * for its own part of the step and pushed as that rank's (elastic sync servers).
+   */
   ps: z
-    .strictObject({ clock: z.number().int().nonnegative(), minVersion: z.number().int().nonnegative().optional() })
+    .strictObject({
+      clock: z.number().int().nonnegative(),
+      minVersion: z.number().int().nonnegative().optional(),
+      standIn: z.number().int().nonnegative().optional(),
+    })
     .optional(),
   attachments,
 });

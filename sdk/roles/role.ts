@@ -12,13 +12,17 @@ export interface ServerLinks {
   /** Each server's shard (one flat tensor), its version, and how long the server held the pull back. */
   pull(minVersion: number | undefined): Promise<{ shards: Float32Array[]; versions: number[]; waitedMs: number[] }>;
   /** One flat gradient per server; the versions after, and how stale each server found it. */
-  /** `learningRate`: the step's rate under a schedule (sync servers apply the step with it). */
+  /**
+   * `learningRate`: the step's rate under a schedule (sync servers apply the step with it).
+   * `standIn`: pushed as that lost rank's, not this worker's (see the step's ps.standIn).
+   */
   push(
     clock: number,
     pulled: number[],
     shards: Float32Array[],
     wires?: WireFormat[],
     learningRate?: number,
+    standIn?: number,
   ): Promise<{ versions: number[]; staleness: number[] }>;
 }
 

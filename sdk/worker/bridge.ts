@@ -58,6 +58,8 @@ export type ComputeToComm =
       shards: Float32Array[];
       wires?: WireFormat[];
       learningRate?: number;
+      /** Pushed as this lost rank's (elastic sync servers). */
+      standIn?: number;
     }
   /** `generation`: the membership the step belongs to; the communication thread refuses another's. */
   /** `exchange`: no `data`; the first that many values of the exchange's shared memory. */

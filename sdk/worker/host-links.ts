@@ -305,8 +305,8 @@ export class HostLinks {
         const r = m as Extract<CommToCompute, { kind: "psPulled" }>;
         return { shards: r.shards, versions: r.versions, waitedMs: r.waitedMs };
       }),
-    push: (clock, pulled, shards, wires, learningRate) =>
-      this.psRequest({ kind: "psPush", seq: this.psSeq++, clock, pulled, shards, ...(wires ? { wires } : {}), ...(learningRate !== undefined ? { learningRate } : {}) }, transferList(shards.map((data) => ({ data, shape: [data.length] })))).then((m) => {
+    push: (clock, pulled, shards, wires, learningRate, standIn) =>
+      this.psRequest({ kind: "psPush", seq: this.psSeq++, clock, pulled, shards, ...(wires ? { wires } : {}), ...(learningRate !== undefined ? { learningRate } : {}), ...(standIn !== undefined ? { standIn } : {}) }, transferList(shards.map((data) => ({ data, shape: [data.length] })))).then((m) => {
         const r = m as Extract<CommToCompute, { kind: "psPushed" }>;
         return { versions: r.versions, staleness: r.staleness };
       }),

@@ -214,3 +214,28 @@ test("a sync pull that waits too long names the workers whose pushes never came"
   await assert.rejects(server.pull(1), (e: unknown) => e instanceof TimeoutError && /waited 150 ms for the pushes of step 0 from worker rank\(s\) 0, 2/.test(e.message));
   server.dispose();
 });
+
+test("elastic sync: a stand-in push for a rank the server has had is dropped, one it lacks completes the step; after a regroup the members' pushes make a step and others are refused", async () => {
+  const sgd: OptimizerSpec = { name: "sgd", learningRate: 1 };
+  const server = ParamServer.load(serverLoad("sync", 3, [[1]], sgd), [{ data: Float32Array.from([0]), shape: [1] }], 2000);
+  server.push(0, 0, 0, pushOf([1]));
+  server.push(1, 0, 0, pushOf([2]));
+  // Rank 1 is lost; another worker pushes rank 1's part again (dropped: the server has it) and rank 2's (it lacked it).
+  assert.deepEqual(server.push(1, 0, 0, pushOf([100]), undefined, true), { version: 1, staleness: 0 });
+  assert.equal(server.version, 0);
+  assert.throws(() => server.push(1, 0, 0, pushOf([100])), (e: unknown) => e instanceof ProtocolError && /pushed twice/.test(e.message));
+  server.push(2, 0, 0, pushOf([4]), undefined, true);
+  assert.equal(server.version, 1);
+  assert.deepEqual([...(await server.values())], [-7]);
+  // A stand-in for a step already applied changes nothing.
+  server.push(2, 0, 0, pushOf([50]), undefined, true);
+  assert.deepEqual([...(await server.values())], [-7]);
+  const regroup = (members: number[]) => server.answer({ type: "regroup", v: PROTOCOL_VERSION, id: 9, members }, [])!;
+  assert.deepEqual((await regroup([2, 0])).draft, { type: "regrouped", re: 9, version: 1 });
+  assert.throws(() => server.push(1, 1, 1, pushOf([1])), (e: unknown) => e instanceof ProtocolError && /rank 1 pushed to a sync server whose steps are made by rank\(s\) 0, 2/.test(e.message));
+  server.push(2, 1, 1, pushOf([3]));
+  await assert.rejects(regroup([0]), /holds 1 push\(es\) of step 1: it regroups between steps/);
+  server.push(0, 1, 1, pushOf([1]));
+  assert.equal(server.version, 2);
+  assert.deepEqual([...(await server.values())], [-11]);
+});

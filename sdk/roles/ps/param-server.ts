@@ -1,6 +1,6 @@
 import type { LoadOf } from "../../protocol/messages";
 import * as tf from "@tensorflow/tfjs";
-import { ProtocolError, TimeoutError } from "../../errors/errors";
+import { ProtocolError, StateError, TimeoutError } from "../../errors/errors";
 import type { Message, MessageOf } from "../../protocol/messages";
 import type { Tensorlike } from "../../protocol/tensor";
 import { makeUpdateRule } from "../../compute/update-rule";
@@ -46,6 +46,8 @@ export class ParamServer implements WorkerRole {
   private readonly applied = new Set<string>();
   /** The values pulls of `version` are answered with (served()). */
   private snapshot: { version: number; data: Promise<Float32Array> } | null = null;
+  /** Sync: the ranks whose pushes make a step, summed in this order (every worker, until a regroup). */
+  private members: number[];
 
   private constructor(
     readonly index: number,
@@ -62,6 +64,7 @@ export class ParamServer implements WorkerRole {
     this.update = makeUpdateRule(vars, spec);
     this.length = vars.reduce((a, v) => a + v.size, 0);
     this.pushLength = this.length + state.length + 1;
+    this.members = Array.from({ length: workers }, (_, r) => r);
   }
 
   static load(ps: LoadOf<"ps-server">, values: Tensorlike[], stepTimeoutMs: number): ParamServer {
@@ -129,12 +132,17 @@ export class ParamServer implements WorkerRole {
           const values = msg.compression
             ? unpackValues(attachments, this.pushLength, { compression: msg.compression, packed: this.length })
             : (grad!.data as Float32Array);
-          const r = this.push(msg.rank, msg.clock, msg.pulled, values, msg.learningRate);
+          const r = this.push(msg.rank, msg.clock, msg.pulled, values, msg.learningRate, msg.standIn === true);
           return Promise.resolve({ draft: { type: "pushed", re: msg.id, version: r.version, staleness: r.staleness } });
         } catch (err) {
           return Promise.reject(err);
         }
       }
+      case "regroup":
+        return Promise.resolve().then(() => {
+          this.regroup(msg.members);
+          return { draft: { type: "regrouped", re: msg.id, version: this.version_ } };
+        });
       case "applied":
         return Promise.resolve({
           draft: {
@@ -169,7 +177,7 @@ export class ParamServer implements WorkerRole {
       const w: Waiter = { minVersion, since: performance.now(), resolve: () => undefined, reject };
       const timer = setTimeout(() => {
         this.waiters.delete(w);
-        const missing = Array.from({ length: this.workers }, (_, r) => r).filter((r) => !this.pending.has(r));
+        const missing = this.members.filter((r) => !this.pending.has(r));
         reject(
           new TimeoutError(
             `parameter server ${this.index} waited ${this.stepTimeoutMs} ms for the pushes of step ${this.version_} from worker rank(s) ${missing.join(", ")}`,
@@ -188,13 +196,18 @@ export class ParamServer implements WorkerRole {
     });
   }
 
-  /** Accepts a gradient computed on version `pulled`: applied now (async) or with its step's others (sync). */
+  /**
+   * Accepts a gradient computed on version `pulled`: applied now (async) or with its step's others
+   * (sync). A stand-in (another worker's push for a lost rank) this server has had already from
+   * that rank is acknowledged and dropped: nothing is applied twice.
+   */
   push(
     rank: number,
     clock: number,
     pulled: number,
     grad: Float32Array,
     learningRate?: number,
+    standIn = false,
   ): { version: number; staleness: number } {
     if (grad.length !== this.pushLength) {
       throw new ProtocolError(
@@ -218,8 +231,12 @@ export class ParamServer implements WorkerRole {
       this.applied.add(`${rank}/${clock}`);
       return { version: this.version_, staleness };
     }
-    if (rank >= this.workers)
-      throw new ProtocolError(`rank ${rank} pushed to a sync server of ${this.workers} workers`);
+    if (standIn && (this.applied.has(`${rank}/${clock}`) || (clock === this.version_ && this.pending.has(rank))))
+      return { version: clock + 1, staleness: 0 };
+    if (!this.members.includes(rank))
+      throw new ProtocolError(
+        `rank ${rank} pushed to a sync server whose steps are made by rank(s) ${this.members.join(", ")}`,
+      );
     if (clock !== this.version_)
       throw new ProtocolError(
         `worker rank ${rank} pushed for step ${clock} while parameter server ${this.index} collects step ${this.version_}`,
@@ -228,17 +245,18 @@ export class ParamServer implements WorkerRole {
     this.pending.set(rank, grad);
     // Every push of a step carries the driver's one rate for it.
     if (learningRate !== undefined) this.stepRate = learningRate;
-    if (this.pending.size === this.workers) this.applyStep(clock);
+    if (this.pending.size === this.members.length) this.applyStep(clock);
     return { version: clock + 1, staleness: 0 };
   }
 
   private applyStep(clock: number): void {
     // Summed in rank order, whatever order they arrived in, so every run adds the same way: into
-    // rank 0's push, which arrived in an array of its own (a fresh sum would cost a pass and
-    // the pages of a model's worth of memory every step).
-    const sum = this.pending.get(0)!;
-    this.applied.add(`0/${clock}`);
-    for (let r = 1; r < this.workers; r++) {
+    // the first member's push, which arrived in an array of its own (a fresh sum would cost a
+    // pass and the pages of a model's worth of memory every step).
+    const [first, ...rest] = this.members;
+    const sum = this.pending.get(first!)!;
+    this.applied.add(`${first}/${clock}`);
+    for (const r of rest) {
       const g = this.pending.get(r)!;
       this.accumulate(sum, Buffer.from(g.buffer, g.byteOffset, g.byteLength), 0);
       this.applied.add(`${r}/${clock}`);
@@ -256,6 +274,19 @@ export class ParamServer implements WorkerRole {
         this.served().then((data) => w.resolve({ version, data, waitedMs }), w.reject);
       }
     }
+  }
+
+  /** Sync, at a step boundary: the ranks whose pushes make the steps from now on. */
+  private regroup(members: readonly number[]): void {
+    if (this.mode !== "sync")
+      throw new ProtocolError(
+        `parameter server ${this.index} is async: it applies each push as it comes, from whoever`,
+      );
+    if (this.pending.size > 0)
+      throw new StateError(
+        `parameter server ${this.index} holds ${this.pending.size} push(es) of step ${this.version_}: it regroups between steps`,
+      );
+    this.members = [...members].sort((a, b) => a - b);
   }
 
   /** One update: the gradient through the optimizer, the state moved by its change. */

@@ -42,6 +42,8 @@ export class PsReplica implements WorkerRole {
   /** The step's flat gradient, and each server's push: kept from step to step (see pushBuffer). */
   private flat: Float32Array | undefined;
   private readonly pushes: Float32Array[] = [];
+  /** What this worker's last pull set (its parameters are still those): a lost rank's slice of that step is computed on them. */
+  private held: { clock: number; versions: number[]; state: Float32Array } | null = null;
   /** The servers as the last step reached them, and that step's clock: validation pulls the update that step made. */
   private last: { links: HostIO["servers"]; clock: number } | null = null;
 
@@ -114,13 +116,11 @@ export class PsReplica implements WorkerRole {
     const { x, y } = feed;
     const links = io.servers;
     const clock = msg.ps?.clock ?? msg.step;
+    const standIn = msg.ps?.standIn;
     this.last = { links, clock };
     const startedAt = wallClock();
     const t0 = performance.now();
-    const pulled = await links.pull(msg.ps?.minVersion);
-    const t1 = performance.now();
-    transfers.reset();
-    const before = this.assign(pulled.shards);
+    const { pulled, before, t1 } = await this.parameters(links, clock, msg.ps?.minVersion, standIn);
     const t2 = performance.now();
     const flat = (this.flat ??= new Float32Array(this.r.gradientLength)).fill(0);
     // A flagged push of zeros for a non-finite or failed slice: a sync server waits for every worker.
@@ -141,7 +141,7 @@ export class PsReplica implements WorkerRole {
     const shards = this.split(flat, change, flagged);
     const wires = this.wires;
     const sentBytes = pushedBytes(shards, wires);
-    const pushed = await links.push(clock, pulled.versions, shards, wires, msg.learningRate);
+    const pushed = await links.push(clock, pulled.versions, shards, wires, msg.learningRate, standIn);
     const t4 = performance.now();
     const waitMs = Math.max(0, ...pulled.waitedMs);
     if (slice.failure !== undefined) throw survivedStepError(slice.failure, msg.step);
@@ -187,6 +187,34 @@ export class PsReplica implements WorkerRole {
       .then((pulled) => this.assign(pulled.shards))
       .then(() => evaluateShard(this.r, feed.x, feed.y, msg.batchSize))
       .then((sums) => ({ draft: { type: "evaluated", re: msg.id, ...sums } }));
+  }
+
+  /**
+   * The step's parameters in the model: pulled, or (a stand-in) those this worker pulled for its
+   * own part of step `clock`, still in its model, the state put back to what was pulled.
+   */
+  private async parameters(
+    links: HostIO["servers"],
+    clock: number,
+    minVersion: number | undefined,
+    standIn: number | undefined,
+  ): Promise<{ pulled: { versions: number[]; waitedMs: number[] }; before: Float32Array; t1: number }> {
+    if (standIn === undefined) {
+      const pulled = await links.pull(minVersion);
+      const t1 = performance.now();
+      transfers.reset();
+      const before = this.assign(pulled.shards);
+      this.held = { clock, versions: pulled.versions, state: before };
+      return { pulled, before, t1 };
+    }
+    if (this.held?.clock !== clock)
+      throw new StateError(
+        `asked to stand in for rank ${standIn} at step ${clock}, but this worker last pulled for step ${this.held?.clock ?? "none"}`,
+      );
+    const t1 = performance.now();
+    transfers.reset();
+    this.r.state.set(this.held.state);
+    return { pulled: { versions: this.held.versions, waitedMs: [0] }, before: this.held.state, t1 };
   }
 
   /** Rounds the gradient to 16 bits with error feedback; where a value overflowed, says so (and forgets the residual). */

@@ -140,7 +140,7 @@ export class CommServer implements SessionHost {
         else toCompute({ kind: "psFailed", seq: m.seq, error: toWireError(new CollectiveError("no driver session")) });
         return;
       case "psPush":
-        if (s && !s.ended) s.ps.psPush(m.seq, m.clock, m.pulled, m.shards, m.wires, m.learningRate);
+        if (s && !s.ended) s.ps.psPush(m.seq, m.clock, m.pulled, m.shards, m.wires, m.learningRate, m.standIn);
         else toCompute({ kind: "psFailed", seq: m.seq, error: toWireError(new CollectiveError("no driver session")) });
         return;
       case "exchange":

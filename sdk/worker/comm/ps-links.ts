@@ -116,6 +116,7 @@ export class PsLinks {
     shards: Float32Array[],
     wires?: WireFormat[],
     learningRate?: number,
+    standIn?: number,
   ): void {
     this.onServers(
       seq,
@@ -124,7 +125,8 @@ export class PsLinks {
         return ch.request(
           {
             type: "push",
-            rank: this.session.rank,
+            rank: standIn ?? this.session.rank,
+            ...(standIn !== undefined ? { standIn: true as const } : {}),
             clock,
             pulled: pulled[i] ?? 0,
             ...(wire ? { compression: wire.compression } : {}),
