@@ -100,8 +100,10 @@ async function main(): Promise<void> {
     const without = after.find((s) => victim < 0 || rejoined || s.rec.workers.every((w) => w.rank !== victim));
     out.recoveredMs = without ? without.t - f.t : null;
     // A spare or a new worker brings the fit back to its size: when the first step ran on as many workers as before.
-    const size = Math.max(0, ...before.map((s) => s.rec.workers.length));
-    const full = after.find((s) => s.t > (without?.t ?? Infinity) - 1 && s.rec.workers.length >= size && (victim < 0 || rejoined || s.rec.workers.every((w) => w.rank !== victim)));
+    // Workers, not parts: under sync servers a survivor may compute a lost worker's part as well.
+    const width = (s: (typeof seen)[number]): number => new Set(s.rec.workers.map((w) => w.rank)).size;
+    const size = Math.max(0, ...before.map(width));
+    const full = after.find((s) => s.t > (without?.t ?? Infinity) - 1 && width(s) >= size && (victim < 0 || rejoined || s.rec.workers.every((w) => w.rank !== victim)));
     out.fullSizeMs = full ? full.t - f.t : null;
     // Steps sent again: those recorded twice, or those after the step training went on from (in flight at the loss, or since a checkpoint).
     const from = run.membership[0]?.step;

@@ -1,7 +1,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { cpuName, fmt, machine, median, QUICK, runJson, writeResults, type Json } from "../common";
+import { cpuName, fmt, machine, median, QUICK, RESULTS, runJson, writeResults, type Json } from "../common";
 import { rng } from "../../sdk/data/random";
 import { HEARTBEAT, SCENARIOS } from "./scenarios";
 
@@ -18,6 +18,8 @@ const TRIALS = QUICK ? 1 : 3;
 /** Long enough that a new worker (a process and a backend to start) joins before the end. */
 const STEPS = QUICK ? 16 : 200;
 const SEED = 7;
+/** `--only a,b`: the scenarios whose names contain one of these, their rows merged into the last full run's results. */
+const ONLY = ((i) => (i > 0 ? process.argv[i + 1]!.split(",") : null))(process.argv.indexOf("--only"));
 
 /** ||a - b|| / ||b|| over the whole weight vector. */
 function relativeDifference(a: Buffer, b: Buffer): number {
@@ -45,7 +47,7 @@ async function main(): Promise<void> {
   const rows: Json[] = [];
   try {
     for (const [index, s] of SCENARIOS.entries()) {
-      if (QUICK && !s.quick) continue;
+      if ((QUICK && !s.quick) || (ONLY && !ONLY.some((o) => s.name.includes(o)))) continue;
       const base = path.join(tmp, `${index}-base.bin`);
       const uninterrupted = await trial(index, 0, "none", 1, base);
       const trials: Json[] = [];
@@ -63,7 +65,12 @@ async function main(): Promise<void> {
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
-  writeResults("faults", { machine: machine(), quick: QUICK, steps: STEPS, heartbeat: heartbeat(), rows }, markdown(rows));
+  if (!ONLY) return writeResults("faults", { machine: machine(), quick: QUICK, steps: STEPS, heartbeat: heartbeat(), rows }, markdown(rows, []));
+  const last = JSON.parse(fs.readFileSync(path.join(RESULTS, "faults.json"), "utf8")) as Json;
+  const byName = new Map([...(last.rows as Json[]), ...rows].map((r) => [String(r.scenario), r]));
+  const merged = SCENARIOS.flatMap((s): Json[] => { const r = byName.get(s.name); return r ? [r] : []; });
+  const again: Json[] = [...((last.again as Json[] | undefined) ?? []), { rows: rows.map((r) => r.scenario), machine: machine() }];
+  writeResults("faults", { ...last, rows: merged, again }, markdown(merged, again));
 }
 
 /** The heartbeat the trials ran with (the smoke run's is longer). */
@@ -71,7 +78,7 @@ function heartbeat(): { intervalMs: number; timeoutMs: number } {
   return { intervalMs: HEARTBEAT.intervalMs, timeoutMs: QUICK ? 6000 : HEARTBEAT.timeoutMs };
 }
 
-function markdown(rows: Json[]): string {
+function markdown(rows: Json[], again: Json[]): string {
   const num = (ts: Json[], f: string): number => median(ts.map((t) => t[f]).filter((v): v is number => typeof v === "number"));
   const lines = [
     `### What survives what (a 64-128-128-10 MLP, batch 96, ${STEPS} steps, 3 local workers, ${TRIALS} trial(s) each, ${cpuName()})`,
@@ -92,6 +99,7 @@ function markdown(rows: Json[]): string {
   lines.push(
     "",
     `Heartbeat: every ${heartbeat().intervalMs} ms, lost after ${heartbeat().timeoutMs} ms of silence, which is what a frozen (SIGSTOP) worker costs before anything else happens. "Noticed after" is from the fault to the driver's record of the loss; "first step without it" to the first step recorded that ran without the victim (steps in flight may still finish with its part; with a spare, the step it joins at, after its load); "back to full size" to the first step on as many workers as before the fault (a spare or a new worker in; "-": the fit went on with fewer). Async parameter servers differ from an uninterrupted run by design (pushes land in another order), and so does local SGD (its replicas differ between syncs: after a loss the others go back to the last sync and share the lost one's slices, which equals local SGD simulated with that membership change, as local-sgd.test.ts holds it, not the run without it); every other strategy that survives should be within 1e-4. ZeRO's "steps run again" are those since its last checkpoint. Strategies whose row says a WorkerLostError do not survive a lost worker yet: the fit ends, naming it, and resumes from a checkpoint by hand (docs/faults.md).`,
+    ...again.map((a) => `Measured again on ${String((a.machine as Json).date).slice(0, 10)} (\`-- --only\`), the rest of the table left as its run had it: ${(a.rows as string[]).join("; ")}.`),
     `Command: \`npm run bench:faults\`${QUICK ? " (--quick)" : ""}.`,
   );
   return lines.join("\n");

@@ -28,6 +28,9 @@ const data = (o: Parameters<ClusterBuilder["strategy"]>[1] = {}): ClusterBuilder
   cluster().workers(WORKERS).heartbeat(HEARTBEAT).strategy("data", o as never);
 const elastic = { minWorkers: 1 };
 
+const syncPs = (e?: { minWorkers: number }): ClusterBuilder =>
+  cluster().workers(WORKERS).ps(2).heartbeat(HEARTBEAT).strategy("ps", { mode: "sync", ...(e ? { elastic: e } : {}) });
+
 const model = (): ClusterBuilder => cluster().workers(WORKERS).heartbeat(HEARTBEAT).strategy("model");
 const pipeline = (): ClusterBuilder =>
   cluster().workers(WORKERS).heartbeat(HEARTBEAT).strategy("pipeline", { microBatches: 4, schedule: "1f1b" });
@@ -50,7 +53,9 @@ export const SCENARIOS: readonly Scenario[] = [
   },
   { name: "parameter servers, async (a worker)", cluster: () => cluster().workers(WORKERS).ps(1).heartbeat(HEARTBEAT).strategy("ps", { mode: "async" }), victims: ranks, signal: "SIGKILL" },
   { name: "parameter servers, async (the server)", cluster: () => cluster().workers(WORKERS).ps(1).heartbeat(HEARTBEAT).strategy("ps", { mode: "async" }), victims: "server", signal: "SIGKILL" },
-  { name: "parameter servers, sync (a worker)", cluster: () => cluster().workers(WORKERS).ps(1).heartbeat(HEARTBEAT).strategy("ps", { mode: "sync" }), victims: ranks, signal: "SIGKILL" },
+  { name: "parameter servers, sync (a worker)", cluster: () => syncPs(), victims: ranks, signal: "SIGKILL" },
+  { name: "parameter servers, sync, elastic (a worker)", cluster: () => syncPs(elastic), victims: ranks, signal: "SIGKILL", quick: true },
+  { name: "parameter servers, sync, elastic, frozen (SIGSTOP)", cluster: () => syncPs(elastic), victims: ranks, signal: "SIGSTOP" },
   { name: "model parallel (3 stages)", cluster: () => model(), victims: ranks, signal: "SIGKILL" },
   { name: "model parallel + spares(1), checkpoint every 8", cluster: () => model().spares(1), fit: every8, victims: ranks, signal: "SIGKILL" },
   { name: "pipeline (3 stages, 1F1B)", cluster: () => pipeline(), victims: ranks, signal: "SIGKILL" },

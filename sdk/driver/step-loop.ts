@@ -56,6 +56,8 @@ export interface LoopOptions {
   checkpoint?: { every: number; save(stepsDone: number): Promise<void> };
   /** Called at each epoch's end with no step in flight: the validation's logs (val_loss, val_ metrics). */
   validate?: (epoch: number) => Promise<Record<string, number>>;
+  /** One step in flight, not two: a step that recovers from a loss inside itself (elastic sync servers). */
+  oneAtATime?: boolean;
 }
 
 /** The one place a fit's steps are sent and recorded, one step boundary at a time. */
@@ -125,7 +127,7 @@ class StepLoop {
         this.inFlight.push({ step: batch.step, epoch: batch.epoch, issued, ...rate });
         this.step = batch.step + 1;
         // With callbacks, one step at a time: each batch ends (and may stop the fit) before the next begins, as in model.fit.
-        if (this.inFlight.length >= (cb ? 1 : STEPS_IN_FLIGHT)) await this.record();
+        if (this.inFlight.length >= (cb || this.more.oneAtATime ? 1 : STEPS_IN_FLIGHT)) await this.record();
       }
       while (this.inFlight.length > 0) await this.record();
       await this.save();

@@ -184,6 +184,8 @@ export interface PsPlan {
   readonly gradientBytes: number;
   /** Pushes carry the gradient as 16-bit floats with error feedback (pulls stay float32); null: float32. */
   readonly compression: Compression | null;
+  /** Sync: carry on without lost workers while at least minWorkers remain (null: a lost worker ends a sync fit). */
+  readonly elastic: { readonly minWorkers: number } | null;
   /** Each worker's slice of a full global batch, and the splits a fit executes. */
   readonly batch: PlanBatch | null;
   /** What each worker holds (estimate). */

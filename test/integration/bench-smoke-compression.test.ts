@@ -17,4 +17,6 @@ test("the fault benchmark: elastic data parallelism and a pipeline, each with a 
   const pipeline = rows.find((r) => r.scenario.startsWith("pipeline + spares(1)"))!.trials[0]!;
   assert.ok(pipeline.survived && pipeline.difference! < 1e-4, JSON.stringify(pipeline));
   assert.match(pipeline.membership!.join("; "), /^left (\d) at (\d+); joined \1 at \2$/);
+  const servers = rows.find((r) => r.scenario === "parameter servers, sync, elastic (a worker)")!.trials[0]!;
+  assert.ok(servers.survived && servers.difference! < 1e-4 && servers.recoveredMs! > 0, JSON.stringify(servers));
 });

@@ -291,3 +291,37 @@ describe("elastic data parallelism", () => {
     }
   });
 });
+
+describe("elastic sync parameter servers", () => {
+  test("a frozen worker's slice of the step it froze in is computed by another and pushed as its own, then the step is split among the rest; a second loss goes on with one; equal to model.fit", async (t) => {
+    const c = await cluster().workers(3).ps(2).strategy("ps", { mode: "sync", elastic: { minWorkers: 1 } }).timeouts({ stepMs: 60_000 }).heartbeat(TEST_HEARTBEAT).launch();
+    const frozen = c.workers[1]!.info.pid;
+    try {
+      assert.match(c.plan(smallClassifier(6, 3), { batchSize: 24 }).explain(), /elastic: a lost worker's slice of the step it was lost in is computed by another worker on the same parameters and pushed as its own, then each step is split among the rest, while at least 1 remain/);
+      const model = smallClassifier(6, 3);
+      // Step 4 is sent to a worker frozen after step 3: the others answer it, the heartbeat calls it lost.
+      const run = await c.fit(model, ds, { ...options, onStep: (s) => void (s.step === 3 && process.kill(frozen, "SIGSTOP"), s.step === 12 && c.kill(2)) });
+      const d = run.departures;
+      t.diagnostic(d.map((x) => `rank ${x.rank} left at step ${x.step}, requeued ${x.requeued}`).join("; "));
+      assert.deepEqual(d.map((x) => [x.rank, x.step]), [[1, 4], [2, 13]]);
+      assert.equal(d[0]!.requeued, 1, "the frozen worker's slice of step 4 was computed by another");
+      assert.match(d[0]!.cause, new RegExp(`worker rank 1 .* was silent for \\d+ ms`));
+      assert.deepEqual(run.history.map((s) => s.step), Array.from({ length: 20 }, (_, i) => i), "each step recorded once");
+      assert.deepEqual(run.history[4]!.workers.map((w) => w.rank), [0, 0, 2], "step 4: rank 0 computed its own slice and rank 1's");
+      assert.ok(run.history.slice(5, 12).every((s) => s.workers.map((w) => w.rank).join() === "0,2"), "steps 5-11 split between ranks 0 and 2");
+      assert.ok(run.history.slice(14).every((s) => s.workers.map((w) => w.rank).join() === "0"), "the last steps ran on rank 0 alone");
+      assert.deepEqual(run.serverVersions, [20, 20], "each server applied every step once");
+      assert.ok(!isAlive(frozen), "the frozen worker was fenced (killed) when the fit went on without it");
+      const diff = maxRelativeDifference(model, await reference(ds));
+      assert.ok(diff < 1e-4, `relative difference ${diff}`);
+    } finally {
+      if (isAlive(frozen)) process.kill(frozen, "SIGKILL");
+      await c.close();
+    }
+  });
+
+  test("elastic is refused for async servers and above the workers there are", () => {
+    assert.throws(() => cluster().workers(2).ps(1).strategy("ps", { mode: "async", elastic: { minWorkers: 1 } }).spec(), /strategy\("ps", \{ elastic \}\) is for mode "sync"; async parameter servers already go on without a lost worker/);
+    assert.throws(() => cluster().workers(2).ps(1).strategy("ps", { mode: "sync", elastic: { minWorkers: 3 } }).spec(), /elastic: minWorkers 3 is more than the 2 worker\(s\) the cluster starts with/);
+  });
+});

@@ -2,31 +2,30 @@ import * as tf from "@tensorflow/tfjs";
 import { validateOnReplicas } from "../data/validate-replicas";
 import { scheduleRates } from "../../driver/learning-rates";
 import type { WorkerHandle } from "../../members/worker-handle";
-import { batchAttachments, type Dataset } from "../../data/dataset";
+import { type Dataset } from "../../data/dataset";
 import { ConfigError, ModelError } from "../../errors/errors";
-import { replicaRanges } from "../../plan/batches";
 import type { ResolvedFitOptions } from "../../driver/fit-options";
 import { wallClock } from "../../util/clock";
 import { runAsync } from "./async-loop";
 import { loadAll } from "./load-members";
 import { serverWeights, takeServerWeights } from "./server-weights";
-import { pushRecord } from "./push-records";
 import type {
   EpochValidation,
   MemberMemory,
   RunRecord,
   PsRunRecord,
   PushRecord,
+  Departure,
   StepRecord,
 } from "../../metrics/records";
 import type { PlanMethods, PsPlan } from "../../plan/plans";
 import { checkpointing, restoreOptimizers, resumeIfAsked } from "../../driver/checkpoint/fit-checkpoint";
 import { release } from "../../driver/await";
-import { replicasStep } from "../../driver/step-records";
 import { type FitContext } from "../../driver/fit-context";
-import { runSteps, type IssuedStep } from "../../driver/step-loop";
-import type { BatchAt } from "../../driver/epoch-walk";
+import { runSteps } from "../../driver/step-loop";
 import { serverWiring } from "../../plan/wiring";
+import { SyncElastic } from "./sync-elastic";
+import { syncStep } from "./sync-step";
 import { FitAborted } from "../../driver/fit-stop";
 
 /**
@@ -65,7 +64,8 @@ export async function fitParameterServers(
       holders,
       weights: () => serverWeights(ctx, plan),
     }),
-    ...(o.validation ? { validate: validateOnReplicas(ctx, workers, o.validation, o.batchSize) } : {}),
+    // The workers still there at each epoch's end (an elastic sync fit may have lost some).
+    ...(o.validation ? { validate: validateLive(ctx, o.validation, o.batchSize) } : {}),
   };
   const t = { fitStartWall: wallClock(), fitStart: performance.now() };
   const held = o.validation;
@@ -167,50 +167,28 @@ async function runSync(
 ): Promise<{
   history: StepRecord[];
   pushes: PushRecord[];
-  departures: [];
+  departures: Departure[];
   live: readonly WorkerHandle[];
   stopped: FitAborted | undefined;
   validation: EpochValidation[];
 }> {
   const pushes: PushRecord[] = [];
-  const result = await runSteps(ctx, o, dataset, (at) => syncStep(ctx, dataset, plan, t, at, pushes), more);
+  const elastic = plan.elastic ? new SyncElastic(ctx, plan.elastic.minWorkers, t.fitStart) : null;
+  const loop = elastic ? { ...more, oneAtATime: true } : more;
+  const result = await runSteps(ctx, o, dataset, (at) => syncStep(ctx, dataset, plan, t, at, pushes, elastic), loop);
   const { history, stopped, validation } = result;
-  return { history, pushes, departures: [], live: ctx.workers, stopped, validation };
+  const live = ctx.workers.filter((w) => !w.lost);
+  return { history, pushes, departures: elastic?.departures ?? [], live, stopped, validation };
 }
 
-/** One sync step: each worker its slice, its push recorded; the loss weighted by the slices. */
-function syncStep(
-  ctx: FitContext,
-  dataset: Dataset,
-  plan: PsPlan,
-  t: { fitStartWall: number; fitStart: number },
-  { step, epoch, order, start, end, learningRate }: BatchAt,
-  pushes: PushRecord[],
-): IssuedStep {
-  const workers = ctx.workers;
-  const ranges = replicaRanges(plan.batch, start, end);
-  const shares = ranges.map((r) => r.share);
-  const rate = learningRate !== undefined ? { learningRate } : {};
-  const requests = workers.map((w, r) =>
-    w.channel.request(
-      { type: "step", step, epoch, weight: shares[r]!, ps: { clock: step, minVersion: step }, ...rate },
-      "stepDone",
-      {
-        timeoutMs: ctx.spec.timeouts.stepMs,
-        waitingFor: `step ${step}`,
-        attachments: batchAttachments(dataset.gather(order, ranges[r]!.start, ranges[r]!.end)),
-      },
-    ),
-  );
-  const summarize: IssuedStep["summarize"] = (replies) => {
-    const endMs = performance.now() - t.fitStart;
-    replies.forEach((r, rank) => {
-      const samples = ranges[rank]!.end - ranges[rank]!.start;
-      pushes.push(pushRecord(r, workers[rank]!, t.fitStartWall, { clock: step, epoch, samples, lead: 0, endMs }));
-    });
-    return replicasStep(replies, workers, shares, t.fitStartWall);
-  };
-  return { samples: end - start, done: Promise.all(requests), summarize };
+function validateLive(ctx: FitContext, held: NonNullable<ResolvedFitOptions["validation"]>, batchSize: number) {
+  return (epoch: number) =>
+    validateOnReplicas(
+      ctx,
+      ctx.workers.filter((w) => !w.lost),
+      held,
+      batchSize,
+    )(epoch);
 }
 
 /** Tells the servers and the workers still there that the fit is over. */

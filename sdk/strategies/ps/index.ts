@@ -27,6 +27,7 @@ export const psStrategy: Strategy<PsOptions, PsPlan> & { options: typeof PsOptio
         mode: plan.mode,
         ...(plan.staleness !== null ? { staleness: plan.staleness } : {}),
         ...(plan.compression ? { compression: plan.compression } : {}),
+        ...(plan.elastic ? { elastic: { ...plan.elastic } } : {}),
       },
       spec,
       model,

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ConfigError } from "../../errors/errors";
 import { COMPRESSIONS } from "../../protocol/wire-formats";
+import { workerCount, type ClusterSpec } from "../../config/cluster-spec";
 
 /**
  * strategy("ps", options): parameter servers (`.ps(n)`) hold the trainable parameters, sharded by
@@ -21,10 +22,26 @@ export const PsOptionsSchema = z.strictObject({
   staleness: z.number().int().min(0).max(1_000_000).optional(),
   /** Pushes carry 16-bit gradients with error feedback, as strategy("data", { compression }). */
   compression: z.enum(COMPRESSIONS).optional(),
+  /**
+   * Sync only: a lost worker does not end the fit while at least minWorkers remain. The others
+   * compute its slice of the step it was lost in (on the same parameters, pushed as its own),
+   * and the steps after are split among them. Async servers go on without a lost worker anyway.
+   */
+  elastic: z.strictObject({ minWorkers: z.number().int().min(1).max(4096) }).optional(),
 });
 export type PsOptions = z.output<typeof PsOptionsSchema>;
 
-export function checkPsOptions(o: PsOptions): void {
+export function checkPsOptions(o: PsOptions, spec: ClusterSpec): void {
+  if (o.elastic && o.mode !== "sync")
+    throw new ConfigError(
+      'strategy("ps", { elastic }) is for mode "sync"; async parameter servers already go on without a lost worker, its unapplied slices handed to the others',
+      { hint: 'drop elastic, or use mode: "sync"' },
+    );
+  if (o.elastic && o.elastic.minWorkers > workerCount(spec))
+    throw new ConfigError(
+      `elastic: minWorkers ${o.elastic.minWorkers} is more than the ${workerCount(spec)} worker(s) the cluster starts with`,
+      { hint: `use minWorkers between 1 and ${workerCount(spec)}` },
+    );
   if (o.mode === "sync" && o.staleness !== undefined) {
     throw new ConfigError(
       `strategy("ps", { mode: "sync", staleness: ${o.staleness} }): a staleness bound is for mode "async"; sync workers are never ahead of each other`,

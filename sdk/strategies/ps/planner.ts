@@ -78,6 +78,7 @@ export function planParameterServers(
     model,
     gradientBytes: model.trainableParamCount * 4,
     compression: given.compression ?? null,
+    elastic: given.elastic ? Object.freeze({ ...given.elastic }) : null,
     batch:
       batchSize === undefined
         ? null
@@ -161,6 +162,7 @@ export function formatPsPlan(plan: PsPlan): string {
     `parameter-server plan: ${plan.worldSize} worker(s), ${plan.servers.length} server(s), ${plan.mode}`,
     `model "${plan.model.name}": ${plan.model.layers.length} layers, ${plan.model.paramCount.toLocaleString("en-US")} parameters, ${formatBytes(plan.gradientBytes)} pulled and ${plan.compression ? `${formatBytes(plan.gradientBytes / 2)} (${plan.compression}, error feedback)` : formatBytes(plan.gradientBytes)} pushed per worker step`,
     modeLine(plan),
+    ...(plan.elastic ? [elasticPsLine(plan.elastic.minWorkers)] : []),
   ];
   if (plan.batch)
     lines.push(
@@ -181,6 +183,10 @@ export function formatPsPlan(plan: PsPlan): string {
   return lines.join("\n");
 }
 
+function elasticPsLine(minWorkers: number): string {
+  return `elastic: a lost worker's slice of the step it was lost in is computed by another worker on the same parameters and pushed as its own, then each step is split among the rest, while at least ${minWorkers} remain`;
+}
+
 export function explainPsPlan(plan: PsPlan): string {
   const sizes = plan.servers.map((s) => formatBytes(s.bytes));
   const lines = [
@@ -193,6 +199,7 @@ export function explainPsPlan(plan: PsPlan): string {
       : []),
     `every worker holds the whole model; each step it pulls the parameters (${formatBytes(plan.gradientBytes)}), computes a gradient on its slice and pushes it back; the servers apply the optimizer`,
     modeLine(plan),
+    ...(plan.elastic ? [elasticPsLine(plan.elastic.minWorkers)] : []),
     ...(plan.compression ? [compressionLine(plan.compression)] : []),
     ...slowdownLines(plan.workers),
   ];
