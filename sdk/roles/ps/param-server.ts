@@ -9,13 +9,7 @@ import { readConcat } from "../../compute/device-io";
 import { bestAccumulate } from "../../collectives/accumulate";
 import { unpackValues } from "../../collectives/half-pack";
 import type { RoleEnv, RoleReply, StepReport, WorkerRole } from "../role";
-
-interface Waiter {
-  minVersion: number;
-  since: number;
-  resolve(r: { version: number; data: Float32Array; waitedMs: number }): void;
-  reject(err: unknown): void;
-}
+import { VersionWaiters } from "./version-waiters";
 
 /**
  * One parameter server's shard: its variables, the optimizer over them, the model state it holds
@@ -41,7 +35,7 @@ export class ParamServer implements WorkerRole {
   private readonly pending = new Map<number, Float32Array>();
   /** Sync mode under a learning-rate schedule: the rate of the step being collected. */
   private stepRate: number | undefined;
-  private readonly waiters = new Set<Waiter>();
+  private readonly waiters = new VersionWaiters();
   /** Every applied push, as "rank/clock": what the driver asks after a worker left. */
   private readonly applied = new Set<string>();
   /** The values pulls of `version` are answered with (served()). */
@@ -173,26 +167,18 @@ export class ParamServer implements WorkerRole {
       throw new ProtocolError(
         `an async pull asked for version ${minVersion}; async servers serve whatever version they hold`,
       );
-    return new Promise((resolve, reject) => {
-      const w: Waiter = { minVersion, since: performance.now(), resolve: () => undefined, reject };
-      const timer = setTimeout(() => {
-        this.waiters.delete(w);
-        const missing = this.members.filter((r) => !this.pending.has(r));
-        reject(
-          new TimeoutError(
-            `parameter server ${this.index} waited ${this.stepTimeoutMs} ms for the pushes of step ${this.version_} from worker rank(s) ${missing.join(", ")}`,
-            {
-              details: { waitingFor: `pushes of step ${this.version_} from worker rank(s) ${missing.join(", ")}` },
-              hint: "a sync step waits for every worker; raise .timeouts({ stepMs }) for long steps",
-            },
-          ),
-        );
-      }, this.stepTimeoutMs);
-      w.resolve = (r) => {
-        clearTimeout(timer);
-        resolve(r);
-      };
-      this.waiters.add(w);
+    const missing = (): string => this.members.filter((r) => !this.pending.has(r)).join(", ");
+    const timedOut = (): TimeoutError =>
+      new TimeoutError(
+        `parameter server ${this.index} waited ${this.stepTimeoutMs} ms for the pushes of step ${this.version_} from worker rank(s) ${missing()}`,
+        {
+          details: { waitingFor: `pushes of step ${this.version_} from worker rank(s) ${missing()}` },
+          hint: "a sync step waits for every worker; raise .timeouts({ stepMs }) for long steps",
+        },
+      );
+    return this.waiters.wait(minVersion, this.stepTimeoutMs, timedOut).then(async (waitedMs) => {
+      const version = this.version_;
+      return { version, data: await this.served(), waitedMs };
     });
   }
 
@@ -266,14 +252,7 @@ export class ParamServer implements WorkerRole {
     if (sum[this.pushLength - 1] === 0) this.applyOne(sum, this.stepRate);
     else this.version_++;
     this.stepRate = undefined;
-    for (const w of [...this.waiters]) {
-      if (w.minVersion <= this.version_) {
-        this.waiters.delete(w);
-        const version = this.version_;
-        const waitedMs = performance.now() - w.since;
-        this.served().then((data) => w.resolve({ version, data, waitedMs }), w.reject);
-      }
-    }
+    this.waiters.reached(this.version_);
   }
 
   /** Sync, at a step boundary: the ranks whose pushes make the steps from now on. */
@@ -342,7 +321,9 @@ export class ParamServer implements WorkerRole {
     return this.vars.map((v) => [...v.shape]);
   }
 
+  /** A pull still waiting is answered with why: the shard was loaded again (a fit recovering from a loss) or the session ended. */
   dispose(): void {
+    this.waiters.fail(new StateError(`parameter server ${this.index} was loaded again`));
     this.update.dispose();
     tf.dispose(this.vars);
   }
