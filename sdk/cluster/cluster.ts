@@ -50,7 +50,7 @@ export class Cluster implements LiveCluster {
   private running: Promise<unknown> | undefined;
   private servers: WorkerHandle[] = []; // strategy "ps"
   /** While a fit that survives departures runs: where a lost worker is reported instead of failing the cluster. */
-  private onDeparture: ((h: WorkerHandle, err: MeshtrainError) => void) | null = null;
+  private onDeparture: { handler: (h: WorkerHandle, err: MeshtrainError) => void; servers: boolean } | null = null;
   /** While an elastic fit runs: where a worker added with add() is handed. */
   private onJoin: ((h: WorkerHandle) => void) | null = null;
   private session = "";
@@ -219,10 +219,10 @@ export class Cluster implements LiveCluster {
       workers: this.handles,
       servers: this.servers,
       connect: (w, o) => this.connect(w, o),
-      survive: (handler) => void (this.onDeparture = handler),
+      survive: (handler, o) => void (this.onDeparture = { handler, servers: o?.servers === true }),
       replace: (orNew) => this.enlist(undefined, orNew),
       // The lost one's rank is the spare's from now on: wired anew, and the loss no longer the cluster's.
-      substitute: (lost) => (this.departed.delete(lost.rank), (this.wired = null), this.spares.substitute(lost, this.handles)),
+      substitute: (lost) => (lost.role === "worker" && this.departed.delete(lost.rank), (this.wired = null), this.spares.substitute(lost, lost.role === "ps" ? this.servers : this.handles)),
       admit: (handler) => {
         this.onJoin = handler;
         this.joins?.admitTabs(() => this.onJoin !== null, () => this.add());
@@ -325,10 +325,11 @@ export class Cluster implements LiveCluster {
   private workerLost(h: WorkerHandle, err: MeshtrainError): void {
     if (this.state_ === "closed" || this.losses.failure) return;
     if (this.spares.has(h)) return this.spares.drop(h, err);
-    if (h.role === "worker" && this.onDeparture) {
+    const d = this.onDeparture;
+    if (d && (h.role === "worker" || d.servers)) {
       h.fence();
-      this.departed.set(h.rank, err);
-      this.onDeparture(h, err);
+      if (h.role === "worker") this.departed.set(h.rank, err);
+      d.handler(h, err);
       return;
     }
     this.fail(err);

@@ -51,18 +51,21 @@ export class Spares {
     return this.idle.includes(h);
   }
 
-  /** The next idle spare, become worker `rank`; undefined when none is left. */
-  take(rank: number): WorkerHandle | undefined {
+  /** The next idle spare, become worker `rank` (or parameter server `rank`); undefined when none is left. */
+  take(rank: number, role: "worker" | "ps" = "worker"): WorkerHandle | undefined {
     const h = this.idle.find((s) => !s.lost);
     if (!h) return undefined;
     this.idle = this.idle.filter((s) => s !== h);
-    h.renumber(rank);
+    h.renumber(rank, role);
     return h;
   }
 
-  /** An idle spare in `lost`'s place among `handles`, as the same rank (strategies whose ranks are positions: stages); null when none is idle. */
+  /**
+   * An idle spare in `lost`'s place among `handles` (the workers, or the parameter servers), as the
+   * same rank and role (strategies whose ranks are positions: stages, servers); null when none is idle.
+   */
   substitute(lost: WorkerHandle, handles: WorkerHandle[]): WorkerHandle | null {
-    const h = this.take(lost.rank);
+    const h = this.take(lost.rank, lost.role);
     if (h) handles[lost.rank] = h;
     return h ?? null;
   }

@@ -279,7 +279,7 @@ export class TrainingRun {
   private membershipLines(): string[] {
     return this.membership.map(
       (m) =>
-        `rank ${m.rank} (${m.address}) ${m.change} at ${(m.atMs / 1000).toFixed(1)} s; training went on from step ${m.step} with ${m.workers} worker(s)${m.cause ? `: ${m.cause}` : ""}`,
+        `${m.server ? "server" : "rank"} ${m.rank} (${m.address}) ${m.change} at ${(m.atMs / 1000).toFixed(1)} s; training went on from step ${m.step} with ${m.workers} worker(s)${m.cause ? `: ${m.cause}` : ""}`,
     );
   }
 

@@ -13,17 +13,17 @@ export interface FitContext {
   /** Parameter servers (strategy "ps"), in server order. */
   readonly servers: readonly WorkerHandle[];
   /**
-   * From now until the fit ends, a lost worker (not a server) is handed to `handler` instead of
-   * failing the cluster: for strategies that carry on without it.
+   * From now until the fit ends, a lost worker (not a server, unless `servers`) is handed to
+   * `handler` instead of failing the cluster: for strategies that carry on without it or replace it.
    */
-  survive(handler: (worker: WorkerHandle, err: MeshtrainError) => void): void;
+  survive(handler: (worker: WorkerHandle, err: MeshtrainError) => void, o?: { servers?: boolean }): void;
   /**
    * A lost worker's place taken, as cluster.add() with no address does: by an idle spare, else
    * (`orNew`) a new local worker or after join() the next that joins. Resolves with its rank, or
    * null when no spare is idle and not `orNew`.
    */
   replace(orNew: boolean): Promise<number | null>;
-  /** An idle spare in a lost worker's place, as the same rank (its stage); null when none is idle. */
+  /** An idle spare in a lost worker's (or server's) place, as the same rank (its stage, its shard); null when none is idle. */
   substitute(lost: WorkerHandle): WorkerHandle | null;
   /** From now until the fit ends, workers added with cluster.add() are handed to `handler`. */
   admit(handler: (worker: WorkerHandle) => void): void;

@@ -42,7 +42,8 @@ export interface HandleOptions {
 export class WorkerHandle {
   /** Fixed once it is a member; a spare takes the rank it fills (renumber). */
   rank: number;
-  readonly role: "worker" | "ps";
+  /** Fixed once it is a member; a spare takes the role of the one it replaces (renumber). */
+  role: "worker" | "ps";
   readonly address: string;
   readonly channel: Channel;
   readonly process: LocalWorkerProcess | undefined;
@@ -112,12 +113,12 @@ export class WorkerHandle {
 
   /** The prefix of its output lines: "rank 1" or "server 0". */
   get label(): string {
-    return this.spare !== undefined ? `spare ${this.spare}` : labelOf(this.o.role, this.rank);
+    return this.spare !== undefined ? `spare ${this.spare}` : labelOf(this.role, this.rank);
   }
 
   get name(): string {
     if (this.spare !== undefined) return `spare worker ${this.spare}`;
-    return this.o.role === "ps" ? `parameter server ${this.rank}` : `worker rank ${this.rank}`;
+    return this.role === "ps" ? `parameter server ${this.rank}` : `worker rank ${this.rank}`;
   }
 
   /** An idle spare (`.spares(n)`) is named by its place among the spares until it takes a rank. */
@@ -127,8 +128,9 @@ export class WorkerHandle {
     this.spare = index;
   }
 
-  /** A spare taking a member's place becomes the rank it fills. */
-  renumber(rank: number): void {
+  /** A spare taking a member's place becomes the rank (or server index) it fills, and its role. */
+  renumber(rank: number, role: "worker" | "ps" = "worker"): void {
+    this.role = role;
     this.rank = rank;
     this.spare = undefined;
   }

@@ -167,6 +167,8 @@ export interface MembershipChange {
   cause?: string;
   /** Workers training after the change. */
   workers: number;
+  /** A parameter server's (rank: its index), not a worker's. */
+  server?: true;
 }
 
 /** What a strategy's runtime returns for one fit: plain data. */

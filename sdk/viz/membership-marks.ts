@@ -13,6 +13,6 @@ export function membershipMarks(changes: readonly MembershipChange[]): Membershi
   return changes.map((m) => ({
     step: m.step,
     atMs: m.atMs,
-    label: `rank ${m.rank} ${m.change} (${m.workers} training)`,
+    label: `${m.server ? "server" : "rank"} ${m.rank} ${m.change} (${m.workers} training)`,
   }));
 }

@@ -4,7 +4,7 @@ import type { PipelineKind, PipelinePlan, PlanData, PlanOptions } from "../../pl
 import { measuredScheduleFigure } from "../../viz/schedule-timeline";
 import { stagePlacementSvg } from "../../viz/stage-placement";
 import type { RunNotes, Strategy } from "../strategy";
-import { fitStagesRecovering } from "./recovering";
+import { fitStagesRecovering } from "./stages-recovering";
 import { pinStage } from "./placement";
 import {
   explainPipelinePlan,
