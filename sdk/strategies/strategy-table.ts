@@ -134,7 +134,7 @@ export function checkStrategy(spec: ClusterSpec): void {
         .map(([n]) => `"${n}"`)
         .join(", ")}; under strategy "${name}" a lost worker fails the fit`,
       {
-        hint: 'use strategy("data", { elastic: { minWorkers } }), or a model, pipeline or hybrid fit with a checkpoint; or drop .spares() and resume from a checkpoint (docs/faults.md)',
+        hint: 'use strategy("data", { elastic: { minWorkers } }), or a model, pipeline, hybrid or sync parameter-server fit with a checkpoint; or drop .spares() and resume from a checkpoint (docs/faults.md)',
       },
     );
   }

@@ -245,9 +245,10 @@ describe("elastic data parallelism", () => {
     }
   });
 
-  test("spares are refused without elastic, under parameter servers, and for workers started elsewhere", () => {
+  test("spares are refused without elastic, under async parameter servers and strategy auto, and for workers started elsewhere", () => {
     assert.throws(() => cluster().workers(2).spares(1).strategy("data").spec(), /spares\(1\) wait for a lost worker, but without elastic a lost worker fails the fit/);
-    assert.throws(() => cluster().workers(2).ps(1).spares(1).strategy("ps", { mode: "sync" }).spec(), /spares\(1\) take a lost worker's place under strategies "data", "model", "pipeline", "hybrid"; under strategy "ps" a lost worker fails the fit/);
+    assert.throws(() => cluster().workers(2).ps(1).spares(1).strategy("ps", { mode: "async" }).spec(), /spares\(1\) take a lost server's place from the fit's last checkpoint, and async parameter servers write none/);
+    assert.throws(() => cluster().workers(2).spares(1).strategy("auto").spec(), /spares\(1\) take a lost worker's place under strategies "data", "ps", "model", "pipeline", "hybrid"; under strategy "auto" a lost worker fails the fit/);
     assert.throws(() => cluster().connect(["ws://127.0.0.1:7071"]).token("t0123456789abcdef0123").spares(1).strategy("data", { elastic: { minWorkers: 1 } }).spec(), /spares\(1\) starts local workers beside local ones; this cluster's workers run elsewhere/);
   });
 
@@ -316,6 +317,31 @@ describe("elastic sync parameter servers", () => {
       assert.ok(diff < 1e-4, `relative difference ${diff}`);
     } finally {
       if (isAlive(frozen)) process.kill(frozen, "SIGKILL");
+      await c.close();
+    }
+  });
+
+  test("a killed server's place is taken by a spare, every server and worker loaded from the fit's last checkpoint and the steps since run again; each step recorded once; equal to model.fit", async (t) => {
+    const c = await cluster().workers(2).ps(2).spares(1).strategy("ps", { mode: "sync" }).timeouts({ stepMs: 60_000 }).heartbeat(TEST_HEARTBEAT).launch();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "meshtrain-ps-spare-"));
+    try {
+      const model = smallClassifier(6, 3);
+      const seen: number[] = [];
+      const server = c.parameterServers[1]!.info.pid;
+      const run = await c.fit(model, ds, { ...options, checkpoint: { dir, every: 4 }, onStep: (s) => void (seen.push(s.step), s.step === 9 && process.kill(server, "SIGKILL")) });
+      const m = run.membership;
+      t.diagnostic(m.map((x) => `${x.server ? "server" : "rank"} ${x.rank} ${x.change} at step ${x.step}`).join("; "));
+      assert.deepEqual(m.map((x) => [x.change, x.rank, x.server, x.step]), [["left", 1, true, 8], ["joined", 1, true, 8]]);
+      assert.match(m[0]!.cause!, /parameter server 1 .* exited \(killed by SIGKILL\)/);
+      assert.deepEqual(seen, Array.from({ length: 20 }, (_, i) => i), "onStep saw each step once");
+      assert.deepEqual(run.history.map((s) => s.step), Array.from({ length: 20 }, (_, i) => i));
+      assert.deepEqual(run.serverVersions, [20, 20]);
+      assert.equal(c.idleSpares.length, 0);
+      assert.notEqual(c.parameterServers[1]!.info.pid, server, "a spare serves as server 1");
+      const diff = maxRelativeDifference(model, await reference(ds));
+      assert.ok(diff < 1e-4, `relative difference ${diff}`);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
       await c.close();
     }
   });

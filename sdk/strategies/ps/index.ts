@@ -3,7 +3,7 @@ import type { PsPlan } from "../../plan/plans";
 import { stalenessFigure } from "../../viz/ps-figures";
 import { psPlacementSvg } from "../../viz/ps-placement";
 import { refusePlacement, type Strategy } from "../strategy";
-import { fitParameterServers } from "./driver-runtime";
+import { fitServersRecovering } from "./servers-recovering";
 import { explainPsPlan, formatPsPlan, planParameterServers } from "./planner";
 import { checkPsOptions, PsOptionsSchema, type PsOptions } from "./options";
 import { median } from "../../util/median";
@@ -14,7 +14,8 @@ export const psStrategy: Strategy<PsOptions, PsPlan> & { options: typeof PsOptio
   family: "servers",
   servers: "required",
   slowdown: true,
-  spares: false,
+  // Sync fits that write checkpoints: a lost server's (or, without elastic, worker's) place.
+  spares: true,
   // Its plans predict from the replica's step timed alone (no layer times).
   profiled: "step",
   check: checkPsOptions,
@@ -37,7 +38,7 @@ export const psStrategy: Strategy<PsOptions, PsPlan> & { options: typeof PsOptio
   format: formatPsPlan,
   explain: explainPsPlan,
   draw: psPlacementSvg,
-  fit: fitParameterServers,
+  fit: fitServersRecovering,
   describe: (run, plan) => {
     const label = `ps ${plan.mode}${plan.staleness !== null ? ` (k=${plan.staleness})` : ""}, ${run.workers.length} worker(s)`;
     const pushes = run.ps?.pushes ?? [];

@@ -37,6 +37,11 @@ export function checkPsOptions(o: PsOptions, spec: ClusterSpec): void {
       'strategy("ps", { elastic }) is for mode "sync"; async parameter servers already go on without a lost worker, its unapplied slices handed to the others',
       { hint: 'drop elastic, or use mode: "sync"' },
     );
+  if (spec.spares !== undefined && o.mode !== "sync")
+    throw new ConfigError(
+      `spares(${spec.spares}) take a lost server's place from the fit's last checkpoint, and async parameter servers write none (a lost worker's slices go to the others anyway)`,
+      { hint: 'use mode: "sync" with fit({ checkpoint }), or drop .spares()' },
+    );
   if (o.elastic && o.elastic.minWorkers > workerCount(spec))
     throw new ConfigError(
       `elastic: minWorkers ${o.elastic.minWorkers} is more than the ${workerCount(spec)} worker(s) the cluster starts with`,
