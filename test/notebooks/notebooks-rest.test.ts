@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import * as fs from "node:fs";
 import * as path from "node:path";
 import { before, test } from "node:test";
 import { inkCoverage } from "../helpers/png";
@@ -28,4 +29,16 @@ test("the exported hybrid notebook draws the 2 x 2 placement and the measured sc
     const bars = await schedule.locator(".barlayer .point").count();
     assert.ok(bars >= 16, `the measured schedule has a bar per forward and backward (${bars})`);
   });
+});
+
+test("the pipeline notebook's stage killed at step 13 heals onto the spare from step 12 and ends at the uncrashed fit's loss", () => {
+  type Output = { output_type: string; data?: Record<string, string | string[]> };
+  const nb = JSON.parse(fs.readFileSync(path.join(OUT, "06-pipeline.ipynb"), "utf8")) as { cells: Array<{ outputs?: Output[] }> };
+  const texts = nb.cells.flatMap((c) => c.outputs ?? []).map((o) => [o.data?.["text/markdown"] ?? ""].flat().join(""));
+  const healed = texts.find((t) => t.includes("| change | rank | training went on from step |"));
+  assert.ok(healed, "the healing cell showed its table");
+  assert.match(healed, /\| left \| 1 \| 12 \| worker rank 1 .* exited \(killed by SIGKILL\)/);
+  assert.match(healed, /\| joined \| 1 \| 12 \| a spare, idle until now \|/);
+  const [, withCrash, without] = /loss: ([\d.]+) with the crash, ([\d.]+) without it/.exec(healed) ?? [];
+  assert.ok(withCrash && Math.abs(Number(withCrash) - Number(without)) <= 1e-4 * Math.abs(Number(without)), healed);
 });
