@@ -56,6 +56,7 @@ export const SCENARIOS: readonly Scenario[] = [
   { name: "parameter servers, sync (a worker)", cluster: () => syncPs(), victims: ranks, signal: "SIGKILL" },
   { name: "parameter servers, sync, elastic (a worker)", cluster: () => syncPs(elastic), victims: ranks, signal: "SIGKILL", quick: true },
   { name: "parameter servers, sync, elastic, frozen (SIGSTOP)", cluster: () => syncPs(elastic), victims: ranks, signal: "SIGSTOP" },
+  { name: "parameter servers, sync, elastic + spares(1) (a worker)", cluster: () => syncPs(elastic).spares(1), fit: every8, victims: ranks, signal: "SIGKILL" },
   { name: "parameter servers, sync + spares(1), checkpoint every 8 (a server)", cluster: () => syncPs().spares(1), fit: every8, victims: "server", signal: "SIGKILL" },
   { name: "model parallel (3 stages)", cluster: () => model(), victims: ranks, signal: "SIGKILL" },
   { name: "model parallel + spares(1), checkpoint every 8", cluster: () => model().spares(1), fit: every8, victims: ranks, signal: "SIGKILL" },

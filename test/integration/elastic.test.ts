@@ -321,6 +321,31 @@ describe("elastic sync parameter servers", () => {
     }
   });
 
+  test("elastic with a spare: a killed worker's slice is computed by another, then the spare takes its rank at the next step (the model alone: the servers hold the rest); equal to model.fit", async (t) => {
+    const c = await cluster().workers(2).ps(1).spares(1).strategy("ps", { mode: "sync", elastic: { minWorkers: 1 } }).timeouts({ stepMs: 60_000 }).heartbeat(TEST_HEARTBEAT).launch();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "meshtrain-ps-elastic-spare-"));
+    try {
+      const model = smallClassifier(6, 3);
+      const killed = c.workers[1]!.info.pid;
+      const spare = c.idleSpares[0]!.info.pid;
+      const run = await c.fit(model, ds, { ...options, checkpoint: { dir, every: 8 }, onStep: (s) => void (s.step === 5 && c.kill(1)) });
+      const m = run.membership;
+      t.diagnostic(m.map((x) => `rank ${x.rank} ${x.change} at step ${x.step}`).join("; "));
+      assert.deepEqual(m.map((x) => [x.change, x.rank, x.workers]), [["left", 1, 1], ["joined", 1, 2]]);
+      // Lost in a step (its slice computed by another), the spare in from the next; lost between steps, in from that one.
+      assert.ok(m[1]!.step - m[0]!.step <= 1, "the spare took the rank at the next step boundary");
+      assert.equal(c.workers[1]!.info.pid, spare, "the spare's own process took rank 1");
+      assert.notEqual(spare, killed);
+      assert.deepEqual(run.history.map((s) => s.step), Array.from({ length: 20 }, (_, i) => i));
+      assert.ok(run.history.slice(-5).every((s) => s.workers.map((w) => w.rank).join() === "0,1"), "the last steps ran on two workers again");
+      const diff = maxRelativeDifference(model, await reference(ds));
+      assert.ok(diff < 1e-4, `relative difference ${diff}`);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+      await c.close();
+    }
+  });
+
   test("a killed server's place is taken by a spare, every server and worker loaded from the fit's last checkpoint and the steps since run again; each step recorded once; equal to model.fit", async (t) => {
     const c = await cluster().workers(2).ps(2).spares(1).strategy("ps", { mode: "sync" }).timeouts({ stepMs: 60_000 }).heartbeat(TEST_HEARTBEAT).launch();
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "meshtrain-ps-spare-"));

@@ -7,7 +7,7 @@ import { ConfigError, ModelError } from "../../errors/errors";
 import type { ResolvedFitOptions } from "../../driver/fit-options";
 import { wallClock } from "../../util/clock";
 import { runAsync } from "./async-loop";
-import { loadAll } from "./load-members";
+import { loadAll, loadWorker } from "./load-members";
 import { serverWeights, takeServerWeights } from "./server-weights";
 import type {
   EpochValidation,
@@ -16,6 +16,7 @@ import type {
   PsRunRecord,
   PushRecord,
   Departure,
+  MembershipChange,
   StepRecord,
 } from "../../metrics/records";
 import type { PlanMethods, PsPlan } from "../../plan/plans";
@@ -74,7 +75,7 @@ export async function fitParameterServers(
     : undefined;
   const result =
     plan.mode === "sync"
-      ? await runSync(ctx, o, dataset, more, t, plan)
+      ? await runSync(ctx, model, o, dataset, more, t, plan)
       : await runAsync(ctx, o, dataset, plan, t, asyncValidate);
   const record = await finishServers(ctx, model, plan, result);
   return {
@@ -86,6 +87,7 @@ export async function fitParameterServers(
     wallMs: performance.now() - started,
     ps: record.ps,
     ...(replicaStep ? { replicaStep } : {}),
+    ...("membership" in result && result.membership.length > 0 ? { membership: result.membership } : {}),
     ...record.validation,
     ...(record.memory.length ? { memory: record.memory } : {}),
   };
@@ -159,6 +161,7 @@ function refuseWhatCannotWork(model: tf.LayersModel, given: ResolvedFitOptions, 
 /** Sync steps: every worker pushes one gradient per step; the servers sum them and apply one update. */
 async function runSync(
   ctx: FitContext,
+  model: tf.LayersModel,
   o: ResolvedFitOptions,
   dataset: Dataset,
   more: Parameters<typeof runSteps>[4],
@@ -168,17 +171,29 @@ async function runSync(
   history: StepRecord[];
   pushes: PushRecord[];
   departures: Departure[];
+  membership: MembershipChange[];
   live: readonly WorkerHandle[];
   stopped: FitAborted | undefined;
   validation: EpochValidation[];
 }> {
   const pushes: PushRecord[] = [];
-  const elastic = plan.elastic ? new SyncElastic(ctx, plan.elastic.minWorkers, t.fitStart) : null;
+  // With spares, a lost worker's rank is taken by one, loaded and linked to the servers.
+  const enlist = ctx.spec.spares
+    ? async (lost: WorkerHandle): Promise<WorkerHandle | null> => {
+        const spare = ctx.substitute(lost);
+        if (!spare) return null;
+        await loadWorker(ctx, model, o, plan, spare);
+        await ctx.connect(serverWiring(ctx.workers.length), { members: [spare] });
+        return spare;
+      }
+    : null;
+  const elastic = plan.elastic ? new SyncElastic(ctx, plan.elastic.minWorkers, t.fitStart, enlist) : null;
   const loop = elastic ? { ...more, oneAtATime: true } : more;
   const result = await runSteps(ctx, o, dataset, (at) => syncStep(ctx, dataset, plan, t, at, pushes, elastic), loop);
   const { history, stopped, validation } = result;
   const live = ctx.workers.filter((w) => !w.lost);
-  return { history, pushes, departures: elastic?.departures ?? [], live, stopped, validation };
+  const membership = elastic?.membership ?? [];
+  return { history, pushes, departures: elastic?.departures ?? [], membership, live, stopped, validation };
 }
 
 function validateLive(ctx: FitContext, held: NonNullable<ResolvedFitOptions["validation"]>, batchSize: number) {

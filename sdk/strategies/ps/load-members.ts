@@ -9,6 +9,7 @@ import type { ReplicaStepChoice } from "../../protocol/profile-messages";
 import type { RequestDraft } from "../../transport/channel";
 import { slowdown } from "../data/replica-load";
 import { topologyOf } from "../../model/topology";
+import type { WorkerHandle } from "../../members/worker-handle";
 
 /** Each server gets its shard of the trainable variables; each worker the whole model. */
 export async function loadAll(
@@ -49,6 +50,20 @@ export async function loadAll(
     return replies;
   });
   return replicaStepOf(loaded.slice(ctx.servers.length).map((l) => l.msg.replicaStep));
+}
+
+/** One worker loaded in a lost one's place (a spare): the whole model, as the others got it; its first step pulls the parameters. */
+export async function loadWorker(
+  ctx: FitContext,
+  model: tf.LayersModel,
+  o: ResolvedFitOptions,
+  plan: PsPlan,
+  w: WorkerHandle,
+): Promise<void> {
+  const weights = hostCopies(model.getWeights());
+  const load = workerLoad(ctx, model, o, plan, w.rank);
+  const loading = { timeoutMs: ctx.spec.timeouts.stepMs, waitingFor: "the model to load", attachments: weights };
+  await awaitAll(ctx)([w.channel.request(load, "loaded", loading)]);
 }
 
 const described = (vs: readonly ShardVariable[]) => vs.map((v) => ({ index: v.index, shape: [...v.shape] }));

@@ -1,6 +1,6 @@
 import type { WorkerHandle } from "../../members/worker-handle";
 import { WorkerLostError, type MeshtrainError } from "../../errors/errors";
-import type { Departure } from "../../metrics/records";
+import type { Departure, MembershipChange } from "../../metrics/records";
 import type { FitContext, StepDone } from "../../driver/fit-context";
 import { echoesLoss } from "../../driver/await";
 
@@ -30,18 +30,26 @@ export type SendPart = (worker: WorkerHandle, part: SyncPart, standIn: boolean) 
  * and adds nothing, so the step applied is the one an uninterrupted fit applies, summed in the
  * same order. Then, between steps, the servers regroup onto the ranks left and every later step
  * is split among them. One step in flight at a time: a step sent ahead to a worker would queue
- * in front of the stand-in its own pull waits for.
+ * in front of the stand-in its own pull waits for. With a spare idle (`.spares(n)`), the regroup
+ * takes it in the lost rank's place first (`enlist`): a worker here holds no state of its own, so
+ * it joins with the model alone and pulls the parameters at its first step.
  */
 export class SyncElastic {
   private members: WorkerHandle[];
   /** The ranks the servers sum, as last told. */
   private grouped: number[];
   readonly departures: Departure[] = [];
+  /** Who left and who took a place, as elastic data parallelism records them. */
+  readonly membership: MembershipChange[] = [];
+  /** Members lost since the servers last regrouped: a spare may take their places. */
+  private unreplaced: WorkerHandle[] = [];
 
   constructor(
     private readonly ctx: FitContext,
     private readonly minWorkers: number,
     private readonly fitStart: number,
+    /** A spare loaded and linked in a lost worker's place (its rank), or null when none is idle. */
+    private readonly enlist: ((lost: WorkerHandle) => Promise<WorkerHandle | null>) | null = null,
   ) {
     this.members = [...ctx.workers];
     this.grouped = this.members.map((h) => h.rank);
@@ -106,9 +114,15 @@ export class SyncElastic {
   /** Between steps: the members lost are dropped and the servers told which ranks make a step from now on. */
   private async regroup(step: number): Promise<void> {
     this.noteLosses(step);
+    for (const lost of this.unreplaced.splice(0)) {
+      const spare = (await this.enlist?.(lost)) ?? null;
+      if (!spare) continue;
+      this.members = [...this.members, spare].sort((a, b) => a.rank - b.rank);
+      this.changed("joined", spare, step);
+    }
     if (this.members.length < this.minWorkers) throw this.tooFew();
     const ranks = this.members.map((h) => h.rank);
-    if (ranks.length === this.grouped.length) return;
+    if (ranks.join() === this.grouped.join()) return;
     await Promise.all(
       this.ctx.servers.map((sv) =>
         this.ctx.guard(
@@ -135,8 +149,16 @@ export class SyncElastic {
         alreadyApplied: 0,
         partial: 0,
       });
+      this.unreplaced.push(h);
+      this.members = this.members.filter((m) => m !== h);
+      this.changed("left", h, step);
     }
-    this.members = this.members.filter((m) => !m.lost);
+  }
+
+  private changed(change: "left" | "joined", h: WorkerHandle, step: number): void {
+    const cause = change === "left" ? { cause: h.lost!.summary } : {};
+    const at = { atMs: performance.now() - this.fitStart, step, workers: this.members.length };
+    this.membership.push({ change, rank: h.rank, address: h.address, ...cause, ...at });
   }
 
   private tooFew(): WorkerLostError {
