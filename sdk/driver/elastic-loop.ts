@@ -95,6 +95,7 @@ class ElasticLoop {
     const start = Math.max(t.startStep, this.walk.first);
     this.base = new Map<number, number>(this.members.map((h) => [h.rank, start]));
     this.done = this.next = start;
+    hooks.sharded?.cadence.begin(start);
     ctx.survive(() => void (this.departures++, this.wake?.()));
     ctx.admit((h) => void (this.joiners.push(h), this.wake?.()));
   }
@@ -127,7 +128,7 @@ class ElasticLoop {
     const ahead = this.o.callbacks || this.hooks.validate ? 1 : 2;
     while ((this.joiners.length === 0 || !this.atSync(this.next)) && this.next < this.total && this.next - this.done < ahead && !this.ended) {
       // Sharded: a checkpoint every `every` steps, once the steps before it are recorded.
-      if (this.hooks.sharded && this.next % this.hooks.sharded.every === 0 && this.next > this.saved) {
+      if (this.hooks.sharded?.cadence.due(this.next) && this.next > this.saved) {
         if (this.inflight.length > 0) break;
         if (!(await this.checkpoint())) return;
       }
@@ -294,11 +295,11 @@ class ElasticLoop {
     this.goBack(target);
   }
 
-  /** Training goes on from `target`: steps after it (sent, or recorded) no longer stand; every member counts its updates from there. */
+  /** Training goes on from `target`: steps after it (sent, or recorded) no longer stand; every member counts its updates (sharded: and the next checkpoint) from there. */
   private goBack(target: number): void {
     this.inflight = [];
     this.history = this.history.filter((r) => r.step < target);
-    if (this.hooks.sharded) for (const h of this.members) this.base.set(h.rank, target);
+    if (this.hooks.sharded) for (const h of this.members) this.base.set(h.rank, target), this.hooks.sharded.cadence.begin(target);
     this.done = this.next = target;
     this.ctx.setStep(target);
   }
@@ -307,7 +308,9 @@ class ElasticLoop {
   private async checkpoint(): Promise<boolean> {
     if (!this.hooks.sharded || this.done === this.saved) return true;
     // False: a member was lost meanwhile; the next turn recovers from the last checkpoint, left whole.
+    const t0 = performance.now();
     if (!(await this.hooks.sharded.save(this.members, this.done))) return false;
+    this.hooks.sharded.cadence.saved(this.done, performance.now() - t0, this.history.slice(-4).map((r) => r.ms));
     this.saved = this.done;
     return !this.stopped;
   }

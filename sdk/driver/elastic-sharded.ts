@@ -1,4 +1,5 @@
 import type { WorkerHandle } from "../members/worker-handle";
+import type { Cadence } from "./checkpoint/cadence";
 
 /**
  * What an elastic fit of sharded data parallelism (ZeRO) needs beyond plain data parallelism's:
@@ -8,8 +9,8 @@ import type { WorkerHandle } from "../members/worker-handle";
  * by re-sharding the members' state, held in the driver meanwhile, over all of them.
  */
 export interface ShardedElastic {
-  /** Steps between checkpoints (fit option checkpoint.every): what a loss can cost. */
-  every: number;
+  /** When checkpoints are due (fit option checkpoint.every): the steps between two are what a loss can cost. */
+  cadence: Cadence;
   /** Writes a checkpoint of the members after `stepsDone` steps; false when a member was lost meanwhile (nothing written). */
   save(members: readonly WorkerHandle[], stepsDone: number): Promise<boolean>;
   /** Loads every member again from the last checkpoint, re-sharded over them; returns its step. */

@@ -15,6 +15,7 @@ import { parseOrThrow } from "../config/zod-problem";
 import type { StepRecord } from "../metrics/records";
 import type { PlanData } from "../plan/plans";
 import type { MetricSpec } from "../protocol/metric-spec";
+import { Cadence } from "./checkpoint/cadence";
 
 /** What Cluster.fit takes, as model.fit does where they overlap (epochs, batchSize, shuffle...). */
 export interface FitOptions {
@@ -114,9 +115,10 @@ export interface FitOptions {
    * Write a checkpoint every `every` steps into `dir` (weights, optimizer state, the step, and
    * the seed that fixes the data order), atomically; the previous one is kept. Every strategy but
    * async parameter servers; under `shard` a part per replica. An elastic sharded fit needs it:
-   * after a loss it goes back to the last one.
+   * after a loss it goes back to the last one. `every: "auto"`: the first after 4 steps, timed,
+   * then as often as keeps writing them within 5% of the fit's time (the run's notes say how often).
    */
-  checkpoint?: { dir: string; every: number };
+  checkpoint?: { dir: string; every: number | "auto" };
   /**
    * Continue from a checkpoint: a directory given as checkpoint.dir (its latest) or one
    * checkpoint's own directory. The model gets its weights, the workers its optimizer state, and
@@ -171,7 +173,9 @@ const FitOptionsSchema = z.strictObject({
       "must be a plan from plan(model)",
     )
     .optional(),
-  checkpoint: z.strictObject({ dir: z.string().min(1), every: z.number().int().min(1) }).optional(),
+  checkpoint: z
+    .strictObject({ dir: z.string().min(1), every: z.union([z.number().int().min(1), z.literal("auto")]) })
+    .optional(),
   resumeFrom: z.string().min(1).optional(),
   validationData: z
     .custom<ValidationData>(
@@ -222,7 +226,8 @@ export interface ResolvedFitOptions {
   /** Called with each epoch's validation logs (fit() sets it for the display). */
   onValidated?: (epoch: number, logs: Record<string, number>) => void;
   plan: PlanData | undefined;
-  checkpoint: { dir: string; every: number } | undefined;
+  /** `cadence`: when the checkpoints are due (kept across a fit run again after a loss). */
+  checkpoint: { dir: string; every: number | "auto"; cadence: Cadence } | undefined;
   resumeFrom: string | undefined;
   callbacks: CallbackRun | undefined;
   schedule: LearningRateSchedule | undefined;
@@ -276,7 +281,7 @@ export function resolveFitOptions(options: FitOptions, model?: tf.LayersModel): 
     progress: o.verbose !== undefined ? o.verbose === 1 : o.progress,
     epochLines: o.verbose === 2,
     plan: o.plan,
-    checkpoint: o.checkpoint,
+    checkpoint: o.checkpoint ? { ...o.checkpoint, cadence: new Cadence(o.checkpoint.every) } : undefined,
     resumeFrom: o.resumeFrom,
     callbacks: o.callbacks && model ? new CallbackRun(o.callbacks, model) : undefined,
     schedule: o.schedule,

@@ -221,6 +221,7 @@ function finished(
     ...record,
     ended,
     ...(dataPlane ? { dataPlane } : {}),
+    ...(o.checkpoint?.cadence.chosen ? { checkpoints: o.checkpoint.cadence.chosen } : {}),
     logs: watch.logs(),
     training: { optimizer: o.optimizer, loss: o.loss, metrics: o.metrics.map((m) => m.name), origins: o.origins },
   };

@@ -7,6 +7,7 @@ import { type FitContext, type StepDone } from "./fit-context";
 import { nonFiniteStop } from "./non-finite";
 import { rateField } from "./learning-rates";
 import { askedToStop, FitAborted, runHook, stepSeen, stopRequest } from "./fit-stop";
+import { AUTO_FIRST, type Cadence } from "./checkpoint/cadence";
 
 /** One step sent to the workers: its replies, and how to turn them into the step's record. */
 export interface IssuedStep {
@@ -53,7 +54,7 @@ export interface LoopOptions {
   /** Steps before this one were done by an earlier fit (resuming from a checkpoint). */
   startStep?: number;
   /** Called with no step in flight, every `every` steps and after the last: the workers' state is that of `stepsDone` steps. */
-  checkpoint?: { every: number; save(stepsDone: number): Promise<void> };
+  checkpoint?: { cadence: Cadence; save(stepsDone: number): Promise<void> };
   /** Called at each epoch's end with no step in flight: the validation's logs (val_loss, val_ metrics). */
   validate?: (epoch: number) => Promise<Record<string, number>>;
   /** One step in flight, not two: a step that recovers from a loss inside itself (elastic sync servers). */
@@ -94,6 +95,7 @@ class StepLoop {
     const walk = this.walk;
     const startStep = Math.max(this.more.startStep ?? 0, walk.first);
     this.step = startStep;
+    this.more.checkpoint?.cadence.begin(startStep);
     const cb = this.o.callbacks;
     // Callbacks and validation see epochs end: a new epoch's first step waits for the last one's.
     const epochWise = cb !== undefined || this.more.validate !== undefined;
@@ -119,8 +121,7 @@ class StepLoop {
         }
         if (cb) await this.hook(() => cb.batchBegin(batch.step - batch.epoch * walk.perEpoch));
         if (this.stopped || this.ended) break;
-        const every = this.more.checkpoint?.every;
-        if (every && batch.step > startStep && batch.step % every === 0) await this.save();
+        if (this.more.checkpoint?.cadence.due(batch.step)) await this.save();
         const rate = rateField(this.o, batch.step, batch.epoch);
         const issued = this.issue({ ...batch, ...rate });
         issued.done.catch(() => undefined);
@@ -208,7 +209,13 @@ class StepLoop {
     // After an abort the workers are consistent at the last whole step: that is worth keeping.
     if ((this.stopped && !askedToStop(this.stopped)) || !this.more.checkpoint || this.step === this.saved) return;
     this.ctx.setStep(this.step);
+    const t0 = performance.now();
     await this.more.checkpoint.save(this.step);
+    this.more.checkpoint.cadence.saved(
+      this.step,
+      performance.now() - t0,
+      this.history.slice(-AUTO_FIRST).map((r) => r.ms),
+    );
     this.saved = this.step;
   }
 }

@@ -207,6 +207,8 @@ export interface RunRecord {
   ps?: PsRunRecord;
   /** Elastic data parallelism: every worker that left or joined. */
   membership?: MembershipChange[];
+  /** checkpoint.every "auto": the interval chosen, from the first checkpoint's time and the steps' (ms). */
+  checkpoints?: { every: number; saveMs: number; stepMs: number };
   /** What the run trained with and where each came from (fit options, model.compile or the defaults). */
   training?: TrainingSetup;
   /** What the workers printed during the fit. */

@@ -11,6 +11,7 @@ import { setModelWeights } from "../model-transfer";
 import { readCheckpoint, writeCheckpoint, type Checkpoint, type CheckpointBody } from "./store";
 import { FitAborted } from "../fit-stop";
 import { shardedParts } from "./sharded";
+import type { Cadence } from "./cadence";
 
 /**
  * Checkpoints of a fit, whatever the strategy: the whole model's weights (assembled by the
@@ -177,13 +178,13 @@ export function checkpointing(
     weights: () => Promise<Tensorlike[]>;
     sharded?: readonly WorkerHandle[];
   },
-): { startStep: number; checkpoint?: { every: number; save(stepsDone: number): Promise<void> } } {
+): { startStep: number; checkpoint?: { cadence: Cadence; save(stepsDone: number): Promise<void> } } {
   return {
     startStep: resumed?.ckpt.body.step ?? 0,
     ...(o.checkpoint
       ? {
           checkpoint: {
-            every: o.checkpoint.every,
+            cadence: o.checkpoint.cadence,
             save: checkpointSaver(ctx, { dir: o.checkpoint.dir, options: o, ...what }),
           },
         }

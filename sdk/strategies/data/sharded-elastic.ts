@@ -23,7 +23,7 @@ export function shardedElastic(
   ctx: FitContext,
   model: tf.LayersModel,
   dataset: Dataset,
-  o: ResolvedFitOptions & { checkpoint: { dir: string; every: number } },
+  o: ResolvedFitOptions & { checkpoint: NonNullable<ResolvedFitOptions["checkpoint"]> },
   plan: DataParallelPlan,
   load: (w: WorkerHandle, weights: Tensorlike[]) => Promise<void>,
 ): ShardedElastic {
@@ -32,7 +32,7 @@ export function shardedElastic(
     (await fetchWeightsOf(ctx, plan.shard === "parameters" ? members : [members[0]!], why))[0]!;
   const dir = o.checkpoint.dir;
   return {
-    every: o.checkpoint.every,
+    cadence: o.checkpoint.cadence,
     save: async (members, stepsDone) => {
       const save = checkpointSaver(ctx, {
         dir,
