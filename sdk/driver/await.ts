@@ -1,4 +1,4 @@
-import { ModelError, WorkerLostError } from "../errors/errors";
+import { ModelError, WorkerLostError, type MeshtrainError } from "../errors/errors";
 import type { WorkerHandle } from "../members/worker-handle";
 import type { MemberMemory } from "../metrics/records";
 import { type FitContext } from "./fit-context";
@@ -27,6 +27,19 @@ export async function memberLostWithin(members: readonly WorkerHandle[], ms: num
   const deadline = performance.now() + ms;
   while (!members.some((h) => h.lost) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   return members.some((h) => h.lost);
+}
+
+/**
+ * For a fit that survives its members' losses (FitContext.lossWithin in its place): the loss of
+ * one of `members` within `ms`, else the cluster's if it has one. The cluster never reports a
+ * member's loss a fit survives, so waiting for the cluster's alone would wait out `ms` in vain.
+ */
+export async function memberLoss(
+  ctx: FitContext,
+  members: readonly WorkerHandle[],
+  ms: number,
+): Promise<MeshtrainError | undefined> {
+  return (await memberLostWithin(members, ms)) ? members.find((h) => h.lost)?.lost : ctx.lossWithin(0);
 }
 
 /** How long a failed request waits for the loss it may echo: two heartbeats and a half, at least a second. */

@@ -1,7 +1,7 @@
 import * as fs from "node:fs";
 import type * as tf from "@tensorflow/tfjs";
 import type { Dataset } from "../data/dataset";
-import { echoesLoss, memberLostWithin } from "./await";
+import { echoesLoss, memberLoss } from "./await";
 import { readCheckpoint } from "./checkpoint/store";
 import type { FitContext } from "./fit-context";
 import type { ResolvedFitOptions } from "./fit-options";
@@ -50,12 +50,7 @@ export async function fitRecovering(
   // request's wait for the loss it echoes ends with a member's loss, not only the cluster's.
   const survive: FitContext["survive"] = (handler) => ctx.survive(handler, { servers: r.servers });
   survive(() => undefined);
-  const lostMember = (): MeshtrainError | undefined => r.members().find((h) => h.lost)?.lost;
-  const recovering: FitContext = {
-    ...ctx,
-    survive,
-    lossWithin: async (ms) => ((await memberLostWithin(r.members(), ms)) ? lostMember() : ctx.lossWithin(0)),
-  };
+  const recovering: FitContext = { ...ctx, survive, lossWithin: (ms) => memberLoss(ctx, r.members(), ms) };
   const started = { perf: performance.now(), wall: Date.now() };
   const records = new Map<number, StepRecord>();
   const history = (): StepRecord[] => [...records.values()].sort((a, b) => a.step - b.step);

@@ -1,6 +1,6 @@
 import type * as tf from "@tensorflow/tfjs";
 import type { Dataset } from "../../data/dataset";
-import { awaitAll, echoesLoss } from "../../driver/await";
+import { awaitAll, echoesLoss, memberLoss } from "../../driver/await";
 import { checkpointSaver } from "../../driver/checkpoint/fit-checkpoint";
 import { fetchPart, partsSource, restoreShards, restoreShardsFrom } from "../../driver/checkpoint/sharded";
 import { readCheckpoint } from "../../driver/checkpoint/store";
@@ -34,7 +34,9 @@ export function shardedElastic(
   return {
     cadence: o.checkpoint.cadence,
     save: async (members, stepsDone) => {
-      const save = checkpointSaver(ctx, {
+      // A fetch that fails waits for the loss it echoes: a member's here, which the cluster never reports as its own.
+      const watching: FitContext = { ...ctx, lossWithin: (ms) => memberLoss(ctx, members, ms) };
+      const save = checkpointSaver(watching, {
         dir,
         strategy: "data",
         summary: plan.model,
