@@ -36,6 +36,7 @@ import { timelineFigure } from "../viz/timeline";
 import { chromeTrace } from "../viz/trace";
 import type { DataPlaneChoice } from "../protocol/data-plane";
 import type { ReplicaStepChoice } from "../protocol/profile-messages";
+import { labelOf } from "../members/worker-handle";
 
 function shown(fig: Figure): Figure {
   return displayableFigure(fig, figureBundle);
@@ -280,7 +281,7 @@ export class TrainingRun {
   private membershipLines(): string[] {
     return this.membership.map(
       (m) =>
-        `${m.server ? "server" : "rank"} ${m.rank} (${m.address}) ${m.change} at ${(m.atMs / 1000).toFixed(1)} s; training went on from step ${m.step} with ${m.workers} worker(s)${m.cause ? `: ${m.cause}` : ""}`,
+        `${labelOf(m.server ? "ps" : "worker", m.rank)} (${m.address}) ${m.change} at ${(m.atMs / 1000).toFixed(1)} s; training went on from step ${m.step} with ${m.workers} worker(s)${m.cause ? `: ${m.cause}` : ""}`,
     );
   }
 

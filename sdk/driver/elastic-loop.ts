@@ -299,7 +299,8 @@ class ElasticLoop {
   private goBack(target: number): void {
     this.inflight = [];
     this.history = this.history.filter((r) => r.step < target);
-    if (this.hooks.sharded) for (const h of this.members) this.base.set(h.rank, target), this.hooks.sharded.cadence.begin(target);
+    if (this.hooks.sharded) for (const h of this.members) this.base.set(h.rank, target);
+    this.hooks.sharded?.cadence.begin(target);
     this.done = this.next = target;
     this.ctx.setStep(target);
   }
@@ -308,9 +309,8 @@ class ElasticLoop {
   private async checkpoint(): Promise<boolean> {
     if (!this.hooks.sharded || this.done === this.saved) return true;
     // False: a member was lost meanwhile; the next turn recovers from the last checkpoint, left whole.
-    const t0 = performance.now();
-    if (!(await this.hooks.sharded.save(this.members, this.done))) return false;
-    this.hooks.sharded.cadence.saved(this.done, performance.now() - t0, this.history.slice(-4).map((r) => r.ms));
+    const { cadence, save } = this.hooks.sharded;
+    if (!(await cadence.write(this.done, this.history, () => save(this.members, this.done)))) return false;
     this.saved = this.done;
     return !this.stopped;
   }

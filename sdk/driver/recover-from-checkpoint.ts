@@ -35,7 +35,8 @@ export interface Recovery {
  * again from this fit's last checkpoint (from the start when it has written none yet), and the
  * steps since run again. A synchronous fit's result does not depend on who computes a position,
  * so it still equals model.fit; onStep and callbacks see each step once, and the records of steps
- * run again replace the first ones. Without a spare left, the loss ends the fit as before.
+ * run again replace the first ones. Without a spare left, the loss ends the fit as before; on a
+ * cluster without spares the fit runs once, as it would without this.
  */
 export async function fitRecovering(
   ctx: FitContext,
@@ -45,6 +46,7 @@ export async function fitRecovering(
   fit: RecoverableFit,
   r: Recovery,
 ): Promise<RunRecord> {
+  if (!ctx.spec.spares) return fit(ctx, model, dataset, o);
   const checkpoint = checkpointOf(ctx, o, r.takes);
   // The cluster no longer fails on a loss: this fit recovers from it, or ends with it. A failed
   // request's wait for the loss it echoes ends with a member's loss, not only the cluster's.

@@ -7,7 +7,7 @@ import { type FitContext, type StepDone } from "./fit-context";
 import { nonFiniteStop } from "./non-finite";
 import { rateField } from "./learning-rates";
 import { askedToStop, FitAborted, runHook, stepSeen, stopRequest } from "./fit-stop";
-import { AUTO_FIRST, type Cadence } from "./checkpoint/cadence";
+import type { Cadence } from "./checkpoint/cadence";
 
 /** One step sent to the workers: its replies, and how to turn them into the step's record. */
 export interface IssuedStep {
@@ -209,13 +209,8 @@ class StepLoop {
     // After an abort the workers are consistent at the last whole step: that is worth keeping.
     if ((this.stopped && !askedToStop(this.stopped)) || !this.more.checkpoint || this.step === this.saved) return;
     this.ctx.setStep(this.step);
-    const t0 = performance.now();
-    await this.more.checkpoint.save(this.step);
-    this.more.checkpoint.cadence.saved(
-      this.step,
-      performance.now() - t0,
-      this.history.slice(-AUTO_FIRST).map((r) => r.ms),
-    );
+    const { cadence, save } = this.more.checkpoint;
+    await cadence.write(this.step, this.history, () => save(this.step));
     this.saved = this.step;
   }
 }

@@ -40,6 +40,25 @@ export class Cadence {
     return step - this.last >= (this.interval ?? AUTO_FIRST);
   }
 
+  /**
+   * Writes a checkpoint of `step` steps (`write`; false from it: nothing was written), timed
+   * against the last steps in `history`: "auto" chooses its interval from the first.
+   */
+  async write(
+    step: number,
+    history: readonly { ms: number }[],
+    write: () => Promise<boolean | void>,
+  ): Promise<boolean> {
+    const t0 = performance.now();
+    if ((await write()) === false) return false;
+    this.saved(
+      step,
+      performance.now() - t0,
+      history.slice(-AUTO_FIRST).map((r) => r.ms),
+    );
+    return true;
+  }
+
   /** A checkpoint of `step` steps was written in `saveMs`; `stepMs`: the recent steps' times. */
   saved(step: number, saveMs: number, stepMs: readonly number[]): void {
     this.last = step;

@@ -19,7 +19,6 @@ export function fitStagesRecovering(
   o: ResolvedFitOptions,
   plan: PipelinePlan & PlanMethods,
 ): Promise<RunRecord> {
-  if (!ctx.spec.spares) return fitPipeline(ctx, model, dataset, o, plan);
   return fitRecovering(ctx, model, dataset, o, (c, m, d, opts) => fitPipeline(c, m, d, opts, plan), {
     members: () => ctx.workers.slice(0, plan.worldSize),
     servers: false,

@@ -20,7 +20,6 @@ export function fitServersRecovering(
   o: ResolvedFitOptions,
   plan: PsPlan & PlanMethods,
 ): Promise<RunRecord> {
-  if (!ctx.spec.spares) return fitParameterServers(ctx, model, dataset, o, plan);
   return fitRecovering(ctx, model, dataset, o, (c, m, d, opts) => fitParameterServers(c, m, d, opts, plan), {
     members: () => [...ctx.servers, ...(plan.elastic ? [] : ctx.workers)],
     servers: true,
