@@ -43,6 +43,12 @@ def explain(index, cell, err):
     return "\n".join(lines)
 
 
+def slowest(took):
+    """The cells that took longest (1-based, as Jupyter numbers them), where a notebook's time went."""
+    top = sorted(took, reverse=True)[:3]
+    return "slowest cells " + ", ".join(f"{i + 1} {t:.0f} s" for t, i in top) + f" of {len(took)} in {sum(t for t, _ in took):.0f} s"
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
@@ -62,11 +68,15 @@ def main():
         start = time.time()
         # Cell by cell, so a failure is pinned to its cell.
         index, cell = None, None
+        took = []
         try:
             with client.setup_kernel():
+                kernel_s = time.time() - start
                 for index, cell in enumerate(nb.cells):
+                    t0 = time.time()
                     client.execute_cell(cell, index)
-            print(f"ok     {name} ({time.time() - start:.0f} s)", flush=True)
+                    took.append((time.time() - t0, index))
+            print(f"ok     {name} ({time.time() - start:.0f} s: kernel start {kernel_s:.0f} s, {slowest(took)})", flush=True)
         except (CellExecutionError, CellTimeoutError, RuntimeError) as err:
             failed += 1
             print(f"FAILED {name} ({time.time() - start:.0f} s)\n{explain(index, cell, err)}\n", flush=True)

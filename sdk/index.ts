@@ -49,6 +49,7 @@ export type {
   Departure,
   PsRunRecord,
   MembershipChange,
+  OverlapTrialRecord,
   EpochHistory,
   EpochValidation,
   TrainingSetup,

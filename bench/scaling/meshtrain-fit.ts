@@ -29,7 +29,7 @@ async function main(): Promise<void> {
     const run = await c.fit(isDemoModel(model) ? buildDemoModel(model) : model === "mlp1m" ? wideMlp() : bigMlp(), data, { epochs: 1, batchSize: batch, optimizer: { name: "sgd", learningRate: 0.01 }, shuffle: false });
     const s = run.summary();
     const sent = run.history.slice(s.warmupSteps).map((st) => st.workers[0]?.sentBytes ?? 0);
-    process.stdout.write(`${JSON.stringify({ peer: "meshtrain", model, dataPlane: run.dataPlane?.path ?? null, feed: process.env.FEED ?? "driver", world: workers, batch_per_rank: batch / workers, backend: s.workers[0]?.backend, compression: compression ?? "float32", overlap: run.plan.strategy === "data" ? run.plan.overlap.on : false, samples_per_second: s.samplesPerSecond, sent_bytes: median(sent), median_step_ms: s.medianStepMs, worker_compute_ms: s.workers.map((w) => w.computeMs), worker_comm_ms: s.workers.map((w) => w.commMs), worker_wait_ms: s.workers.map((w) => w.waitMs) })}\n`);
+    process.stdout.write(`${JSON.stringify({ peer: "meshtrain", model, dataPlane: run.dataPlane?.path ?? null, feed: process.env.FEED ?? "driver", world: workers, batch_per_rank: batch / workers, backend: s.workers[0]?.backend, compression: compression ?? "float32", overlap: run.plan.strategy === "data" ? (run.overlapTrial?.kept ?? run.plan.overlap.on) : false, overlap_trial: run.overlapTrial ?? null, samples_per_second: s.samplesPerSecond, sent_bytes: median(sent), median_step_ms: s.medianStepMs, worker_compute_ms: s.workers.map((w) => w.computeMs), worker_comm_ms: s.workers.map((w) => w.commMs), worker_wait_ms: s.workers.map((w) => w.waitMs) })}\n`);
   } finally {
     await c.close();
   }

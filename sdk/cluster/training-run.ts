@@ -11,6 +11,7 @@ import type {
   LogLine,
   MemberMemory,
   MembershipChange,
+  OverlapTrialRecord,
   PushRecord,
   RunRecord,
   StepRecord,
@@ -24,8 +25,8 @@ import { strategyOf } from "../strategies/strategy-table";
 import type { RunNotes } from "../strategies/strategy";
 import { breakdownFigure } from "../viz/breakdown";
 import { memoryFigure } from "../viz/memory-figure";
-import { figureBundle, planBundle } from "../viz/bundles";
-import { displayableFigure, makeDisplayable, type MimeBundle } from "../viz/displayable";
+import { figureBundle, planBundle, shown } from "../viz/bundles";
+import { makeDisplayable, type MimeBundle } from "../viz/displayable";
 import { esc, htmlRow } from "../viz/escape";
 import type { Figure } from "../viz/figure";
 import { lossFigure, stalenessFigure } from "../viz/ps-figures";
@@ -37,10 +38,6 @@ import { chromeTrace } from "../viz/trace";
 import type { DataPlaneChoice } from "../protocol/data-plane";
 import type { ReplicaStepChoice } from "../protocol/profile-messages";
 import { labelOf } from "../members/worker-handle";
-
-function shown(fig: Figure): Figure {
-  return displayableFigure(fig, figureBundle);
-}
 
 /**
  * The record of one fit (every step, the plan it ran, the workers it ran on) with the measures
@@ -73,6 +70,8 @@ export class TrainingRun {
   readonly dataPlane: DataPlaneChoice | undefined;
   /** How the replicas computed their gradients: the native step, or autodiff and why. */
   readonly replicaStep: ReplicaStepChoice | undefined;
+  /** Data parallelism, overlap "auto" with no core to spare: both ways timed on the fit's first steps, and the one kept. */
+  readonly overlapTrial: OverlapTrialRecord | undefined;
   /**
    * What the workers printed during the fit, every line whatever the cluster's workerOutput
    * level (the driver keeps its last 10,000 lines; a run's share is copied at its end).
@@ -99,6 +98,7 @@ export class TrainingRun {
     this.training = record.training;
     this.dataPlane = record.dataPlane;
     this.replicaStep = record.replicaStep;
+    this.overlapTrial = record.overlapTrial;
     this.logs = record.logs ?? [];
     this.memory = record.memory ?? [];
     Object.defineProperty(this, "record", { enumerable: false });

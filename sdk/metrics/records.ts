@@ -193,6 +193,15 @@ export function describeEnd(e: FitEnd): string {
   }
 }
 
+/**
+ * How a data-parallel fit timed overlap both ways (its steps `steps`, inclusive, alternating;
+ * median ms of each way), which it kept and from which step; or why it timed nothing.
+ */
+export type OverlapTrialRecord =
+  | { kept: boolean; steps: [number, number]; onMs: number; offMs: number; from?: number }
+  | { kept: false; refused: string }
+  | { kept: false; skipped: string };
+
 /** Everything a fit recorded: each step, the plan, the workers, what ended it; a TrainingRun is made from it. */
 export interface RunRecord {
   history: readonly StepRecord[];
@@ -217,6 +226,8 @@ export interface RunRecord {
   dataPlane?: DataPlaneChoice;
   /** How the replicas computed their gradients (data and ps strategies). */
   replicaStep?: ReplicaStepChoice;
+  /** Data parallelism, overlap "auto" with no core to spare: the fit's first steps timed both ways. */
+  overlapTrial?: OverlapTrialRecord;
   /** Each epoch's validation (fit options validationData, validationSplit). */
   validation?: readonly EpochValidation[];
   /** What each worker and server still there at the end measured of its memory during the fit. */

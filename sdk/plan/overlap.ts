@@ -8,6 +8,11 @@ export interface OverlapChoice {
   readonly instead?: string;
   /** On: what runs during the passes (default: the gradient's all-reduce, in buckets). */
   readonly what?: string;
+  /**
+   * The rule could not tell (no core to spare): the fit times its first steps both ways and keeps
+   * the faster (driver/overlap-trial.ts); `on` is what it starts with and what plans price.
+   */
+  readonly timed?: true;
 }
 
 /**

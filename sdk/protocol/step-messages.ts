@@ -36,6 +36,12 @@ export const StepSchema = z.strictObject({
    */
   sync: z.enum(["after", "only"]).optional(),
   /**
+   * Data parallelism whose fit times both ways (overlap "auto" with no core to spare): this step
+   * all-reduces in buckets during the backward pass (true) or once after it (false), whatever
+   * the load said. Absent: as loaded.
+   */
+  overlap: z.boolean().optional(),
+  /**
    * Strategy "ps": this worker's own step count, and (sync) the parameter version it must compute
    * on. `standIn`: the slice is that lost rank's, computed on the parameters this worker pulled
    * for its own part of the step and pushed as that rank's (elastic sync servers).
@@ -96,6 +102,8 @@ export const StepDoneSchema = z.strictObject({
   slowdownMs: ms.optional(),
   /** Bytes this worker sent in the step's all-reduce or push (headers included). */
   sentBytes: z.number().nonnegative().optional(),
+  /** Data parallelism: the step's all-reduce went in buckets during the backward pass. */
+  overlapped: z.literal(true).optional(),
   /** A worker on a GPU: time reading the step's results back from the device, and handing the update to it (part of computeMs and applyMs). */
   readbackMs: ms.optional(),
   uploadMs: ms.optional(),

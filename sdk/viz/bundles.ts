@@ -1,5 +1,5 @@
 import type { Figure } from "./figure";
-import type { MimeBundle } from "./displayable";
+import { displayableFigure, type MimeBundle } from "./displayable";
 import { figureToSvg } from "./svg-chart";
 import type { Plan } from "../plan/plans";
 
@@ -21,4 +21,9 @@ export function figureBundle(fig: Figure): MimeBundle {
 /** A plan as one display: its placement diagram, and its text. */
 export function planBundle(plan: Pick<Plan, "draw" | "toString">): MimeBundle {
   return { "image/svg+xml": plan.draw(), "text/plain": plan.toString() };
+}
+
+/** A figure that draws itself where it is shown (a notebook's cell), as its SVG bundle. */
+export function shown(fig: Figure): Figure {
+  return displayableFigure(fig, figureBundle);
 }

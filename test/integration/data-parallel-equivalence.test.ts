@@ -171,3 +171,46 @@ test("gradients all-reduced in buckets while the backward pass runs equal model.
   }
   assert.equal(maxRelativeDifference(runs["native fp16"]!, runs["websocket fp16"]!), 0, "bucketed and whole compressed all-reduces end with the same bits (2 workers: one addition per value)");
 });
+
+test("overlap 'auto' with no core to spare times its steps 3-18 both ways, each as sent, and keeps the faster: the fit equals model.fit either way", async (t) => {
+  // 80 steps: enough for the trial (76 or more).
+  const ds = datasets.synthetic({ inputShape: [64], classes: 10, size: 960, seed: 6 });
+  const o = { epochs: 1, batchSize: 12, optimizer: { name: "sgd" as const, learningRate: 0.05 }, shuffle: true, seed: 2 };
+  const single = bucketed();
+  await modelFitReference(single, ds, o);
+  const values = single.countParams();
+  const c = await cluster().workers(2).strategy("data").dataPlane("native").launch();
+  try {
+    const model = bucketed();
+    const run = await c.fit(model, ds, { ...o, loss: "categoricalCrossentropy" });
+    // Each step's all-reduces from what rank 0 sent (one 32-byte header each): 3 in buckets, 1 after the pass.
+    const ops = run.history.map((s) => (s.workers[0]!.sentBytes! - 4 * values - 4) / 32);
+    const line = run.notes.find((l) => /overlap/.test(l)) ?? "";
+    if (os.availableParallelism() > 2) {
+      // A core to spare for each worker: the rule turns overlap on, with nothing to time.
+      assert.ok(ops.every((n) => n === 3), ops.join(" "));
+      assert.match(line, /^overlap: the gradient was all-reduced in buckets/);
+    } else {
+      const trial = Array.from({ length: 16 }, (_, i) => (i % 2 === 0 ? 3 : 1));
+      assert.deepEqual(ops.slice(0, 19), [1, 1, 1, ...trial], "the warm-up as the rule chose, then alternating as sent");
+      const m = /timed both ways, in buckets during the backward pass ([\d.]+) ms a step, one all-reduce after it ([\d.]+) ms \(each way's median on the slower replica, steps 3-18 alternating\): (buckets|one all-reduce after the backward pass) kept from step (\d+)/.exec(line);
+      assert.ok(m, line);
+      const [onMs, offMs, kept, from] = [Number(m[1]), Number(m[2]), m[3], Number(m[4])];
+      assert.equal(kept === "buckets", onMs * 1.03 <= offMs, `kept ${kept} at ${onMs} against ${offMs} ms`);
+      // The steps sent before step 18 ended keep the rule's choice; from the kept one's first step, all go its way.
+      assert.ok(from >= 19 && from <= 21, `from step ${from}`);
+      assert.ok(ops.slice(19, from).every((n) => n === 1) && ops.slice(from).every((n) => n === (kept === "buckets" ? 3 : 1)), ops.join(" "));
+      // Each way's median of its steps' times on the slower replica, as the run's records hold them (the line rounds to 0.1 ms).
+      // (A record's computeMs holds the update, applyMs.)
+      const slower = (s: StepRecord) => Math.max(...s.workers.map((w) => w.computeMs + w.commMs + w.waitMs));
+      const median = (steps: number[]) => { const xs = steps.map((s) => slower(run.history[s]!)).sort((a, b) => a - b); return (xs[3]! + xs[4]!) / 2; };
+      assert.ok(Math.abs(median([3, 5, 7, 9, 11, 13, 15, 17]) - onMs) < 0.06, `buckets ${onMs} ms`);
+      assert.ok(Math.abs(median([4, 6, 8, 10, 12, 14, 16, 18]) - offMs) < 0.06, `one all-reduce ${offMs} ms`);
+      t.diagnostic(line);
+    }
+    const diff = maxRelativeDifference(model, single);
+    assert.ok(diff < TOLERANCE, `relative difference ${diff}`);
+  } finally {
+    await c.close();
+  }
+});

@@ -54,6 +54,18 @@ test("a data plan carries the choice and says it in toString() and explain(); a 
   assert.match(runOverlapLine(roomy.overlap, { path: "websocket", why: "" }, { native: true }), /^no overlap: the WebSocket data plane/);
   assert.match(runOverlapLine(roomy.overlap, native, { native: false, why: "dropout" }), /^no overlap: TF.js's autodiff/);
   assert.match(runOverlapLine(crowded.overlap, native, { native: true }), /^no overlap: .*no core to spare/);
+  // Where the rule cannot tell, the fit times both ways: the plan says so, and the run what it found.
+  assert.equal(crowded.overlap.timed, true);
+  assert.equal(roomy.overlap.timed, undefined);
+  assert.equal(asked.overlap.timed, undefined);
+  assert.match(crowded.explain(), /no core to spare .*; a fit of 76 steps or more times its steps 3-18 both ways/);
+  assert.match(String(crowded), /after the backward pass, or in buckets during it if the fit's first steps time that faster/);
+  const timed = { kept: true, steps: [3, 18] as [number, number], onMs: 10.04, offMs: 11.5, from: 15 };
+  assert.equal(runOverlapLine(crowded.overlap, native, { native: true }, timed), "overlap: timed both ways, in buckets during the backward pass 10.0 ms a step, one all-reduce after it 11.5 ms (each way's median on the slower replica, steps 3-18 alternating): buckets kept from step 15, the faster by 3% or more");
+  assert.match(runOverlapLine(crowded.overlap, native, { native: true }, { ...timed, kept: false }), /^no overlap: timed both ways, .*: one all-reduce after the backward pass kept from step 15, buckets not 3% faster \(no core to spare/);
+  assert.match(runOverlapLine(crowded.overlap, native, { native: true }, { kept: false, skipped: "too few" }), /^no overlap: one all-reduce after the backward pass: no core to spare .*; too few$/);
+  const elastic = makePlan(cluster().workers(2).strategy("data", { elastic: { minWorkers: 1 } }).spec(), summarizeModel(model), { batchSize: 8, devices: devices(2) });
+  assert.equal(elastic.strategy === "data" && elastic.overlap.timed, undefined, "an elastic fit's members change under it: the rule's choice");
   model.dispose();
 });
 

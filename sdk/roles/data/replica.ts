@@ -81,7 +81,15 @@ export class DataReplica implements WorkerRole {
     if (!feed)
       throw new ProtocolError(`"step" ${msg.step} carries ${attachments.length} tensors, expected ${this.expected}`);
     return this.sum.step(
-      { weight: msg.weight, x: feed.x, y: feed.y, step: msg.step, learningRate: msg.learningRate, sync: msg.sync },
+      {
+        weight: msg.weight,
+        x: feed.x,
+        y: feed.y,
+        step: msg.step,
+        learningRate: msg.learningRate,
+        sync: msg.sync,
+        overlap: msg.overlap,
+      },
       io,
     );
   }

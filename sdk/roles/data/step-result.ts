@@ -28,6 +28,8 @@ export interface StepResult extends StepTimes {
   skipped?: boolean;
   /** This replica's slice ran more than twice what its FLOPs predict: where the time went. */
   slow?: SlowStep;
+  /** The all-reduce went in buckets during the backward pass. */
+  overlapped?: true;
 }
 
 /** One layer's all-gather or reduce-scatter in a ZeRO-2 or ZeRO-3 step (layer: its index among the layers with weights). */

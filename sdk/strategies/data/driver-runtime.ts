@@ -7,7 +7,7 @@ import { wallClock } from "../../util/clock";
 import type { WorkerHandle } from "../../members/worker-handle";
 import type { ResolvedFitOptions } from "../../driver/fit-options";
 import type { Tensorlike } from "../../protocol/tensor";
-import type { RunRecord, StepRecord, MembershipChange } from "../../metrics/records";
+import type { RunRecord, StepRecord, MembershipChange, OverlapTrialRecord } from "../../metrics/records";
 import type { PlanMethods, DataParallelPlan } from "../../plan/plans";
 import { awaitAll, loadEverywhere, refuseOtherGradients, release } from "../../driver/await";
 import { replicaStepOf } from "../../metrics/replica-step";
@@ -30,6 +30,8 @@ import { askedToStop, FitAborted } from "../../driver/fit-stop";
 import { syncIfBetween, syncsAfter } from "./local-sync";
 import { replacingLost } from "./replace-lost";
 import { evictingSlow } from "./evict-slow";
+import { OverlapTrial, overlapTrialFor, slowerReplicaMs } from "./overlap-trial";
+import type { StepDone } from "../../driver/fit-context";
 
 /** Synchronous data parallelism, driven from here: every worker a replica, one ring. */
 export async function fitDataParallel(
@@ -61,10 +63,13 @@ export async function fitDataParallel(
       : restoreOptimizers(ctx, wholeOf(resumed.ckpt, model), holders));
   const run: DataRun = { ctx, model, dataset, o, plan, started, fitStartWall: wallClock(), resumed };
   const e = plan.elastic;
-  const r = e ? await elasticFit(elasticRun(run, e), e.minWorkers, loadOn) : await fixedFit(run, holders);
+  const r = e
+    ? await elasticFit(elasticRun(run, e), e.minWorkers, loadOn)
+    : await fixedFit(run, holders, replicaStep?.native === true);
   return {
     ...r.record,
     ...(replicaStep ? { replicaStep } : {}),
+    ...(r.overlapTrial ? { overlapTrial: r.overlapTrial } : {}),
     ...(r.validation.length > 0 ? { validation: r.validation } : {}),
   };
 }
@@ -73,6 +78,7 @@ export async function fitDataParallel(
 interface DataFitEnd {
   record: RunRecord;
   validation: NonNullable<RunRecord["validation"]>;
+  overlapTrial?: OverlapTrialRecord | undefined;
 }
 
 /** What a data-parallel fit's two loops share. */
@@ -88,7 +94,11 @@ interface DataRun {
 }
 
 /** The fit over the workers it started with: one step loop, checkpoints of the one replica (or every shard). */
-async function fixedFit(r: DataRun, holders: Parameters<typeof checkpointing>[3]["holders"]): Promise<DataFitEnd> {
+async function fixedFit(
+  r: DataRun,
+  holders: Parameters<typeof checkpointing>[3]["holders"],
+  nativeStep: boolean,
+): Promise<DataFitEnd> {
   const { ctx, model, dataset, o, plan } = r;
   const workers = ctx.workers;
   // ZeRO-3 replicas gather the weights together: every one is asked.
@@ -105,11 +115,27 @@ async function fixedFit(r: DataRun, holders: Parameters<typeof checkpointing>[3]
     ? { validate: validateOnReplicas(ctx, workers, o.validation, o.batchSize, plan.shard === "parameters") }
     : {};
   const perEpoch = stepsPerEpoch(dataset.size, o.batchSize);
-  const issue = (batch: BatchAt): IssuedStep =>
-    issueStep(ctx, dataset, plan, r.fitStartWall, batch, syncsAfter(plan, perEpoch, batch.step));
+  const startStep = r.resumed?.ckpt.body.step ?? 0;
+  const trial = overlapTrialFor(plan.overlap.timed === true, nativeStep, startStep, perEpoch * o.epochs - startStep);
+  const issue = (batch: BatchAt): IssuedStep => {
+    const timing = trial instanceof OverlapTrial ? trial : null;
+    const step = batch.step;
+    const sync = { ...syncsAfter(plan, perEpoch, step), ...(timing ? { overlap: timing.flag(step) } : {}) };
+    const issued = issueStep(ctx, dataset, plan, r.fitStartWall, batch, sync);
+    const end = (replies: StepDone[]) =>
+      timing?.ended(
+        step,
+        slowerReplicaMs(replies),
+        replies.every((x) => x.msg.overlapped),
+      );
+    if (timing) issued.done.then(end, () => undefined);
+    return issued;
+  };
   const { history, stopped, validation } = await runSteps(ctx, o, dataset, issue, { ...more, ...validate });
   if (!stopped || askedToStop(stopped)) await syncIfBetween(ctx, plan, perEpoch, workers, history);
-  return { record: await finish(ctx, model, o, plan, history, workers, stopped, r.started), validation };
+  const record = await finish(ctx, model, o, plan, history, workers, stopped, r.started);
+  const overlapTrial = trial instanceof OverlapTrial ? (trial.record() ?? undefined) : (trial ?? undefined);
+  return { record, validation, overlapTrial };
 }
 
 /** An elastic run as its options ask: lost workers replaced (spares, `replace`), stragglers let go (`evict`). */
@@ -224,10 +250,10 @@ function issueStep(
   plan: DataParallelPlan,
   fitStartWall: number,
   at: BatchAt,
-  sync: { sync?: "after" },
+  also: { sync?: "after"; overlap?: boolean },
 ): IssuedStep {
   const { step, epoch, order, start, end } = at;
-  const rate = { ...(at.learningRate !== undefined ? { learningRate: at.learningRate } : {}), ...sync };
+  const rate = { ...(at.learningRate !== undefined ? { learningRate: at.learningRate } : {}), ...also };
   const ranges = replicaRanges(plan.batch, start, end);
   const shares = ranges.map((r) => r.share);
   const requests = ctx.workers.map((w, r) => {

@@ -53,7 +53,9 @@ export const dataStrategy: Strategy<DataOptions, DataParallelPlan> & { options: 
               `rank ${worst.rank} finished computing last in ${worst.steps} of ${worst.of} steps (median lead ${summary.stragglers.medianLeadMs.toFixed(1)} ms): the one the others waited for`,
             ]
           : []),
-        ...(run.workers.length > 1 ? [runOverlapLine(plan.overlap, run.dataPlane, run.replicaStep)] : []),
+        ...(run.workers.length > 1
+          ? [runOverlapLine(plan.overlap, run.dataPlane, run.replicaStep, run.overlapTrial)]
+          : []),
         ...(slower ? [slower] : []),
       ],
       figures: () => [],

@@ -90,9 +90,11 @@ function allReduceLine(plan: DataParallelPlan): string {
   const averaged = plan.sync ? " (averaged over a sync's steps)" : "";
   const when = plan.overlap.on
     ? "in buckets during the backward pass"
-    : plan.shard === "parameters" || plan.shard === "gradients"
-      ? "a bucket of layers at a time, between the layers' passes"
-      : "after the backward pass";
+    : plan.overlap.timed
+      ? "after the backward pass, or in buckets during it if the fit's first steps time that faster"
+      : plan.shard === "parameters" || plan.shard === "gradients"
+        ? "a bucket of layers at a time, between the layers' passes"
+        : "after the backward pass";
   return `all-reduce: ring (reduce-scatter + all-gather)${wire}; each rank sends ${kib(plan.allReduce.bytesSentPerRank)} per step${averaged}; ${when}`;
 }
 

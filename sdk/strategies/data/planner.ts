@@ -209,7 +209,11 @@ function overlapOf(given: DataOptions, price: HookPrice, n: number, devices: Pla
   if (given.shard)
     return { on: false, why: "the sharded update reduce-scatters the whole gradient after the backward pass" };
   if (price.whole) return { on: false, why: price.whole };
-  return chooseOverlap(given.overlap, n, devices);
+  const c = chooseOverlap(given.overlap, n, devices);
+  // Where no core is spare, overlap gained 6% on one machine and lost 1-13% on another
+  // (bench:scaling): only timing this model on these workers tells. An elastic fit's members
+  // change under it, so it keeps the rule's choice.
+  return given.overlap === "auto" && !c.on && n > 1 && !given.elastic ? { ...c, timed: true } : c;
 }
 
 /**

@@ -2,7 +2,7 @@ import type { HostIO } from "../../role";
 import type { SliceOutcome } from "../../../compute/slice-gradient";
 import { makeUpdateRule } from "../../../compute/update-rule";
 import { finishBuckets, GradientBuckets } from "../buckets";
-import type { ReplicaParts } from "./gradient-sum";
+import type { ReplicaParts, StepInput } from "./gradient-sum";
 import { SummedStep, type Summed } from "./summed-step";
 
 /**
@@ -13,15 +13,20 @@ import { SummedStep, type Summed } from "./summed-step";
  */
 export class AllReduceSum extends SummedStep {
   readonly kind = "all-reduce";
+  /** Buckets can go during the backward pass (the hook and the step allow it), and do unless a step says otherwise. */
+  private readonly canOverlap: boolean;
   private readonly overlap: boolean;
 
   constructor(p: ReplicaParts) {
     super(p, makeUpdateRule(p.r.vars, p.load.optimizer), p.load.elastic ?? false);
-    this.overlap = (p.load.overlap ?? false) && p.hook.elementwise && p.slice.bucketable;
+    this.canOverlap = p.hook.elementwise && p.slice.bucketable;
+    this.overlap = (p.load.overlap ?? false) && this.canOverlap;
   }
 
-  protected buckets(flat: Float32Array, io: HostIO): GradientBuckets | null {
-    const ring = this.overlap ? io.overlap() : null;
+  protected buckets(flat: Float32Array, io: HostIO, s: StepInput): GradientBuckets | null {
+    // A step timed the other way (the fit timing both) asks for itself; either way the sum is the same.
+    const want = s.overlap === undefined ? this.overlap : s.overlap && this.canOverlap;
+    const ring = want ? io.overlap() : null;
     return ring ? new GradientBuckets(flat, this.p.r.gradientLength, ring, this.p.hook, this.p.r) : null;
   }
 

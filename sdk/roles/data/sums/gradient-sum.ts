@@ -20,6 +20,8 @@ export interface StepInput {
   readonly learningRate: number | undefined;
   /** Local SGD: the step ends with a sync ("after"), or is nothing but one ("only", no slice). */
   readonly sync: "after" | "only" | undefined;
+  /** This step all-reduces in buckets during the backward pass (true) or once after it (false); undefined: as loaded. */
+  readonly overlap?: boolean | undefined;
 }
 
 /** What a replica hands the summing scheme it composes, made once at load. */

@@ -43,7 +43,7 @@ export abstract class SummedStep extends WholeModelSum {
   }
 
   /** Buckets that start summing while the backward pass runs, where the kind can (else null). */
-  protected abstract buckets(flat: Float32Array, io: HostIO): GradientBuckets | null;
+  protected abstract buckets(flat: Float32Array, io: HostIO, s: StepInput): GradientBuckets | null;
   /** The step's buffer summed with every replica's (it may move to the communication thread). */
   protected abstract sum(
     flat: Float32Array,
@@ -65,7 +65,7 @@ export abstract class SummedStep extends WholeModelSum {
     const flat = this.p.buffer.take(n + r.state.length + 1);
     transfers.reset();
     const stateBefore = await r.state.snapshot();
-    const buckets = this.buckets(flat, io);
+    const buckets = this.buckets(flat, io, s);
     const slice = await this.p.slice.fill(
       s.weight,
       s.x,
@@ -115,6 +115,7 @@ export abstract class SummedStep extends WholeModelSum {
     Object.assign(report, slowReport(r));
     if (nonFinite) report.nonFinite = nonFinite;
     if (skipped) report.skipped = skipped;
+    if (buckets) report.overlapped = true;
     return report;
   }
 
