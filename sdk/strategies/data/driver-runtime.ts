@@ -120,8 +120,8 @@ async function fixedFit(
   const issue = (batch: BatchAt): IssuedStep => {
     const timing = trial instanceof OverlapTrial ? trial : null;
     const step = batch.step;
-    const sync = { ...syncsAfter(plan, perEpoch, step), ...(timing ? { overlap: timing.flag(step) } : {}) };
-    const issued = issueStep(ctx, dataset, plan, r.fitStartWall, batch, sync);
+    const also = { ...syncsAfter(plan, perEpoch, step), ...(timing ? { overlap: timing.flag(step) } : {}) };
+    const issued = issueStep(ctx, dataset, plan, r.fitStartWall, batch, also);
     const end = (replies: StepDone[]) =>
       timing?.ended(
         step,

@@ -21,9 +21,10 @@ export const TRIAL = Object.freeze({ first: FIRST, each: EACH, minSteps: MIN_STE
  * all-reduce after it, and the faster by median is kept for the rest of the fit. A step's time is
  * the slower replica's, from its compute's start to its update's end: the driver's interval
  * between two steps' ends also holds its own messages and, with two steps in flight, moved with
- * their phase (4.0 and 6.5 ms one run, 6.2 and 4.5 the next, on the same 1.5 MB model). The two
- * ways sum the same values in the same ring, so the choice moves no result. Steps already sent
- * when the last trial step ends keep the rule's choice.
+ * their phase (4.0 and 6.5 ms one run, 6.2 and 4.5 the next, on the same 1.5 MB model). Both
+ * ways sum the same values in the same ring: with 2 replicas (one addition a value) to the bit,
+ * with more in another order where a bucket's edge moves a value's chunk, as any bucket size
+ * does. Steps already sent when the last trial step ends keep the rule's choice.
  */
 export class OverlapTrial {
   private readonly times = { on: [] as number[], off: [] as number[] };
