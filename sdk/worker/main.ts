@@ -91,7 +91,7 @@ function commConfig(o: WorkerOptions): CommConfig {
   };
 }
 
-/** The compute side: TF.js and the roles (loaded here, not at the top, so that the communication thread starts first), then the user's modules. */
+/** The compute side: TF.js and the roles (loaded here, not at the top: the communication thread starts first), then the user's modules. */
 async function loadCompute(comm: Worker, modules: readonly string[]): Promise<ComputeHost> {
   const [{ ROLES }, { ComputeHost }] = await Promise.all([import("../roles/role-table"), import("./host")]);
   loadModules(modules);

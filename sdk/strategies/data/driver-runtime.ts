@@ -117,8 +117,8 @@ async function fixedFit(
   const perEpoch = stepsPerEpoch(dataset.size, o.batchSize);
   const startStep = r.resumed?.ckpt.body.step ?? 0;
   const trial = overlapTrialFor(plan.overlap.timed === true, nativeStep, startStep, perEpoch * o.epochs - startStep);
+  const timing = trial instanceof OverlapTrial ? trial : null;
   const issue = (batch: BatchAt): IssuedStep => {
-    const timing = trial instanceof OverlapTrial ? trial : null;
     const step = batch.step;
     const also = { ...syncsAfter(plan, perEpoch, step), ...(timing ? { overlap: timing.flag(step) } : {}) };
     const issued = issueStep(ctx, dataset, plan, r.fitStartWall, batch, also);

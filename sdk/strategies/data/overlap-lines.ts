@@ -5,18 +5,26 @@ import type { OverlapTrialRecord } from "../../metrics/records";
 import { TRIAL } from "./overlap-trial";
 
 /** What a fit does where overlap "auto" could not tell. */
-const TIMED = `a fit of ${TRIAL.minSteps} steps or more times its steps ${TRIAL.first}-${TRIAL.first + 2 * TRIAL.each - 1} both ways, in buckets during the backward pass and once after it, and keeps the faster`;
+const TIMED =
+  `a fit of ${TRIAL.minSteps} steps or more times its steps ${TRIAL.first}-${TRIAL.last} both ways, ` +
+  "in buckets during the backward pass and once after it, and keeps the faster";
 
 /** When the plan's all-reduce runs, said where the plan is explained. */
 export function overlapLine(o: OverlapChoice): string {
   if (o.on && o.what) return `overlap: ${o.what}: ${o.why}`;
   if (o.on)
-    return `overlap: the gradient is all-reduced in buckets (1 MB, then 25 MB, as DDP's) that start while the backward pass computes earlier layers, on the native data plane with the native step: ${o.why}`;
+    return (
+      "overlap: the gradient is all-reduced in buckets (1 MB, then 25 MB, as DDP's) that start while the backward " +
+      `pass computes earlier layers, on the native data plane with the native step: ${o.why}`
+    );
   const timed = o.timed ? `; ${TIMED}` : "";
   return `no overlap: ${o.instead ?? "one all-reduce after the backward pass"}: ${o.why}${timed}`;
 }
 
-/** When the run's all-reduces ran: the plan's choice, unless the data plane or the replica step could not overlap; or as the fit timed it. */
+/**
+ * When the run's all-reduces ran: as the fit timed it, or the plan's choice unless the data plane
+ * or the replica step could not overlap.
+ */
 export function runOverlapLine(
   o: OverlapChoice,
   plane: DataPlaneChoice | undefined,
@@ -37,7 +45,9 @@ export function runOverlapLine(
 function trialLine(o: OverlapChoice, t: OverlapTrialRecord): string {
   if ("skipped" in t) return `no overlap: one all-reduce after the backward pass: ${o.why}; ${t.skipped}`;
   if ("refused" in t) return `no overlap: one all-reduce after the backward pass: ${t.refused}`;
-  const ways = `in buckets during the backward pass ${t.onMs.toFixed(1)} ms a step, one all-reduce after it ${t.offMs.toFixed(1)} ms (each way's median on the slower replica, steps ${t.steps[0]}-${t.steps[1]} alternating)`;
+  const ways =
+    `in buckets during the backward pass ${t.onMs.toFixed(1)} ms a step, one all-reduce after it ` +
+    `${t.offMs.toFixed(1)} ms (each way's median on the slower replica, steps ${t.steps[0]}-${t.steps[1]} alternating)`;
   const pct = `${Math.round((TRIAL.margin - 1) * 100)}%`;
   const from = t.from !== undefined ? ` from step ${t.from}` : " (no step was left to run it)";
   return t.kept

@@ -7,13 +7,21 @@ const FIRST = 3;
 const EACH = 8;
 /** A fit shorter than this keeps the rule's choice: three quarters of its steps must run with the one kept. */
 const MIN_STEPS = 4 * (FIRST + 2 * EACH);
+/** The trial's steps, counted from its first. */
+const LENGTH = 2 * EACH;
 /**
  * How much faster buckets must be to be kept: they take a thread that the backward pass then
  * shares its core with, so a tie goes to one all-reduce after it (the rule's choice).
  */
 const MARGIN = 1.03;
 /** The trial's terms, for the lines that tell of it. */
-export const TRIAL = Object.freeze({ first: FIRST, each: EACH, minSteps: MIN_STEPS, margin: MARGIN });
+export const TRIAL = Object.freeze({
+  first: FIRST,
+  last: FIRST + LENGTH - 1,
+  each: EACH,
+  minSteps: MIN_STEPS,
+  margin: MARGIN,
+});
 
 /**
  * Overlap "auto" where the rule could not tell (no core to spare for the all-reduce's thread):
@@ -47,7 +55,7 @@ export class OverlapTrial {
   /** Whether `step` all-reduces in buckets during the backward pass, as the trial sends it. */
   flag(step: number): boolean {
     const i = step - this.start;
-    if (i >= 0 && i < 2 * EACH && this.refused === null) return i % 2 === 0;
+    if (i >= 0 && i < LENGTH && this.refused === null) return i % 2 === 0;
     if (this.kept === null) return false;
     this.keptFrom ??= step;
     return this.kept;
@@ -56,7 +64,7 @@ export class OverlapTrial {
   /** `step` took `ms` on its slower replica; `overlapped`: every replica's all-reduce went in buckets. */
   ended(step: number, ms: number, overlapped: boolean): void {
     const i = step - this.start;
-    if (i < 0 || i >= 2 * EACH || this.refused !== null) return;
+    if (i < 0 || i >= LENGTH || this.refused !== null) return;
     const on = i % 2 === 0;
     // A plane or a step that cannot overlap (the WebSocket links, TF.js's autodiff) would time the same thing twice.
     if (on && !overlapped) {
@@ -76,7 +84,7 @@ export class OverlapTrial {
     if (this.kept === null) return null;
     return {
       kept: this.kept,
-      steps: [this.start, this.start + 2 * EACH - 1],
+      steps: [this.start, this.start + LENGTH - 1],
       onMs: median(this.times.on),
       offMs: median(this.times.off),
       ...(this.keptFrom !== null ? { from: this.keptFrom } : {}),
@@ -84,7 +92,7 @@ export class OverlapTrial {
   }
 }
 
-/** The trial a data-parallel fit runs: none unless its plan asked (`timed`) and its replicas step natively (autodiff hands over the gradient at once). */
+/** The trial a data-parallel fit runs: none unless its plan asked (`timed`) and its replicas step natively (autodiff sums at once). */
 export function overlapTrialFor(
   timed: boolean,
   nativeStep: boolean,
